@@ -1,0 +1,44 @@
+# mkitfdb: see README.md. Every target runs with nothing but Go installed,
+# except test-fdb (FoundationDB server and client) and proto (protoc).
+
+GO        ?= go
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 6
+
+.PHONY: all generate test fuzz bench lint test-fdb check-generated
+
+all: lint test
+
+## generate: rewrite gen/ (and examples) from the schemas
+generate:
+	$(GO) generate ./...
+
+## test: the README's test command; CI runs exactly this (.ci/run)
+test: lint
+	$(GO) test -race -count=1 ./...
+
+## fuzz: every native fuzz target for FUZZTIME each (default 10s)
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh ./...
+
+## bench: every benchmark, benchstat-friendly (BENCHCOUNT runs each)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
+
+## lint: gofmt, go vet, and go vet -tags fdb where libfdb_c is installed
+lint: check-generated
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@if ldconfig -p 2>/dev/null | grep -q libfdb_c; then $(GO) vet -tags fdb ./...; \
+	  else echo "lint: libfdb_c not installed; skipping go vet -tags fdb"; fi
+
+## check-generated: fail when gen/ is not what the schemas generate
+check-generated:
+	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
+	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
+
+## test-fdb: the fdb-tagged tests against a throwaway local FoundationDB
+test-fdb:
+	./scripts/test-fdb.sh

@@ -1,0 +1,258 @@
+package main
+
+import "fmt"
+
+// check proves the model sound: every rule an emitter relies on holds, or
+// the mistake is reported at its position.
+func check(s *schema, errs *schemaErrors) {
+	tags := map[uint32]*decl{}
+	owner := map[*decl]*decl{} // variant struct -> its union
+	for _, d := range s.Decls {
+		if d.Key {
+			if prev, dup := tags[d.Tag]; dup {
+				errs.add(d.Pos, "key %s: tag %d already used by %s", d.Name, d.Tag, prev.Name)
+			}
+			tags[d.Tag] = d
+			for _, f := range d.Fields {
+				checkKeyField(d, f, errs)
+			}
+			continue
+		}
+		switch d.Kind {
+		case kindEnum:
+			seen := map[uint8]string{}
+			if len(d.Values) == 0 {
+				errs.add(d.Pos, "enum %s: no constants declared", d.Name)
+			}
+			for _, v := range d.Values {
+				if prev, dup := seen[v.Value]; dup {
+					errs.add(d.Pos, "enum %s: %s and %s share value %d", d.Name, prev, v.Name, v.Value)
+				}
+				seen[v.Value] = v.Name
+			}
+		case kindUnion:
+			checkUnion(d, owner, errs)
+		case kindStruct:
+			for _, f := range d.Fields {
+				checkRecordField(d, f, errs)
+			}
+		}
+		if d.Record && d.Version == 0 {
+			errs.add(d.Pos, "record %s: version must be at least 1", d.Name)
+		}
+	}
+	for _, d := range s.Decls {
+		if d.Kind == kindUnion && d.Partition {
+			markTuple(d, errs)
+		}
+	}
+	checkCycles(s, errs)
+}
+
+func checkUnion(d *decl, owner map[*decl]*decl, errs *schemaErrors) {
+	if len(d.Variants) == 0 {
+		errs.add(d.Pos, "union %s: no variants", d.Name)
+	}
+	tags := map[uint8]string{}
+	kinds := map[string]string{}
+	for _, v := range d.Variants {
+		if prev, dup := tags[v.Tag]; dup && v.Tag != 0 {
+			errs.add(v.Pos, "union %s: variants %s and %s share tag %d", d.Name, prev, v.Name, v.Tag)
+		}
+		tags[v.Tag] = v.Name
+		if prev, dup := owner[v.Type]; dup {
+			errs.add(v.Pos, "union %s: %s is already a variant of %s", d.Name, v.Type.Name, prev.Name)
+		}
+		owner[v.Type] = d
+		if d.Partition {
+			if v.KindName == "" {
+				errs.add(v.Pos, "partition union %s: variant %s needs kind=name", d.Name, v.Name)
+			} else if prev, dup := kinds[v.KindName]; dup {
+				errs.add(v.Pos, "partition union %s: variants %s and %s share kind %q", d.Name, prev, v.Name, v.KindName)
+			}
+			kinds[v.KindName] = v.Name
+		} else if v.KindName != "" {
+			errs.add(v.Pos, "union %s: kind= is only for partition unions", d.Name)
+		}
+	}
+}
+
+// checkRecordField checks a field of a struct or record.
+func checkRecordField(d *decl, f *field, errs *schemaErrors) {
+	t := f.Type
+	if t == nil {
+		return
+	}
+	where := fmt.Sprintf("%s.%s", d.Name, f.Name)
+	bounded := t.Kind == refBytes || t.Kind == refSlice || (t.Kind == refPrim && t.Prim == "string")
+	if bounded && !f.HasMax {
+		errs.add(f.Pos, "%s: needs a bound (mk:\"max=N\"): records are bounded by construction", where)
+	}
+	if !bounded && f.HasMax {
+		errs.add(f.Pos, "%s: max= applies to strings, []byte and slices only", where)
+	}
+	if t.Kind == refSlice && t.Elem != nil && t.Elem.Kind == refBytes && !f.HasElemMax {
+		errs.add(f.Pos, "%s: a [][]byte needs elem_max=N", where)
+	}
+	if f.HasElemMax && !(t.Kind == refSlice && t.Elem != nil && t.Elem.Kind == refBytes) {
+		errs.add(f.Pos, "%s: elem_max= applies to [][]byte only", where)
+	}
+	if f.Optional && t.Kind != refBytes {
+		errs.add(f.Pos, "%s: optional applies to []byte only (use a pointer for scalars)", where)
+	}
+	if (f.HasMin || f.Le != "") && !isInt(t) {
+		errs.add(f.Pos, "%s: min= and le= apply to integers only", where)
+	}
+	if f.Le != "" {
+		var other *field
+		for _, g := range d.Fields {
+			if g.Name == f.Le {
+				other = g
+			}
+		}
+		if other == nil || !isInt(other.Type) || other == f {
+			errs.add(f.Pos, "%s: le=%s must name another integer field of %s", where, f.Le, d.Name)
+		}
+	}
+	if f.Sorted {
+		if t.Kind != refSlice || t.Elem == nil || !comparable(t.Elem) {
+			errs.add(f.Pos, "%s: sorted applies to slices of unions, identities, integers or strings", where)
+		}
+	}
+	checkElem(where, f, t, errs)
+}
+
+func checkElem(where string, f *field, t *typeRef, errs *schemaErrors) {
+	if t == nil {
+		return
+	}
+	switch t.Kind {
+	case refNamed:
+		if t.Decl == nil {
+			return
+		}
+		if t.Decl.Key || t.Decl.Record {
+			errs.add(f.Pos, "%s: %s is a key class or record and cannot be a field type", where, t.Decl.Name)
+		}
+	case refPtr:
+		e := t.Elem
+		if e == nil {
+			return
+		}
+		if !(e.Kind == refPrim && e.Prim != "string") && !(e.Kind == refNamed && e.Decl != nil && e.Decl.Kind == kindEnum) {
+			errs.add(f.Pos, "%s: pointers are optional scalars: point to an integer, bool or enum", where)
+		}
+	case refSlice:
+		if t.Elem != nil && t.Elem.Kind == refPtr {
+			errs.add(f.Pos, "%s: slices of pointers are not supported", where)
+		}
+		checkElem(where, f, t.Elem, errs)
+	}
+}
+
+// checkKeyField checks a field of a key class: it must have a tuple form.
+func checkKeyField(d *decl, f *field, errs *schemaErrors) {
+	t := f.Type
+	if t == nil {
+		return
+	}
+	where := fmt.Sprintf("key %s.%s", d.Name, f.Name)
+	switch {
+	case t.Kind == refPrim && t.Prim == "string", t.Kind == refBytes:
+		if !f.HasMax {
+			errs.add(f.Pos, "%s: needs a bound (mk:\"max=N\")", where)
+		}
+	case t.Kind == refPrim:
+	case t.Kind == refNamed && t.Decl != nil && (t.Decl.Kind == kindIdentity || t.Decl.Kind == kindEnum):
+	case t.Kind == refNamed && t.Decl != nil && t.Decl.Kind == kindUnion && !t.Decl.Record:
+		markTuple(t.Decl, errs)
+	case t.Kind == refNamed && t.Decl == nil:
+	default:
+		errs.add(f.Pos, "%s: key fields are integers, bools, strings, []byte, identities, enums or unions", where)
+	}
+	if f.HasElemMax || f.Sorted || f.Optional || f.Le != "" || f.HasMin {
+		errs.add(f.Pos, "%s: only max= applies to key fields", where)
+	}
+}
+
+// markTuple marks a union encoded in tuples and checks its variants' fields
+// have a tuple form.
+func markTuple(u *decl, errs *schemaErrors) {
+	if u.usedInTuple {
+		return
+	}
+	u.usedInTuple = true
+	for _, v := range u.Variants {
+		for _, f := range v.Type.Fields {
+			t := f.Type
+			ok := t != nil && (t.Kind == refPrim && t.Prim != "string" ||
+				t.Kind == refNamed && t.Decl != nil && (t.Decl.Kind == kindIdentity || t.Decl.Kind == kindEnum))
+			if !ok {
+				errs.add(f.Pos, "%s.%s: variants of a union used in keys hold only integers, bools, identities and enums", v.Type.Name, f.Name)
+			}
+		}
+	}
+}
+
+func isInt(t *typeRef) bool {
+	return t != nil && t.Kind == refPrim && t.Prim != "string" && t.Prim != "bool"
+}
+
+// comparable reports whether the generator can order values of t.
+func comparable(t *typeRef) bool {
+	switch t.Kind {
+	case refPrim:
+		return t.Prim != "bool"
+	case refNamed:
+		return t.Decl != nil && (t.Decl.Kind == kindUnion && !t.Decl.Record || t.Decl.Kind == kindIdentity || t.Decl.Kind == kindEnum)
+	}
+	return false
+}
+
+// checkCycles rejects a struct that contains itself.
+func checkCycles(s *schema, errs *schemaErrors) {
+	state := map[*decl]int{}
+	var visit func(d *decl) bool
+	visit = func(d *decl) bool {
+		switch state[d] {
+		case 1:
+			return false
+		case 2:
+			return true
+		}
+		state[d] = 1
+		for _, next := range children(d) {
+			if !visit(next) {
+				errs.add(d.Pos, "type %s contains itself", d.Name)
+				state[d] = 2
+				return true
+			}
+		}
+		state[d] = 2
+		return true
+	}
+	for _, d := range s.Decls {
+		visit(d)
+	}
+}
+
+func children(d *decl) []*decl {
+	var out []*decl
+	var walk func(t *typeRef)
+	walk = func(t *typeRef) {
+		if t == nil {
+			return
+		}
+		if t.Kind == refNamed && t.Decl != nil {
+			out = append(out, t.Decl)
+		}
+		walk(t.Elem)
+	}
+	for _, f := range d.Fields {
+		walk(f.Type)
+	}
+	for _, v := range d.Variants {
+		out = append(out, v.Type)
+	}
+	return out
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"strings"
+
+	. "github.com/dave/jennifer/jen"
+)
+
+// emitKeys writes the key classes and the tuple forms of the unions they
+// use: constructors in append style, typed parsers, class ranges.
+//
+// Layout: a key is a FoundationDB tuple: the class tag as an integer, then
+// the class's fields in order (integers, strings, bytes; identities as
+// strings, enums as integers, unions as a nested tuple of the variant tag
+// and the variant's fields). Byte order is therefore (tag, fields) order.
+func emitKeys(f *File, s *schema) {
+	f.Comment("Tag identifies a key class: the first element of every key of the class.")
+	f.Type().Id("Tag").Uint32()
+	f.Comment("ParsedKey is a parsed key of any class; switch on its concrete type.")
+	f.Type().Id("ParsedKey").Interface(
+		Comment("Tag returns the key's class tag."),
+		Id("Tag").Params().Id("Tag"),
+		Comment("AppendKey appends the key's encoding to dst; it fails with an error"),
+		Comment("wrapping wire.ErrInvalid when a field breaks a rule of the schema."),
+		Id("AppendKey").Params(Id("dst").Index().Byte()).Params(Index().Byte(), Error()),
+	)
+	var tags []Code
+	for _, d := range s.keys() {
+		tags = append(tags, Id("Tag"+d.Name).Id("Tag").Op("=").Lit(int(d.Tag)))
+	}
+	f.Comment("Class tags.")
+	f.Const().Defs(tags...)
+	f.Comment("ClassRange returns [start, end): every key of the class tag, in order.")
+	f.Func().Id("ClassRange").Params(Id("tag").Id("Tag")).Params(Id("start"), Id("end").Index().Byte()).Block(
+		Id("start").Op("=").Qual(tuplePkg, "AppendUint").Call(Nil(), Uint64().Call(Id("tag"))),
+		Return(Id("start"), Qual(tuplePkg, "RangeEnd").Call(Id("start"))),
+	)
+	f.Comment("ParseKey parses a key of any class. Bytes that are no key of a declared")
+	f.Comment("class fail with an error wrapping wire.ErrCorrupt.")
+	f.Func().Id("ParseKey").Params(Id("b").Index().Byte()).Params(Id("ParsedKey"), Error()).Block(
+		Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
+		List(Id("tag"), Err()).Op(":=").Id("r").Dot("ReadUint").Call(),
+		If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit("key"), Err()))),
+		Switch(Id("Tag").Call(Id("tag"))).BlockFunc(func(g *Group) {
+			for _, d := range s.keys() {
+				g.Case(Id("Tag" + d.Name)).Block(
+					List(Id("k"), Err()).Op(":=").Id("read"+d.Name).Call(Op("&").Id("r")),
+					If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(d.Name), Err()))),
+					Return(Id("k"), Nil()),
+				)
+			}
+		}),
+		Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit("key"), Qual(wirePkg, "Rule").Call(Lit(""), Lit("unknown class tag %d"), Id("tag")))),
+	)
+	f.Comment("finishKey fails unless r has no bytes left.")
+	f.Func().Id("finishKey").Params(Id("r").Op("*").Qual(tuplePkg, "Reader")).Error().Block(
+		If(Op("!").Id("r").Dot("Done").Call()).Block(
+			Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("%d trailing bytes at offset %d"), Len(Id("r").Dot("Rest").Call()), Id("r").Dot("Offset").Call())),
+		),
+		Return(Nil()),
+	)
+	f.Comment("readTupleUint reads an unsigned integer of at most max.")
+	f.Func().Id("readTupleUint").Params(Id("r").Op("*").Qual(tuplePkg, "Reader"), Id("field").String(), Id("max").Uint64()).Params(Uint64(), Error()).Block(
+		List(Id("v"), Err()).Op(":=").Id("r").Dot("ReadUint").Call(),
+		If(Err().Op("!=").Nil()).Block(Return(Lit(0), Err())),
+		If(Id("v").Op(">").Id("max")).Block(Return(Lit(0), Qual(wirePkg, "Rule").Call(Id("field"), Lit("%d overflows its type"), Id("v")))),
+		Return(Id("v"), Nil()),
+	)
+	for _, d := range s.Decls {
+		if d.Kind == kindUnion && d.usedInTuple {
+			emitUnionTuple(f, d)
+		}
+	}
+	for _, d := range s.keys() {
+		emitKey(f, d)
+	}
+}
+
+// keyFallible reports whether a key's fields can break a rule.
+func keyFallible(d *decl) bool {
+	for _, fl := range d.Fields {
+		t := fl.Type
+		if t.Kind == refBytes || t.Kind == refPrim && t.Prim == "string" || t.Kind == refNamed && t.Decl.Kind != kindEnum {
+			return true
+		}
+		if t.Kind == refNamed && t.Decl.Kind == kindEnum {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	if strings.ToUpper(s) == s {
+		return strings.ToLower(s)
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func emitKey(f *File, d *decl) {
+	name := d.Name
+	fallible := keyFallible(d)
+	f.Func().Params(Id(name)).Id("Tag").Params().Id("Tag").Block(Return(Id("Tag" + name)))
+
+	f.Func().Id("append"+name).Params(Id("dst").Index().Byte(), Id("k").Op("*").Id(name)).Index().Byte().BlockFunc(func(g *Group) {
+		g.Id("dst").Op("=").Qual(tuplePkg, "AppendUint").Call(Id("dst"), Uint64().Call(Id("Tag"+name)))
+		for _, fl := range d.Fields {
+			tupleAppend(g, "k."+fl.Name, fl.Type)
+		}
+		g.Return(Id("dst"))
+	})
+	f.Func().Id("check"+name).Params(Id("k").Op("*").Id(name)).Error().BlockFunc(func(g *Group) {
+		for _, fl := range d.Fields {
+			checkField(g, d, fl, "k."+fl.Name, fl.Type, fl.Name, 0)
+		}
+		g.Return(Nil())
+	})
+	f.Commentf("AppendKey appends the encoding of k to dst; it fails with an error")
+	f.Comment("wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.")
+	f.Func().Params(Id("k").Id(name)).Id("AppendKey").Params(Id("dst").Index().Byte()).Params(Index().Byte(), Error()).Block(
+		If(Err().Op(":=").Id("check"+name).Call(Op("&").Id("k")), Err().Op("!=").Nil()).Block(
+			Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+		),
+		Return(Id("append"+name).Call(Id("dst"), Op("&").Id("k")), Nil()),
+	)
+	params := []Code{Id("dst").Index().Byte()}
+	values := Dict{}
+	for _, fl := range d.Fields {
+		params = append(params, Id(lowerFirst(fl.Name)).Add(goType(fl.Type)))
+		values[Id(fl.Name)] = Id(lowerFirst(fl.Name))
+	}
+	lit := Id(name).Values(values)
+	if fallible {
+		f.Commentf("Append%s appends the %s with the given fields to dst; it fails", name, name)
+		f.Comment("with an error wrapping wire.ErrInvalid when a field breaks a rule. It does")
+		f.Comment("not allocate when dst has room.")
+		f.Func().Id("Append"+name).Params(params...).Params(Index().Byte(), Error()).Block(
+			Return(lit.Dot("AppendKey").Call(Id("dst"))),
+		)
+	} else {
+		f.Commentf("Append%s appends the %s with the given fields to dst. It does not", name, name)
+		f.Comment("allocate when dst has room.")
+		f.Func().Id("Append"+name).Params(params...).Index().Byte().Block(
+			Id("k").Op(":=").Add(lit),
+			Return(Id("append"+name).Call(Id("dst"), Op("&").Id("k"))),
+		)
+	}
+	f.Func().Id("read"+name).Params(Id("r").Op("*").Qual(tuplePkg, "Reader")).Params(Id("k").Id(name), Err().Error()).BlockFunc(func(g *Group) {
+		for _, fl := range d.Fields {
+			tupleRead(g, "k."+fl.Name, fl.Type, fl.Name)
+		}
+		g.If(Err().Op("=").Id("finishKey").Call(Id("r")), Err().Op("!=").Nil()).Block(Return())
+		g.Return(Id("k"), Id("check"+name).Call(Op("&").Id("k")))
+	})
+	f.Commentf("Parse%s parses a key of class %s. Any other bytes fail with an", name, name)
+	f.Comment("error wrapping wire.ErrCorrupt.")
+	f.Func().Id("Parse"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+		Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
+		List(Id("tag"), Err()).Op(":=").Id("r").Dot("ReadUint").Call(),
+		If(Err().Op("==").Nil().Op("&&").Id("Tag").Call(Id("tag")).Op("!=").Id("Tag"+name)).Block(
+			Err().Op("=").Qual(wirePkg, "Rule").Call(Lit(""), Lit("class tag %d, want %d"), Id("tag"), Id("Tag"+name)),
+		),
+		If(Err().Op("!=").Nil()).Block(Return(Id(name).Values(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+		List(Id("k"), Err()).Op(":=").Id("read"+name).Call(Op("&").Id("r")),
+		If(Err().Op("!=").Nil()).Block(Return(Id(name).Values(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+		Return(Id("k"), Nil()),
+	)
+}
+
+// tupleAppend appends the statements that append x of type t as tuple
+// elements.
+func tupleAppend(g *Group, x string, t *typeRef) {
+	set := func(e *Statement) { g.Id("dst").Op("=").Add(e) }
+	switch t.Kind {
+	case refPrim:
+		switch t.Prim {
+		case "int64":
+			set(Qual(tuplePkg, "AppendInt").Call(Id("dst"), Id(x)))
+		case "bool":
+			set(Qual(tuplePkg, "AppendBool").Call(Id("dst"), Id(x)))
+		case "string":
+			set(Qual(tuplePkg, "AppendString").Call(Id("dst"), Id(x)))
+		default:
+			set(Qual(tuplePkg, "AppendUint").Call(Id("dst"), Uint64().Call(Id(x))))
+		}
+	case refBytes:
+		set(Qual(tuplePkg, "AppendBytes").Call(Id("dst"), Id(x)))
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindIdentity:
+			set(Qual(tuplePkg, "AppendString").Call(Id("dst"), String().Call(Id(x))))
+		case kindEnum:
+			set(Qual(tuplePkg, "AppendUint").Call(Id("dst"), Uint64().Call(Id(x))))
+		case kindUnion:
+			set(Qual(tuplePkg, "AppendNestedStart").Call(Id("dst")))
+			set(Id("append" + t.Decl.Name + "Tuple").Call(Id("dst"), Id(x)))
+			set(Qual(tuplePkg, "AppendNestedEnd").Call(Id("dst")))
+		}
+	}
+}
+
+var uintMax = map[string]uint64{"uint8": 0xff, "uint16": 0xffff, "uint32": 0xffffffff}
+
+// tupleRead appends the statements that read x of type t from tuple
+// reader r, returning on error (named results k, err).
+func tupleRead(g *Group, x string, t *typeRef, path string) {
+	onErr := If(Err().Op("!=").Nil()).Block(Return())
+	switch t.Kind {
+	case refPrim:
+		switch t.Prim {
+		case "int64":
+			g.If(List(Id(x), Err()).Op("=").Id("r").Dot("ReadInt").Call(), Err().Op("!=").Nil()).Block(Return())
+		case "bool":
+			g.If(List(Id(x), Err()).Op("=").Id("r").Dot("ReadBool").Call(), Err().Op("!=").Nil()).Block(Return())
+		case "string":
+			g.If(List(Id(x), Err()).Op("=").Id("r").Dot("ReadString").Call(), Err().Op("!=").Nil()).Block(Return())
+		case "uint64":
+			g.If(List(Id(x), Err()).Op("=").Id("r").Dot("ReadUint").Call(), Err().Op("!=").Nil()).Block(Return())
+		default:
+			g.BlockFunc(func(g *Group) {
+				g.Var().Id("v").Uint64()
+				g.List(Id("v"), Err()).Op("=").Id("readTupleUint").Call(Id("r"), Lit(path), Lit(uintMax[t.Prim]))
+				g.Add(onErr)
+				g.Id(x).Op("=").Id(t.Prim).Call(Id("v"))
+			})
+		}
+	case refBytes:
+		g.If(List(Id(x), Err()).Op("=").Id("r").Dot("ReadBytes").Call(), Err().Op("!=").Nil()).Block(Return())
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindIdentity:
+			g.BlockFunc(func(g *Group) {
+				g.Var().Id("s").String()
+				g.List(Id("s"), Err()).Op("=").Id("r").Dot("ReadString").Call()
+				g.Add(onErr)
+				g.Id(x).Op("=").Id(t.Decl.Name).Call(Id("s"))
+			})
+		case kindEnum:
+			g.BlockFunc(func(g *Group) {
+				g.Var().Id("v").Uint64()
+				g.List(Id("v"), Err()).Op("=").Id("readTupleUint").Call(Id("r"), Lit(path), Lit(uint64(0xff)))
+				g.Add(onErr)
+				g.Id(x).Op("=").Id(t.Decl.Name).Call(Id("v"))
+			})
+		case kindUnion:
+			g.If(Err().Op("=").Id("r").Dot("EnterNested").Call(), Err().Op("!=").Nil()).Block(Return())
+			g.If(List(Id(x), Err()).Op("=").Id("read"+t.Decl.Name+"Tuple").Call(Id("r")), Err().Op("!=").Nil()).Block(Return())
+			g.If(Err().Op("=").Id("r").Dot("ExitNested").Call(), Err().Op("!=").Nil()).Block(Return())
+		}
+	}
+}
+
+// emitUnionTuple writes the tuple form of a union: the variant tag as an
+// integer, then the variant's fields. A partition union also gets its
+// variants' AppendTuple (store.Partition) and ParsePartition.
+func emitUnionTuple(f *File, d *decl) {
+	name := d.Name
+	f.Func().Id("append"+name+"Tuple").Params(Id("dst").Index().Byte(), Id("v").Id(name)).Index().Byte().Block(
+		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Id(v.Type.Name)).Block(Return(Id("append" + v.Type.Name + "Tuple").Call(Id("dst"), Op("&").Id("x"))))
+			}
+		}),
+		Return(Id("dst")),
+	)
+	for _, v := range d.Variants {
+		f.Func().Id("append"+v.Type.Name+"Tuple").Params(Id("dst").Index().Byte(), Id("k").Op("*").Id(v.Type.Name)).Index().Byte().BlockFunc(func(g *Group) {
+			g.Id("dst").Op("=").Qual(tuplePkg, "AppendUint").Call(Id("dst"), Lit(int(v.Tag)))
+			for _, fl := range v.Type.Fields {
+				tupleAppend(g, "k."+fl.Name, fl.Type)
+			}
+			g.Return(Id("dst"))
+		})
+		if d.Partition {
+			f.Commentf("AppendTuple appends the tuple encoding of the partition's identity to dst:")
+			f.Commentf("(%d, fields...). It fails with an error wrapping wire.ErrInvalid, leaving", v.Tag)
+			f.Comment("dst as it was, when the identity breaks a rule.")
+			f.Func().Params(Id("v").Id(v.Type.Name)).Id("AppendTuple").Params(Id("dst").Index().Byte()).Params(Index().Byte(), Error()).BlockFunc(func(g *Group) {
+				if len(v.Type.Fields) > 0 {
+					g.If(Err().Op(":=").Id("check"+v.Type.Name).Call(Op("&").Id("v")), Err().Op("!=").Nil()).Block(
+						Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(v.Type.Name), Err())),
+					)
+				}
+				g.Return(Id("append"+v.Type.Name+"Tuple").Call(Id("dst"), Op("&").Id("v")), Nil())
+			})
+		}
+	}
+	f.Func().Id("read"+name+"Tuple").Params(Id("r").Op("*").Qual(tuplePkg, "Reader")).Params(Id(name), Error()).Block(
+		List(Id("tag"), Err()).Op(":=").Id("readTupleUint").Call(Id("r"), Lit(name), Lit(uint64(0xff))),
+		If(Err().Op("!=").Nil()).Block(Return(Nil(), Err())),
+		Switch(Id("tag")).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
+					g.List(Id("k"), Err()).Op(":=").Id("read" + v.Type.Name + "Tuple").Call(Id("r"))
+					g.If(Err().Op("!=").Nil()).Block(Return(Nil(), Err()))
+					g.Return(Id("k"), Nil())
+				})
+			}
+		}),
+		Return(Nil(), Qual(wirePkg, "Rule").Call(Lit(name), Lit("unknown variant tag %d"), Id("tag"))),
+	)
+	for _, v := range d.Variants {
+		f.Func().Id("read"+v.Type.Name+"Tuple").Params(Id("r").Op("*").Qual(tuplePkg, "Reader")).Params(Id("k").Id(v.Type.Name), Err().Error()).BlockFunc(func(g *Group) {
+			for _, fl := range v.Type.Fields {
+				tupleRead(g, "k."+fl.Name, fl.Type, v.Type.Name+"."+fl.Name)
+			}
+			if len(v.Type.Fields) > 0 {
+				g.Return(Id("k"), Id("check"+v.Type.Name).Call(Op("&").Id("k")))
+			} else {
+				g.Return(Id("k"), Nil())
+			}
+		})
+	}
+	if d.Partition {
+		f.Commentf("Parse%s parses the tuple encoding of a %s identity, as its", name, name)
+		f.Comment("AppendTuple writes it. Any other bytes fail with an error wrapping")
+		f.Comment("wire.ErrCorrupt.")
+		f.Func().Id("Parse"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+			Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
+			List(Id("p"), Err()).Op(":=").Id("read"+name+"Tuple").Call(Op("&").Id("r")),
+			If(Err().Op("==").Nil()).Block(Err().Op("=").Id("finishKey").Call(Op("&").Id("r"))),
+			If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+			Return(Id("p"), Nil()),
+		)
+	}
+}

@@ -1,0 +1,377 @@
+package main
+
+import (
+	. "github.com/dave/jennifer/jen"
+)
+
+// emitRecords writes the record layout codecs: for every struct and union
+// an unchecked appender, a size function and a structural reader; for every
+// record the public Append, Encode and Decode, which check the schema's
+// rules on the way out and on the way in.
+//
+// Layout: a record is its version byte, then its fields in order. Fixed-size
+// integers are big-endian; bool, enum and union tags are one byte; strings,
+// []byte and slices carry a canonical uvarint length or count; an optional
+// value carries a presence byte (0 or 1); a union is its variant tag, then
+// the variant's fields.
+func emitRecords(f *File, s *schema) {
+	for _, d := range s.Decls {
+		if d.Key || d.Kind == kindIdentity || d.Kind == kindEnum {
+			continue
+		}
+		if d.Kind == kindUnion {
+			emitUnionCodec(f, d)
+		} else {
+			emitStructCodec(f, d)
+		}
+		if d.Record {
+			emitRecordAPI(f, d)
+		}
+	}
+}
+
+// valueParam is how d's values pass to its internal codec functions:
+// structs by pointer, unions as the interface.
+func valueParam(d *decl) *Statement {
+	if d.Kind == kindUnion {
+		return Id("v").Id(d.Name)
+	}
+	return Id("v").Op("*").Id(d.Name)
+}
+
+func emitStructCodec(f *File, d *decl) {
+	f.Func().Id("append"+d.Name).Params(Id("dst").Index().Byte(), valueParam(d)).Index().Byte().BlockFunc(func(g *Group) {
+		for _, fl := range d.Fields {
+			encodeValue(g, "v."+fl.Name, fl.Type, fl, 0)
+		}
+		g.Return(Id("dst"))
+	})
+	f.Func().Id("size"+d.Name).Params(valueParam(d)).Int().BlockFunc(func(g *Group) {
+		g.Id("n").Op(":=").Lit(0)
+		for _, fl := range d.Fields {
+			sizeValue(g, "v."+fl.Name, fl.Type, fl, 0)
+		}
+		g.Return(Id("n"))
+	})
+	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
+		for _, fl := range d.Fields {
+			decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
+		}
+	})
+}
+
+func emitUnionCodec(f *File, d *decl) {
+	f.Func().Id("append"+d.Name).Params(Id("dst").Index().Byte(), valueParam(d)).Index().Byte().Block(
+		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
+					g.Id("dst").Op("=").Append(Id("dst"), Lit(int(v.Tag)))
+					if len(v.Type.Fields) > 0 {
+						g.Id("dst").Op("=").Id("append" + v.Type.Name).Call(Id("dst"), Op("&").Id("x"))
+					}
+				})
+			}
+		}),
+		Return(Id("dst")),
+	)
+	f.Func().Id("size"+d.Name).Params(valueParam(d)).Int().Block(
+		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				if len(v.Type.Fields) == 0 {
+					g.Case(Id(v.Type.Name)).Block(Return(Lit(1)))
+					continue
+				}
+				g.Case(Id(v.Type.Name)).Block(Return(Lit(1).Op("+").Id("size" + v.Type.Name).Call(Op("&").Id("x"))))
+			}
+		}),
+		Return(Lit(1)),
+	)
+	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
+		Id("tag").Op(":=").Id("r").Dot("U8").Call(Id("field")),
+		Switch(Id("tag")).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
+					g.Var().Id("x").Id(v.Type.Name)
+					if len(v.Type.Fields) > 0 {
+						g.Id("read" + v.Type.Name).Call(Id("r"), Op("&").Id("x"))
+					}
+					g.Return(Id("x"))
+				})
+			}
+		}),
+		If(Id("r").Dot("Err").Call().Op("==").Nil()).Block(
+			Id("r").Dot("Failf").Call(Id("field"), Lit("unknown "+d.Name+" variant tag %d"), Id("tag")),
+		),
+		Return(Nil()),
+	)
+}
+
+func emitRecordAPI(f *File, d *decl) {
+	name := d.Name
+	param, arg := Id("v").Id(name), Op("&").Id("v")
+	if d.Kind == kindUnion {
+		arg = Id("v")
+	}
+	f.Commentf("Version%s is the version byte that opens every encoded %s.", name, name)
+	f.Const().Id("Version" + name).Op("=").Lit(int(d.Version))
+	f.Commentf("Append%s appends the encoding of v to dst. It fails with an error", name)
+	f.Comment("wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the")
+	f.Comment("schema (a bound, an identity, an enum value, an order). It does not allocate")
+	f.Comment("when dst has room.")
+	f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
+		If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
+			Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+		),
+		Return(Id("append"+name).Call(Append(Id("dst"), Id("Version"+name)), arg), Nil()),
+	)
+	f.Commentf("Encode%s returns the encoding of v in a buffer of exactly its size;", name)
+	f.Commentf("it fails as Append%s does.", name)
+	f.Func().Id("Encode"+name).Params(param).Params(Index().Byte(), Error()).Block(
+		Return(Id("Append"+name).Call(Make(Index().Byte(), Lit(0), Lit(1).Op("+").Id("size"+name).Call(arg)), Id("v"))),
+	)
+	f.Commentf("Decode%s decodes b strictly: truncation, trailing bytes, an unknown", name)
+	f.Comment("version, variant or enum value, a length over its bound, a non-canonical")
+	f.Comment("encoding or a broken rule fail with a *wire.DecodeError wrapping")
+	f.Comment("wire.ErrCorrupt. It never panics. Byte slices of the result alias b.")
+	f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).BlockFunc(func(g *Group) {
+		g.Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name))
+		g.Id("r").Dot("Version").Call(Id("Version" + name))
+		if d.Kind == kindUnion {
+			g.Id("v").Op(":=").Id("read"+name).Call(Op("&").Id("r"), Lit(name))
+		} else {
+			g.Var().Id("v").Id(name)
+			g.Id("read"+name).Call(Op("&").Id("r"), Op("&").Id("v"))
+		}
+		zero := Id(name).Values()
+		if d.Kind == kindUnion {
+			zero = Nil()
+		}
+		g.If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(zero, Err()))
+		zero2 := Id(name).Values()
+		if d.Kind == kindUnion {
+			zero2 = Nil()
+		}
+		g.If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
+			Return(zero2, Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+		)
+		g.Return(Id("v"), Nil())
+	})
+}
+
+// encodeValue appends the statements that append x of type t to dst.
+func encodeValue(g *Group, x string, t *typeRef, fl *field, depth int) {
+	set := func(call *Statement) { g.Id("dst").Op("=").Add(call) }
+	switch t.Kind {
+	case refPrim:
+		switch t.Prim {
+		case "uint8":
+			set(Append(Id("dst"), Id(x)))
+		case "uint16":
+			set(Qual(wirePkg, "AppendU16").Call(Id("dst"), Id(x)))
+		case "uint32":
+			set(Qual(wirePkg, "AppendU32").Call(Id("dst"), Id(x)))
+		case "uint64":
+			set(Qual(wirePkg, "AppendU64").Call(Id("dst"), Id(x)))
+		case "int64":
+			set(Qual(wirePkg, "AppendI64").Call(Id("dst"), Id(x)))
+		case "bool":
+			set(Qual(wirePkg, "AppendBool").Call(Id("dst"), Id(x)))
+		case "string":
+			set(Qual(wirePkg, "AppendString").Call(Id("dst"), Id(x)))
+		}
+	case refBytes:
+		if fl != nil && fl.Optional {
+			g.If(Id(x).Op("==").Nil()).Block(
+				Id("dst").Op("=").Append(Id("dst"), Lit(0)),
+			).Else().Block(
+				Id("dst").Op("=").Qual(wirePkg, "AppendBytes").Call(Append(Id("dst"), Lit(1)), Id(x)),
+			)
+			return
+		}
+		set(Qual(wirePkg, "AppendBytes").Call(Id("dst"), Id(x)))
+	case refArray:
+		set(Append(Id("dst"), Id(x+"[:]").Op("...")))
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindIdentity:
+			set(Qual(wirePkg, "AppendString").Call(Id("dst"), String().Call(Id(x))))
+		case kindEnum:
+			set(Append(Id("dst"), Uint8().Call(Id(x))))
+		case kindStruct:
+			set(Id("append"+t.Decl.Name).Call(Id("dst"), Op("&").Id(x)))
+		case kindUnion:
+			set(Id("append"+t.Decl.Name).Call(Id("dst"), Id(x)))
+		}
+	case refPtr:
+		g.If(Id(x).Op("==").Nil()).Block(
+			Id("dst").Op("=").Append(Id("dst"), Lit(0)),
+		).Else().BlockFunc(func(g *Group) {
+			g.Id("dst").Op("=").Append(Id("dst"), Lit(1))
+			encodeValue(g, "(*"+x+")", t.Elem, nil, depth)
+		})
+	case refSlice:
+		set(Qual(wirePkg, "AppendLen").Call(Id("dst"), Len(Id(x))))
+		i := loopVar(depth)
+		g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
+			encodeValue(g, x+"["+i+"]", t.Elem, nil, depth+1)
+		})
+	}
+}
+
+// fixedSize is the encoded size of t when every value has the same size.
+func fixedSize(t *typeRef) (int, bool) {
+	switch t.Kind {
+	case refPrim:
+		switch t.Prim {
+		case "uint8", "bool":
+			return 1, true
+		case "uint16":
+			return 2, true
+		case "uint32":
+			return 4, true
+		case "uint64", "int64":
+			return 8, true
+		}
+	case refArray:
+		return t.Len, true
+	case refNamed:
+		if t.Decl.Kind == kindEnum {
+			return 1, true
+		}
+	}
+	return 0, false
+}
+
+// minSize is the least encoded size of a value of t: decoders check that a
+// count fits the bytes left before allocating.
+func minSize(t *typeRef) int {
+	if n, ok := fixedSize(t); ok {
+		return n
+	}
+	switch t.Kind {
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindStruct:
+			n := 0
+			for _, fl := range t.Decl.Fields {
+				n += minSize(fl.Type)
+			}
+			return max(n, 1)
+		}
+	}
+	return 1
+}
+
+// sizeValue appends the statements that add the encoded size of x to n.
+func sizeValue(g *Group, x string, t *typeRef, fl *field, depth int) {
+	add := func(e *Statement) { g.Id("n").Op("+=").Add(e) }
+	if n, ok := fixedSize(t); ok {
+		add(Lit(n))
+		return
+	}
+	switch t.Kind {
+	case refPrim: // string
+		add(Qual(wirePkg, "LenSize").Call(Len(Id(x))).Op("+").Len(Id(x)))
+	case refBytes:
+		if fl != nil && fl.Optional {
+			add(Lit(1))
+			g.If(Id(x).Op("!=").Nil()).Block(
+				Id("n").Op("+=").Qual(wirePkg, "LenSize").Call(Len(Id(x))).Op("+").Len(Id(x)),
+			)
+			return
+		}
+		add(Qual(wirePkg, "LenSize").Call(Len(Id(x))).Op("+").Len(Id(x)))
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindIdentity:
+			add(Qual(wirePkg, "LenSize").Call(Len(Id(x))).Op("+").Len(Id(x)))
+		case kindStruct:
+			add(Id("size" + t.Decl.Name).Call(Op("&").Id(x)))
+		case kindUnion:
+			add(Id("size" + t.Decl.Name).Call(Id(x)))
+		}
+	case refPtr:
+		add(Lit(1))
+		g.If(Id(x).Op("!=").Nil()).BlockFunc(func(g *Group) {
+			sizeValue(g, "(*"+x+")", t.Elem, nil, depth)
+		})
+	case refSlice:
+		add(Qual(wirePkg, "LenSize").Call(Len(Id(x))))
+		if n, ok := fixedSize(t.Elem); ok {
+			add(Len(Id(x)).Op("*").Lit(n))
+			return
+		}
+		i := loopVar(depth)
+		g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
+			sizeValue(g, x+"["+i+"]", t.Elem, nil, depth+1)
+		})
+	}
+}
+
+// decodeValue appends the statements that read x of type t; path names
+// the field in errors.
+func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth int) {
+	set := func(e *Statement) { g.Id(x).Op("=").Add(e) }
+	r := func(method string, args ...Code) *Statement {
+		return Id("r").Dot(method).Call(append([]Code{Lit(path)}, args...)...)
+	}
+	switch t.Kind {
+	case refPrim:
+		switch t.Prim {
+		case "uint8":
+			set(r("U8"))
+		case "uint16":
+			set(r("U16"))
+		case "uint32":
+			set(r("U32"))
+		case "uint64":
+			set(r("U64"))
+		case "int64":
+			set(r("I64"))
+		case "bool":
+			set(r("Bool"))
+		case "string":
+			set(r("String", Lit(fl.Max)))
+		}
+	case refBytes:
+		max := 0
+		if fl != nil {
+			max = fl.Max
+		}
+		if fl != nil && fl.Optional {
+			g.If(r("Present")).Block(Id(x).Op("=").Add(r("Bytes", Lit(max))))
+			return
+		}
+		set(r("Bytes", Lit(max)))
+	case refArray:
+		g.Add(r("Fixed", Id(x+"[:]")))
+	case refNamed:
+		switch t.Decl.Kind {
+		case kindIdentity:
+			set(Id(t.Decl.Name).Call(r("String", Id("Max"+t.Decl.Name+"Bytes"))))
+		case kindEnum:
+			set(Id(t.Decl.Name).Call(r("U8")))
+		case kindStruct:
+			g.Id("read"+t.Decl.Name).Call(Id("r"), Op("&").Id(x))
+		case kindUnion:
+			set(Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)))
+		}
+	case refPtr:
+		g.If(r("Present")).BlockFunc(func(g *Group) {
+			p := "p" + loopVar(depth)
+			g.Var().Id(p).Add(goType(t.Elem))
+			decodeValue(g, p, t.Elem, nil, path, depth+1)
+			g.Id(x).Op("=").Op("&").Id(p)
+		})
+	case refSlice:
+		n := "n" + loopVar(depth)
+		g.If(Id(n).Op(":=").Add(r("Len", Lit(fl.Max), Lit(minSize(t.Elem)))), Id(n).Op(">").Lit(0)).BlockFunc(func(g *Group) {
+			g.Id(x).Op("=").Make(goType(t), Id(n))
+			i := loopVar(depth)
+			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
+				elem := &field{Max: fl.ElemMax}
+				decodeValue(g, x+"["+i+"]", t.Elem, elem, path, depth+1)
+			})
+		})
+	}
+}

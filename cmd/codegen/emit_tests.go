@@ -1,0 +1,184 @@
+package main
+
+import (
+	. "github.com/dave/jennifer/jen"
+)
+
+// The generated tests: for every record a round-trip test, a rejection
+// test for invalid values and malformed bytes, a native fuzz target and an
+// encode/decode benchmark; for every key class the same over its tuple
+// form; for identities their bounds; for partition unions their tuple
+// round trip and order.
+
+func testingT() *Statement { return Id("t").Op("*").Qual("testing", "T") }
+
+// emitRecordTests writes records_test.go.
+func emitRecordTests(f *File, s *schema) {
+	for _, d := range s.records() {
+		emitRecordTest(f, d)
+	}
+}
+
+// recordArg is how a record value passes to its internal size and append
+// functions.
+func recordArg(d *decl, v string) *Statement {
+	if d.Kind == kindUnion {
+		return Id(v)
+	}
+	return Op("&").Id(v)
+}
+
+func emitRecordTest(f *File, d *decl) {
+	name := d.Name
+	// invalid values, and the raw encodings of those that must not decode
+	f.Commentf("invalid%s returns %s values that break a rule of the schema.", name, name)
+	f.Func().Id("invalid"+name).Params().Index().Id(name).BlockFunc(func(g *Group) {
+		g.Var().Id("out").Index().Id(name)
+		forEachBreakage(d, func(variantIdx int, b breakage, base Code) {
+			g.BlockFunc(func(g *Group) {
+				g.Id("v").Op(":=").Add(base)
+				g.Add(b.change)
+				g.Id("out").Op("=").Append(Id("out"), Id("v"))
+			})
+		})
+		g.Return(Id("out"))
+	})
+	f.Commentf("malformed%s returns bytes that must not decode as a %s: truncated,", name, name)
+	f.Comment("with a trailing byte, of an unknown version or variant, and the unchecked")
+	f.Comment("encodings of values that break a rule (oversize lengths, unknown enum values).")
+	f.Func().Id("malformed"+name).Params().Index().Index().Byte().BlockFunc(func(g *Group) {
+		g.List(Id("valid"), Err()).Op(":=").Id("Encode"+name).Call(Id("examples"+name).Call().Index(Lit(0)))
+		g.If(Err().Op("!=").Nil()).Block(Panic(Err()))
+		g.Id("with").Op(":=").Func().Params(Id("i").Int(), Id("b").Byte()).Index().Byte().Block(
+			Id("c").Op(":=").Qual("bytes", "Clone").Call(Id("valid")),
+			Id("c").Index(Id("i")).Op("=").Id("b"),
+			Return(Id("c")),
+		)
+		entries := []Code{
+			Index().Byte().Values(),
+			Id("valid").Index(Empty(), Len(Id("valid")).Op("-").Lit(1)),
+			Append(Qual("bytes", "Clone").Call(Id("valid")), Lit(0)),
+			Id("with").Call(Lit(0), Id("Version"+name).Op("+").Lit(1)),
+		}
+		if d.Kind == kindUnion || len(d.Fields) > 0 && d.Fields[0].Type.Kind == refNamed && d.Fields[0].Type.Decl.Kind == kindUnion {
+			entries = append(entries, Id("with").Call(Lit(1), Lit(0xff)))
+		}
+		g.Id("out").Op(":=").Index().Index().Byte().Values(entries...)
+		forEachBreakage(d, func(variantIdx int, b breakage, base Code) {
+			if !b.corrupt {
+				return
+			}
+			g.BlockFunc(func(g *Group) {
+				g.Id("v").Op(":=").Add(base)
+				g.Add(b.change)
+				if d.Kind == kindUnion {
+					g.Id("out").Op("=").Append(Id("out"), Id("append"+name).Call(Index().Byte().Values(Id("Version"+name)), Id("v")))
+				} else {
+					g.Id("out").Op("=").Append(Id("out"), Id("append"+name).Call(Index().Byte().Values(Id("Version"+name)), Op("&").Id("v")))
+				}
+			})
+		})
+		g.Return(Id("out"))
+	})
+
+	f.Func().Id("Test"+name+"RoundTrip").Params(testingT()).Block(
+		For(List(Id("i"), Id("v")).Op(":=").Range().Id("examples"+name).Call()).Block(
+			List(Id("b"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+			If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatalf").Call(Lit("example %d: encode: %v"), Id("i"), Err())),
+			If(Len(Id("b")).Op("!=").Lit(1).Op("+").Id("size"+name).Call(recordArg(d, "v"))).Block(
+				Id("t").Dot("Errorf").Call(Lit("example %d: encoded %d bytes, size says %d"), Id("i"), Len(Id("b")), Lit(1).Op("+").Id("size"+name).Call(recordArg(d, "v"))),
+			),
+			List(Id("got"), Err()).Op(":=").Id("Decode"+name).Call(Id("b")),
+			If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatalf").Call(Lit("example %d: decode: %v"), Id("i"), Err())),
+			If(Op("!").Qual("reflect", "DeepEqual").Call(Id("got"), Id("v"))).Block(
+				Id("t").Dot("Errorf").Call(Lit("example %d: decoded %+v, want %+v"), Id("i"), Id("got"), Id("v")),
+			),
+			List(Id("again"), Err()).Op(":=").Id("Append"+name).Call(Index().Byte().Call(Lit("prefix")), Id("got")),
+			If(Err().Op("!=").Nil().Op("||").String().Call(Id("again")).Op("!=").Lit("prefix").Op("+").String().Call(Id("b"))).Block(
+				Id("t").Dot("Errorf").Call(Lit("example %d: re-encoding after a prefix differs (%v)"), Id("i"), Err()),
+			),
+		),
+	)
+	f.Func().Id("Test"+name+"RejectsInvalid").Params(testingT()).Block(
+		For(List(Id("i"), Id("v")).Op(":=").Range().Id("invalid"+name).Call()).Block(
+			List(Id("out"), Err()).Op(":=").Id("Append"+name).Call(Index().Byte().Call(Lit("keep")), Id("v")),
+			If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrInvalid"))).Block(
+				Id("t").Dot("Errorf").Call(Lit("invalid value %d: error %v does not wrap wire.ErrInvalid"), Id("i"), Err()),
+			),
+			If(String().Call(Id("out")).Op("!=").Lit("keep")).Block(
+				Id("t").Dot("Errorf").Call(Lit("invalid value %d: dst changed to %q"), Id("i"), Id("out")),
+			),
+		),
+	)
+	f.Func().Id("Test"+name+"RejectsMalformed").Params(testingT()).Block(
+		For(List(Id("i"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(
+			List(Id("_"), Err()).Op(":=").Id("Decode"+name).Call(Id("b")),
+			If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt"))).Block(
+				Id("t").Dot("Errorf").Call(Lit("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt"), Id("i"), Id("b"), Err()),
+			).Else().If(Op("!").Qual("strings", "Contains").Call(Err().Dot("Error").Call(), Lit(name))).Block(
+				Id("t").Dot("Errorf").Call(Lit("malformed input %d: error %q does not name %s"), Id("i"), Err(), Lit(name)),
+			),
+		),
+	)
+	f.Commentf("Fuzz%s: arbitrary bytes never panic; whatever decodes re-encodes to", name)
+	f.Comment("exactly the same bytes; everything else fails with wire.ErrCorrupt.")
+	f.Func().Id("Fuzz"+name).Params(Id("f").Op("*").Qual("testing", "F")).Block(
+		For(List(Id("_"), Id("v")).Op(":=").Range().Id("examples"+name).Call()).Block(
+			List(Id("b"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+			If(Err().Op("!=").Nil()).Block(Id("f").Dot("Fatal").Call(Err())),
+			Id("f").Dot("Add").Call(Id("b")),
+		),
+		For(List(Id("_"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(Id("f").Dot("Add").Call(Id("b"))),
+		Id("f").Dot("Fuzz").Call(Func().Params(testingT(), Id("b").Index().Byte()).Block(
+			List(Id("v"), Err()).Op(":=").Id("Decode"+name).Call(Id("b")),
+			If(Err().Op("!=").Nil()).Block(
+				If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt"))).Block(
+					Id("t").Dot("Fatalf").Call(Lit("error %v does not wrap wire.ErrCorrupt"), Err()),
+				),
+				Return(),
+			),
+			List(Id("again"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+			If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatalf").Call(Lit("decoded value does not re-encode: %v"), Err())),
+			If(Op("!").Qual("bytes", "Equal").Call(Id("again"), Id("b"))).Block(
+				Id("t").Dot("Fatalf").Call(Lit("re-encoding differs:\n got %x\nwant %x"), Id("again"), Id("b")),
+			),
+		)),
+	)
+	f.Func().Id("Benchmark"+name).Params(Id("b").Op("*").Qual("testing", "B")).Block(
+		Id("examples").Op(":=").Id("examples"+name).Call(),
+		Id("v").Op(":=").Id("examples").Index(Len(Id("examples")).Op("-").Lit(1)),
+		List(Id("enc"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+		If(Err().Op("!=").Nil()).Block(Id("b").Dot("Fatal").Call(Err())),
+		Id("buf").Op(":=").Make(Index().Byte(), Lit(0), Len(Id("enc"))),
+		Id("b").Dot("Run").Call(Lit("encode"), Func().Params(Id("b").Op("*").Qual("testing", "B")).Block(
+			Id("b").Dot("ReportAllocs").Call(),
+			Id("b").Dot("SetBytes").Call(Int64().Call(Len(Id("enc")))),
+			For(Id("b").Dot("Loop").Call()).Block(
+				List(Id("buf"), Id("_")).Op("=").Id("Append"+name).Call(Id("buf").Index(Empty(), Lit(0)), Id("v")),
+			),
+		)),
+		Id("b").Dot("Run").Call(Lit("decode"), Func().Params(Id("b").Op("*").Qual("testing", "B")).Block(
+			Id("b").Dot("ReportAllocs").Call(),
+			Id("b").Dot("SetBytes").Call(Int64().Call(Len(Id("enc")))),
+			For(Id("b").Dot("Loop").Call()).Block(
+				If(List(Id("_"), Err()).Op(":=").Id("Decode"+name).Call(Id("enc")), Err().Op("!=").Nil()).Block(Id("b").Dot("Fatal").Call(Err())),
+			),
+		)),
+	)
+}
+
+// forEachBreakage calls fn for each way to break a typical example of d:
+// a struct record's own fields, or each variant's fields of a union record.
+func forEachBreakage(d *decl, fn func(variantIdx int, b breakage, base Code)) {
+	if d.Kind == kindUnion {
+		for i, v := range d.Variants {
+			for _, b := range breakages(v.Type, "v") {
+				fn(i, b, exampleStruct(v.Type, true, i))
+			}
+		}
+		return
+	}
+	for _, b := range breakages(d, "v") {
+		fn(0, b, Id("examples"+d.Name).Call().Index(Lit(1)))
+	}
+}

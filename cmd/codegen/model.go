@@ -1,0 +1,125 @@
+package main
+
+import "go/token"
+
+// The model: what the schema declares, resolved and checked, with no Go
+// syntax left in it. Loading builds it (load.go), checking proves it sound
+// (check.go), and the emitters only read it.
+
+// declKind says what a declaration is.
+type declKind int
+
+const (
+	kindStruct   declKind = iota // a plain struct used inside records
+	kindIdentity                 // //mk:identity: a validated string
+	kindEnum                     // //mk:enum: closed uint8 constants
+	kindUnion                    // //mk:union: exactly one of several structs
+)
+
+// decl is one declared type.
+type decl struct {
+	Name string
+	Kind declKind
+	Pos  token.Position
+	Doc  string
+
+	// identity bounds, in bytes
+	Min, Max int
+
+	// enum values, in declaration order
+	Values []enumValue
+
+	// struct, key and record fields, in order
+	Fields []*field
+
+	// union variants, in declaration order; Partition marks a union that
+	// identifies partitions (it implements store.Partition)
+	Variants  []*variant
+	Partition bool
+
+	// key class: Key is set with its tag
+	Key bool
+	Tag uint32
+
+	// record: Record is set with its version
+	Record  bool
+	Version uint8
+
+	// usedInTuple marks unions encoded inside keys (nested tuples) or as
+	// partition identities.
+	usedInTuple bool
+}
+
+type enumValue struct {
+	Name  string // the Go constant name
+	Short string // Name without the type's prefix, for String()
+	Value uint8
+}
+
+type variant struct {
+	Name     string // the union field's name, e.g. Ref
+	Type     *decl  // the variant's struct
+	Tag      uint8
+	KindName string // partition kind ("ref"), partition unions only
+	Pos      token.Position
+}
+
+// field is one field of a struct, key or record.
+type field struct {
+	Name string
+	Type *typeRef
+	Pos  token.Position
+
+	Max, ElemMax       int
+	HasMax, HasElemMax bool
+	Min                uint64
+	HasMin             bool
+	Le                 string // name of the field this one is at most
+	Sorted             bool
+	Optional           bool
+}
+
+// refKind says what shape a typeRef has.
+type refKind int
+
+const (
+	refPrim  refKind = iota // uint8..uint64, int64, bool, string
+	refBytes                // []byte
+	refArray                // [N]byte
+	refNamed                // a declared type
+	refSlice                // []T
+	refPtr                  // *T, an optional scalar
+)
+
+// typeRef is the type of a field or element.
+type typeRef struct {
+	Kind refKind
+	Prim string // refPrim: uint8, uint16, uint32, uint64, int64, bool, string
+	Len  int    // refArray
+	Decl *decl  // refNamed
+	Elem *typeRef
+
+	name string // refNamed before resolution
+}
+
+// schema is the whole model.
+type schema struct {
+	Decls []*decl // in source order
+	byName map[string]*decl
+}
+
+// keys returns the key classes in source order.
+func (s *schema) keys() []*decl { return s.filter(func(d *decl) bool { return d.Key }) }
+
+// records returns the records in source order.
+func (s *schema) records() []*decl { return s.filter(func(d *decl) bool { return d.Record }) }
+
+func (s *schema) filter(keep func(*decl) bool) []*decl {
+	var out []*decl
+	for _, d := range s.Decls {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,244 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Reader decodes one record's bytes field by field with a sticky error:
+// after the first failure every read returns a zero value and Err reports
+// that failure, so generated decoders check once at the end. It never
+// panics and never allocates more than the input can hold: a length or
+// count is checked against both its declared bound and the bytes left
+// before anything is sliced or allocated.
+//
+// Byte slices returned by Bytes alias the input: they are valid while the
+// input is unchanged.
+type Reader struct {
+	buf    []byte
+	off    int
+	record string
+	err    error
+}
+
+// NewReader returns a Reader over b for the named record.
+func NewReader(b []byte, record string) Reader { return Reader{buf: b, record: record} }
+
+// Err returns the first failure, or nil.
+func (r *Reader) Err() error { return r.err }
+
+// Offset is the number of bytes consumed.
+func (r *Reader) Offset() int { return r.off }
+
+// Failf records a failure of field (first failure wins).
+func (r *Reader) Failf(field, format string, args ...any) {
+	if r.err == nil {
+		r.err = &DecodeError{Record: r.record, Field: field, Offset: r.off, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+// FailErr records a failure of field caused by err, which usually is a
+// rule violation (ErrInvalid) found by a record's checker; the result
+// wraps ErrCorrupt either way.
+func (r *Reader) FailErr(field string, err error) {
+	if r.err != nil || err == nil {
+		return
+	}
+	if re, ok := err.(*RuleError); ok {
+		if re.Field != "" {
+			field = joinField(field, re.Field)
+		}
+		r.err = &DecodeError{Record: r.record, Field: field, Offset: r.off, Reason: re.Reason}
+		return
+	}
+	r.err = &DecodeError{Record: r.record, Field: field, Offset: r.off, Reason: err.Error()}
+}
+
+func joinField(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+func (r *Reader) take(field string, n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.buf)-r.off {
+		r.Failf(field, "truncated: need %d bytes, have %d", n, len(r.buf)-r.off)
+		return nil
+	}
+	b := r.buf[r.off : r.off+n : r.off+n]
+	r.off += n
+	return b
+}
+
+// Version reads the version byte and fails unless it equals want.
+func (r *Reader) Version(want uint8) {
+	if v := r.U8("version"); r.err == nil && v != want {
+		r.Failf("version", "unknown version %d (want %d)", v, want)
+	}
+}
+
+// U8 reads one byte.
+func (r *Reader) U8(field string) uint8 {
+	if r.err != nil || r.off >= len(r.buf) {
+		r.take(field, 1)
+		return 0
+	}
+	v := r.buf[r.off]
+	r.off++
+	return v
+}
+
+// U16 reads a big-endian uint16.
+func (r *Reader) U16(field string) uint16 {
+	b := r.take(field, 2)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint16(b)
+}
+
+// U32 reads a big-endian uint32.
+func (r *Reader) U32(field string) uint32 {
+	b := r.take(field, 4)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint32(b)
+}
+
+// U64 reads a big-endian uint64.
+func (r *Reader) U64(field string) uint64 {
+	if r.err != nil || len(r.buf)-r.off < 8 {
+		r.take(field, 8)
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.buf[r.off:])
+	r.off += 8
+	return v
+}
+
+// I64 reads a big-endian two's-complement int64.
+func (r *Reader) I64(field string) int64 { return int64(r.U64(field)) }
+
+// Bool reads a byte that must be 0 or 1.
+func (r *Reader) Bool(field string) bool {
+	switch v := r.U8(field); v {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		r.Failf(field, "boolean byte %d", v)
+		return false
+	}
+}
+
+// Present reads an option's presence byte (0 absent, 1 present).
+func (r *Reader) Present(field string) bool { return r.Bool(field) }
+
+// Uvarint reads a canonical (shortest-form) unsigned varint.
+func (r *Reader) Uvarint(field string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if r.off < len(r.buf) && r.buf[r.off] < 0x80 {
+		v := r.buf[r.off]
+		r.off++
+		return uint64(v)
+	}
+	v, n := binary.Uvarint(r.buf[r.off:])
+	switch {
+	case n == 0:
+		r.Failf(field, "truncated length")
+		return 0
+	case n < 0:
+		r.Failf(field, "length overflows 64 bits")
+		return 0
+	case r.buf[r.off+n-1] == 0:
+		r.Failf(field, "non-canonical length encoding")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// Len reads a length or count and fails when it exceeds max or the bytes
+// left (each element takes at least minElem bytes).
+func (r *Reader) Len(field string, max, minElem int) int {
+	v := r.Uvarint(field)
+	if r.err != nil {
+		return 0
+	}
+	if v > uint64(max) {
+		r.Failf(field, "length %d over its bound %d", v, max)
+		return 0
+	}
+	if minElem > 0 && v > uint64((len(r.buf)-r.off)/minElem) {
+		r.Failf(field, "truncated: length %d, %d bytes left", v, len(r.buf)-r.off)
+		return 0
+	}
+	return int(v)
+}
+
+// Bytes reads a length-prefixed byte string of at most max bytes. The
+// result aliases the input; it is non-nil, even when empty.
+func (r *Reader) Bytes(field string, max int) []byte {
+	n := r.Len(field, max, 1)
+	if r.err != nil {
+		return nil
+	}
+	return r.take(field, n)
+}
+
+// String reads a length-prefixed string of at most max bytes.
+func (r *Reader) String(field string, max int) string {
+	n := r.Len(field, max, 1)
+	if r.err != nil || n == 0 {
+		return ""
+	}
+	return string(r.take(field, n))
+}
+
+// Fixed fills dst with the next len(dst) bytes.
+func (r *Reader) Fixed(field string, dst []byte) {
+	if b := r.take(field, len(dst)); b != nil {
+		copy(dst, b)
+	}
+}
+
+// Finish fails on trailing bytes and returns the first failure.
+func (r *Reader) Finish() error {
+	if r.err == nil && r.off != len(r.buf) {
+		r.Failf("", "%d trailing bytes", len(r.buf)-r.off)
+	}
+	return r.err
+}
+
+// DecodeError describes bytes that do not decode as a record. It wraps
+// ErrCorrupt.
+type DecodeError struct {
+	Record string // the record or key class
+	Field  string // the field path, empty for the record as a whole
+	Offset int    // bytes consumed before the failure
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Offset < 0 {
+		if e.Field == "" {
+			return fmt.Sprintf("decode %s: %s: %v", e.Record, e.Reason, ErrCorrupt)
+		}
+		return fmt.Sprintf("decode %s.%s: %s: %v", e.Record, e.Field, e.Reason, ErrCorrupt)
+	}
+	if e.Field == "" {
+		return fmt.Sprintf("decode %s at offset %d: %s: %v", e.Record, e.Offset, e.Reason, ErrCorrupt)
+	}
+	return fmt.Sprintf("decode %s.%s at offset %d: %s: %v", e.Record, e.Field, e.Offset, e.Reason, ErrCorrupt)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *DecodeError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,106 @@
+package wire
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestReaderUvarintIsCanonical(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want uint64
+		ok   bool
+	}{
+		{[]byte{0x00}, 0, true},
+		{[]byte{0x7f}, 127, true},
+		{[]byte{0x80, 0x01}, 128, true},
+		{[]byte{0x80, 0x00}, 0, false}, // non-minimal zero
+		{[]byte{0xff, 0x00}, 0, false}, // non-minimal 127
+		{[]byte{0x80}, 0, false},       // truncated
+		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 0, false}, // overflow
+	} {
+		r := NewReader(c.in, "T")
+		got := r.Uvarint("len")
+		err := r.Finish()
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("Uvarint(%x) = %d, %v; want %d ok=%v", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Uvarint(%x): %v does not wrap ErrCorrupt", c.in, err)
+		}
+	}
+}
+
+func TestReaderLenChecksBoundAndBytesLeft(t *testing.T) {
+	r := NewReader([]byte{5, 1, 2}, "T")
+	if n := r.Len("xs", 10, 1); n != 0 || r.Err() == nil {
+		t.Fatalf("a count of 5 over 2 bytes left gave %d, %v", n, r.Err())
+	}
+	r = NewReader([]byte{3, 1, 2, 3}, "T")
+	if n := r.Len("xs", 2, 1); n != 0 || !strings.Contains(r.Err().Error(), "over its bound 2") {
+		t.Fatalf("a count of 3 over bound 2 gave %d, %v", n, r.Err())
+	}
+}
+
+func TestReaderStickyErrorAndTrailingBytes(t *testing.T) {
+	r := NewReader([]byte{1, 2}, "Rec")
+	r.U64("big")
+	if r.U8("after") != 0 || r.Bool("b") {
+		t.Fatal("reads after a failure return non-zero values")
+	}
+	err := r.Finish()
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Record != "Rec" || de.Field != "big" || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v", err)
+	}
+	r = NewReader([]byte{1, 2}, "Rec")
+	r.U8("a")
+	if err := r.Finish(); err == nil || !strings.Contains(err.Error(), "1 trailing bytes") {
+		t.Fatalf("trailing byte: %v", err)
+	}
+}
+
+func TestBoolRejectsOtherBytes(t *testing.T) {
+	r := NewReader([]byte{2}, "T")
+	r.Bool("flag")
+	if err := r.Finish(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bool byte 2: %v", err)
+	}
+}
+
+func TestRuleErrorsWrapInvalidAndBecomeCorruptOnDecode(t *testing.T) {
+	err := Within("Rec", Within("puts", CheckLen("", 3, 2)))
+	if !errors.Is(err, ErrInvalid) || err.Error() != "Rec.puts: length 3 over its bound 2: invalid input" {
+		t.Fatalf("got %v", err)
+	}
+	dec := DecodeRule("Rec", Within("puts", CheckLen("", 3, 2)))
+	if !errors.Is(dec, ErrCorrupt) || errors.Is(dec, ErrInvalid) || !strings.Contains(dec.Error(), "Rec.puts") {
+		t.Fatalf("got %v", dec)
+	}
+}
+
+func TestCheckIdentity(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{"", false}, {"a", true}, {"abcd", false}, {"a\tb", false}, {"a\x7f", false},
+		{"\xc3", false}, {"é", true}, {"\u2028", true}, {"\u0085", false},
+	} {
+		err := CheckIdentity("Name", c.in, 1, 3)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("CheckIdentity(%q) = %v, want ok=%v", c.in, err, c.ok)
+		}
+	}
+}
+
+func TestAppendLenMatchesLenSize(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1 << 21, 1<<28 + 5} {
+		b := AppendLen(nil, n)
+		r := NewReader(b, "T")
+		if got := r.Uvarint("n"); got != uint64(n) || r.Finish() != nil || len(b) != LenSize(n) {
+			t.Errorf("n=%d: encoded %x, read %d, size %d", n, b, got, LenSize(n))
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package schema
+
+// U64Value is a counter or timestamp value: outbox sequences, relay
+// high-water marks, lease reconciliation times.
+//
+//mk:record version=1
+type U64Value struct {
+	Value uint64
+}
+
+// RelayV1 is one queued relay row: writes to apply to a target partition,
+// in order, exactly once in effect. Puts and deletes together are bounded
+// by the outbox writer so a row always fits one target batch (98 writes
+// plus the target's high-water guard and put is the 100-operation cap).
+//
+//mk:record version=1
+type RelayV1 struct {
+	Target  Partition
+	Puts    []RelayPut `mk:"max=98"`
+	Deletes [][]byte   `mk:"max=98,elem_max=10000"`
+	AtMs    uint64
+}
+
+// RelayPut is one put of a relay row.
+type RelayPut struct {
+	Key   []byte `mk:"max=10000"`
+	Value []byte `mk:"max=100000"`
+}
+
+// RelayScanV1 is the relay's resumable scan over its queued rows: the
+// cycle's end sequence, the last sequence checkpointed, and the targets
+// blocked for the rest of the cycle (sorted, at most 16: the reference's
+// MAX_BLOCKED_TARGETS).
+//
+//mk:record version=1
+type RelayScanV1 struct {
+	CycleEnd uint64
+	Cursor   uint64
+	Blocked  []Partition `mk:"max=16,sorted"`
+}
+
+// Backlog totals the undelivered terminal outcomes of a partition.
+//
+//mk:record version=1
+type Backlog struct {
+	Rows  uint64
+	Bytes uint64
+}
+
+// AbortReason says why a reservation was aborted.
+//
+//mk:enum
+type AbortReason uint8
+
+const (
+	AbortReasonRefConflict   AbortReason = 1
+	AbortReasonQuotaExceeded AbortReason = 2
+	AbortReasonExpired       AbortReason = 3
+	AbortReasonRejected      AbortReason = 4
+	AbortReasonInternal      AbortReason = 5
+)
+
+// ReservationV1 is a reservation: ticketed while in flight, then committed
+// or aborted (its terminal outcome).
+//
+//mk:record version=1 union
+type ReservationV1 struct {
+	Ticketed  *ReservationTicketed  `mk:"tag=1"`
+	Committed *ReservationCommitted `mk:"tag=2"`
+	Aborted   *ReservationAborted   `mk:"tag=3"`
+}
+
+// ReservationTicketed is a reservation in flight.
+type ReservationTicketed struct {
+	TicketID [32]byte
+}
+
+// ReservationCommitted is a reservation that committed its refs.
+type ReservationCommitted struct {
+	Repository   RepoName
+	OccurredAtMs uint64
+	BytesStored  uint64
+	NewToRepo    uint64
+	NewToStore   uint64
+	Refs         []RefUpdate `mk:"max=64"`
+}
+
+// RefUpdate is one ref a committed reservation moved.
+type RefUpdate struct {
+	Ref    ShardRef
+	OldOID []byte `mk:"max=32"`
+	NewOID []byte `mk:"max=32"`
+}
+
+// ReservationAborted is a reservation that was aborted.
+type ReservationAborted struct {
+	Repository   RepoName
+	OccurredAtMs uint64
+	Reason       AbortReason
+	Detail       string `mk:"max=1024"`
+}
+
+// LeasedShard is a coordinator's lease of one ref shard, with the running
+// maximum of the shard's relay watermark.
+//
+//mk:record version=1
+type LeasedShard struct {
+	AuthorityGeneration      *uint64
+	AckedAuthorityGeneration *uint64
+	Epoch                    uint64
+	ExpiresAtMs              uint64
+	AckedEpoch               uint64
+	RelayWatermarkMs         uint64
+	SweepDueMs               uint64
+}
+
+// LeaseRecovery marks that a coordinator's lease table was restored.
+// Recovery-time rule: a marker whose ActivationOnly is true records a
+// first activation, not a recovery, and has no recovery time; any other
+// marker's recovery time is ResumedAtMs. While a recovery time exists and
+// no reconciliation later than it is recorded, the lease table is
+// recovering and watermark reads fail closed.
+//
+//mk:record version=1
+type LeaseRecovery struct {
+	AuthorityFence *uint64
+	AuthorityReady *uint64
+	ActivationOnly *bool
+	ResumedAtMs    uint64
+}
+
+// OutcomeTimer is the outcome-delivery timer's value: the backoff attempt
+// and the opaque store cursor of the last examined pending row.
+//
+//mk:record version=1
+type OutcomeTimer struct {
+	Attempt uint32
+	Cursor  []byte `mk:"max=4096"`
+}
+
+// WatermarkCheckpoint resumes a coordinator watermark scan: the scan-start
+// ceiling, the partial minimum (never above the ceiling), the exact
+// recovery and reconciliation markers observed at scan start (absent when
+// nil), and the opaque store cursor.
+//
+//mk:record version=2
+type WatermarkCheckpoint struct {
+	Coordinator Partition
+	CeilingMs   uint64
+	MinimumMs   uint64 `mk:"le=CeilingMs"`
+	Recovery    []byte `mk:"max=100000,optional"`
+	Reconcile   []byte `mk:"max=100000,optional"`
+	Cursor      []byte `mk:"max=4096"`
+}

@@ -1,0 +1,47 @@
+package store
+
+import "fmt"
+
+// DefaultMaxBatchOps is the operation cap of a batch (preconditions plus
+// writes) unless a store is configured otherwise: the original's
+// 100-operation transaction. FoundationDB itself bounds a transaction by
+// bytes (10,000,000) and time (5 s), not by operation count; the cap keeps
+// batches far from both and keeps handler bounds portable.
+const DefaultMaxBatchOps = 100
+
+// Capabilities are the limits a store validates batches against. Every
+// limit is inclusive: a batch exactly at a limit is valid.
+type Capabilities struct {
+	// MaxBatchOps bounds preconditions plus writes of one batch.
+	MaxBatchOps int
+	// ReservedBatchOps of MaxBatchOps are kept for an extension of the
+	// batch (a hook's writes); Validate allows MaxBatchOps minus this.
+	ReservedBatchOps int
+	// MaxKeyBytes bounds one key, after the partition's prefix is taken
+	// off the engine's own key limit.
+	MaxKeyBytes int
+	// MaxValueBytes bounds one value.
+	MaxValueBytes int
+	// MaxBatchBytes bounds the key and value bytes of one batch.
+	MaxBatchBytes int
+}
+
+// Full returns the capabilities with no operations reserved: the most one
+// batch may hold on this store.
+func (c Capabilities) Full() Capabilities {
+	c.ReservedBatchOps = 0
+	return c
+}
+
+func (c Capabilities) checkRow(what string, i int, key Key, value Value) error {
+	if len(key) == 0 {
+		return fmt.Errorf("%w: %s %d has an empty key", ErrInvalid, what, i)
+	}
+	if len(key) > c.MaxKeyBytes {
+		return fmt.Errorf("%w: %s %d key has %d bytes, limit %d", ErrInvalid, what, i, len(key), c.MaxKeyBytes)
+	}
+	if len(value) > c.MaxValueBytes {
+		return fmt.Errorf("%w: %s %d value has %d bytes, limit %d", ErrInvalid, what, i, len(value), c.MaxValueBytes)
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/mkit-dev/mkitfdb/gen/wire"
+)
+
+// Errors of the Store contract, usable with errors.Is. Every error a Store
+// returns wraps exactly one of them, and its message names the partition
+// (and, where it knows one, the key class), never a stored value.
+var (
+	// ErrInvalid: the caller's input is unusable: a batch over a capability
+	// limit, an empty batch, a key or value over its bound, a malformed or
+	// foreign cursor, a partition identity that cannot encode. Returned before
+	// any I/O; nothing was written. It is the same sentinel generated codecs
+	// wrap for values that cannot encode.
+	ErrInvalid = wire.ErrInvalid
+
+	// ErrCorrupt: stored bytes do not decode. It is the same sentinel
+	// generated decoders wrap, so a handler's decode error and a store's
+	// read it up through one errors.Is.
+	ErrCorrupt = wire.ErrCorrupt
+
+	// ErrUnavailable: the store could not be reached or gave up (a
+	// non-retryable engine error, retries exhausted, a failed probe). The
+	// operation had no effect, except for Apply where ErrUnknownResult says
+	// otherwise.
+	ErrUnavailable = errors.New("store unavailable")
+
+	// ErrUnknownResult: Apply could not learn whether its batch committed
+	// (the context ended, or the engine gave up, while the commit was in
+	// flight). The batch may have landed, or may still land later. Callers
+	// re-read and rely on their preconditions; a guarded batch replayed after
+	// it landed fails its guard rather than applying twice.
+	ErrUnknownResult = errors.New("batch commit result unknown")
+)

@@ -1,0 +1,122 @@
+// Package store is the contract every handler programs against: a
+// partitioned, ordered key/value store with atomic guarded batches.
+//
+// A Store holds many partitions. Each partition is an independent ordered
+// keyspace: the same key in two partitions names two rows, and a scan never
+// leaves its partition. A guarded batch (preconditions plus writes) is
+// applied atomically inside one partition: every precondition is checked
+// against the snapshot the writes commit on, and either every write lands
+// or none does.
+//
+// Implementations live elsewhere (package fdblayer); store/storetest holds
+// the conformance suite every implementation passes, and the fault-injecting
+// wrapper that handler tests use.
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Key is a row key inside one partition, compared as bytes. Keys built by
+// generated constructors are tuple-encoded, so byte order is logical order.
+type Key []byte
+
+// Value is a row value. A present value is never nil (an empty value is a
+// non-nil, zero-length slice); nil means absent wherever a Value can be
+// absent.
+type Value []byte
+
+// KeyValue is one row of a scan page.
+type KeyValue struct {
+	Key   Key
+	Value Value
+}
+
+// Partition names one partition. Generated partition identities implement
+// it; so can an importing project's own.
+type Partition interface {
+	// AppendTuple appends the FoundationDB tuple-layer encoding of the
+	// partition's identity to dst and returns the extended slice. The
+	// encoding of one partition is never a prefix of another's. It fails
+	// with an error wrapping ErrInvalid when the identity cannot encode
+	// (an empty or over-long name, a control character).
+	AppendTuple(dst []byte) ([]byte, error)
+	// Kind names the partition's kind ("ref", "namespace", ...) for
+	// metrics and logs. It never contains identity data.
+	Kind() string
+}
+
+// Store is a partitioned ordered key/value store with atomic guarded
+// batches. Every method is safe for concurrent use, takes a context that
+// bounds it, and fails with errors wrapping ErrInvalid, ErrCorrupt,
+// ErrUnavailable or ErrUnknownResult.
+//
+// Byte slices passed in are not retained past the call. Byte slices
+// returned are owned by the caller.
+type Store interface {
+	// Get reads one row. ok is false when the key is absent.
+	Get(ctx context.Context, p Partition, key Key) (value Value, ok bool, err error)
+
+	// GetMany reads several rows from one consistent snapshot. The result
+	// has one entry per key, in order; an absent key's entry is nil.
+	GetMany(ctx context.Context, p Partition, keys []Key) ([]Value, error)
+
+	// Scan reads rows with keys in [start, end) of partition p, in key
+	// order, strictly after the cursor when after is non-nil, at most limit
+	// rows (limit >= 1). The page's Next cursor is nil when the range is
+	// exhausted; otherwise passing it back resumes after the page's last
+	// row, whatever was inserted or deleted meanwhile. A cursor issued for
+	// another partition or range, or malformed, fails with ErrInvalid:
+	// never a silent restart.
+	Scan(ctx context.Context, p Partition, start, end Key, after Cursor, limit int) (ScanPage, error)
+
+	// Apply applies a guarded batch atomically; see Batch. The outcome is
+	// Committed, PreconditionFailed (naming the first failed precondition,
+	// nothing written) or DeadlinePassed (nothing written). A batch that
+	// fails Validate(Capabilities()) returns ErrInvalid before any I/O.
+	// ErrUnknownResult means the batch may or may not have committed.
+	Apply(ctx context.Context, p Partition, b *Batch) (BatchOutcome, error)
+
+	// Capabilities reports the limits batches are validated against.
+	Capabilities() Capabilities
+
+	// Stats reports the approximate size of partition p.
+	Stats(ctx context.Context, p Partition) (PartitionStats, error)
+
+	// Probe checks that the store answers, bounded by ctx; it fails with
+	// ErrUnavailable when it does not.
+	Probe(ctx context.Context) error
+}
+
+// Cursor is an opaque, versioned scan position issued by Scan. It is
+// only valid for the partition and range it was issued for.
+type Cursor []byte
+
+// ScanPage is one page of a Scan.
+type ScanPage struct {
+	// Entries are the page's rows in key order.
+	Entries []KeyValue
+	// Next resumes the scan after the last entry; nil when the range is
+	// exhausted.
+	Next Cursor
+}
+
+// PartitionStats is the approximate size of one partition.
+type PartitionStats struct {
+	// ApproximateBytes estimates the bytes of keys and values stored in
+	// the partition (FoundationDB's estimated range size on that engine).
+	ApproximateBytes int64
+}
+
+// PartitionName formats p for error messages and logs: its kind and the
+// printable form of its identity when it implements fmt.Stringer.
+func PartitionName(p Partition) string {
+	if p == nil {
+		return "<nil partition>"
+	}
+	if s, ok := p.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return p.Kind()
+}
