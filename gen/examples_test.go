@@ -91,6 +91,11 @@ func examplesReservationKey() []ReservationKey {
 	return []ReservationKey{ReservationKey{ID: ReservationID("a")}, ReservationKey{ID: ReservationID("reservationid-a")}}
 }
 
+// examplesSchedulerLeaseKey returns valid SchedulerLeaseKey values, minimal first, typical last.
+func examplesSchedulerLeaseKey() []SchedulerLeaseKey {
+	return []SchedulerLeaseKey{SchedulerLeaseKey{}, SchedulerLeaseKey{}}
+}
+
 // examplesPartition returns valid Partition values: one per variant, then a minimal one.
 func examplesPartition() []Partition {
 	return []Partition{RefPartition{
@@ -240,5 +245,13 @@ func examplesWatermarkCheckpoint() []WatermarkCheckpoint {
 		MinimumMs: uint64(1099511627783),
 		Reconcile: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 		Recovery:  []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+	}}
+}
+
+// examplesSchedulerLeaseV1 returns valid SchedulerLeaseV1 values, minimal first, typical last.
+func examplesSchedulerLeaseV1() []SchedulerLeaseV1 {
+	return []SchedulerLeaseV1{SchedulerLeaseV1{}, SchedulerLeaseV1{
+		ExpiresAtMs: uint64(1099511627783),
+		Owner:       "ssssssssssss",
 	}}
 }

@@ -32,6 +32,7 @@ const (
 	TagLeasedShardKey    Tag = 19
 	TagRelayHighWaterKey Tag = 20
 	TagReservationKey    Tag = 21
+	TagSchedulerLeaseKey Tag = 6
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -113,6 +114,12 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readReservationKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("ReservationKey", err)
+		}
+		return k, nil
+	case TagSchedulerLeaseKey:
+		k, err := readSchedulerLeaseKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("SchedulerLeaseKey", err)
 		}
 		return k, nil
 	}
@@ -1131,6 +1138,60 @@ func ParseReservationKey(b []byte) (ReservationKey, error) {
 	k, err := readReservationKey(&r)
 	if err != nil {
 		return ReservationKey{}, wire.KeyError("ReservationKey", err)
+	}
+	return k, nil
+}
+
+func (SchedulerLeaseKey) Tag() Tag {
+	return TagSchedulerLeaseKey
+}
+
+func appendSchedulerLeaseKey(dst []byte, k *SchedulerLeaseKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagSchedulerLeaseKey))
+	return dst
+}
+
+func checkSchedulerLeaseKey(k *SchedulerLeaseKey) error {
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k SchedulerLeaseKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkSchedulerLeaseKey(&k); err != nil {
+		return dst, wire.Within("SchedulerLeaseKey", err)
+	}
+	return appendSchedulerLeaseKey(dst, &k), nil
+}
+
+// AppendSchedulerLeaseKey appends the SchedulerLeaseKey with the given fields to dst. It does not
+// allocate when dst has room.
+func AppendSchedulerLeaseKey(dst []byte) []byte {
+	k := SchedulerLeaseKey{}
+	return appendSchedulerLeaseKey(dst, &k)
+}
+
+func readSchedulerLeaseKey(r *tuple.Reader) (k SchedulerLeaseKey, err error) {
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkSchedulerLeaseKey(&k)
+}
+
+// ParseSchedulerLeaseKey parses a key of class SchedulerLeaseKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseSchedulerLeaseKey(b []byte) (SchedulerLeaseKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := r.ReadUint()
+	if err == nil && Tag(tag) != TagSchedulerLeaseKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagSchedulerLeaseKey)
+	}
+	if err != nil {
+		return SchedulerLeaseKey{}, wire.KeyError("SchedulerLeaseKey", err)
+	}
+	k, err := readSchedulerLeaseKey(&r)
+	if err != nil {
+		return SchedulerLeaseKey{}, wire.KeyError("SchedulerLeaseKey", err)
 	}
 	return k, nil
 }

@@ -1146,6 +1146,100 @@ func BenchmarkReservationKey(b *testing.B) {
 	})
 }
 
+func TestSchedulerLeaseKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesSchedulerLeaseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		if viaCtor := AppendSchedulerLeaseKey(nil); !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
+		}
+		got, err := ParseSchedulerLeaseKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "SchedulerLeaseKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedSchedulerLeaseKey returns bytes that must not parse as a SchedulerLeaseKey.
+func malformedSchedulerLeaseKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagSchedulerLeaseKey)))
+	for _, k := range examplesSchedulerLeaseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagSchedulerLeaseKey)+1000), b[tagLen:]...))
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestSchedulerLeaseKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedSchedulerLeaseKey() {
+		if _, err := ParseSchedulerLeaseKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+// FuzzSchedulerLeaseKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzSchedulerLeaseKey(f *testing.F) {
+	for _, k := range examplesSchedulerLeaseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedSchedulerLeaseKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseSchedulerLeaseKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkSchedulerLeaseKey(b *testing.B) {
+	examples := examplesSchedulerLeaseKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = AppendSchedulerLeaseKey(buf[:0])
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseSchedulerLeaseKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	var keys []ParsedKey
 	for _, k := range examplesOutboxSequenceKey() {
@@ -1179,6 +1273,9 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesReservationKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesSchedulerLeaseKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {

@@ -1445,3 +1445,139 @@ func BenchmarkWatermarkCheckpoint(b *testing.B) {
 		}
 	})
 }
+
+// invalidSchedulerLeaseV1 returns SchedulerLeaseV1 values that break a rule of the schema.
+func invalidSchedulerLeaseV1() []SchedulerLeaseV1 {
+	var out []SchedulerLeaseV1
+	{
+		v := examplesSchedulerLeaseV1()[1]
+		v.Owner = strings.Repeat("x", 129)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedSchedulerLeaseV1 returns bytes that must not decode as a SchedulerLeaseV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedSchedulerLeaseV1() [][]byte {
+	valid, err := EncodeSchedulerLeaseV1(examplesSchedulerLeaseV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionSchedulerLeaseV1+1)}
+	{
+		v := examplesSchedulerLeaseV1()[1]
+		v.Owner = strings.Repeat("x", 129)
+		out = append(out, appendSchedulerLeaseV1([]byte{VersionSchedulerLeaseV1}, &v))
+	}
+	return out
+}
+
+func TestSchedulerLeaseV1RoundTrip(t *testing.T) {
+	for i, v := range examplesSchedulerLeaseV1() {
+		b, err := EncodeSchedulerLeaseV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeSchedulerLeaseV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeSchedulerLeaseV1(&v))
+		}
+		got, err := DecodeSchedulerLeaseV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendSchedulerLeaseV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+func TestSchedulerLeaseV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidSchedulerLeaseV1() {
+		out, err := AppendSchedulerLeaseV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestSchedulerLeaseV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedSchedulerLeaseV1() {
+		_, err := DecodeSchedulerLeaseV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "SchedulerLeaseV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "SchedulerLeaseV1")
+		}
+	}
+}
+
+// FuzzSchedulerLeaseV1: arbitrary bytes never panic; whatever decodes re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzSchedulerLeaseV1(f *testing.F) {
+	for _, v := range examplesSchedulerLeaseV1() {
+		b, err := EncodeSchedulerLeaseV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedSchedulerLeaseV1() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := DecodeSchedulerLeaseV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeSchedulerLeaseV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+func BenchmarkSchedulerLeaseV1(b *testing.B) {
+	examples := examplesSchedulerLeaseV1()
+	v := examples[len(examples)-1]
+	enc, err := EncodeSchedulerLeaseV1(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendSchedulerLeaseV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeSchedulerLeaseV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

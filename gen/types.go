@@ -70,6 +70,10 @@ type ReservationKey struct {
 	ID ReservationID
 }
 
+// SchedulerLeaseKey holds the scheduler lease of a partition (a
+// SchedulerLeaseV1): the worker firing its timers, until the lease expires.
+type SchedulerLeaseKey struct{}
+
 // NamespaceKey names a namespace: a deployment's tenant.
 type NamespaceKey string
 
@@ -868,6 +872,26 @@ func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 	}
 	if err := wire.CheckLen("", len(v.Cursor), 4096); err != nil {
 		return wire.Within("Cursor", err)
+	}
+	return nil
+}
+
+// SchedulerLeaseV1 is a scheduler worker's claim on a partition: no other
+// worker fires the partition's timers before ExpiresAtMs.
+type SchedulerLeaseV1 struct {
+	Owner       string
+	ExpiresAtMs uint64
+}
+
+// Declared bounds of SchedulerLeaseV1.
+const (
+	MaxSchedulerLeaseV1Owner = 128
+)
+
+// checkSchedulerLeaseV1 checks every rule of the schema on v.
+func checkSchedulerLeaseV1(v *SchedulerLeaseV1) error {
+	if err := wire.CheckLen("", len(v.Owner), 128); err != nil {
+		return wire.Within("Owner", err)
 	}
 	return nil
 }

@@ -78,3 +78,9 @@ type RelayHighWaterKey struct {
 type ReservationKey struct {
 	ID ReservationID
 }
+
+// SchedulerLeaseKey holds the scheduler lease of a partition (a
+// SchedulerLeaseV1): the worker firing its timers, until the lease expires.
+//
+//mk:key tag=6
+type SchedulerLeaseKey struct{}

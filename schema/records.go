@@ -152,3 +152,12 @@ type WatermarkCheckpoint struct {
 	Reconcile   []byte `mk:"max=100000,optional"`
 	Cursor      []byte `mk:"max=4096"`
 }
+
+// SchedulerLeaseV1 is a scheduler worker's claim on a partition: no other
+// worker fires the partition's timers before ExpiresAtMs.
+//
+//mk:record version=1
+type SchedulerLeaseV1 struct {
+	Owner       string `mk:"max=128"`
+	ExpiresAtMs uint64
+}

@@ -111,6 +111,10 @@ type Batch struct {
 	// batch may commit; past it Apply reports DeadlinePassed and writes
 	// nothing.
 	Deadline time.Time
+	// Wakeup, when set, changes the partition's wake time in the store's
+	// due index in the same transaction (see DueIndex). Stores without a
+	// due index reject batches that carry one with ErrInvalid.
+	Wakeup *Wakeup
 }
 
 // NewBatch returns an empty batch.
@@ -157,6 +161,13 @@ func (b *Batch) Merge(other *Batch) *Batch {
 	if !other.Deadline.IsZero() && (b.Deadline.IsZero() || other.Deadline.Before(b.Deadline)) {
 		b.Deadline = other.Deadline
 	}
+	if w := other.Wakeup; w != nil {
+		if w.Exact {
+			b.Wakeup = w
+		} else {
+			b.WakeAt(w.AtMs)
+		}
+	}
 	return b
 }
 
@@ -167,6 +178,7 @@ func (b *Batch) Clone() *Batch {
 		Preconditions: append([]Precondition(nil), b.Preconditions...),
 		Writes:        append([]Write(nil), b.Writes...),
 		Deadline:      b.Deadline,
+		Wakeup:        b.Wakeup,
 	}
 }
 
@@ -193,8 +205,11 @@ func (b *Batch) Bytes() int {
 // ReservedBatchOps operations, a key over MaxKeyBytes, a value over
 // MaxValueBytes, more than MaxBatchBytes in all. Each limit is inclusive.
 func (b *Batch) Validate(caps Capabilities) error {
-	if b == nil || b.Ops() == 0 {
+	if b == nil || b.Ops() == 0 && b.Wakeup == nil {
 		return fmt.Errorf("%w: empty batch", ErrInvalid)
+	}
+	if err := b.Wakeup.validate(); err != nil {
+		return err
 	}
 	if ops, limit := b.Ops(), caps.MaxBatchOps-caps.ReservedBatchOps; ops > limit {
 		return fmt.Errorf("%w: batch has %d operations, limit %d (%d reserved)", ErrInvalid, ops, limit, caps.ReservedBatchOps)
