@@ -96,6 +96,14 @@ func examplesSchedulerLeaseKey() []SchedulerLeaseKey {
 	return []SchedulerLeaseKey{SchedulerLeaseKey{}, SchedulerLeaseKey{}}
 }
 
+// examplesTimerRefKey returns valid TimerRefKey values, minimal first, typical last.
+func examplesTimerRefKey() []TimerRefKey {
+	return []TimerRefKey{TimerRefKey{}, TimerRefKey{
+		Kind:      uint16(300),
+		Reference: "ssssssssssss",
+	}}
+}
+
 // examplesPartition returns valid Partition values: one per variant, then a minimal one.
 func examplesPartition() []Partition {
 	return []Partition{RefPartition{

@@ -33,6 +33,7 @@ const (
 	TagRelayHighWaterKey Tag = 20
 	TagReservationKey    Tag = 21
 	TagSchedulerLeaseKey Tag = 6
+	TagTimerRefKey       Tag = 7
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -120,6 +121,12 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readSchedulerLeaseKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("SchedulerLeaseKey", err)
+		}
+		return k, nil
+	case TagTimerRefKey:
+		k, err := readTimerRefKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("TimerRefKey", err)
 		}
 		return k, nil
 	}
@@ -1192,6 +1199,79 @@ func ParseSchedulerLeaseKey(b []byte) (SchedulerLeaseKey, error) {
 	k, err := readSchedulerLeaseKey(&r)
 	if err != nil {
 		return SchedulerLeaseKey{}, wire.KeyError("SchedulerLeaseKey", err)
+	}
+	return k, nil
+}
+
+func (TimerRefKey) Tag() Tag {
+	return TagTimerRefKey
+}
+
+func appendTimerRefKey(dst []byte, k *TimerRefKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagTimerRefKey))
+	dst = tuple.AppendUint(dst, uint64(k.Kind))
+	dst = tuple.AppendString(dst, k.Reference)
+	return dst
+}
+
+func checkTimerRefKey(k *TimerRefKey) error {
+	if err := wire.CheckLen("", len(k.Reference), 256); err != nil {
+		return wire.Within("Reference", err)
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k TimerRefKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkTimerRefKey(&k); err != nil {
+		return dst, wire.Within("TimerRefKey", err)
+	}
+	return appendTimerRefKey(dst, &k), nil
+}
+
+// AppendTimerRefKey appends the TimerRefKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendTimerRefKey(dst []byte, kind uint16, reference string) ([]byte, error) {
+	return TimerRefKey{
+		Kind:      kind,
+		Reference: reference,
+	}.AppendKey(dst)
+}
+
+func readTimerRefKey(r *tuple.Reader) (k TimerRefKey, err error) {
+	{
+		var v uint64
+		v, err = readTupleUint(r, "Kind", uint64(0xffff))
+		if err != nil {
+			return
+		}
+		k.Kind = uint16(v)
+	}
+	if k.Reference, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkTimerRefKey(&k)
+}
+
+// ParseTimerRefKey parses a key of class TimerRefKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseTimerRefKey(b []byte) (TimerRefKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := r.ReadUint()
+	if err == nil && Tag(tag) != TagTimerRefKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagTimerRefKey)
+	}
+	if err != nil {
+		return TimerRefKey{}, wire.KeyError("TimerRefKey", err)
+	}
+	k, err := readTimerRefKey(&r)
+	if err != nil {
+		return TimerRefKey{}, wire.KeyError("TimerRefKey", err)
 	}
 	return k, nil
 }

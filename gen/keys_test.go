@@ -1240,6 +1240,112 @@ func BenchmarkSchedulerLeaseKey(b *testing.B) {
 	})
 }
 
+func TestTimerRefKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesTimerRefKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendTimerRefKey(nil, k.Kind, k.Reference)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseTimerRefKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "TimerRefKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedTimerRefKey returns bytes that must not parse as a TimerRefKey.
+func malformedTimerRefKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagTimerRefKey)))
+	for _, k := range examplesTimerRefKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagTimerRefKey)+1000), b[tagLen:]...))
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestTimerRefKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedTimerRefKey() {
+		if _, err := ParseTimerRefKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestTimerRefKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesTimerRefKey()[1]
+		k.Reference = strings.Repeat("x", 257)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Reference over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzTimerRefKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzTimerRefKey(f *testing.F) {
+	for _, k := range examplesTimerRefKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedTimerRefKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseTimerRefKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkTimerRefKey(b *testing.B) {
+	examples := examplesTimerRefKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendTimerRefKey(buf[:0], k.Kind, k.Reference)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseTimerRefKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	var keys []ParsedKey
 	for _, k := range examplesOutboxSequenceKey() {
@@ -1276,6 +1382,9 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesSchedulerLeaseKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesTimerRefKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {

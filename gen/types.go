@@ -74,6 +74,20 @@ type ReservationKey struct {
 // SchedulerLeaseV1): the worker firing its timers, until the lease expires.
 type SchedulerLeaseKey struct{}
 
+// TimerRefKey names the one timer of a (kind, reference) pair: it holds
+// that timer's due time (a U64Value), so a writer can find, guard and move
+// the timer without scanning. The timers package keeps it in step with the
+// TimerKey row in every batch that writes either.
+type TimerRefKey struct {
+	Kind      uint16
+	Reference string
+}
+
+// Declared bounds of TimerRefKey.
+const (
+	MaxTimerRefKeyReference = 256
+)
+
 // NamespaceKey names a namespace: a deployment's tenant.
 type NamespaceKey string
 

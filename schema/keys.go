@@ -84,3 +84,14 @@ type ReservationKey struct {
 //
 //mk:key tag=6
 type SchedulerLeaseKey struct{}
+
+// TimerRefKey names the one timer of a (kind, reference) pair: it holds
+// that timer's due time (a U64Value), so a writer can find, guard and move
+// the timer without scanning. The timers package keeps it in step with the
+// TimerKey row in every batch that writes either.
+//
+//mk:key tag=7
+type TimerRefKey struct {
+	Kind      uint16
+	Reference string `mk:"max=256"`
+}
