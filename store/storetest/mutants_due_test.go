@@ -1,0 +1,169 @@
+package storetest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// dueMutants break the due index, one bug at a time.
+var dueMutants = []mutant{
+	{"wakeup-ignored-without-index", "Due/WakeupRejectedWithoutIndex", fdbLikeCaps, func(m *model) store.Store { return ignoresWakeup{m} }},
+	{"wake-at-raises", "Due/WakeAtLowers", fdbLikeCaps, withDue(func(d dueModel) store.Store { return wakeAtRaises{d} })},
+	{"set-wake-unguarded", "Due/SetWakeIsGuarded", fdbLikeCaps, withDue(func(d dueModel) store.Store { return setWakeUnguarded{d} })},
+	{"wakeup-despite-failure", "Due/WakeupOnlyWithItsBatch", fdbLikeCaps, withDue(func(d dueModel) store.Store { return wakeupDespiteFailure{d} })},
+	{"due-ordered-by-partition", "Due/ScanDueOrderAndPaging", fdbLikeCaps, withDue(func(d dueModel) store.Store { return dueByPartition{d} })},
+	{"stale-due-entries", "Due/ScanDueFollowsWakeChanges", fdbLikeCaps, withDue(func(d dueModel) store.Store { return &staleDue{dueModel: d} })},
+	{"wake-at-read-then-set", "Due/ConcurrentWakeAtKeepsMinimum", fdbLikeCaps, withDue(func(d dueModel) store.Store { return wakeAtReadThenSet{d} })},
+	{"set-wake-check-then-set", "Due/ConcurrentSetWakeGuarded", fdbLikeCaps, withDue(func(d dueModel) store.Store { return setWakeCheckThenSet{d} })},
+}
+
+// withDue gives a mutant's model a due index before wrapping it.
+func withDue(wrap func(dueModel) store.Store) func(*model) store.Store {
+	return func(m *model) store.Store {
+		m.due = true
+		return wrap(dueModel{m})
+	}
+}
+
+// ignoresWakeup drops Wakeups instead of rejecting them.
+type ignoresWakeup struct{ *model }
+
+func (s ignoresWakeup) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b == nil || b.Wakeup == nil {
+		return s.model.Apply(ctx, p, b)
+	}
+	nb := b.Clone()
+	nb.Wakeup = nil
+	if nb.Ops() == 0 {
+		return store.BatchOutcome{Outcome: store.Committed}, nil
+	}
+	return s.model.Apply(ctx, p, nb)
+}
+
+// forceWake rewrites b's Wakeup to an Exact one expecting p's current wake
+// time, so it always applies.
+func forceWake(ctx context.Context, d dueModel, p store.Partition, b *store.Batch, at uint64) *store.Batch {
+	cur, _, _ := d.NextWake(ctx, p)
+	nb := b.Clone()
+	nb.Wakeup = &store.Wakeup{AtMs: at, Exact: true, ExpectMs: cur}
+	return nb
+}
+
+type wakeAtRaises struct{ dueModel }
+
+func (s wakeAtRaises) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b != nil && b.Wakeup != nil && !b.Wakeup.Exact && b.Wakeup.AtMs != 0 {
+		b = forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs)
+	}
+	return s.dueModel.Apply(ctx, p, b)
+}
+
+type setWakeUnguarded struct{ dueModel }
+
+func (s setWakeUnguarded) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b != nil && b.Wakeup != nil && b.Wakeup.Exact {
+		b = forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs)
+	}
+	return s.dueModel.Apply(ctx, p, b)
+}
+
+// wakeupDespiteFailure applies a batch's Wakeup even when the batch fails.
+type wakeupDespiteFailure struct{ dueModel }
+
+func (s wakeupDespiteFailure) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	out, err := s.dueModel.Apply(ctx, p, b)
+	if err == nil && !out.Committed() && b.Wakeup != nil {
+		_, _ = s.dueModel.Apply(ctx, p, &store.Batch{Wakeup: b.Wakeup})
+	}
+	return out, err
+}
+
+// dueByPartition orders the due index by partition, then time.
+type dueByPartition struct{ dueModel }
+
+func (s dueByPartition) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
+	all, err := s.dueModel.ScanDue(ctx, untilMs, nil, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	byPartition := func(a, b store.DueEntry) int {
+		return cmp.Or(bytes.Compare(a.Partition, b.Partition), cmp.Compare(a.AtMs, b.AtMs))
+	}
+	slices.SortFunc(all, byPartition)
+	if after != nil {
+		all = slices.DeleteFunc(all, func(e store.DueEntry) bool { return byPartition(e, *after) <= 0 })
+	}
+	return all[:min(limit, len(all))], nil
+}
+
+// staleDue keeps listing every wake time a partition ever had.
+type staleDue struct {
+	dueModel
+	mu  sync.Mutex
+	old []store.DueEntry
+}
+
+func (s *staleDue) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
+	es, err := s.dueModel.ScanDue(ctx, untilMs, nil, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	for _, e := range es {
+		if !slices.ContainsFunc(s.old, func(o store.DueEntry) bool { return compareDue(o, e) == 0 }) {
+			s.old = append(s.old, e)
+		}
+	}
+	all := slices.Clone(s.old)
+	s.mu.Unlock()
+	all = slices.DeleteFunc(all, func(e store.DueEntry) bool {
+		return e.AtMs > untilMs || (after != nil && compareDue(e, *after) <= 0)
+	})
+	slices.SortFunc(all, compareDue)
+	return all[:min(limit, len(all))], nil
+}
+
+func (s *staleDue) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	_, _ = s.ScanDue(ctx, 1<<63, nil, 1) // records the wake times before the batch
+	return s.dueModel.Apply(ctx, p, b)
+}
+
+// wakeAtReadThenSet lowers the wake time by reading it, then setting it
+// unguarded.
+type wakeAtReadThenSet struct{ dueModel }
+
+func (s wakeAtReadThenSet) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b == nil || b.Wakeup == nil || b.Wakeup.Exact {
+		return s.dueModel.Apply(ctx, p, b)
+	}
+	cur, ok, err := s.NextWake(ctx, p)
+	if err != nil {
+		return store.BatchOutcome{}, err
+	}
+	at := b.Wakeup.AtMs
+	if ok {
+		at = min(at, cur)
+	}
+	time.Sleep(20 * time.Microsecond)
+	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, at))
+}
+
+// setWakeCheckThenSet checks a SetWake's expectation, then sets unguarded.
+type setWakeCheckThenSet struct{ dueModel }
+
+func (s setWakeCheckThenSet) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b == nil || b.Wakeup == nil || !b.Wakeup.Exact {
+		return s.dueModel.Apply(ctx, p, b)
+	}
+	if cur, _, err := s.NextWake(ctx, p); err != nil || cur != b.Wakeup.ExpectMs {
+		return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, err
+	}
+	time.Sleep(20 * time.Microsecond)
+	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs))
+}

@@ -1,0 +1,383 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// The due checks run against stores that implement store.DueIndex; a store
+// that does not must reject every batch carrying a Wakeup instead.
+var dueChecks = []check{
+	{"WakeupRejectedWithoutIndex", testWakeupRejectedWithoutIndex},
+	{"WakeAtLowers", testWakeAtLowers},
+	{"SetWakeIsGuarded", testSetWakeGuarded},
+	{"WakeupOnlyWithItsBatch", testWakeupOnlyWithItsBatch},
+	{"WakeIsPerPartition", testWakePerPartition},
+	{"ScanDueOrderAndPaging", testScanDue},
+	{"ScanDueFollowsWakeChanges", testScanDueFollowsChanges},
+	{"ConcurrentWakeAtKeepsMinimum", testConcurrentWakeAt},
+	{"ConcurrentSetWakeGuarded", testConcurrentSetWake},
+}
+
+// dueIndex returns the store's due index, skipping t when it keeps none.
+func (f *fixture) dueIndex(t testing.TB) store.DueIndex {
+	t.Helper()
+	di, ok := f.s.(store.DueIndex)
+	if !ok {
+		t.Skip("the store keeps no due index (it does not implement store.DueIndex)")
+	}
+	return di
+}
+
+// wake reads p's wake time, 0 for none.
+func (f *fixture) wake(t testing.TB, di store.DueIndex, p store.Partition) uint64 {
+	t.Helper()
+	at, ok, err := di.NextWake(f.ctx, p)
+	noErr(t, err, fmt.Sprintf("NextWake(%v)", p))
+	if ok == (at == 0) {
+		t.Fatalf("NextWake(%v) = %d, %v: a wake time is never 0, and none is reported as ok false", p, at, ok)
+	}
+	return at
+}
+
+func (f *fixture) wantWake(t testing.TB, di store.DueIndex, p store.Partition, want uint64) {
+	t.Helper()
+	if got := f.wake(t, di, p); got != want {
+		t.Fatalf("wake time of %v = %d, want %d (0: none)", p, got, want)
+	}
+}
+
+// dueEntry is the due index entry of p at atMs.
+func dueEntry(t testing.TB, p store.Partition, atMs uint64) store.DueEntry {
+	t.Helper()
+	id, err := p.AppendTuple(nil)
+	noErr(t, err, "AppendTuple")
+	return store.DueEntry{AtMs: atMs, Partition: id}
+}
+
+// scanDue pages through the due index up to untilMs, limit entries a page,
+// starting after after.
+func (f *fixture) scanDue(t testing.TB, di store.DueIndex, untilMs uint64, after *store.DueEntry, limit int) []store.DueEntry {
+	t.Helper()
+	var all []store.DueEntry
+	for page := 0; ; page++ {
+		if page > 10_000 {
+			t.Fatalf("ScanDue until %d limit %d: no end after %d pages", untilMs, limit, page)
+		}
+		es, err := di.ScanDue(f.ctx, untilMs, after, limit)
+		noErr(t, err, fmt.Sprintf("ScanDue until %d limit %d", untilMs, limit))
+		if len(es) > limit {
+			t.Fatalf("ScanDue returned %d entries, limit %d", len(es), limit)
+		}
+		all = append(all, es...)
+		if len(es) < limit {
+			return all
+		}
+		after = &es[len(es)-1]
+	}
+}
+
+func sameEntries(a, b []store.DueEntry) bool {
+	return slices.EqualFunc(a, b, func(x, y store.DueEntry) bool {
+		return x.AtMs == y.AtMs && bytes.Equal(x.Partition, y.Partition)
+	})
+}
+
+func (f *fixture) wantDue(t testing.TB, di store.DueIndex, untilMs uint64, want []store.DueEntry) {
+	t.Helper()
+	for _, limit := range []int{1, 2, 1000} {
+		if got := f.scanDue(t, di, untilMs, nil, limit); !sameEntries(got, want) {
+			t.Fatalf("ScanDue until %d limit %d:\n got %v\nwant %v", untilMs, limit, got, want)
+		}
+	}
+}
+
+// testWakeupRejectedWithoutIndex: a store without a due index rejects
+// every batch carrying a Wakeup with ErrInvalid, writing nothing.
+func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
+	if _, ok := f.s.(store.DueIndex); ok {
+		t.Skip("the store keeps a due index")
+	}
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(1000), "Put with WakeAt")
+	f.rejects(t, store.NewBatch().WakeAt(1000), "WakeAt alone")
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(0, 1000), "Put with SetWake")
+}
+
+// testWakeAtLowers: WakeAt sets a partition's wake time to the earlier of
+// its current one and the batch's, in the batch's transaction; a batch may
+// carry nothing but a Wakeup.
+func testWakeAtLowers(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	f.wantWake(t, di, f.p, 0)
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(5000), store.Committed, "Put with WakeAt(5000)")
+	f.wantValue(t, f.p, store.Key("timer"), store.Value("t"))
+	f.wantWake(t, di, f.p, 5000)
+	f.apply(t, f.p, store.NewBatch().WakeAt(7000), store.Committed, "WakeAt(7000) alone")
+	f.wantWake(t, di, f.p, 5000)
+	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt(3000) alone")
+	f.wantWake(t, di, f.p, 3000)
+	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt(3000) again")
+	f.wantWake(t, di, f.p, 3000)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000)})
+}
+
+// testSetWakeGuarded: SetWake replaces the wake time (raising, lowering or
+// clearing it) only when the current one is the expected one; otherwise
+// the batch fails with FailedIndex WakeupPrecondition and writes nothing.
+func testSetWakeGuarded(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	wantWakeFailed := func(b *store.Batch, what string) {
+		t.Helper()
+		out := f.apply(t, f.p, b, store.PreconditionFailed, what)
+		if out.FailedIndex != store.WakeupPrecondition {
+			t.Fatalf("%s: FailedIndex %d, want WakeupPrecondition (%d)", what, out.FailedIndex, store.WakeupPrecondition)
+		}
+	}
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(1, 4000), "SetWake expecting 1 when none")
+	f.apply(t, f.p, store.NewBatch().SetWake(0, 4000), store.Committed, "SetWake expecting none")
+	f.wantWake(t, di, f.p, 4000)
+
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(999, 5000), "SetWake expecting 999 at 4000")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(0, 5000), "SetWake expecting none at 4000")
+	f.wantAbsent(t, f.p, store.Key("w"))
+	f.wantWake(t, di, f.p, 4000)
+
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(4000, 6000), store.Committed, "SetWake raising 4000 to 6000")
+	f.wantValue(t, f.p, store.Key("w"), store.Value("x"))
+	f.wantWake(t, di, f.p, 6000)
+	f.apply(t, f.p, store.NewBatch().SetWake(6000, 0), store.Committed, "SetWake clearing 6000")
+	f.wantWake(t, di, f.p, 0)
+	f.wantDue(t, di, math.MaxUint64, nil)
+	f.apply(t, f.p, store.NewBatch().SetWake(0, 0), store.Committed, "SetWake clearing none")
+	f.wantWake(t, di, f.p, 0)
+}
+
+// testWakeupOnlyWithItsBatch: a batch that does not commit (failed guard,
+// passed deadline, invalid, cancelled) leaves the wake time alone.
+func testWakeupOnlyWithItsBatch(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(5000), store.Committed, "WakeAt(5000)")
+
+	f.apply(t, f.p, store.NewBatch().Require(store.Absent(store.Key("k"))).WakeAt(1000), store.PreconditionFailed, "WakeAt with a failing guard")
+	f.apply(t, f.p, store.NewBatch().WakeAt(1000).WithDeadline(f.clk.Now().Add(-time.Millisecond)), store.DeadlinePassed, "WakeAt past its deadline")
+	for name, b := range map[string]*store.Batch{
+		"WakeAt(0)":                 store.NewBatch().Put(store.Key("x"), store.Value("x")).WakeAt(0),
+		"WakeAt with an empty key":  store.NewBatch().Put(store.Key{}, store.Value("x")).WakeAt(1000),
+		"WakeAt with an unknown op": store.NewBatch().Add(store.Write{Op: 9, Key: store.Key("x")}).WakeAt(1000),
+	} {
+		_, err := f.s.Apply(f.ctx, f.p, b)
+		wantSentinel(t, err, store.ErrInvalid, name)
+	}
+	_, err := f.s.Apply(cancelledContext(f.ctx), f.p, store.NewBatch().WakeAt(1000))
+	if !wrapsOneOf(err, store.ErrUnavailable, store.ErrUnknownResult) {
+		t.Fatalf("WakeAt with a cancelled context: error %v, want ErrUnavailable or ErrUnknownResult", err)
+	}
+	f.wantWake(t, di, f.p, 5000)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 5000)})
+	f.wantRows(t, f.p, rows("k", "v"))
+}
+
+// testWakePerPartition: each partition has its own wake time; an
+// unencodable partition is ErrInvalid for NextWake and for a Wakeup.
+func testWakePerPartition(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt in p")
+	f.apply(t, f.other, store.NewBatch().WakeAt(8000), store.Committed, "WakeAt in other")
+	f.wantWake(t, di, f.p, 3000)
+	f.wantWake(t, di, f.other, 8000)
+	f.wantWake(t, di, Partition{Name: "suite-third"}, 0)
+	for _, p := range []store.Partition{Partition{Name: "x", Broken: true}, Partition{}, nil} {
+		_, _, err := di.NextWake(f.ctx, p)
+		wantSentinel(t, err, store.ErrInvalid, "NextWake on "+store.PartitionName(p))
+		_, err = f.s.Apply(f.ctx, p, store.NewBatch().WakeAt(1000))
+		wantSentinel(t, err, store.ErrInvalid, "WakeAt on "+store.PartitionName(p))
+	}
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000), dueEntry(t, f.other, 8000)})
+}
+
+// dueFixturePartitions are five partitions with wake times, and the due
+// index they make, in its order: by time, then partition identity.
+func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition, []store.DueEntry) {
+	t.Helper()
+	ps := map[string]store.Partition{}
+	for _, w := range []struct {
+		name string
+		at   uint64
+	}{{"due-b", 3000}, {"due-a", 3000}, {"due-c", 1000}, {"due-e", 9000}, {"due-d", 2000}} {
+		p := Partition{Name: w.name}
+		ps[w.name] = p
+		f.apply(t, p, store.NewBatch().Put(store.Key("timer"), store.Value(w.name)).WakeAt(w.at), store.Committed, "WakeAt in "+w.name)
+	}
+	return ps, []store.DueEntry{
+		dueEntry(t, ps["due-c"], 1000), dueEntry(t, ps["due-d"], 2000),
+		dueEntry(t, ps["due-a"], 3000), dueEntry(t, ps["due-b"], 3000), dueEntry(t, ps["due-e"], 9000),
+	}
+}
+
+// testScanDue: ScanDue lists entries due by untilMs (inclusive), oldest
+// first then by partition identity, strictly after the given entry, at
+// most limit at a time.
+func testScanDue(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	f.wantDue(t, di, math.MaxUint64, nil)
+	_, all := dueFixturePartitions(t, f)
+
+	f.wantDue(t, di, 0, nil)
+	f.wantDue(t, di, 999, nil)
+	f.wantDue(t, di, 1000, all[:1])
+	f.wantDue(t, di, 2999, all[:2])
+	f.wantDue(t, di, 3000, all[:4])
+	f.wantDue(t, di, math.MaxUint64, all)
+
+	for i, after := range all {
+		got := f.scanDue(t, di, math.MaxUint64, &after, 2)
+		if !sameEntries(got, all[i+1:]) {
+			t.Fatalf("ScanDue after entry %d:\n got %v\nwant %v", i, got, all[i+1:])
+		}
+	}
+	between := store.DueEntry{AtMs: 2500, Partition: []byte("\x02zzz\x00")}
+	if got := f.scanDue(t, di, 3000, &between, 10); !sameEntries(got, all[2:4]) {
+		t.Fatalf("ScanDue after an entry not in the index:\n got %v\nwant %v", got, all[2:4])
+	}
+}
+
+// testScanDueFollowsWakeChanges: once a wake time is lowered, raised or
+// cleared, the index lists the partition at its new time only (no entry
+// left at the old one) or not at all.
+func testScanDueFollowsChanges(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	ps, _ := dueFixturePartitions(t, f)
+	f.apply(t, ps["due-e"], store.NewBatch().WakeAt(500), store.Committed, "lowering due-e to 500")
+	f.apply(t, ps["due-d"], store.NewBatch().SetWake(2000, 0), store.Committed, "clearing due-d")
+	f.apply(t, ps["due-c"], store.NewBatch().SetWake(1000, 4000), store.Committed, "raising due-c to 4000")
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{
+		dueEntry(t, ps["due-e"], 500), dueEntry(t, ps["due-a"], 3000),
+		dueEntry(t, ps["due-b"], 3000), dueEntry(t, ps["due-c"], 4000),
+	})
+	f.wantWake(t, di, ps["due-d"], 0)
+}
+
+// testConcurrentWakeAt: racing WakeAt batches on one partition, each
+// worker lowering its times as it goes, leave the earliest of all times
+// and one index entry for it; a reader polling meanwhile never sees the
+// wake time rise.
+func testConcurrentWakeAt(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	const workers, each = 8, 25
+	rng := rand.New(rand.NewPCG(5, 8))
+	times := make([][]uint64, workers)
+	least := uint64(math.MaxUint64)
+	for i := range each {
+		for w := range times {
+			at := uint64(1_000_000 - (i*workers+w)*10 - rng.IntN(10))
+			times[w] = append(times[w], at)
+			least = min(least, at)
+		}
+	}
+	var (
+		done atomic.Bool
+		wg   sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i, at := range times[w] {
+				k := store.Key(fmt.Sprintf("timer/%d/%d", w, i))
+				out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(at))
+				if err != nil || !out.Committed() {
+					t.Errorf("worker %d WakeAt(%d): %v, %v", w, at, out, err)
+					return
+				}
+			}
+		})
+	}
+	polled := make(chan int)
+	go func() {
+		n, last := 0, uint64(math.MaxUint64)
+		defer func() { polled <- n }()
+		for !done.Load() {
+			at, ok, err := di.NextWake(f.ctx, f.p)
+			if err != nil {
+				t.Errorf("NextWake: %v", err)
+				return
+			}
+			if ok && at > last {
+				t.Errorf("wake time rose from %d to %d under WakeAt alone", last, at)
+				return
+			}
+			if ok {
+				last = at
+			}
+			n++
+		}
+	}()
+	wg.Wait()
+	done.Store(true)
+	t.Logf("%d wake time polls during the race", <-polled)
+	if t.Failed() {
+		return
+	}
+	f.wantWake(t, di, f.p, least)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, least)})
+}
+
+// testConcurrentSetWake races guarded SetWake advances (read the wake
+// time, replace it with one more, retry on a failed guard): the final
+// wake time counts exactly the committed advances.
+func testConcurrentSetWake(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	const workers, each, start, maxAttempts = 8, 20, 1000, 100_000
+	f.apply(t, f.p, store.NewBatch().SetWake(0, start), store.Committed, "initial wake time")
+	var committed, unknown atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				for attempt := 0; ; attempt++ {
+					if attempt == maxAttempts {
+						t.Errorf("worker %d: no commit in %d attempts", w, maxAttempts)
+						return
+					}
+					at, _, err := di.NextWake(f.ctx, f.p)
+					if err != nil {
+						t.Errorf("worker %d: NextWake: %v", w, err)
+						return
+					}
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().SetWake(at, at+1))
+					if errors.Is(err, store.ErrUnknownResult) {
+						unknown.Add(1)
+						break
+					}
+					if err != nil || (!out.Committed() && out.FailedIndex != store.WakeupPrecondition) {
+						t.Errorf("worker %d: SetWake(%d, %d): %v, %v", w, at, at+1, out, err)
+						return
+					}
+					if out.Committed() {
+						committed.Add(1)
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	final, c, u := int64(f.wake(t, di, f.p))-start, committed.Load(), unknown.Load()
+	if c+u != workers*each {
+		t.Fatalf("%d committed + %d unknown advances, want %d", c, u, workers*each)
+	}
+	if final < c || final > c+u {
+		t.Fatalf("wake time advanced %d for %d committed advances (%d unknown)", final, c, u)
+	}
+}
