@@ -15,7 +15,9 @@ type Capabilities struct {
 	// MaxBatchOps bounds preconditions plus writes of one batch.
 	MaxBatchOps int
 	// ReservedBatchOps of MaxBatchOps are kept for an extension of the
-	// batch (a hook's writes); Validate allows MaxBatchOps minus this.
+	// batch (a hook's writes): builders validate against these
+	// capabilities, which allow MaxBatchOps minus this; Apply validates
+	// against Full(), which allows MaxBatchOps.
 	ReservedBatchOps int
 	// MaxKeyBytes bounds one key, after the partition's prefix is taken
 	// off the engine's own key limit.

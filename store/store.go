@@ -20,6 +20,8 @@ import (
 
 // Key is a row key inside one partition, compared as bytes. Keys built by
 // generated constructors are tuple-encoded, so byte order is logical order.
+// A key never starts with 0xFF (no tuple does): stores keep their own
+// per-partition data there, and reject such keys with ErrInvalid.
 type Key []byte
 
 // Value is a row value. A present value is never nil (an empty value is a
@@ -74,7 +76,9 @@ type Store interface {
 	// Apply applies a guarded batch atomically; see Batch. The outcome is
 	// Committed, PreconditionFailed (naming the first failed precondition,
 	// nothing written) or DeadlinePassed (nothing written). A batch that
-	// fails Validate(Capabilities()) returns ErrInvalid before any I/O.
+	// fails Validate(Capabilities().Full()) returns ErrInvalid before any
+	// I/O: ReservedBatchOps is room a batch builder keeps for operations
+	// it adds later (a hook's), not a limit of Apply.
 	// ErrUnknownResult means the batch may or may not have committed.
 	Apply(ctx context.Context, p Partition, b *Batch) (BatchOutcome, error)
 

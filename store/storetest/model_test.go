@@ -180,7 +180,7 @@ func (m *model) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if _, err := partitionID(p); err != nil {
 		return store.BatchOutcome{}, err
 	}
-	if err := b.Validate(m.caps); err != nil {
+	if err := b.Validate(m.caps.Full()); err != nil {
 		return store.BatchOutcome{}, modelErr(p, err)
 	}
 	if b.Wakeup != nil && !m.due {

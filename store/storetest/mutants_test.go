@@ -51,7 +51,7 @@ var mutants = []mutant{
 	{"writes-unencodable-partition", "Partition/UnencodableIsInvalid", fdbLikeCaps, func(m *model) store.Store { return fallbackPartition{m} }},
 	{"key-limit-exclusive", "Limits/KeyAtLimit", fdbLikeCaps, func(m *model) store.Store { return keyLimitExclusive{m} }},
 	{"batch-bytes-off-by-one", "Limits/BatchBytesAtLimit", smallCaps, func(m *model) store.Store { return reportsCaps{m, m.caps, -1} }},
-	{"reservation-ignored", "Limits/OpsAtLimit", smallCaps.Full(), func(m *model) store.Store { return reportsCaps{m, smallCaps, 0} }},
+	{"reservation-enforced", "Limits/OpsAtLimit", smallCaps, func(m *model) store.Store { return reservationEnforced{m} }},
 	{"empty-batch-commits", "Limits/EmptyBatchInvalid", fdbLikeCaps, func(m *model) store.Store { return emptyBatchCommits{m} }},
 	{"stats-constant", "Stats/GrowsWithData", smallCaps, func(m *model) store.Store { return constantStats{m} }},
 	{"probe-ignores-context", "Probe/CancelledContextFails", fdbLikeCaps, func(m *model) store.Store { return probeIgnoresContext{m} }},
@@ -431,6 +431,17 @@ func (s reportsCaps) Capabilities() store.Capabilities {
 	c := s.caps
 	c.MaxBatchBytes += s.bytesDelta
 	return c
+}
+
+// reservationEnforced applies the builders' limit (MaxBatchOps minus the
+// reservation) where Apply must allow MaxBatchOps.
+type reservationEnforced struct{ store.Store }
+
+func (s reservationEnforced) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if err := b.Validate(s.Capabilities()); err != nil {
+		return store.BatchOutcome{}, err
+	}
+	return s.Store.Apply(ctx, p, b)
 }
 
 type emptyBatchCommits struct{ store.Store }

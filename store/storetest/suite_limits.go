@@ -36,14 +36,16 @@ func (f *fixture) rejects(t testing.TB, b *store.Batch, what string) {
 	f.wantRows(t, f.p, nil)
 }
 
-// opsLimit is how many operations Apply accepts in one batch.
-func opsLimit(caps store.Capabilities) int { return caps.MaxBatchOps - caps.ReservedBatchOps }
+// opsLimit is how many operations Apply accepts in one batch: the
+// reservation is for batch builders (room they keep for a hook's
+// operations), not a limit of Apply.
+func opsLimit(caps store.Capabilities) int { return caps.MaxBatchOps }
 
 // testLimitsSane: every limit is positive, the reservation leaves room
 // for at least one operation, and Capabilities is stable.
 func testLimitsSane(t *testing.T, f *fixture) {
 	caps := f.s.Capabilities()
-	if caps.MaxBatchOps < 1 || caps.ReservedBatchOps < 0 || opsLimit(caps) < 1 ||
+	if caps.MaxBatchOps < 1 || caps.ReservedBatchOps < 0 || caps.ReservedBatchOps >= caps.MaxBatchOps ||
 		caps.MaxKeyBytes < 1 || caps.MaxValueBytes < 0 || caps.MaxBatchBytes < 1 {
 		t.Fatalf("capabilities %+v: want positive limits and a reservation below MaxBatchOps", caps)
 	}
@@ -68,7 +70,7 @@ func opsKey(prefix byte, i int) store.Key {
 	return store.Key(fmt.Sprintf("%c%04d", prefix, i))
 }
 
-// testOpsAtLimit: MaxBatchOps - ReservedBatchOps operations (preconditions
+// testOpsAtLimit: MaxBatchOps operations (preconditions
 // and writes alike) pass; one more, of either kind, is ErrInvalid.
 func testOpsAtLimit(t *testing.T, f *fixture) {
 	caps := f.s.Capabilities()

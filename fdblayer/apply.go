@@ -1,0 +1,236 @@
+package fdblayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Apply applies a guarded batch to partition p in one engine transaction:
+// it reads every precondition key (all reads issued before any is waited
+// on), compares, and either returns PreconditionFailed (naming the first
+// failed precondition, nothing written) or applies the writes in order and
+// commits. A batch with a deadline reports DeadlinePassed, writing nothing,
+// when the Layer's clock reads past it at the start of an attempt.
+//
+// A batch's Wakeup changes the partition's wake time and its due index
+// entry (see ScanDue) in the same transaction: WakeAt lowers it, SetWake
+// replaces it when the current one is the expected one, and otherwise the
+// batch fails with FailedIndex store.WakeupPrecondition, writing nothing.
+//
+// It fails with store.ErrInvalid, before any I/O, for a batch that fails
+// Validate(Capabilities().Full()), a key starting with 0xFF (see the
+// package doc) or a partition that cannot encode. When
+// ctx is already done it returns ctx's error (wrapped with
+// store.ErrUnavailable) and writes nothing.
+//
+// Retries: a retryable engine error (a FoundationDB conflict, 1020, and
+// the like) makes Apply retry in a fresh transaction, re-reading and
+// re-evaluating every precondition, up to the retry limit and within ctx.
+// After the budget it fails with store.ErrUnavailable and
+// ErrRetriesExhausted; after a fatal engine error, with
+// store.ErrUnavailable. Neither wrote anything.
+//
+// Unknown commit results: after a commit whose result is unknown
+// (FoundationDB's 1021 commit_unknown_result, an engine that cannot tell)
+// the batch may have landed. Apply does not try to find out; it retries,
+// and the retry's preconditions decide:
+//
+//   - if the batch had landed, a guard it invalidated (Absent of a key it
+//     puts, Equals of a value it changes) now fails, and Apply returns
+//     PreconditionFailed for a batch that did commit, exactly once;
+//   - if its guards still hold (the batch had not landed, or its writes
+//     leave its guards true), the retry commits and Apply returns
+//     Committed; the writes of such a batch are idempotent by construction,
+//     so landing twice leaves what landing once does.
+//
+// Handlers stay correct either way: a handler builds each batch from what
+// it read and guards exactly the rows it read, so PreconditionFailed only
+// ever makes it re-read and find its own work already done. When ctx ends
+// while a commit is in flight (FoundationDB may still commit a cancelled or
+// timed-out transaction later), or the retry budget, a fatal error or the
+// batch's deadline ends the retries after an unknown result, Apply fails
+// with store.ErrUnknownResult wrapping the cause: it never reports
+// Committed for a batch that may not have landed, nor a plain failure for
+// one that may have. It never depends on FoundationDB's
+// automatic_idempotency option.
+//
+// Apply is safe for concurrent use; it neither retains nor modifies b.
+func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if err := b.Validate(l.caps.Full()); err != nil {
+		return store.BatchOutcome{}, fmt.Errorf("fdblayer: apply to %s: %w", store.PartitionName(p), err)
+	}
+	s := l.getScratch()
+	defer l.putScratch(s)
+	sub, pre, err := l.batchKeys(s, p, b)
+	if err != nil {
+		return store.BatchOutcome{}, fmt.Errorf("fdblayer: apply: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.BatchOutcome{}, l.applyError(p, nil, err)
+	}
+	txn, err := l.engine.Begin(ctx)
+	if err != nil {
+		return store.BatchOutcome{}, l.applyError(p, nil, err)
+	}
+	return l.retry(ctx, txn, s, p, b, sub, pre)
+}
+
+// retry runs attempts of b in txn until one decides the batch or the
+// retries end, and closes txn. (A function of its own, with few returns,
+// so that its defer and Apply's stay cheap.)
+func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partition, b *store.Batch, sub []byte, pre [][]byte) (store.BatchOutcome, error) {
+	defer txn.Close()
+	// unknown is the first error after which the batch may have landed;
+	// nil while every failed attempt is known to have written nothing.
+	var unknown error
+	for attempt := 0; ; attempt++ {
+		out, committing, err := l.attempt(ctx, txn, s, b, sub, pre)
+		if err == nil {
+			if out.Outcome == store.DeadlinePassed && unknown != nil {
+				return out, l.applyError(p, unknown, fmt.Errorf("deadline passed at %v on a retry", out.Now))
+			}
+			return out, nil
+		}
+		if committing && (errors.Is(err, store.ErrUnknownResult) || ctx.Err() != nil) {
+			if unknown == nil {
+				unknown = err
+			}
+			l.log.Warn("fdblayer: commit result unknown; a retry's preconditions decide",
+				"partition", store.PartitionName(p), "attempt", attempt, "err", err)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			if !errors.Is(err, ctxErr) {
+				err = fmt.Errorf("%w: %w", ctxErr, err)
+			}
+			return store.BatchOutcome{}, l.applyError(p, unknown, err)
+		}
+		if attempt == l.retryLimit {
+			l.log.Warn("fdblayer: apply retries exhausted",
+				"partition", store.PartitionName(p), "attempts", attempt+1, "unknown_result", unknown != nil, "err", err)
+			return store.BatchOutcome{}, l.applyError(p, unknown, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, err))
+		}
+		if fatal := txn.OnError(err); fatal != nil {
+			return store.BatchOutcome{}, l.applyError(p, unknown, fatal)
+		}
+		l.log.Debug("fdblayer: apply retrying", "partition", store.PartitionName(p), "attempt", attempt, "err", err)
+	}
+}
+
+// attempt runs one try of a batch in txn: deadline, reads, comparison,
+// writes, commit. pre are the preconditions' engine keys, sub the prefix
+// of the writes' keys. committing reports that err came from Commit.
+func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte) (out store.BatchOutcome, committing bool, err error) {
+	if !b.Deadline.IsZero() {
+		if now := l.clock.Now(); now.After(b.Deadline) {
+			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
+		}
+	}
+	var wake, cur uint64
+	if len(pre) > 0 {
+		vals, err := txn.GetMany(s.vals[:0], pre)
+		s.vals = vals
+		if err != nil {
+			return out, false, err
+		}
+		for i, c := range b.Preconditions {
+			if !c.Holds(vals[i]) {
+				return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, false, nil
+			}
+		}
+		if b.Wakeup != nil {
+			if cur, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
+				return out, false, err
+			}
+			var ok bool
+			if wake, ok = nextWake(b.Wakeup, cur); !ok {
+				return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, false, nil
+			}
+		}
+	}
+	key := append(s.key[:0], sub...)
+	for _, w := range b.Writes {
+		key = append(key[:len(sub)], w.Key...)
+		switch w.Op {
+		case store.OpPut:
+			txn.Set(key, w.Value)
+		case store.OpDelete:
+			txn.Clear(key)
+		}
+	}
+	if b.Wakeup != nil {
+		key = l.setWake(txn, sub, key, cur, wake)
+	}
+	s.key = key
+	// A context that ended before the commit started leaves nothing in
+	// doubt: stop here rather than start a commit that may land later.
+	if err := ctx.Err(); err != nil {
+		return out, false, err
+	}
+	if err := txn.Commit(); err != nil {
+		return out, true, err
+	}
+	return store.BatchOutcome{Outcome: store.Committed}, false, nil
+}
+
+// applyError wraps the error Apply gives up with: store.ErrUnknownResult
+// when an earlier attempt may have landed, store.ErrUnavailable otherwise.
+func (l *Layer) applyError(p store.Partition, unknown, err error) error {
+	what := "fdblayer: apply to " + store.PartitionName(p)
+	if unknown == nil {
+		return wrapError(what, store.ErrUnavailable, err)
+	}
+	if unknown != err {
+		err = fmt.Errorf("%w (after an unknown result: %w)", err, unknown)
+	}
+	return wrapError(what, store.ErrUnknownResult, err)
+}
+
+// batchKeys writes the partition's subspace and the full engine keys of
+// b's preconditions (and the partition's wake key, last, when b carries a
+// Wakeup) into s, one buffer for all of them, and returns them.
+// Writes' keys are built one at a time when they are set (the engine
+// copies each key). b must have passed Validate (no empty keys). It fails
+// with store.ErrInvalid when p cannot encode or a key starts with 0xFF.
+func (l *Layer) batchKeys(s *scratch, p store.Partition, b *store.Batch) (sub []byte, pre [][]byte, err error) {
+	sub, err = l.appendSubspace(s.buf[:0], p)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, w := range b.Writes {
+		if w.Key[0] == partitionEnd {
+			return nil, nil, fmt.Errorf("%w: fdblayer: write %d key starts with 0xff, which ends a partition's subspace", store.ErrInvalid, i)
+		}
+	}
+	reads := len(b.Preconditions)
+	if b.Wakeup != nil {
+		reads++
+	}
+	need := len(sub)*(1+reads) + 1
+	for i, c := range b.Preconditions {
+		if c.Key[0] == partitionEnd {
+			return nil, nil, fmt.Errorf("%w: fdblayer: precondition %d key starts with 0xff, which ends a partition's subspace", store.ErrInvalid, i)
+		}
+		need += len(c.Key)
+	}
+	// Every key below is a subslice of buf, so buf must not move while
+	// they are appended: give it all the room up front.
+	if cap(sub) < need {
+		sub = append(make([]byte, 0, need), sub...)
+	}
+	buf, keys := sub, s.keys[:0]
+	for _, c := range b.Preconditions {
+		start := len(buf)
+		buf = append(append(buf, sub...), c.Key...)
+		keys = append(keys, buf[start:len(buf):len(buf)])
+	}
+	if b.Wakeup != nil {
+		start := len(buf)
+		buf = append(append(buf, sub...), partitionEnd)
+		keys = append(keys, buf[start:len(buf):len(buf)])
+	}
+	s.buf, s.keys = buf, keys
+	return sub[:len(sub):len(sub)], keys, nil
+}

@@ -1,0 +1,118 @@
+package fdblayer
+
+import "context"
+
+// Engine is the smallest ordered, transactional key/value store the Layer
+// needs: transactions with point reads, bounded forward range reads, sets
+// and clears, plus a size estimate and a liveness probe. Keys and values are
+// raw bytes compared with bytes.Compare; the Layer alone knows partitions,
+// batches and cursors.
+//
+// Three engines implement it: MemoryEngine (tests, benchmarks), BoltEngine
+// (embedded, durable: the default) and FDBEngine (FoundationDB, build tag
+// fdb). All methods are safe for concurrent use; a transaction is used by
+// one goroutine at a time.
+type Engine interface {
+	// Begin starts a read-write transaction bound to ctx: when ctx ends the
+	// transaction fails, and an engine that can cancel work in flight does.
+	// Begin may wait for other write transactions to finish.
+	Begin(ctx context.Context) (Txn, error)
+
+	// BeginRead starts a read-only transaction bound to ctx.
+	BeginRead(ctx context.Context) (ReadTxn, error)
+
+	// Limits reports the largest key, value and transaction the engine
+	// accepts. The Layer derives its capabilities from them so that a
+	// batch that passes validation always fits.
+	Limits() Limits
+
+	// EstimateRangeSize estimates the bytes of keys and values stored in
+	// [begin, end).
+	EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error)
+
+	// Probe reports whether the engine answers, bounded by ctx.
+	Probe(ctx context.Context) error
+
+	// Close releases the engine. Transactions must have ended first.
+	Close() error
+}
+
+// ReadTxn is a read-only transaction: every read sees one consistent
+// snapshot. Slices it returns are only valid until the transaction is
+// closed (or reset by OnError) and must not be modified.
+type ReadTxn interface {
+	// GetMany reads keys and appends one value per key to dst, in order:
+	// nil for an absent key, a non-nil (possibly empty) slice for a present
+	// one. Every read is issued before any is waited on.
+	GetMany(dst [][]byte, keys [][]byte) ([][]byte, error)
+
+	// GetRange appends to dst the rows with keys in [begin, end), in key
+	// order, at most limit of them (limit >= 1).
+	GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error)
+
+	// OnError decides what to do about err, returned by this transaction.
+	// It returns nil when the caller should retry: the engine has waited
+	// its backoff and reset the transaction to a fresh snapshot with no
+	// writes. Otherwise it returns the error to give up with. The caller's
+	// own retry budget bounds how often it asks.
+	OnError(err error) error
+
+	// Close ends the transaction, discarding writes not committed. It is
+	// safe to call after Commit and more than once.
+	Close()
+}
+
+// Txn is a read-write transaction. Reads see the snapshot the transaction
+// began on and need not see its own writes: the Layer issues every read
+// before its first write.
+type Txn interface {
+	ReadTxn
+
+	// Set writes key = value at commit. The key is copied; value must stay
+	// unchanged until the transaction ends.
+	Set(key, value []byte)
+
+	// Clear deletes key at commit; an absent key is fine.
+	Clear(key []byte)
+
+	// Commit applies every Set and Clear atomically, in order. An error
+	// that leaves it unknown whether the writes landed wraps
+	// store.ErrUnknownResult; any other error means nothing was written.
+	// Either way the caller passes the error to OnError to learn whether to
+	// retry.
+	Commit() error
+}
+
+// KeyValue is one row of a range read.
+type KeyValue struct {
+	Key   []byte
+	Value []byte
+}
+
+// Limits are the bounds an engine accepts. Each is inclusive.
+type Limits struct {
+	// MaxKeyBytes bounds one full key (root prefix, partition identity and
+	// user key together).
+	MaxKeyBytes int
+	// MaxValueBytes bounds one value.
+	MaxValueBytes int
+	// MaxTxnBytes bounds the bytes one transaction affects, counted as
+	// FoundationDB counts them: mutations plus read and write conflict
+	// ranges.
+	MaxTxnBytes int
+}
+
+// FoundationDB's documented limits: keys up to 10,000 bytes, values up to
+// 100,000 bytes, transactions up to 10,000,000 bytes. Every engine reports
+// them, so that data and batches that work on the memory and bbolt engines
+// also fit FoundationDB.
+const (
+	FDBMaxKeyBytes   = 10_000
+	FDBMaxValueBytes = 100_000
+	FDBMaxTxnBytes   = 10_000_000
+)
+
+// fdbLimits returns FoundationDB's limits as Limits.
+func fdbLimits() Limits {
+	return Limits{MaxKeyBytes: FDBMaxKeyBytes, MaxValueBytes: FDBMaxValueBytes, MaxTxnBytes: FDBMaxTxnBytes}
+}

@@ -1,0 +1,251 @@
+//go:build fdb
+
+package fdblayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apple/foundationdb/bindings/go/src/fdb"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// FDBAPIVersion is the FoundationDB API version the engine selects: the
+// highest the Go binding supports.
+const FDBAPIVersion = 730
+
+// FoundationDB error codes the engine treats specially.
+const (
+	fdbCommitUnknownResult   = 1021 // the commit may have landed
+	fdbTransactionCancelled  = 1025 // Cancel, which a context's end calls
+	fdbTransactionTimedOut   = 1031 // the timeout a context's deadline set
+	fdbClusterVersionChanged = 1039 // the commit may have landed
+)
+
+// fdbEngineRetries bounds the retries of EstimateRangeSize and Probe, which
+// have no Layer retry loop around them.
+const fdbEngineRetries = 10
+
+var (
+	apiOnce sync.Once
+	apiErr  error
+	// openMu serializes fdb.OpenDatabase, whose cache of databases is not
+	// safe for concurrent use.
+	openMu sync.Mutex
+)
+
+// selectAPIVersion selects FDBAPIVersion once per process. The binding
+// accepts the same version selected again (by other code in the process)
+// and refuses a different one.
+func selectAPIVersion() error {
+	apiOnce.Do(func() { apiErr = fdb.APIVersion(FDBAPIVersion) })
+	return apiErr
+}
+
+// FDBEngine is the Engine over a FoundationDB cluster (build tag fdb; cgo
+// and libfdb_c needed). A transaction's context maps onto FoundationDB's:
+// a deadline becomes the transaction's timeout option, and the context's
+// end cancels the transaction. FoundationDB may still commit a transaction
+// cancelled or timed out during its commit, so such a commit error, like
+// 1021 commit_unknown_result, wraps store.ErrUnknownResult. OnError is
+// FoundationDB's: it retries conflicts (1020), unknown results,
+// transaction_too_old and the like after the client's backoff.
+//
+// All methods are safe for concurrent use.
+type FDBEngine struct {
+	db     fdb.Database
+	closed atomic.Bool
+}
+
+// OpenFDBEngine connects to the cluster named by clusterFile, or by the
+// FDB_CLUSTER_FILE environment variable when clusterFile is empty, or by
+// the client's default cluster file when both are. It selects
+// FDBAPIVersion on first use. The binding keeps one database handle per
+// cluster file for the whole process: engines opened on one file share it.
+// It fails with store.ErrUnavailable when the client cannot start or
+// another API version is already selected; connecting happens in the
+// background, so an unreachable cluster shows in Probe, not here.
+func OpenFDBEngine(clusterFile string) (*FDBEngine, error) {
+	if clusterFile == "" {
+		clusterFile = os.Getenv("FDB_CLUSTER_FILE")
+	}
+	if err := selectAPIVersion(); err != nil {
+		return nil, fmt.Errorf("fdblayer: FoundationDB API version %d: %w: %w", FDBAPIVersion, store.ErrUnavailable, err)
+	}
+	openMu.Lock()
+	db, err := fdb.OpenDatabase(clusterFile)
+	openMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("fdblayer: open FoundationDB %q: %w: %w", clusterFile, store.ErrUnavailable, err)
+	}
+	return &FDBEngine{db: db}, nil
+}
+
+// Begin starts a transaction bound to ctx.
+func (e *FDBEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx) }
+
+// BeginRead starts a transaction bound to ctx; it is never committed.
+func (e *FDBEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx) }
+
+func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tr, err := e.db.CreateTransaction()
+	if err != nil {
+		return nil, err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		// From API version 610 on, the timeout survives OnError's reset,
+		// so it bounds every retry too.
+		ms := max(time.Until(deadline).Milliseconds(), 1)
+		if err := tr.Options().SetTimeout(ms); err != nil {
+			tr.Cancel()
+			return nil, err
+		}
+	}
+	return &fdbTxn{ctx: ctx, tr: tr, stop: context.AfterFunc(ctx, tr.Cancel)}, nil
+}
+
+// Limits reports FoundationDB's limits.
+func (e *FDBEngine) Limits() Limits { return fdbLimits() }
+
+// EstimateRangeSize returns FoundationDB's sampled estimate of the bytes
+// in [begin, end): accurate for large ranges, rough for small ones.
+func (e *FDBEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
+	var n int64
+	err := e.run(ctx, func(t *fdbTxn) (err error) {
+		n, err = t.tr.GetEstimatedRangeSizeBytes(fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}).Get()
+		return err
+	})
+	return n, err
+}
+
+// Probe gets a read version, which needs the cluster to answer.
+func (e *FDBEngine) Probe(ctx context.Context) error {
+	return e.run(ctx, func(t *fdbTxn) error {
+		_, err := t.tr.GetReadVersion().Get()
+		return err
+	})
+}
+
+// run runs fn in a transaction, retrying what OnError retries, a bounded
+// number of times.
+func (e *FDBEngine) run(ctx context.Context, fn func(*fdbTxn) error) error {
+	t, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	for attempt := 0; ; attempt++ {
+		err := fn(t)
+		if err == nil || attempt == fdbEngineRetries {
+			return err
+		}
+		if err := t.OnError(err); err != nil {
+			return err
+		}
+	}
+}
+
+// Close marks the engine closed; later transactions fail with ErrClosed.
+// The process-wide database handle stays open for other engines.
+func (e *FDBEngine) Close() error {
+	if e.closed.Swap(true) {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fdbTxn is an FDBEngine transaction.
+type fdbTxn struct {
+	ctx  context.Context
+	tr   fdb.Transaction
+	stop func() bool // unregisters the cancel on ctx's end
+	futs []fdb.FutureByteSlice
+}
+
+// GetMany issues every read, then waits for each. The values are the
+// binding's copies.
+func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
+	futs := t.futs[:0]
+	for _, k := range keys {
+		futs = append(futs, t.tr.Get(fdb.Key(k)))
+	}
+	t.futs = futs
+	defer clear(futs)
+	for _, f := range futs {
+		v, err := f.Get()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+	r := fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}
+	kvs, err := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit}).GetSliceWithError()
+	if err != nil {
+		return dst, err
+	}
+	for _, kv := range kvs {
+		dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
+	}
+	return dst, nil
+}
+
+func (t *fdbTxn) Set(key, value []byte) { t.tr.Set(fdb.Key(key), value) }
+
+func (t *fdbTxn) Clear(key []byte) { t.tr.Clear(fdb.Key(key)) }
+
+// Commit commits. An error after which the transaction may still have
+// landed (1021, 1039, or a cancel or timeout while committing) wraps
+// store.ErrUnknownResult.
+func (t *fdbTxn) Commit() error {
+	if err := t.tr.Commit().Get(); err != nil {
+		return commitError(err)
+	}
+	return nil
+}
+
+// commitError wraps a commit's error, with store.ErrUnknownResult when the
+// commit may have landed.
+func commitError(err error) error {
+	var fe fdb.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fdbCommitUnknownResult, fdbClusterVersionChanged, fdbTransactionCancelled, fdbTransactionTimedOut:
+			return fmt.Errorf("fdblayer: FoundationDB commit: %w: %w", store.ErrUnknownResult, err)
+		}
+	}
+	return fmt.Errorf("fdblayer: FoundationDB commit: %w", err)
+}
+
+// OnError asks FoundationDB whether err is retryable; if it is, the client
+// waits its backoff and resets the transaction, and OnError returns nil.
+// Errors that are not FoundationDB's are returned as they are.
+func (t *fdbTxn) OnError(err error) error {
+	var fe fdb.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if err := t.tr.OnError(fe).Get(); err != nil {
+		return fmt.Errorf("fdblayer: FoundationDB: %w", err)
+	}
+	return nil
+}
+
+// Close stops watching the context. An uncommitted transaction is
+// released with its last reference (the binding's finalizer).
+func (t *fdbTxn) Close() { t.stop() }

@@ -1,0 +1,193 @@
+// Package fdblayer implements store.Store over a small ordered,
+// transactional key/value Engine: each partition is a subspace, each
+// guarded batch one transaction. The engines are MemoryEngine (tests,
+// benchmarks), BoltEngine (embedded, durable, the default) and FDBEngine
+// (FoundationDB, build tag fdb); every line of mapping logic is shared, so
+// the conformance suite run on the memory and bbolt engines exercises what
+// runs on FoundationDB.
+//
+// Key layout: every engine key is
+//
+//	root prefix | partition identity | user key
+//
+// where the root prefix defaults to the tuple encoding of ("mkit") and the
+// partition identity is store.Partition.AppendTuple's tuple encoding. A
+// partition's subspace is [root+identity, root+identity+0xFF): user keys
+// never start with 0xFF (no tuple element does; such keys are ErrInvalid)
+// and scans stop at 0xFF. That keeps partitions apart even where one
+// identity's encoding is a prefix of another's through tuple escaping:
+// ("iso") encodes as 02 69 73 6f 00 and ("iso\x00") as 02 69 73 6f 00 ff
+// 00, so the second's keys lie past the first's subspace. Identities of
+// different arity (("a") and ("a", "b")) must not share a partition kind:
+// the Partition contract says no encoding is a prefix of another's.
+//
+// The Layer also keeps the due index of store.DueIndex: each partition's
+// wake time at root+identity+0xFF, just past its subspace, and the index
+// entries under root+0xFF, where no identity starts (see due.go).
+//
+// Design note: the Layer does not use FoundationDB's automatic_idempotency
+// option (documented as experimental) nor a per-batch marker key to resolve
+// unknown commit results; a retry's preconditions decide instead (see
+// Layer.Apply).
+package fdblayer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Layer is the store.Store, and store.DueIndex, of this library over one
+// Engine. It is safe for concurrent use; its configuration is fixed at
+// Open.
+type Layer struct {
+	engine      Engine
+	root        []byte
+	caps        store.Capabilities
+	maxIdentity int
+	retryLimit  int
+	maxScanRows int
+	clock       clock.Clock
+	log         *slog.Logger
+	scratch     sync.Pool // *scratch
+}
+
+var _ store.Store = (*Layer)(nil)
+
+// Open returns a Layer over engine and takes ownership of it: Layer.Close
+// closes the engine. It fails with store.ErrInvalid when an option is out
+// of range or the engine's limits leave no room for keys or batches; it
+// does no I/O.
+func Open(engine Engine, opts ...Option) (*Layer, error) {
+	if engine == nil {
+		return nil, fmt.Errorf("%w: fdblayer: nil engine", store.ErrInvalid)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	caps, err := cfg.capabilities(engine.Limits())
+	if err != nil {
+		return nil, err
+	}
+	return &Layer{
+		engine:      engine,
+		root:        cfg.root,
+		caps:        caps,
+		maxIdentity: cfg.maxPartitionBytes,
+		retryLimit:  cfg.retryLimit,
+		maxScanRows: cfg.maxScanRows,
+		clock:       cfg.clock,
+		log:         cfg.logger,
+	}, nil
+}
+
+// Close closes the engine. Operations must have returned first.
+func (l *Layer) Close() error { return l.engine.Close() }
+
+// Engine returns the engine the Layer runs on.
+func (l *Layer) Engine() Engine { return l.engine }
+
+// Capabilities reports the limits Apply validates batches against,
+// derived from the engine's limits at Open; ReservedBatchOps is 0 (callers
+// that extend batches reserve operations themselves). It never fails and
+// is safe for concurrent use.
+func (l *Layer) Capabilities() store.Capabilities { return l.caps }
+
+// Stats estimates the bytes stored in partition p with the engine's range
+// size estimate (FoundationDB's sampled estimate on that engine, an exact
+// count on the others). It fails with store.ErrInvalid for a partition
+// that cannot encode and store.ErrUnavailable when the engine fails.
+func (l *Layer) Stats(ctx context.Context, p store.Partition) (store.PartitionStats, error) {
+	s := l.getScratch()
+	defer l.putScratch(s)
+	sub, err := l.appendSubspace(s.buf[:0], p)
+	if err != nil {
+		return store.PartitionStats{}, err
+	}
+	end := append(bytes.Clone(sub), partitionEnd)
+	n, err := l.engine.EstimateRangeSize(ctx, sub, end)
+	if err != nil {
+		return store.PartitionStats{}, wrapError("fdblayer: stats of "+store.PartitionName(p), store.ErrUnavailable, err)
+	}
+	return store.PartitionStats{ApproximateBytes: n}, nil
+}
+
+// Probe checks that the engine answers, bounded by ctx. It fails with
+// store.ErrUnavailable (wrapping the cause, ctx's error among them).
+func (l *Layer) Probe(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return wrapError("fdblayer: probe", store.ErrUnavailable, err)
+	}
+	if err := l.engine.Probe(ctx); err != nil {
+		return wrapError("fdblayer: probe", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// appendSubspace appends the root prefix and p's identity to dst. It fails
+// with store.ErrInvalid, before any I/O, for a nil partition, one whose
+// AppendTuple fails, and an identity that is empty, over the Layer's
+// maximum or starts with 0xFF (where the due index lives).
+func (l *Layer) appendSubspace(dst []byte, p store.Partition) ([]byte, error) {
+	if p == nil {
+		return dst, fmt.Errorf("%w: fdblayer: nil partition", store.ErrInvalid)
+	}
+	dst = append(dst, l.root...)
+	start := len(dst)
+	dst, err := p.AppendTuple(dst)
+	if err != nil {
+		return dst, fmt.Errorf("%w: fdblayer: partition %s does not encode: %w", store.ErrInvalid, store.PartitionName(p), err)
+	}
+	if n := len(dst) - start; n == 0 || n > l.maxIdentity {
+		return dst, fmt.Errorf("%w: fdblayer: partition %s identity has %d bytes, want 1 to %d",
+			store.ErrInvalid, store.PartitionName(p), n, l.maxIdentity)
+	}
+	if dst[start] == partitionEnd {
+		return dst, fmt.Errorf("%w: fdblayer: partition %s identity starts with 0xff, which no tuple does", store.ErrInvalid, store.PartitionName(p))
+	}
+	return dst, nil
+}
+
+// partitionEnd ends every partition's subspace: user keys never start with
+// it. The partition's wake key is subspace+partitionEnd, and the due index
+// lives under root+partitionEnd (see due.go).
+const partitionEnd = 0xFF
+
+// scratch holds the buffers of one operation, pooled so that the hot
+// paths do not allocate them per call.
+type scratch struct {
+	buf  []byte
+	key  []byte
+	keys [][]byte
+	vals [][]byte
+	rows []KeyValue
+}
+
+// maxPooledBytes keeps a rare huge batch from pinning its buffers.
+const maxPooledBytes = 64 << 10
+
+func (l *Layer) getScratch() *scratch {
+	if s, ok := l.scratch.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{}
+}
+
+func (l *Layer) putScratch(s *scratch) {
+	if cap(s.buf) > maxPooledBytes || cap(s.key) > maxPooledBytes || cap(s.keys) > 4096 || cap(s.rows) > 4096 {
+		return
+	}
+	clear(s.keys[:cap(s.keys)])
+	clear(s.vals[:cap(s.vals)])
+	clear(s.rows[:cap(s.rows)])
+	l.scratch.Put(s)
+}

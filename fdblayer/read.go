@@ -1,0 +1,142 @@
+package fdblayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Get reads one row of partition p; ok is false when the key is absent.
+// The value is the caller's. It fails with store.ErrInvalid, before any
+// I/O, for an empty key, a key over Capabilities().MaxKeyBytes, a key
+// starting with 0xFF (see the package doc) or a partition that cannot
+// encode, and with store.ErrUnavailable when ctx ends or the engine fails
+// (retryable engine errors are retried first, within the retry limit).
+// It is safe for concurrent use.
+func (l *Layer) Get(ctx context.Context, p store.Partition, key store.Key) (store.Value, bool, error) {
+	vals, err := l.GetMany(ctx, p, []store.Key{key})
+	if err != nil {
+		return nil, false, err
+	}
+	return vals[0], vals[0] != nil, nil
+}
+
+// GetMany reads several rows of partition p from one snapshot, issuing
+// every read before waiting on any. The result has one entry per key, in
+// order, nil for an absent key; the values are the caller's. It fails like
+// Get; an empty keys slice returns an empty result without I/O.
+func (l *Layer) GetMany(ctx context.Context, p store.Partition, keys []store.Key) ([]store.Value, error) {
+	s := l.getScratch()
+	defer l.putScratch(s)
+	sub, err := l.appendSubspace(s.buf[:0], p)
+	if err != nil {
+		return nil, fmt.Errorf("fdblayer: get: %w", err)
+	}
+	need := len(sub) * (1 + len(keys))
+	for i, k := range keys {
+		if err := l.checkKey(k); err != nil {
+			return nil, fmt.Errorf("fdblayer: get from %s: key %d: %w", store.PartitionName(p), i, err)
+		}
+		need += len(k)
+	}
+	if len(keys) == 0 {
+		return []store.Value{}, nil
+	}
+	if cap(sub) < need {
+		sub = append(make([]byte, 0, need), sub...)
+	}
+	buf, full := sub, s.keys[:0]
+	for _, k := range keys {
+		start := len(buf)
+		buf = append(append(buf, sub...), k...)
+		full = append(full, buf[start:len(buf):len(buf)])
+	}
+	s.buf, s.keys = buf, full
+
+	out := make([]store.Value, len(keys))
+	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
+		vals, err := txn.GetMany(s.vals[:0], full)
+		s.vals = vals
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, v := range vals {
+			n += len(v)
+		}
+		// One allocation holds every value; each entry is capped so that
+		// appending to one cannot overwrite the next.
+		arena := make([]byte, 0, n)
+		for i, v := range vals {
+			if v == nil {
+				out[i] = nil
+				continue
+			}
+			start := len(arena)
+			arena = append(arena, v...)
+			out[i] = arena[start:len(arena):len(arena)]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkKey rejects a key no row can have.
+func (l *Layer) checkKey(k store.Key) error {
+	if len(k) == 0 {
+		return fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	if len(k) > l.caps.MaxKeyBytes {
+		return fmt.Errorf("%w: key has %d bytes, limit %d", store.ErrInvalid, len(k), l.caps.MaxKeyBytes)
+	}
+	if k[0] == partitionEnd {
+		return fmt.Errorf("%w: key starts with 0xff, which ends a partition's subspace", store.ErrInvalid)
+	}
+	return nil
+}
+
+// read runs fn in a read-only transaction, retrying the engine's retryable
+// errors within the retry limit and ctx. Its errors wrap
+// store.ErrUnavailable (unless fn's error wraps another store sentinel) and
+// name the operation and partition (p nil: none).
+func (l *Layer) read(ctx context.Context, p store.Partition, what string, fn func(ReadTxn) error) error {
+	fail := func(err error) error {
+		what := "fdblayer: " + what
+		if p != nil {
+			what += " " + store.PartitionName(p)
+		}
+		return wrapError(what, store.ErrUnavailable, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	txn, err := l.engine.BeginRead(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer txn.Close()
+	for attempt := 0; ; attempt++ {
+		err := fn(txn)
+		if err == nil {
+			return nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			if !errors.Is(err, ctxErr) {
+				err = fmt.Errorf("%w: %w", ctxErr, err)
+			}
+			return fail(err)
+		}
+		if attempt == l.retryLimit {
+			return fail(fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, err))
+		}
+		if fatal := txn.OnError(err); fatal != nil {
+			return fail(fatal)
+		}
+		l.log.Debug("fdblayer: read retrying", "op", what, "attempt", attempt, "err", err)
+	}
+}
