@@ -1,0 +1,177 @@
+package outbox_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+func puts(n int) []gen.RelayPut {
+	out := make([]gen.RelayPut, n)
+	for i := range out {
+		out[i] = put(fmt.Sprintf("k%03d", i), "v")
+	}
+	return out
+}
+
+func deletes(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(fmt.Sprintf("d%03d", i))
+	}
+	return out
+}
+
+// Every bound fails its append with ErrInvalid before anything is added:
+// the builder finishes exactly the rows appended before.
+func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
+	e := newEnv(t, engines[0].open(t))
+	caps := e.caps
+	big := strings.Repeat("x", caps.MaxValueBytes/2)
+	cases := []struct {
+		name   string
+		append func(ob *outbox.Builder) error
+		says   string
+	}{
+		{"relay row over 98 writes", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, puts(60), deletes(39))
+			return err
+		}, "99 writes, limit 98"},
+		{"relay row without writes", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, nil, nil)
+			return err
+		}, "no writes"},
+		{"relay row without target", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(nil, puts(1), nil)
+			return err
+		}, "without a target"},
+		{"invalid target", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(gen.NamespacePartition{}, puts(1), nil)
+			return err
+		}, ""},
+		{"put key over the store's limit", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, []gen.RelayPut{put(strings.Repeat("k", caps.MaxKeyBytes+1), "v")}, nil)
+			return err
+		}, "put 0 key"},
+		{"empty delete key", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, nil, [][]byte{{}})
+			return err
+		}, "delete 0 has an empty key"},
+		{"put value over the store's limit", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, []gen.RelayPut{put("k", strings.Repeat("v", caps.MaxValueBytes+1))}, nil)
+			return err
+		}, "put 0 value"},
+		{"encoded relay row over the value limit", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(target, []gen.RelayPut{put("a", big), put("b", big), put("c", "c")}, nil)
+			return err
+		}, "encodes to"},
+		{"invalid reservation id", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("", ticket, committed("repo"))
+			return err
+		}, "reservation id"},
+		{"repeated reservation id", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("seeded", ticket, committed("repo"))
+			return err
+		}, "appended twice"},
+		{"prior value not Ticketed", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", mustEncode(committed("repo")), aborted())
+			return err
+		}, "not Ticketed"},
+		{"prior value not a reservation", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", store.Value("junk"), aborted())
+			return err
+		}, "not a reservation"},
+		{"prior value absent", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", nil, aborted())
+			return err
+		}, "not a reservation"},
+		{"terminal value Ticketed", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", ticket, gen.ReservationTicketed{})
+			return err
+		}, "not a terminal reservation"},
+		{"terminal value nil", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", ticket, nil)
+			return err
+		}, "not a terminal reservation"},
+		{"terminal value breaking its schema", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome("r", ticket, gen.ReservationAborted{Repository: "repo", Reason: 99})
+			return err
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ob := e.builder(t)
+			seq, err := ob.Outcome("seeded", ticket, committed("repo"))
+			require.NoError(t, err)
+			err = tc.append(ob)
+			require.ErrorIs(t, err, store.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.says)
+			assert.Equal(t, 1, ob.Len())
+
+			b := store.NewBatch()
+			require.NoError(t, ob.Finish(b))
+			// sequence, backlog, reservation guards; the outcome's 2 puts,
+			// backlog, sequence; the outcome timer's guard and 2 puts.
+			assert.Len(t, b.Preconditions, 4)
+			assert.Len(t, b.Writes, 6)
+			next, err := outbox.DecodeSequence(b.Writes[3].Value)
+			require.NoError(t, err)
+			assert.Equal(t, seq, next, "the failed append allocated no sequence")
+		})
+	}
+}
+
+func TestARelayRowAtTheBoundIsAccepted(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		ob := e.builder(t)
+		_, err := ob.Relay(target, puts(60), deletes(38))
+		require.NoError(t, err)
+		_, err = ob.Relay(target, puts(outbox.MaxRelayWrites), nil)
+		require.NoError(t, err)
+		e.finish(t, ob)
+		assert.Len(t, e.scan(t, gen.TagRelayKey), 2)
+	})
+}
+
+func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
+	e := newEnv(t, engines[0].open(t))
+	ob := e.builder(t)
+	n := 0
+	var err error
+	for ; n < 1000 && err == nil; n++ {
+		_, err = ob.Relay(target, puts(1), nil)
+	}
+	require.ErrorIs(t, err, store.ErrInvalid)
+	assert.Contains(t, err.Error(), "operations")
+	assert.Equal(t, n-1, ob.Len())
+	b := store.NewBatch()
+	require.NoError(t, ob.Finish(b))
+	assert.LessOrEqual(t, b.Ops(), e.caps.MaxBatchOps)
+	e.mustApply(t, b)
+}
+
+func TestFinishIntoAFullBatchAddsNothingAndCanBeRetried(t *testing.T) {
+	e := newEnv(t, engines[0].open(t))
+	ob := e.builder(t)
+	_, err := ob.Relay(target, puts(1), nil)
+	require.NoError(t, err)
+	full := store.NewBatch()
+	for i := range e.caps.MaxBatchOps - 2 {
+		full.Put(store.Key(fmt.Sprintf("own%03d", i)), store.Value("x"))
+	}
+	err = ob.Finish(full)
+	require.ErrorIs(t, err, store.ErrInvalid)
+	assert.Len(t, full.Writes, e.caps.MaxBatchOps-2, "nothing added")
+	assert.Empty(t, full.Preconditions)
+
+	b := store.NewBatch()
+	require.NoError(t, ob.Finish(b), "the builder is still usable")
+	e.mustApply(t, b)
+}

@@ -1,0 +1,302 @@
+package outbox
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Builder appends relay rows and terminal outcome rows to one partition's
+// outbox, allocating their sequences from the observed outbox sequence,
+// and finishes them into a batch with the guards that make the append
+// atomic (the reference's OutboxBuilder). Every append checks its bounds
+// first and, when one is broken, fails with an error wrapping
+// store.ErrInvalid and appends nothing. A Builder is not safe for
+// concurrent use.
+type Builder struct {
+	caps     store.Capabilities
+	nowMs    uint64
+	observed Observed
+	last     uint64 // the last sequence allocated (observed, then ours)
+	first    uint64 // the observed sequence
+	backlog  gen.Backlog
+	prior    gen.Backlog // the observed backlog
+
+	relays   []store.Write
+	outcomes []outcomeRow
+	rids     map[gen.ReservationID]struct{}
+	ops      int // preconditions and writes Finish will add
+	bytes    int // their key and value bytes
+	finished bool
+}
+
+type outcomeRow struct {
+	resKey     store.Key
+	prior      store.Value
+	terminal   store.Value
+	pendingKey store.Key
+}
+
+// NewBuilder returns a builder over the outbox state o a writer read (see
+// Read). caps are the store's Capabilities, which every row is checked
+// against; nowMs stamps relay rows (RelayV1.AtMs) and is the due time of
+// any timer Finish creates. It fails with an error wrapping
+// store.ErrCorrupt when o's sequence or backlog does not decode.
+func NewBuilder(caps store.Capabilities, nowMs uint64, o Observed) (*Builder, error) {
+	seq, err := DecodeSequence(o.Sequence)
+	if err != nil {
+		return nil, err
+	}
+	backlog, err := DecodeBacklog(o.Backlog)
+	if err != nil {
+		return nil, err
+	}
+	if o.RelayTimer != nil {
+		if _, err := timers.DecodeRef(o.RelayTimer); err != nil {
+			return nil, fmt.Errorf("outbox: relay timer: %w", err)
+		}
+	}
+	return &Builder{caps: caps, nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
+}
+
+// Relay appends a relay row: puts and deletes to apply, in order, to the
+// target partition. It returns the row's sequence. It fails with
+// store.ErrInvalid, appending nothing, when the row has no writes or more
+// than MaxRelayWrites, a key or value is over caps, the encoded row is
+// over caps.MaxValueBytes, the target is invalid, or the batch Finish
+// builds would exceed caps.
+func (b *Builder) Relay(target gen.Partition, puts []gen.RelayPut, deletes [][]byte) (seq uint64, err error) {
+	if err := b.open(); err != nil {
+		return 0, err
+	}
+	n := len(puts) + len(deletes)
+	switch {
+	case target == nil:
+		return 0, fmt.Errorf("outbox: relay row without a target: %w", store.ErrInvalid)
+	case n == 0:
+		return 0, fmt.Errorf("outbox: relay row to %s has no writes: %w", target, store.ErrInvalid)
+	case n > MaxRelayWrites:
+		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, limit %d: %w", target, n, MaxRelayWrites, store.ErrInvalid)
+	case n+2 > b.caps.MaxBatchOps:
+		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, and its target batch would exceed %d operations: %w",
+			target, n, b.caps.MaxBatchOps, store.ErrInvalid)
+	}
+	for i, p := range puts {
+		if err := b.checkRow("put", i, p.Key, p.Value); err != nil {
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+		}
+	}
+	for i, k := range deletes {
+		if err := b.checkRow("delete", i, k, nil); err != nil {
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+		}
+	}
+	seq, err = b.next()
+	if err != nil {
+		return 0, err
+	}
+	row, err := gen.EncodeRelayV1(gen.RelayV1{Target: target, Puts: puts, Deletes: deletes, AtMs: b.nowMs})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+	}
+	if len(row) > b.caps.MaxValueBytes {
+		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
+			target, len(row), b.caps.MaxValueBytes, store.ErrInvalid)
+	}
+	key := store.Key(gen.AppendRelayKey(nil, seq))
+	if err := b.reserve(1, len(key)+len(row)); err != nil {
+		return 0, err
+	}
+	b.relays = append(b.relays, store.Put(key, row))
+	b.last = seq
+	return seq, nil
+}
+
+// Outcome appends a terminal outcome: the reservation rid, which must
+// still hold prior (a Ticketed reservation), becomes terminal (Committed
+// or Aborted), and is indexed as pending delivery at a new sequence, which
+// it returns; the backlog grows by one row and the terminal record's bytes.
+// It fails with store.ErrInvalid, appending nothing, for an invalid or
+// repeated reservation id, a prior value that is not a Ticketed
+// reservation, a terminal value that is not terminal or does not encode,
+// a value over caps, or a batch Finish builds that would exceed caps.
+func (b *Builder) Outcome(rid gen.ReservationID, prior store.Value, terminal gen.ReservationV1) (seq uint64, err error) {
+	if err := b.open(); err != nil {
+		return 0, err
+	}
+	resKey, err := reservationKey(rid)
+	if err != nil {
+		return 0, err
+	}
+	if _, dup := b.rids[rid]; dup {
+		return 0, fmt.Errorf("outbox: reservation %q appended twice: %w", rid, store.ErrInvalid)
+	}
+	if r, err := gen.DecodeReservationV1(prior); err != nil || prior == nil {
+		return 0, fmt.Errorf("outbox: reservation %q: prior value is not a reservation (%v): %w", rid, err, store.ErrInvalid)
+	} else if _, ok := r.(gen.ReservationTicketed); !ok {
+		return 0, fmt.Errorf("outbox: reservation %q: prior value is %T, not Ticketed: %w", rid, r, store.ErrInvalid)
+	}
+	if !isTerminal(terminal) {
+		return 0, fmt.Errorf("outbox: reservation %q: %T is not a terminal reservation: %w", rid, terminal, store.ErrInvalid)
+	}
+	value, err := gen.EncodeReservationV1(terminal)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: reservation %q: %w", rid, err)
+	}
+	if len(value) > b.caps.MaxValueBytes {
+		return 0, fmt.Errorf("outbox: reservation %q encodes to %d bytes, limit %d: %w",
+			rid, len(value), b.caps.MaxValueBytes, store.ErrInvalid)
+	}
+	seq, err = b.next()
+	if err != nil {
+		return 0, err
+	}
+	pendingKey, err := gen.AppendOutcomePendingKey(nil, seq, rid)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: reservation %q: %w", rid, err)
+	}
+	// The guard, the rewrite and the index row.
+	if err := b.reserve(3, 2*len(resKey)+len(prior)+len(value)+len(pendingKey)); err != nil {
+		return 0, err
+	}
+	if b.rids == nil {
+		b.rids = make(map[gen.ReservationID]struct{})
+	}
+	b.rids[rid] = struct{}{}
+	b.outcomes = append(b.outcomes, outcomeRow{resKey: resKey, prior: prior, terminal: value, pendingKey: pendingKey})
+	b.backlog.Rows++
+	b.backlog.Bytes += uint64(len(value))
+	b.last = seq
+	return seq, nil
+}
+
+// Len reports how many rows have been appended.
+func (b *Builder) Len() int { return len(b.relays) + len(b.outcomes) }
+
+// Finish adds the appended rows to batch with their guards: the outbox
+// sequence still as observed (absent or equal), the backlog still as
+// observed when outcomes were appended, the relay timer's reference entry
+// still as observed when relay rows were; the rows, the new sequence and
+// backlog; and the relay or outcome-delivery timer, due at nowMs, when it
+// is absent (see the package doc). With no rows appended it adds nothing.
+//
+// It fails with store.ErrInvalid, adding nothing, when it already
+// succeeded once, or when batch with the additions would fail
+// Validate(caps) (the builder stays usable: finish into a smaller batch).
+func (b *Builder) Finish(batch *store.Batch) error {
+	if err := b.open(); err != nil {
+		return err
+	}
+	if b.Len() == 0 {
+		b.finished = true
+		return nil
+	}
+	out := batch.Clone()
+	out.Require(Guard(sequenceKey, b.observed.Sequence))
+	if len(b.outcomes) > 0 {
+		out.Require(Guard(backlogKey, b.observed.Backlog))
+	}
+	if len(b.relays) > 0 && b.observed.RelayTimer != nil {
+		// The relay's Done deletes the timer: a row appended after that
+		// must create it again.
+		out.Require(store.Equals(relayTimerRef, b.observed.RelayTimer))
+	}
+	for _, o := range b.outcomes {
+		out.Require(store.Equals(o.resKey, o.prior))
+	}
+	out.Add(b.relays...)
+	for _, o := range b.outcomes {
+		out.Put(o.resKey, o.terminal).Put(o.pendingKey, store.Value{})
+	}
+	if len(b.outcomes) > 0 {
+		v, err := gen.EncodeBacklog(b.backlog)
+		if err != nil {
+			return fmt.Errorf("outbox: encode backlog: %w", err)
+		}
+		out.Put(backlogKey, v)
+	}
+	seq, err := gen.EncodeU64Value(gen.U64Value{Value: b.last})
+	if err != nil {
+		return fmt.Errorf("outbox: encode sequence: %w", err)
+	}
+	out.Put(sequenceKey, seq)
+	due := max(b.nowMs, 1)
+	if len(b.relays) > 0 && b.observed.RelayTimer == nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAtMs: due}); err != nil {
+			return fmt.Errorf("outbox: relay timer: %w", err)
+		}
+	}
+	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAtMs: due, Value: outcomeTimerValue}); err != nil {
+			return fmt.Errorf("outbox: outcome timer: %w", err)
+		}
+	}
+	if err := out.Validate(b.caps); err != nil {
+		return fmt.Errorf("outbox: finish %d rows: %w", b.Len(), err)
+	}
+	*batch = *out
+	b.finished = true
+	return nil
+}
+
+// outcomeTimerValue is a new outcome-delivery timer's value: attempt 0, no
+// cursor.
+var outcomeTimerValue = func() store.Value {
+	v, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
+	if err != nil {
+		panic(err) // the zero OutcomeTimer breaks no rule
+	}
+	return v
+}()
+
+func (b *Builder) open() error {
+	if b.finished {
+		return fmt.Errorf("outbox: builder already finished: %w", store.ErrInvalid)
+	}
+	return nil
+}
+
+// next returns the next sequence without allocating it.
+func (b *Builder) next() (uint64, error) {
+	if b.last == math.MaxUint64 {
+		return 0, fmt.Errorf("outbox: outbox sequence exhausted: %w", store.ErrInvalid)
+	}
+	return b.last + 1, nil
+}
+
+// checkRow checks one relay write against the store's capabilities.
+func (b *Builder) checkRow(what string, i int, key, value []byte) error {
+	switch {
+	case len(key) == 0:
+		return fmt.Errorf("%s %d has an empty key: %w", what, i, store.ErrInvalid)
+	case len(key) > b.caps.MaxKeyBytes:
+		return fmt.Errorf("%s %d key has %d bytes, limit %d: %w", what, i, len(key), b.caps.MaxKeyBytes, store.ErrInvalid)
+	case len(value) > b.caps.MaxValueBytes:
+		return fmt.Errorf("%s %d value has %d bytes, limit %d: %w", what, i, len(value), b.caps.MaxValueBytes, store.ErrInvalid)
+	}
+	return nil
+}
+
+// fixedOps bounds what Finish adds beside the rows: the sequence guard and
+// put, the backlog guard and put, the relay timer guard, and two created
+// timers (guard, timer row, reference entry each).
+const fixedOps = 2 + 2 + 1 + 3 + 3
+
+// reserve accounts for a row's operations and bytes, failing when the
+// builder's additions alone could not fit one batch.
+func (b *Builder) reserve(ops, bytes int) error {
+	if limit := b.caps.MaxBatchOps - b.caps.ReservedBatchOps; b.ops+ops+fixedOps > limit {
+		return fmt.Errorf("outbox: %d rows already appended: another needs %d operations beyond the limit of %d: %w",
+			b.Len(), ops, limit, store.ErrInvalid)
+	}
+	if b.bytes+bytes > b.caps.MaxBatchBytes {
+		return fmt.Errorf("outbox: %d rows already appended: another %d bytes exceed the batch limit of %d: %w",
+			b.Len(), bytes, b.caps.MaxBatchBytes, store.ErrInvalid)
+	}
+	b.ops += ops
+	b.bytes += bytes
+	return nil
+}

@@ -1,0 +1,177 @@
+package outbox_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+const now uint64 = 50_000
+
+var engines = []struct {
+	name string
+	open func(t testing.TB) fdblayer.Engine
+}{
+	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
+	{"bbolt", func(t testing.TB) fdblayer.Engine {
+		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), "outbox.bbolt"), fdblayer.BoltOptions{NoSync: true})
+		require.NoError(t, err)
+		return e
+	}},
+}
+
+type env struct {
+	ctx    context.Context
+	faults *storetest.Faults
+	inner  store.Store
+	p      store.Partition
+	caps   store.Capabilities
+}
+
+func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { fn(t, newEnv(t, eng.open(t))) })
+	}
+}
+
+func newEnv(t testing.TB, engine fdblayer.Engine) *env {
+	l, err := fdblayer.Open(engine, fdblayer.WithClock(clock.NewManualMs(now)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return &env{
+		ctx:    context.Background(),
+		faults: storetest.WithFaults(l),
+		inner:  l,
+		p:      gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"},
+		caps:   l.Capabilities(),
+	}
+}
+
+// builder reads the outbox state and returns a builder over it.
+func (e *env) builder(t testing.TB) *outbox.Builder {
+	t.Helper()
+	o, err := outbox.Read(e.ctx, e.inner, e.p)
+	require.NoError(t, err)
+	b, err := outbox.NewBuilder(e.caps, now, o)
+	require.NoError(t, err)
+	return b
+}
+
+func (e *env) apply(t testing.TB, b *store.Batch) store.BatchOutcome {
+	t.Helper()
+	out, err := e.faults.Apply(e.ctx, e.p, b)
+	require.NoError(t, err)
+	return out
+}
+
+func (e *env) mustApply(t testing.TB, b *store.Batch) {
+	t.Helper()
+	out := e.apply(t, b)
+	require.True(t, out.Committed(), "%v", out)
+}
+
+func (e *env) finish(t testing.TB, ob *outbox.Builder) {
+	t.Helper()
+	b := store.NewBatch()
+	require.NoError(t, ob.Finish(b))
+	e.mustApply(t, b)
+}
+
+func (e *env) get(t testing.TB, key store.Key) store.Value {
+	t.Helper()
+	v, _, err := e.inner.Get(e.ctx, e.p, key)
+	require.NoError(t, err)
+	return v
+}
+
+func (e *env) sequence(t testing.TB) uint64 {
+	t.Helper()
+	s, err := outbox.DecodeSequence(e.get(t, outbox.SequenceKey()))
+	require.NoError(t, err)
+	return s
+}
+
+func (e *env) backlog(t testing.TB) (gen.Backlog, bool) {
+	t.Helper()
+	v := e.get(t, outbox.BacklogKey())
+	b, err := outbox.DecodeBacklog(v)
+	require.NoError(t, err)
+	return b, v != nil
+}
+
+// scan lists the rows of a key class.
+func (e *env) scan(t testing.TB, tag gen.Tag) []store.KeyValue {
+	t.Helper()
+	start, end := gen.ClassRange(tag)
+	page, err := e.inner.Scan(e.ctx, e.p, start, end, nil, 1000)
+	require.NoError(t, err)
+	require.Nil(t, page.Next)
+	return page.Entries
+}
+
+// timerRows lists the timer rows of kind k as (due, value).
+func (e *env) timerRows(t testing.TB, k timers.Kind) map[uint64]string {
+	t.Helper()
+	out := map[uint64]string{}
+	for _, kv := range e.scan(t, gen.TagTimerKey) {
+		tk, err := gen.ParseTimerKey(kv.Key)
+		require.NoError(t, err)
+		if timers.Kind(tk.Kind) == k {
+			require.Empty(t, tk.Reference)
+			out[tk.DueAtMs] = string(kv.Value)
+		}
+	}
+	return out
+}
+
+var (
+	target = gen.NamespacePartition{NS: "tenant"}
+	ticket = mustEncode(gen.ReservationTicketed{TicketID: [32]byte{7}})
+)
+
+func committed(repo gen.RepoName) gen.ReservationV1 {
+	return gen.ReservationCommitted{Repository: repo, OccurredAtMs: 100, BytesStored: 1, NewToRepo: 1, NewToStore: 1}
+}
+
+func aborted() gen.ReservationV1 {
+	return gen.ReservationAborted{Repository: "repo", OccurredAtMs: 100, Reason: gen.AbortReasonRefConflict}
+}
+
+func mustEncode(r gen.ReservationV1) store.Value {
+	v, err := gen.EncodeReservationV1(r)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func resKey(t testing.TB, rid gen.ReservationID) store.Key {
+	t.Helper()
+	k, err := gen.AppendReservationKey(nil, rid)
+	require.NoError(t, err)
+	return k
+}
+
+// seedTicketed stores Ticketed reservations rids.
+func (e *env) seedTicketed(t testing.TB, rids ...gen.ReservationID) {
+	t.Helper()
+	b := store.NewBatch()
+	for _, rid := range rids {
+		b.Put(resKey(t, rid), ticket)
+	}
+	e.mustApply(t, b)
+}
+
+func put(key, value string) gen.RelayPut {
+	return gen.RelayPut{Key: []byte(key), Value: []byte(value)}
+}

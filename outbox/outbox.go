@@ -1,0 +1,144 @@
+// Package outbox writes a partition's outbox: relay rows (writes queued
+// for a target partition, delivered in sequence order by the relay) and
+// terminal outcome rows (reservations that reached a terminal state,
+// pushed to a sink by outcome delivery). It is the reference's
+// OutboxBuilder, guard and plan_ack.
+//
+// # Rows
+//
+//	OutboxSequenceKey                 U64Value: the last sequence allocated
+//	RelayKey(seq)                     RelayV1: one queued relay row
+//	ReservationKey(rid)               ReservationV1: Ticketed, then terminal
+//	OutcomePendingKey(seq, rid)       empty: an undelivered terminal outcome
+//	OutcomeBacklogKey                 Backlog: rows and bytes undelivered
+//	TimerRefKey(KindRelay, "")        the relay timer (package timers)
+//	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer
+//
+// Relay rows and outcome rows share one sequence. A writer reads the
+// sequence, the backlog and the relay timer's reference entry (Read),
+// appends rows to a Builder and finishes it into its own batch: the
+// batch's guards make it fail, writing nothing, if any of the three changed
+// since the read, so concurrent writers never share a sequence and no row
+// is ever queued without its timer.
+//
+// # Timers
+//
+// The relay timer's presence is read from its reference entry. The
+// outcome-delivery timer's is derived from the backlog: it exists exactly
+// when the backlog has rows (outcome delivery deletes the timer in the
+// batch that empties the backlog, and a Builder creates it in the batch
+// that fills it), so a writer reads no timer row to know it. A Builder that
+// creates a timer also guards its reference entry as absent.
+package outbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// MaxRelayWrites bounds the puts plus deletes of one relay row: with the
+// target's high-water guard and put, a row always fits one target batch of
+// store.DefaultMaxBatchOps (the reference's MAX_RELAY_PUTS).
+const MaxRelayWrites = gen.MaxRelayV1Puts
+
+// Observed is what a writer read before building: the stored values, nil
+// when absent, that a Builder allocates from and guards.
+type Observed struct {
+	// Sequence is OutboxSequenceKey's value.
+	Sequence store.Value
+	// Backlog is OutcomeBacklogKey's value.
+	Backlog store.Value
+	// RelayTimer is the relay timer's reference entry,
+	// TimerRefKey(timers.KindRelay, "").
+	RelayTimer store.Value
+}
+
+// Keys of the outbox's singleton rows, built once.
+var (
+	sequenceKey   = store.Key(gen.AppendOutboxSequenceKey(nil))
+	backlogKey    = store.Key(gen.AppendOutcomeBacklogKey(nil))
+	relayTimerRef = mustRefKey(timers.KindRelay)
+	outcomeRef    = mustRefKey(timers.KindOutcomeDelivery)
+)
+
+func mustRefKey(k timers.Kind) store.Key {
+	key, err := timers.RefKey(k, "")
+	if err != nil {
+		panic(err) // an empty reference always encodes
+	}
+	return key
+}
+
+// SequenceKey returns the key of the outbox sequence.
+func SequenceKey() store.Key { return sequenceKey }
+
+// BacklogKey returns the key of the outcome backlog.
+func BacklogKey() store.Key { return backlogKey }
+
+// Read reads what a Builder needs from partition p, in one snapshot. It
+// fails with the store's errors.
+func Read(ctx context.Context, s store.Store, p store.Partition) (Observed, error) {
+	vs, err := s.GetMany(ctx, p, []store.Key{sequenceKey, backlogKey, relayTimerRef})
+	if err != nil {
+		return Observed{}, fmt.Errorf("outbox: read %s: %w", store.PartitionName(p), err)
+	}
+	if len(vs) != 3 {
+		return Observed{}, fmt.Errorf("outbox: read %s: %d values for 3 keys: %w", store.PartitionName(p), len(vs), store.ErrCorrupt)
+	}
+	return Observed{Sequence: vs[0], Backlog: vs[1], RelayTimer: vs[2]}, nil
+}
+
+// Guard requires key to still hold observed, or to be absent when observed
+// is nil: the reference's guard, which is store.Guard.
+func Guard(key store.Key, observed store.Value) store.Precondition {
+	return store.Guard(key, observed)
+}
+
+// DecodeBacklog decodes a backlog value; nil (absent) is the empty
+// backlog. It fails with an error wrapping store.ErrCorrupt.
+func DecodeBacklog(v store.Value) (gen.Backlog, error) {
+	if v == nil {
+		return gen.Backlog{}, nil
+	}
+	b, err := gen.DecodeBacklog(v)
+	if err != nil {
+		return gen.Backlog{}, fmt.Errorf("outbox: outcome backlog: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeSequence decodes the outbox sequence; nil (absent) is 0. It fails
+// with an error wrapping store.ErrCorrupt.
+func DecodeSequence(v store.Value) (uint64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	u, err := gen.DecodeU64Value(v)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: outbox sequence: %w", err)
+	}
+	return u.Value, nil
+}
+
+// reservationKey returns ReservationKey(rid), failing with ErrInvalid for
+// an invalid id.
+func reservationKey(rid gen.ReservationID) (store.Key, error) {
+	k, err := gen.AppendReservationKey(nil, rid)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: reservation id: %w", err)
+	}
+	return k, nil
+}
+
+// isTerminal reports whether r is a terminal reservation.
+func isTerminal(r gen.ReservationV1) bool {
+	switch r.(type) {
+	case gen.ReservationCommitted, gen.ReservationAborted:
+		return true
+	}
+	return false
+}

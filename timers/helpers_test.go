@@ -1,0 +1,224 @@
+package timers_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// engines open a fresh Layer per test on each engine the tests run on.
+var engines = []struct {
+	name string
+	open func(t testing.TB) fdblayer.Engine
+}{
+	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
+	{"bbolt", func(t testing.TB) fdblayer.Engine {
+		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), "timers.bbolt"), fdblayer.BoltOptions{NoSync: true})
+		require.NoError(t, err)
+		return e
+	}},
+}
+
+// env is one test's store, clock, partition and observers.
+type env struct {
+	ctx     context.Context
+	faults  *storetest.Faults // wraps inner; RunDue runs against it
+	inner   store.Store
+	clock   *clock.Manual
+	p       store.Partition
+	metrics *telemetry.Recorder
+	logs    *syncBuffer
+	logger  *slog.Logger
+}
+
+// forEachEngine runs fn as a subtest per engine on a fresh env whose clock
+// reads nowMs.
+func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			fn(t, newEnv(t, eng.open(t), nowMs))
+		})
+	}
+}
+
+func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
+	clk := clock.NewManualMs(nowMs)
+	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	logs := &syncBuffer{}
+	return &env{
+		ctx:     context.Background(),
+		faults:  storetest.WithFaults(l),
+		inner:   l,
+		clock:   clk,
+		p:       gen.NamespacePartition{NS: "tenant"},
+		metrics: telemetry.NewRecorder(),
+		logs:    logs,
+		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+}
+
+// run runs RunDue at the clock's time on the faults wrapper.
+func (e *env) run(t testing.TB, reg *timers.Registry, budget timers.Budget, opts ...timers.Option) timers.Report {
+	t.Helper()
+	rep, err := e.runErr(reg, budget, opts...)
+	require.NoError(t, err)
+	return rep
+}
+
+func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.Option) (timers.Report, error) {
+	all := append([]timers.Option{
+		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
+	}, opts...)
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, clock.NowMs(e.clock), budget, all...)
+}
+
+// schedule writes timer t through Schedule, guarded by its current
+// reference entry.
+func (e *env) schedule(t testing.TB, tm timers.Timer) {
+	t.Helper()
+	observed, _, err := timers.ReadRef(e.ctx, e.inner, e.p, tm.Kind, tm.Reference)
+	require.NoError(t, err)
+	b := store.NewBatch()
+	require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), observed, tm))
+	e.apply(t, b)
+}
+
+func (e *env) apply(t testing.TB, b *store.Batch) {
+	t.Helper()
+	out, err := e.inner.Apply(e.ctx, e.p, b)
+	require.NoError(t, err)
+	require.True(t, out.Committed(), "%v", out)
+}
+
+func (e *env) put(t testing.TB, key store.Key, value store.Value) {
+	t.Helper()
+	e.apply(t, store.NewBatch().Put(key, value))
+}
+
+func (e *env) get(t testing.TB, key store.Key) store.Value {
+	t.Helper()
+	v, _, err := e.inner.Get(e.ctx, e.p, key)
+	require.NoError(t, err)
+	return v
+}
+
+// stored is one timer row as the store holds it.
+type stored struct {
+	DueAtMs   uint64
+	Kind      timers.Kind
+	Reference string
+	Value     string
+}
+
+// timersIn lists the partition's timer rows in key order; raw keys that
+// do not parse are counted in bad.
+func (e *env) timersIn(t testing.TB) (rows []stored, bad int) {
+	t.Helper()
+	start, end := gen.ClassRange(gen.TagTimerKey)
+	page, err := e.inner.Scan(e.ctx, e.p, start, end, nil, 1000)
+	require.NoError(t, err)
+	require.Nil(t, page.Next)
+	for _, kv := range page.Entries {
+		k, err := gen.ParseTimerKey(kv.Key)
+		if err != nil {
+			bad++
+			continue
+		}
+		rows = append(rows, stored{k.DueAtMs, timers.Kind(k.Kind), k.Reference, string(kv.Value)})
+	}
+	return rows, bad
+}
+
+// refDue reads the due time the reference entry of (kind, ref) holds; ok
+// is false when there is none.
+func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due uint64, ok bool) {
+	t.Helper()
+	v, due, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
+	require.NoError(t, err)
+	return due, v != nil
+}
+
+// captureApplies records every batch applied through the faults wrapper.
+func (e *env) captureApplies() *[]*store.Batch {
+	var mu sync.Mutex
+	var got []*store.Batch
+	e.faults.BeforeApply(func(_ context.Context, _ store.Partition, b *store.Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, b.Clone())
+		return nil
+	})
+	return &got
+}
+
+// handler is a Handler whose Fire is a function; it counts its calls.
+type handler struct {
+	kind  timers.Kind
+	fire  func(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error)
+	mu    sync.Mutex
+	calls []timers.DueTimer
+}
+
+func (h *handler) Kind() timers.Kind { return h.kind }
+
+func (h *handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	h.mu.Lock()
+	h.calls = append(h.calls, t)
+	h.mu.Unlock()
+	return h.fire(ctx, c, t)
+}
+
+func (h *handler) seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	refs := make([]string, len(h.calls))
+	for i, c := range h.calls {
+		refs[i] = c.Reference
+	}
+	return refs
+}
+
+func done(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+	return timers.Done{}, nil
+}
+
+func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
+	t.Helper()
+	reg, err := timers.NewRegistry(hs...)
+	require.NoError(t, err)
+	return reg
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger used from several
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,204 @@
+package timers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// seedDue schedules n timers of kind, due one millisecond apart from
+// now-n, with references t00, t01, ...
+func seedDue(t *testing.T, e *env, kind timers.Kind, n int) []string {
+	t.Helper()
+	refs := make([]string, n)
+	for i := range n {
+		refs[i] = fmt.Sprintf("t%02d", i)
+		e.schedule(t, timers.Timer{Kind: kind, Reference: refs[i], DueAtMs: now - uint64(n) + uint64(i)})
+	}
+	return refs
+}
+
+func TestDueTimersFireOldestFirstAndFutureOnesWait(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		// Scheduled out of order; the key order is due-time order.
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAtMs: now})
+		e.schedule(t, timers.Timer{Kind: kindB, Reference: "a", DueAtMs: now - 30})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "future", DueAtMs: now + 1})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 20})
+		var mu sync.Mutex
+		var order []string
+		record := func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
+			mu.Lock()
+			order = append(order, tm.Reference)
+			mu.Unlock()
+			return timers.Done{}, nil
+		}
+		rep := e.run(t, registry(t, &handler{kind: kindA, fire: record}, &handler{kind: kindB, fire: record}), timers.Budget{})
+		assert.Equal(t, []string{"a", "b", "c"}, order)
+		assert.Equal(t, 3, rep.Fired)
+		assert.False(t, rep.More)
+		assert.Equal(t, now+1, rep.NextDueMs)
+		rows, _ := e.timersIn(t)
+		assert.Equal(t, []stored{{now + 1, kindA, "future", ""}}, rows)
+	})
+}
+
+func TestTheTimerBudgetCutsTheRunAndTheNextRunResumes(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		refs := seedDue(t, e, kindA, 5)
+		h := &handler{kind: kindA, fire: done}
+		reg := registry(t, h)
+		budget := timers.Budget{MaxTimers: 2}
+
+		rep := e.run(t, reg, budget)
+		assert.Equal(t, 2, rep.Fired)
+		assert.True(t, rep.More)
+		assert.Equal(t, now-3, rep.NextDueMs, "the first timer the budget left")
+
+		rep = e.run(t, reg, budget)
+		assert.Equal(t, 2, rep.Fired)
+		assert.True(t, rep.More)
+
+		rep = e.run(t, reg, budget)
+		assert.Equal(t, 1, rep.Fired)
+		assert.False(t, rep.More, "nothing due is left")
+		assert.Equal(t, refs, h.seen())
+		rows, _ := e.timersIn(t)
+		assert.Empty(t, rows)
+	})
+}
+
+func TestABudgetExactlySpentWithNothingLeftIsNotMore(t *testing.T) {
+	e := newEnv(t, engines[0].open(t), now)
+	seedDue(t, e, kindA, 2)
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 9})
+	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.Budget{MaxTimers: 2})
+	assert.Equal(t, 2, rep.Fired)
+	assert.False(t, rep.More)
+	assert.Equal(t, now+9, rep.NextDueMs)
+}
+
+func TestTheDurationBudgetIsMeasuredOnTheInjectedClock(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		refs := seedDue(t, e, kindA, 6)
+		// Each fire takes 400 ms of the manual clock: fires start at 0,
+		// 400 and 800 ms into the run; the fourth would start at 1200.
+		h := &handler{kind: kindA, fire: func(_ context.Context, c *timers.Ctx, _ timers.DueTimer) (timers.Fired, error) {
+			e.clock.Advance(400 * time.Millisecond)
+			return timers.Done{}, nil
+		}}
+		reg := registry(t, h)
+		budget := timers.Budget{MaxTimers: 100, MaxDuration: time.Second}
+
+		rep := e.run(t, reg, budget)
+		assert.Equal(t, 3, rep.Fired)
+		assert.True(t, rep.More)
+		assert.Equal(t, 1200*time.Millisecond, rep.Elapsed)
+
+		rep = e.run(t, reg, budget)
+		assert.Equal(t, 3, rep.Fired)
+		assert.Equal(t, refs, h.seen(), "the second run resumes where the first stopped")
+		rows, _ := e.timersIn(t)
+		assert.Empty(t, rows)
+	})
+}
+
+func TestTheScanIsPagedNeverReadingTheWholeClass(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		seedDue(t, e, kindA, 10)
+		for i := range 10 {
+			e.schedule(t, timers.Timer{Kind: kindA, Reference: fmt.Sprintf("f%02d", i), DueAtMs: now + 1 + uint64(i)})
+		}
+		var mu sync.Mutex
+		var limits []int
+		e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
+			if c.Method == storetest.MethodScan {
+				mu.Lock()
+				limits = append(limits, c.Limit)
+				mu.Unlock()
+			}
+			return nil
+		})
+		h := &handler{kind: kindA, fire: done}
+		rep := e.run(t, registry(t, h), timers.Budget{MaxTimers: 100}, timers.WithPageSize(3))
+		assert.Equal(t, 10, rep.Fired)
+		assert.Equal(t, now+1, rep.NextDueMs)
+		assert.GreaterOrEqual(t, len(limits), 4, "10 due timers in pages of 3")
+		for _, l := range limits {
+			assert.LessOrEqual(t, l, 3)
+		}
+		rows, _ := e.timersIn(t)
+		assert.Len(t, rows, 10, "the future timers stay")
+	})
+}
+
+func TestTheScanPageShrinksToTheBudget(t *testing.T) {
+	e := newEnv(t, engines[0].open(t), now)
+	seedDue(t, e, kindA, 10)
+	var limits []int
+	e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
+		if c.Method == storetest.MethodScan {
+			limits = append(limits, c.Limit)
+		}
+		return nil
+	})
+	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.Budget{MaxTimers: 2})
+	assert.Equal(t, 2, rep.Fired)
+	assert.Equal(t, []int{3}, limits, "two to fire and one to tell whether more are due")
+}
+
+func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now - 50})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "other", DueAtMs: now - 10})
+		// "again" asks to run again right away: a due time the scan has not
+		// passed yet, so it meets the moved timer again in this run.
+		h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
+			if tm.Reference == "again" {
+				return timers.Reschedule{DueAtMs: now - 5}, nil
+			}
+			return timers.Done{}, nil
+		}}
+		// Pages of one row, so that the scan meets the moved timer again;
+		// a budget of exactly two fires: meeting it is not a timer the
+		// budget cut.
+		rep := e.run(t, registry(t, h), timers.Budget{MaxTimers: 2}, timers.WithPageSize(1))
+		assert.Equal(t, []string{"again", "other"}, h.seen())
+		assert.Equal(t, 2, rep.Fired)
+		assert.False(t, rep.More)
+		assert.Equal(t, now-5, rep.NextDueMs, "the moved timer is still due")
+		rep = e.run(t, registry(t, h), timers.Budget{})
+		assert.Equal(t, 1, rep.Fired, "the next run fires it")
+	})
+}
+
+func TestARowCancelledBetweenScanAndFireIsSkipped(t *testing.T) {
+	e := newEnv(t, engines[0].open(t), now)
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "gone", DueAtMs: now - 1})
+	once := sync.Once{}
+	e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
+		if c.Method == storetest.MethodScan {
+			once.Do(func() {
+				observed, _, err := timers.ReadRef(e.ctx, e.inner, e.p, kindA, "gone")
+				require.NoError(t, err)
+				b := store.NewBatch()
+				require.NoError(t, timers.Cancel(b, observed, kindA, "gone"))
+				e.apply(t, b)
+			})
+		}
+		return nil
+	})
+	h := &handler{kind: kindA, fire: done}
+	rep := e.run(t, registry(t, h), timers.Budget{})
+	assert.Empty(t, h.seen())
+	assert.Equal(t, timers.Report{Elapsed: rep.Elapsed}, rep)
+}

@@ -1,0 +1,134 @@
+package timers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+func TestAnUnknownKindIsKeptAndCountedOncePerRunPerKind(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		for _, ref := range []string{"x", "y", "z"} {
+			e.schedule(t, timers.Timer{Kind: 200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
+		}
+		e.schedule(t, timers.Timer{Kind: 201, Reference: "w", DueAtMs: now - 9})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAtMs: now - 1})
+		h := &handler{kind: kindA, fire: done}
+		reg := registry(t, h)
+
+		rep := e.run(t, reg, timers.Budget{})
+		assert.Equal(t, 2, rep.UnknownKind, "two kinds")
+		assert.Equal(t, 4, rep.Held, "four timers")
+		assert.Equal(t, 1, rep.Fired, "the registered kind still fires")
+		assert.Zero(t, rep.NextDueMs, "held timers do not wake the partition")
+		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), e.logs.String())
+		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}
+		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "200"}))
+		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "201"}))
+		rows, _ := e.timersIn(t)
+		assert.Equal(t, []stored{
+			{now - 10, 200, "x", "x"}, {now - 10, 200, "y", "y"}, {now - 10, 200, "z", "z"}, {now - 9, 201, "w", ""},
+		}, rows, "untouched")
+
+		rep = e.run(t, reg, timers.Budget{})
+		assert.Equal(t, 2, rep.UnknownKind)
+		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again by the next run")
+
+		// Once a handler is registered, the next run fires them.
+		require.NoError(t, reg.Register(&handler{kind: 200, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 201, fire: done}))
+		rep = e.run(t, reg, timers.Budget{})
+		assert.Equal(t, 4, rep.Fired)
+		rows, _ = e.timersIn(t)
+		assert.Empty(t, rows)
+	})
+}
+
+// corruptTimerKey is a key inside the timer class whose fields do not
+// parse: a string where the due time should be.
+func corruptTimerKey() store.Key {
+	start, _ := gen.ClassRange(gen.TagTimerKey)
+	return append(append(store.Key{}, start...), 0x02, 'x', 0x00)
+}
+
+func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		e.put(t, corruptTimerKey(), store.Value("v"))
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAtMs: now - 1})
+		h := &handler{kind: kindA, fire: done}
+		rep := e.run(t, registry(t, h), timers.Budget{})
+
+		assert.Equal(t, 1, rep.Corrupt)
+		assert.Equal(t, 1, rep.Held)
+		assert.Equal(t, 1, rep.Fired, "the scan goes on past it")
+		assert.Equal(t, "v", string(e.get(t, corruptTimerKey())), "not deleted")
+		assert.Contains(t, e.logs.String(), "corrupt timer key")
+		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersCorrupt,
+			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}))
+	})
+}
+
+func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
+	refKey, err := timers.RefKey(kindA, "r")
+	require.NoError(t, err)
+	timerKey, err := timers.TimerKey(now-1, kindA, "r")
+	require.NoError(t, err)
+	otherDue, err := gen.EncodeU64Value(gen.U64Value{Value: now + 100})
+	require.NoError(t, err)
+	cases := []struct {
+		name string
+		ref  store.Value // nil: no entry
+		logs string
+	}{
+		{"missing", nil, "no reference entry"},
+		{"naming another due time", otherDue, "names another timer"},
+		{"undecodable", store.Value("junk"), "corrupt"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachEngine(t, now, func(t *testing.T, e *env) {
+				b := store.NewBatch().Put(timerKey, store.Value("v"))
+				if tc.ref != nil {
+					b.Put(refKey, tc.ref)
+				}
+				e.apply(t, b)
+				h := &handler{kind: kindA, fire: done}
+				rep := e.run(t, registry(t, h), timers.Budget{})
+
+				assert.Empty(t, h.seen(), "an inconsistent timer is not fired")
+				assert.Equal(t, 1, rep.Corrupt)
+				assert.Equal(t, 1, rep.Held)
+				assert.Contains(t, e.logs.String(), tc.logs)
+				assert.Equal(t, "v", string(e.get(t, timerKey)), "kept")
+				assert.Equal(t, []byte(tc.ref), []byte(e.get(t, refKey)))
+			})
+		})
+	}
+}
+
+// Two timer rows of one (kind, reference): the one its reference entry
+// does not name is an orphan, reported corrupt; the other fires.
+func TestAnOrphanTimerRowIsReportedCorrupt(t *testing.T) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1, Value: store.Value("named")})
+		orphan, err := timers.TimerKey(now-2, kindA, "r")
+		require.NoError(t, err)
+		e.put(t, orphan, store.Value("orphan"))
+		h := &handler{kind: kindA, fire: done}
+		rep := e.run(t, registry(t, h), timers.Budget{})
+		assert.Equal(t, 1, rep.Fired)
+		assert.Equal(t, 1, rep.Corrupt)
+		require.Len(t, h.calls, 1)
+		assert.Equal(t, "named", string(h.calls[0].Value))
+		assert.Equal(t, "orphan", string(e.get(t, orphan)), "kept")
+	})
+}

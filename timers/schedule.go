@@ -1,0 +1,150 @@
+package timers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// TimerKey returns the key of the timer row (dueAtMs, kind, reference). It
+// fails with an error wrapping store.ErrInvalid for a reference over
+// gen.MaxTimerKeyReference bytes.
+func TimerKey(dueAtMs uint64, kind Kind, reference string) (store.Key, error) {
+	// Tag, due time and kind take at most 14 bytes; the reference 2 more
+	// plus its escapes.
+	k, err := gen.AppendTimerKey(make([]byte, 0, 16+len(reference)), dueAtMs, uint16(kind), reference)
+	if err != nil {
+		return nil, fmt.Errorf("timers: %v timer key: %w", kind, err)
+	}
+	return k, nil
+}
+
+// RefKey returns the key of the reference entry of timer (kind,
+// reference), which holds the timer's due time. It fails like TimerKey.
+func RefKey(kind Kind, reference string) (store.Key, error) {
+	k, err := gen.AppendTimerRefKey(make([]byte, 0, 8+len(reference)), uint16(kind), reference)
+	if err != nil {
+		return nil, fmt.Errorf("timers: %v timer reference key: %w", kind, err)
+	}
+	return k, nil
+}
+
+// ReadRef reads the reference entry of timer (kind, reference) in
+// partition p. observed is the entry's value, nil when there is no such
+// timer: pass it to Schedule or Cancel as the value to guard. It fails with
+// an error wrapping store.ErrCorrupt when the entry does not decode, and
+// with the store's errors.
+func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, reference string) (observed store.Value, dueAtMs uint64, err error) {
+	key, err := RefKey(kind, reference)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, ok, err := s.Get(ctx, p, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("timers: read %v timer reference: %w", kind, err)
+	}
+	if !ok {
+		return nil, 0, nil
+	}
+	due, err := DecodeRef(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, due, nil
+}
+
+// DecodeRef decodes a timer reference entry's value: the timer's due time.
+// It fails with an error wrapping store.ErrCorrupt.
+func DecodeRef(v store.Value) (dueAtMs uint64, err error) {
+	u, err := gen.DecodeU64Value(v)
+	if err != nil {
+		return 0, fmt.Errorf("timers: timer reference entry: %w", err)
+	}
+	return u.Value, nil
+}
+
+// encodeRef encodes a timer reference entry's value.
+func encodeRef(dueAtMs uint64) store.Value {
+	v, err := gen.EncodeU64Value(gen.U64Value{Value: dueAtMs})
+	if err != nil {
+		// A U64Value has no rule a uint64 can break.
+		panic(fmt.Sprintf("timers: encode timer reference: %v", err))
+	}
+	return v
+}
+
+// Schedule adds to b what writes timer t: guarded by the reference entry
+// still holding observedRef (nil: there is no timer of t's kind and
+// reference), it deletes the timer row observedRef names (if any), puts the
+// new timer row and reference entry, and asks the store to wake the
+// partition at t.DueAtMs (b.WakeAt).
+//
+// It adds nothing and fails with an error wrapping store.ErrInvalid when
+// t.DueAtMs is 0, t.Reference is over gen.MaxTimerKeyReference bytes, or a
+// key or t.Value is over caps (the store's Capabilities); with
+// store.ErrCorrupt when observedRef does not decode.
+func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, t Timer) error {
+	if t.DueAtMs == 0 {
+		return fmt.Errorf("timers: schedule %v timer at time 0: %w", t.Kind, store.ErrInvalid)
+	}
+	if len(t.Value) > caps.MaxValueBytes {
+		return fmt.Errorf("timers: %v timer value has %d bytes, limit %d: %w",
+			t.Kind, len(t.Value), caps.MaxValueBytes, store.ErrInvalid)
+	}
+	refKey, err := RefKey(t.Kind, t.Reference)
+	if err != nil {
+		return err
+	}
+	key, err := TimerKey(t.DueAtMs, t.Kind, t.Reference)
+	if err != nil {
+		return err
+	}
+	if len(key) > caps.MaxKeyBytes {
+		return fmt.Errorf("timers: %v timer key has %d bytes, limit %d: %w",
+			t.Kind, len(key), caps.MaxKeyBytes, store.ErrInvalid)
+	}
+	var old store.Key
+	if observedRef != nil {
+		due, err := DecodeRef(observedRef)
+		if err != nil {
+			return err
+		}
+		if due != t.DueAtMs {
+			// The reference bounds the key: this cannot fail once key did not.
+			old, _ = TimerKey(due, t.Kind, t.Reference)
+		}
+	}
+	b.Require(store.Guard(refKey, observedRef))
+	if old != nil {
+		b.Delete(old)
+	}
+	b.Put(key, t.Value).Put(refKey, encodeRef(t.DueAtMs)).WakeAt(t.DueAtMs)
+	return nil
+}
+
+// Cancel adds to b what deletes timer (kind, reference): guarded by the
+// reference entry still holding observedRef, it deletes the timer row and
+// the entry. With observedRef nil it adds only the guard that there is
+// still no such timer. It adds nothing and fails like Schedule.
+func Cancel(b *store.Batch, observedRef store.Value, kind Kind, reference string) error {
+	refKey, err := RefKey(kind, reference)
+	if err != nil {
+		return err
+	}
+	if observedRef == nil {
+		b.Require(store.Absent(refKey))
+		return nil
+	}
+	due, err := DecodeRef(observedRef)
+	if err != nil {
+		return err
+	}
+	key, err := TimerKey(due, kind, reference)
+	if err != nil {
+		return err
+	}
+	b.Require(store.Equals(refKey, observedRef)).Delete(key).Delete(refKey)
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package timers keeps durable timers in the store and fires them through
+// handlers registered by kind.
+//
+// A timer is two rows of its partition, always written together in one
+// guarded batch:
+//
+//	TimerKey(due_at_ms, kind, reference)  ->  the handler's value
+//	TimerRefKey(kind, reference)           ->  U64Value(due_at_ms)
+//
+// The timer row orders timers by due time, so RunDue finds the due ones with
+// one forward scan; the reference entry makes (kind, reference) name at
+// most one timer and lets a writer find, guard and move it without a scan
+// (Schedule, Cancel, ReadRef). Every batch that writes a timer also lowers
+// the partition's wake time in the store's due index (store.Batch.WakeAt),
+// so a scheduler finds the partition when the timer falls due.
+//
+// RunDue fires a partition's due timers oldest first, within a Budget. A
+// handler returns a Fired outcome (Done, Reschedule or Retry) carrying a
+// batch of its own; RunDue applies that batch together with the timer's own
+// change in one Apply, guarded by the timer row and reference entry still
+// holding what the handler saw. A timer changed meanwhile by another writer
+// makes the guard fail and nothing lands: each fire takes effect at most
+// once per observed timer value.
+package timers
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+)
+
+// Kind says which handler fires a timer. Kinds are stored in timer keys:
+// a kind's number never changes once released.
+type Kind uint16
+
+// The library's timer kinds.
+const (
+	// KindRelay is the outbox relay's timer (reference ""). The reference
+	// imports its kinds from a registry it does not show; 7 is our choice.
+	KindRelay Kind = 7
+	// KindOutcomeDelivery is the outcome-delivery timer (reference ""):
+	// kind 8, as in the reference.
+	KindOutcomeDelivery Kind = 8
+)
+
+// String names the library's kinds and formats others as kind(N).
+func (k Kind) String() string {
+	switch k {
+	case KindRelay:
+		return "relay"
+	case KindOutcomeDelivery:
+		return "outcome-delivery"
+	}
+	return "kind(" + strconv.FormatUint(uint64(k), 10) + ")"
+}
+
+// label is the kind in decimal, for metrics.
+func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
+
+// RetryBackoffMs is how long a timer waits after a Retry, or after its
+// handler failed, before it is due again (the reference's RETRY_BACKOFF_MS,
+// whose value the reference does not show: one second is our choice).
+const RetryBackoffMs uint64 = 1_000
+
+// Timer is a timer to write: its identity (Kind, Reference), its due time
+// and its handler-owned value.
+type Timer struct {
+	Kind      Kind
+	Reference string
+	DueAtMs   uint64
+	Value     store.Value
+}
+
+// DueTimer is a due timer as RunDue hands it to its handler: the stored row
+// and its decoded key. Value is the value RunDue read; the handler's
+// outcome lands only if the row still holds it.
+type DueTimer struct {
+	Key       store.Key
+	DueAtMs   uint64
+	Kind      Kind
+	Reference string
+	Value     store.Value
+}
+
+// Ctx is what a handler sees of the run firing it. One Ctx is shared by
+// every handler of a run: read it, never modify it.
+type Ctx struct {
+	// Store is the store the run reads and applies to.
+	Store store.Store
+	// Partition is the partition whose timers are firing.
+	Partition store.Partition
+	// NowMs is the run's time: every timer fired has DueAtMs <= NowMs.
+	NowMs uint64
+	// Clock is the run's clock, for handlers that bound their own work.
+	Clock clock.Clock
+	// Logger is never nil.
+	Logger *slog.Logger
+	// Metrics is never nil.
+	Metrics telemetry.Metrics
+}
+
+// Handler fires the timers of one kind. Fire is called with a due timer and
+// returns its outcome: it reads what it needs through c.Store and puts its
+// writes in the outcome's batch instead of applying them, so that they land
+// atomically with the timer's own change. ctx bounds the fire.
+//
+// An error or a panic fails this timer only: RunDue logs it, counts it and
+// moves the timer RetryBackoffMs later. An error wrapping store.ErrCorrupt
+// says stored data is corrupt: RunDue logs and counts it and leaves the
+// timer where it is, for a later run. A Handler is called from one
+// goroutine at a time per run, but several runs (of several partitions) may
+// call it concurrently.
+type Handler interface {
+	Kind() Kind
+	Fire(ctx context.Context, c *Ctx, t DueTimer) (Fired, error)
+}
+
+// Fired is a handler's outcome: Done, Reschedule or Retry.
+type Fired interface{ isFired() }
+
+// Done completes the timer: RunDue deletes it (and its reference entry) in
+// the same Apply as Batch, which may be nil.
+type Done struct {
+	Batch *store.Batch
+}
+
+// Reschedule moves the timer to DueAtMs with Value, in the same Apply as
+// Batch (which may be nil). A due time at or before the timer's own is
+// moved to one millisecond after it, so a timer never fires twice at one
+// due time and a run always makes progress.
+type Reschedule struct {
+	DueAtMs uint64
+	Value   store.Value
+	Batch   *store.Batch
+}
+
+// Retry moves the timer, value unchanged, to RetryBackoffMs after the run's
+// time (and at least one millisecond after its own due time). It carries
+// no batch: nothing the handler planned lands.
+type Retry struct{}
+
+func (Done) isFired()       {}
+func (Reschedule) isFired() {}
+func (Retry) isFired()      {}
