@@ -46,7 +46,7 @@ func ClassRange(tag Tag) (start, end []byte) {
 // class fail with an error wrapping wire.ErrCorrupt.
 func ParseKey(b []byte) (ParsedKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err != nil {
 		return nil, wire.KeyError("key", err)
 	}
@@ -494,7 +494,7 @@ func readOutboxSequenceKey(r *tuple.Reader) (k OutboxSequenceKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseOutboxSequenceKey(b []byte) (OutboxSequenceKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagOutboxSequenceKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagOutboxSequenceKey)
 	}
@@ -548,7 +548,7 @@ func readRelayScanKey(r *tuple.Reader) (k RelayScanKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseRelayScanKey(b []byte) (RelayScanKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagRelayScanKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagRelayScanKey)
 	}
@@ -602,7 +602,7 @@ func readOutcomeBacklogKey(r *tuple.Reader) (k OutcomeBacklogKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseOutcomeBacklogKey(b []byte) (OutcomeBacklogKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagOutcomeBacklogKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagOutcomeBacklogKey)
 	}
@@ -656,7 +656,7 @@ func readLeaseRecoveryKey(r *tuple.Reader) (k LeaseRecoveryKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseLeaseRecoveryKey(b []byte) (LeaseRecoveryKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagLeaseRecoveryKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagLeaseRecoveryKey)
 	}
@@ -710,7 +710,7 @@ func readLeaseReconcileKey(r *tuple.Reader) (k LeaseReconcileKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseLeaseReconcileKey(b []byte) (LeaseReconcileKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagLeaseReconcileKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagLeaseReconcileKey)
 	}
@@ -768,7 +768,7 @@ func readRelayKey(r *tuple.Reader) (k RelayKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseRelayKey(b []byte) (RelayKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagRelayKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagRelayKey)
 	}
@@ -846,7 +846,7 @@ func readTimerKey(r *tuple.Reader) (k TimerKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseTimerKey(b []byte) (TimerKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagTimerKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagTimerKey)
 	}
@@ -919,7 +919,7 @@ func readOutcomePendingKey(r *tuple.Reader) (k OutcomePendingKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseOutcomePendingKey(b []byte) (OutcomePendingKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagOutcomePendingKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagOutcomePendingKey)
 	}
@@ -1000,7 +1000,7 @@ func readLeasedShardKey(r *tuple.Reader) (k LeasedShardKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseLeasedShardKey(b []byte) (LeasedShardKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagLeasedShardKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagLeasedShardKey)
 	}
@@ -1069,7 +1069,7 @@ func readRelayHighWaterKey(r *tuple.Reader) (k RelayHighWaterKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseRelayHighWaterKey(b []byte) (RelayHighWaterKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagRelayHighWaterKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagRelayHighWaterKey)
 	}
@@ -1135,7 +1135,7 @@ func readReservationKey(r *tuple.Reader) (k ReservationKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseReservationKey(b []byte) (ReservationKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagReservationKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagReservationKey)
 	}
@@ -1189,7 +1189,7 @@ func readSchedulerLeaseKey(r *tuple.Reader) (k SchedulerLeaseKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseSchedulerLeaseKey(b []byte) (SchedulerLeaseKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagSchedulerLeaseKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagSchedulerLeaseKey)
 	}
@@ -1262,7 +1262,7 @@ func readTimerRefKey(r *tuple.Reader) (k TimerRefKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseTimerRefKey(b []byte) (TimerRefKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagTimerRefKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagTimerRefKey)
 	}

@@ -39,7 +39,7 @@ func emitKeys(f *File, s *schema) {
 	f.Comment("class fail with an error wrapping wire.ErrCorrupt.")
 	f.Func().Id("ParseKey").Params(Id("b").Index().Byte()).Params(Id("ParsedKey"), Error()).Block(
 		Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
-		List(Id("tag"), Err()).Op(":=").Id("r").Dot("ReadUint").Call(),
+		List(Id("tag"), Err()).Op(":=").Id("readTupleUint").Call(Op("&").Id("r"), Lit("tag"), Lit(uint64(0xffffffff))),
 		If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit("key"), Err()))),
 		Switch(Id("Tag").Call(Id("tag"))).BlockFunc(func(g *Group) {
 			for _, d := range s.keys() {
@@ -159,7 +159,7 @@ func emitKey(f *File, d *decl) {
 	f.Comment("error wrapping wire.ErrCorrupt.")
 	f.Func().Id("Parse"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
 		Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
-		List(Id("tag"), Err()).Op(":=").Id("r").Dot("ReadUint").Call(),
+		List(Id("tag"), Err()).Op(":=").Id("readTupleUint").Call(Op("&").Id("r"), Lit("tag"), Lit(uint64(0xffffffff))),
 		If(Err().Op("==").Nil().Op("&&").Id("Tag").Call(Id("tag")).Op("!=").Id("Tag"+name)).Block(
 			Err().Op("=").Qual(wirePkg, "Rule").Call(Lit(""), Lit("class tag %d, want %d"), Id("tag"), Id("Tag"+name)),
 		),

@@ -34,7 +34,7 @@ func ClassRange(tag Tag) (start, end []byte) {
 // class fail with an error wrapping wire.ErrCorrupt.
 func ParseKey(b []byte) (ParsedKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err != nil {
 		return nil, wire.KeyError("key", err)
 	}
@@ -195,7 +195,7 @@ func readOrderKey(r *tuple.Reader) (k OrderKey, err error) {
 // error wrapping wire.ErrCorrupt.
 func ParseOrderKey(b []byte) (OrderKey, error) {
 	r := tuple.NewReader(b)
-	tag, err := r.ReadUint()
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
 	if err == nil && Tag(tag) != TagOrderKey {
 		err = wire.Rule("", "class tag %d, want %d", tag, TagOrderKey)
 	}
