@@ -228,17 +228,28 @@ func EncodeU64Value(v U64Value) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeU64Value(b []byte) (U64Value, error) {
+	var v U64Value
+	err := DecodeU64ValueInto(b, &v)
+	return v, err
+}
+
+// DecodeU64ValueInto decodes b into *v as DecodeU64Value does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeU64ValueInto(b []byte, v *U64Value) error {
 	r := wire.NewReader(b, "U64Value")
 	r.Version(VersionU64Value)
-	var v U64Value
-	readU64Value(&r, &v)
-	if err := r.Finish(); err != nil {
-		return U64Value{}, err
+	readU64Value(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyU64Value(v); err != nil {
+			err = wire.DecodeRule("U64Value", err)
+		}
 	}
-	if err := checkU64Value(&v); err != nil {
-		return U64Value{}, wire.DecodeRule("U64Value", err)
+	if err != nil {
+		*v = U64Value{}
 	}
-	return v, nil
+	return err
 }
 
 func appendRelayV1(dst []byte, v *RelayV1) []byte {
@@ -272,14 +283,24 @@ func sizeRelayV1(v *RelayV1) int {
 
 func readRelayV1(r *wire.Reader, v *RelayV1) {
 	v.Target = readPartition(r, "RelayV1.Target")
-	if ni := r.Len("RelayV1.Puts", 98, 2); ni > 0 {
-		v.Puts = make([]RelayPut, ni)
+	{
+		ni := r.Len("RelayV1.Puts", 98, 2)
+		if cap(v.Puts) >= ni {
+			v.Puts = v.Puts[:ni]
+		} else {
+			v.Puts = make([]RelayPut, ni)
+		}
 		for i := range v.Puts {
 			readRelayPut(r, &v.Puts[i])
 		}
 	}
-	if ni := r.Len("RelayV1.Deletes", 98, 1); ni > 0 {
-		v.Deletes = make([][]byte, ni)
+	{
+		ni := r.Len("RelayV1.Deletes", 98, 1)
+		if cap(v.Deletes) >= ni {
+			v.Deletes = v.Deletes[:ni]
+		} else {
+			v.Deletes = make([][]byte, ni)
+		}
 		for i := range v.Deletes {
 			v.Deletes[i] = r.Bytes("RelayV1.Deletes", 10000)
 		}
@@ -312,17 +333,28 @@ func EncodeRelayV1(v RelayV1) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeRelayV1(b []byte) (RelayV1, error) {
+	var v RelayV1
+	err := DecodeRelayV1Into(b, &v)
+	return v, err
+}
+
+// DecodeRelayV1Into decodes b into *v as DecodeRelayV1 does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeRelayV1Into(b []byte, v *RelayV1) error {
 	r := wire.NewReader(b, "RelayV1")
 	r.Version(VersionRelayV1)
-	var v RelayV1
-	readRelayV1(&r, &v)
-	if err := r.Finish(); err != nil {
-		return RelayV1{}, err
+	readRelayV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyRelayV1(v); err != nil {
+			err = wire.DecodeRule("RelayV1", err)
+		}
 	}
-	if err := checkRelayV1(&v); err != nil {
-		return RelayV1{}, wire.DecodeRule("RelayV1", err)
+	if err != nil {
+		*v = RelayV1{}
 	}
-	return v, nil
+	return err
 }
 
 func appendRelayPut(dst []byte, v *RelayPut) []byte {
@@ -367,8 +399,13 @@ func sizeRelayScanV1(v *RelayScanV1) int {
 func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 	v.CycleEnd = r.U64("RelayScanV1.CycleEnd")
 	v.Cursor = r.U64("RelayScanV1.Cursor")
-	if ni := r.Len("RelayScanV1.Blocked", 16, 1); ni > 0 {
-		v.Blocked = make([]Partition, ni)
+	{
+		ni := r.Len("RelayScanV1.Blocked", 16, 1)
+		if cap(v.Blocked) >= ni {
+			v.Blocked = v.Blocked[:ni]
+		} else {
+			v.Blocked = make([]Partition, ni)
+		}
 		for i := range v.Blocked {
 			v.Blocked[i] = readPartition(r, "RelayScanV1.Blocked")
 		}
@@ -400,17 +437,28 @@ func EncodeRelayScanV1(v RelayScanV1) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeRelayScanV1(b []byte) (RelayScanV1, error) {
+	var v RelayScanV1
+	err := DecodeRelayScanV1Into(b, &v)
+	return v, err
+}
+
+// DecodeRelayScanV1Into decodes b into *v as DecodeRelayScanV1 does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
 	r := wire.NewReader(b, "RelayScanV1")
 	r.Version(VersionRelayScanV1)
-	var v RelayScanV1
-	readRelayScanV1(&r, &v)
-	if err := r.Finish(); err != nil {
-		return RelayScanV1{}, err
+	readRelayScanV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyRelayScanV1(v); err != nil {
+			err = wire.DecodeRule("RelayScanV1", err)
+		}
 	}
-	if err := checkRelayScanV1(&v); err != nil {
-		return RelayScanV1{}, wire.DecodeRule("RelayScanV1", err)
+	if err != nil {
+		*v = RelayScanV1{}
 	}
-	return v, nil
+	return err
 }
 
 func appendBacklog(dst []byte, v *Backlog) []byte {
@@ -456,17 +504,28 @@ func EncodeBacklog(v Backlog) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeBacklog(b []byte) (Backlog, error) {
+	var v Backlog
+	err := DecodeBacklogInto(b, &v)
+	return v, err
+}
+
+// DecodeBacklogInto decodes b into *v as DecodeBacklog does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeBacklogInto(b []byte, v *Backlog) error {
 	r := wire.NewReader(b, "Backlog")
 	r.Version(VersionBacklog)
-	var v Backlog
-	readBacklog(&r, &v)
-	if err := r.Finish(); err != nil {
-		return Backlog{}, err
+	readBacklog(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyBacklog(v); err != nil {
+			err = wire.DecodeRule("Backlog", err)
+		}
 	}
-	if err := checkBacklog(&v); err != nil {
-		return Backlog{}, wire.DecodeRule("Backlog", err)
+	if err != nil {
+		*v = Backlog{}
 	}
-	return v, nil
+	return err
 }
 
 func appendReservationV1(dst []byte, v ReservationV1) []byte {
@@ -549,7 +608,7 @@ func DecodeReservationV1(b []byte) (ReservationV1, error) {
 	if err := r.Finish(); err != nil {
 		return nil, err
 	}
-	if err := checkReservationV1(v); err != nil {
+	if err := verifyReservationV1(v); err != nil {
 		return nil, wire.DecodeRule("ReservationV1", err)
 	}
 	return v, nil
@@ -603,8 +662,13 @@ func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
 	v.BytesStored = r.U64("ReservationCommitted.BytesStored")
 	v.NewToRepo = r.U64("ReservationCommitted.NewToRepo")
 	v.NewToStore = r.U64("ReservationCommitted.NewToStore")
-	if ni := r.Len("ReservationCommitted.Refs", 64, 3); ni > 0 {
-		v.Refs = make([]RefUpdate, ni)
+	{
+		ni := r.Len("ReservationCommitted.Refs", 64, 3)
+		if cap(v.Refs) >= ni {
+			v.Refs = v.Refs[:ni]
+		} else {
+			v.Refs = make([]RefUpdate, ni)
+		}
 		for i := range v.Refs {
 			readRefUpdate(r, &v.Refs[i])
 		}
@@ -700,11 +764,15 @@ func readLeasedShard(r *wire.Reader, v *LeasedShard) {
 		var pi uint64
 		pi = r.U64("LeasedShard.AuthorityGeneration")
 		v.AuthorityGeneration = &pi
+	} else {
+		v.AuthorityGeneration = nil
 	}
 	if r.Present("LeasedShard.AckedAuthorityGeneration") {
 		var pi uint64
 		pi = r.U64("LeasedShard.AckedAuthorityGeneration")
 		v.AckedAuthorityGeneration = &pi
+	} else {
+		v.AckedAuthorityGeneration = nil
 	}
 	v.Epoch = r.U64("LeasedShard.Epoch")
 	v.ExpiresAtMs = r.U64("LeasedShard.ExpiresAtMs")
@@ -738,17 +806,28 @@ func EncodeLeasedShard(v LeasedShard) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeLeasedShard(b []byte) (LeasedShard, error) {
+	var v LeasedShard
+	err := DecodeLeasedShardInto(b, &v)
+	return v, err
+}
+
+// DecodeLeasedShardInto decodes b into *v as DecodeLeasedShard does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
 	r := wire.NewReader(b, "LeasedShard")
 	r.Version(VersionLeasedShard)
-	var v LeasedShard
-	readLeasedShard(&r, &v)
-	if err := r.Finish(); err != nil {
-		return LeasedShard{}, err
+	readLeasedShard(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyLeasedShard(v); err != nil {
+			err = wire.DecodeRule("LeasedShard", err)
+		}
 	}
-	if err := checkLeasedShard(&v); err != nil {
-		return LeasedShard{}, wire.DecodeRule("LeasedShard", err)
+	if err != nil {
+		*v = LeasedShard{}
 	}
-	return v, nil
+	return err
 }
 
 func appendLeaseRecovery(dst []byte, v *LeaseRecovery) []byte {
@@ -797,16 +876,22 @@ func readLeaseRecovery(r *wire.Reader, v *LeaseRecovery) {
 		var pi uint64
 		pi = r.U64("LeaseRecovery.AuthorityFence")
 		v.AuthorityFence = &pi
+	} else {
+		v.AuthorityFence = nil
 	}
 	if r.Present("LeaseRecovery.AuthorityReady") {
 		var pi uint64
 		pi = r.U64("LeaseRecovery.AuthorityReady")
 		v.AuthorityReady = &pi
+	} else {
+		v.AuthorityReady = nil
 	}
 	if r.Present("LeaseRecovery.ActivationOnly") {
 		var pi bool
 		pi = r.Bool("LeaseRecovery.ActivationOnly")
 		v.ActivationOnly = &pi
+	} else {
+		v.ActivationOnly = nil
 	}
 	v.ResumedAtMs = r.U64("LeaseRecovery.ResumedAtMs")
 }
@@ -836,17 +921,28 @@ func EncodeLeaseRecovery(v LeaseRecovery) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeLeaseRecovery(b []byte) (LeaseRecovery, error) {
+	var v LeaseRecovery
+	err := DecodeLeaseRecoveryInto(b, &v)
+	return v, err
+}
+
+// DecodeLeaseRecoveryInto decodes b into *v as DecodeLeaseRecovery does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
 	r := wire.NewReader(b, "LeaseRecovery")
 	r.Version(VersionLeaseRecovery)
-	var v LeaseRecovery
-	readLeaseRecovery(&r, &v)
-	if err := r.Finish(); err != nil {
-		return LeaseRecovery{}, err
+	readLeaseRecovery(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyLeaseRecovery(v); err != nil {
+			err = wire.DecodeRule("LeaseRecovery", err)
+		}
 	}
-	if err := checkLeaseRecovery(&v); err != nil {
-		return LeaseRecovery{}, wire.DecodeRule("LeaseRecovery", err)
+	if err != nil {
+		*v = LeaseRecovery{}
 	}
-	return v, nil
+	return err
 }
 
 func appendOutcomeTimer(dst []byte, v *OutcomeTimer) []byte {
@@ -892,17 +988,28 @@ func EncodeOutcomeTimer(v OutcomeTimer) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeOutcomeTimer(b []byte) (OutcomeTimer, error) {
+	var v OutcomeTimer
+	err := DecodeOutcomeTimerInto(b, &v)
+	return v, err
+}
+
+// DecodeOutcomeTimerInto decodes b into *v as DecodeOutcomeTimer does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
 	r := wire.NewReader(b, "OutcomeTimer")
 	r.Version(VersionOutcomeTimer)
-	var v OutcomeTimer
-	readOutcomeTimer(&r, &v)
-	if err := r.Finish(); err != nil {
-		return OutcomeTimer{}, err
+	readOutcomeTimer(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyOutcomeTimer(v); err != nil {
+			err = wire.DecodeRule("OutcomeTimer", err)
+		}
 	}
-	if err := checkOutcomeTimer(&v); err != nil {
-		return OutcomeTimer{}, wire.DecodeRule("OutcomeTimer", err)
+	if err != nil {
+		*v = OutcomeTimer{}
 	}
-	return v, nil
+	return err
 }
 
 func appendWatermarkCheckpoint(dst []byte, v *WatermarkCheckpoint) []byte {
@@ -946,9 +1053,13 @@ func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	v.MinimumMs = r.U64("WatermarkCheckpoint.MinimumMs")
 	if r.Present("WatermarkCheckpoint.Recovery") {
 		v.Recovery = r.Bytes("WatermarkCheckpoint.Recovery", 100000)
+	} else {
+		v.Recovery = nil
 	}
 	if r.Present("WatermarkCheckpoint.Reconcile") {
 		v.Reconcile = r.Bytes("WatermarkCheckpoint.Reconcile", 100000)
+	} else {
+		v.Reconcile = nil
 	}
 	v.Cursor = r.Bytes("WatermarkCheckpoint.Cursor", 4096)
 }
@@ -978,17 +1089,28 @@ func EncodeWatermarkCheckpoint(v WatermarkCheckpoint) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeWatermarkCheckpoint(b []byte) (WatermarkCheckpoint, error) {
+	var v WatermarkCheckpoint
+	err := DecodeWatermarkCheckpointInto(b, &v)
+	return v, err
+}
+
+// DecodeWatermarkCheckpointInto decodes b into *v as DecodeWatermarkCheckpoint does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
 	r := wire.NewReader(b, "WatermarkCheckpoint")
 	r.Version(VersionWatermarkCheckpoint)
-	var v WatermarkCheckpoint
-	readWatermarkCheckpoint(&r, &v)
-	if err := r.Finish(); err != nil {
-		return WatermarkCheckpoint{}, err
+	readWatermarkCheckpoint(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyWatermarkCheckpoint(v); err != nil {
+			err = wire.DecodeRule("WatermarkCheckpoint", err)
+		}
 	}
-	if err := checkWatermarkCheckpoint(&v); err != nil {
-		return WatermarkCheckpoint{}, wire.DecodeRule("WatermarkCheckpoint", err)
+	if err != nil {
+		*v = WatermarkCheckpoint{}
 	}
-	return v, nil
+	return err
 }
 
 func appendSchedulerLeaseV1(dst []byte, v *SchedulerLeaseV1) []byte {
@@ -1034,15 +1156,26 @@ func EncodeSchedulerLeaseV1(v SchedulerLeaseV1) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeSchedulerLeaseV1(b []byte) (SchedulerLeaseV1, error) {
+	var v SchedulerLeaseV1
+	err := DecodeSchedulerLeaseV1Into(b, &v)
+	return v, err
+}
+
+// DecodeSchedulerLeaseV1Into decodes b into *v as DecodeSchedulerLeaseV1 does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
 	r := wire.NewReader(b, "SchedulerLeaseV1")
 	r.Version(VersionSchedulerLeaseV1)
-	var v SchedulerLeaseV1
-	readSchedulerLeaseV1(&r, &v)
-	if err := r.Finish(); err != nil {
-		return SchedulerLeaseV1{}, err
+	readSchedulerLeaseV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifySchedulerLeaseV1(v); err != nil {
+			err = wire.DecodeRule("SchedulerLeaseV1", err)
+		}
 	}
-	if err := checkSchedulerLeaseV1(&v); err != nil {
-		return SchedulerLeaseV1{}, wire.DecodeRule("SchedulerLeaseV1", err)
+	if err != nil {
+		*v = SchedulerLeaseV1{}
 	}
-	return v, nil
+	return err
 }

@@ -58,6 +58,29 @@ func TestU64ValueRoundTrip(t *testing.T) {
 	}
 }
 
+// TestU64ValueDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestU64ValueDecodeIntoReuses(t *testing.T) {
+	var v U64Value
+	examples := examplesU64Value()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeU64Value(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeU64ValueInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeU64Value(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeU64ValueInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, U64Value{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestU64ValueRejectsInvalid(t *testing.T) {
 	for i, v := range invalidU64Value() {
 		out, err := AppendU64Value([]byte("keep"), v)
@@ -209,6 +232,29 @@ func TestRelayV1RoundTrip(t *testing.T) {
 	}
 }
 
+// TestRelayV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestRelayV1DecodeIntoReuses(t *testing.T) {
+	var v RelayV1
+	examples := examplesRelayV1()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeRelayV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeRelayV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeRelayV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeRelayV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, RelayV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestRelayV1RejectsInvalid(t *testing.T) {
 	for i, v := range invalidRelayV1() {
 		out, err := AppendRelayV1([]byte("keep"), v)
@@ -355,6 +401,29 @@ func TestRelayScanV1RoundTrip(t *testing.T) {
 	}
 }
 
+// TestRelayScanV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestRelayScanV1DecodeIntoReuses(t *testing.T) {
+	var v RelayScanV1
+	examples := examplesRelayScanV1()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeRelayScanV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeRelayScanV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeRelayScanV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeRelayScanV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, RelayScanV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestRelayScanV1RejectsInvalid(t *testing.T) {
 	for i, v := range invalidRelayScanV1() {
 		out, err := AppendRelayScanV1([]byte("keep"), v)
@@ -478,6 +547,29 @@ func TestBacklogRoundTrip(t *testing.T) {
 		if err != nil || string(again) != "prefix"+string(b) {
 			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
 		}
+	}
+}
+
+// TestBacklogDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestBacklogDecodeIntoReuses(t *testing.T) {
+	var v Backlog
+	examples := examplesBacklog()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeBacklog(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeBacklogInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeBacklog(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeBacklogInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, Backlog{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
 	}
 }
 
@@ -933,6 +1025,29 @@ func TestLeasedShardRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLeasedShardDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestLeasedShardDecodeIntoReuses(t *testing.T) {
+	var v LeasedShard
+	examples := examplesLeasedShard()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeLeasedShard(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeLeasedShardInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeLeasedShard(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeLeasedShardInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, LeasedShard{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestLeasedShardRejectsInvalid(t *testing.T) {
 	for i, v := range invalidLeasedShard() {
 		out, err := AppendLeasedShard([]byte("keep"), v)
@@ -1056,6 +1171,29 @@ func TestLeaseRecoveryRoundTrip(t *testing.T) {
 		if err != nil || string(again) != "prefix"+string(b) {
 			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
 		}
+	}
+}
+
+// TestLeaseRecoveryDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestLeaseRecoveryDecodeIntoReuses(t *testing.T) {
+	var v LeaseRecovery
+	examples := examplesLeaseRecovery()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeLeaseRecovery(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeLeaseRecoveryInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeLeaseRecovery(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeLeaseRecoveryInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, LeaseRecovery{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
 	}
 }
 
@@ -1192,6 +1330,29 @@ func TestOutcomeTimerRoundTrip(t *testing.T) {
 		if err != nil || string(again) != "prefix"+string(b) {
 			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
 		}
+	}
+}
+
+// TestOutcomeTimerDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestOutcomeTimerDecodeIntoReuses(t *testing.T) {
+	var v OutcomeTimer
+	examples := examplesOutcomeTimer()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeOutcomeTimer(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeOutcomeTimerInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeOutcomeTimer(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeOutcomeTimerInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, OutcomeTimer{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
 	}
 }
 
@@ -1366,6 +1527,29 @@ func TestWatermarkCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWatermarkCheckpointDecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestWatermarkCheckpointDecodeIntoReuses(t *testing.T) {
+	var v WatermarkCheckpoint
+	examples := examplesWatermarkCheckpoint()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeWatermarkCheckpoint(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeWatermarkCheckpointInto(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeWatermarkCheckpoint(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeWatermarkCheckpointInto([]byte{}, &v); err == nil || !reflect.DeepEqual(v, WatermarkCheckpoint{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestWatermarkCheckpointRejectsInvalid(t *testing.T) {
 	for i, v := range invalidWatermarkCheckpoint() {
 		out, err := AppendWatermarkCheckpoint([]byte("keep"), v)
@@ -1499,6 +1683,29 @@ func TestSchedulerLeaseV1RoundTrip(t *testing.T) {
 		if err != nil || string(again) != "prefix"+string(b) {
 			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
 		}
+	}
+}
+
+// TestSchedulerLeaseV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestSchedulerLeaseV1DecodeIntoReuses(t *testing.T) {
+	var v SchedulerLeaseV1
+	examples := examplesSchedulerLeaseV1()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeSchedulerLeaseV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeSchedulerLeaseV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeSchedulerLeaseV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeSchedulerLeaseV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, SchedulerLeaseV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
 	}
 }
 

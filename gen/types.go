@@ -324,6 +324,27 @@ func checkPartition(v Partition) error {
 	return wire.Rule("", "unsupported Partition variant %T", v)
 }
 
+// verifyPartition checks that v is a valid variant of Partition.
+func verifyPartition(v Partition) error {
+	switch x := v.(type) {
+	case RefPartition:
+		return verifyRefPartition(&x)
+	case NamespacePartition:
+		return verifyNamespacePartition(&x)
+	case CoordinatorPartition:
+		return verifyCoordinatorPartition(&x)
+	case RepoIndexPartition:
+		return verifyRepoIndexPartition(&x)
+	case RefIndexPartition:
+		return verifyRefIndexPartition(&x)
+	case ContentShardPartition:
+		return verifyContentShardPartition(&x)
+	case nil:
+		return wire.Rule("", "no Partition variant set")
+	}
+	return wire.Rule("", "unsupported Partition variant %T", v)
+}
+
 // tagPartition returns the variant tag of v, 0 for an unsupported value.
 func tagPartition(v Partition) uint8 {
 	switch v.(type) {
@@ -424,6 +445,20 @@ func checkRefPartition(v *RefPartition) error {
 	return nil
 }
 
+// verifyRefPartition checks the rules of the schema that decoding does not enforce on v.
+func verifyRefPartition(v *RefPartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	if err := v.Repo.Validate(); err != nil {
+		return wire.Within("Repo", err)
+	}
+	if err := v.ShardRef.Validate(); err != nil {
+		return wire.Within("ShardRef", err)
+	}
+	return nil
+}
+
 // NamespacePartition holds namespace-wide state.
 type NamespacePartition struct {
 	NS NamespaceKey
@@ -431,6 +466,14 @@ type NamespacePartition struct {
 
 // checkNamespacePartition checks every rule of the schema on v.
 func checkNamespacePartition(v *NamespacePartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	return nil
+}
+
+// verifyNamespacePartition checks the rules of the schema that decoding does not enforce on v.
+func verifyNamespacePartition(v *NamespacePartition) error {
 	if err := v.NS.Validate(); err != nil {
 		return wire.Within("NS", err)
 	}
@@ -451,6 +494,14 @@ func checkCoordinatorPartition(v *CoordinatorPartition) error {
 	return nil
 }
 
+// verifyCoordinatorPartition checks the rules of the schema that decoding does not enforce on v.
+func verifyCoordinatorPartition(v *CoordinatorPartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	return nil
+}
+
 // RepoIndexPartition indexes one repository.
 type RepoIndexPartition struct {
 	NS   NamespaceKey
@@ -459,6 +510,17 @@ type RepoIndexPartition struct {
 
 // checkRepoIndexPartition checks every rule of the schema on v.
 func checkRepoIndexPartition(v *RepoIndexPartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	if err := v.Repo.Validate(); err != nil {
+		return wire.Within("Repo", err)
+	}
+	return nil
+}
+
+// verifyRepoIndexPartition checks the rules of the schema that decoding does not enforce on v.
+func verifyRepoIndexPartition(v *RepoIndexPartition) error {
 	if err := v.NS.Validate(); err != nil {
 		return wire.Within("NS", err)
 	}
@@ -489,6 +551,20 @@ func checkRefIndexPartition(v *RefIndexPartition) error {
 	return nil
 }
 
+// verifyRefIndexPartition checks the rules of the schema that decoding does not enforce on v.
+func verifyRefIndexPartition(v *RefIndexPartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	if err := v.Repo.Validate(); err != nil {
+		return wire.Within("Repo", err)
+	}
+	if err := v.ShardRef.Validate(); err != nil {
+		return wire.Within("ShardRef", err)
+	}
+	return nil
+}
+
 // ContentShardPartition holds one shard of a namespace's content-addressed
 // store; content ids map to shards by their leading bits.
 type ContentShardPartition struct {
@@ -504,6 +580,14 @@ func checkContentShardPartition(v *ContentShardPartition) error {
 	return nil
 }
 
+// verifyContentShardPartition checks the rules of the schema that decoding does not enforce on v.
+func verifyContentShardPartition(v *ContentShardPartition) error {
+	if err := v.NS.Validate(); err != nil {
+		return wire.Within("NS", err)
+	}
+	return nil
+}
+
 // U64Value is a counter or timestamp value: outbox sequences, relay
 // high-water marks, lease reconciliation times.
 type U64Value struct {
@@ -512,6 +596,11 @@ type U64Value struct {
 
 // checkU64Value checks every rule of the schema on v.
 func checkU64Value(v *U64Value) error {
+	return nil
+}
+
+// verifyU64Value checks the rules of the schema that decoding does not enforce on v.
+func verifyU64Value(v *U64Value) error {
 	return nil
 }
 
@@ -557,6 +646,19 @@ func checkRelayV1(v *RelayV1) error {
 	return nil
 }
 
+// verifyRelayV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyRelayV1(v *RelayV1) error {
+	if err := verifyPartition(v.Target); err != nil {
+		return wire.Within("Target", err)
+	}
+	for i := range v.Puts {
+		if err := verifyRelayPut(&v.Puts[i]); err != nil {
+			return wire.Within("Puts", err)
+		}
+	}
+	return nil
+}
+
 // RelayPut is one put of a relay row.
 type RelayPut struct {
 	Key   []byte
@@ -577,6 +679,11 @@ func checkRelayPut(v *RelayPut) error {
 	if err := wire.CheckLen("", len(v.Value), 100000); err != nil {
 		return wire.Within("Value", err)
 	}
+	return nil
+}
+
+// verifyRelayPut checks the rules of the schema that decoding does not enforce on v.
+func verifyRelayPut(v *RelayPut) error {
 	return nil
 }
 
@@ -613,6 +720,21 @@ func checkRelayScanV1(v *RelayScanV1) error {
 	return nil
 }
 
+// verifyRelayScanV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyRelayScanV1(v *RelayScanV1) error {
+	for i := range v.Blocked {
+		if err := verifyPartition(v.Blocked[i]); err != nil {
+			return wire.Within("Blocked", err)
+		}
+	}
+	for i := 1; i < len(v.Blocked); i++ {
+		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
+			return wire.Rule("Blocked", "not strictly ascending at element %d", i)
+		}
+	}
+	return nil
+}
+
 // Backlog totals the undelivered terminal outcomes of a partition.
 type Backlog struct {
 	Rows  uint64
@@ -621,6 +743,11 @@ type Backlog struct {
 
 // checkBacklog checks every rule of the schema on v.
 func checkBacklog(v *Backlog) error {
+	return nil
+}
+
+// verifyBacklog checks the rules of the schema that decoding does not enforce on v.
+func verifyBacklog(v *Backlog) error {
 	return nil
 }
 
@@ -687,6 +814,21 @@ func checkReservationV1(v ReservationV1) error {
 	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
 }
 
+// verifyReservationV1 checks that v is a valid variant of ReservationV1.
+func verifyReservationV1(v ReservationV1) error {
+	switch x := v.(type) {
+	case ReservationTicketed:
+		return verifyReservationTicketed(&x)
+	case ReservationCommitted:
+		return verifyReservationCommitted(&x)
+	case ReservationAborted:
+		return verifyReservationAborted(&x)
+	case nil:
+		return wire.Rule("", "no ReservationV1 variant set")
+	}
+	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
+}
+
 // tagReservationV1 returns the variant tag of v, 0 for an unsupported value.
 func tagReservationV1(v ReservationV1) uint8 {
 	switch v.(type) {
@@ -707,6 +849,11 @@ type ReservationTicketed struct {
 
 // checkReservationTicketed checks every rule of the schema on v.
 func checkReservationTicketed(v *ReservationTicketed) error {
+	return nil
+}
+
+// verifyReservationTicketed checks the rules of the schema that decoding does not enforce on v.
+func verifyReservationTicketed(v *ReservationTicketed) error {
 	return nil
 }
 
@@ -741,6 +888,19 @@ func checkReservationCommitted(v *ReservationCommitted) error {
 	return nil
 }
 
+// verifyReservationCommitted checks the rules of the schema that decoding does not enforce on v.
+func verifyReservationCommitted(v *ReservationCommitted) error {
+	if err := v.Repository.Validate(); err != nil {
+		return wire.Within("Repository", err)
+	}
+	for i := range v.Refs {
+		if err := verifyRefUpdate(&v.Refs[i]); err != nil {
+			return wire.Within("Refs", err)
+		}
+	}
+	return nil
+}
+
 // RefUpdate is one ref a committed reservation moved.
 type RefUpdate struct {
 	Ref    ShardRef
@@ -764,6 +924,14 @@ func checkRefUpdate(v *RefUpdate) error {
 	}
 	if err := wire.CheckLen("", len(v.NewOID), 32); err != nil {
 		return wire.Within("NewOID", err)
+	}
+	return nil
+}
+
+// verifyRefUpdate checks the rules of the schema that decoding does not enforce on v.
+func verifyRefUpdate(v *RefUpdate) error {
+	if err := v.Ref.Validate(); err != nil {
+		return wire.Within("Ref", err)
 	}
 	return nil
 }
@@ -795,6 +963,17 @@ func checkReservationAborted(v *ReservationAborted) error {
 	return nil
 }
 
+// verifyReservationAborted checks the rules of the schema that decoding does not enforce on v.
+func verifyReservationAborted(v *ReservationAborted) error {
+	if err := v.Repository.Validate(); err != nil {
+		return wire.Within("Repository", err)
+	}
+	if !v.Reason.Valid() {
+		return wire.Rule("Reason", "unknown AbortReason %d", uint8(v.Reason))
+	}
+	return nil
+}
+
 // LeasedShard is a coordinator's lease of one ref shard, with the running
 // maximum of the shard's relay watermark.
 type LeasedShard struct {
@@ -809,6 +988,11 @@ type LeasedShard struct {
 
 // checkLeasedShard checks every rule of the schema on v.
 func checkLeasedShard(v *LeasedShard) error {
+	return nil
+}
+
+// verifyLeasedShard checks the rules of the schema that decoding does not enforce on v.
+func verifyLeasedShard(v *LeasedShard) error {
 	return nil
 }
 
@@ -830,6 +1014,11 @@ func checkLeaseRecovery(v *LeaseRecovery) error {
 	return nil
 }
 
+// verifyLeaseRecovery checks the rules of the schema that decoding does not enforce on v.
+func verifyLeaseRecovery(v *LeaseRecovery) error {
+	return nil
+}
+
 // OutcomeTimer is the outcome-delivery timer's value: the backoff attempt
 // and the opaque store cursor of the last examined pending row.
 type OutcomeTimer struct {
@@ -847,6 +1036,11 @@ func checkOutcomeTimer(v *OutcomeTimer) error {
 	if err := wire.CheckLen("", len(v.Cursor), 4096); err != nil {
 		return wire.Within("Cursor", err)
 	}
+	return nil
+}
+
+// verifyOutcomeTimer checks the rules of the schema that decoding does not enforce on v.
+func verifyOutcomeTimer(v *OutcomeTimer) error {
 	return nil
 }
 
@@ -890,6 +1084,17 @@ func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 	return nil
 }
 
+// verifyWatermarkCheckpoint checks the rules of the schema that decoding does not enforce on v.
+func verifyWatermarkCheckpoint(v *WatermarkCheckpoint) error {
+	if err := verifyPartition(v.Coordinator); err != nil {
+		return wire.Within("Coordinator", err)
+	}
+	if v.MinimumMs > v.CeilingMs {
+		return wire.Rule("MinimumMs", "%d over CeilingMs %d", v.MinimumMs, v.CeilingMs)
+	}
+	return nil
+}
+
 // SchedulerLeaseV1 is a scheduler worker's claim on a partition: no other
 // worker fires the partition's timers before ExpiresAtMs.
 type SchedulerLeaseV1 struct {
@@ -907,5 +1112,10 @@ func checkSchedulerLeaseV1(v *SchedulerLeaseV1) error {
 	if err := wire.CheckLen("", len(v.Owner), 128); err != nil {
 		return wire.Within("Owner", err)
 	}
+	return nil
+}
+
+// verifySchedulerLeaseV1 checks the rules of the schema that decoding does not enforce on v.
+func verifySchedulerLeaseV1(v *SchedulerLeaseV1) error {
 	return nil
 }

@@ -114,7 +114,7 @@ func emitKey(f *File, d *decl) {
 	})
 	f.Func().Id("check"+name).Params(Id("k").Op("*").Id(name)).Error().BlockFunc(func(g *Group) {
 		for _, fl := range d.Fields {
-			checkField(g, d, fl, "k."+fl.Name, fl.Type, fl.Name, 0)
+			checkField(g, checkAll, d, fl, "k."+fl.Name, fl.Type, fl.Name, 0)
 		}
 		g.Return(Nil())
 	})

@@ -133,29 +133,43 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("version, variant or enum value, a length over its bound, a non-canonical")
 	f.Comment("encoding or a broken rule fail with a *wire.DecodeError wrapping")
 	f.Comment("wire.ErrCorrupt. It never panics. Byte slices of the result alias b.")
-	f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).BlockFunc(func(g *Group) {
-		g.Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name))
-		g.Id("r").Dot("Version").Call(Id("Version" + name))
-		if d.Kind == kindUnion {
-			g.Id("v").Op(":=").Id("read"+name).Call(Op("&").Id("r"), Lit(name))
-		} else {
-			g.Var().Id("v").Id(name)
-			g.Id("read"+name).Call(Op("&").Id("r"), Op("&").Id("v"))
-		}
-		zero := Id(name).Values()
-		if d.Kind == kindUnion {
-			zero = Nil()
-		}
-		g.If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(zero, Err()))
-		zero2 := Id(name).Values()
-		if d.Kind == kindUnion {
-			zero2 = Nil()
-		}
-		g.If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
-			Return(zero2, Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+	if d.Kind == kindUnion {
+		f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+			Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
+			Id("r").Dot("Version").Call(Id("Version"+name)),
+			Id("v").Op(":=").Id("read"+name).Call(Op("&").Id("r"), Lit(name)),
+			If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(Nil(), Err())),
+			If(Err().Op(":=").Id("verify"+name).Call(Id("v")), Err().Op("!=").Nil()).Block(
+				Return(Nil(), Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+			),
+			Return(Id("v"), Nil()),
 		)
-		g.Return(Id("v"), Nil())
-	})
+		f.Line()
+		return
+	}
+	f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+		Var().Id("v").Id(name),
+		Err().Op(":=").Id("Decode"+name+"Into").Call(Id("b"), Op("&").Id("v")),
+		Return(Id("v"), Err()),
+	)
+	f.Commentf("Decode%sInto decodes b into *v as Decode%s does, reusing the", name, name)
+	f.Comment("capacity of v's slices, so a loop decoding into one value allocates only")
+	f.Comment("for strings and union variants. On error *v is zeroed.")
+	f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
+		Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
+		Id("r").Dot("Version").Call(Id("Version"+name)),
+		Id("read"+name).Call(Op("&").Id("r"), Id("v")),
+		Err().Op(":=").Id("r").Dot("Finish").Call(),
+		If(Err().Op("==").Nil()).Block(
+			If(Err().Op("=").Id("verify"+name).Call(Id("v")), Err().Op("!=").Nil()).Block(
+				Err().Op("=").Qual(wirePkg, "DecodeRule").Call(Lit(name), Err()),
+			),
+		),
+		If(Err().Op("!=").Nil()).Block(
+			Op("*").Id("v").Op("=").Id(name).Values(),
+		),
+		Return(Err()),
+	)
 }
 
 // encodeValue appends the statements that append x of type t to dst.
@@ -339,7 +353,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 			max = fl.Max
 		}
 		if fl != nil && fl.Optional {
-			g.If(r("Present")).Block(Id(x).Op("=").Add(r("Bytes", Lit(max))))
+			g.If(r("Present")).Block(Id(x).Op("=").Add(r("Bytes", Lit(max)))).Else().Block(Id(x).Op("=").Nil())
 			return
 		}
 		set(r("Bytes", Lit(max)))
@@ -362,11 +376,18 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 			g.Var().Id(p).Add(goType(t.Elem))
 			decodeValue(g, p, t.Elem, nil, path, depth+1)
 			g.Id(x).Op("=").Op("&").Id(p)
-		})
+		}).Else().Block(Id(x).Op("=").Nil())
 	case refSlice:
+		// A slice keeps its capacity (DecodeInto reuses it); nil stays nil
+		// when empty, so a fresh decode gives what the encoder was given.
 		n := "n" + loopVar(depth)
-		g.If(Id(n).Op(":=").Add(r("Len", Lit(fl.Max), Lit(minSize(t.Elem)))), Id(n).Op(">").Lit(0)).BlockFunc(func(g *Group) {
-			g.Id(x).Op("=").Make(goType(t), Id(n))
+		g.BlockFunc(func(g *Group) {
+			g.Id(n).Op(":=").Add(r("Len", Lit(fl.Max), Lit(minSize(t.Elem))))
+			g.If(Cap(Id(x)).Op(">=").Id(n)).Block(
+				Id(x).Op("=").Id(x).Index(Empty(), Id(n)),
+			).Else().Block(
+				Id(x).Op("=").Make(goType(t), Id(n)),
+			)
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
 				elem := &field{Max: fl.ElemMax}

@@ -99,6 +99,26 @@ func emitRecordTest(f *File, d *decl) {
 			),
 		),
 	)
+	if d.Kind != kindUnion {
+		f.Commentf("Test%sDecodeIntoReuses decodes every example into one value, in", name)
+		f.Comment("turn, and checks each decode holds exactly that example.")
+		f.Func().Id("Test"+name+"DecodeIntoReuses").Params(testingT()).Block(
+			Var().Id("v").Id(name),
+			Id("examples").Op(":=").Id("examples"+name).Call(),
+			For(List(Id("_"), Id("i")).Op(":=").Range().Index().Int().Values(Lit(1), Lit(0), Lit(1), Lit(1), Lit(0))).Block(
+				List(Id("want"), Err()).Op(":=").Id("Encode"+name).Call(Id("examples").Index(Id("i").Op("%").Len(Id("examples")))),
+				If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatal").Call(Err())),
+				If(Err().Op(":=").Id("Decode"+name+"Into").Call(Id("want"), Op("&").Id("v")), Err().Op("!=").Nil()).Block(Id("t").Dot("Fatal").Call(Err())),
+				List(Id("got"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+				If(Err().Op("!=").Nil().Op("||").Op("!").Qual("bytes", "Equal").Call(Id("got"), Id("want"))).Block(
+					Id("t").Dot("Errorf").Call(Lit("example %d decoded into a reused value re-encodes as %x (%v), want %x"), Id("i"), Id("got"), Err(), Id("want")),
+				),
+			),
+			If(Err().Op(":=").Id("Decode"+name+"Into").Call(Index().Byte().Values(), Op("&").Id("v")), Err().Op("==").Nil().Op("||").Op("!").Qual("reflect", "DeepEqual").Call(Id("v"), Id(name).Values())).Block(
+				Id("t").Dot("Errorf").Call(Lit("a failed decode left %+v, %v; want the zero value and an error"), Id("v"), Err()),
+			),
+		)
+	}
 	f.Func().Id("Test"+name+"RejectsInvalid").Params(testingT()).Block(
 		For(List(Id("i"), Id("v")).Op(":=").Range().Id("invalid"+name).Call()).Block(
 			List(Id("out"), Err()).Op(":=").Id("Append"+name).Call(Index().Byte().Call(Lit("keep")), Id("v")),

@@ -126,14 +126,31 @@ func emitStruct(f *File, d *decl) {
 	if d.Key {
 		return // key classes validate in keys.go
 	}
-	f.Commentf("check%s checks every rule of the schema on v.", d.Name)
-	f.Func().Id("check"+d.Name).Params(Id("v").Op("*").Id(d.Name)).Error().BlockFunc(func(g *Group) {
-		for _, fl := range d.Fields {
-			checkField(g, d, fl, "v."+fl.Name, fl.Type, fl.Name, 0)
-		}
-		g.Return(Nil())
-	})
+	for _, m := range checkModes {
+		f.Commentf("%s%s %s", m.prefix, d.Name, m.doc)
+		f.Func().Id(m.prefix+d.Name).Params(Id("v").Op("*").Id(d.Name)).Error().BlockFunc(func(g *Group) {
+			for _, fl := range d.Fields {
+				checkField(g, m, d, fl, "v."+fl.Name, fl.Type, fl.Name, 0)
+			}
+			g.Return(Nil())
+		})
+	}
 }
+
+// checkMode is one of the two checkers generated per type: check, for
+// values about to be encoded, proves every rule; verify, for values just
+// decoded, skips the length bounds the reader already enforced.
+type checkMode struct {
+	prefix string
+	bounds bool
+	doc    string
+}
+
+var (
+	checkAll     = checkMode{"check", true, "checks every rule of the schema on v."}
+	checkDecoded = checkMode{"verify", false, "checks the rules of the schema that decoding does not enforce on v."}
+	checkModes   = []checkMode{checkAll, checkDecoded}
+)
 
 // emitBounds exports the declared bounds of d's fields as constants.
 func emitBounds(f *File, d *decl) {
@@ -178,7 +195,7 @@ func hasChecks(t *typeRef, fl *field) bool {
 // checkField appends the statements that check the value x of type t.
 // fl carries the field's options when t is the field's own type (not an
 // element); path is the field path in errors.
-func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string, depth int) {
+func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef, path string, depth int) {
 	fail := func(cond *Statement, format string, args ...Code) {
 		g.If(cond).Block(Return(Qual(wirePkg, "Rule").Call(append([]Code{Lit(path), Lit(format)}, args...)...)))
 	}
@@ -187,7 +204,7 @@ func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string,
 	}
 	switch t.Kind {
 	case refPrim:
-		if t.Prim == "string" && fl != nil && fl.HasMax {
+		if t.Prim == "string" && fl != nil && fl.HasMax && m.bounds {
 			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(fl.Max)))
 		}
 		if fl != nil && fl.HasMin {
@@ -198,7 +215,7 @@ func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string,
 			fail(Id(x).Op(">").Id(other), "%d over "+fl.Le+" %d", Id(x), Id(other))
 		}
 	case refBytes:
-		if fl != nil && fl.HasMax {
+		if fl != nil && fl.HasMax && m.bounds {
 			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(fl.Max)))
 		}
 	case refNamed:
@@ -209,15 +226,15 @@ func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string,
 			fail(Op("!").Id(x).Dot("Valid").Call(), "unknown "+t.Decl.Name+" %d", Uint8().Call(Id(x)))
 		case kindStruct:
 			if len(t.Decl.Fields) > 0 {
-				within(Id("check" + t.Decl.Name).Call(Op("&").Id(x)))
+				within(Id(m.prefix + t.Decl.Name).Call(Op("&").Id(x)))
 			}
 		case kindUnion:
-			within(Id("check" + t.Decl.Name).Call(Id(x)))
+			within(Id(m.prefix + t.Decl.Name).Call(Id(x)))
 		}
 	case refPtr:
 		if t.Elem.Kind == refNamed {
 			g.If(Id(x).Op("!=").Nil()).BlockFunc(func(g *Group) {
-				checkField(g, d, nil, "(*"+x+")", t.Elem, path, depth)
+				checkField(g, m, d, nil, "(*"+x+")", t.Elem, path, depth)
 			})
 		}
 	case refSlice:
@@ -225,16 +242,18 @@ func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string,
 		if fl != nil {
 			max = fl.Max
 		}
-		within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(max)))
-		elemMax := fl != nil && fl.HasElemMax
-		if hasChecks(t.Elem, nil) || elemMax {
+		if m.bounds {
+			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(max)))
+		}
+		elemMax := fl != nil && fl.HasElemMax && m.bounds
+		if elemChecks(t.Elem, m) || elemMax {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
 				if elemMax {
 					g.If(Err().Op(":=").Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x+"["+i+"]")), Lit(fl.ElemMax)), Err().Op("!=").Nil()).
 						Block(Return(Qual(wirePkg, "Within").Call(Lit(path), Err())))
 				}
-				checkField(g, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
+				checkField(g, m, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
 			})
 		}
 		if fl != nil && fl.Sorted {
@@ -246,6 +265,18 @@ func checkField(g *Group, d *decl, fl *field, x string, t *typeRef, path string,
 			)
 		}
 	}
+}
+
+// elemChecks reports whether checking an element of type t in mode m
+// does anything.
+func elemChecks(t *typeRef, m checkMode) bool {
+	switch t.Kind {
+	case refBytes, refArray:
+		return false
+	case refPrim:
+		return t.Prim == "string" && m.bounds
+	}
+	return hasChecks(t, nil)
 }
 
 // compareExpr orders two values of a comparable type.
@@ -300,22 +331,24 @@ func emitUnion(f *File, d *decl) {
 			})
 		}
 	}
-	f.Commentf("check%s checks that v is a valid variant of %s.", d.Name, d.Name)
-	f.Func().Id("check"+d.Name).Params(Id("v").Id(d.Name)).Error().Block(
-		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
-			for _, v := range d.Variants {
-				g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
-					if len(v.Type.Fields) == 0 {
-						g.Return(Nil())
-						return
-					}
-					g.Return(Id("check" + v.Type.Name).Call(Op("&").Id("x")))
-				})
-			}
-			g.Case(Nil()).Block(Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("no "+d.Name+" variant set"))))
-		}),
-		Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("unsupported "+d.Name+" variant %T"), Id("v"))),
-	)
+	for _, m := range checkModes {
+		f.Commentf("%s%s checks that v is a valid variant of %s.", m.prefix, d.Name, d.Name)
+		f.Func().Id(m.prefix+d.Name).Params(Id("v").Id(d.Name)).Error().Block(
+			Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+				for _, v := range d.Variants {
+					g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
+						if len(v.Type.Fields) == 0 {
+							g.Return(Nil())
+							return
+						}
+						g.Return(Id(m.prefix + v.Type.Name).Call(Op("&").Id("x")))
+					})
+				}
+				g.Case(Nil()).Block(Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("no "+d.Name+" variant set"))))
+			}),
+			Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("unsupported "+d.Name+" variant %T"), Id("v"))),
+		)
+	}
 	f.Commentf("tag%s returns the variant tag of v, 0 for an unsupported value.", d.Name)
 	f.Func().Id("tag"+d.Name).Params(Id("v").Id(d.Name)).Uint8().Block(
 		Switch(Id("v").Assert(Type())).BlockFunc(func(g *Group) {

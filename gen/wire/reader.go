@@ -145,11 +145,21 @@ func (r *Reader) Uvarint(field string) uint64 {
 	if r.err != nil {
 		return 0
 	}
-	if r.off < len(r.buf) && r.buf[r.off] < 0x80 {
-		v := r.buf[r.off]
+	// Fast paths for the one- and two-byte forms, every length and count
+	// under 16384; a zero second byte is non-canonical, left to
+	// uvarintSlow to report.
+	if off := r.off; off < len(r.buf) && r.buf[off] < 0x80 {
 		r.off++
-		return uint64(v)
+		return uint64(r.buf[off])
+	} else if off+1 < len(r.buf) && r.buf[off+1]-1 < 0x7f {
+		r.off += 2
+		return uint64(r.buf[off]&0x7f) | uint64(r.buf[off+1])<<7
 	}
+	return r.uvarintSlow(field)
+}
+
+// uvarintSlow is Uvarint for every other form, and its failures.
+func (r *Reader) uvarintSlow(field string) uint64 {
 	v, n := binary.Uvarint(r.buf[r.off:])
 	switch {
 	case n == 0:
@@ -169,6 +179,19 @@ func (r *Reader) Uvarint(field string) uint64 {
 // Len reads a length or count and fails when it exceeds max or the bytes
 // left (each element takes at least minElem bytes).
 func (r *Reader) Len(field string, max, minElem int) int {
+	// Fast path: a one-byte length that passes both checks (v <= left/m
+	// is v*m <= left, which cannot overflow for v < 128, m <= 1<<16).
+	if off := r.off; r.err == nil && off < len(r.buf) && 1 <= minElem && minElem <= 1<<16 {
+		if v := int(r.buf[off]); v < 0x80 && v <= max && v*minElem <= len(r.buf)-off-1 {
+			r.off++
+			return v
+		}
+	}
+	return r.lenSlow(field, max, minElem)
+}
+
+// lenSlow is Len for every other length, and its failures.
+func (r *Reader) lenSlow(field string, max, minElem int) int {
 	v := r.Uvarint(field)
 	if r.err != nil {
 		return 0
@@ -187,20 +210,41 @@ func (r *Reader) Len(field string, max, minElem int) int {
 // Bytes reads a length-prefixed byte string of at most max bytes. The
 // result aliases the input; it is non-nil, even when empty.
 func (r *Reader) Bytes(field string, max int) []byte {
-	n := r.Len(field, max, 1)
+	// Fast path: a one-byte length within max and the bytes left.
+	if off := r.off; r.err == nil && off < len(r.buf) {
+		if n := int(r.buf[off]); n < 0x80 && n <= max && n < len(r.buf)-off {
+			end := off + 1 + n
+			r.off = end
+			return r.buf[off+1 : end : end]
+		}
+	}
+	n := r.lenSlow(field, max, 1)
 	if r.err != nil {
 		return nil
 	}
-	return r.take(field, n)
+	// lenSlow checked n against the bytes left.
+	b := r.buf[r.off : r.off+n : r.off+n]
+	r.off += n
+	return b
 }
 
 // String reads a length-prefixed string of at most max bytes.
 func (r *Reader) String(field string, max int) string {
-	n := r.Len(field, max, 1)
+	// Fast path: a one-byte length within max and the bytes left.
+	if off := r.off; r.err == nil && off < len(r.buf) {
+		if n := int(r.buf[off]); n < 0x80 && n <= max && n < len(r.buf)-off {
+			r.off = off + 1 + n
+			return string(r.buf[off+1 : r.off])
+		}
+	}
+	n := r.lenSlow(field, max, 1)
 	if r.err != nil || n == 0 {
 		return ""
 	}
-	return string(r.take(field, n))
+	// lenSlow checked n against the bytes left.
+	s := string(r.buf[r.off : r.off+n])
+	r.off += n
+	return s
 }
 
 // Fixed fills dst with the next len(dst) bytes.

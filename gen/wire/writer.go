@@ -36,6 +36,9 @@ func AppendLen(dst []byte, n int) []byte {
 	if n < 0x80 {
 		return append(dst, byte(n))
 	}
+	if n < 0x4000 {
+		return append(dst, byte(n)|0x80, byte(n>>7))
+	}
 	return binary.AppendUvarint(dst, uint64(n))
 }
 
@@ -69,6 +72,53 @@ func CheckLen(field string, n, max int) error {
 // CheckIdentity fails unless s has between min and max bytes, is valid
 // UTF-8 and holds no control characters.
 func CheckIdentity(typ, s string, min, max int) error {
+	// Fast path: accept printable ASCII (0x20-0x7e), the common case, a
+	// word at a time: eight bytes at a time with the last eight
+	// overlapping, or two overlapping four-byte words for four to seven
+	// bytes. Anything else is judged byte by byte by checkIdentity.
+	if len(s) < min || len(s) > max {
+		return checkIdentity(typ, s, min, max)
+	}
+	switch {
+	case len(s) >= 8:
+		t := s
+		for ; len(t) > 8; t = t[8:] {
+			if !printableASCII8(t[:8]) {
+				return checkIdentity(typ, s, min, max)
+			}
+		}
+		if printableASCII8(s[len(s)-8:]) {
+			return nil
+		}
+	case len(s) >= 4:
+		if printableASCII4(s[:4]) && printableASCII4(s[len(s)-4:]) {
+			return nil
+		}
+	}
+	return checkIdentity(typ, s, min, max)
+}
+
+// printableASCII8 reports whether all eight bytes of s are in 0x20-0x7e.
+// With no byte at or over 0x80 (the x term) no byte carries or borrows
+// into the next unless an earlier one is out of range, so a byte at or
+// over 0x7f sets its top bit in x+0x01.. and the first byte under 0x20
+// sets its top bit in x-0x20...
+func printableASCII8(s string) bool {
+	_ = s[7]
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return (x|(x+0x0101010101010101)|(x-0x2020202020202020))&0x8080808080808080 == 0
+}
+
+// printableASCII4 is printableASCII8 for four bytes.
+func printableASCII4(s string) bool {
+	_ = s[3]
+	x := uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+	return (x|(x+0x01010101)|(x-0x20202020))&0x80808080 == 0
+}
+
+// checkIdentity is CheckIdentity judged byte by byte, with the failure.
+func checkIdentity(typ, s string, min, max int) error {
 	if len(s) < min {
 		if len(s) == 0 {
 			return Rule("", "%s is empty", typ)

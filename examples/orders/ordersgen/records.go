@@ -73,8 +73,13 @@ func sizeOrderV1(v *OrderV1) int {
 
 func readOrderV1(r *wire.Reader, v *OrderV1) {
 	v.Status = Status(r.U8("OrderV1.Status"))
-	if ni := r.Len("OrderV1.Lines", 50, 5); ni > 0 {
-		v.Lines = make([]Line, ni)
+	{
+		ni := r.Len("OrderV1.Lines", 50, 5)
+		if cap(v.Lines) >= ni {
+			v.Lines = v.Lines[:ni]
+		} else {
+			v.Lines = make([]Line, ni)
+		}
 		for i := range v.Lines {
 			readLine(r, &v.Lines[i])
 		}
@@ -107,17 +112,28 @@ func EncodeOrderV1(v OrderV1) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeOrderV1(b []byte) (OrderV1, error) {
+	var v OrderV1
+	err := DecodeOrderV1Into(b, &v)
+	return v, err
+}
+
+// DecodeOrderV1Into decodes b into *v as DecodeOrderV1 does, reusing the
+// capacity of v's slices, so a loop decoding into one value allocates only
+// for strings and union variants. On error *v is zeroed.
+func DecodeOrderV1Into(b []byte, v *OrderV1) error {
 	r := wire.NewReader(b, "OrderV1")
 	r.Version(VersionOrderV1)
-	var v OrderV1
-	readOrderV1(&r, &v)
-	if err := r.Finish(); err != nil {
-		return OrderV1{}, err
+	readOrderV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyOrderV1(v); err != nil {
+			err = wire.DecodeRule("OrderV1", err)
+		}
 	}
-	if err := checkOrderV1(&v); err != nil {
-		return OrderV1{}, wire.DecodeRule("OrderV1", err)
+	if err != nil {
+		*v = OrderV1{}
 	}
-	return v, nil
+	return err
 }
 
 func appendLine(dst []byte, v *Line) []byte {

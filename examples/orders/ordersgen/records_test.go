@@ -87,6 +87,29 @@ func TestOrderV1RoundTrip(t *testing.T) {
 	}
 }
 
+// TestOrderV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestOrderV1DecodeIntoReuses(t *testing.T) {
+	var v OrderV1
+	examples := examplesOrderV1()
+	for _, i := range []int{1, 0, 1, 1, 0} {
+		want, err := EncodeOrderV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeOrderV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeOrderV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeOrderV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, OrderV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
 func TestOrderV1RejectsInvalid(t *testing.T) {
 	for i, v := range invalidOrderV1() {
 		out, err := AppendOrderV1([]byte("keep"), v)

@@ -105,6 +105,17 @@ func checkShard(v Shard) error {
 	return wire.Rule("", "unsupported Shard variant %T", v)
 }
 
+// verifyShard checks that v is a valid variant of Shard.
+func verifyShard(v Shard) error {
+	switch x := v.(type) {
+	case RegionShard:
+		return verifyRegionShard(&x)
+	case nil:
+		return wire.Rule("", "no Shard variant set")
+	}
+	return wire.Rule("", "unsupported Shard variant %T", v)
+}
+
 // tagShard returns the variant tag of v, 0 for an unsupported value.
 func tagShard(v Shard) uint8 {
 	switch v.(type) {
@@ -137,6 +148,11 @@ type RegionShard struct {
 
 // checkRegionShard checks every rule of the schema on v.
 func checkRegionShard(v *RegionShard) error {
+	return nil
+}
+
+// verifyRegionShard checks the rules of the schema that decoding does not enforce on v.
+func verifyRegionShard(v *RegionShard) error {
 	return nil
 }
 
@@ -178,6 +194,19 @@ func checkOrderV1(v *OrderV1) error {
 	return nil
 }
 
+// verifyOrderV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyOrderV1(v *OrderV1) error {
+	if !v.Status.Valid() {
+		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
+	}
+	for i := range v.Lines {
+		if err := verifyLine(&v.Lines[i]); err != nil {
+			return wire.Within("Lines", err)
+		}
+	}
+	return nil
+}
+
 // Line is one line of an order.
 type Line struct {
 	SKU      string
@@ -194,6 +223,14 @@ func checkLine(v *Line) error {
 	if err := wire.CheckLen("", len(v.SKU), 32); err != nil {
 		return wire.Within("SKU", err)
 	}
+	if v.Quantity < 1 {
+		return wire.Rule("Quantity", "%d under its minimum 1", v.Quantity)
+	}
+	return nil
+}
+
+// verifyLine checks the rules of the schema that decoding does not enforce on v.
+func verifyLine(v *Line) error {
 	if v.Quantity < 1 {
 		return wire.Rule("Quantity", "%d under its minimum 1", v.Quantity)
 	}

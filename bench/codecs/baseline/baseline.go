@@ -1,0 +1,291 @@
+// Package baseline is a hand-written encoding/binary codec for gen.RelayV1
+// and gen.ReservationV1 with exactly the byte layout of the generated gen
+// codecs: the practical speed limit that the codec benchmarks hold the
+// generated code against.
+//
+// Layout (as gen writes it): a version byte; a union as its variant tag
+// byte and the variant's fields; strings and byte strings as a uvarint
+// length and the bytes; counts as uvarints; u32 and u64 big-endian; a fixed
+// array as its bytes.
+//
+// Design note: the decoders check only what memory safety needs (every
+// length and count against the bytes left, the version and union tags they
+// dispatch on). They do not check identities, bounds, enum values,
+// canonical varints or trailing bytes, and their errors carry no field
+// path; gen decoders do all of that. Byte slices of a decoded value alias
+// the input, as with gen.
+package baseline
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+)
+
+// ErrCorrupt is returned for input that cannot be decoded safely.
+var ErrCorrupt = errors.New("baseline: corrupt data")
+
+// AppendRelayV1 appends the encoding of v to dst; it does not validate v.
+func AppendRelayV1(dst []byte, v gen.RelayV1) []byte {
+	dst = append(dst, gen.VersionRelayV1)
+	dst = appendPartition(dst, v.Target)
+	dst = binary.AppendUvarint(dst, uint64(len(v.Puts)))
+	for i := range v.Puts {
+		dst = appendBytes(dst, v.Puts[i].Key)
+		dst = appendBytes(dst, v.Puts[i].Value)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(v.Deletes)))
+	for _, d := range v.Deletes {
+		dst = appendBytes(dst, d)
+	}
+	return binary.BigEndian.AppendUint64(dst, v.AtMs)
+}
+
+// DecodeRelayV1 decodes b; byte slices of the result alias b.
+func DecodeRelayV1(b []byte) (gen.RelayV1, error) {
+	d := decoder{b: b}
+	if d.u8() != gen.VersionRelayV1 {
+		return gen.RelayV1{}, ErrCorrupt
+	}
+	var v gen.RelayV1
+	v.Target = d.partition()
+	if n := d.count(2); n > 0 {
+		v.Puts = make([]gen.RelayPut, n)
+		for i := range v.Puts {
+			v.Puts[i].Key = d.bytes()
+			v.Puts[i].Value = d.bytes()
+		}
+	}
+	if n := d.count(1); n > 0 {
+		v.Deletes = make([][]byte, n)
+		for i := range v.Deletes {
+			v.Deletes[i] = d.bytes()
+		}
+	}
+	v.AtMs = d.u64()
+	if d.bad {
+		return gen.RelayV1{}, ErrCorrupt
+	}
+	return v, nil
+}
+
+// AppendReservationV1 appends the encoding of v to dst; it does not
+// validate v.
+func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
+	dst = append(dst, gen.VersionReservationV1)
+	switch x := v.(type) {
+	case gen.ReservationTicketed:
+		dst = append(dst, 1)
+		dst = append(dst, x.TicketID[:]...)
+	case gen.ReservationCommitted:
+		dst = append(dst, 2)
+		dst = appendString(dst, string(x.Repository))
+		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
+		dst = binary.BigEndian.AppendUint64(dst, x.BytesStored)
+		dst = binary.BigEndian.AppendUint64(dst, x.NewToRepo)
+		dst = binary.BigEndian.AppendUint64(dst, x.NewToStore)
+		dst = binary.AppendUvarint(dst, uint64(len(x.Refs)))
+		for i := range x.Refs {
+			dst = appendString(dst, string(x.Refs[i].Ref))
+			dst = appendBytes(dst, x.Refs[i].OldOID)
+			dst = appendBytes(dst, x.Refs[i].NewOID)
+		}
+	case gen.ReservationAborted:
+		dst = append(dst, 3)
+		dst = appendString(dst, string(x.Repository))
+		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
+		dst = append(dst, uint8(x.Reason))
+		dst = appendString(dst, x.Detail)
+	}
+	return dst
+}
+
+// DecodeReservationV1 decodes b; byte slices of the result alias b.
+func DecodeReservationV1(b []byte) (gen.ReservationV1, error) {
+	d := decoder{b: b}
+	if d.u8() != gen.VersionReservationV1 {
+		return nil, ErrCorrupt
+	}
+	var v gen.ReservationV1
+	switch d.u8() {
+	case 1:
+		var x gen.ReservationTicketed
+		copy(x.TicketID[:], d.fixed(len(x.TicketID)))
+		v = x
+	case 2:
+		var x gen.ReservationCommitted
+		x.Repository = gen.RepoName(d.bytes())
+		x.OccurredAtMs = d.u64()
+		x.BytesStored = d.u64()
+		x.NewToRepo = d.u64()
+		x.NewToStore = d.u64()
+		if n := d.count(3); n > 0 {
+			x.Refs = make([]gen.RefUpdate, n)
+			for i := range x.Refs {
+				x.Refs[i].Ref = gen.ShardRef(d.bytes())
+				x.Refs[i].OldOID = d.bytes()
+				x.Refs[i].NewOID = d.bytes()
+			}
+		}
+		v = x
+	case 3:
+		var x gen.ReservationAborted
+		x.Repository = gen.RepoName(d.bytes())
+		x.OccurredAtMs = d.u64()
+		x.Reason = gen.AbortReason(d.u8())
+		x.Detail = string(d.bytes())
+		v = x
+	default:
+		d.bad = true
+	}
+	if d.bad {
+		return nil, ErrCorrupt
+	}
+	return v, nil
+}
+
+func appendPartition(dst []byte, p gen.Partition) []byte {
+	switch x := p.(type) {
+	case gen.RefPartition:
+		dst = append(dst, 1)
+		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, string(x.Repo))
+		dst = appendString(dst, string(x.ShardRef))
+	case gen.NamespacePartition:
+		dst = append(dst, 2)
+		dst = appendString(dst, string(x.NS))
+	case gen.CoordinatorPartition:
+		dst = append(dst, 3)
+		dst = appendString(dst, string(x.NS))
+	case gen.RepoIndexPartition:
+		dst = append(dst, 4)
+		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, string(x.Repo))
+	case gen.RefIndexPartition:
+		dst = append(dst, 5)
+		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, string(x.Repo))
+		dst = appendString(dst, string(x.ShardRef))
+	case gen.ContentShardPartition:
+		dst = append(dst, 6)
+		dst = appendString(dst, string(x.NS))
+		dst = binary.BigEndian.AppendUint32(dst, x.Shard)
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(s))), s...)
+}
+
+// decoder consumes b from the front; after the first failure bad is set,
+// b is empty and every read returns a zero value.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) fail() {
+	d.bad = true
+	d.b = nil
+}
+
+func (d *decoder) u8() uint8 {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	if len(d.b) < 4 {
+		d.fail()
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		v := d.b[0]
+		d.b = d.b[1:]
+		return uint64(v)
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of elements of at least minElem bytes each; it
+// fails when the bytes left cannot hold them, so a corrupt count never
+// drives a large allocation.
+func (d *decoder) count(minElem int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/minElem) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) fixed(n int) []byte {
+	if len(d.b) < n {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	return d.fixed(int(n))
+}
+
+func (d *decoder) partition() gen.Partition {
+	switch d.u8() {
+	case 1:
+		return gen.RefPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes()), ShardRef: gen.ShardRef(d.bytes())}
+	case 2:
+		return gen.NamespacePartition{NS: gen.NamespaceKey(d.bytes())}
+	case 3:
+		return gen.CoordinatorPartition{NS: gen.NamespaceKey(d.bytes())}
+	case 4:
+		return gen.RepoIndexPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes())}
+	case 5:
+		return gen.RefIndexPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes()), ShardRef: gen.ShardRef(d.bytes())}
+	case 6:
+		return gen.ContentShardPartition{NS: gen.NamespaceKey(d.bytes()), Shard: d.u32()}
+	}
+	d.fail()
+	return nil
+}

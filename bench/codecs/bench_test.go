@@ -1,0 +1,254 @@
+package codecs
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mkit-dev/mkitfdb/bench/codecs/baseline"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/mpack"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
+	"github.com/mkit-dev/mkitfdb/gen"
+)
+
+// Each benchmark encodes into a reused buffer or decodes a prepared
+// encoding, the way each library is fastest used:
+//   - ours: gen.Append* into buf[:0]; gen.Decode* returns a fresh value.
+//   - protobuf: MarshalOptions{}.MarshalAppend into buf[:0]; Reset, then
+//     proto.Unmarshal into one reused message.
+//   - msgp: MarshalMsg(buf[:0]); UnmarshalMsg into one reused value (byte
+//     fields alias the input: they are tagged zerocopy).
+//   - baseline: the hand-written codec, shaped like ours.
+//
+// SetBytes is the size of the content in gen's layout for every codec, so
+// MB/s compares the same content; each codec's own size is the wire-bytes
+// metric.
+
+var (
+	sinkRelay       gen.RelayV1
+	sinkReservation gen.ReservationV1
+)
+
+// codecOps is one codec's encode and decode of one record of gen type T,
+// one operation per call; size is the length of the codec's own encoding.
+// encoded and decoded return the last results, as gen values, for the
+// tests that check the benchmarks do the same work.
+type codecOps[T any] struct {
+	codec   string
+	size    int
+	encode  func() error
+	decode  func() error
+	encoded func() []byte
+	decoded func() (T, error)
+}
+
+var codecNames = []string{"ours", "protobuf", "msgp", "baseline"}
+
+// appendOp returns an encode op that appends to one reused buffer, and
+// the accessor of the buffer.
+func appendOp(appendTo func([]byte) ([]byte, error)) (func() error, func() []byte) {
+	var buf []byte
+	return func() (err error) {
+			buf, err = appendTo(buf[:0])
+			return err
+		}, func() []byte {
+			return buf
+		}
+}
+
+func relayOps() []codecOps[gen.RelayV1] {
+	v := Relay()
+	ours := must(gen.AppendRelayV1(nil, v))
+	var oursOut gen.RelayV1
+	m := RelayToPB(v)
+	pbEnc := must(proto.Marshal(m))
+	pbOut := new(pb.RelayV1)
+	mp := RelayToMsgp(v)
+	mpEnc := must(mp.MarshalMsg(nil))
+	var mpOut mpack.RelayV1
+	base := baseline.AppendRelayV1(nil, v)
+	var baseOut gen.RelayV1
+	ops := []codecOps[gen.RelayV1]{
+		{codec: "ours", size: len(ours),
+			decode:  func() error { return gen.DecodeRelayV1Into(ours, &oursOut) },
+			decoded: func() (gen.RelayV1, error) { return oursOut, nil }},
+		{codec: "protobuf", size: len(pbEnc),
+			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
+			decoded: func() (gen.RelayV1, error) { return RelayFromPB(pbOut) }},
+		{codec: "msgp", size: len(mpEnc),
+			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
+			decoded: func() (gen.RelayV1, error) { return RelayFromMsgp(&mpOut) }},
+		{codec: "baseline", size: len(base),
+			decode:  func() (err error) { baseOut, err = baseline.DecodeRelayV1(base); return err },
+			decoded: func() (gen.RelayV1, error) { return baseOut, nil }},
+	}
+	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendRelayV1(buf, v) })
+	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
+	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
+	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendRelayV1(buf, v), nil })
+	return ops
+}
+
+func reservationOps() []codecOps[gen.ReservationV1] {
+	v := Reservation()
+	ours := must(gen.AppendReservationV1(nil, v))
+	var oursOut gen.ReservationV1
+	m := ReservationToPB(v)
+	pbEnc := must(proto.Marshal(m))
+	pbOut := new(pb.ReservationV1)
+	mp := ReservationToMsgp(v)
+	mpEnc := must(mp.MarshalMsg(nil))
+	var mpOut mpack.ReservationV1
+	base := baseline.AppendReservationV1(nil, v)
+	var baseOut gen.ReservationV1
+	ops := []codecOps[gen.ReservationV1]{
+		{codec: "ours", size: len(ours),
+			decode:  func() (err error) { oursOut, err = gen.DecodeReservationV1(ours); return err },
+			decoded: func() (gen.ReservationV1, error) { return oursOut, nil }},
+		{codec: "protobuf", size: len(pbEnc),
+			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
+			decoded: func() (gen.ReservationV1, error) { return ReservationFromPB(pbOut) }},
+		{codec: "msgp", size: len(mpEnc),
+			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
+			decoded: func() (gen.ReservationV1, error) { return ReservationFromMsgp(&mpOut) }},
+		{codec: "baseline", size: len(base),
+			decode:  func() (err error) { baseOut, err = baseline.DecodeReservationV1(base); return err },
+			decoded: func() (gen.ReservationV1, error) { return baseOut, nil }},
+	}
+	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendReservationV1(buf, v) })
+	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
+	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
+	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
+	return ops
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// opBench times op; SetBytes is contentSize, the content's size in gen's
+// layout, and the wire-bytes metric is the codec's own size.
+func opBench(contentSize, wireSize int, op func() error) func(*testing.B) {
+	return func(b *testing.B) {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.SetBytes(int64(contentSize))
+		for b.Loop() {
+			if err := op(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(wireSize), "wire-bytes")
+	}
+}
+
+func runCodecs[T any](b *testing.B, ops []codecOps[T]) {
+	for _, c := range ops {
+		b.Run(c.codec, func(b *testing.B) {
+			b.Run("encode", opBench(ops[0].size, c.size, c.encode))
+			b.Run("decode", opBench(ops[0].size, c.size, c.decode))
+		})
+	}
+}
+
+// BenchmarkRelayV1 is BenchmarkRelayV1/{codec}/{encode,decode}.
+func BenchmarkRelayV1(b *testing.B) { runCodecs(b, relayOps()) }
+
+// BenchmarkReservationV1 is BenchmarkReservationV1/{codec}/{encode,decode}.
+func BenchmarkReservationV1(b *testing.B) { runCodecs(b, reservationOps()) }
+
+// compareBatch is how many operations of one codec BenchmarkCompare times
+// at a stretch before it moves to the next codec.
+const compareBatch = 64
+
+// BenchmarkCompare is BenchmarkCompare/{record}/{encode,decode}: each
+// iteration times compareBatch operations of every codec in turn, so all
+// four run under the same conditions, and it reports the ratios of the
+// median batch times (ours/protobuf, ours/msgp, ours/baseline: under 1
+// means ours is faster) and allocs-over-baseline (ours' allocations per
+// operation minus the baseline's). Its own ns/op means nothing and is
+// suppressed; its B/op and allocs/op are ours'.
+func BenchmarkCompare(b *testing.B) {
+	relay, reservation := relayOps(), reservationOps()
+	for _, rec := range []struct {
+		name           string
+		encode, decode []func() error
+	}{
+		{"RelayV1", opsOf(relay, true), opsOf(relay, false)},
+		{"ReservationV1", opsOf(reservation, true), opsOf(reservation, false)},
+	} {
+		for _, op := range []string{"encode", "decode"} {
+			b.Run(rec.name+"/"+op, func(b *testing.B) {
+				fns := rec.encode
+				if op == "decode" {
+					fns = rec.decode
+				}
+				oursAllocs, oursBytes := allocsPerOp(fns[0])
+				baseAllocs, _ := allocsPerOp(fns[len(fns)-1])
+				batches := make([][]time.Duration, len(fns))
+				for b.Loop() {
+					for i, f := range fns {
+						start := time.Now()
+						for range compareBatch {
+							if err := f(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						batches[i] = append(batches[i], time.Since(start))
+					}
+				}
+				ours := median(batches[0])
+				for i, name := range codecNames[1:] {
+					b.ReportMetric(ours/median(batches[i+1]), "ours/"+name)
+				}
+				b.ReportMetric(oursAllocs-baseAllocs, "allocs-over-baseline")
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(oursBytes, "B/op")
+				b.ReportMetric(oursAllocs, "allocs/op")
+			})
+		}
+	}
+}
+
+// median is the median of ds, in nanoseconds: unlike a sum, it ignores
+// the batches that another process's time slice or a GC pause landed in.
+func median(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2])
+}
+
+// opsOf lists the encode (or decode) ops of ops, in codecNames order.
+func opsOf[T any](ops []codecOps[T], encode bool) []func() error {
+	fns := make([]func() error, len(ops))
+	for i, c := range ops {
+		if c.codec != codecNames[i] {
+			panic("codecs out of order: " + c.codec)
+		}
+		fns[i] = c.decode
+		if encode {
+			fns[i] = c.encode
+		}
+	}
+	return fns
+}
+
+// allocsPerOp is the mean count and bytes of heap allocations of op.
+func allocsPerOp(op func() error) (allocs, bytes float64) {
+	const runs = 200
+	_ = op()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		_ = op()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / runs, float64(after.TotalAlloc-before.TotalAlloc) / runs
+}
