@@ -585,10 +585,24 @@ const VersionReservationV1 = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendReservationV1(dst []byte, v ReservationV1) ([]byte, error) {
-	if err := checkReservationV1(v); err != nil {
-		return dst, wire.Within("ReservationV1", err)
+	switch x := v.(type) {
+	case ReservationTicketed:
+		if err := checkReservationTicketed(&x); err != nil {
+			return dst, wire.Within("ReservationV1", err)
+		}
+		return appendReservationTicketed(append(dst, VersionReservationV1, 1), &x), nil
+	case ReservationCommitted:
+		if err := checkReservationCommitted(&x); err != nil {
+			return dst, wire.Within("ReservationV1", err)
+		}
+		return appendReservationCommitted(append(dst, VersionReservationV1, 2), &x), nil
+	case ReservationAborted:
+		if err := checkReservationAborted(&x); err != nil {
+			return dst, wire.Within("ReservationV1", err)
+		}
+		return appendReservationAborted(append(dst, VersionReservationV1, 3), &x), nil
 	}
-	return appendReservationV1(append(dst, VersionReservationV1), v), nil
+	return dst, wire.Within("ReservationV1", checkReservationV1(v))
 }
 
 // EncodeReservationV1 returns the encoding of v in a buffer of exactly its size;

@@ -118,12 +118,34 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the")
 	f.Comment("schema (a bound, an identity, an enum value, an order). It does not allocate")
 	f.Comment("when dst has room.")
-	f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
-		If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
-			Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
-		),
-		Return(Id("append"+name).Call(Append(Id("dst"), Id("Version"+name)), arg), Nil()),
-	)
+	if d.Kind == kindUnion {
+		// One type switch checks and appends the variant, so the variant
+		// is copied out of the interface once.
+		f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
+			Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+				for _, vr := range d.Variants {
+					g.Case(Id(vr.Type.Name)).BlockFunc(func(g *Group) {
+						if len(vr.Type.Fields) == 0 {
+							g.Return(Append(Id("dst"), Id("Version"+name), Lit(int(vr.Tag))), Nil())
+							return
+						}
+						g.If(Err().Op(":=").Id("check"+vr.Type.Name).Call(Op("&").Id("x")), Err().Op("!=").Nil()).Block(
+							Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+						)
+						g.Return(Id("append"+vr.Type.Name).Call(Append(Id("dst"), Id("Version"+name), Lit(int(vr.Tag))), Op("&").Id("x")), Nil())
+					})
+				}
+			}),
+			Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Id("check"+name).Call(Id("v")))),
+		)
+	} else {
+		f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
+			If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
+				Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+			),
+			Return(Id("append"+name).Call(Append(Id("dst"), Id("Version"+name)), arg), Nil()),
+		)
+	}
 	f.Commentf("Encode%s returns the encoding of v in a buffer of exactly its size;", name)
 	f.Commentf("it fails as Append%s does.", name)
 	f.Func().Id("Encode"+name).Params(param).Params(Index().Byte(), Error()).Block(
