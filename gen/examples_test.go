@@ -104,9 +104,13 @@ func examplesTimerRefKey() []TimerRefKey {
 	}}
 }
 
-// examplesPartition returns valid Partition values: one per variant, then a minimal one.
+// examplesPartition returns valid Partition values: a minimal one, then one per variant.
 func examplesPartition() []Partition {
 	return []Partition{RefPartition{
+		NS:       NamespaceKey("a"),
+		Repo:     RepoName("a"),
+		ShardRef: ShardRef("a"),
+	}, RefPartition{
 		NS:       NamespaceKey("namespacekey-a"),
 		Repo:     RepoName("reponame-a"),
 		ShardRef: ShardRef("shardref-a"),
@@ -120,10 +124,6 @@ func examplesPartition() []Partition {
 	}, ContentShardPartition{
 		NS:    NamespaceKey("namespacekey-f"),
 		Shard: uint32(70005),
-	}, RefPartition{
-		NS:       NamespaceKey("a"),
-		Repo:     RepoName("a"),
-		ShardRef: ShardRef("a"),
 	}}
 }
 
@@ -179,7 +179,7 @@ func examplesBacklog() []Backlog {
 
 // examplesReservationV1 returns valid ReservationV1 values, minimal first, typical last.
 func examplesReservationV1() []ReservationV1 {
-	return []ReservationV1{ReservationTicketed{TicketID: [32]byte{0: 1, 31: 255}}, ReservationCommitted{
+	return []ReservationV1{ReservationTicketed{}, ReservationTicketed{TicketID: [32]byte{0: 1, 31: 255}}, ReservationCommitted{
 		BytesStored:  uint64(1099511627784),
 		NewToRepo:    uint64(1099511627784),
 		NewToStore:   uint64(1099511627784),
@@ -199,7 +199,7 @@ func examplesReservationV1() []ReservationV1 {
 		OccurredAtMs: uint64(1099511627785),
 		Reason:       AbortReasonInternal,
 		Repository:   RepoName("reponame-c"),
-	}, ReservationTicketed{}}
+	}}
 }
 
 // examplesLeasedShard returns valid LeasedShard values, minimal first, typical last.

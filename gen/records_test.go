@@ -135,12 +135,18 @@ func FuzzU64Value(f *testing.F) {
 	})
 }
 
+// BenchmarkU64Value encodes and decodes the example with the largest encoding.
 func BenchmarkU64Value(b *testing.B) {
-	examples := examplesU64Value()
-	v := examples[len(examples)-1]
-	enc, err := EncodeU64Value(v)
-	if err != nil {
-		b.Fatal(err)
+	var v U64Value
+	var enc []byte
+	for _, x := range examplesU64Value() {
+		e, err := EncodeU64Value(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -309,12 +315,18 @@ func FuzzRelayV1(f *testing.F) {
 	})
 }
 
+// BenchmarkRelayV1 encodes and decodes the example with the largest encoding.
 func BenchmarkRelayV1(b *testing.B) {
-	examples := examplesRelayV1()
-	v := examples[len(examples)-1]
-	enc, err := EncodeRelayV1(v)
-	if err != nil {
-		b.Fatal(err)
+	var v RelayV1
+	var enc []byte
+	for _, x := range examplesRelayV1() {
+		e, err := EncodeRelayV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -478,12 +490,18 @@ func FuzzRelayScanV1(f *testing.F) {
 	})
 }
 
+// BenchmarkRelayScanV1 encodes and decodes the example with the largest encoding.
 func BenchmarkRelayScanV1(b *testing.B) {
-	examples := examplesRelayScanV1()
-	v := examples[len(examples)-1]
-	enc, err := EncodeRelayScanV1(v)
-	if err != nil {
-		b.Fatal(err)
+	var v RelayScanV1
+	var enc []byte
+	for _, x := range examplesRelayScanV1() {
+		e, err := EncodeRelayScanV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -627,12 +645,18 @@ func FuzzBacklog(f *testing.F) {
 	})
 }
 
+// BenchmarkBacklog encodes and decodes the example with the largest encoding.
 func BenchmarkBacklog(b *testing.B) {
-	examples := examplesBacklog()
-	v := examples[len(examples)-1]
-	enc, err := EncodeBacklog(v)
-	if err != nil {
-		b.Fatal(err)
+	var v Backlog
+	var enc []byte
+	for _, x := range examplesBacklog() {
+		e, err := EncodeBacklog(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -953,12 +977,18 @@ func FuzzReservationV1(f *testing.F) {
 	})
 }
 
+// BenchmarkReservationV1 encodes and decodes the example with the largest encoding.
 func BenchmarkReservationV1(b *testing.B) {
-	examples := examplesReservationV1()
-	v := examples[len(examples)-1]
-	enc, err := EncodeReservationV1(v)
-	if err != nil {
-		b.Fatal(err)
+	var v ReservationV1
+	var enc []byte
+	for _, x := range examplesReservationV1() {
+		e, err := EncodeReservationV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -1102,12 +1132,18 @@ func FuzzLeasedShard(f *testing.F) {
 	})
 }
 
+// BenchmarkLeasedShard encodes and decodes the example with the largest encoding.
 func BenchmarkLeasedShard(b *testing.B) {
-	examples := examplesLeasedShard()
-	v := examples[len(examples)-1]
-	enc, err := EncodeLeasedShard(v)
-	if err != nil {
-		b.Fatal(err)
+	var v LeasedShard
+	var enc []byte
+	for _, x := range examplesLeasedShard() {
+		e, err := EncodeLeasedShard(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -1251,12 +1287,18 @@ func FuzzLeaseRecovery(f *testing.F) {
 	})
 }
 
+// BenchmarkLeaseRecovery encodes and decodes the example with the largest encoding.
 func BenchmarkLeaseRecovery(b *testing.B) {
-	examples := examplesLeaseRecovery()
-	v := examples[len(examples)-1]
-	enc, err := EncodeLeaseRecovery(v)
-	if err != nil {
-		b.Fatal(err)
+	var v LeaseRecovery
+	var enc []byte
+	for _, x := range examplesLeaseRecovery() {
+		e, err := EncodeLeaseRecovery(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -1410,12 +1452,18 @@ func FuzzOutcomeTimer(f *testing.F) {
 	})
 }
 
+// BenchmarkOutcomeTimer encodes and decodes the example with the largest encoding.
 func BenchmarkOutcomeTimer(b *testing.B) {
-	examples := examplesOutcomeTimer()
-	v := examples[len(examples)-1]
-	enc, err := EncodeOutcomeTimer(v)
-	if err != nil {
-		b.Fatal(err)
+	var v OutcomeTimer
+	var enc []byte
+	for _, x := range examplesOutcomeTimer() {
+		e, err := EncodeOutcomeTimer(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -1604,12 +1652,18 @@ func FuzzWatermarkCheckpoint(f *testing.F) {
 	})
 }
 
+// BenchmarkWatermarkCheckpoint encodes and decodes the example with the largest encoding.
 func BenchmarkWatermarkCheckpoint(b *testing.B) {
-	examples := examplesWatermarkCheckpoint()
-	v := examples[len(examples)-1]
-	enc, err := EncodeWatermarkCheckpoint(v)
-	if err != nil {
-		b.Fatal(err)
+	var v WatermarkCheckpoint
+	var enc []byte
+	for _, x := range examplesWatermarkCheckpoint() {
+		e, err := EncodeWatermarkCheckpoint(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {
@@ -1763,12 +1817,18 @@ func FuzzSchedulerLeaseV1(f *testing.F) {
 	})
 }
 
+// BenchmarkSchedulerLeaseV1 encodes and decodes the example with the largest encoding.
 func BenchmarkSchedulerLeaseV1(b *testing.B) {
-	examples := examplesSchedulerLeaseV1()
-	v := examples[len(examples)-1]
-	enc, err := EncodeSchedulerLeaseV1(v)
-	if err != nil {
-		b.Fatal(err)
+	var v SchedulerLeaseV1
+	var enc []byte
+	for _, x := range examplesSchedulerLeaseV1() {
+		e, err := EncodeSchedulerLeaseV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
 	}
 	buf := make([]byte, 0, len(enc))
 	b.Run("encode", func(b *testing.B) {

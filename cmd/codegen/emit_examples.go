@@ -27,7 +27,7 @@ func emitExamples(f *File, s *schema) {
 			f.Commentf("examples%s returns valid %s values, minimal first, typical last.", d.Name, d.Name)
 			f.Func().Id("examples"+d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
 		case d.Kind == kindUnion && d.Partition:
-			f.Commentf("examples%s returns valid %s values: one per variant, then a minimal one.", d.Name, d.Name)
+			f.Commentf("examples%s returns valid %s values: a minimal one, then one per variant.", d.Name, d.Name)
 			f.Func().Id("examples"+d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
 		}
 	}
@@ -36,12 +36,11 @@ func emitExamples(f *File, s *schema) {
 // examplesOf lists example literals of d.
 func examplesOf(d *decl) []Code {
 	if d.Kind == kindUnion {
-		var out []Code
+		out := []Code{exampleNamed(d, false, 0)}
 		for i := range d.Variants {
 			out = append(out, exampleNamed(d, true, i))
 		}
-		// the minimal example goes last so the typical ones lead
-		return append(out, exampleNamed(d, false, 0))
+		return out
 	}
 	return []Code{exampleStruct(d, false, 0), exampleStruct(d, true, 0)}
 }

@@ -164,11 +164,15 @@ func emitRecordTest(f *File, d *decl) {
 			),
 		)),
 	)
+	f.Commentf("Benchmark%s encodes and decodes the example with the largest encoding.", name)
 	f.Func().Id("Benchmark"+name).Params(Id("b").Op("*").Qual("testing", "B")).Block(
-		Id("examples").Op(":=").Id("examples"+name).Call(),
-		Id("v").Op(":=").Id("examples").Index(Len(Id("examples")).Op("-").Lit(1)),
-		List(Id("enc"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
-		If(Err().Op("!=").Nil()).Block(Id("b").Dot("Fatal").Call(Err())),
+		Var().Id("v").Id(name),
+		Var().Id("enc").Index().Byte(),
+		For(List(Id("_"), Id("x")).Op(":=").Range().Id("examples"+name).Call()).Block(
+			List(Id("e"), Err()).Op(":=").Id("Encode"+name).Call(Id("x")),
+			If(Err().Op("!=").Nil()).Block(Id("b").Dot("Fatal").Call(Err())),
+			If(Len(Id("e")).Op(">").Len(Id("enc"))).Block(List(Id("v"), Id("enc")).Op("=").List(Id("x"), Id("e"))),
+		),
 		Id("buf").Op(":=").Make(Index().Byte(), Lit(0), Len(Id("enc"))),
 		Id("b").Dot("Run").Call(Lit("encode"), Func().Params(Id("b").Op("*").Qual("testing", "B")).Block(
 			Id("b").Dot("ReportAllocs").Call(),

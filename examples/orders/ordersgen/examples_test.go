@@ -15,9 +15,9 @@ func sortedBy[T any](s []T, cmp func(a, b T) int) []T {
 	return s
 }
 
-// examplesShard returns valid Shard values: one per variant, then a minimal one.
+// examplesShard returns valid Shard values: a minimal one, then one per variant.
 func examplesShard() []Shard {
-	return []Shard{RegionShard{Region: uint16(300)}, RegionShard{}}
+	return []Shard{RegionShard{}, RegionShard{Region: uint16(300)}}
 }
 
 // examplesOrderKey returns valid OrderKey values, minimal first, typical last.
