@@ -17,9 +17,12 @@ import (
 // entry can never commit without the timer write it stands for (or the
 // reverse). Lowering the wake time (Wakeup.At with Exact unset) is what
 // every timer write does; it needs no guard because the layer reads the
-// current wake time inside the same transaction. Replacing it (Exact) is
-// what a scheduler does after firing, guarded by the wake time it saw, so
-// a timer written meanwhile is never forgotten.
+// current wake time inside the same transaction. Replacing it (Exact),
+// guarded by the wake time last seen, is what a scheduler does: it parks
+// the wake time at the far future when it claims a partition, so that any
+// timer written while it fires lowers it again, and after firing it
+// replaces the parked time (failing, and re-reading, if a write lowered
+// it meanwhile). A timer written during a fire is never forgotten.
 
 // Wakeup changes a partition's wake time in the store's due index,
 // atomically with the batch that carries it.

@@ -1,0 +1,492 @@
+package timers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+)
+
+// Design note: the scheduler's lease and the parked wake time.
+//
+// A Scheduler finds due partitions in the store's due index (one entry per
+// partition: its wake time) and fires each under a short lease, the
+// partition's gen.SchedulerLeaseKey row. Claiming is one guarded Apply: the
+// lease row as read (absent, expired or already ours) is replaced by
+// SchedulerLeaseV1{Owner, now+LeaseDuration}, and the wake time as listed
+// by ParkedWakeMs. An entry whose wake time moved since it was listed
+// fails that guard; NextWake then tells whether it is still due (claim
+// again) or stale (skip it). Finishing is one guarded Apply too: the lease
+// still ours is deleted and the wake time set to what the run left (now
+// when the budget cut it, its NextDueMs otherwise).
+//
+// Parking is what makes the finishing batch's wake-time guard sound. Every
+// timer write lowers the wake time to min(current, its due time), and only
+// a write that changes it can fail the guard: had the wake time stayed at
+// the due time the scheduler saw (at or before now), a timer written during
+// the run with a later due time would leave it unchanged, and the finishing
+// batch would replace it with the run's NextDueMs (or none), forgetting
+// that timer. Parked at the largest time, the wake time is lowered by every
+// timer write, so the guard fails, the scheduler re-reads the wake time and
+// keeps the earlier of the two.
+//
+// A worker that dies holding a lease leaves its partition parked. Each tick
+// therefore also lists the parked entries (as many as workers are firing,
+// plus any such leftovers) and claims those whose lease has expired, or is
+// its own and not in flight: a claim whose result was unknown, or a
+// finishing batch that failed.
+//
+// Leases compare times of the workers' clocks: they must agree to well
+// within LeaseDuration minus the budget's MaxDuration. A lease only keeps
+// two workers from firing one partition at once; each fire still lands
+// at most once through RunDue's guards, whatever the clocks say.
+
+// ParkedWakeMs is the wake time of a partition a scheduler has claimed:
+// the largest time, lowered by any timer write while the scheduler fires
+// it. The index lists parked partitions after every other.
+const ParkedWakeMs uint64 = math.MaxUint64
+
+// Defaults of a SchedulerConfig.
+const (
+	DefaultSchedulerWorkers = 4
+	DefaultLeaseDuration    = 10 * time.Second
+	DefaultPollInterval     = time.Second
+	// DefaultDuePageSize is the most due index entries one ScanDue of a
+	// tick reads.
+	DefaultDuePageSize = 256
+)
+
+// maxWakeAttempts bounds the claims, and the finishing batches, that find
+// the wake time changed by another writer; past it a finishing batch only
+// lowers the wake time (store.Batch.WakeAt), which needs no guard.
+const maxWakeAttempts = 4
+
+// Metric names of the scheduler. Counters with LabelPartitionKind name
+// the kind of the partition concerned.
+const (
+	// MetricSchedulerTicks (counter): Tick calls.
+	MetricSchedulerTicks = "mkitfdb_scheduler_ticks_total"
+	// MetricSchedulerClaimed (counter; LabelPartitionKind): partitions
+	// claimed and run.
+	MetricSchedulerClaimed = "mkitfdb_scheduler_partitions_claimed_total"
+	// MetricSchedulerContended (counter; LabelPartitionKind): due
+	// partitions skipped because another worker held their lease or won
+	// the claim.
+	MetricSchedulerContended = "mkitfdb_scheduler_lease_contended_total"
+	// MetricSchedulerLeaseLost (counter; LabelPartitionKind): runs whose
+	// lease was no longer theirs at the finishing batch.
+	MetricSchedulerLeaseLost = "mkitfdb_scheduler_lease_lost_total"
+	// MetricSchedulerRecovered (counter; LabelPartitionKind): claims that
+	// took over another owner's expired lease.
+	MetricSchedulerRecovered = "mkitfdb_scheduler_leases_recovered_total"
+	// MetricSchedulerRequeued (counter; LabelPartitionKind): runs the
+	// budget cut, re-queued behind the partitions already due.
+	MetricSchedulerRequeued = "mkitfdb_scheduler_requeued_total"
+	// MetricSchedulerStale (counter; LabelPartitionKind): due index
+	// entries whose partition's wake time had moved on when looked at.
+	MetricSchedulerStale = "mkitfdb_scheduler_stale_entries_total"
+	// MetricSchedulerCorrupt (counter): due index entries whose partition
+	// identity does not parse, and leases that do not decode.
+	MetricSchedulerCorrupt = "mkitfdb_scheduler_corrupt_total"
+	// MetricSchedulerErrors (counter; LabelPartitionKind): partitions
+	// whose claim, run or finishing batch failed.
+	MetricSchedulerErrors = "mkitfdb_scheduler_partition_errors_total"
+)
+
+// SchedulerConfig configures a Scheduler. Store, Registry and
+// ParsePartition are required; a zero value of any other field takes its
+// default.
+type SchedulerConfig struct {
+	// Store holds the partitions and must implement store.DueIndex.
+	Store store.Store
+	// Registry holds the handlers the scheduler fires timers through.
+	Registry *Registry
+	// ParsePartition turns a due index entry's identity (the bytes a
+	// partition's AppendTuple wrote) back into the partition. For the
+	// library's generated partitions pass ParseGenPartition, the adapter
+	// of gen.ParsePartition; a project with partitions of its own passes
+	// its parser. An identity it cannot parse is logged and counted, and
+	// its entry skipped.
+	ParsePartition func(identity []byte) (store.Partition, error)
+	// Owner names this Scheduler in the leases it writes, at most
+	// gen.MaxSchedulerLeaseV1Owner bytes. It must be unique among the
+	// Scheduler values sharing a store (default: random). A Scheduler
+	// restarted with its former Owner takes back its leases at once.
+	Owner string
+	// Workers is how many partitions one Tick fires at once (default
+	// DefaultSchedulerWorkers).
+	Workers int
+	// LeaseDuration is how long a claim keeps other workers off a
+	// partition (default DefaultLeaseDuration). It must exceed
+	// Budget.MaxDuration, with room for the longest single fire: a fire
+	// in progress is bounded by the lease (in real time), not the budget.
+	LeaseDuration time.Duration
+	// PollInterval is the longest Run sleeps when idle (default
+	// DefaultPollInterval).
+	PollInterval time.Duration
+	// DuePageSize bounds the due index entries of one ScanDue (default
+	// DefaultDuePageSize).
+	DuePageSize int
+	// Budget bounds each RunDue. Its zero MaxTimers takes
+	// DefaultMaxTimers; its zero MaxDuration takes half of LeaseDuration.
+	Budget Budget
+	// Clock is the clock of due times, leases and budgets (default
+	// clock.Real).
+	Clock clock.Clock
+	// Waiter is how Run sleeps (default RealWaiter).
+	Waiter Waiter
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Metrics defaults to telemetry.Noop.
+	Metrics telemetry.Metrics
+}
+
+// ParseGenPartition parses a due index identity written by one of the
+// library's generated partitions (gen.ParsePartition): the
+// SchedulerConfig.ParsePartition of a service using them. It fails with an
+// error wrapping store.ErrCorrupt.
+func ParseGenPartition(identity []byte) (store.Partition, error) {
+	p, err := gen.ParsePartition(identity)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Scheduler fires the due timers of every partition of a store: each Tick
+// lists the due partitions in the store's due index and fires each, under
+// a lease, with RunDue. Several Scheduler values, in one process or on
+// several machines sharing a FoundationDB cluster, share the work; while
+// leases hold, no partition is fired by two of them at once.
+//
+// A Scheduler is safe for concurrent use: Tick may be called from several
+// goroutines (a partition in flight in one call is skipped by the others),
+// and Run is a loop of Ticks.
+type Scheduler struct {
+	store    store.Store
+	due      store.DueIndex
+	reg      *Registry
+	parse    func([]byte) (store.Partition, error)
+	owner    string
+	workers  int
+	lease    time.Duration
+	leaseMs  uint64
+	poll     time.Duration
+	pageSize int
+	budget   Budget
+	clock    clock.Clock
+	waiter   Waiter
+	log      *slog.Logger
+	metrics  telemetry.Metrics
+	runOpts  []Option
+	leaseKey store.Key
+
+	mu       sync.Mutex
+	inFlight map[string]struct{} // identities this Scheduler is firing
+}
+
+// NewScheduler returns a Scheduler configured by cfg. It fails with an
+// error wrapping store.ErrInvalid when Store is nil or keeps no due index,
+// Registry or ParsePartition is nil, Owner is over
+// gen.MaxSchedulerLeaseV1Owner bytes, a count or duration is negative,
+// LeaseDuration is under a millisecond or the budget's MaxDuration is not
+// below it. It does no I/O.
+func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
+	invalid := func(format string, args ...any) (*Scheduler, error) {
+		return nil, fmt.Errorf("timers: scheduler: "+format+": %w", append(args, store.ErrInvalid)...)
+	}
+	if cfg.Store == nil {
+		return invalid("nil store")
+	}
+	due, ok := cfg.Store.(store.DueIndex)
+	if !ok {
+		return invalid("store %T keeps no due index (store.DueIndex)", cfg.Store)
+	}
+	switch {
+	case cfg.Registry == nil:
+		return invalid("nil registry")
+	case cfg.ParsePartition == nil:
+		return invalid("nil ParsePartition (pass timers.ParseGenPartition for generated partitions)")
+	case len(cfg.Owner) > gen.MaxSchedulerLeaseV1Owner:
+		return invalid("owner of %d bytes, limit %d", len(cfg.Owner), gen.MaxSchedulerLeaseV1Owner)
+	case cfg.Workers < 0 || cfg.DuePageSize < 0 || cfg.Budget.MaxTimers < 0:
+		return invalid("negative workers, due page size or budget timers")
+	case cfg.LeaseDuration < 0 || cfg.PollInterval < 0 || cfg.Budget.MaxDuration < 0:
+		return invalid("negative lease duration, poll interval or budget duration")
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = randomOwner()
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultSchedulerWorkers
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.LeaseDuration < time.Millisecond {
+		return invalid("lease duration %v under a millisecond", cfg.LeaseDuration)
+	}
+	if cfg.Budget.MaxDuration == 0 {
+		cfg.Budget.MaxDuration = cfg.LeaseDuration / 2
+	}
+	if cfg.Budget.MaxDuration >= cfg.LeaseDuration {
+		return invalid("budget duration %v does not leave the lease (%v) room for the run's last fire",
+			cfg.Budget.MaxDuration, cfg.LeaseDuration)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.DuePageSize == 0 {
+		cfg.DuePageSize = DefaultDuePageSize
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Waiter == nil {
+		cfg.Waiter = RealWaiter{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Metrics = telemetry.OrNoop(cfg.Metrics)
+	log := cfg.Logger.With("scheduler", cfg.Owner)
+	return &Scheduler{
+		store:    cfg.Store,
+		due:      due,
+		reg:      cfg.Registry,
+		parse:    cfg.ParsePartition,
+		owner:    cfg.Owner,
+		workers:  cfg.Workers,
+		lease:    cfg.LeaseDuration,
+		leaseMs:  uint64(cfg.LeaseDuration.Milliseconds()),
+		poll:     cfg.PollInterval,
+		pageSize: cfg.DuePageSize,
+		budget:   cfg.Budget.withDefaults(),
+		clock:    cfg.Clock,
+		waiter:   cfg.Waiter,
+		log:      log,
+		metrics:  cfg.Metrics,
+		runOpts:  []Option{WithClock(cfg.Clock), WithLogger(log), WithMetrics(cfg.Metrics)},
+		leaseKey: gen.AppendSchedulerLeaseKey(nil),
+		inFlight: make(map[string]struct{}),
+	}, nil
+}
+
+// randomOwner names a Scheduler that was given no Owner.
+func randomOwner() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "scheduler-" + hex.EncodeToString(b[:])
+}
+
+// Owner returns the name this Scheduler writes in its leases.
+func (s *Scheduler) Owner() string { return s.owner }
+
+// TickReport says what one Tick did. Every partition a tick looked at
+// lands in at most one of Stale, Contended, Corrupt and Claimed; a claimed
+// partition may also count in Recovered, Requeued, LeaseLost and Errors.
+type TickReport struct {
+	// NowMs is the tick's time: it listed the entries due by then.
+	NowMs uint64
+	// Due counts the due index entries listed, one per partition.
+	Due int
+	// Parked counts the parked entries listed: partitions in flight on
+	// some worker, or left by one that died holding its lease.
+	Parked int
+	// Stale: the partition's wake time had moved past the tick's time
+	// (another worker fired it) when looked at.
+	Stale int
+	// Contended: another worker held the lease, or won the claim.
+	Contended int
+	// Corrupt: the entry's identity did not parse, or the lease did not
+	// decode; the partition was left alone.
+	Corrupt int
+	// Claimed: the partition was claimed and RunDue ran.
+	Claimed int
+	// Recovered: the claim took over another owner's expired lease.
+	Recovered int
+	// Requeued: the budget cut the run; the partition was re-queued at
+	// the time the run ended, behind the partitions already due.
+	Requeued int
+	// LeaseLost: the lease was no longer ours at the finishing batch.
+	LeaseLost int
+	// Errors: the claim, the run or the finishing batch failed (the
+	// store's error); Tick's error names the first.
+	Errors int
+	// Timers sums the reports of the runs: counts add up, More is set if
+	// any run's was, NextDueMs is the earliest, Elapsed the total.
+	Timers Report
+}
+
+func (r *TickReport) add(o *TickReport) {
+	r.Due += o.Due
+	r.Parked += o.Parked
+	r.Stale += o.Stale
+	r.Contended += o.Contended
+	r.Corrupt += o.Corrupt
+	r.Claimed += o.Claimed
+	r.Recovered += o.Recovered
+	r.Requeued += o.Requeued
+	r.LeaseLost += o.LeaseLost
+	r.Errors += o.Errors
+	r.Timers.add(o.Timers)
+}
+
+func (r *Report) add(o Report) {
+	r.Fired += o.Fired
+	r.Retried += o.Retried
+	r.Raced += o.Raced
+	r.Failed += o.Failed
+	r.UnknownKind += o.UnknownKind
+	r.Corrupt += o.Corrupt
+	r.Held += o.Held
+	r.More = r.More || o.More
+	if o.NextDueMs != 0 && (r.NextDueMs == 0 || o.NextDueMs < r.NextDueMs) {
+		r.NextDueMs = o.NextDueMs
+	}
+	r.Elapsed += o.Elapsed
+}
+
+// Tick makes one pass over the due index: it lists the partitions due at
+// the clock's time (in pages, oldest first) and then the parked ones, and
+// hands them to Workers goroutines, each of which claims a partition's
+// lease, fires its due timers with RunDue within the budget and finishes
+// in one batch that releases the lease and sets the partition's wake time
+// (see the design note above). A partition is looked at most once per
+// tick.
+//
+// When ctx ends, Tick lists no more and claims no more; fires in progress
+// finish (their context is ctx without its cancellation, bounded by the
+// lease) and Tick returns the report with an error wrapping ctx's.
+// Otherwise it fails when listing fails, and when partitions fail (their
+// claim, run or finishing batch met a store error): then only after
+// every listed partition was handled, naming the first failure, with
+// TickReport.Errors counting them. Skipped partitions are not errors.
+func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
+	s.metrics.Add(MetricSchedulerTicks, nil, 1)
+	rep := TickReport{NowMs: clock.NowMs(s.clock)}
+	entries := make(chan store.DueEntry)
+	locals := make([]TickReport, s.workers)
+	firsts := make([]error, s.workers)
+	var wg sync.WaitGroup
+	for i := range s.workers {
+		wg.Go(func() {
+			for e := range entries {
+				if err := s.handle(ctx, e, &locals[i]); err != nil {
+					locals[i].Errors++
+					if firsts[i] == nil {
+						firsts[i] = err
+					}
+				}
+			}
+		})
+	}
+	listErr := s.list(ctx, rep.NowMs, entries, &rep)
+	close(entries)
+	wg.Wait()
+	var first error
+	for i := range locals {
+		rep.add(&locals[i])
+		if first == nil {
+			first = firsts[i]
+		}
+	}
+	switch {
+	case listErr != nil:
+		return rep, listErr
+	case first != nil:
+		return rep, fmt.Errorf("timers: scheduler: %d partitions failed, the first: %w", rep.Errors, first)
+	}
+	return rep, nil
+}
+
+// afterAll returns the due index position after every entry at atMs:
+// partition identities are tuple encodings, which never start with 0xFF.
+func afterAll(atMs uint64) *store.DueEntry {
+	return &store.DueEntry{AtMs: atMs, Partition: []byte{0xFF}}
+}
+
+// list sends the due entries, then the parked ones, each partition once,
+// to out, until ctx ends.
+func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.DueEntry, rep *TickReport) error {
+	seen := make(map[string]struct{})
+	send := func(e store.DueEntry, count *int) bool {
+		if _, dup := seen[string(e.Partition)]; dup {
+			// Re-queued during this tick: it waits for the next one.
+			return true
+		}
+		seen[string(e.Partition)] = struct{}{}
+		select {
+		case out <- e:
+			*count++
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if err := s.scan(ctx, nowMs, nil, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
+		return err
+	}
+	return s.scan(ctx, ParkedWakeMs, afterAll(ParkedWakeMs-1), func(e store.DueEntry) bool { return send(e, &rep.Parked) })
+}
+
+// scan pages through the due index entries after after, up to untilMs,
+// calling fn on each until it returns false (ctx ended).
+func (s *Scheduler) scan(ctx context.Context, untilMs uint64, after *store.DueEntry, fn func(store.DueEntry) bool) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("timers: scheduler: tick: %w", err)
+		}
+		page, err := s.due.ScanDue(ctx, untilMs, after, s.pageSize)
+		if err != nil {
+			return fmt.Errorf("timers: scheduler: list due partitions: %w", err)
+		}
+		for _, e := range page {
+			if !fn(e) {
+				return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
+			}
+		}
+		if len(page) < s.pageSize {
+			return nil
+		}
+		after = &page[len(page)-1]
+	}
+}
+
+// enter marks partition id in flight on this Scheduler; false when it
+// already is.
+func (s *Scheduler) enter(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inFlight[id]; busy {
+		return false
+	}
+	s.inFlight[id] = struct{}{}
+	return true
+}
+
+func (s *Scheduler) leave(id string) {
+	s.mu.Lock()
+	delete(s.inFlight, id)
+	s.mu.Unlock()
+}
+
+// count adds one to a counter labelled with p's kind.
+func (s *Scheduler) count(metric string, p store.Partition) {
+	s.metrics.Add(metric, []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: p.Kind()}}, 1)
+}
+
+// isCtxErr reports whether err is ctx's own ending.
+func isCtxErr(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
+}

@@ -1,0 +1,264 @@
+package timers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// claim is a lease this Scheduler holds on a partition.
+type claim struct {
+	// lease is the lease row as written: the finishing batch requires it.
+	lease store.Value
+	// nowMs is the time of the claim, and of the run.
+	nowMs uint64
+}
+
+// handle looks at one listed entry: it parses the partition, claims it and
+// fires it. It fails with the store's errors only; a partition skipped for
+// any other reason is counted in r.
+func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	p, err := s.parse(e.Partition)
+	if err == nil && p == nil {
+		err = errors.New("ParsePartition returned no partition")
+	}
+	if err != nil {
+		r.Corrupt++
+		s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
+		s.log.Error("timers: scheduler: due index entry names a partition that does not parse; skipped",
+			"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", e.AtMs, "error", err)
+		return nil
+	}
+	id := string(e.Partition)
+	if !s.enter(id) {
+		// Another Tick of this Scheduler is firing it.
+		if e.AtMs != ParkedWakeMs {
+			r.Contended++
+			s.count(MetricSchedulerContended, p)
+		}
+		return nil
+	}
+	defer s.leave(id)
+	c, err := s.claim(ctx, p, e.AtMs, r)
+	if err != nil {
+		if isCtxErr(ctx, err) {
+			return nil
+		}
+		return s.failed(p, "claim", err)
+	}
+	if c == nil {
+		return nil
+	}
+	if err := s.fire(ctx, p, c, r); err != nil {
+		return s.failed(p, "fire", err)
+	}
+	return nil
+}
+
+func (s *Scheduler) failed(p store.Partition, what string, err error) error {
+	s.count(MetricSchedulerErrors, p)
+	s.log.Error("timers: scheduler: partition "+what+" failed", "partition", store.PartitionName(p), "error", err)
+	return fmt.Errorf("timers: scheduler: %s %s: %w", what, store.PartitionName(p), err)
+}
+
+// claim takes partition p's lease and parks its wake time, in one guarded
+// Apply, expecting the wake time listedMs the index listed. It returns
+// nil, counting why in r, when the partition's wake time is no longer due
+// (stale), another worker holds the lease or wins the claim, or the lease
+// does not decode. Another worker's live lease on a partition listed
+// parked is the normal state of a partition in flight, not contention.
+func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
+	parked, wake := listedMs == ParkedWakeMs, listedMs
+	for attempt := range maxWakeAttempts {
+		nowMs := clock.NowMs(s.clock)
+		if attempt > 0 {
+			// The wake time moved since it was listed or read: it says
+			// whether the entry is stale.
+			at, ok, err := s.due.NextWake(ctx, p)
+			if err != nil {
+				return nil, fmt.Errorf("read wake time: %w", err)
+			}
+			if !ok || at > nowMs && at != ParkedWakeMs {
+				r.Stale++
+				s.count(MetricSchedulerStale, p)
+				return nil, nil
+			}
+			wake = at
+		}
+		observed, present, err := s.store.Get(ctx, p, s.leaseKey)
+		if err != nil {
+			return nil, fmt.Errorf("read lease: %w", err)
+		}
+		if !present {
+			observed = nil
+		}
+		recovered := false
+		if present {
+			held, err := gen.DecodeSchedulerLeaseV1(observed)
+			if err != nil {
+				r.Corrupt++
+				s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
+				s.log.Error("timers: scheduler: lease does not decode; partition left alone",
+					"partition", store.PartitionName(p), "error", err)
+				return nil, nil
+			}
+			if held.Owner != s.owner {
+				if held.ExpiresAtMs > nowMs {
+					if !parked || wake != ParkedWakeMs {
+						r.Contended++
+						s.count(MetricSchedulerContended, p)
+					}
+					return nil, nil
+				}
+				recovered = true
+			}
+		}
+		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: addMs(nowMs, s.leaseMs)})
+		if err != nil { // NewScheduler bounds the owner: unreachable
+			return nil, err
+		}
+		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWake(wake, ParkedWakeMs)
+		out, err := s.store.Apply(ctx, p, b)
+		switch {
+		case err != nil:
+			// Had it landed, the partition stays parked under our lease:
+			// a later tick's parked listing takes it back.
+			return nil, fmt.Errorf("apply lease: %w", err)
+		case out.Committed():
+			r.Claimed++
+			s.count(MetricSchedulerClaimed, p)
+			if recovered {
+				r.Recovered++
+				s.count(MetricSchedulerRecovered, p)
+				s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
+			}
+			return &claim{lease: lease, nowMs: nowMs}, nil
+		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
+			// A timer write lowered the wake time, or a worker fired the
+			// partition, since it was listed: look again.
+			continue
+		case out.Outcome == store.PreconditionFailed:
+			r.Contended++
+			s.count(MetricSchedulerContended, p)
+			return nil, nil
+		default:
+			return nil, fmt.Errorf("apply lease: unexpected outcome %v", out)
+		}
+	}
+	// The wake time kept moving under busy writers: the next tick looks.
+	r.Contended++
+	s.count(MetricSchedulerContended, p)
+	return nil, nil
+}
+
+// fire runs partition p's due timers under claim c and finishes: it
+// releases the lease and sets the wake time in one batch. The run and the
+// finishing batch outlive ctx's cancellation, bounded by the lease each.
+func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
+	rep, runErr := RunDue(runCtx, s.store, p, s.reg, c.nowMs, s.budget, s.runOpts...)
+	cancel()
+	r.Timers.add(rep)
+
+	next := rep.NextDueMs
+	switch {
+	case runErr != nil:
+		// What is left is unknown: look again after the backoff (or at
+		// the earliest due time the run saw, if sooner).
+		next = addMs(c.nowMs, RetryBackoffMs)
+		if rep.NextDueMs > c.nowMs && rep.NextDueMs < next {
+			next = rep.NextDueMs
+		}
+		s.log.Error("timers: scheduler: run failed; partition looked at again later",
+			"partition", store.PartitionName(p), "next_ms", next, "error", runErr)
+	case rep.More:
+		// Behind every partition already due: a backlog does not starve
+		// the others.
+		next = max(clock.NowMs(s.clock), c.nowMs)
+		r.Requeued++
+		s.count(MetricSchedulerRequeued, p)
+	}
+
+	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
+	defer cancel()
+	err := s.finish(finishCtx, p, c, next, r)
+	if runErr != nil {
+		return errors.Join(fmt.Errorf("run due: %w", runErr), err)
+	}
+	return err
+}
+
+// finish releases the lease and sets the wake time to next (0: none) in
+// one batch, guarded by the lease still being c's and the wake time still
+// parked. A timer written meanwhile has lowered the wake time (see the
+// design note): then it re-reads it and keeps the earlier of the two. A
+// lease no longer ours means it expired and another worker claimed the
+// partition: finish counts it and leaves the partition to that worker.
+func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next uint64, r *TickReport) error {
+	expect, want := ParkedWakeMs, next
+	for attempt := 1; ; attempt++ {
+		b := store.NewBatch().Require(store.Equals(s.leaseKey, c.lease)).Delete(s.leaseKey)
+		switch {
+		case attempt <= maxWakeAttempts:
+			b.SetWake(expect, want)
+		case want != 0:
+			b.WakeAt(want)
+		}
+		out, err := s.store.Apply(ctx, p, b)
+		switch {
+		case err != nil:
+			// The lease expires, or the parked listing takes it back.
+			return fmt.Errorf("finish: %w", err)
+		case out.Committed():
+			return nil
+		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
+			m, ok, err := s.due.NextWake(ctx, p)
+			if err != nil {
+				return fmt.Errorf("finish: read wake time: %w", err)
+			}
+			if !ok {
+				m = 0
+			}
+			expect, want = m, earlierWake(m, next)
+			s.log.Debug("timers: scheduler: wake time moved during the run; keeping the earlier",
+				"partition", store.PartitionName(p), "wake_ms", m, "next_ms", next)
+		case out.Outcome == store.PreconditionFailed:
+			// Nothing of the run is lost with the lease: every timer it
+			// moved carried its own WakeAt, and the new owner's run sees
+			// the timers it left.
+			r.LeaseLost++
+			s.count(MetricSchedulerLeaseLost, p)
+			s.log.Warn("timers: scheduler: lease expired during the run and was taken over",
+				"partition", store.PartitionName(p), "lease_ms", s.leaseMs)
+			return nil
+		default:
+			return fmt.Errorf("finish: unexpected outcome %v", out)
+		}
+	}
+}
+
+// earlierWake is the earlier of two wake times, 0 meaning none.
+func earlierWake(a, b uint64) uint64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// addMs adds d milliseconds to t, saturating short of ParkedWakeMs.
+func addMs(t, d uint64) uint64 {
+	if sum := t + d; sum >= t && sum < ParkedWakeMs {
+		return sum
+	}
+	return ParkedWakeMs - 1
+}

@@ -1,0 +1,437 @@
+package timers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+func TestNewSchedulerRejectsBadConfig(t *testing.T) {
+	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	require.NoError(t, err)
+	defer l.Close()
+	reg := registry(t)
+	valid := func() timers.SchedulerConfig {
+		return timers.SchedulerConfig{Store: l, Registry: reg, ParsePartition: timers.ParseGenPartition}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*timers.SchedulerConfig)
+	}{
+		{"nil store", func(c *timers.SchedulerConfig) { c.Store = nil }},
+		{"store without a due index", func(c *timers.SchedulerConfig) { c.Store = struct{ store.Store }{l} }},
+		{"nil registry", func(c *timers.SchedulerConfig) { c.Registry = nil }},
+		{"nil ParsePartition", func(c *timers.SchedulerConfig) { c.ParsePartition = nil }},
+		{"owner over its bound", func(c *timers.SchedulerConfig) { c.Owner = strings.Repeat("o", gen.MaxSchedulerLeaseV1Owner+1) }},
+		{"negative workers", func(c *timers.SchedulerConfig) { c.Workers = -1 }},
+		{"negative due page size", func(c *timers.SchedulerConfig) { c.DuePageSize = -1 }},
+		{"negative budget timers", func(c *timers.SchedulerConfig) { c.Budget.MaxTimers = -1 }},
+		{"negative lease", func(c *timers.SchedulerConfig) { c.LeaseDuration = -time.Second }},
+		{"lease under a millisecond", func(c *timers.SchedulerConfig) { c.LeaseDuration = time.Millisecond / 2 }},
+		{"negative poll interval", func(c *timers.SchedulerConfig) { c.PollInterval = -time.Second }},
+		{"negative budget duration", func(c *timers.SchedulerConfig) { c.Budget.MaxDuration = -time.Second }},
+		{"budget as long as the lease", func(c *timers.SchedulerConfig) {
+			c.LeaseDuration, c.Budget.MaxDuration = 5*time.Second, 5*time.Second
+		}},
+		{"budget longer than the default lease", func(c *timers.SchedulerConfig) { c.Budget = timers.DefaultBudget }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid()
+			tc.edit(&cfg)
+			s, err := timers.NewScheduler(cfg)
+			require.ErrorIs(t, err, store.ErrInvalid)
+			assert.Nil(t, s)
+		})
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		a, err := timers.NewScheduler(valid())
+		require.NoError(t, err)
+		b, err := timers.NewScheduler(valid())
+		require.NoError(t, err)
+		assert.NotEmpty(t, a.Owner())
+		assert.NotEqual(t, a.Owner(), b.Owner(), "random owners")
+		cfg := valid()
+		cfg.Owner = strings.Repeat("o", gen.MaxSchedulerLeaseV1Owner)
+		cfg.LeaseDuration = time.Second // the budget's duration defaults below it
+		s, err := timers.NewScheduler(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, cfg.Owner, s.Owner())
+	})
+}
+
+func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 10})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 5})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 500})
+		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "c", DueAtMs: now + 1_000})
+		type during struct {
+			lease   gen.SchedulerLeaseV1
+			leased  bool
+			wake    uint64
+			hasWake bool
+		}
+		var seen []during
+		h := &recorder{kind: kindA, during: func(c *timers.Ctx, _ timers.DueTimer) {
+			var d during
+			d.lease, d.leased = e.lease(t, c.Partition)
+			d.wake, d.hasWake = e.wake(t, c.Partition)
+			seen = append(seen, d)
+		}}
+		s := e.scheduler(t, "worker-a", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers = 1 })
+
+		rep := e.tick(t, s)
+
+		assert.Equal(t, []fire{{"namespace(p000)", "a", now - 10, now}, {"namespace(p001)", "b", now - 5, now}}, h.seen())
+		assert.Equal(t, timers.TickReport{NowMs: now, Due: 2, Claimed: 2,
+			Timers: timers.Report{Fired: 2, NextDueMs: now + 500, Elapsed: rep.Timers.Elapsed}}, rep)
+		for _, d := range seen {
+			assert.Equal(t, during{gen.SchedulerLeaseV1{Owner: "worker-a", ExpiresAtMs: now + 10_000}, true, timers.ParkedWakeMs, true}, d,
+				"while it fires, the partition holds our lease and a parked wake time")
+		}
+		for i := range 3 {
+			_, leased := e.lease(t, part(i))
+			assert.False(t, leased, "lease of %d released", i)
+		}
+		_, ok := e.wake(t, part(0))
+		assert.False(t, ok, "no timer left in p000")
+		w, _ := e.wake(t, part(1))
+		assert.Equal(t, now+500, w)
+		w, _ = e.wake(t, part(2))
+		assert.Equal(t, now+1_000, w, "not due: untouched")
+		assert.Equal(t, uint64(1), e.metrics.CounterSum(timers.MetricSchedulerTicks))
+		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerClaimed, schedLabel))
+
+		e.clock.SetMs(now + 500)
+		rep = e.tick(t, s)
+		assert.Equal(t, 1, rep.Claimed)
+		require.Len(t, h.seen(), 3)
+		assert.Equal(t, "later", h.seen()[2].Reference)
+	})
+}
+
+func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		owner     string
+		expiresAt uint64
+		corrupt   bool
+		want      timers.TickReport
+	}{
+		{name: "absent", want: timers.TickReport{Claimed: 1}},
+		{name: "foreign and live", owner: "other", expiresAt: now + 1, want: timers.TickReport{Contended: 1}},
+		{name: "foreign and expired", owner: "other", expiresAt: now, want: timers.TickReport{Claimed: 1, Recovered: 1}},
+		{name: "ours and live", owner: "me", expiresAt: now + 9_000, want: timers.TickReport{Claimed: 1}},
+		{name: "corrupt", corrupt: true, want: timers.TickReport{Corrupt: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+				p := part(0)
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+				leaseKey := gen.AppendSchedulerLeaseKey(nil)
+				switch {
+				case tc.corrupt:
+					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value("not a lease")))
+				case tc.owner != "":
+					v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: tc.owner, ExpiresAtMs: tc.expiresAt})
+					require.NoError(t, err)
+					e.apply(t, p, store.NewBatch().Put(leaseKey, v))
+				}
+				before, _, err := e.layer.Get(e.ctx, p, leaseKey)
+				require.NoError(t, err)
+				h := &recorder{kind: kindA}
+				s := e.scheduler(t, "me", registry(t, h), nil)
+
+				rep := e.tick(t, s)
+
+				claimed := tc.want.Claimed == 1
+				want := tc.want
+				want.NowMs, want.Due = now, 1
+				if claimed {
+					want.Timers = timers.Report{Fired: 1, Elapsed: rep.Timers.Elapsed}
+				}
+				assert.Equal(t, want, rep)
+				after, _, err := e.layer.Get(e.ctx, p, leaseKey)
+				require.NoError(t, err)
+				w, ok := e.wake(t, p)
+				if claimed {
+					assert.Len(t, h.seen(), 1)
+					assert.Nil(t, after, "released")
+					assert.False(t, ok, "no timer left")
+				} else {
+					assert.Empty(t, h.seen())
+					assert.Equal(t, before, after, "lease untouched")
+					assert.Equal(t, now-1, w, "wake time untouched")
+				}
+				assert.Equal(t, uint64(tc.want.Contended), e.metrics.Counter(timers.MetricSchedulerContended, schedLabel))
+				assert.Equal(t, uint64(tc.want.Recovered), e.metrics.Counter(timers.MetricSchedulerRecovered, schedLabel))
+				assert.Equal(t, uint64(tc.want.Corrupt), e.metrics.CounterSum(timers.MetricSchedulerCorrupt))
+				if tc.corrupt {
+					assert.Contains(t, e.logs.String(), "lease does not decode")
+				}
+			})
+		})
+	}
+}
+
+func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		p := part(0)
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		leaseKey := gen.AppendSchedulerLeaseKey(nil)
+		raced := false
+		e.faults.BeforeApply(func(ctx context.Context, q store.Partition, b *store.Batch) error {
+			if raced || len(b.Writes) == 0 || string(b.Writes[0].Key) != string(leaseKey) || b.Writes[0].Op != store.OpPut {
+				return nil
+			}
+			raced = true // another worker claims between our read and our Apply
+			v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: now + 10_000})
+			require.NoError(t, err)
+			_, err = e.layer.Apply(ctx, q, store.NewBatch().Put(leaseKey, v))
+			return err
+		})
+		h := &recorder{kind: kindA}
+		s := e.scheduler(t, "me", registry(t, h), nil)
+
+		rep := e.tick(t, s)
+
+		require.True(t, raced)
+		assert.Equal(t, timers.TickReport{NowMs: now, Due: 1, Contended: 1}, rep)
+		assert.Empty(t, h.seen())
+		l, _ := e.lease(t, p)
+		assert.Equal(t, "other", l.Owner)
+		w, _ := e.wake(t, p)
+		assert.Equal(t, now-1, w, "the failed claim parked nothing")
+	})
+}
+
+// A timer written after RunDue read the partition, before the finishing
+// batch, lowers the parked wake time; the finishing batch fails its wake
+// guard, re-reads the wake time and keeps the earlier of the two.
+func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		existing uint64 // due time of a timer the run sees but does not fire (0: none)
+		written  uint64 // due time of the timer written before the finishing batch
+		wantWake uint64
+	}{
+		{"later than everything", 0, now + 60_000, now + 60_000},
+		{"before the run's next due time", now + 5_000, now + 1_000, now + 1_000},
+		{"after the run's next due time", now + 5_000, now + 9_000, now + 5_000},
+		{"already due", 0, now - 3, now - 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+				p := part(0)
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAtMs: now - 10})
+				if tc.existing != 0 {
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "existing", DueAtMs: tc.existing})
+				}
+				leaseKey := gen.AppendSchedulerLeaseKey(nil)
+				finishes, written := 0, false
+				e.faults.BeforeApply(func(_ context.Context, q store.Partition, b *store.Batch) error {
+					if len(b.Writes) != 1 || b.Writes[0].Op != store.OpDelete || string(b.Writes[0].Key) != string(leaseKey) {
+						return nil
+					}
+					finishes++
+					if !written {
+						written = true
+						e.schedule(t, q, timers.Timer{Kind: kindA, Reference: "written", DueAtMs: tc.written})
+					}
+					return nil
+				})
+				h := &recorder{kind: kindA}
+				s := e.scheduler(t, "me", registry(t, h), nil)
+
+				rep := e.tick(t, s)
+
+				assert.Equal(t, 1, rep.Timers.Fired)
+				assert.Equal(t, 2, finishes, "the first finishing batch fails its wake guard, the second lands")
+				w, ok := e.wake(t, p)
+				assert.True(t, ok)
+				assert.Equal(t, tc.wantWake, w)
+				_, leased := e.lease(t, p)
+				assert.False(t, leased)
+
+				e.clock.SetMs(max(tc.written, now))
+				e.tick(t, s)
+				assert.Contains(t, h.seen(), fire{"namespace(p000)", "written", tc.written, max(tc.written, now)},
+					"the timer written meanwhile fires when due")
+			})
+		})
+	}
+}
+
+func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		moved, gone, empty := part(0), part(1), part(2)
+		for i := range 3 {
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10 + uint64(i)})
+		}
+		// p002's timer is cancelled: its wake time stays, with no timer.
+		ref, _, err := timers.ReadRef(e.ctx, e.layer, empty, kindA, "r")
+		require.NoError(t, err)
+		b := store.NewBatch()
+		require.NoError(t, timers.Cancel(b, ref, kindA, "r"))
+		e.apply(t, empty, b)
+		// Once the tick has listed them, other workers move p000's wake
+		// time into the future and clear p001's.
+		once := false
+		e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
+			if once || c.Method != storetest.MethodScanDue {
+				return nil
+			}
+			once = true
+			e.setWake(t, moved, now+5_000)
+			e.setWake(t, gone, 0)
+			return nil
+		})
+		h := &recorder{kind: kindA}
+		s := e.scheduler(t, "me", registry(t, h), nil)
+
+		rep := e.tick(t, s)
+
+		assert.Equal(t, timers.TickReport{NowMs: now, Due: 3, Stale: 2, Claimed: 1, Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep)
+		assert.Empty(t, h.seen())
+		w, _ := e.wake(t, moved)
+		assert.Equal(t, now+5_000, w, "a stale entry is left to the wake time it moved to")
+		_, ok := e.wake(t, gone)
+		assert.False(t, ok)
+		for i := range 2 {
+			_, leased := e.lease(t, part(i))
+			assert.False(t, leased, "stale entries are not claimed")
+		}
+		_, ok = e.wake(t, empty)
+		assert.False(t, ok, "the wake time without timers is cleared")
+		assert.Equal(t, []store.DueEntry{{AtMs: now + 5_000, Partition: identity(t, moved)}}, e.entries(t),
+			"one entry left in the index")
+		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerStale, schedLabel))
+
+		rep = e.tick(t, s)
+		assert.Equal(t, timers.TickReport{NowMs: now}, rep, "nothing due")
+	})
+}
+
+func TestUnknownKindTimersDoNotKeepThePartitionDue(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		p := part(0)
+		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "orphan", DueAtMs: now - 1})
+		s := e.scheduler(t, "me", registry(t, &recorder{kind: kindA}), nil)
+
+		rep := e.tick(t, s)
+		assert.Equal(t, 1, rep.Claimed)
+		assert.Equal(t, 1, rep.Timers.UnknownKind)
+		assert.Equal(t, 1, rep.Timers.Held)
+		_, ok := e.wake(t, p)
+		assert.False(t, ok, "a held timer does not wake its partition")
+
+		for range 3 {
+			e.clock.Advance(time.Second)
+			rep = e.tick(t, s)
+			assert.Zero(t, rep.Due)
+			assert.Zero(t, rep.Claimed)
+		}
+		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "run once")
+	})
+}
+
+func TestTickCountsEntriesWhosePartitionDoesNotParse(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		// A partition of the test kind: gen.ParsePartition cannot read it.
+		foreign := testPartition("x")
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		h := &recorder{kind: kindA}
+		s := e.scheduler(t, "me", registry(t, h), nil)
+
+		rep := e.tick(t, s)
+		assert.Equal(t, 1, rep.Corrupt)
+		assert.Equal(t, 1, rep.Claimed, "the others still fire")
+		assert.Equal(t, []string{"namespace(p000)"}, partitionsOf(h.seen()))
+		assert.Contains(t, e.logs.String(), "does not parse")
+		assert.Equal(t, uint64(1), e.metrics.CounterSum(timers.MetricSchedulerCorrupt))
+		w, _ := e.wake(t, foreign)
+		assert.Equal(t, now-1, w, "left in place")
+
+		// A project's own parser fires it.
+		own := e.scheduler(t, "own", registry(t, h), func(c *timers.SchedulerConfig) {
+			c.ParsePartition = func(id []byte) (store.Partition, error) {
+				return testPartition(string(id[1 : len(id)-1])), nil
+			}
+		})
+		rep = e.tick(t, own)
+		assert.Equal(t, 1, rep.Claimed)
+		assert.Equal(t, []string{"namespace(p000)", "test:x"}, partitionsOf(h.seen()))
+	})
+}
+
+// A store failure fails that partition only: the tick fires the others,
+// counts the failure and returns the first error. A failed run is looked
+// at again after the retry backoff; a partition whose finishing batch
+// failed stays parked under our lease, and the next tick takes it back.
+func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		for i := range 3 {
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		}
+		leaseKey := gen.AppendSchedulerLeaseKey(nil)
+		is := func(c storetest.Call, p store.Partition) bool {
+			return store.PartitionName(c.Partition) == store.PartitionName(p)
+		}
+		// p000's run cannot scan; p001's finishing batch fails once.
+		e.faults.FailWhen(storetest.MethodScan, func(c storetest.Call) bool { return is(c, part(0)) }, nil)
+		finishFailed := false
+		e.faults.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
+			finish := len(c.Batch.Writes) == 1 && c.Batch.Writes[0].Op == store.OpDelete &&
+				string(c.Batch.Writes[0].Key) == string(leaseKey)
+			if finish && is(c, part(1)) && !finishFailed {
+				finishFailed = true
+				return true
+			}
+			return false
+		}, nil)
+		h := &recorder{kind: kindA}
+		s := e.scheduler(t, "me", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers = 1 })
+
+		rep, err := s.Tick(e.ctx)
+		require.ErrorIs(t, err, storetest.ErrInjected)
+		assert.Equal(t, 3, rep.Claimed)
+		assert.Equal(t, 2, rep.Errors)
+		assert.Equal(t, 2, rep.Timers.Fired, "p001's fire landed before its finishing batch failed")
+		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerErrors, schedLabel))
+		w, _ := e.wake(t, part(0))
+		assert.Equal(t, now+timers.RetryBackoffMs, w, "a failed run is looked at again after the backoff")
+		_, leased := e.lease(t, part(0))
+		assert.False(t, leased)
+		w, _ = e.wake(t, part(1))
+		assert.Equal(t, timers.ParkedWakeMs, w, "still parked")
+		l, _ := e.lease(t, part(1))
+		assert.Equal(t, "me", l.Owner)
+
+		rep = e.tick(t, s)
+		assert.Equal(t, timers.TickReport{NowMs: now, Parked: 1, Claimed: 1,
+			Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep, "our own parked partition is taken back")
+		_, ok := e.wake(t, part(1))
+		assert.False(t, ok)
+		_, leased = e.lease(t, part(1))
+		assert.False(t, leased)
+
+		e.faults.Clear()
+		e.clock.SetMs(now + timers.RetryBackoffMs)
+		rep = e.tick(t, s)
+		assert.Equal(t, 1, rep.Timers.Fired)
+		assert.Equal(t, []string{"namespace(p001)", "namespace(p002)", "namespace(p000)"}, partitionsOf(h.seen()))
+	})
+}
