@@ -795,8 +795,8 @@ func appendTimerKey(dst []byte, k *TimerKey) []byte {
 }
 
 func checkTimerKey(k *TimerKey) error {
-	if err := wire.CheckLen("", len(k.Reference), 256); err != nil {
-		return wire.Within("Reference", err)
+	if len(k.Reference) > 256 {
+		return wire.Within("Reference", wire.CheckLen("", len(k.Reference), 256))
 	}
 	return nil
 }
@@ -1215,8 +1215,8 @@ func appendTimerRefKey(dst []byte, k *TimerRefKey) []byte {
 }
 
 func checkTimerRefKey(k *TimerRefKey) error {
-	if err := wire.CheckLen("", len(k.Reference), 256); err != nil {
-		return wire.Within("Reference", err)
+	if len(k.Reference) > 256 {
+		return wire.Within("Reference", wire.CheckLen("", len(k.Reference), 256))
 	}
 	return nil
 }

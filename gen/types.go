@@ -627,20 +627,20 @@ func checkRelayV1(v *RelayV1) error {
 	if err := checkPartition(v.Target); err != nil {
 		return wire.Within("Target", err)
 	}
-	if err := wire.CheckLen("", len(v.Puts), 98); err != nil {
-		return wire.Within("Puts", err)
+	if len(v.Puts) > 98 {
+		return wire.Within("Puts", wire.CheckLen("", len(v.Puts), 98))
 	}
 	for i := range v.Puts {
 		if err := checkRelayPut(&v.Puts[i]); err != nil {
 			return wire.Within("Puts", err)
 		}
 	}
-	if err := wire.CheckLen("", len(v.Deletes), 98); err != nil {
-		return wire.Within("Deletes", err)
+	if len(v.Deletes) > 98 {
+		return wire.Within("Deletes", wire.CheckLen("", len(v.Deletes), 98))
 	}
 	for i := range v.Deletes {
-		if err := wire.CheckLen("", len(v.Deletes[i]), 10000); err != nil {
-			return wire.Within("Deletes", err)
+		if len(v.Deletes[i]) > 10000 {
+			return wire.Within("Deletes", wire.CheckLen("", len(v.Deletes[i]), 10000))
 		}
 	}
 	return nil
@@ -673,11 +673,11 @@ const (
 
 // checkRelayPut checks every rule of the schema on v.
 func checkRelayPut(v *RelayPut) error {
-	if err := wire.CheckLen("", len(v.Key), 10000); err != nil {
-		return wire.Within("Key", err)
+	if len(v.Key) > 10000 {
+		return wire.Within("Key", wire.CheckLen("", len(v.Key), 10000))
 	}
-	if err := wire.CheckLen("", len(v.Value), 100000); err != nil {
-		return wire.Within("Value", err)
+	if len(v.Value) > 100000 {
+		return wire.Within("Value", wire.CheckLen("", len(v.Value), 100000))
 	}
 	return nil
 }
@@ -704,8 +704,8 @@ const (
 
 // checkRelayScanV1 checks every rule of the schema on v.
 func checkRelayScanV1(v *RelayScanV1) error {
-	if err := wire.CheckLen("", len(v.Blocked), 16); err != nil {
-		return wire.Within("Blocked", err)
+	if len(v.Blocked) > 16 {
+		return wire.Within("Blocked", wire.CheckLen("", len(v.Blocked), 16))
 	}
 	for i := range v.Blocked {
 		if err := checkPartition(v.Blocked[i]); err != nil {
@@ -877,8 +877,8 @@ func checkReservationCommitted(v *ReservationCommitted) error {
 	if err := v.Repository.Validate(); err != nil {
 		return wire.Within("Repository", err)
 	}
-	if err := wire.CheckLen("", len(v.Refs), 64); err != nil {
-		return wire.Within("Refs", err)
+	if len(v.Refs) > 64 {
+		return wire.Within("Refs", wire.CheckLen("", len(v.Refs), 64))
 	}
 	for i := range v.Refs {
 		if err := checkRefUpdate(&v.Refs[i]); err != nil {
@@ -919,11 +919,11 @@ func checkRefUpdate(v *RefUpdate) error {
 	if err := v.Ref.Validate(); err != nil {
 		return wire.Within("Ref", err)
 	}
-	if err := wire.CheckLen("", len(v.OldOID), 32); err != nil {
-		return wire.Within("OldOID", err)
+	if len(v.OldOID) > 32 {
+		return wire.Within("OldOID", wire.CheckLen("", len(v.OldOID), 32))
 	}
-	if err := wire.CheckLen("", len(v.NewOID), 32); err != nil {
-		return wire.Within("NewOID", err)
+	if len(v.NewOID) > 32 {
+		return wire.Within("NewOID", wire.CheckLen("", len(v.NewOID), 32))
 	}
 	return nil
 }
@@ -957,8 +957,8 @@ func checkReservationAborted(v *ReservationAborted) error {
 	if !v.Reason.Valid() {
 		return wire.Rule("Reason", "unknown AbortReason %d", uint8(v.Reason))
 	}
-	if err := wire.CheckLen("", len(v.Detail), 1024); err != nil {
-		return wire.Within("Detail", err)
+	if len(v.Detail) > 1024 {
+		return wire.Within("Detail", wire.CheckLen("", len(v.Detail), 1024))
 	}
 	return nil
 }
@@ -1033,8 +1033,8 @@ const (
 
 // checkOutcomeTimer checks every rule of the schema on v.
 func checkOutcomeTimer(v *OutcomeTimer) error {
-	if err := wire.CheckLen("", len(v.Cursor), 4096); err != nil {
-		return wire.Within("Cursor", err)
+	if len(v.Cursor) > 4096 {
+		return wire.Within("Cursor", wire.CheckLen("", len(v.Cursor), 4096))
 	}
 	return nil
 }
@@ -1072,14 +1072,14 @@ func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 	if v.MinimumMs > v.CeilingMs {
 		return wire.Rule("MinimumMs", "%d over CeilingMs %d", v.MinimumMs, v.CeilingMs)
 	}
-	if err := wire.CheckLen("", len(v.Recovery), 100000); err != nil {
-		return wire.Within("Recovery", err)
+	if len(v.Recovery) > 100000 {
+		return wire.Within("Recovery", wire.CheckLen("", len(v.Recovery), 100000))
 	}
-	if err := wire.CheckLen("", len(v.Reconcile), 100000); err != nil {
-		return wire.Within("Reconcile", err)
+	if len(v.Reconcile) > 100000 {
+		return wire.Within("Reconcile", wire.CheckLen("", len(v.Reconcile), 100000))
 	}
-	if err := wire.CheckLen("", len(v.Cursor), 4096); err != nil {
-		return wire.Within("Cursor", err)
+	if len(v.Cursor) > 4096 {
+		return wire.Within("Cursor", wire.CheckLen("", len(v.Cursor), 4096))
 	}
 	return nil
 }
@@ -1109,8 +1109,8 @@ const (
 
 // checkSchedulerLeaseV1 checks every rule of the schema on v.
 func checkSchedulerLeaseV1(v *SchedulerLeaseV1) error {
-	if err := wire.CheckLen("", len(v.Owner), 128); err != nil {
-		return wire.Within("Owner", err)
+	if len(v.Owner) > 128 {
+		return wire.Within("Owner", wire.CheckLen("", len(v.Owner), 128))
 	}
 	return nil
 }

@@ -205,7 +205,7 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 	switch t.Kind {
 	case refPrim:
 		if t.Prim == "string" && fl != nil && fl.HasMax && m.bounds {
-			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(fl.Max)))
+			checkLen(g, x, fl.Max, path)
 		}
 		if fl != nil && fl.HasMin {
 			fail(Id(x).Op("<").Add(num(fl.Min)), "%d under its minimum "+fmt.Sprint(fl.Min), Id(x))
@@ -216,7 +216,7 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		}
 	case refBytes:
 		if fl != nil && fl.HasMax && m.bounds {
-			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(fl.Max)))
+			checkLen(g, x, fl.Max, path)
 		}
 	case refNamed:
 		switch t.Decl.Kind {
@@ -243,15 +243,14 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 			max = fl.Max
 		}
 		if m.bounds {
-			within(Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(max)))
+			checkLen(g, x, max, path)
 		}
 		elemMax := fl != nil && fl.HasElemMax && m.bounds
 		if elemChecks(t.Elem, m) || elemMax {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
 				if elemMax {
-					g.If(Err().Op(":=").Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x+"["+i+"]")), Lit(fl.ElemMax)), Err().Op("!=").Nil()).
-						Block(Return(Qual(wirePkg, "Within").Call(Lit(path), Err())))
+					checkLen(g, x+"["+i+"]", fl.ElemMax, path)
 				}
 				checkField(g, m, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
 			})
@@ -265,6 +264,14 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 			)
 		}
 	}
+}
+
+// checkLen appends the bound check of len(x): a comparison inline, the
+// error built only when it fails.
+func checkLen(g *Group, x string, max int, path string) {
+	g.If(Len(Id(x)).Op(">").Lit(max)).Block(
+		Return(Qual(wirePkg, "Within").Call(Lit(path), Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(max)))),
+	)
 }
 
 // elemChecks reports whether checking an element of type t in mode m

@@ -180,16 +180,16 @@ func checkOrderV1(v *OrderV1) error {
 	if !v.Status.Valid() {
 		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
 	}
-	if err := wire.CheckLen("", len(v.Lines), 50); err != nil {
-		return wire.Within("Lines", err)
+	if len(v.Lines) > 50 {
+		return wire.Within("Lines", wire.CheckLen("", len(v.Lines), 50))
 	}
 	for i := range v.Lines {
 		if err := checkLine(&v.Lines[i]); err != nil {
 			return wire.Within("Lines", err)
 		}
 	}
-	if err := wire.CheckLen("", len(v.Note), 200); err != nil {
-		return wire.Within("Note", err)
+	if len(v.Note) > 200 {
+		return wire.Within("Note", wire.CheckLen("", len(v.Note), 200))
 	}
 	return nil
 }
@@ -220,8 +220,8 @@ const (
 
 // checkLine checks every rule of the schema on v.
 func checkLine(v *Line) error {
-	if err := wire.CheckLen("", len(v.SKU), 32); err != nil {
-		return wire.Within("SKU", err)
+	if len(v.SKU) > 32 {
+		return wire.Within("SKU", wire.CheckLen("", len(v.SKU), 32))
 	}
 	if v.Quantity < 1 {
 		return wire.Rule("Quantity", "%d under its minimum 1", v.Quantity)
