@@ -1,0 +1,203 @@
+// Package bench holds the benchmarks of the relay hot path (this
+// directory, in the main module) and of the codecs (bench/codecs, a module
+// of its own). It has no non-test code.
+//
+// The relay benchmarks fire the relay through timers.RunDue, as a
+// scheduler would, so each fire also pays for the timer's own scan, read
+// and guarded move. Rows are queued through outbox.Builder outside the
+// timed region (b.StopTimer/b.StartTimer).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// The shape of a benchmark row: 4 puts of 64-byte keys and 256-byte values.
+const (
+	putsPerRow = 4
+	keyBytes   = 64
+	valueBytes = 256
+	// keyPool distinct target keys per target: rows overwrite them, so a
+	// target stays small however many rows are relayed.
+	keyPool = 1024
+	// queueBatchRows rows are queued per outbox batch.
+	queueBatchRows = 64
+)
+
+// benchBudget is the relay budget of the benchmarks: the defaults, but
+// room for every target in one fire, so that each fire delivers its
+// whole window (4*MaxRows rows) and the baseline's batches are the
+// relay's.
+var benchBudget = relay.Budget{MaxRows: relay.DefaultMaxRows, MaxTargets: 128}
+
+// engine opens a fresh engine for one benchmark.
+type engine struct {
+	name string
+	open func(tb testing.TB) fdblayer.Engine
+}
+
+var engines = []engine{
+	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
+	{"bbolt", func(tb testing.TB) fdblayer.Engine {
+		e, err := fdblayer.OpenBoltEngine(filepath.Join(tb.TempDir(), "bench.bbolt"), fdblayer.BoltOptions{NoSync: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return e
+	}},
+}
+
+// sourcePartition is the relay's source, converted to the interface once.
+var sourcePartition store.Partition = gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+
+// fixture is one source partition relaying to n target partitions of one
+// store, with a relay registered and a clock the benchmark moves.
+type fixture struct {
+	ctx     context.Context
+	s       store.Store
+	targets []gen.Partition
+	reg     *timers.Registry
+	nowMs   uint64
+	rows    int // rows queued so far
+	keys    [][]byte
+	value   []byte
+	log     *slog.Logger
+}
+
+// newFixture opens a Layer on eng's engine with nTargets targets; the
+// relay's target store is the same store unless wrap returns another.
+func newFixture(tb testing.TB, eng engine, nTargets int, budget relay.Budget, wrap func(store.Store) store.Store) *fixture {
+	tb.Helper()
+	l, err := fdblayer.Open(eng.open(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = l.Close() })
+	var s store.Store = l
+	if wrap != nil {
+		s = wrap(l)
+	}
+	f := &fixture{ctx: context.Background(), s: s, nowMs: 1_000_000, log: slog.New(slog.DiscardHandler)}
+	for i := range nTargets {
+		f.targets = append(f.targets, gen.NamespacePartition{NS: gen.NamespaceKey(fmt.Sprintf("target-%03d", i))})
+	}
+	for i := range keyPool {
+		f.keys = append(f.keys, fmt.Appendf(nil, "bench/key/%054d", i))
+	}
+	f.value = make([]byte, valueBytes)
+	for i := range f.value {
+		f.value[i] = byte('a' + i%26)
+	}
+	f.reg, err = timers.NewRegistry(&relay.Handler{Target: s, Budget: budget})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// queue appends n rows to the source's outbox, round-robin over the
+// targets, through outbox.Builder (which keeps the relay timer).
+func (f *fixture) queue(tb testing.TB, n int) {
+	tb.Helper()
+	puts := make([]gen.RelayPut, putsPerRow)
+	for n > 0 {
+		o, err := outbox.Read(f.ctx, f.s, sourcePartition)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ob, err := outbox.NewBuilder(f.s.Capabilities(), f.nowMs, o)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for range min(n, queueBatchRows) {
+			for j := range puts {
+				puts[j] = gen.RelayPut{Key: f.keys[(f.rows*putsPerRow+j)%keyPool], Value: f.value}
+			}
+			if _, err := ob.Relay(f.targets[f.rows%len(f.targets)], puts, nil); err != nil {
+				tb.Fatal(err)
+			}
+			f.rows++
+			n--
+		}
+		b := store.NewBatch()
+		if err := ob.Finish(b); err != nil {
+			tb.Fatal(err)
+		}
+		out, err := f.s.Apply(f.ctx, sourcePartition, b)
+		if err != nil || !out.Committed() {
+			tb.Fatalf("queue rows: %v %v", out, err)
+		}
+	}
+}
+
+// fire runs the source's due timers once at the fixture's time, which
+// must fire the relay, and moves the time on by a millisecond (the delay
+// of a relay fire that delivered rows). done reports that the relay timer
+// completed.
+func (f *fixture) fire(tb testing.TB) (done bool) {
+	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, f.nowMs, timers.DefaultBudget, timers.WithLogger(f.log))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if rep.Fired != 1 {
+		tb.Fatalf("relay fire at %d: %+v", f.nowMs, rep)
+	}
+	f.nowMs++
+	return rep.NextDueMs == 0
+}
+
+// drain fires the relay until its timer completes and returns the fires.
+func (f *fixture) drain(tb testing.TB) int {
+	for n := 1; ; n++ {
+		if f.fire(tb) {
+			return n
+		}
+	}
+}
+
+// scanQueue reads the source's queue as the relay does: in pages of
+// relay.ScanPageRows rows.
+func (f *fixture) scanQueue(tb testing.TB) {
+	start, end := gen.ClassRange(gen.TagRelayKey)
+	var after store.Cursor
+	for {
+		page, err := f.s.Scan(f.ctx, sourcePartition, start, end, after, relay.ScanPageRows)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if page.Next == nil {
+			return
+		}
+		after = page.Next
+	}
+}
+
+// queued counts the source's queued rows.
+func (f *fixture) queued(tb testing.TB) int {
+	tb.Helper()
+	start, end := gen.ClassRange(gen.TagRelayKey)
+	n := 0
+	var after store.Cursor
+	for {
+		page, err := f.s.Scan(f.ctx, sourcePartition, start, end, after, 10_000)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n += len(page.Entries)
+		if page.Next == nil {
+			return n
+		}
+		after = page.Next
+	}
+}

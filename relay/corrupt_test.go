@@ -1,0 +1,153 @@
+package relay_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+func relayKey(seq uint64) store.Key { return store.Key(gen.AppendRelayKey(nil, seq)) }
+
+func (e *env) putSource(t testing.TB, key store.Key, value store.Value) {
+	t.Helper()
+	out, err := e.inner.Apply(e.ctx, source, store.NewBatch().Put(key, value))
+	require.NoError(t, err)
+	require.True(t, out.Committed())
+}
+
+func (e *env) deleteSource(t testing.TB, key store.Key) {
+	t.Helper()
+	out, err := e.inner.Apply(e.ctx, source, store.NewBatch().Delete(key))
+	require.NoError(t, err)
+	require.True(t, out.Committed())
+}
+
+func encodeRow(t testing.TB, target gen.Partition, key, value string) store.Value {
+	v, err := gen.EncodeRelayV1(gen.RelayV1{Target: target, Puts: []gen.RelayPut{{Key: []byte(key), Value: []byte(value)}}, AtMs: start})
+	require.NoError(t, err)
+	return v
+}
+
+// Reference: a corrupt row (key or value; a zero sequence is corrupt)
+// stops the window; the valid prefix before it is delivered and
+// checkpointed; the fire retries; the row is never skipped, fire after
+// fire, and delivery resumes after it once it is repaired.
+func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
+	tests := []struct {
+		name    string
+		corrupt func(t testing.TB, e *env) // after rows 1..5 are queued
+		repair  func(t testing.TB, e *env)
+		prefix  []uint64 // delivered before the corrupt row
+		queued  []uint64 // left queued (0: the malformed key)
+	}{
+		{
+			name:    "value",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), store.Value("garbage")) },
+			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
+			prefix:  []uint64{1, 2},
+			queued:  []uint64{3, 4, 5},
+		},
+		{
+			name:    "key with trailing bytes",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, append(relayKey(2), 0x00), encodeRow(t, ta, "k", "x")) },
+			repair:  func(t testing.TB, e *env) { e.deleteSource(t, append(relayKey(2), 0x00)) },
+			prefix:  []uint64{1, 2},
+			queued:  []uint64{0, 3, 4, 5},
+		},
+		{
+			name:    "zero sequence at the head",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(0), encodeRow(t, ta, "k", "x")) },
+			repair:  func(t testing.TB, e *env) { e.deleteSource(t, relayKey(0)) },
+			prefix:  nil,
+			queued:  []uint64{0, 1, 2, 3, 4, 5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *env) {
+				e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"), put(ta, "k", "3"), put(ta, "k", "4"), put(ta, "k", "5"))
+				tt.corrupt(t, e)
+
+				for range 3 {
+					rep := e.step(t)
+					require.Equal(t, 1, rep.Retried, "a corrupt window retries")
+					due, ok := e.timerDue(t)
+					require.True(t, ok)
+					assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+					e.requireAppliedOnce(t, ta, tt.prefix...)
+					assert.Equal(t, uint64(len(tt.prefix)), e.highWater(t, ta), "nothing past the corrupt row")
+				}
+				assert.Contains(t, e.logs.String(), "corrupt relay row; tick stopped")
+				assert.Equal(t, tt.queued, e.queued(t), "the valid prefix is checkpointed, the rest kept")
+
+				tt.repair(t, e)
+				e.drain(t, 5)
+				assert.Empty(t, e.queued(t))
+				e.requireAppliedOnce(t, ta, 1, 2, 3, 4, 5)
+				assert.Equal(t, "5", e.get(t, ta, "k"))
+			})
+		})
+	}
+}
+
+// Reference: the window starts at the cursor's own key, so a malformed key
+// queued right after the cursor stops the next fire instead of being
+// passed over.
+func TestMalformedKeyAfterTheCursorStopsTheNextFire(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, repeat(8, put(ta, "k", "v"))...)
+		e.step(t)
+		require.Equal(t, uint64(4), e.scanState(t).Cursor)
+		e.putSource(t, append(relayKey(4), 0x01), encodeRow(t, ta, "k", "x"))
+
+		rep := e.step(t)
+		assert.Equal(t, 1, rep.Retried)
+		assert.Equal(t, uint64(4), e.highWater(t, ta), "rows 5.. wait behind the malformed key")
+		assert.Equal(t, []uint64{0, 5, 6, 7, 8}, e.queued(t))
+	}, withBudget(relay.Budget{MaxRows: 1}))
+}
+
+// Reference: a scan state that does not decode is logged and the scan
+// restarts from the queue's head; rows already delivered are gone and the
+// rest are delivered once.
+func TestCorruptScanStateRestartsFromTheHeadWithoutLoss(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, repeat(10, put(ta, "k", "v"))...)
+		e.step(t)
+		require.Equal(t, uint64(4), e.scanState(t).Cursor)
+		scanKey := store.Key(gen.AppendRelayScanKey(nil))
+		e.putSource(t, scanKey, store.Value{0xde, 0xad})
+
+		rep := e.step(t)
+		require.Equal(t, 1, rep.Fired)
+		assert.Contains(t, e.logs.String(), "corrupt relay scan state; restarting from source head")
+		assert.Equal(t, gen.RelayScanV1{CycleEnd: 10, Cursor: 8}, e.scanState(t), "a fresh cycle, rewritten valid")
+
+		e.drain(t, 5)
+		assert.Empty(t, e.queued(t))
+		e.requireAppliedOnce(t, ta, seqRange(1, 10)...)
+	}, withBudget(relay.Budget{MaxRows: 1}))
+}
+
+// A corrupt outbox sequence is corrupt stored data the relay cannot work
+// around: the fire fails with store.ErrCorrupt and the run leaves the timer
+// in place.
+func TestCorruptOutboxSequenceFailsTheFire(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "v"))
+		due, _ := e.timerDue(t)
+		e.putSource(t, store.Key(gen.AppendOutboxSequenceKey(nil)), store.Value("bad"))
+		rep := e.run(t)
+		assert.Equal(t, 1, rep.Corrupt)
+		after, ok := e.timerDue(t)
+		assert.True(t, ok)
+		assert.Equal(t, due, after)
+		assert.Equal(t, []uint64{1}, e.queued(t))
+	})
+}

@@ -1,0 +1,62 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// A writer queues a relay row in its own batch (which also creates the
+// relay timer); RunDue fires the relay, which applies the row to the
+// target partition and completes the timer.
+func ExampleHandler() {
+	ctx := context.Background()
+	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManualMs(1_000)))
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	src := gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+	index := gen.RefIndexPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+
+	o, err := outbox.Read(ctx, s, src)
+	if err != nil {
+		panic(err)
+	}
+	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := ob.Relay(index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
+		panic(err)
+	}
+	b := store.NewBatch()
+	if err := ob.Finish(b); err != nil {
+		panic(err)
+	}
+	if _, err := s.Apply(ctx, src, b); err != nil {
+		panic(err)
+	}
+
+	reg, err := timers.NewRegistry(&relay.Handler{Target: s})
+	if err != nil {
+		panic(err)
+	}
+	rep, err := timers.RunDue(ctx, s, src, reg, 1_000, timers.DefaultBudget)
+	if err != nil {
+		panic(err)
+	}
+	head, _, err := s.Get(ctx, index, store.Key("head"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, rep.NextDueMs == 0)
+	// Output: fired 1, head abc123, timer done: true
+}

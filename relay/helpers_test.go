@@ -1,0 +1,430 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+const start uint64 = 1_000_000
+
+var (
+	source = gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+	ta     = gen.NamespacePartition{NS: "ta"}
+	tb     = gen.NamespacePartition{NS: "tb"}
+	tc     = gen.RefIndexPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+)
+
+// engines open a fresh engine per test on each engine the tests run on.
+var engines = []struct {
+	name string
+	open func(t testing.TB, file string) fdblayer.Engine
+}{
+	{"memory", func(testing.TB, string) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
+	{"bbolt", func(t testing.TB, file string) fdblayer.Engine {
+		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), file), fdblayer.BoltOptions{NoSync: true})
+		require.NoError(t, err)
+		return e
+	}},
+}
+
+// env is one test's source store, target store, clock, handler and
+// observers. Source and target are two Faults wrappers; by default they
+// wrap the same Layer (a relay whose target store is its own store).
+type env struct {
+	ctx     context.Context
+	clock   *clock.Manual
+	inner   store.Store       // the source's Layer
+	source  *storetest.Faults // RunDue runs against it
+	tinner  store.Store       // the target's Layer
+	target  *storetest.Faults // the handler's Target
+	h       *relay.Handler
+	reg     *timers.Registry
+	audit   *auditHook
+	metrics *telemetry.Recorder
+	logs    *syncBuffer
+	logger  *slog.Logger
+}
+
+// option changes a test's env before its handler is registered.
+type option func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine)
+
+// withTargetStore gives the target its own Layer, opened with opts.
+func withTargetStore(opts ...fdblayer.Option) option {
+	return func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine) {
+		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
+		e.tinner, e.target = l, storetest.WithFaults(l)
+		e.h.Target = e.target
+	}
+}
+
+// withBudget sets the handler's budget.
+func withBudget(b relay.Budget) option {
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Budget = b }
+}
+
+// withHook sets the handler's hook.
+func withHook(h relay.Hook) option {
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Hook = h }
+}
+
+// forEachEngine runs fn as a subtest per engine.
+func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) { fn(t, newEnv(t, eng.open, opts...)) })
+	}
+}
+
+func openLayer(t testing.TB, engine fdblayer.Engine, clk clock.Clock, opts ...fdblayer.Option) *fdblayer.Layer {
+	l, err := fdblayer.Open(engine, append([]fdblayer.Option{fdblayer.WithClock(clk)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ...option) *env {
+	clk := clock.NewManualMs(start)
+	l := openLayer(t, open(t, "source.bbolt"), clk)
+	logs := &syncBuffer{}
+	e := &env{
+		ctx:     context.Background(),
+		clock:   clk,
+		inner:   l,
+		source:  storetest.WithFaults(l),
+		tinner:  l,
+		target:  storetest.WithFaults(l),
+		audit:   &auditHook{},
+		metrics: telemetry.NewRecorder(),
+		logs:    logs,
+		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	e.h = &relay.Handler{Target: e.target, Hook: e.audit}
+	for _, o := range opts {
+		o(t, e, open)
+	}
+	reg, err := timers.NewRegistry(e.h)
+	require.NoError(t, err)
+	e.reg = reg
+	return e
+}
+
+func (e *env) now() uint64 { return clock.NowMs(e.clock) }
+
+// row is one relay row to queue.
+type row struct {
+	target  gen.Partition
+	puts    []gen.RelayPut
+	deletes [][]byte
+}
+
+func put(target gen.Partition, kv ...string) row {
+	r := row{target: target}
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.puts = append(r.puts, gen.RelayPut{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+	}
+	return r
+}
+
+func del(target gen.Partition, keys ...string) row {
+	r := row{target: target}
+	for _, k := range keys {
+		r.deletes = append(r.deletes, []byte(k))
+	}
+	return r
+}
+
+// queue appends rows through the outbox writer, stamped at the clock's
+// time, and returns their sequences.
+func (e *env) queue(t testing.TB, rows ...row) []uint64 {
+	t.Helper()
+	return e.queueAt(t, e.now(), rows...)
+}
+
+// queueAt appends rows stamped atMs, several rows per batch.
+func (e *env) queueAt(t testing.TB, atMs uint64, rows ...row) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for len(rows) > 0 {
+		n := min(len(rows), 20)
+		seqs = append(seqs, queueInto(t, e.ctx, e.inner, atMs, rows[:n])...)
+		rows = rows[n:]
+	}
+	return seqs
+}
+
+// queueInto appends rows to the source's outbox in s, in one batch.
+func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, rows []row) []uint64 {
+	t.Helper()
+	o, err := outbox.Read(ctx, s, source)
+	require.NoError(t, err)
+	ob, err := outbox.NewBuilder(s.Capabilities(), atMs, o)
+	require.NoError(t, err)
+	seqs := make([]uint64, 0, len(rows))
+	for _, r := range rows {
+		seq, err := ob.Relay(r.target, r.puts, r.deletes)
+		require.NoError(t, err)
+		seqs = append(seqs, seq)
+	}
+	b := store.NewBatch()
+	require.NoError(t, ob.Finish(b))
+	out, err := s.Apply(ctx, source, b)
+	require.NoError(t, err)
+	require.True(t, out.Committed(), "%v", out)
+	return seqs
+}
+
+// run runs the source's due timers once at the clock's time.
+func (e *env) run(t testing.TB) timers.Report {
+	t.Helper()
+	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.Budget{},
+		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics))
+	require.NoError(t, err)
+	return rep
+}
+
+// timerDue reads the relay timer's due time; ok is false when there is
+// none.
+func (e *env) timerDue(t testing.TB) (due uint64, ok bool) {
+	t.Helper()
+	v, due, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
+	require.NoError(t, err)
+	return due, v != nil
+}
+
+// step moves the clock to the relay timer's due time and runs once; it
+// fails the test when there is no timer.
+func (e *env) step(t testing.TB) timers.Report {
+	t.Helper()
+	due, ok := e.timerDue(t)
+	require.True(t, ok, "no relay timer")
+	if due > e.now() {
+		e.clock.SetMs(due)
+	}
+	return e.run(t)
+}
+
+// drain steps until the relay timer is gone and returns the fires it
+// took; it fails the test after max fires.
+func (e *env) drain(t testing.TB, max int) int {
+	t.Helper()
+	for n := 0; n < max; n++ {
+		if _, ok := e.timerDue(t); !ok {
+			return n
+		}
+		e.step(t)
+	}
+	_, ok := e.timerDue(t)
+	require.False(t, ok, "relay timer still present after %d fires", max)
+	return max
+}
+
+// queued lists the sequences of the source's queued rows (raw keys that
+// do not parse as relay keys are listed as 0).
+func (e *env) queued(t testing.TB) []uint64 {
+	t.Helper()
+	s, end := gen.ClassRange(gen.TagRelayKey)
+	page, err := e.inner.Scan(e.ctx, source, s, end, nil, 10_000)
+	require.NoError(t, err)
+	seqs := []uint64{}
+	for _, kv := range page.Entries {
+		k, err := gen.ParseRelayKey(kv.Key)
+		if err != nil {
+			seqs = append(seqs, 0)
+			continue
+		}
+		seqs = append(seqs, k.Seq)
+	}
+	return seqs
+}
+
+// scanState reads the relay's scan state (zero when absent).
+func (e *env) scanState(t testing.TB) gen.RelayScanV1 {
+	t.Helper()
+	v, ok, err := e.inner.Get(e.ctx, source, store.Key(gen.AppendRelayScanKey(nil)))
+	require.NoError(t, err)
+	if !ok {
+		return gen.RelayScanV1{}
+	}
+	s, err := gen.DecodeRelayScanV1(v)
+	require.NoError(t, err)
+	return s
+}
+
+// get reads a target row ("" when absent).
+func (e *env) get(t testing.TB, target gen.Partition, key string) string {
+	t.Helper()
+	v, _, err := e.tinner.Get(e.ctx, target, store.Key(key))
+	require.NoError(t, err)
+	return string(v)
+}
+
+// highWater reads the target's high-water mark for the source (0: none).
+func (e *env) highWater(t testing.TB, target gen.Partition) uint64 {
+	t.Helper()
+	v, ok, err := e.tinner.Get(e.ctx, target, hwKey(t))
+	require.NoError(t, err)
+	if !ok {
+		return 0
+	}
+	u, err := gen.DecodeU64Value(v)
+	require.NoError(t, err)
+	return u.Value
+}
+
+// setHighWater stores a target's high-water mark directly.
+func (e *env) setHighWater(t testing.TB, target gen.Partition, seq uint64) {
+	t.Helper()
+	v, err := gen.EncodeU64Value(gen.U64Value{Value: seq})
+	require.NoError(t, err)
+	out, err := e.tinner.Apply(e.ctx, target, store.NewBatch().Put(hwKey(t), v))
+	require.NoError(t, err)
+	require.True(t, out.Committed())
+}
+
+func hwKey(t testing.TB) store.Key {
+	k, err := gen.AppendRelayHighWaterKey(nil, source)
+	require.NoError(t, err)
+	return k
+}
+
+// applications lists, per sequence, the order numbers of the committed
+// target batches that applied it, as the audit hook recorded them.
+func (e *env) applications(t testing.TB, target gen.Partition) map[uint64][]int {
+	t.Helper()
+	page, err := e.tinner.Scan(e.ctx, target, store.Key(auditPrefix), store.Key(auditPrefix+"\xff"), nil, 10_000)
+	require.NoError(t, err)
+	out := map[uint64][]int{}
+	for _, kv := range page.Entries {
+		parts := strings.Split(strings.TrimPrefix(string(kv.Key), auditPrefix), "/")
+		require.Len(t, parts, 2)
+		seq, err := strconv.ParseUint(parts[0], 10, 64)
+		require.NoError(t, err)
+		n, err := strconv.Atoi(parts[1])
+		require.NoError(t, err)
+		out[seq] = append(out[seq], n)
+	}
+	return out
+}
+
+// requireAppliedOnce checks that each of seqs was applied to target by
+// exactly one committed batch, in sequence order.
+func (e *env) requireAppliedOnce(t testing.TB, target gen.Partition, seqs ...uint64) {
+	t.Helper()
+	apps := e.applications(t, target)
+	last := -1
+	for _, seq := range seqs {
+		require.Len(t, apps[seq], 1, "seq %d applications %v", seq, apps[seq])
+		require.GreaterOrEqual(t, apps[seq][0], last, "seq %d applied out of order", seq)
+		last = apps[seq][0]
+		delete(apps, seq)
+	}
+	require.Empty(t, apps, "unexpected applications")
+}
+
+const auditPrefix = "audit/"
+
+// auditHook records, inside every target batch, which rows it applies:
+// one put per row of audit/<seq>/<batch number>. It adds writes but no
+// guard, so it never hides a second application: each committed batch
+// leaves its own rows. It signals ErrHookCapacity when the batch has no
+// room left for its puts. Optional functions override its methods.
+type auditHook struct {
+	n           atomic.Int64
+	readKeys    func(target gen.Partition, rows []relay.Row) ([]store.Key, error)
+	beforeApply func(target gen.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error
+
+	mu    sync.Mutex
+	calls []hookCall
+}
+
+// hookCall is one BeforeApply call.
+type hookCall struct {
+	target   gen.Partition
+	seqs     []uint64
+	observed []store.KeyValue
+}
+
+func (h *auditHook) ReadKeys(target gen.Partition, rows []relay.Row) ([]store.Key, error) {
+	if h.readKeys != nil {
+		return h.readKeys(target, rows)
+	}
+	return nil, nil
+}
+
+func (h *auditHook) BeforeApply(_ context.Context, target gen.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error {
+	call := hookCall{target: target}
+	for _, r := range rows {
+		call.seqs = append(call.seqs, r.Seq)
+	}
+	for _, kv := range observed {
+		call.observed = append(call.observed, store.KeyValue{Key: bytes.Clone(kv.Key), Value: bytes.Clone(kv.Value)})
+	}
+	h.mu.Lock()
+	h.calls = append(h.calls, call)
+	h.mu.Unlock()
+	if h.beforeApply != nil {
+		if err := h.beforeApply(target, rows, observed, b); err != nil {
+			return err
+		}
+	}
+	if b.Ops()+len(rows) > store.DefaultMaxBatchOps {
+		return relay.ErrHookCapacity
+	}
+	n := h.n.Add(1)
+	for _, r := range rows {
+		b.Put(store.Key(fmt.Sprintf("%s%d/%d", auditPrefix, r.Seq, n)), store.Value{})
+	}
+	return nil
+}
+
+func (h *auditHook) ReservedOps(gen.Partition, []relay.Row) int { return 0 }
+
+// applyCalls lists the BeforeApply calls so far.
+func (h *auditHook) applyCalls() []hookCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookCall(nil), h.calls...)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger used from several
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// isApplyTo matches Apply calls to partition p.
+func isApplyTo(p store.Partition) func(storetest.Call) bool {
+	return func(c storetest.Call) bool { return c.Partition == p }
+}

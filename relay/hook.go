@@ -1,0 +1,63 @@
+package relay
+
+import (
+	"context"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Row is one queued relay row as a Hook sees it. Its byte slices alias the
+// fire's read buffers: they are valid during the hook call only and must
+// not be modified.
+type Row struct {
+	// Seq is the row's source sequence.
+	Seq uint64
+	// Record is the decoded row.
+	Record gen.RelayV1
+}
+
+// Hook extends the relay's target batches atomically: whatever it adds to
+// a batch lands together with the rows' writes and the high-water mark,
+// or not at all (the reference's RelayHook). The rows a hook is shown are
+// consecutive undelivered rows of one target, in sequence order; a call
+// may be repeated with fewer rows. Any error blocks the target for the
+// rest of the cycle, except ErrHookCapacity from BeforeApply, which asks
+// for fewer rows.
+//
+// A Hook is called from one goroutine at a time per fire, and from several
+// fires at once: it must be safe for concurrent use.
+type Hook interface {
+	// ReadKeys names the target keys BeforeApply needs to see for rows.
+	// The relay reads them, with the high-water key, in one snapshot; with
+	// more than MaxHookReadKeys keys in all (duplicates count once) it asks
+	// again with half the rows.
+	ReadKeys(target gen.Partition, rows []Row) ([]store.Key, error)
+	// BeforeApply may add preconditions and writes to b, the target batch
+	// for rows: the high-water guard, the rows' writes and the new
+	// high-water mark. observed is the snapshot of the high-water key
+	// (first) and the keys ReadKeys named (sorted, without duplicates), a
+	// nil Value for an absent key; it is empty when ReadKeys named none.
+	// It must not modify what b already holds, nor retain b or observed.
+	// The result must pass the target's Capabilities().Full() with
+	// ReservedOps(target, rows) operations reserved; a batch that does not
+	// is retried with half the rows.
+	BeforeApply(ctx context.Context, target gen.Partition, rows []Row, observed []store.KeyValue, b *store.Batch) error
+	// ReservedOps is how many of the target's batch operations to keep
+	// free for rows, beyond what BeforeApply added.
+	ReservedOps(target gen.Partition, rows []Row) int
+}
+
+// NoHook is the Hook that adds nothing: the default.
+type NoHook struct{}
+
+// ReadKeys names no key.
+func (NoHook) ReadKeys(gen.Partition, []Row) ([]store.Key, error) { return nil, nil }
+
+// BeforeApply adds nothing.
+func (NoHook) BeforeApply(context.Context, gen.Partition, []Row, []store.KeyValue, *store.Batch) error {
+	return nil
+}
+
+// ReservedOps reserves nothing.
+func (NoHook) ReservedOps(gen.Partition, []Row) int { return 0 }

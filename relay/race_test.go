@@ -1,0 +1,225 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+var (
+	sequenceKey = store.Key(gen.AppendOutboxSequenceKey(nil))
+	scanKey     = store.Key(gen.AppendRelayScanKey(nil))
+)
+
+// requires reports whether b has a precondition on key.
+func requires(b *store.Batch, key store.Key) bool {
+	for _, c := range b.Preconditions {
+		if bytes.Equal(c.Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// once wraps a BeforeApply hook so that it acts on the first batch match
+// accepts only.
+func once(match func(*store.Batch) bool, act func(ctx context.Context)) func(context.Context, store.Partition, *store.Batch) error {
+	done := false
+	return func(ctx context.Context, p store.Partition, b *store.Batch) error {
+		if !done && p == source && match(b) {
+			done = true
+			act(ctx)
+		}
+		return nil
+	}
+}
+
+// Reference: Done is guarded by the outbox sequence (Absent when there is
+// none), so a row queued during the fire, even the first ever, keeps the
+// timer, and the next fire delivers it.
+func TestRowQueuedDuringTheFireKeepsTheTimer(t *testing.T) {
+	tests := []struct {
+		name    string
+		prepare func(t testing.TB, e *env)
+	}{
+		{"after earlier rows", func(t testing.TB, e *env) { e.queue(t, put(ta, "k", "1")) }},
+		{"the first row ever", func(t testing.TB, e *env) {
+			b := store.NewBatch()
+			require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: timers.KindRelay, DueAtMs: e.now()}))
+			e.putBatch(t, b)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *env) {
+				tt.prepare(t, e)
+				isDone := func(b *store.Batch) bool { return requires(b, sequenceKey) }
+				e.source.BeforeApply(once(isDone, func(ctx context.Context) {
+					queueInto(t, ctx, e.inner, e.now(), []row{put(tb, "k", "late")})
+				}))
+
+				rep := e.run(t)
+				assert.Equal(t, 1, rep.Raced, "Done lost to the queued row")
+				_, ok := e.timerDue(t)
+				require.True(t, ok, "the timer stays")
+
+				e.drain(t, 3)
+				assert.Equal(t, "late", e.get(t, tb, "k"))
+				assert.Empty(t, e.queued(t))
+			})
+		})
+	}
+}
+
+// Reference: a checkpoint that loses a race (another relay fire, or a
+// writer of the scan state) returns Retry; the rows it delivered are found
+// at or below their marks next time and never applied twice.
+func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
+	tests := []struct {
+		name  string
+		racer func(t testing.TB, e *env, ctx context.Context)
+	}{
+		{"scan state rewritten", func(t testing.TB, e *env, _ context.Context) {
+			v, err := gen.EncodeRelayScanV1(gen.RelayScanV1{CycleEnd: 3})
+			require.NoError(t, err)
+			e.putSource(t, scanKey, v)
+		}},
+		{"a concurrent fire", func(t testing.TB, e *env, ctx context.Context) {
+			c := &timers.Ctx{Store: e.inner, Partition: source, NowMs: e.now(), Logger: e.logger}
+			fired, err := e.h.Fire(ctx, c, timers.DueTimer{DueAtMs: e.now()})
+			require.NoError(t, err)
+			assert.IsType(t, timers.Done{}, fired, "the racer finds every row a duplicate")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *env) {
+				e.queue(t, put(ta, "k", "1"), put(tb, "k", "2"), put(ta, "k", "3"))
+				isCheckpoint := func(b *store.Batch) bool { return requires(b, scanKey) }
+				e.source.BeforeApply(once(isCheckpoint, func(ctx context.Context) { tt.racer(t, e, ctx) }))
+
+				rep := e.run(t)
+				assert.Equal(t, 1, rep.Retried, "the lost checkpoint retries")
+				due, ok := e.timerDue(t)
+				require.True(t, ok)
+				assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+
+				e.drain(t, 3)
+				assert.Empty(t, e.queued(t))
+				e.requireAppliedOnce(t, ta, 1, 3)
+				e.requireAppliedOnce(t, tb, 2)
+			})
+		})
+	}
+}
+
+// Reference: an unknown commit result on a target apply fails (blocks)
+// the target without counting its rows delivered; whether or not the
+// batch landed, its rows are never applied twice: the next cycle finds
+// them at or below the mark.
+func TestUnknownTargetCommitResultNeverAppliesARowTwice(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"))
+		e.target.CommitThenFailNth(1)
+
+		e.run(t)
+		assert.Contains(t, e.logs.String(), "relay target apply failed")
+		assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+		assert.Equal(t, []uint64{1, 2}, e.queued(t), "rows of a failed apply stay queued")
+		assert.Equal(t, uint64(2), e.highWater(t, ta), "the batch did land")
+
+		// A later row rewrites the key: replaying rows 1..2 after it would
+		// show.
+		e.queue(t, put(ta, "k", "3"))
+		e.drain(t, 4)
+		assert.Empty(t, e.queued(t))
+		e.requireAppliedOnce(t, ta, 1, 2, 3)
+		assert.Equal(t, "3", e.get(t, ta, "k"))
+	})
+}
+
+// An unknown commit result on a checkpoint fails the fire (the run moves
+// the timer later); the next fire goes on from whatever landed, without
+// applying a row twice.
+func TestUnknownCheckpointCommitResultNeverAppliesARowTwice(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"))
+		first := true
+		e.source.CommitThenFailWhen(func(c storetest.Call) bool {
+			hit := first && requires(c.Batch, scanKey)
+			first = first && !hit
+			return hit
+		})
+
+		rep := e.run(t)
+		assert.Equal(t, 1, rep.Failed)
+		assert.Empty(t, e.queued(t), "the checkpoint landed")
+
+		e.queue(t, put(ta, "k", "3"))
+		e.drain(t, 3)
+		e.requireAppliedOnce(t, ta, 1, 2, 3)
+		assert.Equal(t, "3", e.get(t, ta, "k"))
+	})
+}
+
+// A failed target precondition (a concurrent delivery moved the mark) is
+// read again and tried once more in the same fire.
+func TestFailedTargetGuardIsReadAgainAndRetriedOnce(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"))
+		moved := false
+		e.target.BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
+			if p == ta && !moved {
+				moved = true
+				e.setHighWater(t, ta, 1) // another relay delivered row 1
+			}
+			return nil
+		})
+
+		e.run(t)
+		assert.Empty(t, e.queued(t))
+		assert.Empty(t, e.scanState(t).Blocked)
+		e.requireAppliedOnce(t, ta, 2)
+		calls := e.audit.applyCalls()
+		require.Len(t, calls, 2)
+		assert.Equal(t, []uint64{1, 2}, calls[0].seqs)
+		assert.Equal(t, []uint64{2}, calls[1].seqs, "the retry leaves out the row now covered")
+	})
+}
+
+// Two failed guards in a row block the target.
+func TestTargetGuardFailingTwiceBlocksTheTarget(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(tb, "k", "1"), put(tb, "k", "2"), put(ta, "k", "3"))
+		var mark uint64
+		e.target.BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
+			if p == ta {
+				mark++
+				e.setHighWater(t, ta, mark) // 1, then 2: never the mark read, never covering row 3
+			}
+			return nil
+		})
+
+		e.run(t)
+		assert.Equal(t, uint64(2), mark, "two tries")
+		assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+		assert.Equal(t, []uint64{3}, e.queued(t))
+		e.requireAppliedOnce(t, ta)
+		e.requireAppliedOnce(t, tb, 1, 2)
+	})
+}
+
+func (e *env) putBatch(t testing.TB, b *store.Batch) {
+	t.Helper()
+	out, err := e.inner.Apply(e.ctx, source, b)
+	require.NoError(t, err)
+	require.True(t, out.Committed(), "%v", out)
+}

@@ -1,0 +1,349 @@
+// Package relay drains a source partition's outbox: it delivers queued
+// relay rows (outbox.Builder.Relay) to their target partitions, in
+// sequence order per target, exactly once in effect, and deletes them from
+// the source. It is the reference's RelayHandler (relay/deliver.rs).
+//
+// # Rows
+//
+// In the source partition (the relay timer's partition):
+//
+//	OutboxSequenceKey   U64Value: the last sequence allocated
+//	RelayKey(seq)       RelayV1: one queued row (target, puts, deletes, at_ms)
+//	RelayScanKey        RelayScanV1: the cycle's end, the cursor, the blocked targets
+//
+// In each target partition:
+//
+//	RelayHighWaterKey(source)  U64Value: the highest sequence from source applied here
+//
+// # One fire
+//
+// A fire reads a bounded window of queued rows after the scan cursor,
+// groups them by target (in order of each target's first sequence) and
+// delivers each group in target batches: the rows' writes plus the new
+// high-water mark, guarded by the mark the relay read. A row at or below
+// the mark was applied before (by an earlier fire whose checkpoint did not
+// land, or whose apply's result was lost) and is never applied again.
+// Then it checkpoints: it deletes the delivered rows from the source, each
+// guarded by its exact value, together with the new scan state, guarded by
+// the state it read. A target whose delivery fails is blocked for the rest
+// of the cycle (a cycle ends at the sequence that was current when it
+// began); its rows stay queued and the next cycle retries them from the
+// head. Nothing is ever skipped: a corrupt row stops the window, and the
+// valid prefix before it is checkpointed.
+//
+// A Handler is safe for concurrent use by runs of different partitions;
+// two runs of one partition race each other's guards, which keep delivery
+// exactly-once in effect (a scheduler's lease keeps them apart).
+//
+// Design note: sizes are accounted, not re-validated. The reference finds
+// the largest prefix that fits one target batch by cloning the growing
+// batch and validating it once per row, and sizes its checkpoints the same
+// way, which is quadratic in the window. Here each row's operations and
+// bytes are computed once, when it is decoded, and prefixes and checkpoint
+// batches are sized by running sums against the same limits Validate
+// checks; the one batch that is applied is still validated for real.
+//
+// Where the port departs from the reference, on purpose: the outbox
+// sequence and the scan state are read in one GetMany (one snapshot, where
+// the reference makes two reads); a target batch is validated against the
+// target store's Capabilities().Full() plus the hook's ReservedOps for
+// every kind of target (the reference kept the store's reservation for
+// ref-index targets only, for its own audit hook); and a row that cannot
+// fit one target batch is logged wherever that is found.
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Bounds of one fire. The reference sizes them for a 128 MiB Worker
+// isolate; they are kept, and MaxBytes is configurable (Budget).
+const (
+	// DefaultMaxBytes bounds the encoded bytes (keys and values) of the
+	// queued rows one fire reads (the reference's MAX_FIRE_BYTES). A
+	// first row larger than this is still read, alone.
+	DefaultMaxBytes = 4 << 20
+	// ScanPageRows is the most rows one scan page of the queue reads
+	// (the reference's SCAN_PAGE_ROWS).
+	ScanPageRows = 64
+	// MaxHookReadKeys bounds the keys of one target snapshot, the
+	// high-water key included (the reference's MAX_HOOK_READ_KEYS): a
+	// hook that declares more gets fewer rows per batch.
+	MaxHookReadKeys = 9
+	// MaxBlockedTargets bounds the targets blocked in one cycle (the
+	// reference's MAX_BLOCKED_TARGETS); at the cap the cycle ends and the
+	// next starts from the head.
+	MaxBlockedTargets = gen.MaxRelayScanV1Blocked
+	// MaxRelayWrites bounds the row writes (puts and deletes) of one target
+	// batch, so that with the high-water guard and put it stays within the
+	// original's 100-operation transaction (the reference's
+	// MAX_RELAY_PUTS): the bound the outbox writer puts on one row.
+	MaxRelayWrites = outbox.MaxRelayWrites
+)
+
+// Defaults of a Budget. The reference does not show RelayBudget's
+// defaults; these are our choice. FoundationDB bounds each target batch
+// (one transaction) by 5 seconds and 10,000,000 bytes, not a fire: a
+// fire's length is bounded by the run's context.
+const (
+	// DefaultMaxRows: a fire reads at most 4*MaxRows rows (4 scan pages).
+	DefaultMaxRows = 64
+	// DefaultMaxTargets: a fire applies batches to at most this many
+	// targets.
+	DefaultMaxTargets = 32
+)
+
+// DefaultLagBound is the age of a queued row past which a fire logs a
+// warning and counts telemetry.MetricRelayLagExceeded (the reference's
+// RELAY_LAG_BOUND_MS, whose value it does not show: one minute is our
+// choice).
+const DefaultLagBound = time.Minute
+
+// Budget bounds one fire. A zero field takes its default. A fire cut by
+// the budget checkpoints what it did and reschedules itself; the next fire
+// resumes at the first row it did not attempt.
+type Budget struct {
+	// MaxRows sizes the window: a fire reads at most 4*MaxRows queued rows
+	// (default DefaultMaxRows).
+	MaxRows int
+	// MaxTargets bounds the targets a fire applies batches to (default
+	// DefaultMaxTargets). Targets whose rows are all duplicates cost a
+	// high-water read but no slot.
+	MaxTargets int
+	// MaxTargetCalls, when positive, bounds the target store calls
+	// (snapshot reads and applies) per target, at least 2, and per fire,
+	// that times MaxTargets. Zero means no bound (the reference's None):
+	// the bound existed for a Worker's subrequest budget, which
+	// FoundationDB does not have.
+	MaxTargetCalls int
+	// MaxBytes bounds the encoded bytes of the rows a fire reads (default
+	// DefaultMaxBytes).
+	MaxBytes int
+}
+
+// withDefaults fills the zero fields and keeps the products of the
+// bounds (4*MaxRows, MaxTargetCalls*MaxTargets) within an int.
+func (b Budget) withDefaults() Budget {
+	if b.MaxRows <= 0 {
+		b.MaxRows = DefaultMaxRows
+	}
+	b.MaxRows = min(b.MaxRows, math.MaxInt32)
+	if b.MaxTargets <= 0 {
+		b.MaxTargets = DefaultMaxTargets
+	}
+	b.MaxTargets = min(b.MaxTargets, math.MaxInt32)
+	b.MaxTargetCalls = min(max(b.MaxTargetCalls, 0), math.MaxInt32)
+	if b.MaxBytes <= 0 {
+		b.MaxBytes = DefaultMaxBytes
+	}
+	return b
+}
+
+// Handler is the relay timer's handler (kind timers.KindRelay): register
+// it in a timers.Registry. Its source is the timer's partition, which must
+// be a gen.Partition (the high-water key names it); its targets are the
+// rows' target partitions in the Target store, which may be the source's
+// store. Distinct producers may upsert the same target key when its value
+// is identical; a key that is ever relay-deleted must have exactly one
+// producer, so that its source sequence orders every update and delete.
+// High-water rows in targets never expire.
+//
+// A Handler's fields must not change once it is registered; it is then
+// safe for concurrent use.
+type Handler struct {
+	// Target is the store of the target partitions.
+	Target store.Store
+	// Hook extends target batches (nil: NoHook).
+	Hook Hook
+	// Budget bounds each fire.
+	Budget Budget
+	// Metrics receives the backlog gauge and the lag counter (nil: the
+	// run's, timers.Ctx.Metrics).
+	Metrics telemetry.Metrics
+	// LagBound is the row age a fire warns about (0: DefaultLagBound).
+	LagBound time.Duration
+}
+
+var _ timers.Handler = (*Handler)(nil)
+
+// Kind returns timers.KindRelay.
+func (*Handler) Kind() timers.Kind { return timers.KindRelay }
+
+// Keys of the source's singleton rows, built once. Stores do not retain
+// or modify keys passed to them.
+var (
+	sequenceKey = store.Key(gen.AppendOutboxSequenceKey(nil))
+	scanKey     = store.Key(gen.AppendRelayScanKey(nil))
+	stateKeys   = []store.Key{sequenceKey, scanKey}
+	// queueStart and queueEnd bound the relay rows (gen.RelayKey).
+	queueStart, queueEnd = gen.ClassRange(gen.TagRelayKey)
+)
+
+// Fire runs one relay fire for the source c.Partition (see the package
+// doc) and returns:
+//
+//   - Retry when a checkpoint lost a race (another writer changed the scan
+//     state or a queued row) or a corrupt row stopped the window (the
+//     valid prefix before it is checkpointed; the row is logged and never
+//     skipped);
+//   - Reschedule, one millisecond after c.NowMs when it delivered rows and
+//     timers.RetryBackoffMs after it when it did not (and always after the
+//     timer's own due time), while rows remain queued, blocked or not yet
+//     scanned in this cycle;
+//   - Done when no row remains, guarded by the outbox sequence still
+//     holding the value the fire read, so that a row queued during the
+//     fire keeps the timer.
+//
+// Target failures (store errors, a failed hook, a row too large for one
+// target batch) block that target, never fail the fire. Fire fails with
+// store.ErrInvalid when the source is not a gen.Partition or Target is
+// nil, with store.ErrCorrupt when the outbox sequence does not decode, and
+// with the source store's errors; the checkpoints applied before such an
+// error stay, and are consistent.
+func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	f, err := h.newFire(c)
+	if err != nil {
+		return nil, err
+	}
+	defer f.release()
+	if err := f.readState(ctx); err != nil {
+		return nil, err
+	}
+	if err := f.readWindow(ctx); err != nil {
+		return nil, err
+	}
+	f.decodeWindow()
+	if err := f.recordBacklog(ctx); err != nil {
+		return nil, err
+	}
+	f.dispatch(ctx)
+	landed, err := f.checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !landed || f.corrupt {
+		// A corrupt row stays at the front of the next window.
+		return timers.Retry{}, nil
+	}
+	remaining, err := f.remaining(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if remaining {
+		wait := uint64(1)
+		if f.nDelivered == 0 {
+			wait = timers.RetryBackoffMs
+		}
+		return timers.Reschedule{DueAtMs: max(addSat(c.NowMs, wait), addSat(t.DueAtMs, 1)), Value: store.Value{}}, nil
+	}
+	// Guard the sequence either way: a first-ever row queued during this
+	// fire moves it from absent, so Done fails its guard and the timer
+	// stays.
+	return timers.Done{Batch: store.NewBatch().Require(store.Guard(sequenceKey, f.sequenceValue))}, nil
+}
+
+// newFire checks the handler and the source and starts a fire.
+func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
+	if c == nil || c.Store == nil {
+		return nil, fmt.Errorf("relay: fire without a source store: %w", store.ErrInvalid)
+	}
+	src, ok := c.Partition.(gen.Partition)
+	if !ok || src == nil {
+		return nil, fmt.Errorf("relay: source partition %s is not a gen.Partition: %w", store.PartitionName(c.Partition), store.ErrInvalid)
+	}
+	if h.Target == nil {
+		return nil, fmt.Errorf("relay: handler has no target store: %w", store.ErrInvalid)
+	}
+	rh, err := gen.AppendRelayHighWaterKey(nil, src)
+	if err != nil {
+		return nil, fmt.Errorf("relay: high-water key of %s: %w", src, err)
+	}
+	f := &fire{
+		scratch:    getScratch(),
+		h:          h,
+		c:          c,
+		src:        src,
+		hook:       h.Hook,
+		budget:     h.Budget.withDefaults(),
+		targetCaps: h.Target.Capabilities().Full(),
+		sourceCaps: c.Store.Capabilities(),
+		rh:         rh,
+		log:        c.Logger,
+		metrics:    h.Metrics,
+		lagBoundMs: uint64(DefaultLagBound / time.Millisecond),
+	}
+	if f.hook == nil {
+		f.hook = NoHook{}
+	}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	if f.metrics == nil {
+		f.metrics = telemetry.OrNoop(c.Metrics)
+	}
+	if h.LagBound > 0 {
+		f.lagBoundMs = uint64(h.LagBound / time.Millisecond)
+	}
+	return f, nil
+}
+
+// fire is the state of one Fire.
+type fire struct {
+	h          *Handler
+	c          *timers.Ctx
+	src        gen.Partition
+	hook       Hook
+	budget     Budget
+	targetCaps store.Capabilities // Full: a target batch may use every operation
+	sourceCaps store.Capabilities
+	rh         store.Key // RelayHighWaterKey(src), in every target
+	log        *slog.Logger
+	metrics    telemetry.Metrics
+	lagBoundMs uint64
+
+	// What readState read.
+	sequence      uint64
+	sequenceValue store.Value
+	scan          gen.RelayScanV1
+	scanValue     store.Value // the raw value (even a corrupt one), for the guard
+
+	// scratch holds the window (rows read, decoded and grouped), the
+	// delivery results and the batches being built.
+	*scratch
+}
+
+// release returns the fire's scratch memory for the next fire.
+func (f *fire) release() {
+	putScratch(f.scratch)
+	f.scratch = nil
+}
+
+// remaining reports whether queued work remains after the checkpoint.
+func (f *fire) remaining(ctx context.Context) (bool, error) {
+	if len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered {
+		return true, nil
+	}
+	page, err := f.c.Store.Scan(ctx, f.c.Partition, queueStart, queueEnd, nil, 1)
+	if err != nil {
+		return false, fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
+	}
+	return len(page.Entries) > 0 || page.Next != nil, nil
+}
+
+// addSat adds without wrapping past math.MaxUint64.
+func addSat(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}

@@ -1,0 +1,91 @@
+package relay
+
+import (
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// scratch is the memory of one fire that does not outlive it: the window,
+// the delivery results, the decoded rows and the batches being built. It
+// is recycled through a small free list, so a steady relay allocates
+// little but what the stores return and what it hands them to keep; reset
+// clears it first, so a kept scratch holds no row, key or partition.
+//
+// Design note: a sync.Pool would drop its scratches at every garbage
+// collection, and a relay that reads rows of a kilobyte or more collects
+// often; refilling it then allocated the decode arenas, some over 32 KiB,
+// again and again. The free list keeps at most scratchKept of them.
+type scratch struct {
+	window
+	dispatched
+
+	flat    []Row     // decoded rows in window order
+	grouped []Row     // the same rows laid out per group (group.rows)
+	costs   []rowCost // their costs, laid out likewise (group.costs)
+	bounds  []int     // group boundaries in grouped
+	groupOf map[gen.Partition]int
+	puts    []gen.RelayPut // decoded puts of every row (Row.Record.Puts)
+	deletes [][]byte       // decoded deletes of every row
+	dels    []*queued      // the checkpoint's pending deletions
+
+	batch store.Batch // the target batch being built
+	ckpt  store.Batch // the checkpoint batch being built
+}
+
+// scratchKept bounds the scratches kept between fires: about one per
+// fire running at once.
+const scratchKept = 8
+
+// maxKeptArena bounds the puts and deletes a kept scratch has room for:
+// a default window of rows with 16 writes each.
+const maxKeptArena = 4 * DefaultMaxRows * 16
+
+var scratchFree = make(chan *scratch, scratchKept)
+
+// getScratch returns a kept scratch, or a new one.
+func getScratch() *scratch {
+	select {
+	case s := <-scratchFree:
+		return s
+	default:
+		return &scratch{groupOf: make(map[gen.Partition]int)}
+	}
+}
+
+// putScratch resets s and keeps it, unless scratchKept are kept already.
+func putScratch(s *scratch) {
+	s.reset()
+	select {
+	case scratchFree <- s:
+	default:
+	}
+}
+
+// reuse returns s emptied, its capacity cleared of references.
+func reuse[T any](s []T) []T {
+	s = s[:cap(s)]
+	clear(s)
+	return s[:0]
+}
+
+// reset empties s for the next fire.
+func (s *scratch) reset() {
+	s.window = window{
+		raw:    reuse(s.raw),
+		rows:   reuse(s.rows),
+		groups: reuse(s.groups),
+	}
+	s.dispatched = dispatched{delivered: reuse(s.delivered)}
+	s.flat, s.grouped, s.costs, s.bounds = reuse(s.flat), reuse(s.grouped), reuse(s.costs), reuse(s.bounds)
+	clear(s.groupOf)
+	s.puts, s.deletes, s.dels = reuse(s.puts), reuse(s.deletes), reuse(s.dels)
+	// Keep no decode arena a rare window of wide rows grew large.
+	if cap(s.puts) > maxKeptArena {
+		s.puts = nil
+	}
+	if cap(s.deletes) > maxKeptArena {
+		s.deletes = nil
+	}
+	s.batch = store.Batch{Preconditions: reuse(s.batch.Preconditions), Writes: reuse(s.batch.Writes)}
+	s.ckpt = store.Batch{Preconditions: reuse(s.ckpt.Preconditions), Writes: reuse(s.ckpt.Writes)}
+}

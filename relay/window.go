@@ -1,0 +1,277 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+)
+
+// window is what one fire read from the queue: the raw rows, the valid
+// prefix decoded, and that prefix grouped by target.
+type window struct {
+	raw       []store.KeyValue
+	rows      []queued // the decoded prefix of raw, in sequence order
+	groups    []group  // by first sequence
+	corrupt   bool     // a corrupt row ended the prefix
+	exhausted bool     // no queued row of this cycle lies past raw
+	// lagExceeded: a row older than the lag bound was seen.
+	lagExceeded bool
+}
+
+// queued is one decoded row of the window.
+type queued struct {
+	seq   uint64
+	key   store.Key
+	value store.Value
+	group int
+}
+
+// group is one target's rows of the window, in sequence order.
+type group struct {
+	target gen.Partition
+	rows   []Row
+	costs  []rowCost // one per row
+	// wasBlocked: the target was blocked earlier in this cycle (it is in
+	// the scan state's Blocked); the fire does not attempt it.
+	wasBlocked bool
+	// failed: delivery failed in this fire; the target is to be blocked.
+	failed bool
+	// inBlocked: the target is in the scan state being checkpointed.
+	inBlocked bool
+}
+
+// rowCost is what one row adds to a target batch, computed once.
+type rowCost struct {
+	writes int // puts and deletes
+	bytes  int // their key and value bytes
+	// fits: every key and value is within the target's per-row limits.
+	fits bool
+	win  int // the row's index in window.rows
+}
+
+// readState reads the outbox sequence and the scan state in one snapshot.
+// A scan state that does not decode is logged, and the scan restarts from
+// the head; a finished cycle (cursor at or past its end) starts a new one
+// at the current sequence.
+func (f *fire) readState(ctx context.Context) error {
+	vs, err := f.c.Store.GetMany(ctx, f.c.Partition, stateKeys)
+	if err != nil {
+		return fmt.Errorf("relay: read the outbox state of %s: %w", f.src, err)
+	}
+	if len(vs) != 2 {
+		return fmt.Errorf("relay: read the outbox state of %s: %d values for 2 keys: %w", f.src, len(vs), store.ErrCorrupt)
+	}
+	f.sequenceValue, f.scanValue = vs[0], vs[1]
+	if f.sequenceValue != nil {
+		u, err := gen.DecodeU64Value(f.sequenceValue)
+		if err != nil {
+			return fmt.Errorf("relay: outbox sequence of %s: %w", f.src, err)
+		}
+		f.sequence = u.Value
+	}
+	if f.scanValue != nil {
+		s, err := gen.DecodeRelayScanV1(f.scanValue)
+		if err != nil {
+			f.log.Warn("relay: corrupt relay scan state; restarting from source head", "source", f.src, "error", err)
+		} else if s.Cursor < s.CycleEnd {
+			f.scan = s
+			return nil
+		}
+	}
+	f.scan = gen.RelayScanV1{CycleEnd: f.sequence}
+	return nil
+}
+
+// readWindow reads the rows after the cursor, up to the cycle's end, in
+// pages: at most 4*MaxRows rows and MaxBytes encoded bytes (a first row
+// over MaxBytes is read alone). It starts at the cursor's own key, which
+// may remain for a blocked target, so that malformed keys between it and
+// the next sequence cannot be skipped; at cursor 0, at the head of the
+// queue class, which catches malformed keys before sequence 1.
+func (f *fire) readWindow(ctx context.Context) error {
+	limit := f.budget.MaxRows * 4
+	if f.scan.Cursor >= f.scan.CycleEnd || limit <= 0 {
+		f.exhausted = true
+		return nil
+	}
+	var anchor store.Key
+	start, end := queueStart, queueEnd
+	if f.scan.Cursor != 0 {
+		anchor = gen.AppendRelayKey(nil, f.scan.Cursor)
+		start = anchor
+	}
+	if f.scan.CycleEnd < ^uint64(0) {
+		end = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
+	}
+	remaining, size := limit, 0
+	var after store.Cursor
+	for {
+		page, err := f.c.Store.Scan(ctx, f.c.Partition, start, end, after, min(ScanPageRows, remaining))
+		if err != nil {
+			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
+		}
+		for _, kv := range page.Entries {
+			remaining--
+			if anchor != nil && bytes.Equal(kv.Key, anchor) {
+				continue
+			}
+			n := len(kv.Key) + len(kv.Value)
+			if len(f.raw) > 0 && size+n > f.budget.MaxBytes {
+				return nil
+			}
+			size += n
+			f.raw = append(f.raw, kv)
+		}
+		if remaining <= 0 || page.Next == nil {
+			f.exhausted = page.Next == nil
+			return nil
+		}
+		after = page.Next
+	}
+}
+
+// decodeWindow decodes the rows read, in order, stopping at the first
+// corrupt key or value (a zero sequence is corrupt), and groups the valid
+// prefix by target in order of first sequence.
+func (f *fire) decodeWindow() {
+	if len(f.raw) == 0 {
+		return
+	}
+	// Decoded puts and deletes go into the scratch's arenas; a row that
+	// does not fit the room left gets its own, and the arena grows for
+	// the next fire.
+	puts, deletes := f.puts[:0], f.deletes[:0]
+	needPuts, needDeletes := 0, 0
+	last := -1
+	for _, kv := range f.raw {
+		row := Row{Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
+		if err := decodeRow(kv, &row); err != nil {
+			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
+			f.corrupt = true
+			f.exhausted = false
+			break
+		}
+		needPuts += len(row.Record.Puts)
+		needDeletes += len(row.Record.Deletes)
+		if len(row.Record.Puts) <= cap(puts)-len(puts) {
+			puts = puts[:len(puts)+len(row.Record.Puts)]
+		}
+		if len(row.Record.Deletes) <= cap(deletes)-len(deletes) {
+			deletes = deletes[:len(deletes)+len(row.Record.Deletes)]
+		}
+		if !f.lagExceeded && f.c.NowMs > row.Record.AtMs && f.c.NowMs-row.Record.AtMs > f.lagBoundMs {
+			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.c.NowMs-row.Record.AtMs)
+			f.lagExceeded = true
+		}
+		// Consecutive rows often share a target: try the last one first.
+		g := last
+		if g < 0 || f.groups[g].target != row.Record.Target {
+			var ok bool
+			if g, ok = f.groupOf[row.Record.Target]; !ok {
+				g = len(f.groups)
+				f.groupOf[row.Record.Target] = g
+				f.groups = append(f.groups, group{target: row.Record.Target})
+			}
+			last = g
+		}
+		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})
+		f.flat = append(f.flat, row)
+	}
+	f.puts, f.deletes = puts, deletes
+	if needPuts > cap(puts) {
+		f.puts = make([]gen.RelayPut, 0, needPuts)
+	}
+	if needDeletes > cap(deletes) {
+		f.deletes = make([][]byte, 0, needDeletes)
+	}
+	f.groupRows()
+}
+
+// groupRows lays the decoded rows out per group, contiguously, with their
+// costs, and marks the groups blocked earlier in the cycle.
+func (f *fire) groupRows() {
+	n := len(f.flat)
+	f.bounds = append(f.bounds[:0], make([]int, len(f.groups)+1)...)
+	for _, q := range f.rows {
+		f.bounds[q.group+1]++
+	}
+	for g := 1; g < len(f.bounds); g++ {
+		f.bounds[g] += f.bounds[g-1]
+	}
+	f.grouped = append(f.grouped[:0], make([]Row, n)...)
+	f.costs = append(f.costs[:0], make([]rowCost, n)...)
+	for g := range f.groups {
+		lo, hi := f.bounds[g], f.bounds[g+1]
+		f.groups[g].rows, f.groups[g].costs = f.grouped[lo:lo:hi], f.costs[lo:lo:hi]
+		_, f.groups[g].wasBlocked = slices.BinarySearchFunc(f.scan.Blocked, f.groups[g].target, gen.ComparePartition)
+		f.groups[g].inBlocked = f.groups[g].wasBlocked
+	}
+	for i := range f.flat {
+		g := &f.groups[f.rows[i].group]
+		g.rows = append(g.rows, f.flat[i])
+		g.costs = append(g.costs, f.costOf(&f.flat[i].Record, i))
+	}
+}
+
+// decodeRow parses one queued row's key and decodes its value into row,
+// reusing the capacity of row.Record's slices.
+func decodeRow(kv store.KeyValue, row *Row) error {
+	k, err := gen.ParseRelayKey(kv.Key)
+	if err != nil {
+		return fmt.Errorf("bad relay queue key: %w", err)
+	}
+	if k.Seq == 0 {
+		return fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
+	}
+	row.Seq = k.Seq
+	return gen.DecodeRelayV1Into(kv.Value, &row.Record)
+}
+
+// costOf sizes one row against the target's limits, as Batch.Validate
+// would count its writes.
+func (f *fire) costOf(rec *gen.RelayV1, win int) rowCost {
+	caps := &f.targetCaps
+	c := rowCost{writes: len(rec.Puts) + len(rec.Deletes), fits: true, win: win}
+	for i := range rec.Puts {
+		k, v := rec.Puts[i].Key, rec.Puts[i].Value
+		c.bytes += len(k) + len(v)
+		if len(k) == 0 || len(k) > caps.MaxKeyBytes || len(v) > caps.MaxValueBytes {
+			c.fits = false
+		}
+	}
+	for _, k := range rec.Deletes {
+		c.bytes += len(k)
+		if len(k) == 0 || len(k) > caps.MaxKeyBytes {
+			c.fits = false
+		}
+	}
+	return c
+}
+
+// recordBacklog sets the backlog gauge, an upper bound counted from the
+// queue's head (os - first + 1: rows delivered out of order leave holes,
+// but a bounded window must never hide a long queued tail), and counts a
+// lag-exceeded fire.
+func (f *fire) recordBacklog(ctx context.Context) error {
+	page, err := f.c.Store.Scan(ctx, f.c.Partition, queueStart, queueEnd, nil, 1)
+	if err != nil {
+		return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
+	}
+	var backlog uint64
+	if len(page.Entries) > 0 {
+		if k, err := gen.ParseRelayKey(page.Entries[0].Key); err == nil {
+			backlog = addSat(f.sequence-min(f.sequence, k.Seq), 1)
+		}
+	}
+	labels := []telemetry.Label{{Name: telemetry.LabelSourceKind, Value: f.src.Kind()}}
+	f.metrics.Gauge(telemetry.MetricRelayBacklogRows, labels, float64(backlog))
+	if f.lagExceeded {
+		f.metrics.Add(telemetry.MetricRelayLagExceeded, labels, 1)
+	}
+	return nil
+}
