@@ -99,7 +99,6 @@ func TestSchemaMistakesNameFileAndLine(t *testing.T) {
 	}
 }
 
-
 // TestWriteLeavesOutputOnSchemaError: a schema mistake writes nothing.
 func TestWriteLeavesOutputOnSchemaError(t *testing.T) {
 	dir := t.TempDir()

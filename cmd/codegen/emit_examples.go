@@ -25,10 +25,10 @@ func emitExamples(f *File, s *schema) {
 		switch {
 		case d.Record || d.Key:
 			f.Commentf("examples%s returns valid %s values, minimal first, typical last.", d.Name, d.Name)
-			f.Func().Id("examples"+d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
+			f.Func().Id("examples" + d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
 		case d.Kind == kindUnion && d.Partition:
 			f.Commentf("examples%s returns valid %s values: a minimal one, then one per variant.", d.Name, d.Name)
-			f.Func().Id("examples"+d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
+			f.Func().Id("examples" + d.Name).Params().Index().Id(d.Name).Block(Return(Index().Id(d.Name).Values(examplesOf(d)...)))
 		}
 	}
 }

@@ -43,7 +43,7 @@ func emitKeys(f *File, s *schema) {
 		If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit("key"), Err()))),
 		Switch(Id("Tag").Call(Id("tag"))).BlockFunc(func(g *Group) {
 			for _, d := range s.keys() {
-				g.Case(Id("Tag" + d.Name)).Block(
+				g.Case(Id("Tag"+d.Name)).Block(
 					List(Id("k"), Err()).Op(":=").Id("read"+d.Name).Call(Op("&").Id("r")),
 					If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(d.Name), Err()))),
 					Return(Id("k"), Nil()),
@@ -112,7 +112,7 @@ func emitKey(f *File, d *decl) {
 		}
 		g.Return(Id("dst"))
 	})
-	f.Func().Id("check"+name).Params(Id("k").Op("*").Id(name)).Error().BlockFunc(func(g *Group) {
+	f.Func().Id("check" + name).Params(Id("k").Op("*").Id(name)).Error().BlockFunc(func(g *Group) {
 		for _, fl := range d.Fields {
 			checkField(g, checkAll, d, fl, "k."+fl.Name, fl.Type, fl.Name, 0)
 		}
@@ -196,7 +196,7 @@ func tupleAppend(g *Group, x string, t *typeRef) {
 			set(Qual(tuplePkg, "AppendUint").Call(Id("dst"), Uint64().Call(Id(x))))
 		case kindUnion:
 			set(Qual(tuplePkg, "AppendNestedStart").Call(Id("dst")))
-			set(Id("append" + t.Decl.Name + "Tuple").Call(Id("dst"), Id(x)))
+			set(Id("append"+t.Decl.Name+"Tuple").Call(Id("dst"), Id(x)))
 			set(Qual(tuplePkg, "AppendNestedEnd").Call(Id("dst")))
 		}
 	}
@@ -261,7 +261,7 @@ func emitUnionTuple(f *File, d *decl) {
 	f.Func().Id("append"+name+"Tuple").Params(Id("dst").Index().Byte(), Id("v").Id(name)).Index().Byte().Block(
 		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 			for _, v := range d.Variants {
-				g.Case(Id(v.Type.Name)).Block(Return(Id("append" + v.Type.Name + "Tuple").Call(Id("dst"), Op("&").Id("x"))))
+				g.Case(Id(v.Type.Name)).Block(Return(Id("append"+v.Type.Name+"Tuple").Call(Id("dst"), Op("&").Id("x"))))
 			}
 		}),
 		Return(Id("dst")),

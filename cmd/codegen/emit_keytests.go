@@ -50,8 +50,8 @@ func emitKeyTest(f *File, d *decl) {
 	for _, fl := range d.Fields {
 		ctorArgs = append(ctorArgs, Id("k").Dot(fl.Name))
 	}
-	f.Func().Id("Test"+name+"RoundTrip").Params(testingT()).Block(
-		For(List(Id("i"), Id("k")).Op(":=").Range().Id("examples"+name).Call()).BlockFunc(func(g *Group) {
+	f.Func().Id("Test" + name + "RoundTrip").Params(testingT()).Block(
+		For(List(Id("i"), Id("k")).Op(":=").Range().Id("examples" + name).Call()).BlockFunc(func(g *Group) {
 			g.List(Id("b"), Err()).Op(":=").Id("k").Dot("AppendKey").Call(Nil())
 			g.If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatalf").Call(Lit("example %d: %v"), Id("i"), Err()))
 			if keyFallible(d) {
@@ -89,15 +89,15 @@ func emitKeyTest(f *File, d *decl) {
 		),
 		Return(Append(Id("out"), Index().Byte().Values(), Index().Byte().Values(Lit(0xff)))),
 	)
-	f.Func().Id("Test"+name+"RejectsMalformed").Params(testingT()).Block(
-		For(List(Id("i"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(
+	f.Func().Id("Test" + name + "RejectsMalformed").Params(testingT()).Block(
+		For(List(Id("i"), Id("b")).Op(":=").Range().Id("malformed" + name).Call()).Block(
 			If(List(Id("_"), Err()).Op(":=").Id("Parse"+name).Call(Id("b")), Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt"))).Block(
 				Id("t").Dot("Errorf").Call(Lit("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt"), Id("i"), Id("b"), Err()),
 			),
 		),
 	)
 	if bs := breakages(d, "k"); len(bs) > 0 {
-		f.Func().Id("Test"+name+"RejectsInvalid").Params(testingT()).BlockFunc(func(g *Group) {
+		f.Func().Id("Test" + name + "RejectsInvalid").Params(testingT()).BlockFunc(func(g *Group) {
 			for _, b := range bs {
 				g.BlockFunc(func(g *Group) {
 					g.Id("k").Op(":=").Id("examples" + name).Call().Index(Lit(1))
@@ -143,11 +143,11 @@ func emitKeyTest(f *File, d *decl) {
 			g.Id("b").Dot("ReportAllocs").Call()
 			if keyFallible(d) {
 				g.For(Id("b").Dot("Loop").Call()).Block(
-					List(Id("buf"), Id("_")).Op("=").Id("Append"+name).Call(append([]Code{Id("buf").Index(Empty(), Lit(0))}, ctorArgs[1:]...)...),
+					List(Id("buf"), Id("_")).Op("=").Id("Append" + name).Call(append([]Code{Id("buf").Index(Empty(), Lit(0))}, ctorArgs[1:]...)...),
 				)
 			} else {
 				g.For(Id("b").Dot("Loop").Call()).Block(
-					Id("buf").Op("=").Id("Append"+name).Call(append([]Code{Id("buf").Index(Empty(), Lit(0))}, ctorArgs[1:]...)...),
+					Id("buf").Op("=").Id("Append" + name).Call(append([]Code{Id("buf").Index(Empty(), Lit(0))}, ctorArgs[1:]...)...),
 				)
 			}
 		})),
@@ -181,7 +181,7 @@ func emitIdentityTest(f *File, d *decl) {
 	for _, c := range cases {
 		rows = append(rows, Values(Lit(c.in), Lit(c.ok)))
 	}
-	f.Func().Id("Test"+d.Name+"Bounds").Params(testingT()).Block(
+	f.Func().Id("Test" + d.Name + "Bounds").Params(testingT()).Block(
 		For(List(Id("_"), Id("c")).Op(":=").Range().Index().Struct(Id("in").String(), Id("ok").Bool()).Values(rows...)).Block(
 			List(Id("_"), Err()).Op(":=").Id("New"+d.Name).Call(Id("c").Dot("in")),
 			If(Parens(Err().Op("==").Nil()).Op("!=").Id("c").Dot("ok").Op("||").Err().Op("!=").Nil().Op("&&").Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrInvalid"))).Block(
@@ -200,7 +200,7 @@ func repeat(s string, n int) string {
 }
 
 func emitEnumTest(f *File, d *decl) {
-	f.Func().Id("Test"+d.Name+"Values").Params(testingT()).BlockFunc(func(g *Group) {
+	f.Func().Id("Test" + d.Name + "Values").Params(testingT()).BlockFunc(func(g *Group) {
 		for _, v := range d.Values {
 			g.If(Op("!").Id(v.Name).Dot("Valid").Call().Op("||").Id(v.Name).Dot("String").Call().Op("!=").Lit(v.Short)).Block(
 				Id("t").Dot("Errorf").Call(Lit(v.Name+" valid=%v string=%q"), Id(v.Name).Dot("Valid").Call(), Id(v.Name).Dot("String").Call()),

@@ -46,7 +46,7 @@ func emitStructCodec(f *File, d *decl) {
 		}
 		g.Return(Id("dst"))
 	})
-	f.Func().Id("size"+d.Name).Params(valueParam(d)).Int().BlockFunc(func(g *Group) {
+	f.Func().Id("size" + d.Name).Params(valueParam(d)).Int().BlockFunc(func(g *Group) {
 		g.Id("n").Op(":=").Lit(0)
 		for _, fl := range d.Fields {
 			sizeValue(g, "v."+fl.Name, fl.Type, fl, 0)
@@ -67,7 +67,7 @@ func emitUnionCodec(f *File, d *decl) {
 				g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
 					g.Id("dst").Op("=").Append(Id("dst"), Lit(int(v.Tag)))
 					if len(v.Type.Fields) > 0 {
-						g.Id("dst").Op("=").Id("append" + v.Type.Name).Call(Id("dst"), Op("&").Id("x"))
+						g.Id("dst").Op("=").Id("append"+v.Type.Name).Call(Id("dst"), Op("&").Id("x"))
 					}
 				})
 			}
@@ -93,7 +93,7 @@ func emitUnionCodec(f *File, d *decl) {
 				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
 					g.Var().Id("x").Id(v.Type.Name)
 					if len(v.Type.Fields) > 0 {
-						g.Id("read" + v.Type.Name).Call(Id("r"), Op("&").Id("x"))
+						g.Id("read"+v.Type.Name).Call(Id("r"), Op("&").Id("x"))
 					}
 					g.Return(Id("x"))
 				})

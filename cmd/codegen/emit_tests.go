@@ -32,7 +32,7 @@ func emitRecordTest(f *File, d *decl) {
 	name := d.Name
 	// invalid values, and the raw encodings of those that must not decode
 	f.Commentf("invalid%s returns %s values that break a rule of the schema.", name, name)
-	f.Func().Id("invalid"+name).Params().Index().Id(name).BlockFunc(func(g *Group) {
+	f.Func().Id("invalid" + name).Params().Index().Id(name).BlockFunc(func(g *Group) {
 		g.Var().Id("out").Index().Id(name)
 		forEachBreakage(d, func(variantIdx int, b breakage, base Code) {
 			g.BlockFunc(func(g *Group) {
@@ -46,8 +46,8 @@ func emitRecordTest(f *File, d *decl) {
 	f.Commentf("malformed%s returns bytes that must not decode as a %s: truncated,", name, name)
 	f.Comment("with a trailing byte, of an unknown version or variant, and the unchecked")
 	f.Comment("encodings of values that break a rule (oversize lengths, unknown enum values).")
-	f.Func().Id("malformed"+name).Params().Index().Index().Byte().BlockFunc(func(g *Group) {
-		g.List(Id("valid"), Err()).Op(":=").Id("Encode"+name).Call(Id("examples"+name).Call().Index(Lit(0)))
+	f.Func().Id("malformed" + name).Params().Index().Index().Byte().BlockFunc(func(g *Group) {
+		g.List(Id("valid"), Err()).Op(":=").Id("Encode" + name).Call(Id("examples" + name).Call().Index(Lit(0)))
 		g.If(Err().Op("!=").Nil()).Block(Panic(Err()))
 		g.Id("with").Op(":=").Func().Params(Id("i").Int(), Id("b").Byte()).Index().Byte().Block(
 			Id("c").Op(":=").Qual("bytes", "Clone").Call(Id("valid")),
@@ -81,7 +81,7 @@ func emitRecordTest(f *File, d *decl) {
 		g.Return(Id("out"))
 	})
 
-	f.Func().Id("Test"+name+"RoundTrip").Params(testingT()).Block(
+	f.Func().Id("Test" + name + "RoundTrip").Params(testingT()).Block(
 		For(List(Id("i"), Id("v")).Op(":=").Range().Id("examples"+name).Call()).Block(
 			List(Id("b"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
 			If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatalf").Call(Lit("example %d: encode: %v"), Id("i"), Err())),
@@ -119,7 +119,7 @@ func emitRecordTest(f *File, d *decl) {
 			),
 		)
 	}
-	f.Func().Id("Test"+name+"RejectsInvalid").Params(testingT()).Block(
+	f.Func().Id("Test" + name + "RejectsInvalid").Params(testingT()).Block(
 		For(List(Id("i"), Id("v")).Op(":=").Range().Id("invalid"+name).Call()).Block(
 			List(Id("out"), Err()).Op(":=").Id("Append"+name).Call(Index().Byte().Call(Lit("keep")), Id("v")),
 			If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrInvalid"))).Block(
@@ -130,7 +130,7 @@ func emitRecordTest(f *File, d *decl) {
 			),
 		),
 	)
-	f.Func().Id("Test"+name+"RejectsMalformed").Params(testingT()).Block(
+	f.Func().Id("Test" + name + "RejectsMalformed").Params(testingT()).Block(
 		For(List(Id("i"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(
 			List(Id("_"), Err()).Op(":=").Id("Decode"+name).Call(Id("b")),
 			If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt"))).Block(

@@ -128,7 +128,7 @@ func emitStruct(f *File, d *decl) {
 	}
 	for _, m := range checkModes {
 		f.Commentf("%s%s %s", m.prefix, d.Name, m.doc)
-		f.Func().Id(m.prefix+d.Name).Params(Id("v").Op("*").Id(d.Name)).Error().BlockFunc(func(g *Group) {
+		f.Func().Id(m.prefix + d.Name).Params(Id("v").Op("*").Id(d.Name)).Error().BlockFunc(func(g *Group) {
 			for _, fl := range d.Fields {
 				checkField(g, m, d, fl, "v."+fl.Name, fl.Type, fl.Name, 0)
 			}

@@ -104,7 +104,7 @@ type typeRef struct {
 
 // schema is the whole model.
 type schema struct {
-	Decls []*decl // in source order
+	Decls  []*decl // in source order
 	byName map[string]*decl
 }
 
