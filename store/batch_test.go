@@ -1,0 +1,77 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+var caps = Capabilities{MaxBatchOps: 4, ReservedBatchOps: 1, MaxKeyBytes: 3, MaxValueBytes: 5, MaxBatchBytes: 12}
+
+func TestValidateEachLimitAtItsBoundary(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    *Batch
+		ok   bool
+	}{
+		{"empty", NewBatch(), false},
+		{"nil", nil, false},
+		{"ops at limit", NewBatch().Put(Key("a"), nil).Put(Key("b"), nil).Put(Key("c"), nil), true},
+		{"ops over limit", NewBatch().Put(Key("a"), nil).Put(Key("b"), nil).Put(Key("c"), nil).Delete(Key("d")), false},
+		{"key at limit", NewBatch().Put(Key("abc"), nil), true},
+		{"key over limit", NewBatch().Put(Key("abcd"), nil), false},
+		{"empty key", NewBatch().Delete(Key{}), false},
+		{"value at limit", NewBatch().Put(Key("a"), Value("12345")), true},
+		{"value over limit", NewBatch().Put(Key("a"), Value("123456")), false},
+		{"bytes at limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("1"))), true},
+		{"bytes over limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("12"))), false},
+		{"unknown op", NewBatch().Add(Write{Op: 9, Key: Key("a")}), false},
+		{"wakeup only", NewBatch().WakeAt(5), true},
+		{"wakeup at zero", NewBatch().WakeAt(0), false},
+	} {
+		err := c.b.Validate(caps)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Validate = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+	if err := NewBatch().Put(Key("a"), nil).Put(Key("b"), nil).Put(Key("c"), nil).Delete(Key("d")).Validate(caps.Full()); err != nil {
+		t.Errorf("Full() allows MaxBatchOps: %v", err)
+	}
+}
+
+func TestPreconditionHolds(t *testing.T) {
+	if !Equals(Key("k"), nil).Holds(Value{}) || Equals(Key("k"), Value("a")).Holds(nil) || !Absent(Key("k")).Holds(nil) || Absent(Key("k")).Holds(Value{}) {
+		t.Fatal("Equals/Absent disagree with present-empty and absent values")
+	}
+	if Guard(Key("k"), nil).Op != MustBeAbsent || Guard(Key("k"), Value{}).Op != MustEqual {
+		t.Fatal("Guard of nil is Absent, of an empty value Equals")
+	}
+}
+
+func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
+	a := NewBatch().Put(Key("a"), nil).WithDeadline(time.UnixMilli(20)).WakeAt(50)
+	b := NewBatch().Delete(Key("b")).WithDeadline(time.UnixMilli(10)).WakeAt(30)
+	a.Merge(b)
+	if a.Ops() != 2 || !a.Deadline.Equal(time.UnixMilli(10)) || a.Wakeup.AtMs != 30 {
+		t.Fatalf("merged %+v", a)
+	}
+	a.Merge(NewBatch().WakeAt(40))
+	if a.Wakeup.AtMs != 30 {
+		t.Fatalf("a later wakeup replaced an earlier one: %d", a.Wakeup.AtMs)
+	}
+	c := a.Clone().Put(Key("c"), nil)
+	if a.Ops() != 2 || c.Ops() != 3 {
+		t.Fatal("Clone shares its slices")
+	}
+}
+
+func TestWakeAtKeepsExactness(t *testing.T) {
+	b := NewBatch().SetWake(7, 0).WakeAt(100)
+	if w := b.Wakeup; !w.Exact || w.ExpectMs != 7 || w.AtMs != 100 {
+		t.Fatalf("WakeAt after SetWake(7, none) = %+v", w)
+	}
+	b.WakeAt(200)
+	if b.Wakeup.AtMs != 100 {
+		t.Fatalf("WakeAt raised an exact wakeup: %+v", b.Wakeup)
+	}
+}
