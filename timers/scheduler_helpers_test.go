@@ -3,7 +3,6 @@ package timers_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync"
 	"testing"
@@ -20,43 +19,25 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// schedEnv is a scheduler test's store, clock and observers. Schedulers
-// run against faults; the test writes and reads through layer.
+// schedEnv is a scheduler test's store, clock and observers: the timers
+// tests' env, plus the layer under its faults wrapper. Schedulers run
+// against faults; the test writes and reads through layer.
 type schedEnv struct {
-	ctx     context.Context
-	layer   *fdblayer.Layer
-	faults  *storetest.Faults
-	clock   *clock.Manual
-	metrics *telemetry.Recorder
-	logs    *syncBuffer
-	logger  *slog.Logger
+	*env
+	layer *fdblayer.Layer
 }
 
 // forEachSchedEngine runs fn as a subtest per engine on a fresh schedEnv
 // whose clock reads nowMs.
 func forEachSchedEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *schedEnv)) {
-	for _, eng := range engines {
-		t.Run(eng.name, func(t *testing.T) {
-			fn(t, newSchedEnv(t, eng.open(t), nowMs))
-		})
-	}
+	forEachEngine(t, nowMs, func(t *testing.T, e *env) {
+		fn(t, &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer)})
+	})
 }
 
 func newSchedEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *schedEnv {
-	clk := clock.NewManualMs(nowMs)
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	logs := &syncBuffer{}
-	return &schedEnv{
-		ctx:     context.Background(),
-		layer:   l,
-		faults:  storetest.WithFaults(l),
-		clock:   clk,
-		metrics: telemetry.NewRecorder(),
-		logs:    logs,
-		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}
+	e := newEnv(t, engine, nowMs)
+	return &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer)}
 }
 
 // scheduler returns a Scheduler over e's faults wrapper, owned by owner,
