@@ -113,7 +113,7 @@ func (a *Acks) Finish(b *store.Batch) error {
 		return fmt.Errorf("outbox: acknowledgments already finished: %w", store.ErrInvalid)
 	}
 	out := b.Clone()
-	out.Require(Guard(backlogKey, a.fresh))
+	out.Require(store.Guard(backlogKey, a.fresh))
 	for _, r := range a.rows {
 		out.Require(store.Equals(r.resKey, r.value))
 	}

@@ -195,9 +195,9 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		return nil
 	}
 	out := batch.Clone()
-	out.Require(Guard(sequenceKey, b.observed.Sequence))
+	out.Require(store.Guard(sequenceKey, b.observed.Sequence))
 	if len(b.outcomes) > 0 {
-		out.Require(Guard(backlogKey, b.observed.Backlog))
+		out.Require(store.Guard(backlogKey, b.observed.Backlog))
 	}
 	if len(b.relays) > 0 && b.observed.RelayTimer != nil {
 		// The relay's Done deletes the timer: a row appended after that

@@ -315,10 +315,3 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 		})
 	}
 }
-
-func TestGuardIsAbsentOrEquals(t *testing.T) {
-	k := store.Key("k")
-	assert.Equal(t, store.Absent(k), outbox.Guard(k, nil))
-	assert.Equal(t, store.Equals(k, store.Value("v")), outbox.Guard(k, store.Value("v")))
-	assert.Equal(t, store.Equals(k, store.Value{}), outbox.Guard(k, store.Value{}), "an empty value is a value")
-}

@@ -92,12 +92,6 @@ func Read(ctx context.Context, s store.Store, p store.Partition) (Observed, erro
 	return Observed{Sequence: vs[0], Backlog: vs[1], RelayTimer: vs[2]}, nil
 }
 
-// Guard requires key to still hold observed, or to be absent when observed
-// is nil: the reference's guard, which is store.Guard.
-func Guard(key store.Key, observed store.Value) store.Precondition {
-	return store.Guard(key, observed)
-}
-
 // DecodeBacklog decodes a backlog value; nil (absent) is the empty
 // backlog. It fails with an error wrapping store.ErrCorrupt.
 func DecodeBacklog(v store.Value) (gen.Backlog, error) {

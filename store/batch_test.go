@@ -75,3 +75,19 @@ func TestWakeAtKeepsExactness(t *testing.T) {
 		t.Fatalf("WakeAt raised an exact wakeup: %+v", b.Wakeup)
 	}
 }
+
+func TestGuardIsAbsentOrEquals(t *testing.T) {
+	k := Key("k")
+	for _, c := range []struct {
+		observed Value
+		want     Precondition
+	}{
+		{nil, Absent(k)},
+		{Value("v"), Equals(k, Value("v"))},
+		{Value{}, Equals(k, Value{})}, // an empty value is a value
+	} {
+		if got := Guard(k, c.observed); got.Op != c.want.Op || string(got.Value) != string(c.want.Value) || (got.Value == nil) != (c.want.Value == nil) {
+			t.Errorf("Guard(k, %q) = %v, want %v", c.observed, got, c.want)
+		}
+	}
+}
