@@ -555,28 +555,6 @@ func sizeReservationV1(v ReservationV1) int {
 	return 1
 }
 
-func readReservationV1(r *wire.Reader, field string) ReservationV1 {
-	tag := r.U8(field)
-	switch tag {
-	case 1:
-		var x ReservationTicketed
-		readReservationTicketed(r, &x)
-		return x
-	case 2:
-		var x ReservationCommitted
-		readReservationCommitted(r, &x)
-		return x
-	case 3:
-		var x ReservationAborted
-		readReservationAborted(r, &x)
-		return x
-	}
-	if r.Err() == nil {
-		r.Failf(field, "unknown ReservationV1 variant tag %d", tag)
-	}
-	return nil
-}
-
 // VersionReservationV1 is the version byte that opens every encoded ReservationV1.
 const VersionReservationV1 = 1
 
@@ -618,14 +596,43 @@ func EncodeReservationV1(v ReservationV1) ([]byte, error) {
 func DecodeReservationV1(b []byte) (ReservationV1, error) {
 	r := wire.NewReader(b, "ReservationV1")
 	r.Version(VersionReservationV1)
-	v := readReservationV1(&r, "ReservationV1")
-	if err := r.Finish(); err != nil {
-		return nil, err
+	tag := r.U8("ReservationV1")
+	switch tag {
+	case 1:
+		var x ReservationTicketed
+		readReservationTicketed(&r, &x)
+		if err := r.Finish(); err != nil {
+			return nil, err
+		}
+		if err := verifyReservationTicketed(&x); err != nil {
+			return nil, wire.DecodeRule("ReservationV1", err)
+		}
+		return x, nil
+	case 2:
+		var x ReservationCommitted
+		readReservationCommitted(&r, &x)
+		if err := r.Finish(); err != nil {
+			return nil, err
+		}
+		if err := verifyReservationCommitted(&x); err != nil {
+			return nil, wire.DecodeRule("ReservationV1", err)
+		}
+		return x, nil
+	case 3:
+		var x ReservationAborted
+		readReservationAborted(&r, &x)
+		if err := r.Finish(); err != nil {
+			return nil, err
+		}
+		if err := verifyReservationAborted(&x); err != nil {
+			return nil, wire.DecodeRule("ReservationV1", err)
+		}
+		return x, nil
 	}
-	if err := verifyReservationV1(v); err != nil {
-		return nil, wire.DecodeRule("ReservationV1", err)
+	if r.Err() == nil {
+		r.Failf("ReservationV1", "unknown ReservationV1 variant tag %d", tag)
 	}
-	return v, nil
+	return nil, r.Err()
 }
 
 func appendReservationTicketed(dst []byte, v *ReservationTicketed) []byte {

@@ -86,6 +86,9 @@ func emitUnionCodec(f *File, d *decl) {
 		}),
 		Return(Lit(1)),
 	)
+	if d.Record {
+		return // a union record decodes in DecodeX, variant by variant
+	}
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
 		Id("tag").Op(":=").Id("r").Dot("U8").Call(Id("field")),
 		Switch(Id("tag")).BlockFunc(func(g *Group) {
@@ -156,15 +159,33 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("encoding or a broken rule fail with a *wire.DecodeError wrapping")
 	f.Comment("wire.ErrCorrupt. It never panics. Byte slices of the result alias b.")
 	if d.Kind == kindUnion {
+		// The variant is read, finished and verified before it is boxed
+		// into the interface, so it is copied once.
 		f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
 			Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
 			Id("r").Dot("Version").Call(Id("Version"+name)),
-			Id("v").Op(":=").Id("read"+name).Call(Op("&").Id("r"), Lit(name)),
-			If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(Nil(), Err())),
-			If(Err().Op(":=").Id("verify"+name).Call(Id("v")), Err().Op("!=").Nil()).Block(
-				Return(Nil(), Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+			Id("tag").Op(":=").Id("r").Dot("U8").Call(Lit(name)),
+			Switch(Id("tag")).BlockFunc(func(g *Group) {
+				for _, vr := range d.Variants {
+					g.Case(Lit(int(vr.Tag))).BlockFunc(func(g *Group) {
+						g.Var().Id("x").Id(vr.Type.Name)
+						if len(vr.Type.Fields) > 0 {
+							g.Id("read"+vr.Type.Name).Call(Op("&").Id("r"), Op("&").Id("x"))
+						}
+						g.If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(Nil(), Err()))
+						if len(vr.Type.Fields) > 0 {
+							g.If(Err().Op(":=").Id("verify"+vr.Type.Name).Call(Op("&").Id("x")), Err().Op("!=").Nil()).Block(
+								Return(Nil(), Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+							)
+						}
+						g.Return(Id("x"), Nil())
+					})
+				}
+			}),
+			If(Id("r").Dot("Err").Call().Op("==").Nil()).Block(
+				Id("r").Dot("Failf").Call(Lit(name), Lit("unknown "+name+" variant tag %d"), Id("tag")),
 			),
-			Return(Id("v"), Nil()),
+			Return(Nil(), Id("r").Dot("Err").Call()),
 		)
 		f.Line()
 		return
