@@ -814,21 +814,6 @@ func checkReservationV1(v ReservationV1) error {
 	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
 }
 
-// verifyReservationV1 checks that v is a valid variant of ReservationV1.
-func verifyReservationV1(v ReservationV1) error {
-	switch x := v.(type) {
-	case ReservationTicketed:
-		return verifyReservationTicketed(&x)
-	case ReservationCommitted:
-		return verifyReservationCommitted(&x)
-	case ReservationAborted:
-		return verifyReservationAborted(&x)
-	case nil:
-		return wire.Rule("", "no ReservationV1 variant set")
-	}
-	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
-}
-
 // tagReservationV1 returns the variant tag of v, 0 for an unsupported value.
 func tagReservationV1(v ReservationV1) uint8 {
 	switch v.(type) {
