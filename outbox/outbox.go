@@ -62,7 +62,6 @@ var (
 	sequenceKey   = store.Key(gen.AppendOutboxSequenceKey(nil))
 	backlogKey    = store.Key(gen.AppendOutcomeBacklogKey(nil))
 	relayTimerRef = mustRefKey(timers.KindRelay)
-	outcomeRef    = mustRefKey(timers.KindOutcomeDelivery)
 )
 
 func mustRefKey(k timers.Kind) store.Key {

@@ -82,11 +82,6 @@ func withBudget(b relay.Budget) option {
 	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Budget = b }
 }
 
-// withHook sets the handler's hook.
-func withHook(h relay.Hook) option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Hook = h }
-}
-
 // forEachEngine runs fn as a subtest per engine.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) {
 	for _, eng := range engines {

@@ -35,11 +35,6 @@ func forEachSchedEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *sch
 	})
 }
 
-func newSchedEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *schedEnv {
-	e := newEnv(t, engine, nowMs)
-	return &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer)}
-}
-
 // scheduler returns a Scheduler over e's faults wrapper, owned by owner,
 // with 2 workers, a 10 s lease, e's clock and observers, and a Waiter that
 // fails the test; edit changes the config first.
