@@ -84,14 +84,9 @@ func New(reg prometheus.Registerer, opts ...Option) *Adapter {
 
 // Gauge sets the gauge name with labels to v.
 func (a *Adapter) Gauge(name string, labels []telemetry.Label, v float64) {
-	f := a.family(name, labels, false)
-	if f == nil {
-		return
-	}
 	var buf [maxLabels]string
-	values, ok := f.values(buf[:0], labels)
-	if !ok {
-		a.drop(name, labels, errLabelMismatch(f.names, labels))
+	f, values := a.resolve(name, labels, false, buf[:0])
+	if f == nil {
 		return
 	}
 	g, err := f.gauge.GetMetricWithLabelValues(values...)
@@ -104,14 +99,9 @@ func (a *Adapter) Gauge(name string, labels []telemetry.Label, v float64) {
 
 // Add adds delta to the counter name with labels.
 func (a *Adapter) Add(name string, labels []telemetry.Label, delta uint64) {
-	f := a.family(name, labels, true)
-	if f == nil {
-		return
-	}
 	var buf [maxLabels]string
-	values, ok := f.values(buf[:0], labels)
-	if !ok {
-		a.drop(name, labels, errLabelMismatch(f.names, labels))
+	f, values := a.resolve(name, labels, true, buf[:0])
+	if f == nil {
 		return
 	}
 	c, err := f.count.GetMetricWithLabelValues(values...)
@@ -120,6 +110,22 @@ func (a *Adapter) Add(name string, labels []telemetry.Label, delta uint64) {
 		return
 	}
 	c.Add(float64(delta))
+}
+
+// resolve finds (or registers) the family of name and orders labels'
+// values as its label names into buf; a nil family means the sample was
+// dropped (and logged).
+func (a *Adapter) resolve(name string, labels []telemetry.Label, counter bool, buf []string) (*family, []string) {
+	f := a.family(name, labels, counter)
+	if f == nil {
+		return nil, nil
+	}
+	values, ok := f.values(buf, labels)
+	if !ok {
+		a.drop(name, labels, errLabelMismatch(f.names, labels))
+		return nil, nil
+	}
+	return f, values
 }
 
 // Dropped reports how many samples the Adapter has dropped.
