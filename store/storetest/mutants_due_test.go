@@ -150,7 +150,7 @@ func (s wakeAtReadThenSet) Apply(ctx context.Context, p store.Partition, b *stor
 	if ok {
 		at = min(at, cur)
 	}
-	time.Sleep(20 * time.Microsecond)
+	time.Sleep(time.Millisecond) // wide enough that racing batches overlap even on a loaded machine
 	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, at))
 }
 
@@ -164,6 +164,6 @@ func (s setWakeCheckThenSet) Apply(ctx context.Context, p store.Partition, b *st
 	if cur, _, err := s.NextWake(ctx, p); err != nil || cur != b.Wakeup.ExpectMs {
 		return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, err
 	}
-	time.Sleep(20 * time.Microsecond)
+	time.Sleep(time.Millisecond) // wide enough that racing batches overlap even on a loaded machine
 	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs))
 }

@@ -256,7 +256,7 @@ func (s checkThenWrite) Apply(ctx context.Context, p store.Partition, b *store.B
 			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, nil
 		}
 	}
-	time.Sleep(20 * time.Microsecond)
+	time.Sleep(time.Millisecond) // wide enough that racing calls overlap even on a loaded machine
 	return s.Store.Apply(ctx, p, &store.Batch{Writes: b.Writes, Deadline: b.Deadline})
 }
 
@@ -270,7 +270,7 @@ func (s tornGetMany) GetMany(ctx context.Context, p store.Partition, keys []stor
 			return nil, err
 		}
 		out[i] = v
-		time.Sleep(20 * time.Microsecond)
+		time.Sleep(time.Millisecond) // wide enough that racing calls overlap even on a loaded machine
 	}
 	return out, nil
 }
