@@ -207,16 +207,36 @@ func (r *Reader) lenSlow(field string, max, minElem int) int {
 	return int(v)
 }
 
+// shortLen is the fast path of a length prefix: when the next length is
+// a canonical one- or two-byte uvarint (under 16384), at most max and
+// within the bytes left, it returns where the bytes start and the length;
+// otherwise start is -1 and nothing is consumed.
+func (r *Reader) shortLen(max int) (start, n int) {
+	off := r.off
+	if r.err != nil || off >= len(r.buf) {
+		return -1, 0
+	}
+	if n = int(r.buf[off]); n < 0x80 {
+		start = off + 1
+	} else if off+1 < len(r.buf) && r.buf[off+1]-1 < 0x7f {
+		n, start = n&0x7f|int(r.buf[off+1])<<7, off+2
+	} else {
+		return -1, 0
+	}
+	if n > max || n > len(r.buf)-start {
+		return -1, 0
+	}
+	return start, n
+}
+
 // Bytes reads a length-prefixed byte string of at most max bytes. The
 // result aliases the input; it is non-nil, even when empty.
 func (r *Reader) Bytes(field string, max int) []byte {
-	// Fast path: a one-byte length within max and the bytes left.
-	if off := r.off; r.err == nil && off < len(r.buf) {
-		if n := int(r.buf[off]); n < 0x80 && n <= max && n < len(r.buf)-off {
-			end := off + 1 + n
-			r.off = end
-			return r.buf[off+1 : end : end]
-		}
+	// Fast path: a one- or two-byte length within max and the bytes left.
+	if start, n := r.shortLen(max); start >= 0 {
+		end := start + n
+		r.off = end
+		return r.buf[start:end:end]
 	}
 	n := r.lenSlow(field, max, 1)
 	if r.err != nil {
@@ -230,12 +250,10 @@ func (r *Reader) Bytes(field string, max int) []byte {
 
 // String reads a length-prefixed string of at most max bytes.
 func (r *Reader) String(field string, max int) string {
-	// Fast path: a one-byte length within max and the bytes left.
-	if off := r.off; r.err == nil && off < len(r.buf) {
-		if n := int(r.buf[off]); n < 0x80 && n <= max && n < len(r.buf)-off {
-			r.off = off + 1 + n
-			return string(r.buf[off+1 : r.off])
-		}
+	// Fast path: a one- or two-byte length within max and the bytes left.
+	if start, n := r.shortLen(max); start >= 0 {
+		r.off = start + n
+		return string(r.buf[start:r.off])
 	}
 	n := r.lenSlow(field, max, 1)
 	if r.err != nil || n == 0 {
@@ -245,6 +263,45 @@ func (r *Reader) String(field string, max int) string {
 	s := string(r.buf[r.off : r.off+n])
 	r.off += n
 	return s
+}
+
+// Strings reads len(dst) consecutive length-prefixed strings, the i-th
+// named fields[i] and of at most maxes[i] bytes, into dst with one
+// allocation: the strings share one copy of their bytes (with the length
+// prefixes between them), so a record's run of names costs one allocation
+// instead of one each. On failure dst is cleared.
+func (r *Reader) Strings(dst []string, fields []string, maxes []int) {
+	start := r.off
+	for i := range dst {
+		r.off += r.Len(fields[i], maxes[i], 1)
+	}
+	if r.err != nil {
+		clear(dst)
+		return
+	}
+	// Every length was read and checked above, so the second pass over
+	// the copy re-reads canonical varints that fit.
+	all := string(r.buf[start:r.off])
+	p := 0
+	for i := range dst {
+		n, w := uvarintString(all[p:])
+		p += w
+		dst[i] = all[p : p+int(n)]
+		p += int(n)
+	}
+}
+
+// uvarintString decodes the uvarint that opens s, which Strings has
+// already checked, and its width.
+func uvarintString(s string) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x80 {
+			return v | uint64(s[i])<<(7*i), i + 1
+		}
+		v |= uint64(s[i]&0x7f) << (7 * i)
+	}
+	return 0, len(s)
 }
 
 // Fixed fills dst with the next len(dst) bytes.

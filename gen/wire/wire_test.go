@@ -104,3 +104,85 @@ func TestAppendLenMatchesLenSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStringAndBytesLengths reads strings and byte strings whose lengths
+// take one, two and three bytes, at and over their bound and the bytes
+// left, through String, Bytes and Strings alike.
+func TestStringAndBytesLengths(t *testing.T) {
+	enc := func(ns ...int) []byte {
+		var b []byte
+		for _, n := range ns {
+			b = AppendString(b, strings.Repeat("x", n))
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+		max  int
+		ok   bool
+	}{
+		{"empty", enc(0), 10, true},
+		{"one-byte length at bound", enc(127), 127, true},
+		{"one-byte length over bound", enc(127), 126, false},
+		{"two-byte length at bound", enc(300), 300, true},
+		{"two-byte length over bound", enc(300), 299, false},
+		{"three-byte length", enc(20000), 20000, true},
+		{"truncated two-byte length", enc(300)[:1], 1000, false},
+		{"two-byte length past the end", enc(300)[:200], 1000, false},
+		{"non-canonical two-byte length", []byte{0x85, 0x00, 'a', 'b', 'c', 'd', 'e'}, 10, false},
+	} {
+		r := NewReader(c.in, "T")
+		s := r.String("s", c.max)
+		if err := r.Finish(); (err == nil) != c.ok || c.ok && len(s) != len(c.in)-LenSize(len(s)) {
+			t.Errorf("%s: String gave %d bytes, %v; want ok=%v", c.name, len(s), err, c.ok)
+		}
+		r = NewReader(c.in, "T")
+		b := r.Bytes("b", c.max)
+		if err := r.Finish(); (err == nil) != c.ok || c.ok && string(b) != s {
+			t.Errorf("%s: Bytes gave %d bytes, %v; want ok=%v", c.name, len(b), err, c.ok)
+		}
+	}
+}
+
+func TestStringsSharesOneCopy(t *testing.T) {
+	in := enc3("ns", "", strings.Repeat("r", 200))
+	r := NewReader(in, "T")
+	var got [3]string
+	r.Strings(got[:], []string{"a", "b", "c"}, []int{10, 10, 200})
+	if err := r.Finish(); err != nil || got != [3]string{"ns", "", strings.Repeat("r", 200)} {
+		t.Fatalf("Strings = %q, %v", got, err)
+	}
+	in[1] = 'X' // the strings are a copy, not the input
+	if got[0] != "ns" {
+		t.Fatalf("Strings aliases its input: %q", got[0])
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		r := NewReader(in, "T")
+		r.Strings(got[:], []string{"a", "b", "c"}, []int{10, 10, 200})
+	}); n != 1 {
+		t.Errorf("Strings allocated %v times, want 1", n)
+	}
+
+	for _, c := range []struct {
+		name  string
+		in    []byte
+		maxes []int
+		field string
+	}{
+		{"second over its bound", enc3("ns", "abc", "x"), []int{10, 2, 10}, "b"},
+		{"last truncated", enc3("ns", "abc", "xyz")[:9], []int{10, 10, 10}, "c"},
+	} {
+		r := NewReader(c.in, "T")
+		got := [3]string{"stale", "stale", "stale"}
+		r.Strings(got[:], []string{"a", "b", "c"}, c.maxes)
+		var de *DecodeError
+		if err := r.Err(); !errors.As(err, &de) || de.Field != c.field || got != [3]string{} {
+			t.Errorf("%s: got %q, %v; want field %s named and dst cleared", c.name, got, err, c.field)
+		}
+	}
+}
+
+func enc3(a, b, c string) []byte {
+	return AppendString(AppendString(AppendString(nil, a), b), c)
+}
