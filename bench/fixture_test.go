@@ -59,7 +59,7 @@ var engines = []engine{
 }
 
 // sourcePartition is the relay's source, converted to the interface once.
-var sourcePartition store.Partition = gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+var sourcePartition store.Partition = gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 
 // fixture is one source partition relaying to n target partitions of one
 // store, with a relay registered and a clock the benchmark moves.
@@ -90,7 +90,7 @@ func newFixture(tb testing.TB, eng engine, nTargets int, budget relay.Budget, wr
 	}
 	f := &fixture{ctx: context.Background(), s: s, nowMs: 1_000_000, log: slog.New(slog.DiscardHandler)}
 	for i := range nTargets {
-		f.targets = append(f.targets, gen.NamespacePartition{NS: gen.NamespaceKey(fmt.Sprintf("target-%03d", i))})
+		f.targets = append(f.targets, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
 	}
 	for i := range keyPool {
 		f.keys = append(f.keys, fmt.Appendf(nil, "bench/key/%054d", i))

@@ -56,8 +56,8 @@ func examplesTimerKey() []TimerKey {
 
 // examplesOutcomePendingKey returns valid OutcomePendingKey values, minimal first, typical last.
 func examplesOutcomePendingKey() []OutcomePendingKey {
-	return []OutcomePendingKey{OutcomePendingKey{ReservationID: ReservationID("a")}, OutcomePendingKey{
-		ReservationID: ReservationID("reservationid-a"),
+	return []OutcomePendingKey{OutcomePendingKey{ReservationID: MustReservationID("a")}, OutcomePendingKey{
+		ReservationID: MustReservationID("reservationid-a"),
 		Seq:           uint64(1099511627783),
 	}}
 }
@@ -65,30 +65,30 @@ func examplesOutcomePendingKey() []OutcomePendingKey {
 // examplesLeasedShardKey returns valid LeasedShardKey values, minimal first, typical last.
 func examplesLeasedShardKey() []LeasedShardKey {
 	return []LeasedShardKey{LeasedShardKey{
-		Repo:     RepoName("a"),
-		ShardRef: ShardRef("a"),
+		Repo:     MustRepoName("a"),
+		ShardRef: MustShardRef("a"),
 	}, LeasedShardKey{
-		Repo:     RepoName("reponame-a"),
-		ShardRef: ShardRef("shardref-a"),
+		Repo:     MustRepoName("reponame-a"),
+		ShardRef: MustShardRef("shardref-a"),
 	}}
 }
 
 // examplesRelayHighWaterKey returns valid RelayHighWaterKey values, minimal first, typical last.
 func examplesRelayHighWaterKey() []RelayHighWaterKey {
 	return []RelayHighWaterKey{RelayHighWaterKey{Source: RefPartition{
-		NS:       NamespaceKey("a"),
-		Repo:     RepoName("a"),
-		ShardRef: ShardRef("a"),
+		NS:       MustNamespaceKey("a"),
+		Repo:     MustRepoName("a"),
+		ShardRef: MustShardRef("a"),
 	}}, RelayHighWaterKey{Source: RefPartition{
-		NS:       NamespaceKey("namespacekey-a"),
-		Repo:     RepoName("reponame-a"),
-		ShardRef: ShardRef("shardref-a"),
+		NS:       MustNamespaceKey("namespacekey-a"),
+		Repo:     MustRepoName("reponame-a"),
+		ShardRef: MustShardRef("shardref-a"),
 	}}}
 }
 
 // examplesReservationKey returns valid ReservationKey values, minimal first, typical last.
 func examplesReservationKey() []ReservationKey {
-	return []ReservationKey{ReservationKey{ID: ReservationID("a")}, ReservationKey{ID: ReservationID("reservationid-a")}}
+	return []ReservationKey{ReservationKey{ID: MustReservationID("a")}, ReservationKey{ID: MustReservationID("reservationid-a")}}
 }
 
 // examplesSchedulerLeaseKey returns valid SchedulerLeaseKey values, minimal first, typical last.
@@ -107,22 +107,22 @@ func examplesTimerRefKey() []TimerRefKey {
 // examplesPartition returns valid Partition values: a minimal one, then one per variant.
 func examplesPartition() []Partition {
 	return []Partition{RefPartition{
-		NS:       NamespaceKey("a"),
-		Repo:     RepoName("a"),
-		ShardRef: ShardRef("a"),
+		NS:       MustNamespaceKey("a"),
+		Repo:     MustRepoName("a"),
+		ShardRef: MustShardRef("a"),
 	}, RefPartition{
-		NS:       NamespaceKey("namespacekey-a"),
-		Repo:     RepoName("reponame-a"),
-		ShardRef: ShardRef("shardref-a"),
-	}, NamespacePartition{NS: NamespaceKey("namespacekey-b")}, CoordinatorPartition{NS: NamespaceKey("namespacekey-c")}, RepoIndexPartition{
-		NS:   NamespaceKey("namespacekey-d"),
-		Repo: RepoName("reponame-d"),
+		NS:       MustNamespaceKey("namespacekey-a"),
+		Repo:     MustRepoName("reponame-a"),
+		ShardRef: MustShardRef("shardref-a"),
+	}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}, CoordinatorPartition{NS: MustNamespaceKey("namespacekey-c")}, RepoIndexPartition{
+		NS:   MustNamespaceKey("namespacekey-d"),
+		Repo: MustRepoName("reponame-d"),
 	}, RefIndexPartition{
-		NS:       NamespaceKey("namespacekey-e"),
-		Repo:     RepoName("reponame-e"),
-		ShardRef: ShardRef("shardref-e"),
+		NS:       MustNamespaceKey("namespacekey-e"),
+		Repo:     MustRepoName("reponame-e"),
+		ShardRef: MustShardRef("shardref-e"),
 	}, ContentShardPartition{
-		NS:    NamespaceKey("namespacekey-f"),
+		NS:    MustNamespaceKey("namespacekey-f"),
 		Shard: uint32(70005),
 	}}
 }
@@ -135,9 +135,9 @@ func examplesU64Value() []U64Value {
 // examplesRelayV1 returns valid RelayV1 values, minimal first, typical last.
 func examplesRelayV1() []RelayV1 {
 	return []RelayV1{RelayV1{Target: RefPartition{
-		NS:       NamespaceKey("a"),
-		Repo:     RepoName("a"),
-		ShardRef: ShardRef("a"),
+		NS:       MustNamespaceKey("a"),
+		Repo:     MustRepoName("a"),
+		ShardRef: MustShardRef("a"),
 	}}, RelayV1{
 		AtMs:    uint64(1099511627783),
 		Deletes: [][]byte{[]byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}, []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54}},
@@ -149,9 +149,9 @@ func examplesRelayV1() []RelayV1 {
 			Value: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 		}},
 		Target: RefPartition{
-			NS:       NamespaceKey("namespacekey-a"),
-			Repo:     RepoName("reponame-a"),
-			ShardRef: ShardRef("shardref-a"),
+			NS:       MustNamespaceKey("namespacekey-a"),
+			Repo:     MustRepoName("reponame-a"),
+			ShardRef: MustShardRef("shardref-a"),
 		},
 	}}
 }
@@ -160,10 +160,10 @@ func examplesRelayV1() []RelayV1 {
 func examplesRelayScanV1() []RelayScanV1 {
 	return []RelayScanV1{RelayScanV1{}, RelayScanV1{
 		Blocked: sortedBy([]Partition{RefPartition{
-			NS:       NamespaceKey("namespacekey-a"),
-			Repo:     RepoName("reponame-a"),
-			ShardRef: ShardRef("shardref-a"),
-		}, NamespacePartition{NS: NamespaceKey("namespacekey-b")}}, ComparePartition),
+			NS:       MustNamespaceKey("namespacekey-a"),
+			Repo:     MustRepoName("reponame-a"),
+			ShardRef: MustShardRef("shardref-a"),
+		}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}}, ComparePartition),
 		Cursor:   uint64(1099511627783),
 		CycleEnd: uint64(1099511627783),
 	}}
@@ -179,7 +179,7 @@ func examplesBacklog() []Backlog {
 
 // examplesReservationV1 returns valid ReservationV1 values, minimal first, typical last.
 func examplesReservationV1() []ReservationV1 {
-	return []ReservationV1{ReservationTicketed{}, ReservationTicketed{TicketID: [32]byte{0: 1, 31: 255}}, ReservationCommitted{
+	return []ReservationV1{&ReservationTicketed{}, &ReservationTicketed{TicketID: [32]byte{0: 1, 31: 255}}, &ReservationCommitted{
 		BytesStored:  uint64(1099511627784),
 		NewToRepo:    uint64(1099511627784),
 		NewToStore:   uint64(1099511627784),
@@ -187,18 +187,18 @@ func examplesReservationV1() []ReservationV1 {
 		Refs: []RefUpdate{RefUpdate{
 			NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 			OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-			Ref:    ShardRef("shardref-b"),
+			Ref:    MustShardRef("shardref-b"),
 		}, RefUpdate{
 			NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 			OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-			Ref:    ShardRef("shardref-c"),
+			Ref:    MustShardRef("shardref-c"),
 		}},
-		Repository: RepoName("reponame-b"),
-	}, ReservationAborted{
+		Repository: MustRepoName("reponame-b"),
+	}, &ReservationAborted{
 		Detail:       "uuuuuuuuuuuu",
 		OccurredAtMs: uint64(1099511627785),
 		Reason:       AbortReasonInternal,
-		Repository:   RepoName("reponame-c"),
+		Repository:   MustRepoName("reponame-c"),
 	}}
 }
 
@@ -237,17 +237,17 @@ func examplesOutcomeTimer() []OutcomeTimer {
 func examplesWatermarkCheckpoint() []WatermarkCheckpoint {
 	return []WatermarkCheckpoint{WatermarkCheckpoint{
 		Coordinator: RefPartition{
-			NS:       NamespaceKey("a"),
-			Repo:     RepoName("a"),
-			ShardRef: ShardRef("a"),
+			NS:       MustNamespaceKey("a"),
+			Repo:     MustRepoName("a"),
+			ShardRef: MustShardRef("a"),
 		},
 		Cursor: []byte{},
 	}, WatermarkCheckpoint{
 		CeilingMs: uint64(1099511627783),
 		Coordinator: RefPartition{
-			NS:       NamespaceKey("namespacekey-a"),
-			Repo:     RepoName("reponame-a"),
-			ShardRef: ShardRef("shardref-a"),
+			NS:       MustNamespaceKey("namespacekey-a"),
+			Repo:     MustRepoName("reponame-a"),
+			ShardRef: MustShardRef("shardref-a"),
 		},
 		Cursor:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 		MinimumMs: uint64(1099511627783),

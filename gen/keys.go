@@ -173,9 +173,9 @@ func appendPartitionTuple(dst []byte, v Partition) []byte {
 
 func appendRefPartitionTuple(dst []byte, k *RefPartition) []byte {
 	dst = tuple.AppendUint(dst, 1)
-	dst = tuple.AppendString(dst, string(k.NS))
-	dst = tuple.AppendString(dst, string(k.Repo))
-	dst = tuple.AppendString(dst, string(k.ShardRef))
+	dst = tuple.AppendString(dst, k.NS.s)
+	dst = tuple.AppendString(dst, k.Repo.s)
+	dst = tuple.AppendString(dst, k.ShardRef.s)
 	return dst
 }
 
@@ -191,7 +191,7 @@ func (v RefPartition) AppendTuple(dst []byte) ([]byte, error) {
 
 func appendNamespacePartitionTuple(dst []byte, k *NamespacePartition) []byte {
 	dst = tuple.AppendUint(dst, 2)
-	dst = tuple.AppendString(dst, string(k.NS))
+	dst = tuple.AppendString(dst, k.NS.s)
 	return dst
 }
 
@@ -207,7 +207,7 @@ func (v NamespacePartition) AppendTuple(dst []byte) ([]byte, error) {
 
 func appendCoordinatorPartitionTuple(dst []byte, k *CoordinatorPartition) []byte {
 	dst = tuple.AppendUint(dst, 3)
-	dst = tuple.AppendString(dst, string(k.NS))
+	dst = tuple.AppendString(dst, k.NS.s)
 	return dst
 }
 
@@ -223,8 +223,8 @@ func (v CoordinatorPartition) AppendTuple(dst []byte) ([]byte, error) {
 
 func appendRepoIndexPartitionTuple(dst []byte, k *RepoIndexPartition) []byte {
 	dst = tuple.AppendUint(dst, 4)
-	dst = tuple.AppendString(dst, string(k.NS))
-	dst = tuple.AppendString(dst, string(k.Repo))
+	dst = tuple.AppendString(dst, k.NS.s)
+	dst = tuple.AppendString(dst, k.Repo.s)
 	return dst
 }
 
@@ -240,9 +240,9 @@ func (v RepoIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
 
 func appendRefIndexPartitionTuple(dst []byte, k *RefIndexPartition) []byte {
 	dst = tuple.AppendUint(dst, 5)
-	dst = tuple.AppendString(dst, string(k.NS))
-	dst = tuple.AppendString(dst, string(k.Repo))
-	dst = tuple.AppendString(dst, string(k.ShardRef))
+	dst = tuple.AppendString(dst, k.NS.s)
+	dst = tuple.AppendString(dst, k.Repo.s)
+	dst = tuple.AppendString(dst, k.ShardRef.s)
 	return dst
 }
 
@@ -258,7 +258,7 @@ func (v RefIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
 
 func appendContentShardPartitionTuple(dst []byte, k *ContentShardPartition) []byte {
 	dst = tuple.AppendUint(dst, 6)
-	dst = tuple.AppendString(dst, string(k.NS))
+	dst = tuple.AppendString(dst, k.NS.s)
 	dst = tuple.AppendUint(dst, uint64(k.Shard))
 	return dst
 }
@@ -326,7 +326,11 @@ func readRefPartitionTuple(r *tuple.Reader) (k RefPartition, err error) {
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("RefPartition.NS", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -334,7 +338,11 @@ func readRefPartitionTuple(r *tuple.Reader) (k RefPartition, err error) {
 		if err != nil {
 			return
 		}
-		k.Repo = RepoName(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Repo, err = NewRepoName(s); err != nil {
+			err = wire.Within("RefPartition.Repo", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -342,7 +350,11 @@ func readRefPartitionTuple(r *tuple.Reader) (k RefPartition, err error) {
 		if err != nil {
 			return
 		}
-		k.ShardRef = ShardRef(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.ShardRef, err = NewShardRef(s); err != nil {
+			err = wire.Within("RefPartition.ShardRef", err)
+			return
+		}
 	}
 	return k, checkRefPartition(&k)
 }
@@ -354,7 +366,11 @@ func readNamespacePartitionTuple(r *tuple.Reader) (k NamespacePartition, err err
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("NamespacePartition.NS", err)
+			return
+		}
 	}
 	return k, checkNamespacePartition(&k)
 }
@@ -366,7 +382,11 @@ func readCoordinatorPartitionTuple(r *tuple.Reader) (k CoordinatorPartition, err
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("CoordinatorPartition.NS", err)
+			return
+		}
 	}
 	return k, checkCoordinatorPartition(&k)
 }
@@ -378,7 +398,11 @@ func readRepoIndexPartitionTuple(r *tuple.Reader) (k RepoIndexPartition, err err
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("RepoIndexPartition.NS", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -386,7 +410,11 @@ func readRepoIndexPartitionTuple(r *tuple.Reader) (k RepoIndexPartition, err err
 		if err != nil {
 			return
 		}
-		k.Repo = RepoName(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Repo, err = NewRepoName(s); err != nil {
+			err = wire.Within("RepoIndexPartition.Repo", err)
+			return
+		}
 	}
 	return k, checkRepoIndexPartition(&k)
 }
@@ -398,7 +426,11 @@ func readRefIndexPartitionTuple(r *tuple.Reader) (k RefIndexPartition, err error
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("RefIndexPartition.NS", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -406,7 +438,11 @@ func readRefIndexPartitionTuple(r *tuple.Reader) (k RefIndexPartition, err error
 		if err != nil {
 			return
 		}
-		k.Repo = RepoName(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Repo, err = NewRepoName(s); err != nil {
+			err = wire.Within("RefIndexPartition.Repo", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -414,7 +450,11 @@ func readRefIndexPartitionTuple(r *tuple.Reader) (k RefIndexPartition, err error
 		if err != nil {
 			return
 		}
-		k.ShardRef = ShardRef(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.ShardRef, err = NewShardRef(s); err != nil {
+			err = wire.Within("RefIndexPartition.ShardRef", err)
+			return
+		}
 	}
 	return k, checkRefIndexPartition(&k)
 }
@@ -426,7 +466,11 @@ func readContentShardPartitionTuple(r *tuple.Reader) (k ContentShardPartition, e
 		if err != nil {
 			return
 		}
-		k.NS = NamespaceKey(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.NS, err = NewNamespaceKey(s); err != nil {
+			err = wire.Within("ContentShardPartition.NS", err)
+			return
+		}
 	}
 	{
 		var v uint64
@@ -867,7 +911,7 @@ func (OutcomePendingKey) Tag() Tag {
 func appendOutcomePendingKey(dst []byte, k *OutcomePendingKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagOutcomePendingKey))
 	dst = tuple.AppendUint(dst, uint64(k.Seq))
-	dst = tuple.AppendString(dst, string(k.ReservationID))
+	dst = tuple.AppendString(dst, k.ReservationID.s)
 	return dst
 }
 
@@ -907,7 +951,11 @@ func readOutcomePendingKey(r *tuple.Reader) (k OutcomePendingKey, err error) {
 		if err != nil {
 			return
 		}
-		k.ReservationID = ReservationID(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.ReservationID, err = NewReservationID(s); err != nil {
+			err = wire.Within("ReservationID", err)
+			return
+		}
 	}
 	if err = finishKey(r); err != nil {
 		return
@@ -939,8 +987,8 @@ func (LeasedShardKey) Tag() Tag {
 
 func appendLeasedShardKey(dst []byte, k *LeasedShardKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagLeasedShardKey))
-	dst = tuple.AppendString(dst, string(k.Repo))
-	dst = tuple.AppendString(dst, string(k.ShardRef))
+	dst = tuple.AppendString(dst, k.Repo.s)
+	dst = tuple.AppendString(dst, k.ShardRef.s)
 	return dst
 }
 
@@ -980,7 +1028,11 @@ func readLeasedShardKey(r *tuple.Reader) (k LeasedShardKey, err error) {
 		if err != nil {
 			return
 		}
-		k.Repo = RepoName(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Repo, err = NewRepoName(s); err != nil {
+			err = wire.Within("Repo", err)
+			return
+		}
 	}
 	{
 		var s string
@@ -988,7 +1040,11 @@ func readLeasedShardKey(r *tuple.Reader) (k LeasedShardKey, err error) {
 		if err != nil {
 			return
 		}
-		k.ShardRef = ShardRef(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.ShardRef, err = NewShardRef(s); err != nil {
+			err = wire.Within("ShardRef", err)
+			return
+		}
 	}
 	if err = finishKey(r); err != nil {
 		return
@@ -1089,7 +1145,7 @@ func (ReservationKey) Tag() Tag {
 
 func appendReservationKey(dst []byte, k *ReservationKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagReservationKey))
-	dst = tuple.AppendString(dst, string(k.ID))
+	dst = tuple.AppendString(dst, k.ID.s)
 	return dst
 }
 
@@ -1123,7 +1179,11 @@ func readReservationKey(r *tuple.Reader) (k ReservationKey, err error) {
 		if err != nil {
 			return
 		}
-		k.ID = ReservationID(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.ID, err = NewReservationID(s); err != nil {
+			err = wire.Within("ID", err)
+			return
+		}
 	}
 	if err = finishKey(r); err != nil {
 		return

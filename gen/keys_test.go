@@ -43,6 +43,8 @@ func malformedOutboxSequenceKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagOutboxSequenceKey)+1000), b[tagLen:]...))
 	}
+	{
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -136,6 +138,8 @@ func malformedRelayScanKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagRelayScanKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -231,6 +235,8 @@ func malformedOutcomeBacklogKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagOutcomeBacklogKey)+1000), b[tagLen:]...))
 	}
+	{
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -324,6 +330,8 @@ func malformedLeaseRecoveryKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeaseRecoveryKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -419,6 +427,8 @@ func malformedLeaseReconcileKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeaseReconcileKey)+1000), b[tagLen:]...))
 	}
+	{
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -512,6 +522,8 @@ func malformedRelayKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagRelayKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -607,6 +619,8 @@ func malformedTimerKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagTimerKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -714,6 +728,18 @@ func malformedOutcomePendingKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagOutcomePendingKey)+1000), b[tagLen:]...))
 	}
+	{
+		{
+			k := examplesOutcomePendingKey()[1]
+			k.ReservationID = ReservationID{strings.Repeat("x", 129)}
+			out = append(out, appendOutcomePendingKey(nil, &k))
+		}
+		{
+			k := examplesOutcomePendingKey()[1]
+			k.ReservationID = ReservationID{"\x01"}
+			out = append(out, appendOutcomePendingKey(nil, &k))
+		}
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -728,15 +754,7 @@ func TestOutcomePendingKeyRejectsMalformed(t *testing.T) {
 func TestOutcomePendingKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesOutcomePendingKey()[1]
-		k.ReservationID = ReservationID(strings.Repeat("x", 129))
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ReservationID over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesOutcomePendingKey()[1]
-		k.ReservationID = ""
+		k.ReservationID = ReservationID{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
 			t.Errorf("ReservationID empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
@@ -828,6 +846,28 @@ func malformedLeasedShardKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeasedShardKey)+1000), b[tagLen:]...))
 	}
+	{
+		{
+			k := examplesLeasedShardKey()[1]
+			k.Repo = RepoName{strings.Repeat("x", 129)}
+			out = append(out, appendLeasedShardKey(nil, &k))
+		}
+		{
+			k := examplesLeasedShardKey()[1]
+			k.Repo = RepoName{"\x01"}
+			out = append(out, appendLeasedShardKey(nil, &k))
+		}
+		{
+			k := examplesLeasedShardKey()[1]
+			k.ShardRef = ShardRef{strings.Repeat("x", 257)}
+			out = append(out, appendLeasedShardKey(nil, &k))
+		}
+		{
+			k := examplesLeasedShardKey()[1]
+			k.ShardRef = ShardRef{"\x01"}
+			out = append(out, appendLeasedShardKey(nil, &k))
+		}
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -842,15 +882,7 @@ func TestLeasedShardKeyRejectsMalformed(t *testing.T) {
 func TestLeasedShardKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesLeasedShardKey()[1]
-		k.Repo = RepoName(strings.Repeat("x", 129))
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("Repo over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesLeasedShardKey()[1]
-		k.Repo = ""
+		k.Repo = RepoName{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
 			t.Errorf("Repo empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
@@ -858,15 +890,7 @@ func TestLeasedShardKeyRejectsInvalid(t *testing.T) {
 	}
 	{
 		k := examplesLeasedShardKey()[1]
-		k.ShardRef = ShardRef(strings.Repeat("x", 257))
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ShardRef over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesLeasedShardKey()[1]
-		k.ShardRef = ""
+		k.ShardRef = ShardRef{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
 			t.Errorf("ShardRef empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
@@ -957,6 +981,8 @@ func malformedRelayHighWaterKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagRelayHighWaterKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -1064,6 +1090,18 @@ func malformedReservationKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagReservationKey)+1000), b[tagLen:]...))
 	}
+	{
+		{
+			k := examplesReservationKey()[1]
+			k.ID = ReservationID{strings.Repeat("x", 129)}
+			out = append(out, appendReservationKey(nil, &k))
+		}
+		{
+			k := examplesReservationKey()[1]
+			k.ID = ReservationID{"\x01"}
+			out = append(out, appendReservationKey(nil, &k))
+		}
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -1078,15 +1116,7 @@ func TestReservationKeyRejectsMalformed(t *testing.T) {
 func TestReservationKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesReservationKey()[1]
-		k.ID = ReservationID(strings.Repeat("x", 129))
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ID over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesReservationKey()[1]
-		k.ID = ""
+		k.ID = ReservationID{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
 			t.Errorf("ID empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
@@ -1176,6 +1206,8 @@ func malformedSchedulerLeaseKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagSchedulerLeaseKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -1271,6 +1303,8 @@ func malformedTimerRefKey() [][]byte {
 			panic(err)
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagTimerRefKey)+1000), b[tagLen:]...))
+	}
+	{
 	}
 	return append(out, []byte{}, []byte{255})
 }
@@ -1407,9 +1441,18 @@ func TestNamespaceKeyBounds(t *testing.T) {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		_, err := NewNamespaceKey(c.in)
+		v, err := NewNamespaceKey(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewNamespaceKey(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewNamespaceKey(%q).String() = %q", c.in, v.String())
+		}
+		u := MustNamespaceKey("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
 	}
 }
@@ -1419,9 +1462,18 @@ func TestRepoNameBounds(t *testing.T) {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		_, err := NewRepoName(c.in)
+		v, err := NewRepoName(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewRepoName(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewRepoName(%q).String() = %q", c.in, v.String())
+		}
+		u := MustRepoName("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
 	}
 }
@@ -1431,9 +1483,18 @@ func TestShardRefBounds(t *testing.T) {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		_, err := NewShardRef(c.in)
+		v, err := NewShardRef(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewShardRef(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewShardRef(%q).String() = %q", c.in, v.String())
+		}
+		u := MustShardRef("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
 	}
 }
@@ -1443,9 +1504,18 @@ func TestReservationIDBounds(t *testing.T) {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		_, err := NewReservationID(c.in)
+		v, err := NewReservationID(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewReservationID(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewReservationID(%q).String() = %q", c.in, v.String())
+		}
+		u := MustReservationID("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
 	}
 }

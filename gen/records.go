@@ -81,110 +81,131 @@ func readPartition(r *wire.Reader, field string) Partition {
 }
 
 func appendRefPartition(dst []byte, v *RefPartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
-	dst = wire.AppendString(dst, string(v.Repo))
-	dst = wire.AppendString(dst, string(v.ShardRef))
+	dst = wire.AppendString(dst, v.NS.s)
+	dst = wire.AppendString(dst, v.Repo.s)
+	dst = wire.AppendString(dst, v.ShardRef.s)
 	return dst
 }
 
 func sizeRefPartition(v *RefPartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
-	n += wire.LenSize(len(v.Repo)) + len(v.Repo)
-	n += wire.LenSize(len(v.ShardRef)) + len(v.ShardRef)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
+	n += wire.LenSize(len(v.Repo.s)) + len(v.Repo.s)
+	n += wire.LenSize(len(v.ShardRef.s)) + len(v.ShardRef.s)
 	return n
 }
 
+var (
+	runFieldsRefPartition0 = []string{"RefPartition.NS", "RefPartition.Repo", "RefPartition.ShardRef"}
+	runMaxesRefPartition0  = []int{MaxNamespaceKeyBytes, MaxRepoNameBytes, MaxShardRefBytes}
+)
+
 func readRefPartition(r *wire.Reader, v *RefPartition) {
-	v.NS = NamespaceKey(r.String("RefPartition.NS", MaxNamespaceKeyBytes))
-	v.Repo = RepoName(r.String("RefPartition.Repo", MaxRepoNameBytes))
-	v.ShardRef = ShardRef(r.String("RefPartition.ShardRef", MaxShardRefBytes))
+	var s0 [3]string
+	r.Strings(s0[:], runFieldsRefPartition0, runMaxesRefPartition0)
+	v.NS = NamespaceKey{s0[0]}
+	v.Repo = RepoName{s0[1]}
+	v.ShardRef = ShardRef{s0[2]}
 }
 
 func appendNamespacePartition(dst []byte, v *NamespacePartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
+	dst = wire.AppendString(dst, v.NS.s)
 	return dst
 }
 
 func sizeNamespacePartition(v *NamespacePartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
 	return n
 }
 
 func readNamespacePartition(r *wire.Reader, v *NamespacePartition) {
-	v.NS = NamespaceKey(r.String("NamespacePartition.NS", MaxNamespaceKeyBytes))
+	v.NS = NamespaceKey{r.String("NamespacePartition.NS", MaxNamespaceKeyBytes)}
 }
 
 func appendCoordinatorPartition(dst []byte, v *CoordinatorPartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
+	dst = wire.AppendString(dst, v.NS.s)
 	return dst
 }
 
 func sizeCoordinatorPartition(v *CoordinatorPartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
 	return n
 }
 
 func readCoordinatorPartition(r *wire.Reader, v *CoordinatorPartition) {
-	v.NS = NamespaceKey(r.String("CoordinatorPartition.NS", MaxNamespaceKeyBytes))
+	v.NS = NamespaceKey{r.String("CoordinatorPartition.NS", MaxNamespaceKeyBytes)}
 }
 
 func appendRepoIndexPartition(dst []byte, v *RepoIndexPartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
-	dst = wire.AppendString(dst, string(v.Repo))
+	dst = wire.AppendString(dst, v.NS.s)
+	dst = wire.AppendString(dst, v.Repo.s)
 	return dst
 }
 
 func sizeRepoIndexPartition(v *RepoIndexPartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
-	n += wire.LenSize(len(v.Repo)) + len(v.Repo)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
+	n += wire.LenSize(len(v.Repo.s)) + len(v.Repo.s)
 	return n
 }
 
+var (
+	runFieldsRepoIndexPartition0 = []string{"RepoIndexPartition.NS", "RepoIndexPartition.Repo"}
+	runMaxesRepoIndexPartition0  = []int{MaxNamespaceKeyBytes, MaxRepoNameBytes}
+)
+
 func readRepoIndexPartition(r *wire.Reader, v *RepoIndexPartition) {
-	v.NS = NamespaceKey(r.String("RepoIndexPartition.NS", MaxNamespaceKeyBytes))
-	v.Repo = RepoName(r.String("RepoIndexPartition.Repo", MaxRepoNameBytes))
+	var s0 [2]string
+	r.Strings(s0[:], runFieldsRepoIndexPartition0, runMaxesRepoIndexPartition0)
+	v.NS = NamespaceKey{s0[0]}
+	v.Repo = RepoName{s0[1]}
 }
 
 func appendRefIndexPartition(dst []byte, v *RefIndexPartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
-	dst = wire.AppendString(dst, string(v.Repo))
-	dst = wire.AppendString(dst, string(v.ShardRef))
+	dst = wire.AppendString(dst, v.NS.s)
+	dst = wire.AppendString(dst, v.Repo.s)
+	dst = wire.AppendString(dst, v.ShardRef.s)
 	return dst
 }
 
 func sizeRefIndexPartition(v *RefIndexPartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
-	n += wire.LenSize(len(v.Repo)) + len(v.Repo)
-	n += wire.LenSize(len(v.ShardRef)) + len(v.ShardRef)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
+	n += wire.LenSize(len(v.Repo.s)) + len(v.Repo.s)
+	n += wire.LenSize(len(v.ShardRef.s)) + len(v.ShardRef.s)
 	return n
 }
 
+var (
+	runFieldsRefIndexPartition0 = []string{"RefIndexPartition.NS", "RefIndexPartition.Repo", "RefIndexPartition.ShardRef"}
+	runMaxesRefIndexPartition0  = []int{MaxNamespaceKeyBytes, MaxRepoNameBytes, MaxShardRefBytes}
+)
+
 func readRefIndexPartition(r *wire.Reader, v *RefIndexPartition) {
-	v.NS = NamespaceKey(r.String("RefIndexPartition.NS", MaxNamespaceKeyBytes))
-	v.Repo = RepoName(r.String("RefIndexPartition.Repo", MaxRepoNameBytes))
-	v.ShardRef = ShardRef(r.String("RefIndexPartition.ShardRef", MaxShardRefBytes))
+	var s0 [3]string
+	r.Strings(s0[:], runFieldsRefIndexPartition0, runMaxesRefIndexPartition0)
+	v.NS = NamespaceKey{s0[0]}
+	v.Repo = RepoName{s0[1]}
+	v.ShardRef = ShardRef{s0[2]}
 }
 
 func appendContentShardPartition(dst []byte, v *ContentShardPartition) []byte {
-	dst = wire.AppendString(dst, string(v.NS))
+	dst = wire.AppendString(dst, v.NS.s)
 	dst = wire.AppendU32(dst, v.Shard)
 	return dst
 }
 
 func sizeContentShardPartition(v *ContentShardPartition) int {
 	n := 0
-	n += wire.LenSize(len(v.NS)) + len(v.NS)
+	n += wire.LenSize(len(v.NS.s)) + len(v.NS.s)
 	n += 4
 	return n
 }
 
 func readContentShardPartition(r *wire.Reader, v *ContentShardPartition) {
-	v.NS = NamespaceKey(r.String("ContentShardPartition.NS", MaxNamespaceKeyBytes))
+	v.NS = NamespaceKey{r.String("ContentShardPartition.NS", MaxNamespaceKeyBytes)}
 	v.Shard = r.U32("ContentShardPartition.Shard")
 }
 
@@ -211,8 +232,8 @@ const VersionU64Value = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendU64Value(dst []byte, v U64Value) ([]byte, error) {
-	if err := checkU64Value(&v); err != nil {
-		return dst, wire.Within("U64Value", err)
+	if !validU64Value(&v) {
+		return dst, wire.Within("U64Value", checkU64Value(&v))
 	}
 	return appendU64Value(append(dst, VersionU64Value), &v), nil
 }
@@ -316,8 +337,8 @@ const VersionRelayV1 = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendRelayV1(dst []byte, v RelayV1) ([]byte, error) {
-	if err := checkRelayV1(&v); err != nil {
-		return dst, wire.Within("RelayV1", err)
+	if !validRelayV1(&v) {
+		return dst, wire.Within("RelayV1", checkRelayV1(&v))
 	}
 	return appendRelayV1(append(dst, VersionRelayV1), &v), nil
 }
@@ -420,8 +441,8 @@ const VersionRelayScanV1 = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendRelayScanV1(dst []byte, v RelayScanV1) ([]byte, error) {
-	if err := checkRelayScanV1(&v); err != nil {
-		return dst, wire.Within("RelayScanV1", err)
+	if !validRelayScanV1(&v) {
+		return dst, wire.Within("RelayScanV1", checkRelayScanV1(&v))
 	}
 	return appendRelayScanV1(append(dst, VersionRelayScanV1), &v), nil
 }
@@ -487,8 +508,8 @@ const VersionBacklog = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendBacklog(dst []byte, v Backlog) ([]byte, error) {
-	if err := checkBacklog(&v); err != nil {
-		return dst, wire.Within("Backlog", err)
+	if !validBacklog(&v) {
+		return dst, wire.Within("Backlog", checkBacklog(&v))
 	}
 	return appendBacklog(append(dst, VersionBacklog), &v), nil
 }
@@ -530,27 +551,27 @@ func DecodeBacklogInto(b []byte, v *Backlog) error {
 
 func appendReservationV1(dst []byte, v ReservationV1) []byte {
 	switch x := v.(type) {
-	case ReservationTicketed:
+	case *ReservationTicketed:
 		dst = append(dst, 1)
-		dst = appendReservationTicketed(dst, &x)
-	case ReservationCommitted:
+		dst = appendReservationTicketed(dst, x)
+	case *ReservationCommitted:
 		dst = append(dst, 2)
-		dst = appendReservationCommitted(dst, &x)
-	case ReservationAborted:
+		dst = appendReservationCommitted(dst, x)
+	case *ReservationAborted:
 		dst = append(dst, 3)
-		dst = appendReservationAborted(dst, &x)
+		dst = appendReservationAborted(dst, x)
 	}
 	return dst
 }
 
 func sizeReservationV1(v ReservationV1) int {
 	switch x := v.(type) {
-	case ReservationTicketed:
-		return 1 + sizeReservationTicketed(&x)
-	case ReservationCommitted:
-		return 1 + sizeReservationCommitted(&x)
-	case ReservationAborted:
-		return 1 + sizeReservationAborted(&x)
+	case *ReservationTicketed:
+		return 1 + sizeReservationTicketed(x)
+	case *ReservationCommitted:
+		return 1 + sizeReservationCommitted(x)
+	case *ReservationAborted:
+		return 1 + sizeReservationAborted(x)
 	}
 	return 1
 }
@@ -564,21 +585,30 @@ const VersionReservationV1 = 1
 // when dst has room.
 func AppendReservationV1(dst []byte, v ReservationV1) ([]byte, error) {
 	switch x := v.(type) {
-	case ReservationTicketed:
-		if err := checkReservationTicketed(&x); err != nil {
-			return dst, wire.Within("ReservationV1", err)
+	case *ReservationTicketed:
+		if x == nil {
+			return dst, wire.Within("ReservationV1", wire.Rule("", "nil *ReservationTicketed"))
 		}
-		return appendReservationTicketed(append(dst, VersionReservationV1, 1), &x), nil
-	case ReservationCommitted:
-		if err := checkReservationCommitted(&x); err != nil {
-			return dst, wire.Within("ReservationV1", err)
+		if !validReservationTicketed(x) {
+			return dst, wire.Within("ReservationV1", checkReservationTicketed(x))
 		}
-		return appendReservationCommitted(append(dst, VersionReservationV1, 2), &x), nil
-	case ReservationAborted:
-		if err := checkReservationAborted(&x); err != nil {
-			return dst, wire.Within("ReservationV1", err)
+		return appendReservationTicketed(append(dst, VersionReservationV1, 1), x), nil
+	case *ReservationCommitted:
+		if x == nil {
+			return dst, wire.Within("ReservationV1", wire.Rule("", "nil *ReservationCommitted"))
 		}
-		return appendReservationAborted(append(dst, VersionReservationV1, 3), &x), nil
+		if !validReservationCommitted(x) {
+			return dst, wire.Within("ReservationV1", checkReservationCommitted(x))
+		}
+		return appendReservationCommitted(append(dst, VersionReservationV1, 2), x), nil
+	case *ReservationAborted:
+		if x == nil {
+			return dst, wire.Within("ReservationV1", wire.Rule("", "nil *ReservationAborted"))
+		}
+		if !validReservationAborted(x) {
+			return dst, wire.Within("ReservationV1", checkReservationAborted(x))
+		}
+		return appendReservationAborted(append(dst, VersionReservationV1, 3), x), nil
 	}
 	return dst, wire.Within("ReservationV1", checkReservationV1(v))
 }
@@ -594,45 +624,75 @@ func EncodeReservationV1(v ReservationV1) ([]byte, error) {
 // encoding or a broken rule fail with a *wire.DecodeError wrapping
 // wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
 func DecodeReservationV1(b []byte) (ReservationV1, error) {
+	var v ReservationV1
+	err := DecodeReservationV1Into(b, &v)
+	return v, err
+}
+
+// DecodeReservationV1Into decodes b into *v as DecodeReservationV1 does. When *v already
+// holds the variant b encodes, that variant is decoded in place, reusing the
+// capacity of its slices, so a loop decoding into one value allocates only for
+// strings; earlier results that share the variant see it change. On error *v
+// is nil.
+func DecodeReservationV1Into(b []byte, v *ReservationV1) error {
 	r := wire.NewReader(b, "ReservationV1")
 	r.Version(VersionReservationV1)
 	tag := r.U8("ReservationV1")
+	var err error
 	switch tag {
 	case 1:
-		var x ReservationTicketed
-		readReservationTicketed(&r, &x)
-		if err := r.Finish(); err != nil {
-			return nil, err
+		x, _ := (*v).(*ReservationTicketed)
+		if x == nil {
+			x = new(ReservationTicketed)
 		}
-		if err := verifyReservationTicketed(&x); err != nil {
-			return nil, wire.DecodeRule("ReservationV1", err)
+		readReservationTicketed(&r, x)
+		if err = r.Finish(); err != nil {
+			break
 		}
-		return x, nil
+		if err = verifyReservationTicketed(x); err != nil {
+			err = wire.DecodeRule("ReservationV1", err)
+			break
+		}
+		*v = x
+		return nil
 	case 2:
-		var x ReservationCommitted
-		readReservationCommitted(&r, &x)
-		if err := r.Finish(); err != nil {
-			return nil, err
+		x, _ := (*v).(*ReservationCommitted)
+		if x == nil {
+			x = new(ReservationCommitted)
 		}
-		if err := verifyReservationCommitted(&x); err != nil {
-			return nil, wire.DecodeRule("ReservationV1", err)
+		readReservationCommitted(&r, x)
+		if err = r.Finish(); err != nil {
+			break
 		}
-		return x, nil
+		if err = verifyReservationCommitted(x); err != nil {
+			err = wire.DecodeRule("ReservationV1", err)
+			break
+		}
+		*v = x
+		return nil
 	case 3:
-		var x ReservationAborted
-		readReservationAborted(&r, &x)
-		if err := r.Finish(); err != nil {
-			return nil, err
+		x, _ := (*v).(*ReservationAborted)
+		if x == nil {
+			x = new(ReservationAborted)
 		}
-		if err := verifyReservationAborted(&x); err != nil {
-			return nil, wire.DecodeRule("ReservationV1", err)
+		readReservationAborted(&r, x)
+		if err = r.Finish(); err != nil {
+			break
 		}
-		return x, nil
+		if err = verifyReservationAborted(x); err != nil {
+			err = wire.DecodeRule("ReservationV1", err)
+			break
+		}
+		*v = x
+		return nil
+	default:
+		if r.Err() == nil {
+			r.Failf("ReservationV1", "unknown ReservationV1 variant tag %d", tag)
+		}
+		err = r.Err()
 	}
-	if r.Err() == nil {
-		r.Failf("ReservationV1", "unknown ReservationV1 variant tag %d", tag)
-	}
-	return nil, r.Err()
+	*v = nil
+	return err
 }
 
 func appendReservationTicketed(dst []byte, v *ReservationTicketed) []byte {
@@ -651,7 +711,7 @@ func readReservationTicketed(r *wire.Reader, v *ReservationTicketed) {
 }
 
 func appendReservationCommitted(dst []byte, v *ReservationCommitted) []byte {
-	dst = wire.AppendString(dst, string(v.Repository))
+	dst = wire.AppendString(dst, v.Repository.s)
 	dst = wire.AppendU64(dst, v.OccurredAtMs)
 	dst = wire.AppendU64(dst, v.BytesStored)
 	dst = wire.AppendU64(dst, v.NewToRepo)
@@ -665,7 +725,7 @@ func appendReservationCommitted(dst []byte, v *ReservationCommitted) []byte {
 
 func sizeReservationCommitted(v *ReservationCommitted) int {
 	n := 0
-	n += wire.LenSize(len(v.Repository)) + len(v.Repository)
+	n += wire.LenSize(len(v.Repository.s)) + len(v.Repository.s)
 	n += 8
 	n += 8
 	n += 8
@@ -678,7 +738,7 @@ func sizeReservationCommitted(v *ReservationCommitted) int {
 }
 
 func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
-	v.Repository = RepoName(r.String("ReservationCommitted.Repository", MaxRepoNameBytes))
+	v.Repository = RepoName{r.String("ReservationCommitted.Repository", MaxRepoNameBytes)}
 	v.OccurredAtMs = r.U64("ReservationCommitted.OccurredAtMs")
 	v.BytesStored = r.U64("ReservationCommitted.BytesStored")
 	v.NewToRepo = r.U64("ReservationCommitted.NewToRepo")
@@ -697,7 +757,7 @@ func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
 }
 
 func appendRefUpdate(dst []byte, v *RefUpdate) []byte {
-	dst = wire.AppendString(dst, string(v.Ref))
+	dst = wire.AppendString(dst, v.Ref.s)
 	dst = wire.AppendBytes(dst, v.OldOID)
 	dst = wire.AppendBytes(dst, v.NewOID)
 	return dst
@@ -705,20 +765,20 @@ func appendRefUpdate(dst []byte, v *RefUpdate) []byte {
 
 func sizeRefUpdate(v *RefUpdate) int {
 	n := 0
-	n += wire.LenSize(len(v.Ref)) + len(v.Ref)
+	n += wire.LenSize(len(v.Ref.s)) + len(v.Ref.s)
 	n += wire.LenSize(len(v.OldOID)) + len(v.OldOID)
 	n += wire.LenSize(len(v.NewOID)) + len(v.NewOID)
 	return n
 }
 
 func readRefUpdate(r *wire.Reader, v *RefUpdate) {
-	v.Ref = ShardRef(r.String("RefUpdate.Ref", MaxShardRefBytes))
+	v.Ref = ShardRef{r.String("RefUpdate.Ref", MaxShardRefBytes)}
 	v.OldOID = r.Bytes("RefUpdate.OldOID", 32)
 	v.NewOID = r.Bytes("RefUpdate.NewOID", 32)
 }
 
 func appendReservationAborted(dst []byte, v *ReservationAborted) []byte {
-	dst = wire.AppendString(dst, string(v.Repository))
+	dst = wire.AppendString(dst, v.Repository.s)
 	dst = wire.AppendU64(dst, v.OccurredAtMs)
 	dst = append(dst, uint8(v.Reason))
 	dst = wire.AppendString(dst, v.Detail)
@@ -727,7 +787,7 @@ func appendReservationAborted(dst []byte, v *ReservationAborted) []byte {
 
 func sizeReservationAborted(v *ReservationAborted) int {
 	n := 0
-	n += wire.LenSize(len(v.Repository)) + len(v.Repository)
+	n += wire.LenSize(len(v.Repository.s)) + len(v.Repository.s)
 	n += 8
 	n += 1
 	n += wire.LenSize(len(v.Detail)) + len(v.Detail)
@@ -735,7 +795,7 @@ func sizeReservationAborted(v *ReservationAborted) int {
 }
 
 func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
-	v.Repository = RepoName(r.String("ReservationAborted.Repository", MaxRepoNameBytes))
+	v.Repository = RepoName{r.String("ReservationAborted.Repository", MaxRepoNameBytes)}
 	v.OccurredAtMs = r.U64("ReservationAborted.OccurredAtMs")
 	v.Reason = AbortReason(r.U8("ReservationAborted.Reason"))
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
@@ -810,8 +870,8 @@ const VersionLeasedShard = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendLeasedShard(dst []byte, v LeasedShard) ([]byte, error) {
-	if err := checkLeasedShard(&v); err != nil {
-		return dst, wire.Within("LeasedShard", err)
+	if !validLeasedShard(&v) {
+		return dst, wire.Within("LeasedShard", checkLeasedShard(&v))
 	}
 	return appendLeasedShard(append(dst, VersionLeasedShard), &v), nil
 }
@@ -925,8 +985,8 @@ const VersionLeaseRecovery = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendLeaseRecovery(dst []byte, v LeaseRecovery) ([]byte, error) {
-	if err := checkLeaseRecovery(&v); err != nil {
-		return dst, wire.Within("LeaseRecovery", err)
+	if !validLeaseRecovery(&v) {
+		return dst, wire.Within("LeaseRecovery", checkLeaseRecovery(&v))
 	}
 	return appendLeaseRecovery(append(dst, VersionLeaseRecovery), &v), nil
 }
@@ -992,8 +1052,8 @@ const VersionOutcomeTimer = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendOutcomeTimer(dst []byte, v OutcomeTimer) ([]byte, error) {
-	if err := checkOutcomeTimer(&v); err != nil {
-		return dst, wire.Within("OutcomeTimer", err)
+	if !validOutcomeTimer(&v) {
+		return dst, wire.Within("OutcomeTimer", checkOutcomeTimer(&v))
 	}
 	return appendOutcomeTimer(append(dst, VersionOutcomeTimer), &v), nil
 }
@@ -1093,8 +1153,8 @@ const VersionWatermarkCheckpoint = 2
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendWatermarkCheckpoint(dst []byte, v WatermarkCheckpoint) ([]byte, error) {
-	if err := checkWatermarkCheckpoint(&v); err != nil {
-		return dst, wire.Within("WatermarkCheckpoint", err)
+	if !validWatermarkCheckpoint(&v) {
+		return dst, wire.Within("WatermarkCheckpoint", checkWatermarkCheckpoint(&v))
 	}
 	return appendWatermarkCheckpoint(append(dst, VersionWatermarkCheckpoint), &v), nil
 }
@@ -1160,8 +1220,8 @@ const VersionSchedulerLeaseV1 = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendSchedulerLeaseV1(dst []byte, v SchedulerLeaseV1) ([]byte, error) {
-	if err := checkSchedulerLeaseV1(&v); err != nil {
-		return dst, wire.Within("SchedulerLeaseV1", err)
+	if !validSchedulerLeaseV1(&v) {
+		return dst, wire.Within("SchedulerLeaseV1", checkSchedulerLeaseV1(&v))
 	}
 	return appendSchedulerLeaseV1(append(dst, VersionSchedulerLeaseV1), &v), nil
 }

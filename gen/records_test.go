@@ -63,7 +63,7 @@ func TestU64ValueRoundTrip(t *testing.T) {
 func TestU64ValueDecodeIntoReuses(t *testing.T) {
 	var v U64Value
 	examples := examplesU64Value()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeU64Value(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -243,7 +243,7 @@ func TestRelayV1RoundTrip(t *testing.T) {
 func TestRelayV1DecodeIntoReuses(t *testing.T) {
 	var v RelayV1
 	examples := examplesRelayV1()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeRelayV1(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -418,7 +418,7 @@ func TestRelayScanV1RoundTrip(t *testing.T) {
 func TestRelayScanV1DecodeIntoReuses(t *testing.T) {
 	var v RelayScanV1
 	examples := examplesRelayScanV1()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeRelayScanV1(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -573,7 +573,7 @@ func TestBacklogRoundTrip(t *testing.T) {
 func TestBacklogDecodeIntoReuses(t *testing.T) {
 	var v Backlog
 	examples := examplesBacklog()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeBacklog(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -681,7 +681,7 @@ func BenchmarkBacklog(b *testing.B) {
 func invalidReservationV1() []ReservationV1 {
 	var out []ReservationV1
 	{
-		v := ReservationCommitted{
+		v := &ReservationCommitted{
 			BytesStored:  uint64(1099511627784),
 			NewToRepo:    uint64(1099511627784),
 			NewToStore:   uint64(1099511627784),
@@ -689,19 +689,19 @@ func invalidReservationV1() []ReservationV1 {
 			Refs: []RefUpdate{RefUpdate{
 				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
+				Ref:    MustShardRef("shardref-b"),
 			}, RefUpdate{
 				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
+				Ref:    MustShardRef("shardref-c"),
 			}},
-			Repository: RepoName("reponame-b"),
+			Repository: MustRepoName("reponame-b"),
 		}
-		v.Repository = RepoName(strings.Repeat("x", 129))
+		v.Repository = RepoName{}
 		out = append(out, v)
 	}
 	{
-		v := ReservationCommitted{
+		v := &ReservationCommitted{
 			BytesStored:  uint64(1099511627784),
 			NewToRepo:    uint64(1099511627784),
 			NewToStore:   uint64(1099511627784),
@@ -709,73 +709,43 @@ func invalidReservationV1() []ReservationV1 {
 			Refs: []RefUpdate{RefUpdate{
 				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
+				Ref:    MustShardRef("shardref-b"),
 			}, RefUpdate{
 				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
+				Ref:    MustShardRef("shardref-c"),
 			}},
-			Repository: RepoName("reponame-b"),
-		}
-		v.Repository = ""
-		out = append(out, v)
-	}
-	{
-		v := ReservationCommitted{
-			BytesStored:  uint64(1099511627784),
-			NewToRepo:    uint64(1099511627784),
-			NewToStore:   uint64(1099511627784),
-			OccurredAtMs: uint64(1099511627784),
-			Refs: []RefUpdate{RefUpdate{
-				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
-			}, RefUpdate{
-				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
-			}},
-			Repository: RepoName("reponame-b"),
+			Repository: MustRepoName("reponame-b"),
 		}
 		v.Refs = make([]RefUpdate, 65)
 		out = append(out, v)
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
-		v.Repository = RepoName(strings.Repeat("x", 129))
+		v.Repository = RepoName{}
 		out = append(out, v)
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
-		}
-		v.Repository = ""
-		out = append(out, v)
-	}
-	{
-		v := ReservationAborted{
-			Detail:       "uuuuuuuuuuuu",
-			OccurredAtMs: uint64(1099511627785),
-			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
 		v.Reason = AbortReason(0)
 		out = append(out, v)
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
 		v.Detail = strings.Repeat("x", 1025)
 		out = append(out, v)
@@ -798,7 +768,7 @@ func malformedReservationV1() [][]byte {
 	}
 	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionReservationV1+1), with(1, 255)}
 	{
-		v := ReservationCommitted{
+		v := &ReservationCommitted{
 			BytesStored:  uint64(1099511627784),
 			NewToRepo:    uint64(1099511627784),
 			NewToStore:   uint64(1099511627784),
@@ -806,19 +776,19 @@ func malformedReservationV1() [][]byte {
 			Refs: []RefUpdate{RefUpdate{
 				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
+				Ref:    MustShardRef("shardref-b"),
 			}, RefUpdate{
 				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
+				Ref:    MustShardRef("shardref-c"),
 			}},
-			Repository: RepoName("reponame-b"),
+			Repository: MustRepoName("reponame-b"),
 		}
-		v.Repository = RepoName(strings.Repeat("x", 129))
+		v.Repository = RepoName{strings.Repeat("x", 129)}
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationCommitted{
+		v := &ReservationCommitted{
 			BytesStored:  uint64(1099511627784),
 			NewToRepo:    uint64(1099511627784),
 			NewToStore:   uint64(1099511627784),
@@ -826,19 +796,19 @@ func malformedReservationV1() [][]byte {
 			Refs: []RefUpdate{RefUpdate{
 				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
+				Ref:    MustShardRef("shardref-b"),
 			}, RefUpdate{
 				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
+				Ref:    MustShardRef("shardref-c"),
 			}},
-			Repository: RepoName("reponame-b"),
+			Repository: MustRepoName("reponame-b"),
 		}
-		v.Repository = ""
+		v.Repository = RepoName{"\x01"}
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationCommitted{
+		v := &ReservationCommitted{
 			BytesStored:  uint64(1099511627784),
 			NewToRepo:    uint64(1099511627784),
 			NewToStore:   uint64(1099511627784),
@@ -846,53 +816,83 @@ func malformedReservationV1() [][]byte {
 			Refs: []RefUpdate{RefUpdate{
 				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-				Ref:    ShardRef("shardref-b"),
+				Ref:    MustShardRef("shardref-b"),
 			}, RefUpdate{
 				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
 				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-				Ref:    ShardRef("shardref-c"),
+				Ref:    MustShardRef("shardref-c"),
 			}},
-			Repository: RepoName("reponame-b"),
+			Repository: MustRepoName("reponame-b"),
+		}
+		v.Repository = RepoName{}
+		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
+	}
+	{
+		v := &ReservationCommitted{
+			BytesStored:  uint64(1099511627784),
+			NewToRepo:    uint64(1099511627784),
+			NewToStore:   uint64(1099511627784),
+			OccurredAtMs: uint64(1099511627784),
+			Refs: []RefUpdate{RefUpdate{
+				NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
+				OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
+				Ref:    MustShardRef("shardref-b"),
+			}, RefUpdate{
+				NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
+				OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
+				Ref:    MustShardRef("shardref-c"),
+			}},
+			Repository: MustRepoName("reponame-b"),
 		}
 		v.Refs = make([]RefUpdate, 65)
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
-		v.Repository = RepoName(strings.Repeat("x", 129))
+		v.Repository = RepoName{strings.Repeat("x", 129)}
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
-		v.Repository = ""
+		v.Repository = RepoName{"\x01"}
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
+		}
+		v.Repository = RepoName{}
+		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
+	}
+	{
+		v := &ReservationAborted{
+			Detail:       "uuuuuuuuuuuu",
+			OccurredAtMs: uint64(1099511627785),
+			Reason:       AbortReasonInternal,
+			Repository:   MustRepoName("reponame-c"),
 		}
 		v.Reason = AbortReason(0)
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
 	}
 	{
-		v := ReservationAborted{
+		v := &ReservationAborted{
 			Detail:       "uuuuuuuuuuuu",
 			OccurredAtMs: uint64(1099511627785),
 			Reason:       AbortReasonInternal,
-			Repository:   RepoName("reponame-c"),
+			Repository:   MustRepoName("reponame-c"),
 		}
 		v.Detail = strings.Repeat("x", 1025)
 		out = append(out, appendReservationV1([]byte{VersionReservationV1}, v))
@@ -920,6 +920,35 @@ func TestReservationV1RoundTrip(t *testing.T) {
 		if err != nil || string(again) != "prefix"+string(b) {
 			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
 		}
+	}
+}
+
+// TestReservationV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestReservationV1DecodeIntoReuses(t *testing.T) {
+	var v ReservationV1
+	examples := examplesReservationV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeReservationV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeReservationV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeReservationV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	// the same variant again is decoded in place
+	held := v
+	b, _ := EncodeReservationV1(v)
+	if err := DecodeReservationV1Into(b, &v); err != nil || v != held {
+		t.Errorf("decoding the variant *v holds gave a new %T (%v), want it reused", v, err)
+	}
+	if err := DecodeReservationV1Into([]byte{}, &v); err == nil || v != nil {
+		t.Errorf("a failed decode left %+v, %v; want nil and an error", v, err)
 	}
 }
 
@@ -1060,7 +1089,7 @@ func TestLeasedShardRoundTrip(t *testing.T) {
 func TestLeasedShardDecodeIntoReuses(t *testing.T) {
 	var v LeasedShard
 	examples := examplesLeasedShard()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeLeasedShard(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -1215,7 +1244,7 @@ func TestLeaseRecoveryRoundTrip(t *testing.T) {
 func TestLeaseRecoveryDecodeIntoReuses(t *testing.T) {
 	var v LeaseRecovery
 	examples := examplesLeaseRecovery()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeLeaseRecovery(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -1380,7 +1409,7 @@ func TestOutcomeTimerRoundTrip(t *testing.T) {
 func TestOutcomeTimerDecodeIntoReuses(t *testing.T) {
 	var v OutcomeTimer
 	examples := examplesOutcomeTimer()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeOutcomeTimer(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -1580,7 +1609,7 @@ func TestWatermarkCheckpointRoundTrip(t *testing.T) {
 func TestWatermarkCheckpointDecodeIntoReuses(t *testing.T) {
 	var v WatermarkCheckpoint
 	examples := examplesWatermarkCheckpoint()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeWatermarkCheckpoint(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)
@@ -1745,7 +1774,7 @@ func TestSchedulerLeaseV1RoundTrip(t *testing.T) {
 func TestSchedulerLeaseV1DecodeIntoReuses(t *testing.T) {
 	var v SchedulerLeaseV1
 	examples := examplesSchedulerLeaseV1()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeSchedulerLeaseV1(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)

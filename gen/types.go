@@ -89,7 +89,14 @@ const (
 )
 
 // NamespaceKey names a namespace: a deployment's tenant.
-type NamespaceKey string
+//
+// A NamespaceKey holds 1 to 64 bytes of valid UTF-8 without control characters.
+// Build one with NewNamespaceKey or MustNamespaceKey: every NamespaceKey other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type NamespaceKey struct {
+	s string
+}
 
 // Bounds of a NamespaceKey, in bytes.
 const (
@@ -100,20 +107,65 @@ const (
 // NewNamespaceKey validates s as a NamespaceKey: it fails with an error wrapping wire.ErrInvalid
 // unless s has 1 to 64 bytes of valid UTF-8 without control characters.
 func NewNamespaceKey(s string) (NamespaceKey, error) {
-	v := NamespaceKey(s)
-	if err := v.Validate(); err != nil {
-		return "", err
+	if err := wire.CheckIdentity("NamespaceKey", s, 1, 64); err != nil {
+		return NamespaceKey{}, err
 	}
-	return v, nil
+	return NamespaceKey{s}, nil
 }
 
-// Validate fails with an error wrapping wire.ErrInvalid unless v is a valid NamespaceKey.
+// MustNamespaceKey is NewNamespaceKey for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustNamespaceKey(s string) NamespaceKey {
+	v, err := NewNamespaceKey(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v NamespaceKey) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v NamespaceKey) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other NamespaceKey is valid by construction.
 func (v NamespaceKey) Validate() error {
-	return wire.CheckIdentity("NamespaceKey", string(v), 1, 64)
+	if v.s == "" {
+		return wire.Rule("", "NamespaceKey is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v NamespaceKey) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewNamespaceKey does.
+func (v *NamespaceKey) UnmarshalText(b []byte) error {
+	x, err := NewNamespaceKey(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
 }
 
 // RepoName names a repository inside a namespace.
-type RepoName string
+//
+// A RepoName holds 1 to 128 bytes of valid UTF-8 without control characters.
+// Build one with NewRepoName or MustRepoName: every RepoName other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type RepoName struct {
+	s string
+}
 
 // Bounds of a RepoName, in bytes.
 const (
@@ -124,20 +176,65 @@ const (
 // NewRepoName validates s as a RepoName: it fails with an error wrapping wire.ErrInvalid
 // unless s has 1 to 128 bytes of valid UTF-8 without control characters.
 func NewRepoName(s string) (RepoName, error) {
-	v := RepoName(s)
-	if err := v.Validate(); err != nil {
-		return "", err
+	if err := wire.CheckIdentity("RepoName", s, 1, 128); err != nil {
+		return RepoName{}, err
 	}
-	return v, nil
+	return RepoName{s}, nil
 }
 
-// Validate fails with an error wrapping wire.ErrInvalid unless v is a valid RepoName.
+// MustRepoName is NewRepoName for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustRepoName(s string) RepoName {
+	v, err := NewRepoName(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v RepoName) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v RepoName) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other RepoName is valid by construction.
 func (v RepoName) Validate() error {
-	return wire.CheckIdentity("RepoName", string(v), 1, 128)
+	if v.s == "" {
+		return wire.Rule("", "RepoName is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v RepoName) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewRepoName does.
+func (v *RepoName) UnmarshalText(b []byte) error {
+	x, err := NewRepoName(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
 }
 
 // ShardRef names the ref a ref shard serves ("refs/heads/main").
-type ShardRef string
+//
+// A ShardRef holds 1 to 256 bytes of valid UTF-8 without control characters.
+// Build one with NewShardRef or MustShardRef: every ShardRef other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type ShardRef struct {
+	s string
+}
 
 // Bounds of a ShardRef, in bytes.
 const (
@@ -148,21 +245,66 @@ const (
 // NewShardRef validates s as a ShardRef: it fails with an error wrapping wire.ErrInvalid
 // unless s has 1 to 256 bytes of valid UTF-8 without control characters.
 func NewShardRef(s string) (ShardRef, error) {
-	v := ShardRef(s)
-	if err := v.Validate(); err != nil {
-		return "", err
+	if err := wire.CheckIdentity("ShardRef", s, 1, 256); err != nil {
+		return ShardRef{}, err
 	}
-	return v, nil
+	return ShardRef{s}, nil
 }
 
-// Validate fails with an error wrapping wire.ErrInvalid unless v is a valid ShardRef.
+// MustShardRef is NewShardRef for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustShardRef(s string) ShardRef {
+	v, err := NewShardRef(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v ShardRef) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v ShardRef) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other ShardRef is valid by construction.
 func (v ShardRef) Validate() error {
-	return wire.CheckIdentity("ShardRef", string(v), 1, 256)
+	if v.s == "" {
+		return wire.Rule("", "ShardRef is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v ShardRef) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewShardRef does.
+func (v *ShardRef) UnmarshalText(b []byte) error {
+	x, err := NewShardRef(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
 }
 
 // ReservationID names one reservation; ids that start with "s:" are
 // synthetic (acknowledged locally, never sent to a sink).
-type ReservationID string
+//
+// A ReservationID holds 1 to 128 bytes of valid UTF-8 without control characters.
+// Build one with NewReservationID or MustReservationID: every ReservationID other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type ReservationID struct {
+	s string
+}
 
 // Bounds of a ReservationID, in bytes.
 const (
@@ -173,16 +315,54 @@ const (
 // NewReservationID validates s as a ReservationID: it fails with an error wrapping wire.ErrInvalid
 // unless s has 1 to 128 bytes of valid UTF-8 without control characters.
 func NewReservationID(s string) (ReservationID, error) {
-	v := ReservationID(s)
-	if err := v.Validate(); err != nil {
-		return "", err
+	if err := wire.CheckIdentity("ReservationID", s, 1, 128); err != nil {
+		return ReservationID{}, err
 	}
-	return v, nil
+	return ReservationID{s}, nil
 }
 
-// Validate fails with an error wrapping wire.ErrInvalid unless v is a valid ReservationID.
+// MustReservationID is NewReservationID for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustReservationID(s string) ReservationID {
+	v, err := NewReservationID(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v ReservationID) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v ReservationID) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other ReservationID is valid by construction.
 func (v ReservationID) Validate() error {
-	return wire.CheckIdentity("ReservationID", string(v), 1, 128)
+	if v.s == "" {
+		return wire.Rule("", "ReservationID is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v ReservationID) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewReservationID does.
+func (v *ReservationID) UnmarshalText(b []byte) error {
+	x, err := NewReservationID(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
 }
 
 // Partition identifies one partition: a subspace of the keyspace with its
@@ -324,6 +504,27 @@ func checkPartition(v Partition) error {
 	return wire.Rule("", "unsupported Partition variant %T", v)
 }
 
+// validPartition checks that v is a valid variant of Partition.
+func validPartition(v Partition) bool {
+	switch x := v.(type) {
+	case RefPartition:
+		return validRefPartition(&x)
+	case NamespacePartition:
+		return validNamespacePartition(&x)
+	case CoordinatorPartition:
+		return validCoordinatorPartition(&x)
+	case RepoIndexPartition:
+		return validRepoIndexPartition(&x)
+	case RefIndexPartition:
+		return validRefIndexPartition(&x)
+	case ContentShardPartition:
+		return validContentShardPartition(&x)
+	case nil:
+		return false
+	}
+	return false
+}
+
 // verifyPartition checks that v is a valid variant of Partition.
 func verifyPartition(v Partition) error {
 	switch x := v.(type) {
@@ -373,47 +574,47 @@ func ComparePartition(a, b Partition) int {
 	switch x := a.(type) {
 	case RefPartition:
 		y, _ := b.(RefPartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.Repo, y.Repo); c != 0 {
+		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.ShardRef, y.ShardRef); c != 0 {
+		if c := cmp.Compare(x.ShardRef.s, y.ShardRef.s); c != 0 {
 			return c
 		}
 	case NamespacePartition:
 		y, _ := b.(NamespacePartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
 	case CoordinatorPartition:
 		y, _ := b.(CoordinatorPartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
 	case RepoIndexPartition:
 		y, _ := b.(RepoIndexPartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.Repo, y.Repo); c != 0 {
+		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
 			return c
 		}
 	case RefIndexPartition:
 		y, _ := b.(RefIndexPartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.Repo, y.Repo); c != 0 {
+		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.ShardRef, y.ShardRef); c != 0 {
+		if c := cmp.Compare(x.ShardRef.s, y.ShardRef.s); c != 0 {
 			return c
 		}
 	case ContentShardPartition:
 		y, _ := b.(ContentShardPartition)
-		if c := cmp.Compare(x.NS, y.NS); c != 0 {
+		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(x.Shard, y.Shard); c != 0 {
@@ -445,15 +646,29 @@ func checkRefPartition(v *RefPartition) error {
 	return nil
 }
 
+// validRefPartition reports whether v keeps every rule of the schema, as check does without the error.
+func validRefPartition(v *RefPartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	if v.Repo.s == "" {
+		return false
+	}
+	if v.ShardRef.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyRefPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRefPartition(v *RefPartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
-	if err := v.Repo.Validate(); err != nil {
+	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
 		return wire.Within("Repo", err)
 	}
-	if err := v.ShardRef.Validate(); err != nil {
+	if err := wire.CheckIdentity("ShardRef", v.ShardRef.s, 1, 256); err != nil {
 		return wire.Within("ShardRef", err)
 	}
 	return nil
@@ -472,9 +687,17 @@ func checkNamespacePartition(v *NamespacePartition) error {
 	return nil
 }
 
+// validNamespacePartition reports whether v keeps every rule of the schema, as check does without the error.
+func validNamespacePartition(v *NamespacePartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyNamespacePartition checks the rules of the schema that decoding does not enforce on v.
 func verifyNamespacePartition(v *NamespacePartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
 	return nil
@@ -494,9 +717,17 @@ func checkCoordinatorPartition(v *CoordinatorPartition) error {
 	return nil
 }
 
+// validCoordinatorPartition reports whether v keeps every rule of the schema, as check does without the error.
+func validCoordinatorPartition(v *CoordinatorPartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyCoordinatorPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyCoordinatorPartition(v *CoordinatorPartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
 	return nil
@@ -519,12 +750,23 @@ func checkRepoIndexPartition(v *RepoIndexPartition) error {
 	return nil
 }
 
+// validRepoIndexPartition reports whether v keeps every rule of the schema, as check does without the error.
+func validRepoIndexPartition(v *RepoIndexPartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	if v.Repo.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyRepoIndexPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRepoIndexPartition(v *RepoIndexPartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
-	if err := v.Repo.Validate(); err != nil {
+	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
 		return wire.Within("Repo", err)
 	}
 	return nil
@@ -551,15 +793,29 @@ func checkRefIndexPartition(v *RefIndexPartition) error {
 	return nil
 }
 
+// validRefIndexPartition reports whether v keeps every rule of the schema, as check does without the error.
+func validRefIndexPartition(v *RefIndexPartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	if v.Repo.s == "" {
+		return false
+	}
+	if v.ShardRef.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyRefIndexPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRefIndexPartition(v *RefIndexPartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
-	if err := v.Repo.Validate(); err != nil {
+	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
 		return wire.Within("Repo", err)
 	}
-	if err := v.ShardRef.Validate(); err != nil {
+	if err := wire.CheckIdentity("ShardRef", v.ShardRef.s, 1, 256); err != nil {
 		return wire.Within("ShardRef", err)
 	}
 	return nil
@@ -580,9 +836,17 @@ func checkContentShardPartition(v *ContentShardPartition) error {
 	return nil
 }
 
+// validContentShardPartition reports whether v keeps every rule of the schema, as check does without the error.
+func validContentShardPartition(v *ContentShardPartition) bool {
+	if v.NS.s == "" {
+		return false
+	}
+	return true
+}
+
 // verifyContentShardPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyContentShardPartition(v *ContentShardPartition) error {
-	if err := v.NS.Validate(); err != nil {
+	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
 		return wire.Within("NS", err)
 	}
 	return nil
@@ -597,6 +861,11 @@ type U64Value struct {
 // checkU64Value checks every rule of the schema on v.
 func checkU64Value(v *U64Value) error {
 	return nil
+}
+
+// validU64Value reports whether v keeps every rule of the schema, as check does without the error.
+func validU64Value(v *U64Value) bool {
+	return true
 }
 
 // verifyU64Value checks the rules of the schema that decoding does not enforce on v.
@@ -646,6 +915,30 @@ func checkRelayV1(v *RelayV1) error {
 	return nil
 }
 
+// validRelayV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validRelayV1(v *RelayV1) bool {
+	if !validPartition(v.Target) {
+		return false
+	}
+	if len(v.Puts) > 98 {
+		return false
+	}
+	for i := range v.Puts {
+		if !validRelayPut(&v.Puts[i]) {
+			return false
+		}
+	}
+	if len(v.Deletes) > 98 {
+		return false
+	}
+	for i := range v.Deletes {
+		if len(v.Deletes[i]) > 10000 {
+			return false
+		}
+	}
+	return true
+}
+
 // verifyRelayV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyRelayV1(v *RelayV1) error {
 	if err := verifyPartition(v.Target); err != nil {
@@ -680,6 +973,17 @@ func checkRelayPut(v *RelayPut) error {
 		return wire.Within("Value", wire.CheckLen("", len(v.Value), 100000))
 	}
 	return nil
+}
+
+// validRelayPut reports whether v keeps every rule of the schema, as check does without the error.
+func validRelayPut(v *RelayPut) bool {
+	if len(v.Key) > 10000 {
+		return false
+	}
+	if len(v.Value) > 100000 {
+		return false
+	}
+	return true
 }
 
 // verifyRelayPut checks the rules of the schema that decoding does not enforce on v.
@@ -720,6 +1024,24 @@ func checkRelayScanV1(v *RelayScanV1) error {
 	return nil
 }
 
+// validRelayScanV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validRelayScanV1(v *RelayScanV1) bool {
+	if len(v.Blocked) > 16 {
+		return false
+	}
+	for i := range v.Blocked {
+		if !validPartition(v.Blocked[i]) {
+			return false
+		}
+	}
+	for i := 1; i < len(v.Blocked); i++ {
+		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // verifyRelayScanV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyRelayScanV1(v *RelayScanV1) error {
 	for i := range v.Blocked {
@@ -744,6 +1066,11 @@ type Backlog struct {
 // checkBacklog checks every rule of the schema on v.
 func checkBacklog(v *Backlog) error {
 	return nil
+}
+
+// validBacklog reports whether v keeps every rule of the schema, as check does without the error.
+func validBacklog(v *Backlog) bool {
+	return true
 }
 
 // verifyBacklog checks the rules of the schema that decoding does not enforce on v.
@@ -790,38 +1117,72 @@ func (v AbortReason) String() string {
 // ReservationV1 is a reservation: ticketed while in flight, then committed
 // or aborted (its terminal outcome).
 //
-// Its variants are ReservationTicketed, ReservationCommitted, ReservationAborted. A nil ReservationV1 is invalid.
+// Its variants are *ReservationTicketed, *ReservationCommitted, *ReservationAborted. A nil ReservationV1, or a nil pointer of a
+// variant's type, is invalid.
 type ReservationV1 interface {
 	isReservationV1()
 }
 
-func (ReservationTicketed) isReservationV1()  {}
-func (ReservationCommitted) isReservationV1() {}
-func (ReservationAborted) isReservationV1()   {}
+func (*ReservationTicketed) isReservationV1()  {}
+func (*ReservationCommitted) isReservationV1() {}
+func (*ReservationAborted) isReservationV1()   {}
 
 // checkReservationV1 checks that v is a valid variant of ReservationV1.
 func checkReservationV1(v ReservationV1) error {
 	switch x := v.(type) {
-	case ReservationTicketed:
-		return checkReservationTicketed(&x)
-	case ReservationCommitted:
-		return checkReservationCommitted(&x)
-	case ReservationAborted:
-		return checkReservationAborted(&x)
+	case *ReservationTicketed:
+		if x == nil {
+			return wire.Rule("", "nil *ReservationTicketed")
+		}
+		return checkReservationTicketed(x)
+	case *ReservationCommitted:
+		if x == nil {
+			return wire.Rule("", "nil *ReservationCommitted")
+		}
+		return checkReservationCommitted(x)
+	case *ReservationAborted:
+		if x == nil {
+			return wire.Rule("", "nil *ReservationAborted")
+		}
+		return checkReservationAborted(x)
 	case nil:
 		return wire.Rule("", "no ReservationV1 variant set")
 	}
 	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
 }
 
+// validReservationV1 checks that v is a valid variant of ReservationV1.
+func validReservationV1(v ReservationV1) bool {
+	switch x := v.(type) {
+	case *ReservationTicketed:
+		if x == nil {
+			return false
+		}
+		return validReservationTicketed(x)
+	case *ReservationCommitted:
+		if x == nil {
+			return false
+		}
+		return validReservationCommitted(x)
+	case *ReservationAborted:
+		if x == nil {
+			return false
+		}
+		return validReservationAborted(x)
+	case nil:
+		return false
+	}
+	return false
+}
+
 // tagReservationV1 returns the variant tag of v, 0 for an unsupported value.
 func tagReservationV1(v ReservationV1) uint8 {
 	switch v.(type) {
-	case ReservationTicketed:
+	case *ReservationTicketed:
 		return 1
-	case ReservationCommitted:
+	case *ReservationCommitted:
 		return 2
-	case ReservationAborted:
+	case *ReservationAborted:
 		return 3
 	}
 	return 0
@@ -835,6 +1196,11 @@ type ReservationTicketed struct {
 // checkReservationTicketed checks every rule of the schema on v.
 func checkReservationTicketed(v *ReservationTicketed) error {
 	return nil
+}
+
+// validReservationTicketed reports whether v keeps every rule of the schema, as check does without the error.
+func validReservationTicketed(v *ReservationTicketed) bool {
+	return true
 }
 
 // verifyReservationTicketed checks the rules of the schema that decoding does not enforce on v.
@@ -873,9 +1239,25 @@ func checkReservationCommitted(v *ReservationCommitted) error {
 	return nil
 }
 
+// validReservationCommitted reports whether v keeps every rule of the schema, as check does without the error.
+func validReservationCommitted(v *ReservationCommitted) bool {
+	if v.Repository.s == "" {
+		return false
+	}
+	if len(v.Refs) > 64 {
+		return false
+	}
+	for i := range v.Refs {
+		if !validRefUpdate(&v.Refs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // verifyReservationCommitted checks the rules of the schema that decoding does not enforce on v.
 func verifyReservationCommitted(v *ReservationCommitted) error {
-	if err := v.Repository.Validate(); err != nil {
+	if err := wire.CheckIdentity("RepoName", v.Repository.s, 1, 128); err != nil {
 		return wire.Within("Repository", err)
 	}
 	for i := range v.Refs {
@@ -913,9 +1295,23 @@ func checkRefUpdate(v *RefUpdate) error {
 	return nil
 }
 
+// validRefUpdate reports whether v keeps every rule of the schema, as check does without the error.
+func validRefUpdate(v *RefUpdate) bool {
+	if v.Ref.s == "" {
+		return false
+	}
+	if len(v.OldOID) > 32 {
+		return false
+	}
+	if len(v.NewOID) > 32 {
+		return false
+	}
+	return true
+}
+
 // verifyRefUpdate checks the rules of the schema that decoding does not enforce on v.
 func verifyRefUpdate(v *RefUpdate) error {
-	if err := v.Ref.Validate(); err != nil {
+	if err := wire.CheckIdentity("ShardRef", v.Ref.s, 1, 256); err != nil {
 		return wire.Within("Ref", err)
 	}
 	return nil
@@ -948,9 +1344,23 @@ func checkReservationAborted(v *ReservationAborted) error {
 	return nil
 }
 
+// validReservationAborted reports whether v keeps every rule of the schema, as check does without the error.
+func validReservationAborted(v *ReservationAborted) bool {
+	if v.Repository.s == "" {
+		return false
+	}
+	if !v.Reason.Valid() {
+		return false
+	}
+	if len(v.Detail) > 1024 {
+		return false
+	}
+	return true
+}
+
 // verifyReservationAborted checks the rules of the schema that decoding does not enforce on v.
 func verifyReservationAborted(v *ReservationAborted) error {
-	if err := v.Repository.Validate(); err != nil {
+	if err := wire.CheckIdentity("RepoName", v.Repository.s, 1, 128); err != nil {
 		return wire.Within("Repository", err)
 	}
 	if !v.Reason.Valid() {
@@ -976,6 +1386,11 @@ func checkLeasedShard(v *LeasedShard) error {
 	return nil
 }
 
+// validLeasedShard reports whether v keeps every rule of the schema, as check does without the error.
+func validLeasedShard(v *LeasedShard) bool {
+	return true
+}
+
 // verifyLeasedShard checks the rules of the schema that decoding does not enforce on v.
 func verifyLeasedShard(v *LeasedShard) error {
 	return nil
@@ -997,6 +1412,11 @@ type LeaseRecovery struct {
 // checkLeaseRecovery checks every rule of the schema on v.
 func checkLeaseRecovery(v *LeaseRecovery) error {
 	return nil
+}
+
+// validLeaseRecovery reports whether v keeps every rule of the schema, as check does without the error.
+func validLeaseRecovery(v *LeaseRecovery) bool {
+	return true
 }
 
 // verifyLeaseRecovery checks the rules of the schema that decoding does not enforce on v.
@@ -1022,6 +1442,14 @@ func checkOutcomeTimer(v *OutcomeTimer) error {
 		return wire.Within("Cursor", wire.CheckLen("", len(v.Cursor), 4096))
 	}
 	return nil
+}
+
+// validOutcomeTimer reports whether v keeps every rule of the schema, as check does without the error.
+func validOutcomeTimer(v *OutcomeTimer) bool {
+	if len(v.Cursor) > 4096 {
+		return false
+	}
+	return true
 }
 
 // verifyOutcomeTimer checks the rules of the schema that decoding does not enforce on v.
@@ -1069,6 +1497,26 @@ func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 	return nil
 }
 
+// validWatermarkCheckpoint reports whether v keeps every rule of the schema, as check does without the error.
+func validWatermarkCheckpoint(v *WatermarkCheckpoint) bool {
+	if !validPartition(v.Coordinator) {
+		return false
+	}
+	if v.MinimumMs > v.CeilingMs {
+		return false
+	}
+	if len(v.Recovery) > 100000 {
+		return false
+	}
+	if len(v.Reconcile) > 100000 {
+		return false
+	}
+	if len(v.Cursor) > 4096 {
+		return false
+	}
+	return true
+}
+
 // verifyWatermarkCheckpoint checks the rules of the schema that decoding does not enforce on v.
 func verifyWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 	if err := verifyPartition(v.Coordinator); err != nil {
@@ -1098,6 +1546,14 @@ func checkSchedulerLeaseV1(v *SchedulerLeaseV1) error {
 		return wire.Within("Owner", wire.CheckLen("", len(v.Owner), 128))
 	}
 	return nil
+}
+
+// validSchedulerLeaseV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validSchedulerLeaseV1(v *SchedulerLeaseV1) bool {
+	if len(v.Owner) > 128 {
+		return false
+	}
+	return true
 }
 
 // verifySchedulerLeaseV1 checks the rules of the schema that decoding does not enforce on v.

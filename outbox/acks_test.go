@@ -26,9 +26,9 @@ func (e *env) seedOutcomes(t *testing.T, rids ...gen.ReservationID) []pending {
 	ob := e.builder(t)
 	out := make([]pending, len(rids))
 	for i, rid := range rids {
-		seq, err := ob.Outcome(rid, ticket, committed("repo"))
+		seq, err := ob.Outcome(rid, ticket, committed(gen.MustRepoName("repo")))
 		require.NoError(t, err)
-		out[i] = pending{rid, seq, mustEncode(committed("repo"))}
+		out[i] = pending{rid, seq, mustEncode(committed(gen.MustRepoName("repo")))}
 	}
 	e.finish(t, ob)
 	return out
@@ -43,7 +43,7 @@ func (e *env) acks(t *testing.T) *outbox.Acks {
 
 func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, "a", "b", "c")
+		rows := e.seedOutcomes(t, gen.MustReservationID("a"), gen.MustReservationID("b"), gen.MustReservationID("c"))
 		size := uint64(len(rows[0].value))
 
 		a := e.acks(t)
@@ -55,9 +55,9 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 		assert.Equal(t, 2*outbox.AckOps+outbox.AckFixedOps, b.Ops())
 		e.mustApply(t, b)
 
-		assert.Nil(t, e.get(t, resKey(t, "a")))
-		assert.Nil(t, e.get(t, resKey(t, "b")))
-		assert.NotNil(t, e.get(t, resKey(t, "c")))
+		assert.Nil(t, e.get(t, resKey(t, gen.MustReservationID("a"))))
+		assert.Nil(t, e.get(t, resKey(t, gen.MustReservationID("b"))))
+		assert.NotNil(t, e.get(t, resKey(t, gen.MustReservationID("c"))))
 		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1)
 		bl, ok := e.backlog(t)
 		require.True(t, ok)
@@ -78,7 +78,7 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 
 func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
 	e := newEnv(t, engines[0].open(t))
-	e.seedOutcomes(t, "a")
+	e.seedOutcomes(t, gen.MustReservationID("a"))
 	fresh := e.get(t, outbox.BacklogKey())
 	a := e.acks(t)
 	b := store.NewBatch()
@@ -91,7 +91,7 @@ func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
 // nothing is acknowledged, and the next plan sees both rows.
 func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, "first")
+		rows := e.seedOutcomes(t, gen.MustReservationID("first"))
 		a := e.acks(t)
 		require.NoError(t, a.Ack(rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
@@ -101,7 +101,7 @@ func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 		e.faults.BeforeApply(func(context.Context, store.Partition, *store.Batch) error {
 			if !hooked {
 				hooked = true
-				e.seedOutcomes(t, "second")
+				e.seedOutcomes(t, gen.MustReservationID("second"))
 			}
 			return nil
 		})
@@ -111,44 +111,44 @@ func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 		assert.Equal(t, outbox.BacklogKey(), out.Failed.Key)
 		bl, _ := e.backlog(t)
 		assert.Equal(t, uint64(2), bl.Rows)
-		assert.NotNil(t, e.get(t, resKey(t, "first")), "not acknowledged")
+		assert.NotNil(t, e.get(t, resKey(t, gen.MustReservationID("first"))), "not acknowledged")
 	})
 }
 
 func TestAnAcknowledgmentLandsOnlyOnTheDeliveredValue(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, "a")
+		rows := e.seedOutcomes(t, gen.MustReservationID("a"))
 		a := e.acks(t)
 		require.NoError(t, a.Ack(rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
-		e.mustApply(t, store.NewBatch().Put(resKey(t, "a"), mustEncode(aborted())))
+		e.mustApply(t, store.NewBatch().Put(resKey(t, gen.MustReservationID("a")), mustEncode(aborted())))
 
 		out := e.apply(t, b)
 		require.Equal(t, store.PreconditionFailed, out.Outcome)
-		assert.Equal(t, resKey(t, "a"), out.Failed.Key)
+		assert.Equal(t, resKey(t, gen.MustReservationID("a")), out.Failed.Key)
 		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1, "the row stays pending")
 	})
 }
 
 func TestAckRejectsRowsItCannotPlan(t *testing.T) {
 	e := newEnv(t, engines[0].open(t))
-	rows := e.seedOutcomes(t, "a")
+	rows := e.seedOutcomes(t, gen.MustReservationID("a"))
 	a := e.acks(t)
-	require.ErrorIs(t, a.Ack("", 1, rows[0].value), store.ErrInvalid, "invalid id")
-	require.ErrorIs(t, a.Ack("a", rows[0].seq, ticket), store.ErrInvalid, "not terminal")
-	require.ErrorIs(t, a.Ack("a", rows[0].seq, nil), store.ErrInvalid, "absent")
-	require.ErrorIs(t, a.Ack("a", rows[0].seq, store.Value("junk")), store.ErrInvalid, "not a reservation")
+	require.ErrorIs(t, a.Ack(gen.ReservationID{}, 1, rows[0].value), store.ErrInvalid, "invalid id")
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, ticket), store.ErrInvalid, "not terminal")
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, nil), store.ErrInvalid, "absent")
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, store.Value("junk")), store.ErrInvalid, "not a reservation")
 	require.Zero(t, a.Len())
-	require.NoError(t, a.Ack("a", rows[0].seq, rows[0].value))
-	require.ErrorIs(t, a.Ack("a", rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
-	require.ErrorIs(t, a.Ack("b", 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
+	require.NoError(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, rows[0].value))
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("b"), 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
 	assert.Equal(t, 1, a.Len())
 
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))
 	require.ErrorIs(t, a.Finish(b), store.ErrInvalid, "a second Finish")
-	require.ErrorIs(t, a.Ack("c", 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
+	require.ErrorIs(t, a.Ack(gen.MustReservationID("c"), 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
 }
 
 func TestAcksStopAtTheBatchLimit(t *testing.T) {
@@ -160,9 +160,9 @@ func TestAcksStopAtTheBatchLimit(t *testing.T) {
 	a, err := outbox.NewAcks(caps, huge)
 	require.NoError(t, err)
 	for i := range 6 {
-		require.NoError(t, a.Ack(gen.ReservationID(rune('a'+i)), uint64(i+1), mustEncode(aborted())))
+		require.NoError(t, a.Ack(gen.MustReservationID(string(rune('a'+i))), uint64(i+1), mustEncode(aborted())))
 	}
-	err = a.Ack("z", 99, mustEncode(aborted()))
+	err = a.Ack(gen.MustReservationID("z"), 99, mustEncode(aborted()))
 	require.ErrorIs(t, err, store.ErrInvalid)
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))

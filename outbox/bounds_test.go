@@ -73,42 +73,42 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 			return err
 		}, "encodes to"},
 		{"invalid reservation id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("", ticket, committed("repo"))
+			_, err := ob.Outcome(gen.ReservationID{}, ticket, committed(gen.MustRepoName("repo")))
 			return err
 		}, "reservation id"},
 		{"repeated reservation id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("seeded", ticket, committed("repo"))
+			_, err := ob.Outcome(gen.MustReservationID("seeded"), ticket, committed(gen.MustRepoName("repo")))
 			return err
 		}, "appended twice"},
 		{"prior value not Ticketed", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", mustEncode(committed("repo")), aborted())
+			_, err := ob.Outcome(gen.MustReservationID("r"), mustEncode(committed(gen.MustRepoName("repo"))), aborted())
 			return err
 		}, "not Ticketed"},
 		{"prior value not a reservation", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", store.Value("junk"), aborted())
+			_, err := ob.Outcome(gen.MustReservationID("r"), store.Value("junk"), aborted())
 			return err
 		}, "not a reservation"},
 		{"prior value absent", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", nil, aborted())
+			_, err := ob.Outcome(gen.MustReservationID("r"), nil, aborted())
 			return err
 		}, "not a reservation"},
 		{"terminal value Ticketed", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", ticket, gen.ReservationTicketed{})
+			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, &gen.ReservationTicketed{})
 			return err
 		}, "not a terminal reservation"},
 		{"terminal value nil", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", ticket, nil)
+			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, nil)
 			return err
 		}, "not a terminal reservation"},
 		{"terminal value breaking its schema", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome("r", ticket, gen.ReservationAborted{Repository: "repo", Reason: 99})
+			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, &gen.ReservationAborted{Repository: gen.MustRepoName("repo"), Reason: 99})
 			return err
 		}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ob := e.builder(t)
-			seq, err := ob.Outcome("seeded", ticket, committed("repo"))
+			seq, err := ob.Outcome(gen.MustReservationID("seeded"), ticket, committed(gen.MustRepoName("repo")))
 			require.NoError(t, err)
 			err = tc.append(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)

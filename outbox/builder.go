@@ -136,7 +136,7 @@ func (b *Builder) Outcome(rid gen.ReservationID, prior store.Value, terminal gen
 	}
 	if r, err := gen.DecodeReservationV1(prior); err != nil || prior == nil {
 		return 0, fmt.Errorf("outbox: reservation %q: prior value is not a reservation (%v): %w", rid, err, store.ErrInvalid)
-	} else if _, ok := r.(gen.ReservationTicketed); !ok {
+	} else if _, ok := r.(*gen.ReservationTicketed); !ok {
 		return 0, fmt.Errorf("outbox: reservation %q: prior value is %T, not Ticketed: %w", rid, r, store.ErrInvalid)
 	}
 	if !isTerminal(terminal) {

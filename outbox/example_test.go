@@ -21,8 +21,8 @@ func ExampleBuilder() {
 		panic(err)
 	}
 	defer s.Close()
-	source := gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
-	index := gen.RefIndexPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+	source := gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
+	index := gen.RefIndexPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 
 	for {
 		o, err := outbox.Read(ctx, s, source)

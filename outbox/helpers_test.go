@@ -52,7 +52,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine) *env {
 		ctx:    context.Background(),
 		faults: storetest.WithFaults(l),
 		inner:  l,
-		p:      gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"},
+		p:      gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")},
 		caps:   l.Capabilities(),
 	}
 }
@@ -135,16 +135,16 @@ func (e *env) timerRows(t testing.TB, k timers.Kind) map[uint64]string {
 }
 
 var (
-	target = gen.NamespacePartition{NS: "tenant"}
-	ticket = mustEncode(gen.ReservationTicketed{TicketID: [32]byte{7}})
+	target = gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")}
+	ticket = mustEncode(&gen.ReservationTicketed{TicketID: [32]byte{7}})
 )
 
 func committed(repo gen.RepoName) gen.ReservationV1 {
-	return gen.ReservationCommitted{Repository: repo, OccurredAtMs: 100, BytesStored: 1, NewToRepo: 1, NewToStore: 1}
+	return &gen.ReservationCommitted{Repository: repo, OccurredAtMs: 100, BytesStored: 1, NewToRepo: 1, NewToStore: 1}
 }
 
 func aborted() gen.ReservationV1 {
-	return gen.ReservationAborted{Repository: "repo", OccurredAtMs: 100, Reason: gen.AbortReasonRefConflict}
+	return &gen.ReservationAborted{Repository: gen.MustRepoName("repo"), OccurredAtMs: 100, Reason: gen.AbortReasonRefConflict}
 }
 
 func mustEncode(r gen.ReservationV1) store.Value {

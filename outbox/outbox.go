@@ -130,7 +130,7 @@ func reservationKey(rid gen.ReservationID) (store.Key, error) {
 // isTerminal reports whether r is a terminal reservation.
 func isTerminal(r gen.ReservationV1) bool {
 	switch r.(type) {
-	case gen.ReservationCommitted, gen.ReservationAborted:
+	case *gen.ReservationCommitted, *gen.ReservationAborted:
 		return true
 	}
 	return false

@@ -83,7 +83,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		bad := func(i int) gen.Partition {
-			return gen.NamespacePartition{NS: gen.NamespaceKey(fmt.Sprintf("bad%02d", i))}
+			return gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("bad%02d", i))}
 		}
 		var rows []row
 		for i := range relay.MaxBlockedTargets + 2 {
@@ -93,7 +93,7 @@ func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 		e.queue(t, rows...)
 		failBad := func(c storetest.Call) bool {
 			p, ok := c.Partition.(gen.NamespacePartition)
-			return ok && p.NS[:3] == "bad"
+			return ok && strings.HasPrefix(p.NS.String(), "bad")
 		}
 		e.target.FailWhen(storetest.MethodApply, failBad, nil)
 

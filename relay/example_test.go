@@ -23,8 +23,8 @@ func ExampleHandler() {
 		panic(err)
 	}
 	defer s.Close()
-	src := gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
-	index := gen.RefIndexPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+	src := gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
+	index := gen.RefIndexPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 
 	o, err := outbox.Read(ctx, s, src)
 	if err != nil {

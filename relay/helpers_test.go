@@ -28,10 +28,10 @@ import (
 const start uint64 = 1_000_000
 
 var (
-	source = gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
-	ta     = gen.NamespacePartition{NS: "ta"}
-	tb     = gen.NamespacePartition{NS: "tb"}
-	tc     = gen.RefIndexPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"}
+	source = gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
+	ta     = gen.NamespacePartition{NS: gen.MustNamespaceKey("ta")}
+	tb     = gen.NamespacePartition{NS: gen.MustNamespaceKey("tb")}
+	tc     = gen.RefIndexPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 )
 
 // engines open a fresh engine per test on each engine the tests run on.

@@ -39,7 +39,7 @@ func randomKey(r *rand.Rand, max int) []byte {
 }
 
 func randomRow(r *rand.Rand, seq uint64, keyMax, valueMax int) Row {
-	rec := gen.RelayV1{Target: gen.NamespacePartition{NS: "t"}}
+	rec := gen.RelayV1{Target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}}
 	for range r.IntN(30) {
 		rec.Puts = append(rec.Puts, gen.RelayPut{Key: randomKey(r, keyMax), Value: randomBytes(r, valueMax)})
 	}

@@ -19,7 +19,7 @@
 //
 // A directive comment line right above a type says what the type is:
 //
-//	//mk:identity min=1 max=64    a validated name (a string type)
+//	//mk:identity min=1 max=64    a validated name
 //	//mk:enum                     a closed set of uint8 constants
 //	//mk:union [partition]        exactly one of several variants: a struct
 //	                              whose fields are pointers to variant structs,
@@ -33,6 +33,21 @@
 //	//mk:record version=N [union] a versioned value record
 //
 // A struct type without a directive is a plain struct used inside records.
+//
+// # What the generated types look like
+//
+// An identity becomes an opaque struct (gen.RepoName{}) built only by
+// NewRepoName (an error wrapping wire.ErrInvalid for a bad name),
+// MustRepoName (for constants), UnmarshalText and the decoders, all of
+// which validate; so every value but the zero one is valid, and encoders
+// check only for the zero value instead of re-validating the bytes each
+// call. Identities compare with == and key maps; String returns the name.
+//
+// A union becomes an interface. A partition union's variants are the
+// variant structs (gen.RefPartition{...}); a record union's variants are
+// pointers to them (&gen.ReservationCommitted{...}), so that
+// DecodeReservationV1Into can decode in place into the variant a value
+// already holds, reusing its slices.
 //
 // Field tags (mk:"...", comma separated) bound and constrain fields:
 //

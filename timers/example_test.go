@@ -35,7 +35,7 @@ func ExampleRunDue() {
 		panic(err)
 	}
 	defer s.Close()
-	p := gen.NamespacePartition{NS: "tenant"}
+	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")}
 
 	b := store.NewBatch()
 	tm := timers.Timer{Kind: 300, Reference: "standup", DueAtMs: 1_000}

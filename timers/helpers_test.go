@@ -65,7 +65,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 		faults:  storetest.WithFaults(l),
 		inner:   l,
 		clock:   clk,
-		p:       gen.NamespacePartition{NS: "tenant"},
+		p:       gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")},
 		metrics: telemetry.NewRecorder(),
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -21,9 +21,9 @@ func ExampleScheduler() {
 		panic(err)
 	}
 	defer s.Close()
-	for _, ns := range []gen.NamespaceKey{"alpha", "beta"} {
+	for _, ns := range []gen.NamespaceKey{gen.MustNamespaceKey("alpha"), gen.MustNamespaceKey("beta")} {
 		b := store.NewBatch()
-		tm := timers.Timer{Kind: 300, Reference: string(ns), DueAtMs: 1_000}
+		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAtMs: 1_000}
 		if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 			panic(err)
 		}

@@ -64,7 +64,7 @@ const leaseDuration = 10 * time.Second
 
 // part is the i-th test partition.
 func part(i int) gen.NamespacePartition {
-	return gen.NamespacePartition{NS: gen.NamespaceKey(fmt.Sprintf("p%03d", i))}
+	return gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("p%03d", i))}
 }
 
 func (e *schedEnv) apply(t testing.TB, p store.Partition, b *store.Batch) {

@@ -110,13 +110,13 @@ func relayValues() map[string]gen.RelayV1 {
 	}
 	return map[string]gen.RelayV1{
 		"benchmarked":  Relay(),
-		"namespace":    withDeletes(gen.NamespacePartition{NS: "ns-prod"}),
-		"coordinator":  withDeletes(gen.CoordinatorPartition{NS: "ns-prod"}),
-		"repo_index":   withDeletes(gen.RepoIndexPartition{NS: "ns-prod", Repo: "repo-main"}),
-		"ref_index":    withDeletes(gen.RefIndexPartition{NS: "ns-prod", Repo: "repo-main", ShardRef: "refs/heads/dev"}),
-		"content":      withDeletes(gen.ContentShardPartition{NS: "ns-prod", Shard: 0xdeadbeef}),
-		"ref_no_puts":  {Target: gen.RefPartition{NS: "n", Repo: "r", ShardRef: "s"}, AtMs: 0},
-		"ref_max_puts": {Target: gen.RefPartition{NS: "n", Repo: "r", ShardRef: "s"}, Puts: make([]gen.RelayPut, gen.MaxRelayV1Puts)},
+		"namespace":    withDeletes(gen.NamespacePartition{NS: gen.MustNamespaceKey("ns-prod")}),
+		"coordinator":  withDeletes(gen.CoordinatorPartition{NS: gen.MustNamespaceKey("ns-prod")}),
+		"repo_index":   withDeletes(gen.RepoIndexPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main")}),
+		"ref_index":    withDeletes(gen.RefIndexPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main"), ShardRef: gen.MustShardRef("refs/heads/dev")}),
+		"content":      withDeletes(gen.ContentShardPartition{NS: gen.MustNamespaceKey("ns-prod"), Shard: 0xdeadbeef}),
+		"ref_no_puts":  {Target: gen.RefPartition{NS: gen.MustNamespaceKey("n"), Repo: gen.MustRepoName("r"), ShardRef: gen.MustShardRef("s")}, AtMs: 0},
+		"ref_max_puts": {Target: gen.RefPartition{NS: gen.MustNamespaceKey("n"), Repo: gen.MustRepoName("r"), ShardRef: gen.MustShardRef("s")}, Puts: make([]gen.RelayPut, gen.MaxRelayV1Puts)},
 	}
 }
 
@@ -125,12 +125,12 @@ func reservationValues() map[string]gen.ReservationV1 {
 	copy(ticket.TicketID[:], pattern(32, 4))
 	return map[string]gen.ReservationV1{
 		"benchmarked": Reservation(),
-		"ticketed":    ticket,
-		"aborted": gen.ReservationAborted{
-			Repository: "acme/platform-monorepo", OccurredAtMs: 1_767_225_600_123,
+		"ticketed":    &ticket,
+		"aborted": &gen.ReservationAborted{
+			Repository: gen.MustRepoName("acme/platform-monorepo"), OccurredAtMs: 1_767_225_600_123,
 			Reason: gen.AbortReasonQuotaExceeded, Detail: "namespace quota of 10 GiB exceeded",
 		},
-		"committed_no_refs": gen.ReservationCommitted{Repository: "r"},
+		"committed_no_refs": &gen.ReservationCommitted{Repository: gen.MustRepoName("r")},
 	}
 }
 
@@ -314,16 +314,16 @@ func checkRelay(t *testing.T, got, want gen.RelayV1) {
 func checkReservation(t *testing.T, got, want gen.ReservationV1) {
 	t.Helper()
 	switch w := want.(type) {
-	case gen.ReservationTicketed:
-		g, ok := got.(gen.ReservationTicketed)
+	case *gen.ReservationTicketed:
+		g, ok := got.(*gen.ReservationTicketed)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}
 		if g.TicketID != w.TicketID {
 			t.Errorf("TicketID = %x, want %x", g.TicketID, w.TicketID)
 		}
-	case gen.ReservationCommitted:
-		g, ok := got.(gen.ReservationCommitted)
+	case *gen.ReservationCommitted:
+		g, ok := got.(*gen.ReservationCommitted)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}
@@ -348,8 +348,8 @@ func checkReservation(t *testing.T, got, want gen.ReservationV1) {
 					g.Refs[i].OldOID, g.Refs[i].NewOID, w.Refs[i].OldOID, w.Refs[i].NewOID)
 			}
 		}
-	case gen.ReservationAborted:
-		g, ok := got.(gen.ReservationAborted)
+	case *gen.ReservationAborted:
+		g, ok := got.(*gen.ReservationAborted)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}

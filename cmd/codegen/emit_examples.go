@@ -49,7 +49,7 @@ func examplesOf(d *decl) []Code {
 func exampleNamed(d *decl, typical bool, seed int) Code {
 	switch d.Kind {
 	case kindIdentity:
-		return Id(d.Name).Call(Lit(identityExample(d, typical, seed)))
+		return Id("Must" + d.Name).Call(Lit(identityExample(d, typical, seed)))
 	case kindEnum:
 		v := d.Values[0]
 		if typical {
@@ -60,6 +60,9 @@ func exampleNamed(d *decl, typical bool, seed int) Code {
 		v := d.Variants[0]
 		if typical {
 			v = d.Variants[seed%len(d.Variants)]
+		}
+		if d.Record {
+			return Op("&").Add(exampleStruct(v.Type, typical, seed))
 		}
 		return exampleStruct(v.Type, typical, seed)
 	}
@@ -202,6 +205,10 @@ type breakage struct {
 	what    string
 	change  Code
 	corrupt bool
+	// decodeOnly marks a value only code inside gen can build (an
+	// identity's fields are unexported): encoders trust it, so it serves
+	// only as the unchecked encoding a decoder must reject.
+	decodeOnly bool
 }
 
 // breakages lists the ways to break the fields of d, a struct, as
@@ -213,27 +220,30 @@ func breakages(d *decl, v string) []breakage {
 		t := fl.Type
 		switch {
 		case t.Kind == refBytes && fl.HasMax:
-			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Make(Index().Byte(), Lit(fl.Max+1)), true})
+			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Make(Index().Byte(), Lit(fl.Max+1)), true, false})
 		case t.Kind == refPrim && t.Prim == "string" && fl.HasMax:
-			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Qual("strings", "Repeat").Call(Lit("x"), Lit(fl.Max+1)), true})
+			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Qual("strings", "Repeat").Call(Lit("x"), Lit(fl.Max+1)), true, false})
 		case t.Kind == refSlice:
-			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Make(goType(t), Lit(fl.Max+1)), true})
+			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Make(goType(t), Lit(fl.Max+1)), true, false})
 			if fl.Sorted && fl.Max >= 2 {
-				out = append(out, breakage{fl.Name + " out of order", Qual("slices", "Reverse").Call(at(fl)), true})
+				out = append(out, breakage{fl.Name + " out of order", Qual("slices", "Reverse").Call(at(fl)), true, false})
 			}
 		case t.Kind == refNamed && t.Decl.Kind == kindIdentity:
-			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Id(t.Decl.Name).Call(Qual("strings", "Repeat").Call(Lit("x"), Lit(t.Decl.Max+1))), true})
+			// Only the zero value of an identity reaches an encoder invalid:
+			// every other one was validated when it was built.
+			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Id(t.Decl.Name).Values(Qual("strings", "Repeat").Call(Lit("x"), Lit(t.Decl.Max+1))), true, true})
+			out = append(out, breakage{fl.Name + " with a control character", at(fl).Op("=").Id(t.Decl.Name).Values(Lit("\x01")), true, true})
 			if t.Decl.Min > 0 {
-				out = append(out, breakage{fl.Name + " empty", at(fl).Op("=").Lit(""), true})
+				out = append(out, breakage{fl.Name + " empty", at(fl).Op("=").Id(t.Decl.Name).Values(), true, false})
 			}
 		case t.Kind == refNamed && t.Decl.Kind == kindEnum:
-			out = append(out, breakage{fl.Name + " unknown value", at(fl).Op("=").Id(t.Decl.Name).Call(Lit(int(badEnum(t.Decl)))), true})
+			out = append(out, breakage{fl.Name + " unknown value", at(fl).Op("=").Id(t.Decl.Name).Call(Lit(int(badEnum(t.Decl)))), true, false})
 		case t.Kind == refNamed && t.Decl.Kind == kindUnion:
-			out = append(out, breakage{fl.Name + " unset", at(fl).Op("=").Nil(), false})
+			out = append(out, breakage{fl.Name + " unset", at(fl).Op("=").Nil(), false, false})
 		case isInt(t) && fl.HasMin && fl.Min > 0:
-			out = append(out, breakage{fl.Name + " under its minimum", at(fl).Op("=").Add(num(fl.Min - 1)), true})
+			out = append(out, breakage{fl.Name + " under its minimum", at(fl).Op("=").Add(num(fl.Min - 1)), true, false})
 		case isInt(t) && fl.Le != "":
-			out = append(out, breakage{fl.Name + " over " + fl.Le, at(fl).Op("=").Id(v + "." + fl.Le).Op("+").Lit(1), true})
+			out = append(out, breakage{fl.Name + " over " + fl.Le, at(fl).Op("=").Id(v + "." + fl.Le).Op("+").Lit(1), true, false})
 		}
 	}
 	return out

@@ -191,7 +191,7 @@ func tupleAppend(g *Group, x string, t *typeRef) {
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			set(Qual(tuplePkg, "AppendString").Call(Id("dst"), String().Call(Id(x))))
+			set(Qual(tuplePkg, "AppendString").Call(Id("dst"), Id(x).Dot("s")))
 		case kindEnum:
 			set(Qual(tuplePkg, "AppendUint").Call(Id("dst"), Uint64().Call(Id(x))))
 		case kindUnion:
@@ -236,7 +236,11 @@ func tupleRead(g *Group, x string, t *typeRef, path string) {
 				g.Var().Id("s").String()
 				g.List(Id("s"), Err()).Op("=").Id("r").Dot("ReadString").Call()
 				g.Add(onErr)
-				g.Id(x).Op("=").Id(t.Decl.Name).Call(Id("s"))
+				g.Comment("validated in full here: the key's own check rejects only the zero value")
+				g.If(List(Id(x), Err()).Op("=").Id("New"+t.Decl.Name).Call(Id("s")), Err().Op("!=").Nil()).Block(
+					Err().Op("=").Qual(wirePkg, "Within").Call(Lit(path), Err()),
+					Return(),
+				)
 			})
 		case kindEnum:
 			g.BlockFunc(func(g *Group) {

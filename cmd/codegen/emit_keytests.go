@@ -87,6 +87,19 @@ func emitKeyTest(f *File, d *decl) {
 				Append(Qual(tuplePkg, "AppendUint").Call(Nil(), Uint64().Call(Id("Tag"+name)).Op("+").Lit(1000)), Id("b").Index(Id("tagLen"), Empty()).Op("...")),
 			),
 		),
+		// the unchecked encodings of names only gen can build invalid
+		BlockFunc(func(g *Group) {
+			for _, b := range breakages(d, "k") {
+				if !b.decodeOnly {
+					continue
+				}
+				g.BlockFunc(func(g *Group) {
+					g.Id("k").Op(":=").Id("examples" + name).Call().Index(Lit(1))
+					g.Add(b.change)
+					g.Id("out").Op("=").Append(Id("out"), Id("append"+name).Call(Nil(), Op("&").Id("k")))
+				})
+			}
+		}),
 		Return(Append(Id("out"), Index().Byte().Values(), Index().Byte().Values(Lit(0xff)))),
 	)
 	f.Func().Id("Test" + name + "RejectsMalformed").Params(testingT()).Block(
@@ -99,6 +112,9 @@ func emitKeyTest(f *File, d *decl) {
 	if bs := breakages(d, "k"); len(bs) > 0 {
 		f.Func().Id("Test" + name + "RejectsInvalid").Params(testingT()).BlockFunc(func(g *Group) {
 			for _, b := range bs {
+				if b.decodeOnly {
+					continue
+				}
 				g.BlockFunc(func(g *Group) {
 					g.Id("k").Op(":=").Id("examples" + name).Call().Index(Lit(1))
 					g.Add(b.change)
@@ -183,9 +199,18 @@ func emitIdentityTest(f *File, d *decl) {
 	}
 	f.Func().Id("Test" + d.Name + "Bounds").Params(testingT()).Block(
 		For(List(Id("_"), Id("c")).Op(":=").Range().Index().Struct(Id("in").String(), Id("ok").Bool()).Values(rows...)).Block(
-			List(Id("_"), Err()).Op(":=").Id("New"+d.Name).Call(Id("c").Dot("in")),
+			List(Id("v"), Err()).Op(":=").Id("New"+d.Name).Call(Id("c").Dot("in")),
 			If(Parens(Err().Op("==").Nil()).Op("!=").Id("c").Dot("ok").Op("||").Err().Op("!=").Nil().Op("&&").Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrInvalid"))).Block(
 				Id("t").Dot("Errorf").Call(Lit("New"+d.Name+"(%q) error %v, want ok=%v"), Id("c").Dot("in"), Err(), Id("c").Dot("ok")),
+			),
+			If(Err().Op("==").Nil().Op("&&").Id("v").Dot("String").Call().Op("!=").Id("c").Dot("in")).Block(
+				Id("t").Dot("Errorf").Call(Lit("New"+d.Name+"(%q).String() = %q"), Id("c").Dot("in"), Id("v").Dot("String").Call()),
+			),
+			Id("u").Op(":=").Id("Must"+d.Name).Call(Lit(repeat("k", max(d.Min, 1)))),
+			Id("before").Op(":=").Id("u"),
+			Err().Op("=").Id("u").Dot("UnmarshalText").Call(Index().Byte().Call(Id("c").Dot("in"))),
+			If(Parens(Err().Op("==").Nil()).Op("!=").Id("c").Dot("ok").Op("||").Err().Op("==").Nil().Op("&&").Id("u").Op("!=").Id("v").Op("||").Err().Op("!=").Nil().Op("&&").Id("u").Op("!=").Id("before")).Block(
+				Id("t").Dot("Errorf").Call(Lit("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error"), Id("c").Dot("in"), Id("u"), Err(), Id("c").Dot("ok")),
 			),
 		),
 	)

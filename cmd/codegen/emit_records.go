@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+	"strconv"
+
 	. "github.com/dave/jennifer/jen"
 )
 
@@ -53,21 +56,87 @@ func emitStructCodec(f *File, d *decl) {
 		}
 		g.Return(Id("n"))
 	})
+	runs := stringRuns(d)
+	for k, run := range runs {
+		var names, maxes []Code
+		for _, fl := range run {
+			names = append(names, Lit(d.Name+"."+fl.Name))
+			maxes = append(maxes, stringMax(fl))
+		}
+		f.Var().Defs(
+			Id(runVar("Fields", d, k)).Op("=").Index().String().Values(names...),
+			Id(runVar("Maxes", d, k)).Op("=").Index().Int().Values(maxes...),
+		)
+	}
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
-		for _, fl := range d.Fields {
-			decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
+		for i := 0; i < len(d.Fields); i++ {
+			fl := d.Fields[i]
+			k := slices.IndexFunc(runs, func(run []*field) bool { return run[0] == fl })
+			if k < 0 {
+				decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
+				continue
+			}
+			// a run of names: one allocation for all of them
+			s := "s" + strconv.Itoa(k)
+			g.Var().Id(s).Index(Lit(len(runs[k]))).String()
+			g.Id("r").Dot("Strings").Call(Id(s+"[:]"), Id(runVar("Fields", d, k)), Id(runVar("Maxes", d, k)))
+			for j, fl := range runs[k] {
+				if fl.Type.Kind == refNamed {
+					g.Id("v." + fl.Name).Op("=").Id(fl.Type.Decl.Name).Values(Id(s).Index(Lit(j)))
+				} else {
+					g.Id("v." + fl.Name).Op("=").Id(s).Index(Lit(j))
+				}
+			}
+			i += len(runs[k]) - 1
 		}
 	})
+}
+
+// isString reports whether fl is a string or an identity name.
+func isString(fl *field) bool {
+	t := fl.Type
+	return t.Kind == refPrim && t.Prim == "string" || t.Kind == refNamed && t.Decl.Kind == kindIdentity
+}
+
+// stringMax is the bound of a string or identity field.
+func stringMax(fl *field) Code {
+	if fl.Type.Kind == refNamed {
+		return Id("Max" + fl.Type.Decl.Name + "Bytes")
+	}
+	return Lit(fl.Max)
+}
+
+// stringRuns lists the runs of two or more consecutive string or identity
+// fields of d, which decode with one allocation (wire.Reader.Strings).
+func stringRuns(d *decl) [][]*field {
+	var runs [][]*field
+	for i := 0; i < len(d.Fields); {
+		j := i
+		for j < len(d.Fields) && isString(d.Fields[j]) {
+			j++
+		}
+		if j-i >= 2 {
+			runs = append(runs, d.Fields[i:j])
+		}
+		i = max(j, i+1)
+	}
+	return runs
+}
+
+// runVar names the package variable holding the field names or bounds of
+// d's k-th run of strings.
+func runVar(what string, d *decl, k int) string {
+	return "run" + what + d.Name + strconv.Itoa(k)
 }
 
 func emitUnionCodec(f *File, d *decl) {
 	f.Func().Id("append"+d.Name).Params(Id("dst").Index().Byte(), valueParam(d)).Index().Byte().Block(
 		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 			for _, v := range d.Variants {
-				g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
+				g.Case(variantType(d, v)).BlockFunc(func(g *Group) {
 					g.Id("dst").Op("=").Append(Id("dst"), Lit(int(v.Tag)))
 					if len(v.Type.Fields) > 0 {
-						g.Id("dst").Op("=").Id("append"+v.Type.Name).Call(Id("dst"), Op("&").Id("x"))
+						g.Id("dst").Op("=").Id("append"+v.Type.Name).Call(Id("dst"), variantArg(d, "x"))
 					}
 				})
 			}
@@ -78,10 +147,10 @@ func emitUnionCodec(f *File, d *decl) {
 		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 			for _, v := range d.Variants {
 				if len(v.Type.Fields) == 0 {
-					g.Case(Id(v.Type.Name)).Block(Return(Lit(1)))
+					g.Case(variantType(d, v)).Block(Return(Lit(1)))
 					continue
 				}
-				g.Case(Id(v.Type.Name)).Block(Return(Lit(1).Op("+").Id("size" + v.Type.Name).Call(Op("&").Id("x"))))
+				g.Case(variantType(d, v)).Block(Return(Lit(1).Op("+").Id("size" + v.Type.Name).Call(variantArg(d, "x"))))
 			}
 		}),
 		Return(Lit(1)),
@@ -122,20 +191,22 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("schema (a bound, an identity, an enum value, an order). It does not allocate")
 	f.Comment("when dst has room.")
 	if d.Kind == kindUnion {
-		// One type switch checks and appends the variant, so the variant
-		// is copied out of the interface once.
+		// One type switch checks and appends the variant.
 		f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
 			Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 				for _, vr := range d.Variants {
-					g.Case(Id(vr.Type.Name)).BlockFunc(func(g *Group) {
+					g.Case(variantType(d, vr)).BlockFunc(func(g *Group) {
+						g.If(Id("x").Op("==").Nil()).Block(
+							Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Qual(wirePkg, "Rule").Call(Lit(""), Lit("nil *"+vr.Type.Name)))),
+						)
 						if len(vr.Type.Fields) == 0 {
 							g.Return(Append(Id("dst"), Id("Version"+name), Lit(int(vr.Tag))), Nil())
 							return
 						}
-						g.If(Err().Op(":=").Id("check"+vr.Type.Name).Call(Op("&").Id("x")), Err().Op("!=").Nil()).Block(
-							Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+						g.If(Op("!").Id("valid" + vr.Type.Name).Call(Id("x"))).Block(
+							Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Id("check"+vr.Type.Name).Call(Id("x")))),
 						)
-						g.Return(Id("append"+vr.Type.Name).Call(Append(Id("dst"), Id("Version"+name), Lit(int(vr.Tag))), Op("&").Id("x")), Nil())
+						g.Return(Id("append"+vr.Type.Name).Call(Append(Id("dst"), Id("Version"+name), Lit(int(vr.Tag))), Id("x")), Nil())
 					})
 				}
 			}),
@@ -143,8 +214,8 @@ func emitRecordAPI(f *File, d *decl) {
 		)
 	} else {
 		f.Func().Id("Append"+name).Params(Id("dst").Index().Byte(), param).Params(Index().Byte(), Error()).Block(
-			If(Err().Op(":=").Id("check"+name).Call(arg), Err().Op("!=").Nil()).Block(
-				Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Err())),
+			If(Op("!").Id("valid"+name).Call(arg)).Block(
+				Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(name), Id("check"+name).Call(arg))),
 			),
 			Return(Id("append"+name).Call(Append(Id("dst"), Id("Version"+name)), arg), Nil()),
 		)
@@ -159,33 +230,49 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("encoding or a broken rule fail with a *wire.DecodeError wrapping")
 	f.Comment("wire.ErrCorrupt. It never panics. Byte slices of the result alias b.")
 	if d.Kind == kindUnion {
-		// The variant is read, finished and verified before it is boxed
-		// into the interface, so it is copied once.
 		f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+			Var().Id("v").Id(name),
+			Err().Op(":=").Id("Decode"+name+"Into").Call(Id("b"), Op("&").Id("v")),
+			Return(Id("v"), Err()),
+		)
+		f.Commentf("Decode%sInto decodes b into *v as Decode%s does. When *v already", name, name)
+		f.Comment("holds the variant b encodes, that variant is decoded in place, reusing the")
+		f.Comment("capacity of its slices, so a loop decoding into one value allocates only for")
+		f.Comment("strings; earlier results that share the variant see it change. On error *v")
+		f.Comment("is nil.")
+		f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
 			Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
 			Id("r").Dot("Version").Call(Id("Version"+name)),
 			Id("tag").Op(":=").Id("r").Dot("U8").Call(Lit(name)),
+			Var().Err().Error(),
 			Switch(Id("tag")).BlockFunc(func(g *Group) {
 				for _, vr := range d.Variants {
 					g.Case(Lit(int(vr.Tag))).BlockFunc(func(g *Group) {
-						g.Var().Id("x").Id(vr.Type.Name)
+						g.List(Id("x"), Id("_")).Op(":=").Parens(Op("*").Id("v")).Assert(Op("*").Id(vr.Type.Name))
+						g.If(Id("x").Op("==").Nil()).Block(Id("x").Op("=").New(Id(vr.Type.Name)))
 						if len(vr.Type.Fields) > 0 {
-							g.Id("read"+vr.Type.Name).Call(Op("&").Id("r"), Op("&").Id("x"))
+							g.Id("read"+vr.Type.Name).Call(Op("&").Id("r"), Id("x"))
 						}
-						g.If(Err().Op(":=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Return(Nil(), Err()))
+						g.If(Err().Op("=").Id("r").Dot("Finish").Call(), Err().Op("!=").Nil()).Block(Break())
 						if len(vr.Type.Fields) > 0 {
-							g.If(Err().Op(":=").Id("verify"+vr.Type.Name).Call(Op("&").Id("x")), Err().Op("!=").Nil()).Block(
-								Return(Nil(), Qual(wirePkg, "DecodeRule").Call(Lit(name), Err())),
+							g.If(Err().Op("=").Id("verify"+vr.Type.Name).Call(Id("x")), Err().Op("!=").Nil()).Block(
+								Err().Op("=").Qual(wirePkg, "DecodeRule").Call(Lit(name), Err()),
+								Break(),
 							)
 						}
-						g.Return(Id("x"), Nil())
+						g.Op("*").Id("v").Op("=").Id("x")
+						g.Return(Nil())
 					})
 				}
+				g.Default().Block(
+					If(Id("r").Dot("Err").Call().Op("==").Nil()).Block(
+						Id("r").Dot("Failf").Call(Lit(name), Lit("unknown "+name+" variant tag %d"), Id("tag")),
+					),
+					Err().Op("=").Id("r").Dot("Err").Call(),
+				)
 			}),
-			If(Id("r").Dot("Err").Call().Op("==").Nil()).Block(
-				Id("r").Dot("Failf").Call(Lit(name), Lit("unknown "+name+" variant tag %d"), Id("tag")),
-			),
-			Return(Nil(), Id("r").Dot("Err").Call()),
+			Op("*").Id("v").Op("=").Nil(),
+			Return(Err()),
 		)
 		f.Line()
 		return
@@ -251,7 +338,7 @@ func encodeValue(g *Group, x string, t *typeRef, fl *field, depth int) {
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			set(Qual(wirePkg, "AppendString").Call(Id("dst"), String().Call(Id(x))))
+			set(Qual(wirePkg, "AppendString").Call(Id("dst"), Id(x).Dot("s")))
 		case kindEnum:
 			set(Append(Id("dst"), Uint8().Call(Id(x))))
 		case kindStruct:
@@ -341,7 +428,7 @@ func sizeValue(g *Group, x string, t *typeRef, fl *field, depth int) {
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			add(Qual(wirePkg, "LenSize").Call(Len(Id(x))).Op("+").Len(Id(x)))
+			add(Qual(wirePkg, "LenSize").Call(Len(Id(x).Dot("s"))).Op("+").Len(Id(x).Dot("s")))
 		case kindStruct:
 			add(Id("size" + t.Decl.Name).Call(Op("&").Id(x)))
 		case kindUnion:
@@ -405,7 +492,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			set(Id(t.Decl.Name).Call(r("String", Id("Max"+t.Decl.Name+"Bytes"))))
+			set(Id(t.Decl.Name).Values(r("String", Id("Max"+t.Decl.Name+"Bytes"))))
 		case kindEnum:
 			set(Id(t.Decl.Name).Call(r("U8")))
 		case kindStruct:

@@ -65,9 +65,22 @@ func emitTypes(f *File, s *schema) {
 	}
 }
 
+// emitIdentity writes an identity as an opaque struct: values come only
+// from New, Must, UnmarshalText and decoding, which all validate, so every
+// non-zero value is valid and encoders need only reject the zero value
+// instead of re-validating the string on every call.
 func emitIdentity(f *File, d *decl) {
 	docLines(f, docComment(d, d.Name+" is a validated name."))
-	f.Type().Id(d.Name).String()
+	f.Comment("")
+	f.Commentf("A %s holds %d to %d bytes of valid UTF-8 without control characters.", d.Name, d.Min, d.Max)
+	f.Commentf("Build one with New%s or Must%s: every %s other than the zero value", d.Name, d.Name, d.Name)
+	if d.Min > 0 {
+		f.Comment("is valid; the zero value is empty, which encoders reject. Values compare")
+	} else {
+		f.Comment("is valid, and so is the zero value (empty). Values compare")
+	}
+	f.Comment("with == and can key maps.")
+	f.Type().Id(d.Name).Struct(Id("s").String())
 	f.Commentf("Bounds of a %s, in bytes.", d.Name)
 	f.Const().Defs(
 		Id("Min"+d.Name+"Bytes").Op("=").Lit(d.Min),
@@ -76,13 +89,43 @@ func emitIdentity(f *File, d *decl) {
 	f.Commentf("New%s validates s as a %s: it fails with an error wrapping wire.ErrInvalid", d.Name, d.Name)
 	f.Commentf("unless s has %d to %d bytes of valid UTF-8 without control characters.", d.Min, d.Max)
 	f.Func().Id("New"+d.Name).Params(Id("s").String()).Params(Id(d.Name), Error()).Block(
-		Id("v").Op(":=").Id(d.Name).Call(Id("s")),
-		If(Err().Op(":=").Id("v").Dot("Validate").Call(), Err().Op("!=").Nil()).Block(Return(Lit(""), Err())),
-		Return(Id("v"), Nil()),
+		If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), Id("s"), Lit(d.Min), Lit(d.Max)), Err().Op("!=").Nil()).Block(
+			Return(Id(d.Name).Values(), Err()),
+		),
+		Return(Id(d.Name).Values(Id("s")), Nil()),
 	)
-	f.Commentf("Validate fails with an error wrapping wire.ErrInvalid unless v is a valid %s.", d.Name)
-	f.Func().Params(Id("v").Id(d.Name)).Id("Validate").Params().Error().Block(
-		Return(Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), String().Call(Id("v")), Lit(d.Min), Lit(d.Max))),
+	f.Commentf("Must%s is New%s for names known to be valid, such as constants:", d.Name, d.Name)
+	f.Comment("it panics when s is invalid.")
+	f.Func().Id("Must"+d.Name).Params(Id("s").String()).Id(d.Name).Block(
+		List(Id("v"), Err()).Op(":=").Id("New"+d.Name).Call(Id("s")),
+		If(Err().Op("!=").Nil()).Block(Panic(Err())),
+		Return(Id("v")),
+	)
+	f.Comment("String returns the name.")
+	f.Func().Params(Id("v").Id(d.Name)).Id("String").Params().String().Block(Return(Id("v").Dot("s")))
+	f.Comment("IsZero reports whether v is the zero value (the empty name).")
+	f.Func().Params(Id("v").Id(d.Name)).Id("IsZero").Params().Bool().Block(Return(Id("v").Dot("s").Op("==").Lit("")))
+	if d.Min > 0 {
+		f.Commentf("Validate fails with an error wrapping wire.ErrInvalid when v is the zero")
+		f.Commentf("value; every other %s is valid by construction.", d.Name)
+		f.Func().Params(Id("v").Id(d.Name)).Id("Validate").Params().Error().Block(
+			If(Id("v").Dot("s").Op("==").Lit("")).Block(Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit(d.Name+" is empty")))),
+			Return(Nil()),
+		)
+	} else {
+		f.Commentf("Validate returns nil: every %s, the zero value too, is valid.", d.Name)
+		f.Func().Params(Id("v").Id(d.Name)).Id("Validate").Params().Error().Block(Return(Nil()))
+	}
+	f.Comment("MarshalText returns the name, so a value prints as itself in JSON and logs.")
+	f.Func().Params(Id("v").Id(d.Name)).Id("MarshalText").Params().Params(Index().Byte(), Error()).Block(
+		Return(Index().Byte().Call(Id("v").Dot("s")), Nil()),
+	)
+	f.Commentf("UnmarshalText sets *v to the name in b, validated as New%s does.", d.Name)
+	f.Func().Params(Id("v").Op("*").Id(d.Name)).Id("UnmarshalText").Params(Id("b").Index().Byte()).Error().Block(
+		List(Id("x"), Err()).Op(":=").Id("New"+d.Name).Call(String().Call(Id("b"))),
+		If(Err().Op("!=").Nil()).Block(Return(Err())),
+		Op("*").Id("v").Op("=").Id("x"),
+		Return(Nil()),
 	)
 }
 
@@ -128,29 +171,50 @@ func emitStruct(f *File, d *decl) {
 	}
 	for _, m := range checkModes {
 		f.Commentf("%s%s %s", m.prefix, d.Name, m.doc)
-		f.Func().Id(m.prefix + d.Name).Params(Id("v").Op("*").Id(d.Name)).Error().BlockFunc(func(g *Group) {
+		f.Func().Id(m.prefix + d.Name).Params(Id("v").Op("*").Id(d.Name)).Add(m.result()).BlockFunc(func(g *Group) {
 			for _, fl := range d.Fields {
 				checkField(g, m, d, fl, "v."+fl.Name, fl.Type, fl.Name, 0)
 			}
-			g.Return(Nil())
+			g.Return(m.pass())
 		})
 	}
 }
 
-// checkMode is one of the two checkers generated per type: check, for
-// values about to be encoded, proves every rule; verify, for values just
-// decoded, skips the length bounds the reader already enforced.
+// checkMode is one of the three checkers generated per type: check, for
+// values about to be encoded, proves every rule and says which one fails;
+// valid is check as a plain predicate, the encoders' fast path (it builds
+// no errors, so it inlines and costs a few comparisons), with check run
+// only to explain a failure; verify, for values just decoded, skips the
+// length bounds the reader already enforced.
 type checkMode struct {
 	prefix string
 	bounds bool
+	pred   bool
 	doc    string
 }
 
 var (
-	checkAll     = checkMode{"check", true, "checks every rule of the schema on v."}
-	checkDecoded = checkMode{"verify", false, "checks the rules of the schema that decoding does not enforce on v."}
-	checkModes   = []checkMode{checkAll, checkDecoded}
+	checkAll     = checkMode{"check", true, false, "checks every rule of the schema on v."}
+	checkValid   = checkMode{"valid", true, true, "reports whether v keeps every rule of the schema, as check does without the error."}
+	checkDecoded = checkMode{"verify", false, false, "checks the rules of the schema that decoding does not enforce on v."}
+	checkModes   = []checkMode{checkAll, checkValid, checkDecoded}
 )
+
+// result is the result type of m's functions.
+func (m checkMode) result() *Statement {
+	if m.pred {
+		return Bool()
+	}
+	return Error()
+}
+
+// pass is what m's functions return when every rule holds.
+func (m checkMode) pass() *Statement {
+	if m.pred {
+		return True()
+	}
+	return Nil()
+}
 
 // emitBounds exports the declared bounds of d's fields as constants.
 func emitBounds(f *File, d *decl) {
@@ -197,15 +261,23 @@ func hasChecks(t *typeRef, fl *field) bool {
 // element); path is the field path in errors.
 func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef, path string, depth int) {
 	fail := func(cond *Statement, format string, args ...Code) {
+		if m.pred {
+			g.If(cond).Block(Return(False()))
+			return
+		}
 		g.If(cond).Block(Return(Qual(wirePkg, "Rule").Call(append([]Code{Lit(path), Lit(format)}, args...)...)))
 	}
 	within := func(call *Statement) {
+		if m.pred {
+			g.If(Op("!").Add(call)).Block(Return(False()))
+			return
+		}
 		g.If(Err().Op(":=").Add(call), Err().Op("!=").Nil()).Block(Return(Qual(wirePkg, "Within").Call(Lit(path), Err())))
 	}
 	switch t.Kind {
 	case refPrim:
 		if t.Prim == "string" && fl != nil && fl.HasMax && m.bounds {
-			checkLen(g, x, fl.Max, path)
+			checkLen(g, m, x, fl.Max, path)
 		}
 		if fl != nil && fl.HasMin {
 			fail(Id(x).Op("<").Add(num(fl.Min)), "%d under its minimum "+fmt.Sprint(fl.Min), Id(x))
@@ -216,12 +288,19 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		}
 	case refBytes:
 		if fl != nil && fl.HasMax && m.bounds {
-			checkLen(g, x, fl.Max, path)
+			checkLen(g, m, x, fl.Max, path)
 		}
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			within(Id(x).Dot("Validate").Call())
+			if m == checkDecoded {
+				d := t.Decl
+				within(Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), Id(x).Dot("s"), Lit(d.Min), Lit(d.Max)))
+			} else if t.Decl.Min > 0 && m.pred {
+				fail(Id(x).Dot("s").Op("==").Lit(""), "")
+			} else if t.Decl.Min > 0 {
+				within(Id(x).Dot("Validate").Call())
+			}
 		case kindEnum:
 			fail(Op("!").Id(x).Dot("Valid").Call(), "unknown "+t.Decl.Name+" %d", Uint8().Call(Id(x)))
 		case kindStruct:
@@ -243,14 +322,14 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 			max = fl.Max
 		}
 		if m.bounds {
-			checkLen(g, x, max, path)
+			checkLen(g, m, x, max, path)
 		}
 		elemMax := fl != nil && fl.HasElemMax && m.bounds
 		if elemChecks(t.Elem, m) || elemMax {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
 				if elemMax {
-					checkLen(g, x+"["+i+"]", fl.ElemMax, path)
+					checkLen(g, m, x+"["+i+"]", fl.ElemMax, path)
 				}
 				checkField(g, m, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
 			})
@@ -258,9 +337,13 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		if fl != nil && fl.Sorted {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Lit(1), Id(i).Op("<").Len(Id(x)), Id(i).Op("++")).Block(
-				If(compareExpr(t.Elem, x+"["+i+"-1]", x+"["+i+"]").Op(">=").Lit(0)).Block(
-					Return(Qual(wirePkg, "Rule").Call(Lit(path), Lit("not strictly ascending at element %d"), Id(i))),
-				),
+				If(compareExpr(t.Elem, x+"["+i+"-1]", x+"["+i+"]").Op(">=").Lit(0)).BlockFunc(func(g *Group) {
+					if m.pred {
+						g.Return(False())
+						return
+					}
+					g.Return(Qual(wirePkg, "Rule").Call(Lit(path), Lit("not strictly ascending at element %d"), Id(i)))
+				}),
 			)
 		}
 	}
@@ -268,7 +351,11 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 
 // checkLen appends the bound check of len(x): a comparison inline, the
 // error built only when it fails.
-func checkLen(g *Group, x string, max int, path string) {
+func checkLen(g *Group, m checkMode, x string, max int, path string) {
+	if m.pred {
+		g.If(Len(Id(x)).Op(">").Lit(max)).Block(Return(False()))
+		return
+	}
 	g.If(Len(Id(x)).Op(">").Lit(max)).Block(
 		Return(Qual(wirePkg, "Within").Call(Lit(path), Qual(wirePkg, "CheckLen").Call(Lit(""), Len(Id(x)), Lit(max)))),
 	)
@@ -290,6 +377,9 @@ func elemChecks(t *typeRef, m checkMode) bool {
 func compareExpr(t *typeRef, a, b string) *Statement {
 	if t.Kind == refNamed && t.Decl.Kind == kindUnion {
 		return Id("Compare"+t.Decl.Name).Call(Id(a), Id(b))
+	}
+	if t.Kind == refNamed && t.Decl.Kind == kindIdentity {
+		return Qual("cmp", "Compare").Call(Id(a).Dot("s"), Id(b).Dot("s"))
 	}
 	return Qual("cmp", "Compare").Call(Id(a), Id(b))
 }
@@ -314,11 +404,21 @@ func emitUnion(f *File, d *decl) {
 	for i, v := range d.Variants {
 		names[i] = v.Type.Name
 	}
-	f.Commentf("Its variants are %s. A nil %s is invalid.", strings.Join(names, ", "), d.Name)
+	if d.Record {
+		// A record's variants are pointers, so that DecodeInto can reuse
+		// the variant (and its slices) a value already holds.
+		for i := range names {
+			names[i] = "*" + names[i]
+		}
+		f.Commentf("Its variants are %s. A nil %s, or a nil pointer of a", strings.Join(names, ", "), d.Name)
+		f.Comment("variant's type, is invalid.")
+	} else {
+		f.Commentf("Its variants are %s. A nil %s is invalid.", strings.Join(names, ", "), d.Name)
+	}
 	f.Type().Id(d.Name).Interface(methods...)
 
 	for _, v := range d.Variants {
-		f.Func().Params(Id(v.Type.Name)).Id("is" + d.Name).Params().Block()
+		f.Func().Params(variantType(d, v)).Id("is" + d.Name).Params().Block()
 		if d.Partition {
 			f.Commentf("Kind returns %q.", v.KindName)
 			f.Func().Params(Id(v.Type.Name)).Id("Kind").Params().String().Block(Return(Lit(v.KindName)))
@@ -343,27 +443,36 @@ func emitUnion(f *File, d *decl) {
 			continue // a union record's decoder verifies its variant itself
 		}
 		f.Commentf("%s%s checks that v is a valid variant of %s.", m.prefix, d.Name, d.Name)
-		f.Func().Id(m.prefix+d.Name).Params(Id("v").Id(d.Name)).Error().Block(
+		failWith := func(format string, args ...Code) *Statement {
+			if m.pred {
+				return False()
+			}
+			return Qual(wirePkg, "Rule").Call(append([]Code{Lit(""), Lit(format)}, args...)...)
+		}
+		f.Func().Id(m.prefix+d.Name).Params(Id("v").Id(d.Name)).Add(m.result()).Block(
 			Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 				for _, v := range d.Variants {
-					g.Case(Id(v.Type.Name)).BlockFunc(func(g *Group) {
+					g.Case(variantType(d, v)).BlockFunc(func(g *Group) {
+						if d.Record {
+							g.If(Id("x").Op("==").Nil()).Block(Return(failWith("nil *" + v.Type.Name)))
+						}
 						if len(v.Type.Fields) == 0 {
-							g.Return(Nil())
+							g.Return(m.pass())
 							return
 						}
-						g.Return(Id(m.prefix + v.Type.Name).Call(Op("&").Id("x")))
+						g.Return(Id(m.prefix + v.Type.Name).Call(variantArg(d, "x")))
 					})
 				}
-				g.Case(Nil()).Block(Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("no "+d.Name+" variant set"))))
+				g.Case(Nil()).Block(Return(failWith("no " + d.Name + " variant set")))
 			}),
-			Return(Qual(wirePkg, "Rule").Call(Lit(""), Lit("unsupported "+d.Name+" variant %T"), Id("v"))),
+			Return(failWith("unsupported "+d.Name+" variant %T", Id("v"))),
 		)
 	}
 	f.Commentf("tag%s returns the variant tag of v, 0 for an unsupported value.", d.Name)
 	f.Func().Id("tag"+d.Name).Params(Id("v").Id(d.Name)).Uint8().Block(
 		Switch(Id("v").Assert(Type())).BlockFunc(func(g *Group) {
 			for _, v := range d.Variants {
-				g.Case(Id(v.Type.Name)).Block(Return(Lit(int(v.Tag))))
+				g.Case(variantType(d, v)).Block(Return(Lit(int(v.Tag))))
 			}
 		}),
 		Return(Lit(0)),
@@ -391,6 +500,9 @@ func emitUnion(f *File, d *decl) {
 							)
 							continue
 						}
+						if fl.Type.Kind == refNamed && fl.Type.Decl.Kind == kindIdentity {
+							a, b = a+".s", b+".s"
+						}
 						g.If(Id("c").Op(":=").Qual("cmp", "Compare").Call(Id(a), Id(b)), Id("c").Op("!=").Lit(0)).Block(Return(Id("c")))
 					}
 				})
@@ -398,6 +510,24 @@ func emitUnion(f *File, d *decl) {
 		}),
 		Return(Lit(0)),
 	)
+}
+
+// variantType is the Go type of variant v of union d: a record's variants
+// are pointers to their structs, a partition's are the structs.
+func variantType(d *decl, v *variant) *Statement {
+	if d.Record {
+		return Op("*").Id(v.Type.Name)
+	}
+	return Id(v.Type.Name)
+}
+
+// variantArg passes x, a variant of union d in a type switch, to the
+// variant's internal codec functions, which take a pointer.
+func variantArg(d *decl, x string) *Statement {
+	if d.Record {
+		return Id(x)
+	}
+	return Op("&").Id(x)
 }
 
 // unionComparable reports whether every variant field can be ordered.

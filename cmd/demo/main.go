@@ -97,11 +97,11 @@ func (r result) String() string {
 }
 
 func source(i int) gen.RefPartition {
-	return gen.RefPartition{NS: "demo", Repo: gen.RepoName(fmt.Sprintf("repo-%04d", i)), ShardRef: "refs/heads/main"}
+	return gen.RefPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName(fmt.Sprintf("repo-%04d", i)), ShardRef: gen.MustShardRef("refs/heads/main")}
 }
 
 func target(i int) gen.RefIndexPartition {
-	return gen.RefIndexPartition{NS: "demo", Repo: gen.RepoName(fmt.Sprintf("index-%04d", i)), ShardRef: "refs/heads/main"}
+	return gen.RefIndexPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName(fmt.Sprintf("index-%04d", i)), ShardRef: gen.MustShardRef("refs/heads/main")}
 }
 
 // targetKey is the key a row writes: unique per source and sequence.

@@ -10,15 +10,19 @@
 //
 // Design note: the decoders check only what memory safety needs (every
 // length and count against the bytes left, the version and union tags they
-// dispatch on). They do not check identities, bounds, enum values,
-// canonical varints or trailing bytes, and their errors carry no field
-// path; gen decoders do all of that. Byte slices of a decoded value alias
-// the input, as with gen.
+// dispatch on) and what gen's types demand of anyone who builds their
+// values: identity names go through gen.NewNamespaceKey and friends. They
+// do not check bounds, enum values, canonical varints or trailing bytes,
+// and their errors carry no field path; gen decoders do all of that. Like
+// gen's DecodeInto, they decode into a caller's value, reusing its slices
+// and the reservation variant it holds. Byte slices of a decoded value
+// alias the input, as with gen.
 package baseline
 
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 )
@@ -44,30 +48,35 @@ func AppendRelayV1(dst []byte, v gen.RelayV1) []byte {
 
 // DecodeRelayV1 decodes b; byte slices of the result alias b.
 func DecodeRelayV1(b []byte) (gen.RelayV1, error) {
+	var v gen.RelayV1
+	err := DecodeRelayV1Into(b, &v)
+	return v, err
+}
+
+// DecodeRelayV1Into decodes b into *v, reusing the capacity of its slices.
+func DecodeRelayV1Into(b []byte, v *gen.RelayV1) error {
 	d := decoder{b: b}
 	if d.u8() != gen.VersionRelayV1 {
-		return gen.RelayV1{}, ErrCorrupt
+		return ErrCorrupt
 	}
-	var v gen.RelayV1
 	v.Target = d.partition()
-	if n := d.count(2); n > 0 {
-		v.Puts = make([]gen.RelayPut, n)
-		for i := range v.Puts {
-			v.Puts[i].Key = d.bytes()
-			v.Puts[i].Value = d.bytes()
-		}
+	n := d.count(2)
+	v.Puts = slices.Grow(v.Puts[:0], n)[:n]
+	for i := range v.Puts {
+		v.Puts[i].Key = d.bytes()
+		v.Puts[i].Value = d.bytes()
 	}
-	if n := d.count(1); n > 0 {
-		v.Deletes = make([][]byte, n)
-		for i := range v.Deletes {
-			v.Deletes[i] = d.bytes()
-		}
+	n = d.count(1)
+	v.Deletes = slices.Grow(v.Deletes[:0], n)[:n]
+	for i := range v.Deletes {
+		v.Deletes[i] = d.bytes()
 	}
 	v.AtMs = d.u64()
 	if d.bad {
-		return gen.RelayV1{}, ErrCorrupt
+		*v = gen.RelayV1{}
+		return ErrCorrupt
 	}
-	return v, nil
+	return nil
 }
 
 // AppendReservationV1 appends the encoding of v to dst; it does not
@@ -75,25 +84,25 @@ func DecodeRelayV1(b []byte) (gen.RelayV1, error) {
 func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
 	dst = append(dst, gen.VersionReservationV1)
 	switch x := v.(type) {
-	case gen.ReservationTicketed:
+	case *gen.ReservationTicketed:
 		dst = append(dst, 1)
 		dst = append(dst, x.TicketID[:]...)
-	case gen.ReservationCommitted:
+	case *gen.ReservationCommitted:
 		dst = append(dst, 2)
-		dst = appendString(dst, string(x.Repository))
+		dst = appendString(dst, x.Repository.String())
 		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
 		dst = binary.BigEndian.AppendUint64(dst, x.BytesStored)
 		dst = binary.BigEndian.AppendUint64(dst, x.NewToRepo)
 		dst = binary.BigEndian.AppendUint64(dst, x.NewToStore)
 		dst = binary.AppendUvarint(dst, uint64(len(x.Refs)))
 		for i := range x.Refs {
-			dst = appendString(dst, string(x.Refs[i].Ref))
+			dst = appendString(dst, x.Refs[i].Ref.String())
 			dst = appendBytes(dst, x.Refs[i].OldOID)
 			dst = appendBytes(dst, x.Refs[i].NewOID)
 		}
-	case gen.ReservationAborted:
+	case *gen.ReservationAborted:
 		dst = append(dst, 3)
-		dst = appendString(dst, string(x.Repository))
+		dst = appendString(dst, x.Repository.String())
 		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
 		dst = append(dst, uint8(x.Reason))
 		dst = appendString(dst, x.Detail)
@@ -103,73 +112,90 @@ func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
 
 // DecodeReservationV1 decodes b; byte slices of the result alias b.
 func DecodeReservationV1(b []byte) (gen.ReservationV1, error) {
+	var v gen.ReservationV1
+	err := DecodeReservationV1Into(b, &v)
+	return v, err
+}
+
+// DecodeReservationV1Into decodes b into *v, reusing the variant *v holds
+// when b encodes the same one.
+func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 	d := decoder{b: b}
 	if d.u8() != gen.VersionReservationV1 {
-		return nil, ErrCorrupt
+		*v = nil
+		return ErrCorrupt
 	}
-	var v gen.ReservationV1
 	switch d.u8() {
 	case 1:
-		var x gen.ReservationTicketed
+		x, _ := (*v).(*gen.ReservationTicketed)
+		if x == nil {
+			x = new(gen.ReservationTicketed)
+		}
 		copy(x.TicketID[:], d.fixed(len(x.TicketID)))
-		v = x
+		*v = x
 	case 2:
-		var x gen.ReservationCommitted
-		x.Repository = gen.RepoName(d.bytes())
+		x, _ := (*v).(*gen.ReservationCommitted)
+		if x == nil {
+			x = new(gen.ReservationCommitted)
+		}
+		x.Repository = d.repo()
 		x.OccurredAtMs = d.u64()
 		x.BytesStored = d.u64()
 		x.NewToRepo = d.u64()
 		x.NewToStore = d.u64()
-		if n := d.count(3); n > 0 {
-			x.Refs = make([]gen.RefUpdate, n)
-			for i := range x.Refs {
-				x.Refs[i].Ref = gen.ShardRef(d.bytes())
-				x.Refs[i].OldOID = d.bytes()
-				x.Refs[i].NewOID = d.bytes()
-			}
+		n := d.count(3)
+		x.Refs = slices.Grow(x.Refs[:0], n)[:n]
+		for i := range x.Refs {
+			x.Refs[i].Ref = d.ref()
+			x.Refs[i].OldOID = d.bytes()
+			x.Refs[i].NewOID = d.bytes()
 		}
-		v = x
+		*v = x
 	case 3:
-		var x gen.ReservationAborted
-		x.Repository = gen.RepoName(d.bytes())
+		x, _ := (*v).(*gen.ReservationAborted)
+		if x == nil {
+			x = new(gen.ReservationAborted)
+		}
+		x.Repository = d.repo()
 		x.OccurredAtMs = d.u64()
 		x.Reason = gen.AbortReason(d.u8())
 		x.Detail = string(d.bytes())
-		v = x
+		*v = x
 	default:
 		d.bad = true
 	}
 	if d.bad {
-		return nil, ErrCorrupt
+		*v = nil
+		return ErrCorrupt
 	}
-	return v, nil
+	return nil
 }
 
 func appendPartition(dst []byte, p gen.Partition) []byte {
 	switch x := p.(type) {
 	case gen.RefPartition:
 		dst = append(dst, 1)
-		dst = appendString(dst, string(x.NS))
-		dst = appendString(dst, string(x.Repo))
-		dst = appendString(dst, string(x.ShardRef))
+		dst = appendString(dst, x.NS.String())
+		dst = appendString(dst, x.Repo.String())
+		dst = appendString(dst, x.ShardRef.String())
 	case gen.NamespacePartition:
 		dst = append(dst, 2)
-		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, x.NS.String())
 	case gen.CoordinatorPartition:
 		dst = append(dst, 3)
-		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, x.NS.String())
 	case gen.RepoIndexPartition:
 		dst = append(dst, 4)
-		dst = appendString(dst, string(x.NS))
-		dst = appendString(dst, string(x.Repo))
+		dst = appendString(dst, x.NS.String())
+		dst = appendString(dst, x.Repo.String())
 	case gen.RefIndexPartition:
 		dst = append(dst, 5)
-		dst = appendString(dst, string(x.NS))
-		dst = appendString(dst, string(x.Repo))
-		dst = appendString(dst, string(x.ShardRef))
+		dst = appendString(dst, x.NS.String())
+		dst = appendString(dst, x.Repo.String())
+		dst = appendString(dst, x.ShardRef.String())
 	case gen.ContentShardPartition:
 		dst = append(dst, 6)
-		dst = appendString(dst, string(x.NS))
+		dst = appendString(dst, x.NS.String())
 		dst = binary.BigEndian.AppendUint32(dst, x.Shard)
 	}
 	return dst
@@ -274,18 +300,32 @@ func (d *decoder) bytes() []byte {
 func (d *decoder) partition() gen.Partition {
 	switch d.u8() {
 	case 1:
-		return gen.RefPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes()), ShardRef: gen.ShardRef(d.bytes())}
+		return gen.RefPartition{NS: d.ns(), Repo: d.repo(), ShardRef: d.ref()}
 	case 2:
-		return gen.NamespacePartition{NS: gen.NamespaceKey(d.bytes())}
+		return gen.NamespacePartition{NS: d.ns()}
 	case 3:
-		return gen.CoordinatorPartition{NS: gen.NamespaceKey(d.bytes())}
+		return gen.CoordinatorPartition{NS: d.ns()}
 	case 4:
-		return gen.RepoIndexPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes())}
+		return gen.RepoIndexPartition{NS: d.ns(), Repo: d.repo()}
 	case 5:
-		return gen.RefIndexPartition{NS: gen.NamespaceKey(d.bytes()), Repo: gen.RepoName(d.bytes()), ShardRef: gen.ShardRef(d.bytes())}
+		return gen.RefIndexPartition{NS: d.ns(), Repo: d.repo(), ShardRef: d.ref()}
 	case 6:
-		return gen.ContentShardPartition{NS: gen.NamespaceKey(d.bytes()), Shard: d.u32()}
+		return gen.ContentShardPartition{NS: d.ns(), Shard: d.u32()}
 	}
 	d.fail()
 	return nil
+}
+
+// ns, repo and ref read identity names: gen builds them only from valid
+// names.
+func (d *decoder) ns() gen.NamespaceKey { return identity(d, gen.NewNamespaceKey) }
+func (d *decoder) repo() gen.RepoName   { return identity(d, gen.NewRepoName) }
+func (d *decoder) ref() gen.ShardRef    { return identity(d, gen.NewShardRef) }
+
+func identity[T any](d *decoder, build func(string) (T, error)) T {
+	v, err := build(string(d.bytes()))
+	if err != nil && !d.bad {
+		d.fail()
+	}
+	return v
 }

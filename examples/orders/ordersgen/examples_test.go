@@ -22,8 +22,8 @@ func examplesShard() []Shard {
 
 // examplesOrderKey returns valid OrderKey values, minimal first, typical last.
 func examplesOrderKey() []OrderKey {
-	return []OrderKey{OrderKey{Customer: CustomerID("a")}, OrderKey{
-		Customer:   CustomerID("customerid-a"),
+	return []OrderKey{OrderKey{Customer: MustCustomerID("a")}, OrderKey{
+		Customer:   MustCustomerID("customerid-a"),
 		PlacedAtMs: uint64(1099511627783),
 	}}
 }

@@ -142,7 +142,7 @@ func (OrderKey) Tag() Tag {
 
 func appendOrderKey(dst []byte, k *OrderKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagOrderKey))
-	dst = tuple.AppendString(dst, string(k.Customer))
+	dst = tuple.AppendString(dst, k.Customer.s)
 	dst = tuple.AppendUint(dst, uint64(k.PlacedAtMs))
 	return dst
 }
@@ -180,7 +180,11 @@ func readOrderKey(r *tuple.Reader) (k OrderKey, err error) {
 		if err != nil {
 			return
 		}
-		k.Customer = CustomerID(s)
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Customer, err = NewCustomerID(s); err != nil {
+			err = wire.Within("Customer", err)
+			return
+		}
 	}
 	if k.PlacedAtMs, err = r.ReadUint(); err != nil {
 		return

@@ -44,6 +44,18 @@ func malformedOrderKey() [][]byte {
 		}
 		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagOrderKey)+1000), b[tagLen:]...))
 	}
+	{
+		{
+			k := examplesOrderKey()[1]
+			k.Customer = CustomerID{strings.Repeat("x", 41)}
+			out = append(out, appendOrderKey(nil, &k))
+		}
+		{
+			k := examplesOrderKey()[1]
+			k.Customer = CustomerID{"\x01"}
+			out = append(out, appendOrderKey(nil, &k))
+		}
+	}
 	return append(out, []byte{}, []byte{255})
 }
 
@@ -58,15 +70,7 @@ func TestOrderKeyRejectsMalformed(t *testing.T) {
 func TestOrderKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesOrderKey()[1]
-		k.Customer = CustomerID(strings.Repeat("x", 41))
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("Customer over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesOrderKey()[1]
-		k.Customer = ""
+		k.Customer = CustomerID{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
 			t.Errorf("Customer empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
@@ -151,9 +155,18 @@ func TestCustomerIDBounds(t *testing.T) {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		_, err := NewCustomerID(c.in)
+		v, err := NewCustomerID(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewCustomerID(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewCustomerID(%q).String() = %q", c.in, v.String())
+		}
+		u := MustCustomerID("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
 	}
 }

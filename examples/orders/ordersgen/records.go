@@ -95,8 +95,8 @@ const VersionOrderV1 = 1
 // schema (a bound, an identity, an enum value, an order). It does not allocate
 // when dst has room.
 func AppendOrderV1(dst []byte, v OrderV1) ([]byte, error) {
-	if err := checkOrderV1(&v); err != nil {
-		return dst, wire.Within("OrderV1", err)
+	if !validOrderV1(&v) {
+		return dst, wire.Within("OrderV1", checkOrderV1(&v))
 	}
 	return appendOrderV1(append(dst, VersionOrderV1), &v), nil
 }

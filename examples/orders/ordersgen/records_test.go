@@ -92,7 +92,7 @@ func TestOrderV1RoundTrip(t *testing.T) {
 func TestOrderV1DecodeIntoReuses(t *testing.T) {
 	var v OrderV1
 	examples := examplesOrderV1()
-	for _, i := range []int{1, 0, 1, 1, 0} {
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
 		want, err := EncodeOrderV1(examples[i%len(examples)])
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,14 @@ import (
 )
 
 // CustomerID names a customer.
-type CustomerID string
+//
+// A CustomerID holds 1 to 40 bytes of valid UTF-8 without control characters.
+// Build one with NewCustomerID or MustCustomerID: every CustomerID other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type CustomerID struct {
+	s string
+}
 
 // Bounds of a CustomerID, in bytes.
 const (
@@ -20,16 +27,54 @@ const (
 // NewCustomerID validates s as a CustomerID: it fails with an error wrapping wire.ErrInvalid
 // unless s has 1 to 40 bytes of valid UTF-8 without control characters.
 func NewCustomerID(s string) (CustomerID, error) {
-	v := CustomerID(s)
-	if err := v.Validate(); err != nil {
-		return "", err
+	if err := wire.CheckIdentity("CustomerID", s, 1, 40); err != nil {
+		return CustomerID{}, err
 	}
-	return v, nil
+	return CustomerID{s}, nil
 }
 
-// Validate fails with an error wrapping wire.ErrInvalid unless v is a valid CustomerID.
+// MustCustomerID is NewCustomerID for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustCustomerID(s string) CustomerID {
+	v, err := NewCustomerID(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v CustomerID) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v CustomerID) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other CustomerID is valid by construction.
 func (v CustomerID) Validate() error {
-	return wire.CheckIdentity("CustomerID", string(v), 1, 40)
+	if v.s == "" {
+		return wire.Rule("", "CustomerID is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v CustomerID) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewCustomerID does.
+func (v *CustomerID) UnmarshalText(b []byte) error {
+	x, err := NewCustomerID(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
 }
 
 // Status is an order's state.
@@ -105,6 +150,17 @@ func checkShard(v Shard) error {
 	return wire.Rule("", "unsupported Shard variant %T", v)
 }
 
+// validShard checks that v is a valid variant of Shard.
+func validShard(v Shard) bool {
+	switch x := v.(type) {
+	case RegionShard:
+		return validRegionShard(&x)
+	case nil:
+		return false
+	}
+	return false
+}
+
 // verifyShard checks that v is a valid variant of Shard.
 func verifyShard(v Shard) error {
 	switch x := v.(type) {
@@ -151,6 +207,11 @@ func checkRegionShard(v *RegionShard) error {
 	return nil
 }
 
+// validRegionShard reports whether v keeps every rule of the schema, as check does without the error.
+func validRegionShard(v *RegionShard) bool {
+	return true
+}
+
 // verifyRegionShard checks the rules of the schema that decoding does not enforce on v.
 func verifyRegionShard(v *RegionShard) error {
 	return nil
@@ -194,6 +255,25 @@ func checkOrderV1(v *OrderV1) error {
 	return nil
 }
 
+// validOrderV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validOrderV1(v *OrderV1) bool {
+	if !v.Status.Valid() {
+		return false
+	}
+	if len(v.Lines) > 50 {
+		return false
+	}
+	for i := range v.Lines {
+		if !validLine(&v.Lines[i]) {
+			return false
+		}
+	}
+	if len(v.Note) > 200 {
+		return false
+	}
+	return true
+}
+
 // verifyOrderV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyOrderV1(v *OrderV1) error {
 	if !v.Status.Valid() {
@@ -227,6 +307,17 @@ func checkLine(v *Line) error {
 		return wire.Rule("Quantity", "%d under its minimum 1", v.Quantity)
 	}
 	return nil
+}
+
+// validLine reports whether v keeps every rule of the schema, as check does without the error.
+func validLine(v *Line) bool {
+	if len(v.SKU) > 32 {
+		return false
+	}
+	if v.Quantity < 1 {
+		return false
+	}
+	return true
 }
 
 // verifyLine checks the rules of the schema that decoding does not enforce on v.
