@@ -73,7 +73,9 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 		cfg:     cfg,
 		log:     cfg.logger.With("partition", store.PartitionName(p)),
 		started: cfg.clock.Now(),
-		handled: make(map[ident]struct{}, min(budget.MaxTimers, cfg.pageSize)),
+		// Sized by what the run finds, not by the budget: a scheduler runs
+		// this for every due partition, most of which hold a timer or two.
+		handled: make(map[ident]struct{}),
 	}
 	r.c = Ctx{Store: s, Partition: p, NowMs: nowMs, Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
 	err := r.scan(ctx)
@@ -136,13 +138,15 @@ func (r *run) scan(ctx context.Context) error {
 			return fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err)
 		}
 		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires+1)
-		if r.cands == nil {
-			r.cands = make([]candidate, 0, limit)
-			r.keys = make([]store.Key, 0, 2*limit)
-		}
 		page, err := r.s.Scan(ctx, r.p, start, end, after, limit)
 		if err != nil {
 			return fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.p), err)
+		}
+		// Buffers as large as the page, not the limit: a scheduler runs
+		// RunDue for every due partition, most of which hold few timers.
+		if n := len(page.Entries); cap(r.cands) < n {
+			r.cands = make([]candidate, 0, n)
+			r.keys = make([]store.Key, 0, 2*n)
 		}
 		err = r.page(ctx, page.Entries)
 		if errors.Is(err, errStop) {
