@@ -28,6 +28,15 @@ type scratch struct {
 	deletes [][]byte       // decoded deletes of every row
 	dels    []*queued      // the checkpoint's pending deletions
 
+	// readBuf holds the bytes of the window's rows and probeBuf those of
+	// the one-row scans of the queue's head, when the source store is a
+	// store.ScanAppender; page holds a page's rows until they are copied
+	// to raw. Kept between fires, they hold stale row bytes but no
+	// references.
+	readBuf  []byte
+	probeBuf []byte
+	page     []store.KeyValue
+
 	batch store.Batch // the target batch being built
 	ckpt  store.Batch // the checkpoint batch being built
 }
@@ -39,6 +48,10 @@ const scratchKept = 8
 // maxKeptArena bounds the puts and deletes a kept scratch has room for:
 // a default window of rows with 16 writes each.
 const maxKeptArena = 4 * DefaultMaxRows * 16
+
+// maxKeptReadBytes bounds the read buffers a kept scratch keeps: the
+// bytes of a default window (DefaultMaxBytes).
+const maxKeptReadBytes = DefaultMaxBytes
 
 var scratchFree = make(chan *scratch, scratchKept)
 
@@ -86,6 +99,17 @@ func (s *scratch) reset() {
 	if cap(s.deletes) > maxKeptArena {
 		s.deletes = nil
 	}
+	s.page = reuse(s.page)
+	s.readBuf, s.probeBuf = keepBytes(s.readBuf), keepBytes(s.probeBuf)
 	s.batch = store.Batch{Preconditions: reuse(s.batch.Preconditions), Writes: reuse(s.batch.Writes)}
 	s.ckpt = store.Batch{Preconditions: reuse(s.ckpt.Preconditions), Writes: reuse(s.ckpt.Writes)}
+}
+
+// keepBytes returns b emptied, or nil when it is over maxKeptReadBytes:
+// a rare window of large rows does not pin its buffer.
+func keepBytes(b []byte) []byte {
+	if cap(b) > maxKeptReadBytes {
+		return nil
+	}
+	return b[:0]
 }

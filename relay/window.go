@@ -111,7 +111,7 @@ func (f *fire) readWindow(ctx context.Context) error {
 	remaining, size := limit, 0
 	var after store.Cursor
 	for {
-		page, err := f.c.Store.Scan(ctx, f.c.Partition, start, end, after, min(ScanPageRows, remaining))
+		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, remaining), &f.readBuf)
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
@@ -133,6 +133,25 @@ func (f *fire) readWindow(ctx context.Context) error {
 		}
 		after = page.Next
 	}
+}
+
+// scanQueue reads one page of the source's queue. When the source store
+// is a store.ScanAppender the rows' bytes are appended to *buf, which the
+// fire's scratch keeps for the next fire: a relay reads every row it
+// delivers, and copying each into fresh memory doubled the bytes a
+// relayed row allocates, and with them the garbage collector's work. The
+// page's rows are valid until the next scanQueue.
+func (f *fire) scanQueue(ctx context.Context, start, end store.Key, after store.Cursor, limit int, buf *[]byte) (store.ScanPage, error) {
+	sa, ok := f.c.Store.(store.ScanAppender)
+	if !ok {
+		return f.c.Store.Scan(ctx, f.c.Partition, start, end, after, limit)
+	}
+	page, out, err := sa.AppendScan(ctx, f.c.Partition, start, end, after, limit, f.page[:0], *buf)
+	if err != nil {
+		return store.ScanPage{}, err
+	}
+	*buf, f.page = out, page.Entries
+	return page, nil
 }
 
 // decodeWindow decodes the rows read, in order, stopping at the first
@@ -258,7 +277,8 @@ func (f *fire) costOf(rec *gen.RelayV1, win int) rowCost {
 // but a bounded window must never hide a long queued tail), and counts a
 // lag-exceeded fire.
 func (f *fire) recordBacklog(ctx context.Context) error {
-	page, err := f.c.Store.Scan(ctx, f.c.Partition, queueStart, queueEnd, nil, 1)
+	f.probeBuf = f.probeBuf[:0]
+	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
 	if err != nil {
 		return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
 	}
