@@ -24,6 +24,7 @@ type scratch struct {
 	costs   []rowCost // their costs, laid out likewise (group.costs)
 	bounds  []int     // group boundaries in grouped
 	groupOf map[gen.Partition]int
+	decoder rowDecoder     // remembers each group's encoded target (id: the group)
 	puts    []gen.RelayPut // decoded puts of every row (Row.Record.Puts)
 	deletes [][]byte       // decoded deletes of every row
 	dels    []*queued      // the checkpoint's pending deletions
@@ -61,7 +62,7 @@ func getScratch() *scratch {
 	case s := <-scratchFree:
 		return s
 	default:
-		return &scratch{groupOf: make(map[gen.Partition]int)}
+		return &scratch{groupOf: make(map[gen.Partition]int), decoder: rowDecoder{known: make(map[string]knownTarget)}}
 	}
 }
 
@@ -91,6 +92,7 @@ func (s *scratch) reset() {
 	s.dispatched = dispatched{delivered: reuse(s.delivered)}
 	s.flat, s.grouped, s.costs, s.bounds = reuse(s.flat), reuse(s.grouped), reuse(s.costs), reuse(s.bounds)
 	clear(s.groupOf)
+	s.decoder.reset()
 	s.puts, s.deletes, s.dels = reuse(s.puts), reuse(s.deletes), reuse(s.dels)
 	// Keep no decode arena a rare window of wide rows grew large.
 	if cap(s.puts) > maxKeptArena {

@@ -169,7 +169,8 @@ func (f *fire) decodeWindow() {
 	last := -1
 	for _, kv := range f.raw {
 		row := Row{Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
-		if err := decodeRow(kv, &row); err != nil {
+		g, err := f.decodeRow(kv, &row)
+		if err != nil {
 			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			f.corrupt = true
 			f.exhausted = false
@@ -187,17 +188,21 @@ func (f *fire) decodeWindow() {
 			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.c.NowMs-row.Record.AtMs)
 			f.lagExceeded = true
 		}
-		// Consecutive rows often share a target: try the last one first.
-		g := last
-		if g < 0 || f.groups[g].target != row.Record.Target {
-			var ok bool
-			if g, ok = f.groupOf[row.Record.Target]; !ok {
-				g = len(f.groups)
-				f.groupOf[row.Record.Target] = g
-				f.groups = append(f.groups, group{target: row.Record.Target})
+		if g < 0 {
+			// A target decoded anew: consecutive rows often share one, so
+			// try the last first.
+			g = last
+			if g < 0 || f.groups[g].target != row.Record.Target {
+				var ok bool
+				if g, ok = f.groupOf[row.Record.Target]; !ok {
+					g = len(f.groups)
+					f.groupOf[row.Record.Target] = g
+					f.groups = append(f.groups, group{target: row.Record.Target})
+					f.decoder.remember(kv.Value, row.Record.Target, g)
+				}
 			}
-			last = g
 		}
+		last = g
 		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})
 		f.flat = append(f.flat, row)
 	}
@@ -238,17 +243,19 @@ func (f *fire) groupRows() {
 }
 
 // decodeRow parses one queued row's key and decodes its value into row,
-// reusing the capacity of row.Record's slices.
-func decodeRow(kv store.KeyValue, row *Row) error {
+// reusing the capacity of row.Record's slices, and returns the group of
+// its target when the target is one the window has seen (-1: decoded
+// anew).
+func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 	k, err := gen.ParseRelayKey(kv.Key)
 	if err != nil {
-		return fmt.Errorf("bad relay queue key: %w", err)
+		return -1, fmt.Errorf("bad relay queue key: %w", err)
 	}
 	if k.Seq == 0 {
-		return fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
+		return -1, fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
 	}
 	row.Seq = k.Seq
-	return gen.DecodeRelayV1Into(kv.Value, &row.Record)
+	return f.decoder.decode(kv.Value, &row.Record)
 }
 
 // costOf sizes one row against the target's limits, as Batch.Validate
