@@ -151,6 +151,9 @@ func (f *fire) scanQueue(ctx context.Context, start, end store.Key, after store.
 		return store.ScanPage{}, err
 	}
 	*buf, f.page = out, page.Entries
+	if buf == &f.readBuf {
+		f.readsKept = true
+	}
 	return page, nil
 }
 
