@@ -230,8 +230,11 @@ func (f *fire) groupRows() {
 	for g := 1; g < len(f.bounds); g++ {
 		f.bounds[g] += f.bounds[g-1]
 	}
-	f.grouped = append(f.grouped[:0], make([]Row, n)...)
-	f.costs = append(f.costs[:0], make([]rowCost, n)...)
+	// Every slot is written below, so none is zeroed first: zeroing rows
+	// (which hold pointers) costs a write barrier per pointer while the
+	// collector marks.
+	f.grouped = slices.Grow(f.grouped[:0], n)[:n]
+	f.costs = slices.Grow(f.costs[:0], n)[:n]
 	for g := range f.groups {
 		lo, hi := f.bounds[g], f.bounds[g+1]
 		f.groups[g].rows, f.groups[g].costs = f.grouped[lo:lo:hi], f.costs[lo:lo:hi]
