@@ -25,7 +25,11 @@ import (
 //
 // On a machine of few cores shared with other work, the garbage
 // collector's background work competes with the benchmark for them; -cpu 1
-// shows the cost without that contention.
+// shows the cost without that contention. The collector's cycles also fall
+// in step with a benchmark's fixed per-op pattern, so they can land more
+// in the relay's timed regions than in the baseline's at one target count
+// and the reverse at another, for the same bytes allocated: compare B/row,
+// and ratios across target counts, with that in mind.
 
 // opRows is the rows relayed per benchmark op: four fires of the default
 // window (4*relay.DefaultMaxRows rows).
