@@ -140,7 +140,9 @@ func (f *fire) readWindow(ctx context.Context) error {
 // fire's scratch keeps for the next fire: a relay reads every row it
 // delivers, and copying each into fresh memory doubled the bytes a
 // relayed row allocates, and with them the garbage collector's work. The
-// page's rows are valid until the next scanQueue.
+// page's Entries slice is reused by the next scanQueue; the rows' bytes
+// stay valid until *buf is emptied (readBuf only when the fire ends,
+// probeBuf before each one-row probe).
 func (f *fire) scanQueue(ctx context.Context, start, end store.Key, after store.Cursor, limit int, buf *[]byte) (store.ScanPage, error) {
 	sa, ok := f.c.Store.(store.ScanAppender)
 	if !ok {
