@@ -220,7 +220,7 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 				f := storetest.WithFaults(s)
 				f.BeforeApply(func(_ context.Context, p store.Partition, b *store.Batch) error {
 					if p != sourcePartition || requires(b, store.Key(gen.AppendRelayScanKey(nil))) {
-						captured = append(captured, step{p, b.Clone()})
+						captured = append(captured, step{p, deepClone(b)})
 					}
 					return nil
 				})
@@ -259,6 +259,22 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deepClone copies b with its keys and values: the relay reuses its
+// buffers from one fire to the next (a store keeps no byte slice passed
+// in past the call), so a capture that outlives the Apply must copy them.
+func deepClone(b *store.Batch) *store.Batch {
+	c := b.Clone()
+	for i := range c.Preconditions {
+		p := &c.Preconditions[i]
+		p.Key, p.Value = bytes.Clone(p.Key), bytes.Clone(p.Value)
+	}
+	for i := range c.Writes {
+		w := &c.Writes[i]
+		w.Key, w.Value = bytes.Clone(w.Key), bytes.Clone(w.Value)
+	}
+	return c
 }
 
 func requires(b *store.Batch, key store.Key) bool {

@@ -12,19 +12,24 @@ import (
 //	ns/row          time per relayed row
 //	rows/s          relayed rows per second
 //	allocs/row      heap allocations per relayed row
+//	B/row           heap bytes allocated per relayed row
 //
 // and those that run the baseline beside the relay (the same batches
 // applied directly: see plan) report baseline-ns/row, baseline-rows/s,
-// baseline-allocs/row and relay/baseline, the ratio of the two times. All
-// are measured over the timed regions only: rows are queued, and the
-// baseline planned, with the timer stopped. Run them with
+// baseline-allocs/row, baseline-B/row and relay/baseline, the ratio of
+// the two times. All are measured over the timed regions only: rows are
+// queued, and the baseline planned, with the timer stopped. Run them with
 //
 //	go test -run '^$' -bench . -count 6 -cpu 1,2 ./bench/ | tee new.txt
 //	benchstat new.txt
 //
 // On a machine of few cores shared with other work, the garbage
 // collector's background work competes with the benchmark for them; -cpu 1
-// shows the cost without that contention.
+// shows the cost without that contention. The collector's cycles also fall
+// in step with a benchmark's fixed per-op pattern, so they can land more
+// in the relay's timed regions than in the baseline's at one target count
+// and the reverse at another, for the same bytes allocated: compare B/row,
+// and ratios across target counts, with that in mind.
 
 // opRows is the rows relayed per benchmark op: four fires of the default
 // window (4*relay.DefaultMaxRows rows).
@@ -36,16 +41,18 @@ var targetCounts = []int{1, 10, 100}
 type meter struct {
 	d       time.Duration
 	mallocs uint64
+	bytes   uint64
 	rows    int
 
 	t0 time.Time
 	m0 uint64
+	b0 uint64
 }
 
 func (m *meter) start() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	m.m0 = ms.Mallocs
+	m.m0, m.b0 = ms.Mallocs, ms.TotalAlloc
 	m.t0 = time.Now()
 }
 
@@ -54,6 +61,7 @@ func (m *meter) stop(rows int) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.mallocs += ms.Mallocs - m.m0
+	m.bytes += ms.TotalAlloc - m.b0
 	m.rows += rows
 }
 
@@ -64,6 +72,9 @@ func (m *meter) report(b *testing.B, prefix string) {
 	b.ReportMetric(m.nsPerRow(), prefix+"ns/row")
 	b.ReportMetric(float64(m.rows)/m.d.Seconds(), prefix+"rows/s")
 	b.ReportMetric(float64(m.mallocs)/float64(m.rows), prefix+"allocs/row")
+	// Bytes as well as allocations: with few cores the garbage
+	// collector's work, which grows with the bytes, is much of the cost.
+	b.ReportMetric(float64(m.bytes)/float64(m.rows), prefix+"B/row")
 }
 
 // timed runs fn in the benchmark's timed region, metering exactly fn

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -24,23 +25,42 @@ import (
 // partition or range (never a silent restart); with store.ErrUnavailable
 // when ctx ends or the engine fails. It is safe for concurrent use.
 func (l *Layer) Scan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int) (store.ScanPage, error) {
+	page, _, err := l.scan(ctx, p, start, end, after, limit, nil, nil)
+	return page, err
+}
+
+// AppendScan implements store.ScanAppender: it reads the page Scan would
+// read, appending its rows to rows and their bytes to buf (a new array
+// only when buf has no room). It fails as Scan does, returning an empty
+// page and buf as passed; it does not retain rows or buf. It is safe for
+// concurrent use (on distinct rows and buf).
+func (l *Layer) AppendScan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, error) {
+	return l.scan(ctx, p, start, end, after, limit, rows, buf)
+}
+
+var _ store.ScanAppender = (*Layer)(nil)
+
+// scan is Scan and AppendScan: the page's rows are appended to rows and
+// their bytes to buf.
+func (l *Layer) scan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, error) {
+	fail := func(err error) (store.ScanPage, []byte, error) { return store.ScanPage{}, buf, err }
 	if limit < 1 {
-		return store.ScanPage{}, fmt.Errorf("fdblayer: scan %s: %w: limit %d < 1", store.PartitionName(p), store.ErrInvalid, limit)
+		return fail(fmt.Errorf("fdblayer: scan %s: %w: limit %d < 1", store.PartitionName(p), store.ErrInvalid, limit))
 	}
 	if len(start) > l.caps.MaxKeyBytes || len(end) > l.caps.MaxKeyBytes {
-		return store.ScanPage{}, fmt.Errorf("fdblayer: scan %s: %w: range bound over %d bytes", store.PartitionName(p), store.ErrInvalid, l.caps.MaxKeyBytes)
+		return fail(fmt.Errorf("fdblayer: scan %s: %w: range bound over %d bytes", store.PartitionName(p), store.ErrInvalid, l.caps.MaxKeyBytes))
 	}
 	s := l.getScratch()
 	defer l.putScratch(s)
 	sub, err := l.appendSubspace(s.buf[:0], p)
 	if err != nil {
-		return store.ScanPage{}, fmt.Errorf("fdblayer: scan: %w", err)
+		return fail(fmt.Errorf("fdblayer: scan: %w", err))
 	}
 	from := start
 	var last []byte
 	if after != nil {
 		if last, err = parseCursor(after, sub, start, end); err != nil {
-			return store.ScanPage{}, fmt.Errorf("fdblayer: scan %s: %w", store.PartitionName(p), err)
+			return fail(fmt.Errorf("fdblayer: scan %s: %w", store.PartitionName(p), err))
 		}
 		from = last
 	}
@@ -64,54 +84,56 @@ func (l *Layer) Scan(ctx context.Context, p store.Partition, start, end store.Ke
 		stop = append(stop, partitionEnd)
 	}
 	if bytes.Compare(begin, stop) >= 0 {
-		return store.ScanPage{}, nil
+		return store.ScanPage{Entries: rows}, buf, nil
 	}
 
 	n := min(limit, l.maxScanRows)
 	var page store.ScanPage
+	out := buf
 	err = l.read(ctx, p, "scan", func(txn ReadTxn) error {
 		// One row more than the page says whether the range goes on.
-		rows, err := txn.GetRange(s.rows[:0], begin, stop, n+1)
-		s.rows = rows
+		got, err := txn.GetRange(s.rows[:0], begin, stop, n+1)
+		s.rows = got
 		if err != nil {
 			return err
 		}
-		more := len(rows) > n
+		more := len(got) > n
 		if more {
-			rows = rows[:n]
+			got = got[:n]
 		}
-		page = copyPage(rows, len(sub))
+		page.Entries, out = appendPage(rows, buf, got, len(sub))
 		if more {
 			page.Next = appendCursor(nil, sub, start, end, page.Entries[len(page.Entries)-1].Key)
 		}
 		return nil
 	})
 	if err != nil {
-		return store.ScanPage{}, err
+		return fail(err)
 	}
-	return page, nil
+	return page, out, nil
 }
 
-// copyPage copies engine rows into caller-owned entries, dropping the
-// subspace prefix (the first prefixLen bytes) of every key. One allocation
-// holds all the bytes; every key and value is capped so that appending to
-// one cannot overwrite the next.
-func copyPage(rows []KeyValue, prefixLen int) store.ScanPage {
+// appendPage copies engine rows into caller-owned entries, appended to
+// dst, their bytes appended to buf, dropping the subspace prefix (the
+// first prefixLen bytes) of every key. At most one allocation holds all
+// the bytes (none when buf has room); every key and value is capped so
+// that appending to one cannot overwrite the next.
+func appendPage(dst []store.KeyValue, buf []byte, rows []KeyValue, prefixLen int) ([]store.KeyValue, []byte) {
 	if len(rows) == 0 {
-		return store.ScanPage{}
+		return dst, buf
 	}
 	n := 0
 	for _, r := range rows {
 		n += len(r.Key) - prefixLen + len(r.Value)
 	}
-	arena := make([]byte, 0, n)
-	entries := make([]store.KeyValue, len(rows))
-	for i, r := range rows {
-		k := len(arena)
-		arena = append(arena, r.Key[prefixLen:]...)
-		v := len(arena)
-		arena = append(arena, r.Value...)
-		entries[i] = store.KeyValue{Key: arena[k:v:v], Value: arena[v:len(arena):len(arena)]}
+	buf = slices.Grow(buf, n)
+	dst = slices.Grow(dst, len(rows))
+	for _, r := range rows {
+		k := len(buf)
+		buf = append(buf, r.Key[prefixLen:]...)
+		v := len(buf)
+		buf = append(buf, r.Value...)
+		dst = append(dst, store.KeyValue{Key: buf[k:v:v], Value: buf[v:len(buf):len(buf)]})
 	}
-	return store.ScanPage{Entries: entries}
+	return dst, buf
 }

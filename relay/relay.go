@@ -333,7 +333,8 @@ func (f *fire) remaining(ctx context.Context) (bool, error) {
 	if len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered {
 		return true, nil
 	}
-	page, err := f.c.Store.Scan(ctx, f.c.Partition, queueStart, queueEnd, nil, 1)
+	f.probeBuf = f.probeBuf[:0]
+	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
 	if err != nil {
 		return false, fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 	}

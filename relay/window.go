@@ -111,7 +111,7 @@ func (f *fire) readWindow(ctx context.Context) error {
 	remaining, size := limit, 0
 	var after store.Cursor
 	for {
-		page, err := f.c.Store.Scan(ctx, f.c.Partition, start, end, after, min(ScanPageRows, remaining))
+		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, remaining), &f.readBuf)
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
@@ -135,6 +135,30 @@ func (f *fire) readWindow(ctx context.Context) error {
 	}
 }
 
+// scanQueue reads one page of the source's queue. When the source store
+// is a store.ScanAppender the rows' bytes are appended to *buf, which the
+// fire's scratch keeps for the next fire: a relay reads every row it
+// delivers, and copying each into fresh memory doubled the bytes a
+// relayed row allocates, and with them the garbage collector's work. The
+// page's Entries slice is reused by the next scanQueue; the rows' bytes
+// stay valid until *buf is emptied (readBuf only when the fire ends,
+// probeBuf before each one-row probe).
+func (f *fire) scanQueue(ctx context.Context, start, end store.Key, after store.Cursor, limit int, buf *[]byte) (store.ScanPage, error) {
+	sa, ok := f.c.Store.(store.ScanAppender)
+	if !ok {
+		return f.c.Store.Scan(ctx, f.c.Partition, start, end, after, limit)
+	}
+	page, out, err := sa.AppendScan(ctx, f.c.Partition, start, end, after, limit, f.page[:0], *buf)
+	if err != nil {
+		return store.ScanPage{}, err
+	}
+	*buf, f.page = out, page.Entries
+	if buf == &f.readBuf {
+		f.readsKept = true
+	}
+	return page, nil
+}
+
 // decodeWindow decodes the rows read, in order, stopping at the first
 // corrupt key or value (a zero sequence is corrupt), and groups the valid
 // prefix by target in order of first sequence.
@@ -150,7 +174,8 @@ func (f *fire) decodeWindow() {
 	last := -1
 	for _, kv := range f.raw {
 		row := Row{Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
-		if err := decodeRow(kv, &row); err != nil {
+		g, err := f.decodeRow(kv, &row)
+		if err != nil {
 			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			f.corrupt = true
 			f.exhausted = false
@@ -168,17 +193,21 @@ func (f *fire) decodeWindow() {
 			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.c.NowMs-row.Record.AtMs)
 			f.lagExceeded = true
 		}
-		// Consecutive rows often share a target: try the last one first.
-		g := last
-		if g < 0 || f.groups[g].target != row.Record.Target {
-			var ok bool
-			if g, ok = f.groupOf[row.Record.Target]; !ok {
-				g = len(f.groups)
-				f.groupOf[row.Record.Target] = g
-				f.groups = append(f.groups, group{target: row.Record.Target})
+		if g < 0 {
+			// A target decoded anew: consecutive rows often share one, so
+			// try the last first.
+			g = last
+			if g < 0 || f.groups[g].target != row.Record.Target {
+				var ok bool
+				if g, ok = f.groupOf[row.Record.Target]; !ok {
+					g = len(f.groups)
+					f.groupOf[row.Record.Target] = g
+					f.groups = append(f.groups, group{target: row.Record.Target})
+					f.decoder.remember(kv.Value, row.Record.Target, g)
+				}
 			}
-			last = g
 		}
+		last = g
 		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})
 		f.flat = append(f.flat, row)
 	}
@@ -203,8 +232,11 @@ func (f *fire) groupRows() {
 	for g := 1; g < len(f.bounds); g++ {
 		f.bounds[g] += f.bounds[g-1]
 	}
-	f.grouped = append(f.grouped[:0], make([]Row, n)...)
-	f.costs = append(f.costs[:0], make([]rowCost, n)...)
+	// Every slot is written below, so none is zeroed first: zeroing rows
+	// (which hold pointers) costs a write barrier per pointer while the
+	// collector marks.
+	f.grouped = slices.Grow(f.grouped[:0], n)[:n]
+	f.costs = slices.Grow(f.costs[:0], n)[:n]
 	for g := range f.groups {
 		lo, hi := f.bounds[g], f.bounds[g+1]
 		f.groups[g].rows, f.groups[g].costs = f.grouped[lo:lo:hi], f.costs[lo:lo:hi]
@@ -219,17 +251,19 @@ func (f *fire) groupRows() {
 }
 
 // decodeRow parses one queued row's key and decodes its value into row,
-// reusing the capacity of row.Record's slices.
-func decodeRow(kv store.KeyValue, row *Row) error {
+// reusing the capacity of row.Record's slices, and returns the group of
+// its target when the target is one the window has seen (-1: decoded
+// anew).
+func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 	k, err := gen.ParseRelayKey(kv.Key)
 	if err != nil {
-		return fmt.Errorf("bad relay queue key: %w", err)
+		return -1, fmt.Errorf("bad relay queue key: %w", err)
 	}
 	if k.Seq == 0 {
-		return fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
+		return -1, fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
 	}
 	row.Seq = k.Seq
-	return gen.DecodeRelayV1Into(kv.Value, &row.Record)
+	return f.decoder.decode(kv.Value, &row.Record)
 }
 
 // costOf sizes one row against the target's limits, as Batch.Validate
@@ -258,7 +292,8 @@ func (f *fire) costOf(rec *gen.RelayV1, win int) rowCost {
 // but a bounded window must never hide a long queued tail), and counts a
 // lag-exceeded fire.
 func (f *fire) recordBacklog(ctx context.Context) error {
-	page, err := f.c.Store.Scan(ctx, f.c.Partition, queueStart, queueEnd, nil, 1)
+	f.probeBuf = f.probeBuf[:0]
+	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
 	if err != nil {
 		return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
 	}

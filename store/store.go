@@ -106,6 +106,25 @@ type ScanPage struct {
 	Next Cursor
 }
 
+// ScanAppender is implemented by stores that can read a scan page into
+// memory the caller provides and reuses: a caller that reads many pages
+// and is done with each before it reads the next (a relay draining its
+// queue) then allocates no page anew, and what its reads cost the garbage
+// collector stays flat. Callers ask for it with a type assertion, as
+// DueIndex callers do, and fall back to Scan.
+type ScanAppender interface {
+	// AppendScan reads the page Scan would read with the same arguments,
+	// and fails as Scan does. It appends the page's rows to rows and their
+	// keys' and values' bytes to buf, as append does (a new array only
+	// when buf has no room), and returns the page, whose Entries are rows
+	// extended, and buf extended. The bytes of the rows it appends alias
+	// the returned buf, which stays the caller's: the store does not
+	// retain rows or buf. Each key and value is capped to its length, so
+	// that appending to one cannot overwrite another. On error it returns
+	// an empty page and buf as passed.
+	AppendScan(ctx context.Context, p Partition, start, end Key, after Cursor, limit int, rows []KeyValue, buf []byte) (ScanPage, []byte, error)
+}
+
 // PartitionStats is the approximate size of one partition.
 type PartitionStats struct {
 	// ApproximateBytes estimates the bytes of keys and values stored in

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,9 +96,10 @@ func (r *rule) matches(c Call) bool {
 // Faults wraps a store.Store and injects faults into it: failed calls,
 // commits whose result is lost, delays, and hooks that change the store
 // between a caller's reads and its write. With nothing configured it is
-// transparent. *Faults implements store.Store and store.DueIndex (whose
-// methods fail with store.ErrInvalid when the inner store keeps no due
-// index: wrap such a store only where no code asserts DueIndex). It and
+// transparent. *Faults implements store.Store, store.ScanAppender and
+// store.DueIndex (whose methods fail with store.ErrInvalid when the inner
+// store keeps no due index: wrap such a store only where no code asserts
+// DueIndex). It and
 // its configuration methods are safe for concurrent use, and
 // configuration may change while calls are in flight (a call sees the
 // configuration of the moment it started).
@@ -350,6 +352,55 @@ func (f *Faults) Scan(ctx context.Context, p store.Partition, start, end store.K
 	return page, nil
 }
 
+// AppendScan implements store.ScanAppender. It is counted, delayed,
+// failed and hooked as a Scan (MethodScan), so that code reading through
+// either method sees the same faults; an inner store that is not a
+// store.ScanAppender is read with Scan and its page copied into rows and
+// buf.
+func (f *Faults) AppendScan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, error) {
+	c := Call{Method: MethodScan, Partition: p, Start: start, End: end, After: after, Limit: limit}
+	pl := f.start(&c)
+	if err := pl.enter(ctx, &c); err != nil {
+		return store.ScanPage{}, buf, err
+	}
+	var (
+		page store.ScanPage
+		out  []byte
+		err  error
+	)
+	if sa, ok := f.inner.(store.ScanAppender); ok {
+		page, out, err = sa.AppendScan(ctx, p, start, end, after, limit, rows, buf)
+	} else if page, err = f.inner.Scan(ctx, p, start, end, after, limit); err == nil {
+		page.Entries, out = appendRows(rows, buf, page.Entries)
+	}
+	if err != nil {
+		return store.ScanPage{}, buf, err
+	}
+	if err := pl.leaveRead(ctx, &c); err != nil {
+		return store.ScanPage{}, buf, err
+	}
+	return page, out, nil
+}
+
+// appendRows appends copies of src to dst, their bytes to buf, each key
+// and value capped, as a store.ScanAppender does. buf grows once, before
+// the first copy, so that every copy lies in the buf returned.
+func appendRows(dst []store.KeyValue, buf []byte, src []store.KeyValue) ([]store.KeyValue, []byte) {
+	n := 0
+	for _, r := range src {
+		n += len(r.Key) + len(r.Value)
+	}
+	buf = slices.Grow(buf, n)
+	for _, r := range src {
+		k := len(buf)
+		buf = append(buf, r.Key...)
+		v := len(buf)
+		buf = append(buf, r.Value...)
+		dst = append(dst, store.KeyValue{Key: buf[k:v:v], Value: buf[v:len(buf):len(buf)]})
+	}
+	return dst, buf
+}
+
 // Apply implements store.Store.
 func (f *Faults) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
 	c := Call{Method: MethodApply, Partition: p, Batch: b}
@@ -443,6 +494,7 @@ func (f *Faults) dueIndex(c *Call) (store.DueIndex, error) {
 }
 
 var (
-	_ store.Store    = (*Faults)(nil)
-	_ store.DueIndex = (*Faults)(nil)
+	_ store.Store        = (*Faults)(nil)
+	_ store.DueIndex     = (*Faults)(nil)
+	_ store.ScanAppender = (*Faults)(nil)
 )

@@ -368,3 +368,26 @@ func TestFaultsRejectsBadConfiguration(t *testing.T) {
 		t.Fatalf("Method(42).String() = %q", got)
 	}
 }
+
+// TestFaultsAppendScanIsAScan: AppendScan is counted and faulted as a Scan,
+// so a test that fails the Nth scan fails it whichever method reads, and
+// it appends what Scan reads.
+func TestFaultsAppendScanIsAScan(t *testing.T) {
+	ff := newFaultsFixture(t)
+	injected := errors.New("injected")
+	ff.f.FailNth(MethodScan, 2, injected)
+	noErr(t, ff.call(MethodScan), "Scan 1")
+	buf := []byte("held")
+	page, out, err := ff.f.AppendScan(ff.ctx, ff.p, fullStart, fullEnd, nil, 10, nil, buf)
+	if !errors.Is(err, injected) || page.Entries != nil || string(out) != "held" {
+		t.Fatalf("AppendScan as scan 2 = %v, %q, %v; want the injected error, no rows, buf as passed", page, out, err)
+	}
+	page, out, err = ff.f.AppendScan(ff.ctx, ff.p, fullStart, fullEnd, nil, 10, nil, buf)
+	noErr(t, err, "AppendScan as scan 3")
+	if !sameRows(page.Entries, rows("k", "v")) || string(out) != "heldkv" {
+		t.Fatalf("AppendScan = %s, buf %q; want k=v appended to buf", showRows(page.Entries), out)
+	}
+	if n := ff.f.Calls(MethodScan); n != 3 {
+		t.Fatalf("%d scans counted, want 3", n)
+	}
+}

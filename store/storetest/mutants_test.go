@@ -47,6 +47,8 @@ var mutants = []mutant{
 	{"end-inclusive", "Scan/BoundsHalfOpen", fdbLikeCaps, func(m *model) store.Store { return endInclusive{m} }},
 	{"next-on-empty-page", "Scan/NextNilExactlyWhenExhausted", fdbLikeCaps, func(m *model) store.Store { return nextOnEmptyPage{m} }},
 	{"next-nil-one-row-early", "Scan/NextNilExactlyWhenExhausted", fdbLikeCaps, func(m *model) store.Store { return earlyNilNext{m} }},
+	{"append-scan-drops-rows", "Scan/AppendScanAppendsWhatScanReads", fdbLikeCaps, func(m *model) store.Store { return appendScanDropsRows{m} }},
+	{"append-scan-shares-bytes", "Scan/AppendScanAppendsWhatScanReads", fdbLikeCaps, func(m *model) store.Store { return appendScanSharesBytes{m} }},
 	{"one-partition", "Partition/SameKeyTwoValues", fdbLikeCaps, func(m *model) store.Store { return onePartition{m} }},
 	{"writes-unencodable-partition", "Partition/UnencodableIsInvalid", fdbLikeCaps, func(m *model) store.Store { return fallbackPartition{m} }},
 	{"key-limit-exclusive", "Limits/KeyAtLimit", fdbLikeCaps, func(m *model) store.Store { return keyLimitExclusive{m} }},
@@ -121,6 +123,32 @@ func TestSuiteCatchesMutants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appendScanDropsRows appends a page over the rows passed in, not after
+// them.
+type appendScanDropsRows struct{ store.Store }
+
+func (s appendScanDropsRows) AppendScan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, error) {
+	page, err := s.Store.Scan(ctx, p, start, end, after, limit)
+	if err != nil {
+		return store.ScanPage{}, buf, err
+	}
+	page.Entries, buf = appendRows(rows[:0], buf, page.Entries)
+	return page, buf, nil
+}
+
+// appendScanSharesBytes hands out its own page's bytes, leaving buf
+// alone: rows alias store memory, not the caller's buffer.
+type appendScanSharesBytes struct{ store.Store }
+
+func (s appendScanSharesBytes) AppendScan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, error) {
+	page, err := s.Store.Scan(ctx, p, start, end, after, limit)
+	if err != nil {
+		return store.ScanPage{}, buf, err
+	}
+	page.Entries = append(rows, page.Entries...)
+	return page, buf, nil
 }
 
 type writesOnFailedGuard struct{ store.Store }

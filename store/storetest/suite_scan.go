@@ -26,6 +26,7 @@ var scanChecks = []check{
 	{"NextNilExactlyWhenExhausted", testScanNextNil},
 	{"ResumesAcrossInsertsAndDeletes", testScanResumes},
 	{"LimitBelowOneInvalid", testScanLimitBelowOne},
+	{"AppendScanAppendsWhatScanReads", testAppendScan},
 }
 
 // scanPages pages through [start, end) of p, limit rows a page, checking
