@@ -12,12 +12,12 @@ import (
 func decodeSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
 	targets := []gen.Partition{
-		gen.NamespacePartition{NS: "target-000"},
-		gen.NamespacePartition{NS: "target-001"},
-		gen.NamespacePartition{NS: "t"},
-		gen.RefPartition{NS: "tenant", Repo: "repo", ShardRef: "refs/heads/main"},
-		gen.CoordinatorPartition{NS: "target-000"},
-		gen.ContentShardPartition{NS: "tenant", Shard: 7},
+		gen.NamespacePartition{NS: gen.MustNamespaceKey("target-000")},
+		gen.NamespacePartition{NS: gen.MustNamespaceKey("target-001")},
+		gen.NamespacePartition{NS: gen.MustNamespaceKey("t")},
+		gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")},
+		gen.CoordinatorPartition{NS: gen.MustNamespaceKey("target-000")},
+		gen.ContentShardPartition{NS: gen.MustNamespaceKey("tenant"), Shard: 7},
 	}
 	var out [][]byte
 	for i, t := range targets {

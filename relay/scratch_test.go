@@ -37,9 +37,9 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 			}
 			s.raw = append(s.raw, store.KeyValue{Key: row, Value: row})
 			s.rows = append(s.rows, queued{key: row, value: row})
-			s.flat = append(s.flat, Row{Record: gen.RelayV1{Target: gen.NamespacePartition{NS: "t"}}})
+			s.flat = append(s.flat, Row{Record: gen.RelayV1{Target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}}})
 			s.puts = append(s.puts, gen.RelayPut{Key: row})
-			s.groups = append(s.groups, group{target: gen.NamespacePartition{NS: "t"}})
+			s.groups = append(s.groups, group{target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}})
 			s.batch.Put(store.Key(row), store.Value(row))
 			s.reset()
 			if len(s.raw) != 0 || len(s.rows) != 0 || len(s.flat) != 0 || len(s.puts) != 0 {
