@@ -16,11 +16,35 @@ import (
 // (retryable engine errors are retried first, within the retry limit).
 // It is safe for concurrent use.
 func (l *Layer) Get(ctx context.Context, p store.Partition, key store.Key) (store.Value, bool, error) {
-	vals, err := l.GetMany(ctx, p, []store.Key{key})
+	// GetMany for one key, without its per-call slices: handlers read a
+	// mark or a cursor before nearly every batch.
+	if err := l.checkKey(key); err != nil {
+		return nil, false, fmt.Errorf("fdblayer: get from %s: key 0: %w", store.PartitionName(p), err)
+	}
+	s := l.getScratch()
+	defer l.putScratch(s)
+	full, err := l.appendSubspace(s.buf[:0], p)
+	if err != nil {
+		return nil, false, fmt.Errorf("fdblayer: get: %w", err)
+	}
+	full = append(full, key...)
+	s.buf, s.keys = full, append(s.keys[:0], full)
+	var out store.Value
+	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
+		vals, err := txn.GetMany(s.vals[:0], s.keys)
+		s.vals = vals
+		if err != nil {
+			return err
+		}
+		if vals[0] != nil {
+			out = append(make(store.Value, 0, len(vals[0])), vals[0]...)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	return vals[0], vals[0] != nil, nil
+	return out, out != nil, nil
 }
 
 // GetMany reads several rows of partition p from one snapshot, issuing
