@@ -14,9 +14,13 @@ all: lint test
 generate:
 	$(GO) generate ./...
 
-## test: the README's test command; CI runs exactly this (.ci/run)
+## test: the README's test command; CI runs exactly this (.ci/run). It also
+## vets and tests bench/codecs, the nested module that holds gen's codecs
+## byte-identical to its hand-written baseline.
 test: lint
 	$(GO) test -race -count=1 ./...
+	$(GO) -C bench/codecs vet ./...
+	$(GO) -C bench/codecs test -count=1 ./...
 
 ## fuzz: every native fuzz target for FUZZTIME each (default 10s)
 fuzz:

@@ -229,12 +229,12 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("version, variant or enum value, a length over its bound, a non-canonical")
 	f.Comment("encoding or a broken rule fail with a *wire.DecodeError wrapping")
 	f.Comment("wire.ErrCorrupt. It never panics. Byte slices of the result alias b.")
+	f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
+		Var().Id("v").Id(name),
+		Err().Op(":=").Id("Decode"+name+"Into").Call(Id("b"), Op("&").Id("v")),
+		Return(Id("v"), Err()),
+	)
 	if d.Kind == kindUnion {
-		f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
-			Var().Id("v").Id(name),
-			Err().Op(":=").Id("Decode"+name+"Into").Call(Id("b"), Op("&").Id("v")),
-			Return(Id("v"), Err()),
-		)
 		f.Commentf("Decode%sInto decodes b into *v as Decode%s does. When *v already", name, name)
 		f.Comment("holds the variant b encodes, that variant is decoded in place, reusing the")
 		f.Comment("capacity of its slices, so a loop decoding into one value allocates only for")
@@ -277,11 +277,6 @@ func emitRecordAPI(f *File, d *decl) {
 		f.Line()
 		return
 	}
-	f.Func().Id("Decode"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
-		Var().Id("v").Id(name),
-		Err().Op(":=").Id("Decode"+name+"Into").Call(Id("b"), Op("&").Id("v")),
-		Return(Id("v"), Err()),
-	)
 	f.Commentf("Decode%sInto decodes b into *v as Decode%s does, reusing the", name, name)
 	f.Comment("capacity of v's slices, so a loop decoding into one value allocates only")
 	f.Comment("for strings and union variants. On error *v is zeroed.")
