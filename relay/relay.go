@@ -317,6 +317,12 @@ type fire struct {
 	scan          gen.RelayScanV1
 	scanValue     store.Value // the raw value (even a corrupt one), for the guard
 
+	// decodeRead's progress: raw[:decoded] is decoded, lastGroup-1 is the
+	// last row's group (0: none yet), needPuts and needDeletes size the
+	// arenas of the next fire.
+	decoded, lastGroup    int
+	needPuts, needDeletes int
+
 	// scratch holds the window (rows read, decoded and grouped), the
 	// delivery results and the batches being built.
 	*scratch

@@ -122,10 +122,14 @@ func (f *fire) readWindow(ctx context.Context) error {
 			}
 			n := len(kv.Key) + len(kv.Value)
 			if len(f.raw) > 0 && size+n > f.budget.MaxBytes {
+				f.decodeRead()
 				return nil
 			}
 			size += n
 			f.raw = append(f.raw, kv)
+		}
+		if !f.decodeRead() {
+			return nil // a corrupt row ends the window
 		}
 		if remaining <= 0 || page.Next == nil {
 			f.exhausted = page.Next == nil
@@ -159,30 +163,32 @@ func (f *fire) scanQueue(ctx context.Context, start, end store.Key, after store.
 	return page, nil
 }
 
-// decodeWindow decodes the rows read, in order, stopping at the first
-// corrupt key or value (a zero sequence is corrupt), and groups the valid
-// prefix by target in order of first sequence.
-func (f *fire) decodeWindow() {
-	if len(f.raw) == 0 {
-		return
+// decodeRead decodes the rows read since its last call, in order,
+// stopping at the first corrupt key or value (a zero sequence is
+// corrupt), and reports whether the window may go on. readWindow calls it
+// after each page, while the page's bytes are still in the cache: decoding
+// the whole window after reading it touched every row cold a second time.
+func (f *fire) decodeRead() bool {
+	if f.corrupt {
+		return false
 	}
 	// Decoded puts and deletes go into the scratch's arenas; a row that
-	// does not fit the room left gets its own, and the arena grows for
-	// the next fire.
-	puts, deletes := f.puts[:0], f.deletes[:0]
-	needPuts, needDeletes := 0, 0
-	last := -1
-	for _, kv := range f.raw {
+	// does not fit the room left gets its own, and decodeWindow grows the
+	// arena for the next fire.
+	puts, deletes := f.puts, f.deletes
+	defer func() { f.puts, f.deletes = puts, deletes }()
+	for ; f.decoded < len(f.raw); f.decoded++ {
+		kv := f.raw[f.decoded]
 		row := Row{Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
 		g, err := f.decodeRow(kv, &row)
 		if err != nil {
 			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			f.corrupt = true
 			f.exhausted = false
-			break
+			return false
 		}
-		needPuts += len(row.Record.Puts)
-		needDeletes += len(row.Record.Deletes)
+		f.needPuts += len(row.Record.Puts)
+		f.needDeletes += len(row.Record.Deletes)
 		if len(row.Record.Puts) <= cap(puts)-len(puts) {
 			puts = puts[:len(puts)+len(row.Record.Puts)]
 		}
@@ -196,7 +202,7 @@ func (f *fire) decodeWindow() {
 		if g < 0 {
 			// A target decoded anew: consecutive rows often share one, so
 			// try the last first.
-			g = last
+			g = f.lastGroup - 1
 			if g < 0 || f.groups[g].target != row.Record.Target {
 				var ok bool
 				if g, ok = f.groupOf[row.Record.Target]; !ok {
@@ -207,16 +213,25 @@ func (f *fire) decodeWindow() {
 				}
 			}
 		}
-		last = g
+		f.lastGroup = g + 1
 		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})
 		f.flat = append(f.flat, row)
 	}
-	f.puts, f.deletes = puts, deletes
-	if needPuts > cap(puts) {
-		f.puts = make([]gen.RelayPut, 0, needPuts)
+	return true
+}
+
+// decodeWindow finishes decoding the window (decodeRead) and groups the
+// valid prefix by target in order of first sequence.
+func (f *fire) decodeWindow() {
+	if len(f.raw) == 0 {
+		return
 	}
-	if needDeletes > cap(deletes) {
-		f.deletes = make([][]byte, 0, needDeletes)
+	f.decodeRead()
+	if f.needPuts > cap(f.puts) {
+		f.puts = make([]gen.RelayPut, 0, f.needPuts)
+	}
+	if f.needDeletes > cap(f.deletes) {
+		f.deletes = make([][]byte, 0, f.needDeletes)
 	}
 	f.groupRows()
 }
