@@ -76,9 +76,15 @@ func (s *Scheduler) failed(p store.Partition, what string, err error) error {
 // parked is the normal state of a partition in flight, not contention.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
 	parked, wake := listedMs == ParkedWakeMs, listedMs
-	for attempt := range maxWakeAttempts {
+	// A partition listed due (not parked) normally has no lease: finish
+	// deleted it. The first claim then guards on its absence without
+	// reading it first; only when that guard fails is the lease read, to
+	// tell a live holder from an expired one. A parked listing reads it
+	// first: it is normally held.
+	readLease, rereadWake := parked, false
+	for attempt := 0; attempt < maxWakeAttempts; {
 		nowMs := clock.NowMs(s.clock)
-		if attempt > 0 {
+		if rereadWake {
 			// The wake time moved since it was listed or read: it says
 			// whether the entry is stale.
 			at, ok, err := s.due.NextWake(ctx, p)
@@ -90,14 +96,18 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				s.count(MetricSchedulerStale, p)
 				return nil, nil
 			}
-			wake = at
+			wake, rereadWake = at, false
 		}
-		observed, present, err := s.store.Get(ctx, p, s.leaseKey)
-		if err != nil {
-			return nil, fmt.Errorf("read lease: %w", err)
-		}
-		if !present {
-			observed = nil
+		var observed store.Value
+		present := false
+		if readLease {
+			var err error
+			if observed, present, err = s.store.Get(ctx, p, s.leaseKey); err != nil {
+				return nil, fmt.Errorf("read lease: %w", err)
+			}
+			if !present {
+				observed = nil
+			}
 		}
 		recovered := false
 		if present {
@@ -143,6 +153,12 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
 			// A timer write lowered the wake time, or a worker fired the
 			// partition, since it was listed: look again.
+			attempt++
+			rereadWake = true
+			continue
+		case out.Outcome == store.PreconditionFailed && !readLease:
+			// A lease exists after all: read it and decide.
+			readLease = true
 			continue
 		case out.Outcome == store.PreconditionFailed:
 			r.Contended++
