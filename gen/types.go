@@ -504,7 +504,7 @@ func checkPartition(v Partition) error {
 	return wire.Rule("", "unsupported Partition variant %T", v)
 }
 
-// validPartition checks that v is a valid variant of Partition.
+// validPartition reports whether v is a valid variant of Partition.
 func validPartition(v Partition) bool {
 	switch x := v.(type) {
 	case RefPartition:
@@ -1151,7 +1151,7 @@ func checkReservationV1(v ReservationV1) error {
 	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
 }
 
-// validReservationV1 checks that v is a valid variant of ReservationV1.
+// validReservationV1 reports whether v is a valid variant of ReservationV1.
 func validReservationV1(v ReservationV1) bool {
 	switch x := v.(type) {
 	case *ReservationTicketed:

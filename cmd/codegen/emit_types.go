@@ -442,7 +442,11 @@ func emitUnion(f *File, d *decl) {
 		if d.Record && m == checkDecoded {
 			continue // a union record's decoder verifies its variant itself
 		}
-		f.Commentf("%s%s checks that v is a valid variant of %s.", m.prefix, d.Name, d.Name)
+		if m.pred {
+			f.Commentf("%s%s reports whether v is a valid variant of %s.", m.prefix, d.Name, d.Name)
+		} else {
+			f.Commentf("%s%s checks that v is a valid variant of %s.", m.prefix, d.Name, d.Name)
+		}
 		failWith := func(format string, args ...Code) *Statement {
 			if m.pred {
 				return False()

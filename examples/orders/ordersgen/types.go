@@ -150,7 +150,7 @@ func checkShard(v Shard) error {
 	return wire.Rule("", "unsupported Shard variant %T", v)
 }
 
-// validShard checks that v is a valid variant of Shard.
+// validShard reports whether v is a valid variant of Shard.
 func validShard(v Shard) bool {
 	switch x := v.(type) {
 	case RegionShard:
