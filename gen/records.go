@@ -46,6 +46,40 @@ func sizePartition(v Partition) int {
 	return 1
 }
 
+func matchPartition(r *wire.Reader, v Partition) bool {
+	m := *r
+	switch x := v.(type) {
+	case RefPartition:
+		if !validRefPartition(&x) || !m.MatchU8(1) || !m.MatchString(x.NS.s) || !m.MatchString(x.Repo.s) || !m.MatchString(x.ShardRef.s) {
+			return false
+		}
+	case NamespacePartition:
+		if !validNamespacePartition(&x) || !m.MatchU8(2) || !m.MatchString(x.NS.s) {
+			return false
+		}
+	case CoordinatorPartition:
+		if !validCoordinatorPartition(&x) || !m.MatchU8(3) || !m.MatchString(x.NS.s) {
+			return false
+		}
+	case RepoIndexPartition:
+		if !validRepoIndexPartition(&x) || !m.MatchU8(4) || !m.MatchString(x.NS.s) || !m.MatchString(x.Repo.s) {
+			return false
+		}
+	case RefIndexPartition:
+		if !validRefIndexPartition(&x) || !m.MatchU8(5) || !m.MatchString(x.NS.s) || !m.MatchString(x.Repo.s) || !m.MatchString(x.ShardRef.s) {
+			return false
+		}
+	case ContentShardPartition:
+		if !validContentShardPartition(&x) || !m.MatchU8(6) || !m.MatchString(x.NS.s) || !m.MatchU32(x.Shard) {
+			return false
+		}
+	default:
+		return false
+	}
+	*r = m
+	return true
+}
+
 func readPartition(r *wire.Reader, field string) Partition {
 	tag := r.U8(field)
 	switch tag {
@@ -255,8 +289,10 @@ func DecodeU64Value(b []byte) (U64Value, error) {
 }
 
 // DecodeU64ValueInto decodes b into *v as DecodeU64Value does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeU64ValueInto(b []byte, v *U64Value) error {
 	r := wire.NewReader(b, "U64Value")
 	r.Version(VersionU64Value)
@@ -303,7 +339,10 @@ func sizeRelayV1(v *RelayV1) int {
 }
 
 func readRelayV1(r *wire.Reader, v *RelayV1) {
-	v.Target = readPartition(r, "RelayV1.Target")
+	if !matchPartition(r, v.Target) {
+		v.Target = readPartition(r, "RelayV1.Target")
+		r.FailErr("RelayV1.Target", verifyPartition(v.Target))
+	}
 	{
 		ni := r.Len("RelayV1.Puts", 98, 2)
 		if cap(v.Puts) >= ni {
@@ -360,8 +399,10 @@ func DecodeRelayV1(b []byte) (RelayV1, error) {
 }
 
 // DecodeRelayV1Into decodes b into *v as DecodeRelayV1 does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeRelayV1Into(b []byte, v *RelayV1) error {
 	r := wire.NewReader(b, "RelayV1")
 	r.Version(VersionRelayV1)
@@ -428,7 +469,10 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 			v.Blocked = make([]Partition, ni)
 		}
 		for i := range v.Blocked {
-			v.Blocked[i] = readPartition(r, "RelayScanV1.Blocked")
+			if !matchPartition(r, v.Blocked[i]) {
+				v.Blocked[i] = readPartition(r, "RelayScanV1.Blocked")
+				r.FailErr("RelayScanV1.Blocked", verifyPartition(v.Blocked[i]))
+			}
 		}
 	}
 }
@@ -464,8 +508,10 @@ func DecodeRelayScanV1(b []byte) (RelayScanV1, error) {
 }
 
 // DecodeRelayScanV1Into decodes b into *v as DecodeRelayScanV1 does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
 	r := wire.NewReader(b, "RelayScanV1")
 	r.Version(VersionRelayScanV1)
@@ -531,8 +577,10 @@ func DecodeBacklog(b []byte) (Backlog, error) {
 }
 
 // DecodeBacklogInto decodes b into *v as DecodeBacklog does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeBacklogInto(b []byte, v *Backlog) error {
 	r := wire.NewReader(b, "Backlog")
 	r.Version(VersionBacklog)
@@ -893,8 +941,10 @@ func DecodeLeasedShard(b []byte) (LeasedShard, error) {
 }
 
 // DecodeLeasedShardInto decodes b into *v as DecodeLeasedShard does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
 	r := wire.NewReader(b, "LeasedShard")
 	r.Version(VersionLeasedShard)
@@ -1008,8 +1058,10 @@ func DecodeLeaseRecovery(b []byte) (LeaseRecovery, error) {
 }
 
 // DecodeLeaseRecoveryInto decodes b into *v as DecodeLeaseRecovery does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
 	r := wire.NewReader(b, "LeaseRecovery")
 	r.Version(VersionLeaseRecovery)
@@ -1075,8 +1127,10 @@ func DecodeOutcomeTimer(b []byte) (OutcomeTimer, error) {
 }
 
 // DecodeOutcomeTimerInto decodes b into *v as DecodeOutcomeTimer does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
 	r := wire.NewReader(b, "OutcomeTimer")
 	r.Version(VersionOutcomeTimer)
@@ -1129,7 +1183,10 @@ func sizeWatermarkCheckpoint(v *WatermarkCheckpoint) int {
 }
 
 func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
-	v.Coordinator = readPartition(r, "WatermarkCheckpoint.Coordinator")
+	if !matchPartition(r, v.Coordinator) {
+		v.Coordinator = readPartition(r, "WatermarkCheckpoint.Coordinator")
+		r.FailErr("WatermarkCheckpoint.Coordinator", verifyPartition(v.Coordinator))
+	}
 	v.CeilingMs = r.U64("WatermarkCheckpoint.CeilingMs")
 	v.MinimumMs = r.U64("WatermarkCheckpoint.MinimumMs")
 	if r.Present("WatermarkCheckpoint.Recovery") {
@@ -1176,8 +1233,10 @@ func DecodeWatermarkCheckpoint(b []byte) (WatermarkCheckpoint, error) {
 }
 
 // DecodeWatermarkCheckpointInto decodes b into *v as DecodeWatermarkCheckpoint does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
 	r := wire.NewReader(b, "WatermarkCheckpoint")
 	r.Version(VersionWatermarkCheckpoint)
@@ -1243,8 +1302,10 @@ func DecodeSchedulerLeaseV1(b []byte) (SchedulerLeaseV1, error) {
 }
 
 // DecodeSchedulerLeaseV1Into decodes b into *v as DecodeSchedulerLeaseV1 does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
 	r := wire.NewReader(b, "SchedulerLeaseV1")
 	r.Version(VersionSchedulerLeaseV1)

@@ -941,14 +941,6 @@ func validRelayV1(v *RelayV1) bool {
 
 // verifyRelayV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyRelayV1(v *RelayV1) error {
-	if err := verifyPartition(v.Target); err != nil {
-		return wire.Within("Target", err)
-	}
-	for i := range v.Puts {
-		if err := verifyRelayPut(&v.Puts[i]); err != nil {
-			return wire.Within("Puts", err)
-		}
-	}
 	return nil
 }
 
@@ -1044,11 +1036,6 @@ func validRelayScanV1(v *RelayScanV1) bool {
 
 // verifyRelayScanV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyRelayScanV1(v *RelayScanV1) error {
-	for i := range v.Blocked {
-		if err := verifyPartition(v.Blocked[i]); err != nil {
-			return wire.Within("Blocked", err)
-		}
-	}
 	for i := 1; i < len(v.Blocked); i++ {
 		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
 			return wire.Rule("Blocked", "not strictly ascending at element %d", i)
@@ -1519,9 +1506,6 @@ func validWatermarkCheckpoint(v *WatermarkCheckpoint) bool {
 
 // verifyWatermarkCheckpoint checks the rules of the schema that decoding does not enforce on v.
 func verifyWatermarkCheckpoint(v *WatermarkCheckpoint) error {
-	if err := verifyPartition(v.Coordinator); err != nil {
-		return wire.Within("Coordinator", err)
-	}
 	if v.MinimumMs > v.CeilingMs {
 		return wire.Rule("MinimumMs", "%d over CeilingMs %d", v.MinimumMs, v.CeilingMs)
 	}

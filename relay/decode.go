@@ -4,22 +4,19 @@ import (
 	"bytes"
 
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
 )
 
 // Design note: the rows a fire reads for one target repeat that target's
-// encoded partition, and decoding it allocates every time (the union's
-// variant box and each identity string), the relay's largest allocation
-// per row after the store's own. A rowDecoder remembers the encoded
-// partitions of the targets it has seen in the window; a row whose bytes
-// after the version byte start with one of them gets that target's
-// partition and has only its other fields decoded (decodeRest). The
-// codec is strict and canonical, and a partition's encoding is
-// self-delimiting, so equal bytes there decode to an equal, valid target.
-// Any doubt (an unknown version, a rest that does not decode) falls back
-// to the generated decoder, which also gives the error. This knows
-// RelayV1's layout after Target (puts, deletes, at_ms), as the codec
-// writes it; FuzzRowDecoderMatchesCodec holds it to gen.DecodeRelayV1Into.
+// encoded partition. gen.DecodeRelayV1Into keeps the Target a record
+// already holds when the bytes encode it again, decoding (and allocating)
+// nothing for it. A rowDecoder remembers the encoded partitions of the
+// targets it has seen in the window, so that it can hand the decoder the
+// right one for each row, and the row's group with it. Which target to
+// offer is only a hint: the decoder compares the bytes itself, so a
+// wrong guess costs a full decode, never a wrong row. The key of a
+// target is its encoding as the codec writes it after the version byte
+// (gen.AppendRelayV1 of a record holding only that target tells where it
+// ends).
 
 // maxTargetLens bounds the distinct encoded-target lengths a rowDecoder
 // looks up per row: targets named alike share a length, and a window of
@@ -57,21 +54,35 @@ func (d *rowDecoder) reset() {
 // gets that partition and decode returns its id; otherwise it returns -1
 // (the target was decoded anew).
 func (d *rowDecoder) decode(value []byte, rec *gen.RelayV1) (id int, err error) {
-	if len(value) > 0 && value[0] == gen.VersionRelayV1 {
-		body := value[1:]
-		for _, n := range d.lens {
-			if n > len(body) {
-				continue
-			}
+	k, ok := d.lookup(value)
+	if ok {
+		rec.Target = k.target
+	}
+	if err := gen.DecodeRelayV1Into(value, rec); err != nil {
+		return -1, err
+	}
+	if !ok || rec.Target != k.target {
+		return -1, nil
+	}
+	return k.id, nil
+}
+
+// lookup finds the remembered target whose encoding follows value's
+// version byte.
+func (d *rowDecoder) lookup(value []byte) (knownTarget, bool) {
+	if len(value) == 0 || value[0] != gen.VersionRelayV1 {
+		return knownTarget{}, false
+	}
+	body := value[1:]
+	for _, n := range d.lens {
+		if n <= len(body) {
 			// A string conversion in a map index does not allocate.
-			k, ok := d.known[string(body[:n])]
-			if ok && decodeRest(body[n:], rec) {
-				rec.Target = k.target
-				return k.id, nil
+			if k, ok := d.known[string(body[:n])]; ok {
+				return k, true
 			}
 		}
 	}
-	return -1, gen.DecodeRelayV1Into(value, rec)
+	return knownTarget{}, false
 }
 
 // remember records that value decoded (by decode) to a record whose
@@ -103,33 +114,4 @@ func (d *rowDecoder) remember(value []byte, t gen.Partition, id int) {
 		d.lens = append(d.lens, n)
 	}
 	d.known[key] = knownTarget{target: t, id: id}
-}
-
-// decodeRest decodes RelayV1's fields after Target from b, the encoding
-// after the version byte and the target, into rec as the generated
-// decoder does (same bounds, same reuse of rec's slices), and reports
-// whether b decoded, exactly to its end. It leaves rec.Target alone.
-func decodeRest(b []byte, rec *gen.RelayV1) bool {
-	r := wire.NewReader(b, "RelayV1")
-	n := r.Len("RelayV1.Puts", gen.MaxRelayV1Puts, 2)
-	if cap(rec.Puts) >= n {
-		rec.Puts = rec.Puts[:n]
-	} else {
-		rec.Puts = make([]gen.RelayPut, n)
-	}
-	for i := range rec.Puts {
-		rec.Puts[i].Key = r.Bytes("RelayPut.Key", gen.MaxRelayPutKey)
-		rec.Puts[i].Value = r.Bytes("RelayPut.Value", gen.MaxRelayPutValue)
-	}
-	n = r.Len("RelayV1.Deletes", gen.MaxRelayV1Deletes, 1)
-	if cap(rec.Deletes) >= n {
-		rec.Deletes = rec.Deletes[:n]
-	} else {
-		rec.Deletes = make([][]byte, n)
-	}
-	for i := range rec.Deletes {
-		rec.Deletes[i] = r.Bytes("RelayV1.Deletes", gen.MaxRelayV1DeletesElem)
-	}
-	rec.AtMs = r.U64("RelayV1.AtMs")
-	return r.Finish() == nil
 }

@@ -33,6 +33,66 @@ func emitRecords(f *File, s *schema) {
 	}
 }
 
+// emitUnionMatch writes matchX for a union whose variants hold only
+// scalars and names: when v is valid and the bytes at r encode it, it
+// consumes them and reports true, so a decoder keeps v instead of
+// decoding (and allocating) and verifying it again; otherwise it consumes
+// nothing.
+func emitUnionMatch(f *File, d *decl) {
+	f.Func().Id("match"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("v").Id(d.Name)).Bool().Block(
+		Id("m").Op(":=").Op("*").Id("r"),
+		Switch(Id("x").Op(":=").Id("v").Assert(Type())).BlockFunc(func(g *Group) {
+			for _, vr := range d.Variants {
+				// Only a valid value may be kept unverified: every name
+				// but the zero one is valid by construction.
+				conds := []Code{Id("valid" + vr.Type.Name).Call(Op("&").Id("x")), Id("m").Dot("MatchU8").Call(Lit(int(vr.Tag)))}
+				for _, fl := range vr.Type.Fields {
+					conds = append(conds, matchField(Id("x").Dot(fl.Name), fl.Type))
+				}
+				var cond *Statement
+				for i, c := range conds {
+					if i == 0 {
+						cond = Op("!").Add(c)
+					} else {
+						cond = cond.Op("||").Op("!").Add(c)
+					}
+				}
+				g.Case(Id(vr.Type.Name)).Block(If(cond).Block(Return(False())))
+			}
+			g.Default().Block(Return(False()))
+		}),
+		Op("*").Id("r").Op("=").Id("m"),
+		Return(True()),
+	)
+}
+
+// matchField is the call that matches the encoding of x, of type t: a
+// scalar, an enum or a name (see unionComparable).
+func matchField(x *Statement, t *typeRef) *Statement {
+	m := Id("m")
+	switch {
+	case t.Kind == refNamed && t.Decl.Kind == kindIdentity:
+		return m.Dot("MatchString").Call(x.Dot("s"))
+	case t.Kind == refNamed: // an enum
+		return m.Dot("MatchU8").Call(Uint8().Call(x))
+	}
+	switch t.Prim {
+	case "uint8":
+		return m.Dot("MatchU8").Call(x)
+	case "uint16":
+		return m.Dot("MatchU16").Call(x)
+	case "uint32":
+		return m.Dot("MatchU32").Call(x)
+	case "int64":
+		return m.Dot("MatchU64").Call(Uint64().Call(x))
+	case "bool":
+		return m.Dot("MatchBool").Call(x)
+	case "string":
+		return m.Dot("MatchString").Call(x)
+	}
+	return m.Dot("MatchU64").Call(x)
+}
+
 // valueParam is how d's values pass to its internal codec functions:
 // structs by pointer, unions as the interface.
 func valueParam(d *decl) *Statement {
@@ -158,6 +218,9 @@ func emitUnionCodec(f *File, d *decl) {
 	if d.Record {
 		return // a union record decodes in DecodeX, variant by variant
 	}
+	if unionComparable(d) {
+		emitUnionMatch(f, d)
+	}
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
 		Id("tag").Op(":=").Id("r").Dot("U8").Call(Id("field")),
 		Switch(Id("tag")).BlockFunc(func(g *Group) {
@@ -278,8 +341,10 @@ func emitRecordAPI(f *File, d *decl) {
 		return
 	}
 	f.Commentf("Decode%sInto decodes b into *v as Decode%s does, reusing the", name, name)
-	f.Comment("capacity of v's slices, so a loop decoding into one value allocates only")
-	f.Comment("for strings and union variants. On error *v is zeroed.")
+	f.Comment("capacity of v's slices and keeping a partition (or other union of scalars")
+	f.Comment("and names) v holds when b encodes it again, so a loop decoding into one")
+	f.Comment("value allocates only for strings and new union values. On error *v is")
+	f.Comment("zeroed.")
 	f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
 		Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
 		Id("r").Dot("Version").Call(Id("Version"+name)),
@@ -493,7 +558,16 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 		case kindStruct:
 			g.Id("read"+t.Decl.Name).Call(Id("r"), Op("&").Id(x))
 		case kindUnion:
-			set(Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)))
+			if unionComparable(t.Decl) {
+				// DecodeInto keeps the value held when the bytes encode it
+				// again: rows naming one partition decode it once.
+				g.If(Op("!").Id("match"+t.Decl.Name).Call(Id("r"), Id(x))).Block(
+					Id(x).Op("=").Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)),
+					Id("r").Dot("FailErr").Call(Lit(path), Id("verify"+t.Decl.Name).Call(Id(x))),
+				)
+			} else {
+				set(Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)))
+			}
 		}
 	case refPtr:
 		g.If(r("Present")).BlockFunc(func(g *Group) {

@@ -304,11 +304,13 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		case kindEnum:
 			fail(Op("!").Id(x).Dot("Valid").Call(), "unknown "+t.Decl.Name+" %d", Uint8().Call(Id(x)))
 		case kindStruct:
-			if len(t.Decl.Fields) > 0 {
+			if structChecks(t.Decl, m) {
 				within(Id(m.prefix + t.Decl.Name).Call(Op("&").Id(x)))
 			}
 		case kindUnion:
-			within(Id(m.prefix + t.Decl.Name).Call(Id(x)))
+			if !verifiedOnRead(t, m) {
+				within(Id(m.prefix + t.Decl.Name).Call(Id(x)))
+			}
 		}
 	case refPtr:
 		if t.Elem.Kind == refNamed {
@@ -369,8 +371,59 @@ func elemChecks(t *typeRef, m checkMode) bool {
 		return false
 	case refPrim:
 		return t.Prim == "string" && m.bounds
+	case refNamed:
+		switch {
+		case t.Decl.Kind == kindStruct:
+			return structChecks(t.Decl, m)
+		case verifiedOnRead(t, m):
+			return false
+		}
 	}
 	return hasChecks(t, nil)
+}
+
+// structChecks reports whether checking a value of struct d in mode m
+// does anything: a verifier of plain bytes and bounded strings has
+// nothing left to check after the reader.
+func structChecks(d *decl, m checkMode) bool {
+	for _, fl := range d.Fields {
+		t := fl.Type
+		switch {
+		case t.Kind == refBytes || t.Kind == refArray:
+			if fl.HasMax && m.bounds {
+				return true
+			}
+		case t.Kind == refPrim:
+			if t.Prim == "string" && fl.HasMax && m.bounds || fl.HasMin || fl.Le != "" {
+				return true
+			}
+		case t.Kind == refSlice:
+			if m.bounds || fl.Sorted || fl.HasElemMax && m.bounds || elemChecks(t.Elem, m) {
+				return true
+			}
+		case t.Kind == refNamed && t.Decl.Kind == kindStruct:
+			if structChecks(t.Decl, m) {
+				return true
+			}
+		case t.Kind == refNamed:
+			if !verifiedOnRead(t, m) {
+				return true
+			}
+		case t.Kind == refPtr:
+			if t.Elem.Kind == refNamed {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// verifiedOnRead reports whether decoders verify values of t as they read
+// them, so that the record's verifier skips them: a union of scalars and
+// names is verified right after it is decoded, and not at all when the
+// value held is kept (see emitUnionMatch).
+func verifiedOnRead(t *typeRef, m checkMode) bool {
+	return m == checkDecoded && t.Kind == refNamed && t.Decl.Kind == kindUnion && !t.Decl.Record && unionComparable(t.Decl)
 }
 
 // compareExpr orders two values of a comparable type.

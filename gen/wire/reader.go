@@ -304,6 +304,65 @@ func uvarintString(s string) (uint64, int) {
 	return 0, len(s)
 }
 
+// The Match methods advance past the next value when it encodes v, and
+// report whether it did; otherwise they consume nothing and record no
+// failure. Decoders use them to keep a value they already hold when the
+// bytes encode it again.
+
+// MatchU8 matches the byte v.
+func (r *Reader) MatchU8(v uint8) bool {
+	if r.err == nil && r.off < len(r.buf) && r.buf[r.off] == v {
+		r.off++
+		return true
+	}
+	return false
+}
+
+// MatchBool matches the encoding of v.
+func (r *Reader) MatchBool(v bool) bool {
+	if v {
+		return r.MatchU8(1)
+	}
+	return r.MatchU8(0)
+}
+
+// MatchU16 matches the big-endian v.
+func (r *Reader) MatchU16(v uint16) bool {
+	if r.err == nil && len(r.buf)-r.off >= 2 && binary.BigEndian.Uint16(r.buf[r.off:]) == v {
+		r.off += 2
+		return true
+	}
+	return false
+}
+
+// MatchU32 matches the big-endian v.
+func (r *Reader) MatchU32(v uint32) bool {
+	if r.err == nil && len(r.buf)-r.off >= 4 && binary.BigEndian.Uint32(r.buf[r.off:]) == v {
+		r.off += 4
+		return true
+	}
+	return false
+}
+
+// MatchU64 matches the big-endian v.
+func (r *Reader) MatchU64(v uint64) bool {
+	if r.err == nil && len(r.buf)-r.off >= 8 && binary.BigEndian.Uint64(r.buf[r.off:]) == v {
+		r.off += 8
+		return true
+	}
+	return false
+}
+
+// MatchString matches the length-prefixed s (of fewer than 16384 bytes:
+// a longer s never matches).
+func (r *Reader) MatchString(s string) bool {
+	if start, n := r.shortLen(len(s)); start >= 0 && n == len(s) && string(r.buf[start:start+n]) == s {
+		r.off = start + n
+		return true
+	}
+	return false
+}
+
 // Fixed fills dst with the next len(dst) bytes.
 func (r *Reader) Fixed(field string, dst []byte) {
 	if b := r.take(field, len(dst)); b != nil {

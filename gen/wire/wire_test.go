@@ -186,3 +186,22 @@ func TestStringsSharesOneCopy(t *testing.T) {
 func enc3(a, b, c string) []byte {
 	return AppendString(AppendString(AppendString(nil, a), b), c)
 }
+
+// TestMatchConsumesOnlyWhatMatches: a match advances past the value, a
+// mismatch (or a value past the end) consumes nothing and fails nothing.
+func TestMatchConsumesOnlyWhatMatches(t *testing.T) {
+	in := AppendU32(AppendString(append([]byte{7}, 1), "ns"), 300)
+	r := NewReader(in, "T")
+	if r.MatchU8(8) || r.MatchString("ns") || r.Offset() != 0 {
+		t.Fatalf("mismatches consumed: offset %d", r.Offset())
+	}
+	if !r.MatchU8(7) || !r.MatchBool(true) || r.MatchString("nt") || r.MatchString("n") || !r.MatchString("ns") {
+		t.Fatalf("matches failed at offset %d", r.Offset())
+	}
+	if r.MatchU32(301) || r.MatchU64(300) || !r.MatchU32(300) || r.MatchU8(0) {
+		t.Fatalf("u32 matching wrong at offset %d", r.Offset())
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -21,6 +21,20 @@ func sizeShard(v Shard) int {
 	return 1
 }
 
+func matchShard(r *wire.Reader, v Shard) bool {
+	m := *r
+	switch x := v.(type) {
+	case RegionShard:
+		if !validRegionShard(&x) || !m.MatchU8(1) || !m.MatchU16(x.Region) {
+			return false
+		}
+	default:
+		return false
+	}
+	*r = m
+	return true
+}
+
 func readShard(r *wire.Reader, field string) Shard {
 	tag := r.U8(field)
 	switch tag {
@@ -118,8 +132,10 @@ func DecodeOrderV1(b []byte) (OrderV1, error) {
 }
 
 // DecodeOrderV1Into decodes b into *v as DecodeOrderV1 does, reusing the
-// capacity of v's slices, so a loop decoding into one value allocates only
-// for strings and union variants. On error *v is zeroed.
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
 func DecodeOrderV1Into(b []byte, v *OrderV1) error {
 	r := wire.NewReader(b, "OrderV1")
 	r.Version(VersionOrderV1)
