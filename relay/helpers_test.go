@@ -17,6 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -61,7 +62,7 @@ type env struct {
 	reg     *timers.Registry
 	audit   *auditHook
 	metrics *telemetry.Recorder
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	logger  *slog.Logger
 }
 
@@ -99,7 +100,7 @@ func openLayer(t testing.TB, engine fdblayer.Engine, clk clock.Clock, opts ...fd
 func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ...option) *env {
 	clk := clock.NewManualMs(start)
 	l := openLayer(t, open(t, "source.bbolt"), clk)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	e := &env{
 		ctx:     context.Background(),
 		clock:   clk,
@@ -398,25 +399,6 @@ func (h *auditHook) applyCalls() []hookCall {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]hookCall(nil), h.calls...)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger used from several
-// goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // isApplyTo matches Apply calls to partition p.

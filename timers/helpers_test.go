@@ -1,7 +1,6 @@
 package timers_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -40,7 +40,7 @@ type env struct {
 	clock   *clock.Manual
 	p       store.Partition
 	metrics *telemetry.Recorder
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	logger  *slog.Logger
 }
 
@@ -59,7 +59,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	return &env{
 		ctx:     context.Background(),
 		faults:  storetest.WithFaults(l),
@@ -202,23 +202,4 @@ func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	reg, err := timers.NewRegistry(hs...)
 	require.NoError(t, err)
 	return reg
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger used from several
-// goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
