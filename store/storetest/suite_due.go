@@ -270,36 +270,18 @@ func testScanDueFollowsChanges(t *testing.T, f *fixture) {
 // testConcurrentWakeAt: racing WakeAt batches on one partition, each
 // worker lowering its times as it goes, leave the earliest of all times
 // and one index entry for it; a reader polling meanwhile never sees the
-// wake time rise.
+// wake time rise. The race runs in rounds, each ending with that check
+// and each handing its earliest time to another worker: a store that
+// reads the wake time and sets it unguarded keeps the earliest only when
+// that worker happens to write last, round after round.
 func testConcurrentWakeAt(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	const workers, each = 8, 25
+	const rounds, workers, each = 6, 8, 8
 	rng := rand.New(rand.NewPCG(5, 8))
-	times := make([][]uint64, workers)
-	least := uint64(math.MaxUint64)
-	for i := range each {
-		for w := range times {
-			at := uint64(1_000_000 - (i*workers+w)*10 - rng.IntN(10))
-			times[w] = append(times[w], at)
-			least = min(least, at)
-		}
-	}
 	var (
 		done atomic.Bool
 		wg   sync.WaitGroup
 	)
-	for w := range workers {
-		wg.Go(func() {
-			for i, at := range times[w] {
-				k := store.Key(fmt.Sprintf("timer/%d/%d", w, i))
-				out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(at))
-				if err != nil || !out.Committed() {
-					t.Errorf("worker %d WakeAt(%d): %v, %v", w, at, out, err)
-					return
-				}
-			}
-		})
-	}
 	polled := make(chan int)
 	go func() {
 		n, last := 0, uint64(math.MaxUint64)
@@ -320,14 +302,41 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 			n++
 		}
 	}()
-	wg.Wait()
-	done.Store(true)
-	t.Logf("%d wake time polls during the race", <-polled)
-	if t.Failed() {
-		return
+	defer func() {
+		done.Store(true)
+		t.Logf("%d wake time polls during the race", <-polled)
+	}()
+	next := uint64(1_000_000)
+	for round := range rounds {
+		// Each worker's times fall; the round's earliest goes to worker
+		// round%workers.
+		times := make([][]uint64, workers)
+		for range each {
+			for w := range workers {
+				next -= 10 + uint64(rng.IntN(10))
+				times[(w+round+1)%workers] = append(times[(w+round+1)%workers], next)
+			}
+		}
+		least := next
+		for w := range workers {
+			wg.Go(func() {
+				for i, at := range times[w] {
+					k := store.Key(fmt.Sprintf("timer/%d/%d/%d", round, w, i))
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(at))
+					if err != nil || !out.Committed() {
+						t.Errorf("round %d worker %d WakeAt(%d): %v, %v", round, w, at, out, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		f.wantWake(t, di, f.p, least)
+		f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, least)})
 	}
-	f.wantWake(t, di, f.p, least)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, least)})
 }
 
 // testConcurrentSetWake races guarded SetWake advances (read the wake
