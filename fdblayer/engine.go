@@ -1,6 +1,10 @@
 package fdblayer
 
-import "context"
+import (
+	"context"
+	"math"
+	"time"
+)
 
 // Engine is the smallest ordered, transactional key/value store the Layer
 // needs: transactions with point reads, bounded forward range reads, sets
@@ -115,4 +119,13 @@ const (
 // fdbLimits returns FoundationDB's limits as Limits.
 func fdbLimits() Limits {
 	return Limits{MaxKeyBytes: FDBMaxKeyBytes, MaxValueBytes: FDBMaxValueBytes, MaxTxnBytes: FDBMaxTxnBytes}
+}
+
+// fdbTimeoutMs is the transaction timeout, in ms, that FoundationDB gets
+// for a context deadline d away: at least 1 (0 would mean no timeout, and
+// a passed deadline must still end the transaction), at most INT_MAX, the
+// option's documented range (about 24.8 days; the context ends a
+// transaction with a later deadline).
+func fdbTimeoutMs(d time.Duration) int64 {
+	return min(max(d.Milliseconds(), 1), math.MaxInt32)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -137,4 +139,22 @@ func TestGuardedIncrementsUnderFaults(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, uint64(landed), final, "every landed batch increments exactly once")
 	require.GreaterOrEqual(t, final, uint64(workers*each), "every reported commit landed")
+}
+
+func TestFDBTimeoutStaysInTheOptionsRange(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int64
+	}{
+		{-time.Second, 1},
+		{0, 1},
+		{time.Millisecond / 2, 1},
+		{1500 * time.Millisecond, 1500},
+		{time.Duration(math.MaxInt32) * time.Millisecond, math.MaxInt32},
+		{30 * 24 * time.Hour, math.MaxInt32},
+	} {
+		if got := fdbTimeoutMs(c.d); got != c.want {
+			t.Errorf("fdbTimeoutMs(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -107,11 +106,8 @@ func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		// From API version 610 on, the timeout survives OnError's reset,
-		// so it bounds every retry too. FoundationDB takes at most
-		// INT_MAX ms (about 24.8 days); a later deadline leaves the
-		// context alone to end the transaction.
-		ms := min(max(time.Until(deadline).Milliseconds(), 1), math.MaxInt32)
-		if err := tr.Options().SetTimeout(ms); err != nil {
+		// so it bounds every retry too.
+		if err := tr.Options().SetTimeout(fdbTimeoutMs(time.Until(deadline))); err != nil {
 			tr.Cancel()
 			return nil, err
 		}
