@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -77,7 +78,7 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 }
 
 func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	e.seedOutcomes(t, gen.MustReservationID("a"))
 	fresh := e.get(t, outbox.BacklogKey())
 	a := e.acks(t)
@@ -132,7 +133,7 @@ func TestAnAcknowledgmentLandsOnlyOnTheDeliveredValue(t *testing.T) {
 }
 
 func TestAckRejectsRowsItCannotPlan(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	rows := e.seedOutcomes(t, gen.MustReservationID("a"))
 	a := e.acks(t)
 	require.ErrorIs(t, a.Ack(gen.ReservationID{}, 1, rows[0].value), store.ErrInvalid, "invalid id")
@@ -152,7 +153,7 @@ func TestAckRejectsRowsItCannotPlan(t *testing.T) {
 }
 
 func TestAcksStopAtTheBatchLimit(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	caps := e.caps
 	caps.MaxBatchOps = 20 // room for (20 - 2) / 3 = 6 rows
 	huge, err := gen.EncodeBacklog(gen.Backlog{Rows: 100, Bytes: 1_000})

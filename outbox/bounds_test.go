@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -32,7 +33,7 @@ func deletes(n int) [][]byte {
 // Every bound fails its append with ErrInvalid before anything is added:
 // the builder finishes exactly the rows appended before.
 func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	caps := e.caps
 	big := strings.Repeat("x", caps.MaxValueBytes/2)
 	cases := []struct {
@@ -141,7 +142,7 @@ func TestARelayRowAtTheBoundIsAccepted(t *testing.T) {
 }
 
 func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	ob := e.builder(t)
 	n := 0
 	var err error
@@ -158,7 +159,7 @@ func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
 }
 
 func TestFinishIntoAFullBatchAddsNothingAndCanBeRetried(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	ob := e.builder(t)
 	_, err := ob.Relay(target, puts(1), nil)
 	require.NoError(t, err)

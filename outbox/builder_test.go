@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -291,7 +292,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 }
 
 func TestFinishWithNothingAppendedAddsNothing(t *testing.T) {
-	e := newEnv(t, engines[0].open(t))
+	e := newEnv(t, fdblayer.NewMemoryEngine())
 	ob := e.builder(t)
 	b := store.NewBatch().Put(store.Key("mine"), store.Value("x"))
 	require.NoError(t, ob.Finish(b))
@@ -303,7 +304,7 @@ func TestFinishWithNothingAppendedAddsNothing(t *testing.T) {
 }
 
 func TestNewBuilderRejectsCorruptState(t *testing.T) {
-	caps := newEnv(t, engines[0].open(t)).caps
+	caps := newEnv(t, fdblayer.NewMemoryEngine()).caps
 	for name, o := range map[string]outbox.Observed{
 		"sequence":    {Sequence: store.Value("junk")},
 		"backlog":     {Backlog: store.Value("junk")},

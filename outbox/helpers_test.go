@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +9,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -17,18 +17,6 @@ import (
 )
 
 const now uint64 = 50_000
-
-var engines = []struct {
-	name string
-	open func(t testing.TB) fdblayer.Engine
-}{
-	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
-	{"bbolt", func(t testing.TB) fdblayer.Engine {
-		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), "outbox.bbolt"), fdblayer.BoltOptions{NoSync: true})
-		require.NoError(t, err)
-		return e
-	}},
-}
 
 type env struct {
 	ctx    context.Context
@@ -39,8 +27,8 @@ type env struct {
 }
 
 func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
-	for _, eng := range engines {
-		t.Run(eng.name, func(t *testing.T) { fn(t, newEnv(t, eng.open(t))) })
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) { fn(t, newEnv(t, eng.Open(t, "outbox.bbolt"))) })
 	}
 }
 

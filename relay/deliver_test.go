@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -193,7 +194,7 @@ func TestHandlerMetricsReplaceTheRuns(t *testing.T) {
 // The source is the timer's partition; its identity names the high-water
 // key, so it must be a gen.Partition.
 func TestSourceMustBeAGenPartition(t *testing.T) {
-	e := newEnv(t, engines[0].open)
+	e := newEnv(t, testengine.Memory.Open)
 	c := &timers.Ctx{Store: e.source, Partition: storetest.Partition{Name: "plain"}, NowMs: e.now()}
 	_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAtMs: e.now()})
 	require.ErrorIs(t, err, store.ErrInvalid)

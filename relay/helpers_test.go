@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -34,19 +34,6 @@ var (
 	tb     = gen.NamespacePartition{NS: gen.MustNamespaceKey("tb")}
 	tc     = gen.RefIndexPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 )
-
-// engines open a fresh engine per test on each engine the tests run on.
-var engines = []struct {
-	name string
-	open func(t testing.TB, file string) fdblayer.Engine
-}{
-	{"memory", func(testing.TB, string) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
-	{"bbolt", func(t testing.TB, file string) fdblayer.Engine {
-		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), file), fdblayer.BoltOptions{NoSync: true})
-		require.NoError(t, err)
-		return e
-	}},
-}
 
 // env is one test's source store, target store, clock, handler and
 // observers. Source and target are two Faults wrappers; by default they
@@ -85,8 +72,8 @@ func withBudget(b relay.Budget) option {
 
 // forEachEngine runs fn as a subtest per engine.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) {
-	for _, eng := range engines {
-		t.Run(eng.name, func(t *testing.T) { fn(t, newEnv(t, eng.open, opts...)) })
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) { fn(t, newEnv(t, eng.Open, opts...)) })
 	}
 }
 

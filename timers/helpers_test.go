@@ -3,7 +3,6 @@ package timers_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -12,25 +11,13 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
-
-// engines open a fresh Layer per test on each engine the tests run on.
-var engines = []struct {
-	name string
-	open func(t testing.TB) fdblayer.Engine
-}{
-	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
-	{"bbolt", func(t testing.TB) fdblayer.Engine {
-		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), "timers.bbolt"), fdblayer.BoltOptions{NoSync: true})
-		require.NoError(t, err)
-		return e
-	}},
-}
 
 // env is one test's store, clock, partition and observers.
 type env struct {
@@ -47,9 +34,9 @@ type env struct {
 // forEachEngine runs fn as a subtest per engine on a fresh env whose clock
 // reads nowMs.
 func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
-	for _, eng := range engines {
-		t.Run(eng.name, func(t *testing.T) {
-			fn(t, newEnv(t, eng.open(t), nowMs))
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) {
+			fn(t, newEnv(t, eng.Open(t, "timers.bbolt"), nowMs))
 		})
 	}
 }

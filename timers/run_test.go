@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -97,7 +98,7 @@ func TestRescheduleIsMonotonic(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, engines[0].open(t), now)
+			e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 			e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: old})
 			h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 				return timers.Reschedule{DueAtMs: tc.want}, nil
@@ -135,7 +136,7 @@ func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 }
 
 func TestPointerOutcomesAreAccepted(t *testing.T) {
-	e := newEnv(t, engines[0].open(t), now)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	for _, ref := range []string{"done", "resched", "retry"} {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAtMs: now})
 	}
@@ -290,7 +291,7 @@ func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 }
 
 func TestACancelledContextEndsTheRun(t *testing.T) {
-	e := newEnv(t, engines[0].open(t), now)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 2})
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 1})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -309,7 +310,7 @@ func TestACancelledContextEndsTheRun(t *testing.T) {
 }
 
 func TestRunDueRejectsMissingArguments(t *testing.T) {
-	e := newEnv(t, engines[0].open(t), now)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, now, timers.Budget{})
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), now, timers.Budget{})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -62,7 +63,7 @@ func TestScheduleWithAStaleObservationFailsItsGuard(t *testing.T) {
 }
 
 func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
-	e := newEnv(t, engines[0].open(t), now)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	caps := e.inner.Capabilities()
 	cases := []struct {
 		name     string
@@ -118,7 +119,7 @@ func TestCancelDeletesTheTimerGuarded(t *testing.T) {
 }
 
 func TestReadRefReportsCorruptEntries(t *testing.T) {
-	e := newEnv(t, engines[0].open(t), now)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	refKey, err := timers.RefKey(kindA, "r")
 	require.NoError(t, err)
 	e.put(t, refKey, store.Value("junk"))
