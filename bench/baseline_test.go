@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -226,8 +227,8 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 				})
 				return f
 			}
-			relayed := newFixture(t, engines[0], tt.targets, tt.budget, capture)
-			planned := newFixture(t, engines[0], tt.targets, tt.budget, nil)
+			relayed := newFixture(t, testengine.Memory, tt.targets, tt.budget, capture)
+			planned := newFixture(t, testengine.Memory, tt.targets, tt.budget, nil)
 			relayed.queue(t, tt.initial)
 			planned.queue(t, tt.initial)
 			for round := range tt.rounds {

@@ -12,11 +12,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -41,23 +41,6 @@ const (
 // relay's.
 var benchBudget = relay.Budget{MaxRows: relay.DefaultMaxRows, MaxTargets: 128}
 
-// engine opens a fresh engine for one benchmark.
-type engine struct {
-	name string
-	open func(tb testing.TB) fdblayer.Engine
-}
-
-var engines = []engine{
-	{"memory", func(testing.TB) fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
-	{"bbolt", func(tb testing.TB) fdblayer.Engine {
-		e, err := fdblayer.OpenBoltEngine(filepath.Join(tb.TempDir(), "bench.bbolt"), fdblayer.BoltOptions{NoSync: true})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return e
-	}},
-}
-
 // sourcePartition is the relay's source, converted to the interface once.
 var sourcePartition store.Partition = gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
 
@@ -77,9 +60,9 @@ type fixture struct {
 
 // newFixture opens a Layer on eng's engine with nTargets targets; the
 // relay's target store is the same store unless wrap returns another.
-func newFixture(tb testing.TB, eng engine, nTargets int, budget relay.Budget, wrap func(store.Store) store.Store) *fixture {
+func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay.Budget, wrap func(store.Store) store.Store) *fixture {
 	tb.Helper()
-	l, err := fdblayer.Open(eng.open(tb))
+	l, err := fdblayer.Open(eng.Open(tb, "bench.bbolt"))
 	if err != nil {
 		tb.Fatal(err)
 	}

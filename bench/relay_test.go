@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 )
 
 // Every relay benchmark reports, besides Go's own columns:
@@ -92,9 +94,9 @@ func timed(b *testing.B, m *meter, rows int, fn func()) {
 // 1, 10 or 100 targets, through timers.RunDue (four fires per op, the last
 // completing the relay timer).
 func BenchmarkRelay(b *testing.B) {
-	for _, eng := range engines {
+	for _, eng := range testengine.All {
 		for _, n := range targetCounts {
-			b.Run(fmt.Sprintf("%s/targets=%d", eng.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/targets=%d", eng.Name, n), func(b *testing.B) {
 				f := newFixture(b, eng, n, benchBudget, nil)
 				f.queue(b, opRows)
 				f.drain(b)
@@ -122,9 +124,9 @@ func BenchmarkRelayBacklog(b *testing.B) {
 	const rows, fires = 1_000, 5
 	budget := benchBudget
 	budget.MaxRows = rows / fires / 4
-	for _, eng := range engines {
+	for _, eng := range testengine.All {
 		for _, backlog := range []int{1_000, 100_000} {
-			b.Run(fmt.Sprintf("%s/backlog=%d", eng.name, backlog), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/backlog=%d", eng.Name, backlog), func(b *testing.B) {
 				r := newFixture(b, eng, 10, budget, nil)
 				base := newFixture(b, eng, 10, budget, nil)
 				r.queue(b, backlog)
@@ -172,9 +174,9 @@ func BenchmarkRelayBacklog(b *testing.B) {
 // It reports both costs per row and relay/baseline, their time ratio;
 // ns/op is reported as 0 (it would be the sum of both).
 func BenchmarkRelayVsBaseline(b *testing.B) {
-	for _, eng := range engines {
+	for _, eng := range testengine.All {
 		for _, n := range targetCounts {
-			b.Run(fmt.Sprintf("%s/targets=%d", eng.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/targets=%d", eng.Name, n), func(b *testing.B) {
 				if benchBudget.MaxTargets < n {
 					b.Fatalf("a fire must reach all %d targets for the baseline's batches to be the relay's", n)
 				}
@@ -214,8 +216,8 @@ func BenchmarkRelayVsBaseline(b *testing.B) {
 // store), and nothing else: the part of the relay's cost that the
 // baseline, which knows its batches beforehand, does not pay.
 func BenchmarkQueueRead(b *testing.B) {
-	for _, eng := range engines {
-		b.Run(eng.name, func(b *testing.B) {
+	for _, eng := range testengine.All {
+		b.Run(eng.Name, func(b *testing.B) {
 			f := newFixture(b, eng, 10, benchBudget, nil)
 			f.queue(b, opRows)
 			var m meter
