@@ -67,7 +67,7 @@ func TestEngineContract(t *testing.T) {
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, int64(0))
 			switch e.(type) {
-			case *MemoryEngine, *BoltEngine:
+			case *MemoryEngine, *BoltEngine, *MVCCEngine:
 				require.Equal(t, int64(5*(len(cfg.root)+1)+1+0+1+1+4), n, "exact on this engine")
 			}
 			require.NoError(t, e.Probe(ctx))

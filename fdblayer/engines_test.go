@@ -20,6 +20,7 @@ type engineCase struct {
 // FoundationDB under the fdb build tag.
 var engineCases = []engineCase{
 	{name: "memory", open: func(*testing.T) (Engine, []Option) { return NewMemoryEngine(), nil }},
+	{name: "mvcc", open: func(*testing.T) (Engine, []Option) { return NewMVCCEngine(MVCCOptions{}), nil }},
 	{name: "bbolt", open: func(t *testing.T) (Engine, []Option) {
 		e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), BoltOptions{})
 		if err != nil {

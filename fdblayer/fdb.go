@@ -20,14 +20,6 @@ import (
 // highest the Go binding supports.
 const FDBAPIVersion = 730
 
-// FoundationDB error codes the engine treats specially.
-const (
-	fdbCommitUnknownResult   = 1021 // the commit may have landed
-	fdbTransactionCancelled  = 1025 // Cancel, which a context's end calls
-	fdbTransactionTimedOut   = 1031 // the timeout a context's deadline set
-	fdbClusterVersionChanged = 1039 // the commit may have landed
-)
-
 // fdbEngineRetries bounds the retries of EstimateRangeSize and Probe, which
 // have no Layer retry loop around them.
 const fdbEngineRetries = 10
@@ -219,14 +211,11 @@ func (t *fdbTxn) Commit() error {
 }
 
 // commitError wraps a commit's error, with store.ErrUnknownResult when the
-// commit may have landed.
+// commit may have landed (see fdbMayHaveCommitted).
 func commitError(err error) error {
 	var fe fdb.Error
 	if errors.As(err, &fe) {
-		switch fe.Code {
-		case fdbCommitUnknownResult, fdbClusterVersionChanged, fdbTransactionCancelled, fdbTransactionTimedOut:
-			return fmt.Errorf("fdblayer: FoundationDB commit: %w: %w", store.ErrUnknownResult, err)
-		}
+		return fdbCommitError("FoundationDB", fe.Code, err)
 	}
 	return fmt.Errorf("fdblayer: FoundationDB commit: %w", err)
 }

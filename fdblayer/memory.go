@@ -61,6 +61,16 @@ func keyPrefix(k []byte) (uint64, uint64) {
 	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 }
 
+// newMemItem is the item holding key = value, in one new allocation.
+func newMemItem(key, value []byte) memItem {
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	copy(kv[len(key):], value)
+	it := memItem{kv: kv, klen: len(key)}
+	it.p0, it.p1 = keyPrefix(key)
+	return it
+}
+
 func (it memItem) key() []byte   { return it.kv[:it.klen:it.klen] }
 func (it memItem) value() []byte { return it.kv[it.klen:] }
 
@@ -181,12 +191,17 @@ func (e *MemoryEngine) EstimateRangeSize(ctx context.Context, begin, end []byte)
 		return 0, err
 	}
 	defer t.Close()
+	return treeRangeBytes(e.tree, begin, end), nil
+}
+
+// treeRangeBytes counts the bytes of keys and values in [begin, end) of tr.
+func treeRangeBytes(tr *btree.BTreeG[memItem], begin, end []byte) int64 {
 	var n int64
-	e.tree.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
+	tr.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
 		n += int64(len(it.kv))
 		return true
 	})
-	return n, nil
+	return n
 }
 
 // Probe fails when ctx is done or the engine is closed.
@@ -269,39 +284,42 @@ func (t *memTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
+	return treeGetMany(t.e.tree, dst, keys), nil
+}
+
+// treeGetMany appends to dst the value in tr of each key, nil when absent.
+func treeGetMany(tr *btree.BTreeG[memItem], dst [][]byte, keys [][]byte) [][]byte {
 	for _, k := range keys {
-		it, ok := t.e.tree.Get(keyItem(k))
+		it, ok := tr.Get(keyItem(k))
 		if !ok {
 			dst = append(dst, nil)
 			continue
 		}
 		dst = append(dst, it.value())
 	}
-	return dst, nil
+	return dst
 }
 
 func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
+	return treeGetRange(t.e.tree, dst, begin, end, limit), nil
+}
+
+// treeGetRange appends to dst the rows of tr in [begin, end), at most limit.
+func treeGetRange(tr *btree.BTreeG[memItem], dst []KeyValue, begin, end []byte, limit int) []KeyValue {
 	n := 0
-	t.e.tree.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
+	tr.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
 		dst = append(dst, KeyValue{Key: it.key(), Value: it.value()})
 		n++
 		return n < limit
 	})
-	return dst, nil
+	return dst
 }
 
 // Set copies key and value into one allocation, which the tree keeps.
-func (t *memTxn) Set(key, value []byte) {
-	kv := make([]byte, len(key)+len(value))
-	copy(kv, key)
-	copy(kv[len(key):], value)
-	it := memItem{kv: kv, klen: len(key)}
-	it.p0, it.p1 = keyPrefix(key)
-	t.add(memWrite{item: it})
-}
+func (t *memTxn) Set(key, value []byte) { t.add(memWrite{item: newMemItem(key, value)}) }
 
 func (t *memTxn) Clear(key []byte) {
 	t.add(memWrite{item: keyItem(bytes.Clone(key)), del: true})
@@ -371,14 +389,18 @@ func (t *memTxn) Commit() error {
 }
 
 func (t *memTxn) applyOps() {
-	if t.ops == nil {
-		return
+	if t.ops != nil {
+		applyWrites(t.e.tree, t.ops.w)
 	}
-	for _, w := range t.ops.w {
+}
+
+// applyWrites applies ws to tr in order.
+func applyWrites(tr *btree.BTreeG[memItem], ws []memWrite) {
+	for _, w := range ws {
 		if w.del {
-			t.e.tree.Delete(w.item)
+			tr.Delete(w.item)
 		} else {
-			t.e.tree.ReplaceOrInsert(w.item)
+			tr.ReplaceOrInsert(w.item)
 		}
 	}
 }

@@ -30,6 +30,10 @@ var (
 		}
 		return e
 	}}
+	// MVCC is the engine with FoundationDB's transaction semantics
+	// (snapshots, optimistic commits that conflict), on the wall clock,
+	// without faults.
+	MVCC = Engine{"mvcc", func(testing.TB, string) fdblayer.Engine { return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{}) }}
 	// All are the engines every handler test runs on.
-	All = []Engine{Memory, Bolt}
+	All = []Engine{Memory, Bolt, MVCC}
 )

@@ -1,0 +1,307 @@
+package fdblayer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+)
+
+// MVCCEngine is an in-memory Engine with FoundationDB's transaction
+// semantics, so that code run on it meets the concurrency a cluster
+// produces:
+//
+//   - Snapshots: a transaction reads at the read version it got at Begin
+//     (the last commit's), never waits for another transaction and never
+//     sees a later commit. Each version is a copy-on-write clone of a
+//     B-tree (google/btree's Clone), so a snapshot costs nothing to take
+//     and a commit copies only the nodes it changes.
+//   - Optimistic commits checked as FoundationDB's resolvers check them: a
+//     point read conflicts on its key; a range read on the range it
+//     covered (up to its last key when it stopped at its limit, the whole
+//     range otherwise). A commit fails with not_committed (1020) when any
+//     of its read conflict ranges holds a key written by a commit after its
+//     read version. A transaction that writes nothing, and every
+//     transaction of BeginRead, commits trivially and never conflicts.
+//   - Limits enforced with FoundationDB's codes: a key over FDBMaxKeyBytes
+//     fails the commit with key_too_large (2102), a value over
+//     FDBMaxValueBytes with value_too_large (2103), a transaction whose
+//     mutations plus conflict ranges exceed FDBMaxTxnBytes with
+//     transaction_too_large (2101), and a read or commit more than
+//     MVCCOptions.Lifetime (5 s) after the transaction's read version with
+//     transaction_too_old (1007), on MVCCOptions.Clock.
+//   - OnError retries 1007, 1020 and 1021 after FoundationDB's backoff: a
+//     uniformly random fraction of a delay that starts at 10 ms and
+//     doubles up to 1 s; it returns every other error.
+//   - Faults a cluster produces, seeded: commit_unknown_result (1021) for a
+//     commit that landed and one that did not, and latency on every read
+//     and commit (MVCCOptions).
+//
+// Every error it raises is an FDBError (commit errors after which the
+// commit may have landed, 1021, also wrap store.ErrUnknownResult), so the
+// Layer handles them as it handles the FoundationDB engine's. Stats counts
+// commits, conflicts and retries.
+//
+// All methods are safe for concurrent use; transactions never block each
+// other (commits are serialized for the instant they take to check and
+// apply). Reads do not see the transaction's own writes (the Engine
+// contract).
+type MVCCEngine struct {
+	mu      sync.Mutex
+	tree    *btree.BTreeG[memItem] // the last version; changed only by commits, under mu
+	snap    *btree.BTreeG[memItem] // a clone of tree, shared by transactions; nil after a commit
+	version uint64                 // the last commit's version
+	hist    mvccHistory            // under mu
+	closed  bool
+
+	opts MVCCOptions
+	rngM sync.Mutex
+	rng  *rand.Rand // under rngM
+
+	commits, conflicts, retries, tooOld, unknown atomic.Uint64
+}
+
+// MVCCOptions configures an MVCCEngine. The zero value is FoundationDB's
+// defaults on the wall clock, without faults.
+type MVCCOptions struct {
+	// Clock times transactions' lifetimes; nil means clock.Real{}.
+	Clock clock.Clock
+	// Lifetime is how long after its read version a transaction may read
+	// and commit (FoundationDB's MVCC window); zero means MVCCLifetime.
+	Lifetime time.Duration
+	// Backoff is OnError's first delay, doubling at each retry of one
+	// transaction up to MaxBackoff; each wait is a uniformly random
+	// fraction of it. Zero means FoundationDB's 10 ms and 1 s. The waits
+	// are real time (they end early when the transaction's context does).
+	Backoff, MaxBackoff time.Duration
+	// Seed seeds the backoff jitter and the random faults below: one seed,
+	// one sequence of draws (their interleaving across goroutines is the
+	// scheduler's).
+	Seed uint64
+	// UnknownLanded and UnknownNotLanded are the probabilities that a
+	// read-write commit fails with commit_unknown_result (1021) after its
+	// writes landed, and without writing (a commit that would have
+	// conflicted reports 1021 too, not landed).
+	UnknownLanded, UnknownNotLanded float64
+	// Latency delays each read and commit by a uniformly random time in
+	// [0, Latency).
+	Latency time.Duration
+	// Fault, when set, decides every read-write commit instead of the
+	// random unknown results: CommitNormally, CommitConflict (1020),
+	// CommitThenUnknown (1021 after landing, unless the commit conflicts),
+	// UnknownWithoutCommit (1021, nothing written) or CommitFatal
+	// (ErrInjectedFatal). It runs in the committing goroutine before the
+	// commit, with the transaction's context, and may block; the returned
+	// then runs after the commit, before Commit returns.
+	Fault FaultFunc
+}
+
+// FoundationDB's defaults MVCCOptions falls back on.
+const (
+	MVCCLifetime   = 5 * time.Second
+	mvccBackoff    = 10 * time.Millisecond
+	mvccMaxBackoff = time.Second
+)
+
+// mvccDegree is the B-tree's degree. A commit after a snapshot copies
+// every node on the paths to the keys it writes, so nodes are narrower
+// than the memory engine's (see BenchmarkMVCCSnapshot).
+const mvccDegree = 16
+
+// NewMVCCEngine returns an empty engine configured by o.
+func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Lifetime <= 0 {
+		o.Lifetime = MVCCLifetime
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = mvccBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = mvccMaxBackoff
+	}
+	return &MVCCEngine{
+		tree: btree.NewG(mvccDegree, lessItem),
+		hist: newMVCCHistory(),
+		opts: o,
+		rng:  rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// MVCCStats counts what an MVCCEngine's transactions did.
+type MVCCStats struct {
+	// Commits counts read-write commits that wrote (those reported as
+	// unknown results among them).
+	Commits uint64
+	// Conflicts counts commits refused with not_committed (1020),
+	// injected ones included.
+	Conflicts uint64
+	// Retries counts OnError calls that reset a transaction to retry.
+	Retries uint64
+	// TooOld counts reads and commits refused with transaction_too_old.
+	TooOld uint64
+	// Unknown counts commits that reported commit_unknown_result.
+	Unknown uint64
+}
+
+// Stats returns the counts since the engine was created.
+func (e *MVCCEngine) Stats() MVCCStats {
+	return MVCCStats{
+		Commits: e.commits.Load(), Conflicts: e.conflicts.Load(), Retries: e.retries.Load(),
+		TooOld: e.tooOld.Load(), Unknown: e.unknown.Load(),
+	}
+}
+
+// Begin starts a read-write transaction at the last committed version. It
+// fails when ctx is done or the engine is closed; it never waits.
+func (e *MVCCEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx, true) }
+
+// BeginRead starts a read-only transaction at the last committed version.
+func (e *MVCCEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx, false) }
+
+func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t := &mvccTxn{e: e, ctx: ctx, write: write, backoff: e.opts.Backoff}
+	if err := t.reset(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// snapshot returns the last version and its number, and registers a
+// read-write transaction's read version with the resolver. e.mu is held.
+func (e *MVCCEngine) snapshotLocked(write bool) (*btree.BTreeG[memItem], uint64) {
+	if e.snap == nil {
+		e.snap = e.tree.Clone()
+	}
+	if write {
+		e.hist.begin(e.version)
+	}
+	return e.snap, e.version
+}
+
+// Limits reports FoundationDB's limits, which it enforces.
+func (e *MVCCEngine) Limits() Limits { return fdbLimits() }
+
+// EstimateRangeSize counts the bytes of keys and values in [begin, end) of
+// the last version exactly.
+func (e *MVCCEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
+	t, err := e.begin(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	return treeRangeBytes(t.snap, begin, end), nil
+}
+
+// Probe fails when ctx is done or the engine is closed.
+func (e *MVCCEngine) Probe(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close closes the engine: later transactions, and commits of open ones,
+// fail with ErrClosed.
+func (e *MVCCEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.closed = true
+	return nil
+}
+
+// commit checks t's reads against the commits after its read version and,
+// when none conflicts, applies its writes as the next version. It ends
+// t's registration either way.
+func (e *MVCCEngine) commit(t *mvccTxn) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer t.endLocked()
+	if e.closed {
+		return ErrClosed
+	}
+	if e.hist.conflicts(t.reads, t.rv) {
+		e.conflicts.Add(1)
+		return FDBError{Code: fdbNotCommitted}
+	}
+	e.version++
+	applyWrites(e.tree, t.writes)
+	keys := make([][]byte, len(t.writes))
+	for i, w := range t.writes {
+		keys[i] = w.item.key()
+	}
+	e.hist.record(e.version, keys)
+	e.snap = nil
+	e.commits.Add(1)
+	return nil
+}
+
+// random returns a uniform draw in [0, 1) from the engine's seeded source.
+func (e *MVCCEngine) random() float64 {
+	e.rngM.Lock()
+	defer e.rngM.Unlock()
+	return e.rng.Float64()
+}
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// latency waits the injected latency of one operation.
+func (e *MVCCEngine) latency(ctx context.Context) error {
+	if e.opts.Latency <= 0 {
+		return ctx.Err()
+	}
+	return sleep(ctx, time.Duration(e.random()*float64(e.opts.Latency)))
+}
+
+// fault decides a read-write commit: the Fault function's choice, or a
+// random unknown result.
+func (e *MVCCEngine) fault(ctx context.Context) (Fault, func()) {
+	if e.opts.Fault != nil {
+		return e.opts.Fault(ctx)
+	}
+	if e.opts.UnknownLanded <= 0 && e.opts.UnknownNotLanded <= 0 {
+		return CommitNormally, nil
+	}
+	switch r := e.random(); {
+	case r < e.opts.UnknownLanded:
+		return CommitThenUnknown, nil
+	case r < e.opts.UnknownLanded+e.opts.UnknownNotLanded:
+		return UnknownWithoutCommit, nil
+	}
+	return CommitNormally, nil
+}
+
+// errMVCCTxnEnded: a transaction used after Commit (without OnError) or Close.
+var errMVCCTxnEnded = errors.New("fdblayer: mvcc engine: transaction has ended")

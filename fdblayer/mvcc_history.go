@@ -1,0 +1,120 @@
+package fdblayer
+
+import (
+	"bytes"
+
+	"github.com/google/btree"
+)
+
+// mvccHistory is MVCCEngine's resolver: for each key written by a commit
+// that some open read-write transaction may still conflict with, the
+// version of the last commit that wrote it. A transaction with read
+// version rv conflicts when one of its read conflict ranges holds a key
+// whose version is above rv: exactly FoundationDB's resolver check, whose
+// memory is likewise bounded by the oldest read version it must still
+// judge. Not safe for concurrent use: the engine's mutex guards it.
+type mvccHistory struct {
+	last    *btree.BTreeG[versionedKey] // key -> version of its last write
+	commits []committedKeys             // in version order, for pruning
+	open    map[uint64]int              // read versions of open read-write transactions
+}
+
+// versionedKey is one key of the history and the version that last wrote it.
+type versionedKey struct {
+	key     []byte
+	version uint64
+}
+
+// committedKeys are the keys one commit wrote.
+type committedKeys struct {
+	version uint64
+	keys    [][]byte
+}
+
+// keyRange is a conflict range [begin, end); point marks [k, k+0x00),
+// which holds exactly k.
+type keyRange struct {
+	begin, end []byte
+	point      bool
+}
+
+// historyDegree: the history holds only recent writes, a few thousand keys
+// at most under load.
+const historyDegree = 16
+
+func newMVCCHistory() mvccHistory {
+	return mvccHistory{
+		last: btree.NewG(historyDegree, func(a, b versionedKey) bool { return bytes.Compare(a.key, b.key) < 0 }),
+		open: map[uint64]int{},
+	}
+}
+
+// conflicts reports whether any of reads holds a key written by a commit
+// after version rv.
+func (h *mvccHistory) conflicts(reads []keyRange, rv uint64) bool {
+	if h.last.Len() == 0 {
+		return false
+	}
+	for _, r := range reads {
+		if r.point {
+			if it, ok := h.last.Get(versionedKey{key: r.begin}); ok && it.version > rv {
+				return true
+			}
+			continue
+		}
+		hit := false
+		h.last.AscendRange(versionedKey{key: r.begin}, versionedKey{key: r.end}, func(it versionedKey) bool {
+			hit = it.version > rv
+			return !hit
+		})
+		if hit {
+			return true
+		}
+	}
+	return false
+}
+
+// record notes that the commit of version wrote keys, which the history
+// keeps (they must stay unchanged).
+func (h *mvccHistory) record(version uint64, keys [][]byte) {
+	for _, k := range keys {
+		h.last.ReplaceOrInsert(versionedKey{key: k, version: version})
+	}
+	h.commits = append(h.commits, committedKeys{version: version, keys: keys})
+}
+
+// begin registers an open read-write transaction reading at rv.
+func (h *mvccHistory) begin(rv uint64) { h.open[rv]++ }
+
+// end unregisters a transaction begun at rv and forgets what no open
+// transaction can conflict with any more; current is the last commit's
+// version.
+func (h *mvccHistory) end(rv, current uint64) {
+	if h.open[rv]--; h.open[rv] == 0 {
+		delete(h.open, rv)
+	}
+	h.prune(current)
+}
+
+// prune forgets the commits at or below the oldest open read version (all
+// of them, up to current, when none is open): no transaction can conflict
+// with them.
+func (h *mvccHistory) prune(current uint64) {
+	oldest := current
+	for rv := range h.open {
+		oldest = min(oldest, rv)
+	}
+	n := 0
+	for ; n < len(h.commits) && h.commits[n].version <= oldest; n++ {
+		c := h.commits[n]
+		for _, k := range c.keys {
+			if it, ok := h.last.Get(versionedKey{key: k}); ok && it.version == c.version {
+				h.last.Delete(it)
+			}
+		}
+	}
+	if n > 0 {
+		clear(h.commits[:n])
+		h.commits = h.commits[n:]
+	}
+}

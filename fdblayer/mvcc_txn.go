@@ -1,0 +1,293 @@
+package fdblayer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// mvccTxn is an MVCCEngine transaction. Its reads go to snap, the version
+// rv it began on; a read-write transaction records its read conflict
+// ranges and buffers its writes until Commit.
+type mvccTxn struct {
+	e     *MVCCEngine
+	ctx   context.Context
+	write bool
+
+	snap       *btree.BTreeG[memItem]
+	rv         uint64
+	start      time.Time // when it got rv, on the engine's clock
+	open       bool      // usable: not committed, not closed
+	registered bool      // rv is registered with the resolver
+
+	reads  []keyRange
+	arena  []byte // copies of read keys the conflict ranges hold
+	writes []memWrite
+	size   int   // bytes as FoundationDB counts them: mutations plus conflict ranges
+	err    error // the first limit a Set or Clear broke; Commit returns it
+
+	backoff time.Duration // OnError's next delay, before jitter
+}
+
+// reset starts t over at the last committed version: no reads, no writes.
+func (t *mvccTxn) reset() error {
+	e := t.e
+	e.mu.Lock()
+	t.endLocked()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	t.snap, t.rv = e.snapshotLocked(t.write)
+	t.registered = t.write
+	e.mu.Unlock()
+	t.start = e.opts.Clock.Now()
+	t.open = true
+	clear(t.writes)
+	t.reads, t.arena, t.writes = t.reads[:0], t.arena[:0], t.writes[:0]
+	t.size, t.err = 0, nil
+	return nil
+}
+
+// endLocked unregisters t's read version; e.mu is held.
+func (t *mvccTxn) endLocked() {
+	if t.registered {
+		t.registered = false
+		t.e.hist.end(t.rv, t.e.version)
+	}
+}
+
+// usable fails when t has ended, its context has, or it has outlived the
+// engine's lifetime (transaction_too_old).
+func (t *mvccTxn) usable() error {
+	if !t.open {
+		return errMVCCTxnEnded
+	}
+	if err := t.ctx.Err(); err != nil {
+		return err
+	}
+	if t.e.opts.Clock.Now().Sub(t.start) > t.e.opts.Lifetime {
+		t.e.tooOld.Add(1)
+		return FDBError{Code: fdbTransactionTooOld}
+	}
+	return nil
+}
+
+// beforeRead waits the injected latency and checks t is still usable
+// after it.
+func (t *mvccTxn) beforeRead() error {
+	if err := t.e.latency(t.ctx); err != nil {
+		return err
+	}
+	return t.usable()
+}
+
+// GetMany reads keys at t's version; a read-write transaction adds a point
+// read conflict range per key. The values are the engine's, never
+// modified.
+func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
+	if err := t.beforeRead(); err != nil {
+		return dst, err
+	}
+	if t.write {
+		for _, k := range keys {
+			start := len(t.arena)
+			t.arena = append(append(t.arena, k...), 0x00)
+			end := t.arena[start:len(t.arena):len(t.arena)]
+			t.addRead(keyRange{begin: end[:len(k)], end: end, point: true})
+		}
+	}
+	return treeGetMany(t.snap, dst, keys), nil
+}
+
+// GetRange reads [begin, end) at t's version, at most limit rows; a
+// read-write transaction adds the range it covered as a read conflict
+// range: up to just after the last row when it stopped at limit, the whole
+// range otherwise.
+func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+	if err := t.beforeRead(); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	dst = treeGetRange(t.snap, dst, begin, end, limit)
+	if t.write {
+		start := len(t.arena)
+		t.arena = append(t.arena, begin...)
+		if len(dst)-n == limit {
+			// The key just after the last one returned: nothing past it
+			// was read.
+			t.arena = append(append(t.arena, dst[len(dst)-1].Key...), 0x00)
+		} else {
+			t.arena = append(t.arena, end...)
+		}
+		r := t.arena[start:len(t.arena):len(t.arena)]
+		t.addRead(keyRange{begin: r[:len(begin):len(begin)], end: r[len(begin):]})
+	}
+	return dst, nil
+}
+
+func (t *mvccTxn) addRead(r keyRange) {
+	t.reads = append(t.reads, r)
+	t.size += len(r.begin) + len(r.end)
+}
+
+// Set writes key = value at commit. FoundationDB counts the mutation (key
+// and value) and its write conflict range [key, key+0x00).
+func (t *mvccTxn) Set(key, value []byte) {
+	if !t.checkKey(key) {
+		return
+	}
+	if len(value) > FDBMaxValueBytes {
+		t.fail(FDBError{Code: fdbValueTooLarge})
+		return
+	}
+	t.writes = append(t.writes, memWrite{item: newMemItem(key, value)})
+	t.size += len(key) + len(value) + 2*len(key) + 1
+}
+
+// Clear deletes key at commit. FoundationDB clears the range [key,
+// key+0x00) and counts it twice: the mutation and the write conflict
+// range.
+func (t *mvccTxn) Clear(key []byte) {
+	if !t.checkKey(key) {
+		return
+	}
+	t.writes = append(t.writes, memWrite{item: keyItem(bytes.Clone(key)), del: true})
+	t.size += 2 * (2*len(key) + 1)
+}
+
+// checkKey reports whether key may be written, failing t otherwise.
+func (t *mvccTxn) checkKey(key []byte) bool {
+	if len(key) > FDBMaxKeyBytes {
+		t.fail(FDBError{Code: fdbKeyTooLarge})
+		return false
+	}
+	return true
+}
+
+func (t *mvccTxn) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// Commit commits t's writes at the next version unless a read conflicts
+// with a later commit (1020), a limit is broken (2101, 2102, 2103), t is
+// too old (1007) or a fault says otherwise; errors after which the writes
+// may have landed (1021) wrap store.ErrUnknownResult. A transaction with
+// no writes commits without a check. Afterwards only OnError (to retry)
+// and Close may be called.
+func (t *mvccTxn) Commit() error {
+	if err := t.usable(); err != nil {
+		return t.commitError(err)
+	}
+	if !t.write || (len(t.writes) == 0 && t.err == nil) {
+		t.close()
+		return nil
+	}
+	if t.err != nil {
+		t.close()
+		return t.commitError(t.err)
+	}
+	if t.size > FDBMaxTxnBytes {
+		t.close()
+		return t.commitError(FDBError{Code: fdbTransactionTooLarge})
+	}
+	fault, then := t.e.fault(t.ctx)
+	if err := t.e.latency(t.ctx); err != nil {
+		t.close()
+		return fmt.Errorf("fdblayer: mvcc engine: commit interrupted: %w", err)
+	}
+	// The fault or the latency may have held the commit past the
+	// transaction's lifetime or its context's end.
+	err := t.usable()
+	if err == nil {
+		switch fault {
+		case CommitNormally:
+			err = t.e.commit(t)
+		case CommitConflict:
+			t.e.conflicts.Add(1)
+			err = FDBError{Code: fdbNotCommitted}
+		case CommitThenUnknown:
+			_ = t.e.commit(t) // landed, unless it conflicted: unknown either way
+			err = FDBError{Code: fdbCommitUnknownResult}
+		case UnknownWithoutCommit:
+			err = FDBError{Code: fdbCommitUnknownResult}
+		case CommitFatal:
+			err = ErrInjectedFatal
+		default:
+			err = fmt.Errorf("fdblayer: mvcc engine: unknown fault %d", fault)
+		}
+	}
+	t.close()
+	if then != nil {
+		then()
+	}
+	if err != nil {
+		return t.commitError(err)
+	}
+	return nil
+}
+
+// commitError wraps a commit's error; FoundationDB's codes are wrapped as
+// the FoundationDB engine wraps them (see fdbCommitError).
+func (t *mvccTxn) commitError(err error) error {
+	var fe FDBError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if fe.Code == fdbCommitUnknownResult {
+		t.e.unknown.Add(1)
+	}
+	return fdbCommitError("mvcc engine", fe.Code, err)
+}
+
+// OnError retries transaction_too_old, not_committed and
+// commit_unknown_result: it waits FoundationDB's backoff (a random
+// fraction of a delay doubling from MVCCOptions.Backoff to MaxBackoff) and
+// resets t to the last committed version. Every other error, and the
+// context's end during the wait, is returned.
+func (t *mvccTxn) OnError(err error) error {
+	var fe FDBError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	switch fe.Code {
+	case fdbTransactionTooOld, fdbNotCommitted, fdbCommitUnknownResult:
+	default:
+		return err
+	}
+	d := time.Duration(t.e.random() * float64(t.backoff))
+	t.backoff = min(2*t.backoff, t.e.opts.MaxBackoff)
+	if werr := sleep(t.ctx, d); werr != nil {
+		return fmt.Errorf("fdblayer: mvcc engine: retry of %w: %w", err, werr)
+	}
+	if rerr := t.reset(); rerr != nil {
+		return rerr
+	}
+	t.e.retries.Add(1)
+	return nil
+}
+
+// close ends t: its writes are dropped and its read version unregistered.
+func (t *mvccTxn) close() {
+	t.open = false
+	if t.registered {
+		t.e.mu.Lock()
+		t.endLocked()
+		t.e.mu.Unlock()
+	}
+}
+
+// Close ends the transaction, dropping uncommitted writes. Safe after
+// Commit and more than once.
+func (t *mvccTxn) Close() {
+	t.close()
+	t.snap = nil
+	clear(t.writes)
+	t.writes = t.writes[:0]
+}
