@@ -1,0 +1,424 @@
+package fdblayer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// mvccKey is a raw engine key for the engine-level tests.
+func mvccKey(s string) []byte { return []byte("\x02t\x00" + s) }
+
+// requireCode fails unless err carries FoundationDB error code.
+func requireCode(t *testing.T, err error, code int) {
+	t.Helper()
+	var fe FDBError
+	require.Truef(t, errors.As(err, &fe), "want FoundationDB error %d, got %v", code, err)
+	require.Equal(t, code, fe.Code, "error %v", err)
+}
+
+// mvccSeed writes rows in one commit.
+func mvccSeed(t *testing.T, e *MVCCEngine, kv ...string) {
+	t.Helper()
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer txn.Close()
+	for i := 0; i < len(kv); i += 2 {
+		txn.Set(mvccKey(kv[i]), []byte(kv[i+1]))
+	}
+	require.NoError(t, txn.Commit())
+}
+
+func mvccGet(t *testing.T, txn ReadTxn, key string) []byte {
+	t.Helper()
+	vals, err := txn.GetMany(nil, [][]byte{mvccKey(key)})
+	require.NoError(t, err)
+	return vals[0]
+}
+
+// TestMVCCSnapshots: a transaction reads the version it began on while
+// others commit beside it, without waiting for them.
+func TestMVCCSnapshots(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	mvccSeed(t, e, "k", "v1")
+	old, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer old.Close()
+	reader, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	defer reader.Close()
+
+	mvccSeed(t, e, "k", "v2", "new", "x") // commits while both are open
+	require.Equal(t, []byte("v1"), mvccGet(t, old, "k"))
+	require.Nil(t, mvccGet(t, old, "new"), "a later commit's insert is invisible")
+	require.Equal(t, []byte("v1"), mvccGet(t, reader, "k"))
+	rows, err := reader.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+
+	fresh, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	defer fresh.Close()
+	require.Equal(t, []byte("v2"), mvccGet(t, fresh, "k"))
+}
+
+// TestMVCCWriteSkewRefused: two transactions each read x and y and write
+// the other one; serializable isolation admits only one of them.
+func TestMVCCWriteSkewRefused(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	mvccSeed(t, e, "x", "1", "y", "1")
+	t1, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer t1.Close()
+	t2, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer t2.Close()
+	for _, txn := range []Txn{t1, t2} {
+		vals, err := txn.GetMany(nil, [][]byte{mvccKey("x"), mvccKey("y")})
+		require.NoError(t, err)
+		require.Equal(t, [][]byte{[]byte("1"), []byte("1")}, vals, "both see x+y = 2, so each may take one away")
+	}
+	t1.Set(mvccKey("x"), []byte("0"))
+	t2.Set(mvccKey("y"), []byte("0"))
+	require.NoError(t, t1.Commit())
+	err = t2.Commit()
+	requireCode(t, err, fdbNotCommitted)
+	require.NotErrorIs(t, err, store.ErrUnknownResult, "a conflict wrote nothing")
+
+	require.NoError(t, t2.OnError(err), "OnError retries a conflict")
+	require.Equal(t, []byte("0"), mvccGet(t, t2, "x"), "the retry reads the later version")
+	require.Equal(t, []byte("1"), mvccGet(t, t2, "y"), "the refused write did not land")
+	require.Equal(t, MVCCStats{Commits: 2, Conflicts: 1, Retries: 1}, e.Stats())
+}
+
+// TestMVCCPhantom: an insert into a range another transaction read fails
+// that transaction's commit; the conflict range of a read that stopped at
+// its limit ends just after its last row.
+func TestMVCCPhantom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		limit    int
+		insert   string
+		conflict bool
+	}{
+		{"whole range read, insert inside", 10, "m", true},
+		{"whole range read, insert at its begin", 10, "a", true},
+		{"whole range read, insert before", 10, "0", false},
+		{"whole range read, insert at its end", 10, "q", false},
+		{"limit hit, insert before the last row", 2, "b0", true},
+		{"limit hit, insert replaces the last row", 2, "c", true},
+		{"limit hit, insert just past the last row", 2, "c\x00", false},
+		{"limit hit, insert past the last row", 2, "m", false},
+		{"limit hit by the last row", 3, "p", false},
+		{"limit not hit", 4, "p", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewMVCCEngine(MVCCOptions{})
+			mvccSeed(t, e, "b", "1", "c", "2", "d", "3")
+			reader, err := e.Begin(t.Context())
+			require.NoError(t, err)
+			defer reader.Close()
+			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit)
+			require.NoError(t, err)
+			require.Len(t, rows, min(tc.limit, 3))
+
+			mvccSeed(t, e, tc.insert, "phantom")
+			reader.Set(mvccKey("count"), []byte{byte(len(rows))})
+			err = reader.Commit()
+			if tc.conflict {
+				requireCode(t, err, fdbNotCommitted)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// TestMVCCReadOnlyNeverConflicts: transactions that write nothing commit
+// whatever was written after their reads; blind writes never conflict.
+func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	mvccSeed(t, e, "k", "1")
+	rw, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer rw.Close()
+	ro, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	defer ro.Close()
+	blind, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer blind.Close()
+	mvccGet(t, rw, "k")
+	_, err = rw.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	require.NoError(t, err)
+	mvccGet(t, ro, "k")
+
+	mvccSeed(t, e, "k", "2", "other", "x")
+	require.NoError(t, rw.Commit(), "a transaction that read and wrote nothing commits")
+	require.Equal(t, []byte("1"), mvccGet(t, ro, "k"), "the read-only snapshot still reads its version")
+	blind.Set(mvccKey("k"), []byte("3"))
+	require.NoError(t, blind.Commit(), "a write read nothing, so conflicts with nothing")
+	require.Equal(t, uint64(0), e.Stats().Conflicts)
+}
+
+// TestMVCCTransactionTooOld: reads and commits more than the lifetime
+// after the read version fail with 1007, which OnError retries on a fresh
+// version.
+func TestMVCCTransactionTooOld(t *testing.T) {
+	clk := clock.NewManualMs(1_000)
+	e := NewMVCCEngine(MVCCOptions{Clock: clk, Backoff: time.Microsecond})
+	mvccSeed(t, e, "k", "1")
+
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer txn.Close()
+	clk.Advance(MVCCLifetime)
+	require.Equal(t, []byte("1"), mvccGet(t, txn, "k"), "exactly the lifetime is still young enough")
+	txn.Set(mvccKey("k"), []byte("2"))
+	clk.Advance(time.Millisecond)
+	_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
+	requireCode(t, err, fdbTransactionTooOld)
+	err = txn.Commit()
+	requireCode(t, err, fdbTransactionTooOld)
+	require.NotErrorIs(t, err, store.ErrUnknownResult)
+
+	require.NoError(t, txn.OnError(err))
+	txn.Set(mvccKey("k"), []byte("3"))
+	require.NoError(t, txn.Commit(), "the retry starts a new lifetime")
+	ro, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	defer ro.Close()
+	require.Equal(t, []byte("3"), mvccGet(t, ro, "k"), "the too-old write never landed")
+	clk.Advance(MVCCLifetime + time.Millisecond)
+	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+	requireCode(t, err, fdbTransactionTooOld)
+}
+
+// TestMVCCLimits: every FoundationDB limit is refused with its code at
+// commit, nothing written; the bound itself is accepted. A transaction's
+// size counts its mutations and its read and write conflict ranges.
+func TestMVCCLimits(t *testing.T) {
+	big := func(n int) []byte { return bytes.Repeat([]byte{'v'}, n) }
+	// A set of a 10-byte key costs 3*10+1 bytes plus its value; fill's
+	// 100 sets and the marker every case writes (3*6+1 bytes) come to
+	// exactly FDBMaxTxnBytes.
+	const marker = 3*len("marker") + 1
+	fill := func(txn Txn) {
+		for i := range 100 {
+			n := FDBMaxTxnBytes/100 - 31
+			if i == 0 {
+				n -= marker
+			}
+			txn.Set([]byte{'k', byte(i), 2, 3, 4, 5, 6, 7, 8, 9}, big(n))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		txn  func(t *testing.T, txn Txn)
+		code int // 0: commits
+	}{
+		{"key at the limit", func(_ *testing.T, txn Txn) { txn.Set(big(FDBMaxKeyBytes), nil) }, 0},
+		{"key over the limit", func(_ *testing.T, txn Txn) { txn.Set(big(FDBMaxKeyBytes+1), nil) }, fdbKeyTooLarge},
+		{"cleared key over the limit", func(_ *testing.T, txn Txn) { txn.Clear(big(FDBMaxKeyBytes + 1)) }, fdbKeyTooLarge},
+		{"value at the limit", func(_ *testing.T, txn Txn) { txn.Set([]byte("k"), big(FDBMaxValueBytes)) }, 0},
+		{"value over the limit", func(_ *testing.T, txn Txn) { txn.Set([]byte("k"), big(FDBMaxValueBytes+1)) }, fdbValueTooLarge},
+		{"transaction at the limit", func(_ *testing.T, txn Txn) { fill(txn) }, 0},
+		{"transaction over the limit by a point read's conflict range", func(t *testing.T, txn Txn) {
+			fill(txn)
+			_, err := txn.GetMany(nil, [][]byte{{}})
+			require.NoError(t, err)
+		}, fdbTransactionTooLarge},
+		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn Txn) {
+			fill(txn)
+			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1)
+			require.NoError(t, err)
+		}, fdbTransactionTooLarge},
+		{"transaction over the limit by a clear", func(_ *testing.T, txn Txn) {
+			fill(txn)
+			txn.Clear(nil)
+		}, fdbTransactionTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewMVCCEngine(MVCCOptions{})
+			txn, err := e.Begin(t.Context())
+			require.NoError(t, err)
+			defer txn.Close()
+			tc.txn(t, txn)
+			txn.Set([]byte("marker"), nil)
+			err = txn.Commit()
+			if tc.code == 0 {
+				require.NoError(t, err)
+				return
+			}
+			requireCode(t, err, tc.code)
+			require.Equal(t, err, txn.OnError(err), "OnError does not retry a limit")
+			n, err := e.EstimateRangeSize(t.Context(), nil, []byte{0xff})
+			require.NoError(t, err)
+			require.Zero(t, n, "nothing written")
+		})
+	}
+}
+
+// TestMVCCUnknownResultThroughLayer: a commit_unknown_result that landed
+// and one that did not both reach the Layer's caller as
+// store.ErrUnknownResult when no retry may decide; with retries, the
+// retry's guard decides, as Apply documents.
+func TestMVCCUnknownResultThroughLayer(t *testing.T) {
+	p, key := testPartition("p"), k("row")
+	for _, tc := range []struct {
+		name    string
+		fault   Fault
+		retries int
+		landed  bool
+		outcome store.Outcome // with retries
+	}{
+		{"landed, no retry", CommitThenUnknown, 0, true, 0},
+		{"not landed, no retry", UnknownWithoutCommit, 0, false, 0},
+		{"landed, the retry's guard fails", CommitThenUnknown, 3, true, store.PreconditionFailed},
+		{"not landed, the retry commits", UnknownWithoutCommit, 3, true, store.Committed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := true
+			e := NewMVCCEngine(MVCCOptions{Backoff: time.Microsecond, Fault: func(context.Context) (Fault, func()) {
+				if first {
+					first = false
+					return tc.fault, nil
+				}
+				return CommitNormally, nil
+			}})
+			l := openLayer(t, e, WithRetryLimit(tc.retries))
+			out, err := l.Apply(t.Context(), p, store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("v")))
+			if tc.retries == 0 {
+				require.ErrorIs(t, err, store.ErrUnknownResult)
+				requireCode(t, err, fdbCommitUnknownResult)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tc.outcome, out.Outcome)
+			}
+			_, ok, err := l.Get(t.Context(), p, key)
+			require.NoError(t, err)
+			require.Equal(t, tc.landed, ok, "landed")
+			require.Equal(t, uint64(1), e.Stats().Unknown)
+		})
+	}
+}
+
+// TestMVCCRandomFaultsAreSeeded: the random unknown results follow the
+// seed: one seed replays the same outcomes, another draws others.
+func TestMVCCRandomFaultsAreSeeded(t *testing.T) {
+	run := func(seed uint64) (outcomes []int) {
+		e := NewMVCCEngine(MVCCOptions{Seed: seed, UnknownLanded: 0.3, UnknownNotLanded: 0.3})
+		for i := range 64 {
+			txn, err := e.Begin(t.Context())
+			require.NoError(t, err)
+			txn.Set([]byte{byte(i)}, nil)
+			err = txn.Commit()
+			txn.Close()
+			code := 0
+			if err != nil {
+				require.ErrorIs(t, err, store.ErrUnknownResult)
+				requireCode(t, err, fdbCommitUnknownResult)
+				code = 1
+			}
+			ro, err := e.BeginRead(t.Context())
+			require.NoError(t, err)
+			vals, err := ro.GetMany(nil, [][]byte{{byte(i)}})
+			require.NoError(t, err)
+			ro.Close()
+			if vals[0] != nil {
+				code += 2
+			}
+			outcomes = append(outcomes, code) // 2 landed, 3 unknown landed, 1 unknown not landed
+		}
+		return outcomes
+	}
+	a := run(1)
+	require.Equal(t, a, run(1))
+	require.NotEqual(t, a, run(2))
+	require.Contains(t, a, 1)
+	require.Contains(t, a, 2)
+	require.Contains(t, a, 3)
+	require.NotContains(t, a, 0, "a commit reported landed always landed")
+}
+
+// TestMVCCLatencyIsInjected: every read and commit waits; a context ending
+// during the wait ends the operation.
+func TestMVCCLatencyIsInjected(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{Latency: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	txn, err := e.Begin(ctx)
+	require.NoError(t, err)
+	defer txn.Close()
+	time.AfterFunc(10*time.Millisecond, cancel)
+	_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestMVCCBackoff: OnError's delay is a random fraction of a bound that
+// doubles from Backoff up to MaxBackoff, FoundationDB's shape.
+func TestMVCCBackoff(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{Backoff: time.Microsecond, MaxBackoff: 20 * time.Microsecond})
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer txn.Close()
+	mt := txn.(*mvccTxn)
+	var bounds []time.Duration
+	for range 7 {
+		bounds = append(bounds, mt.backoff)
+		require.NoError(t, txn.OnError(FDBError{Code: fdbNotCommitted}))
+	}
+	us := time.Microsecond
+	require.Equal(t, []time.Duration{us, 2 * us, 4 * us, 8 * us, 16 * us, 20 * us, 20 * us}, bounds)
+	require.Equal(t, uint64(7), e.Stats().Retries)
+	require.NoError(t, txn.OnError(FDBError{Code: fdbTransactionTooOld}))
+	require.NoError(t, txn.OnError(FDBError{Code: fdbCommitUnknownResult}))
+	for _, err := range []error{FDBError{Code: fdbTransactionTooLarge}, ErrInjectedFatal, context.Canceled} {
+		require.Equal(t, err, txn.OnError(err), "not retried")
+	}
+}
+
+// TestMVCCHistoryIsPruned: the resolver forgets writes no open transaction
+// can conflict with, and keeps those an open one can.
+func TestMVCCHistoryIsPruned(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	for i := range 100 {
+		mvccSeed(t, e, string(rune('a'+i%26)), "v")
+	}
+	require.Zero(t, e.hist.last.Len(), "no transaction open: nothing to remember")
+	old, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	mvccGet(t, old, "a")
+	for range 10 {
+		mvccSeed(t, e, "a", "w", "b", "w")
+	}
+	require.Equal(t, 2, e.hist.last.Len())
+	require.Len(t, e.hist.commits, 10)
+	old.Set(mvccKey("z"), nil)
+	requireCode(t, old.Commit(), fdbNotCommitted)
+	old.Close()
+	mvccSeed(t, e, "c", "v")
+	require.Zero(t, e.hist.last.Len())
+	require.Empty(t, e.hist.commits)
+}
+
+// TestMVCCClosed: nothing begins or commits on a closed engine.
+func TestMVCCClosed(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer txn.Close()
+	require.NoError(t, e.Close())
+	txn.Set(mvccKey("k"), nil)
+	require.ErrorIs(t, txn.Commit(), ErrClosed)
+	_, err = e.BeginRead(t.Context())
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, e.Probe(t.Context()), ErrClosed)
+	require.ErrorIs(t, e.Close(), ErrClosed)
+}
