@@ -2,6 +2,7 @@ package fdblayer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -82,14 +83,18 @@ func (it memItem) value() []byte { return it.kv[it.klen:] }
 // the order: where a short key ends, the longer key's next byte is either
 // above zero (it sorts after, as it should) or zero (the copies tie, and
 // the keys decide).
-func lessItem(a, b memItem) bool {
+func lessItem(a, b memItem) bool { return compareItems(a, b) < 0 }
+
+// compareItems compares the keys of a and b as lessItem orders them:
+// -1, 0 or +1.
+func compareItems(a, b memItem) int {
 	if a.p0 != b.p0 {
-		return a.p0 < b.p0
+		return cmp.Compare(a.p0, b.p0)
 	}
 	if a.p1 != b.p1 {
-		return a.p1 < b.p1
+		return cmp.Compare(a.p1, b.p1)
 	}
-	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen]) < 0
+	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen])
 }
 
 // MemoryOption configures a MemoryEngine.

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/btree"
-
 	"github.com/mkit-dev/mkitfdb/clock"
 )
 
@@ -19,9 +17,9 @@ import (
 //
 //   - Snapshots: a transaction reads at the read version it got at Begin
 //     (the last commit's), never waits for another transaction and never
-//     sees a later commit. Each version is a copy-on-write clone of a
-//     B-tree (google/btree's Clone), so a snapshot costs nothing to take
-//     and a commit copies only the nodes it changes.
+//     sees a later commit. The store keeps every version of a key that an
+//     open transaction may read (see mvccRows), and drops the others as
+//     transactions end.
 //   - Optimistic commits checked as FoundationDB's resolvers check them: a
 //     point read conflicts on its key; a range read on the range it
 //     covered (up to its last key when it stopped at its limit, the whole
@@ -48,17 +46,17 @@ import (
 // Layer handles them as it handles the FoundationDB engine's. Stats counts
 // commits, conflicts and retries.
 //
-// All methods are safe for concurrent use; transactions never block each
-// other (commits are serialized for the instant they take to check and
-// apply). Reads do not see the transaction's own writes (the Engine
+// All methods are safe for concurrent use; transactions never wait for
+// each other (a read waits only for the instant a commit takes to check
+// and apply). Reads do not see the transaction's own writes (the Engine
 // contract).
 type MVCCEngine struct {
-	mu      sync.Mutex
-	tree    *btree.BTreeG[memItem] // the last version; changed only by commits, under mu
-	snap    *btree.BTreeG[memItem] // a clone of tree, shared by transactions; nil after a commit
-	version uint64                 // the last commit's version
-	hist    mvccHistory            // under mu
+	mu      sync.RWMutex // reads hold it shared; begins, ends and commits exclusively
+	rows    mvccRows
+	version uint64 // the last commit's version
+	hist    mvccHistory
 	closed  bool
+	drop    []versionedItem // collect's scratch
 
 	opts MVCCOptions
 	rngM sync.Mutex
@@ -109,11 +107,6 @@ const (
 	mvccMaxBackoff = time.Second
 )
 
-// mvccDegree is the B-tree's degree. A commit after a snapshot copies
-// every node on the paths to the keys it writes, so nodes are narrower
-// than the memory engine's (see BenchmarkMVCCSnapshot).
-const mvccDegree = 16
-
 // NewMVCCEngine returns an empty engine configured by o.
 func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
 	if o.Clock == nil {
@@ -129,7 +122,7 @@ func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
 		o.MaxBackoff = mvccMaxBackoff
 	}
 	return &MVCCEngine{
-		tree: btree.NewG(mvccDegree, lessItem),
+		rows: newMVCCRows(),
 		hist: newMVCCHistory(),
 		opts: o,
 		rng:  rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
@@ -178,16 +171,23 @@ func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
 	return t, nil
 }
 
-// snapshot returns the last version and its number, and registers a
-// read-write transaction's read version with the resolver. e.mu is held.
-func (e *MVCCEngine) snapshotLocked(write bool) (*btree.BTreeG[memItem], uint64) {
-	if e.snap == nil {
-		e.snap = e.tree.Clone()
-	}
-	if write {
-		e.hist.begin(e.version)
-	}
-	return e.snap, e.version
+// beginLocked returns the last committed version and registers a
+// transaction reading at it; e.mu is held.
+func (e *MVCCEngine) beginLocked() uint64 {
+	e.hist.begin(e.version)
+	return e.version
+}
+
+// endLocked unregisters a transaction that read at rv and drops what no
+// open transaction needs any more; e.mu is held.
+func (e *MVCCEngine) endLocked(rv uint64) {
+	e.hist.end(rv)
+	e.hist.prune(e.version, e.collect)
+}
+
+func (e *MVCCEngine) collect(key memItem, oldest uint64) {
+	e.drop = e.rows.collect(key, oldest, e.drop)
+	clear(e.drop)
 }
 
 // Limits reports FoundationDB's limits, which it enforces.
@@ -196,12 +196,15 @@ func (e *MVCCEngine) Limits() Limits { return fdbLimits() }
 // EstimateRangeSize counts the bytes of keys and values in [begin, end) of
 // the last version exactly.
 func (e *MVCCEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
-	t, err := e.begin(ctx, false)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	defer t.Close()
-	return treeRangeBytes(t.snap, begin, end), nil
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return 0, ErrClosed
+	}
+	return e.rows.rangeBytes(begin, end, e.version), nil
 }
 
 // Probe fails when ctx is done or the engine is closed.
@@ -244,13 +247,12 @@ func (e *MVCCEngine) commit(t *mvccTxn) error {
 		return FDBError{Code: fdbNotCommitted}
 	}
 	e.version++
-	applyWrites(e.tree, t.writes)
-	keys := make([][]byte, len(t.writes))
+	e.rows.write(t.writes, e.version)
+	keys := make([]memItem, len(t.writes))
 	for i, w := range t.writes {
-		keys[i] = w.item.key()
+		keys[i] = w.item
 	}
 	e.hist.record(e.version, keys)
-	e.snap = nil
 	e.commits.Add(1)
 	return nil
 }

@@ -7,16 +7,17 @@ import (
 )
 
 // mvccHistory is MVCCEngine's resolver: for each key written by a commit
-// that some open read-write transaction may still conflict with, the
-// version of the last commit that wrote it. A transaction with read
-// version rv conflicts when one of its read conflict ranges holds a key
-// whose version is above rv: exactly FoundationDB's resolver check, whose
-// memory is likewise bounded by the oldest read version it must still
-// judge. Not safe for concurrent use: the engine's mutex guards it.
+// that some open transaction may still conflict with, the version of the
+// last commit that wrote it. A transaction with read version rv conflicts
+// when one of its read conflict ranges holds a key whose version is above
+// rv: exactly FoundationDB's resolver check, whose memory is likewise
+// bounded by the oldest read version it must still judge. It also tells
+// the storage which keys' old versions became unreadable (prune). Not
+// safe for concurrent use: the engine's mutex guards it.
 type mvccHistory struct {
 	last    *btree.BTreeG[versionedKey] // key -> version of its last write
 	commits []committedKeys             // in version order, for pruning
-	open    map[uint64]int              // read versions of open read-write transactions
+	open    map[uint64]int              // read versions of open transactions
 }
 
 // versionedKey is one key of the history and the version that last wrote it.
@@ -28,7 +29,7 @@ type versionedKey struct {
 // committedKeys are the keys one commit wrote.
 type committedKeys struct {
 	version uint64
-	keys    [][]byte
+	keys    []memItem
 }
 
 // keyRange is a conflict range [begin, end); point marks [k, k+0x00),
@@ -76,30 +77,29 @@ func (h *mvccHistory) conflicts(reads []keyRange, rv uint64) bool {
 
 // record notes that the commit of version wrote keys, which the history
 // keeps (they must stay unchanged).
-func (h *mvccHistory) record(version uint64, keys [][]byte) {
+func (h *mvccHistory) record(version uint64, keys []memItem) {
 	for _, k := range keys {
-		h.last.ReplaceOrInsert(versionedKey{key: k, version: version})
+		h.last.ReplaceOrInsert(versionedKey{key: k.key(), version: version})
 	}
 	h.commits = append(h.commits, committedKeys{version: version, keys: keys})
 }
 
-// begin registers an open read-write transaction reading at rv.
+// begin registers an open transaction reading at rv.
 func (h *mvccHistory) begin(rv uint64) { h.open[rv]++ }
 
-// end unregisters a transaction begun at rv and forgets what no open
-// transaction can conflict with any more; current is the last commit's
-// version.
-func (h *mvccHistory) end(rv, current uint64) {
+// end unregisters a transaction begun at rv.
+func (h *mvccHistory) end(rv uint64) {
 	if h.open[rv]--; h.open[rv] == 0 {
 		delete(h.open, rv)
 	}
-	h.prune(current)
 }
 
 // prune forgets the commits at or below the oldest open read version (all
-// of them, up to current, when none is open): no transaction can conflict
-// with them.
-func (h *mvccHistory) prune(current uint64) {
+// of them, up to current, the last commit's version, when none is open):
+// no transaction can conflict with them. It calls collect with each key
+// they wrote and that oldest version, so that the storage drops the
+// versions no transaction can read any more.
+func (h *mvccHistory) prune(current uint64, collect func(key memItem, oldest uint64)) {
 	oldest := current
 	for rv := range h.open {
 		oldest = min(oldest, rv)
@@ -108,9 +108,10 @@ func (h *mvccHistory) prune(current uint64) {
 	for ; n < len(h.commits) && h.commits[n].version <= oldest; n++ {
 		c := h.commits[n]
 		for _, k := range c.keys {
-			if it, ok := h.last.Get(versionedKey{key: k}); ok && it.version == c.version {
+			if it, ok := h.last.Get(versionedKey{key: k.key()}); ok && it.version == c.version {
 				h.last.Delete(it)
 			}
+			collect(k, oldest)
 		}
 	}
 	if n > 0 {

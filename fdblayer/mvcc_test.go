@@ -422,3 +422,32 @@ func TestMVCCClosed(t *testing.T) {
 	require.ErrorIs(t, e.Probe(t.Context()), ErrClosed)
 	require.ErrorIs(t, e.Close(), ErrClosed)
 }
+
+// TestMVCCOldVersionsAreCollected: the store keeps the versions an open
+// transaction reads, and once it ends keeps one per live key, no
+// tombstones.
+func TestMVCCOldVersionsAreCollected(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	mvccSeed(t, e, "k", "v1", "d", "x")
+	require.Equal(t, 2, e.rows.tree.Len())
+	reader, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	mvccSeed(t, e, "k", "v2")
+	mvccSeed(t, e, "k", "v3")
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	txn.Clear(mvccKey("d"))
+	require.NoError(t, txn.Commit())
+	txn.Close()
+	require.Equal(t, []byte("v1"), mvccGet(t, reader, "k"))
+	require.Equal(t, []byte("x"), mvccGet(t, reader, "d"), "the reader still sees the cleared key")
+	require.Greater(t, e.rows.tree.Len(), 2, "the reader's versions are kept")
+
+	reader.Close()
+	require.Equal(t, 1, e.rows.tree.Len(), "one version of k; d's tombstone gone")
+	ro, err := e.BeginRead(t.Context())
+	require.NoError(t, err)
+	defer ro.Close()
+	require.Equal(t, []byte("v3"), mvccGet(t, ro, "k"))
+	require.Nil(t, mvccGet(t, ro, "d"))
+}

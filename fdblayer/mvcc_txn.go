@@ -6,19 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/google/btree"
 )
 
-// mvccTxn is an MVCCEngine transaction. Its reads go to snap, the version
-// rv it began on; a read-write transaction records its read conflict
-// ranges and buffers its writes until Commit.
+// mvccTxn is an MVCCEngine transaction. It reads at version rv, the last
+// commit's when it began; a read-write transaction records its read
+// conflict ranges and buffers its writes until Commit.
 type mvccTxn struct {
 	e     *MVCCEngine
 	ctx   context.Context
 	write bool
 
-	snap       *btree.BTreeG[memItem]
 	rv         uint64
 	start      time.Time // when it got rv, on the engine's clock
 	open       bool      // usable: not committed, not closed
@@ -42,8 +39,8 @@ func (t *mvccTxn) reset() error {
 		e.mu.Unlock()
 		return ErrClosed
 	}
-	t.snap, t.rv = e.snapshotLocked(t.write)
-	t.registered = t.write
+	t.rv = e.beginLocked()
+	t.registered = true
 	e.mu.Unlock()
 	t.start = e.opts.Clock.Now()
 	t.open = true
@@ -57,7 +54,7 @@ func (t *mvccTxn) reset() error {
 func (t *mvccTxn) endLocked() {
 	if t.registered {
 		t.registered = false
-		t.e.hist.end(t.rv, t.e.version)
+		t.e.endLocked(t.rv)
 	}
 }
 
@@ -101,7 +98,9 @@ func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 			t.addRead(keyRange{begin: end[:len(k)], end: end, point: true})
 		}
 	}
-	return treeGetMany(t.snap, dst, keys), nil
+	t.e.mu.RLock()
+	defer t.e.mu.RUnlock()
+	return t.e.rows.getMany(dst, keys, t.rv), nil
 }
 
 // GetRange reads [begin, end) at t's version, at most limit rows; a
@@ -113,7 +112,9 @@ func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyV
 		return dst, err
 	}
 	n := len(dst)
-	dst = treeGetRange(t.snap, dst, begin, end, limit)
+	t.e.mu.RLock()
+	dst = t.e.rows.getRange(dst, begin, end, limit, t.rv)
+	t.e.mu.RUnlock()
 	if t.write {
 		start := len(t.arena)
 		t.arena = append(t.arena, begin...)
@@ -287,7 +288,6 @@ func (t *mvccTxn) close() {
 // Commit and more than once.
 func (t *mvccTxn) Close() {
 	t.close()
-	t.snap = nil
 	clear(t.writes)
 	t.writes = t.writes[:0]
 }

@@ -1,0 +1,329 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// The worker benchmarks run N timers.Scheduler values side by side, one
+// goroutine and one worker each, as N machines sharing a FoundationDB
+// cluster would, on the memory engine (every transaction serialized by its
+// lock) and on the MVCC engine (transactions overlap; commits conflict as
+// on FoundationDB). Besides the throughput they report, over the timed
+// regions only:
+//
+//	conflicts/commit  commits refused with not_committed (1020) per commit that landed
+//	retries/commit    transactions the engine reset to retry, per commit that landed
+//	contended/claim   due partitions a scheduler found leased by another, or lost the claim of, per claim
+//
+// The memory engine never conflicts; its conflicts/commit is 0 by
+// construction. Run them with
+//
+//	go test -run '^$' -bench 'Workers' -count 6 ./bench/ | tee w.txt
+//	benchstat -col /engine w.txt
+
+// workerCounts are the schedulers the worker benchmarks run side by side.
+var workerCounts = []int{1, 2, 4}
+
+// workerEngines are the engines they compare.
+var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC}
+
+// Sizes of the worker benchmarks' ops.
+const (
+	workerSources   = 16  // relay sources, each queueing workerRows rows per op
+	workerRows      = 64  // rows per source per op: one relay fire each
+	workerTargets   = 8   // targets the rows go to, round robin
+	workerDue       = 256 // partitions due per op of BenchmarkSchedulerWorkers
+	workerKindFired = timers.Kind(100)
+)
+
+// workerStore is a Layer over one engine, with its engine's counters.
+type workerStore struct {
+	l    *fdblayer.Layer
+	mvcc *fdblayer.MVCCEngine // nil on the memory engine
+}
+
+func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
+	e := eng.Open(b, "workers.bbolt")
+	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	m, _ := e.(*fdblayer.MVCCEngine)
+	return &workerStore{l: l, mvcc: m}
+}
+
+// stats reads the engine's counters (zero on the memory engine).
+func (ws *workerStore) stats() fdblayer.MVCCStats {
+	if ws.mvcc == nil {
+		return fdblayer.MVCCStats{}
+	}
+	return ws.mvcc.Stats()
+}
+
+// schedulers returns n Schedulers of ws with one worker each and distinct
+// owners, on the wall clock.
+func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry) []*timers.Scheduler {
+	var out []*timers.Scheduler
+	for i := range n {
+		s, err := timers.NewScheduler(timers.SchedulerConfig{
+			Store: ws.l, Registry: reg, ParsePartition: timers.ParseGenPartition,
+			Owner: fmt.Sprintf("bench-%d", i), Workers: 1, Clock: clock.Real{},
+			Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// tickAll ticks every scheduler in its own goroutine until done reports
+// true after a tick that claimed nothing; it returns the partitions
+// claimed and the contended entries of all ticks.
+func tickAll(b *testing.B, scheds []*timers.Scheduler, done func() bool) (claimed, contended int) {
+	var (
+		wg       sync.WaitGroup
+		finished atomic.Bool
+		cl, co   atomic.Int64
+	)
+	for _, s := range scheds {
+		wg.Go(func() {
+			for !finished.Load() {
+				rep, err := s.Tick(context.Background())
+				if err != nil {
+					b.Errorf("tick: %v", err)
+					finished.Store(true)
+					return
+				}
+				cl.Add(int64(rep.Claimed))
+				co.Add(int64(rep.Contended))
+				if rep.Claimed == 0 && done() {
+					finished.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(cl.Load()), int(co.Load())
+}
+
+// workerMeter sums the timed regions of a worker benchmark.
+type workerMeter struct {
+	d                  time.Duration
+	claimed, contended int
+	commits, conflicts uint64
+	retries            uint64
+}
+
+// run times fn, called with the timer stopped, and stops it again.
+func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func() (claimed, contended int)) {
+	before := ws.stats()
+	b.StartTimer()
+	start := time.Now()
+	cl, co := fn()
+	m.d += time.Since(start)
+	b.StopTimer()
+	after := ws.stats()
+	m.claimed += cl
+	m.contended += co
+	m.commits += after.Commits - before.Commits
+	m.conflicts += after.Conflicts - before.Conflicts
+	m.retries += after.Retries - before.Retries
+}
+
+func (m *workerMeter) report(b *testing.B) {
+	b.ReportMetric(float64(m.claimed)/m.d.Seconds(), "fired-partitions/s")
+	b.ReportMetric(ratio(m.conflicts, m.commits), "conflicts/commit")
+	b.ReportMetric(ratio(m.retries, m.commits), "retries/commit")
+	b.ReportMetric(ratio(uint64(m.contended), uint64(m.claimed)), "contended/claim")
+}
+
+func ratio(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// BenchmarkRelayWorkers relays workerRows rows from each of workerSources
+// sources per op (4 puts of 64-byte keys and 256-byte values each, to
+// workerTargets targets) with 1, 2 and 4 schedulers firing the relay side
+// by side; rows are queued outside the timed region. It reports rows/s
+// besides the worker metrics.
+func BenchmarkRelayWorkers(b *testing.B) {
+	for _, eng := range workerEngines {
+		for _, n := range workerCounts {
+			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
+				ws := openWorkerStore(b, eng)
+				reg, err := timers.NewRegistry(&relay.Handler{Target: ws.l, Budget: benchBudget})
+				if err != nil {
+					b.Fatal(err)
+				}
+				scheds := ws.schedulers(b, n, reg)
+				q := newWorkerQueue()
+				var m workerMeter
+				for b.Loop() {
+					b.StopTimer()
+					q.queueAll(b, ws.l)
+					m.run(b, ws, func() (int, int) {
+						return tickAll(b, scheds, func() bool { return q.drained(b, ws.l) })
+					})
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(q.rows)/m.d.Seconds(), "rows/s")
+				m.report(b)
+			})
+		}
+	}
+}
+
+// workerQueue queues the relay benchmark's rows.
+type workerQueue struct {
+	sources []gen.Partition
+	targets []gen.Partition
+	puts    []gen.RelayPut
+	rows    int // rows queued so far
+}
+
+func newWorkerQueue() *workerQueue {
+	q := &workerQueue{puts: make([]gen.RelayPut, putsPerRow)}
+	for i := range workerSources {
+		q.sources = append(q.sources, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("source-%03d", i))})
+	}
+	for i := range workerTargets {
+		q.targets = append(q.targets, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
+	}
+	value := make([]byte, valueBytes)
+	for j := range q.puts {
+		q.puts[j] = gen.RelayPut{Key: fmt.Appendf(nil, "bench/key/%054d", j), Value: value}
+	}
+	return q
+}
+
+// queueAll queues workerRows rows in each source in one outbox batch.
+func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
+	ctx := context.Background()
+	for _, p := range q.sources {
+		o, err := outbox.Read(ctx, s, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ob, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clock.Real{}), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range workerRows {
+			if _, err := ob.Relay(q.targets[q.rows%len(q.targets)], q.puts, nil); err != nil {
+				b.Fatal(err)
+			}
+			q.rows++
+		}
+		batch := store.NewBatch()
+		if err := ob.Finish(batch); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := s.Apply(ctx, p, batch); err != nil || !out.Committed() {
+			b.Fatalf("queue rows: %v %v", out, err)
+		}
+	}
+}
+
+// drained reports whether every source's queue is empty.
+func (q *workerQueue) drained(b *testing.B, s store.Store) bool {
+	start, end := gen.ClassRange(gen.TagRelayKey)
+	for _, p := range q.sources {
+		page, err := s.Scan(context.Background(), p, start, end, nil, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Entries) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkSchedulerWorkers fires workerDue due partitions per op, one
+// timer each whose handler completes it at once, with 1, 2 and 4
+// schedulers side by side: the scheduler's own cost (scan, claim, run,
+// finish) and its contention. Timers are armed outside the timed region.
+func BenchmarkSchedulerWorkers(b *testing.B) {
+	for _, eng := range workerEngines {
+		for _, n := range workerCounts {
+			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
+				ws := openWorkerStore(b, eng)
+				reg, err := timers.NewRegistry(doneHandler{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				scheds := ws.schedulers(b, n, reg)
+				parts := make([]gen.Partition, workerDue)
+				for i := range parts {
+					parts[i] = gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("due-%04d", i))}
+				}
+				var m workerMeter
+				for b.Loop() {
+					b.StopTimer()
+					arm(b, ws.l, parts)
+					m.run(b, ws, func() (int, int) {
+						return tickAll(b, scheds, func() bool { return dueEmpty(b, ws.l) })
+					})
+					b.StartTimer()
+				}
+				m.report(b)
+			})
+		}
+	}
+}
+
+// doneHandler completes every timer at once.
+type doneHandler struct{}
+
+func (doneHandler) Kind() timers.Kind { return workerKindFired }
+
+func (doneHandler) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+	return timers.Done{}, nil
+}
+
+// arm schedules a timer due now in each of parts (the last op's fires
+// completed them).
+func arm(b *testing.B, s store.Store, parts []gen.Partition) {
+	ctx := context.Background()
+	nowMs := clock.NowMs(clock.Real{})
+	for _, p := range parts {
+		batch := store.NewBatch()
+		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAtMs: nowMs}); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := s.Apply(ctx, p, batch); err != nil || !out.Committed() {
+			b.Fatalf("arm: %v, %v", out, err)
+		}
+	}
+}
+
+// dueEmpty reports whether the due index holds no entry.
+func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
+	due, err := l.ScanDue(context.Background(), math.MaxUint64, nil, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(due) == 0
+}
