@@ -38,8 +38,8 @@ import (
 //     uniformly random fraction of a delay that starts at 10 ms and
 //     doubles up to 1 s; it returns every other error.
 //   - Faults a cluster produces, seeded: commit_unknown_result (1021) for a
-//     commit that landed and one that did not, and latency on every read
-//     and commit (MVCCOptions).
+//     commit that landed and one that did not, and latency on every
+//     Begin, read and commit (MVCCOptions).
 //
 // Every error it raises is an FDBError (commit errors after which the
 // commit may have landed, 1021, also wrap store.ErrUnknownResult), so the
@@ -51,12 +51,9 @@ import (
 // and apply). Reads do not see the transaction's own writes (the Engine
 // contract).
 type MVCCEngine struct {
-	mu      sync.RWMutex // reads hold it shared; begins, ends and commits exclusively
-	rows    mvccRows
-	version uint64 // the last commit's version
-	hist    mvccHistory
-	closed  bool
-	drop    []versionedItem // collect's scratch
+	mu     sync.RWMutex // reads hold it shared; begins, ends and commits exclusively
+	store  mvccStore    // under mu
+	closed bool
 
 	opts MVCCOptions
 	rngM sync.Mutex
@@ -87,8 +84,8 @@ type MVCCOptions struct {
 	// writes landed, and without writing (a commit that would have
 	// conflicted reports 1021 too, not landed).
 	UnknownLanded, UnknownNotLanded float64
-	// Latency delays each read and commit by a uniformly random time in
-	// [0, Latency).
+	// Latency delays each Begin (getting the read version), read and
+	// commit by a uniformly random time in [0, Latency).
 	Latency time.Duration
 	// Fault, when set, decides every read-write commit instead of the
 	// random unknown results: CommitNormally, CommitConflict (1020),
@@ -122,10 +119,9 @@ func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
 		o.MaxBackoff = mvccMaxBackoff
 	}
 	return &MVCCEngine{
-		rows: newMVCCRows(),
-		hist: newMVCCHistory(),
-		opts: o,
-		rng:  rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
+		store: newMVCCStore(),
+		opts:  o,
+		rng:   rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
 	}
 }
 
@@ -161,7 +157,7 @@ func (e *MVCCEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ct
 func (e *MVCCEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx, false) }
 
 func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
-	if err := ctx.Err(); err != nil {
+	if err := e.latency(ctx); err != nil {
 		return nil, err
 	}
 	t := &mvccTxn{e: e, ctx: ctx, write: write, backoff: e.opts.Backoff}
@@ -171,23 +167,52 @@ func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
 	return t, nil
 }
 
-// beginLocked returns the last committed version and registers a
-// transaction reading at it; e.mu is held.
-func (e *MVCCEngine) beginLocked() uint64 {
-	e.hist.begin(e.version)
-	return e.version
+// mvccStore is the engine's versioned rows with the resolver's
+// bookkeeping: the last commit's version, the open transactions' read
+// versions, and what each commit wrote. Not safe for concurrent use.
+type mvccStore struct {
+	rows    mvccRows
+	hist    mvccHistory
+	version uint64          // the last commit's version
+	drop    []versionedItem // collect's scratch
 }
 
-// endLocked unregisters a transaction that read at rv and drops what no
-// open transaction needs any more; e.mu is held.
-func (e *MVCCEngine) endLocked(rv uint64) {
-	e.hist.end(rv)
-	e.hist.prune(e.version, e.collect)
+func newMVCCStore() mvccStore { return mvccStore{rows: newMVCCRows(), hist: newMVCCHistory()} }
+
+// begin returns the last committed version and registers a transaction
+// reading at it.
+func (s *mvccStore) begin() uint64 {
+	s.hist.begin(s.version)
+	return s.version
 }
 
-func (e *MVCCEngine) collect(key memItem, oldest uint64) {
-	e.drop = e.rows.collect(key, oldest, e.drop)
-	clear(e.drop)
+// end unregisters a transaction that read at rv and drops what no open
+// transaction needs any more.
+func (s *mvccStore) end(rv uint64) {
+	s.hist.end(rv)
+	s.hist.prune(s.version, s.collect)
+}
+
+func (s *mvccStore) collect(key memItem, oldest uint64) {
+	s.drop = s.rows.collect(key, oldest, s.drop)
+	clear(s.drop)
+}
+
+// apply commits ws, the writes of the open transaction that read at rv,
+// as the next version. Only the other transactions open now can read what
+// it replaces or conflict with it.
+func (s *mvccStore) apply(ws []memWrite, rv uint64) {
+	latest, others := s.hist.latestOther(rv)
+	s.version++
+	dirty := s.rows.write(ws, s.version, func(v uint64) bool { return others && latest >= v }, nil)
+	var keys []memItem
+	if others {
+		keys = make([]memItem, len(ws))
+		for i, w := range ws {
+			keys[i] = w.item
+		}
+	}
+	s.hist.record(s.version, keys, dirty)
 }
 
 // Limits reports FoundationDB's limits, which it enforces.
@@ -204,7 +229,7 @@ func (e *MVCCEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (
 	if e.closed {
 		return 0, ErrClosed
 	}
-	return e.rows.rangeBytes(begin, end, e.version), nil
+	return e.store.rows.rangeBytes(begin, end, e.store.version), nil
 }
 
 // Probe fails when ctx is done or the engine is closed.
@@ -242,17 +267,11 @@ func (e *MVCCEngine) commit(t *mvccTxn) error {
 	if e.closed {
 		return ErrClosed
 	}
-	if e.hist.conflicts(t.reads, t.rv) {
+	if e.store.hist.conflicts(t.reads, t.rv) {
 		e.conflicts.Add(1)
 		return FDBError{Code: fdbNotCommitted}
 	}
-	e.version++
-	e.rows.write(t.writes, e.version)
-	keys := make([]memItem, len(t.writes))
-	for i, w := range t.writes {
-		keys[i] = w.item
-	}
-	e.hist.record(e.version, keys)
+	e.store.apply(t.writes, t.rv)
 	e.commits.Add(1)
 	return nil
 }

@@ -124,20 +124,14 @@ func (c cowSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyVal
 }
 func (cowSnap) done() {}
 
-// versionedStore is MVCCEngine's storage (mvccRows) with its version
-// bookkeeping (mvccHistory's open versions and pruning), without the
+// versionedStore is MVCCEngine's storage (mvccStore), without the
 // conflict check.
 type versionedStore struct {
-	mu      sync.RWMutex
-	rows    mvccRows
-	hist    mvccHistory
-	version uint64
-	drop    []versionedItem
+	mu sync.RWMutex
+	s  mvccStore
 }
 
-func newVersionedStore() *versionedStore {
-	return &versionedStore{rows: newMVCCRows(), hist: newMVCCHistory()}
-}
+func newVersionedStore() *versionedStore { return &versionedStore{s: newMVCCStore()} }
 
 type versionedSnap struct {
 	s  *versionedStore
@@ -147,44 +141,33 @@ type versionedSnap struct {
 func (s *versionedStore) snapshot() snapshotReader {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hist.begin(s.version)
-	return versionedSnap{s, s.version}
+	return versionedSnap{s, s.s.begin()}
 }
 
 func (v versionedSnap) done() {
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
-	v.s.hist.end(v.rv)
-	v.s.prune()
-}
-
-func (s *versionedStore) prune() {
-	s.hist.prune(s.version, func(key memItem, oldest uint64) {
-		s.drop = s.rows.collect(key, oldest, s.drop)
-	})
+	v.s.s.end(v.rv)
 }
 
 func (v versionedSnap) getMany(dst [][]byte, keys [][]byte) [][]byte {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
-	return v.s.rows.getMany(dst, keys, v.rv)
+	return v.s.s.rows.getMany(dst, keys, v.rv)
 }
 
 func (v versionedSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
-	return v.s.rows.getRange(dst, begin, end, limit, v.rv)
+	return v.s.s.rows.getRange(dst, begin, end, limit, v.rv)
 }
 
+// commit commits as the engine does: the committing transaction is open
+// until its writes are applied.
 func (s *versionedStore) commit(ws []memWrite) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.version++
-	s.rows.write(ws, s.version)
-	keys := make([]memItem, len(ws))
-	for i, w := range ws {
-		keys[i] = w.item
-	}
-	s.hist.record(s.version, keys)
-	s.prune()
+	rv := s.s.begin()
+	s.s.apply(ws, rv)
+	s.s.end(rv)
 }

@@ -26,10 +26,12 @@ type versionedKey struct {
 	version uint64
 }
 
-// committedKeys are the keys one commit wrote.
+// committedKeys are the keys one commit wrote that an open transaction
+// may conflict with (keys), and those whose old versions or tombstone the
+// storage must collect once no transaction reads them (dirty).
 type committedKeys struct {
-	version uint64
-	keys    []memItem
+	version     uint64
+	keys, dirty []memItem
 }
 
 // keyRange is a conflict range [begin, end); point marks [k, k+0x00),
@@ -75,13 +77,28 @@ func (h *mvccHistory) conflicts(reads []keyRange, rv uint64) bool {
 	return false
 }
 
-// record notes that the commit of version wrote keys, which the history
-// keeps (they must stay unchanged).
-func (h *mvccHistory) record(version uint64, keys []memItem) {
+// record notes that the commit of version wrote keys, which open
+// transactions may conflict with, and dirty keys to collect later. The
+// history keeps both (they must stay unchanged).
+func (h *mvccHistory) record(version uint64, keys, dirty []memItem) {
 	for _, k := range keys {
 		h.last.ReplaceOrInsert(versionedKey{key: k.key(), version: version})
 	}
-	h.commits = append(h.commits, committedKeys{version: version, keys: keys})
+	if len(keys) > 0 || len(dirty) > 0 {
+		h.commits = append(h.commits, committedKeys{version: version, keys: keys, dirty: dirty})
+	}
+}
+
+// latestOther returns the latest read version of the open transactions
+// other than one reading at rv; ok is false when there is none.
+func (h *mvccHistory) latestOther(rv uint64) (latest uint64, ok bool) {
+	for v, n := range h.open {
+		if v == rv && n == 1 {
+			continue
+		}
+		latest, ok = max(latest, v), true
+	}
+	return latest, ok
 }
 
 // begin registers an open transaction reading at rv.
@@ -111,6 +128,8 @@ func (h *mvccHistory) prune(current uint64, collect func(key memItem, oldest uin
 			if it, ok := h.last.Get(versionedKey{key: k.key()}); ok && it.version == c.version {
 				h.last.Delete(it)
 			}
+		}
+		for _, k := range c.dirty {
 			collect(k, oldest)
 		}
 	}

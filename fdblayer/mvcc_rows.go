@@ -10,31 +10,45 @@ import (
 // mvccRows is MVCCEngine's storage: every version of every key that an
 // open transaction may still read, in one B-tree ordered by key and then
 // newest version first, so that a read at version rv finds a key's value
-// as the first entry at or after (key, rv). A write adds a version; a
-// clear adds a tombstone. collect drops what no open transaction can read.
-// BenchmarkMVCCSnapshot measured it against a copy-on-write B-tree cloned
-// per version: half the time and a twentieth of the bytes per
-// transaction, because a commit beside an open snapshot copies no nodes.
-// Not safe for concurrent use: the engine's lock guards it (reads under a
-// read lock).
+// as its first version at or below rv. A key's newest version sorts first
+// whatever its number (old is false), so that a write replaces it in
+// place and keeps it, as an old version, only when an open transaction
+// may read it; a clear writes a tombstone. collect drops what no open
+// transaction can read. BenchmarkMVCCSnapshot measured it against a
+// copy-on-write B-tree cloned per version: about half the time and a
+// twentieth of the bytes per transaction, because a commit beside an open
+// snapshot copies no nodes. Not safe for concurrent use: the engine's
+// lock guards it (reads under a read lock).
 type mvccRows struct {
 	tree *btree.BTreeG[versionedItem]
 }
 
 // versionedItem is one version of one key: its row (the value empty for
-// a tombstone) and the version that wrote it.
+// a tombstone), the version that wrote it, and whether a later version
+// replaced it.
 type versionedItem struct {
 	item    memItem
 	version uint64
 	del     bool
+	old     bool
 }
 
-// lessVersioned orders by key, then newest version first.
+// lessVersioned orders by key, then the newest version, then the old
+// ones, latest first. A key's newest versions compare equal whatever
+// their numbers, so that writing one replaces the other.
 func lessVersioned(a, b versionedItem) bool {
 	if c := compareItems(a.item, b.item); c != 0 {
 		return c < 0
 	}
-	return a.version > b.version
+	if a.old != b.old {
+		return !a.old
+	}
+	return a.old && a.version > b.version
+}
+
+// firstVersion is the search item that sorts before every version of key.
+func firstVersion(key memItem) versionedItem {
+	return versionedItem{item: key, version: math.MaxUint64}
 }
 
 // mvccDegree is the B-tree's degree, as the memory engine's.
@@ -44,8 +58,14 @@ func newMVCCRows() mvccRows { return mvccRows{tree: btree.NewG(mvccDegree, lessV
 
 // get returns key's value at version rv; ok is false when it is absent.
 func (r *mvccRows) get(key []byte, rv uint64) (value []byte, ok bool) {
-	r.tree.AscendGreaterOrEqual(versionedItem{item: keyItem(key), version: rv}, func(it versionedItem) bool {
-		if bytes.Equal(it.item.key(), key) && !it.del {
+	r.tree.AscendGreaterOrEqual(firstVersion(keyItem(key)), func(it versionedItem) bool {
+		if !bytes.Equal(it.item.key(), key) {
+			return false
+		}
+		if it.version > rv {
+			return true
+		}
+		if !it.del {
 			value, ok = it.item.value(), true
 		}
 		return false
@@ -67,7 +87,7 @@ func (r *mvccRows) getMany(dst [][]byte, keys [][]byte, rv uint64) [][]byte {
 func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memItem) bool) {
 	stop := keyItem(end)
 	var last []byte // the key whose version at rv was decided
-	r.tree.AscendGreaterOrEqual(versionedItem{item: keyItem(begin), version: math.MaxUint64}, func(it versionedItem) bool {
+	r.tree.AscendGreaterOrEqual(firstVersion(keyItem(begin)), func(it versionedItem) bool {
 		if compareItems(it.item, stop) >= 0 {
 			return false
 		}
@@ -101,28 +121,43 @@ func (r *mvccRows) rangeBytes(begin, end []byte, rv uint64) int64 {
 	return n
 }
 
-// write adds the writes of the commit of version, in order: a key
-// written twice keeps the last.
-func (r *mvccRows) write(ws []memWrite, version uint64) {
+// write applies the writes of the commit of version, in order (a key
+// written twice keeps the last). A key's newest version is replaced in
+// place, and kept as an old version when read(its version) says an open
+// transaction may read it. It appends to dirty, and returns, the keys
+// that may now hold versions or a tombstone no one reads, for collect.
+func (r *mvccRows) write(ws []memWrite, version uint64, read func(version uint64) bool, dirty []memItem) []memItem {
 	for _, w := range ws {
-		r.tree.ReplaceOrInsert(versionedItem{item: w.item, version: version, del: w.del})
+		prev, had := r.tree.ReplaceOrInsert(versionedItem{item: w.item, version: version, del: w.del})
+		kept := had && prev.version != version && read(prev.version)
+		if kept {
+			prev.old = true
+			r.tree.ReplaceOrInsert(prev)
+		}
+		if kept || w.del {
+			dirty = append(dirty, w.item)
+		}
 	}
+	return dirty
 }
 
 // collect drops the versions of key no transaction reading at oldest or
-// later can read: all but the newest at or below oldest, and that one too
-// when it is a tombstone.
+// later can read: all but those after oldest and the newest at or below
+// it, and that one too when it is a tombstone.
 func (r *mvccRows) collect(key memItem, oldest uint64, drop []versionedItem) []versionedItem {
 	drop = drop[:0]
-	first := true
-	r.tree.AscendGreaterOrEqual(versionedItem{item: key, version: oldest}, func(it versionedItem) bool {
+	found := false // the newest version at or below oldest
+	r.tree.AscendGreaterOrEqual(firstVersion(key), func(it versionedItem) bool {
 		if compareItems(it.item, key) != 0 {
 			return false
 		}
-		if !first || it.del {
+		if it.version > oldest {
+			return true
+		}
+		if found || it.del {
 			drop = append(drop, it)
 		}
-		first = false
+		found = true
 		return true
 	})
 	for _, it := range drop {

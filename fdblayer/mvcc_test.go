@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -348,17 +351,33 @@ func TestMVCCRandomFaultsAreSeeded(t *testing.T) {
 	require.NotContains(t, a, 0, "a commit reported landed always landed")
 }
 
-// TestMVCCLatencyIsInjected: every read and commit waits; a context ending
-// during the wait ends the operation.
+// TestMVCCLatencyIsInjected: Begin, every read and Commit wait the
+// injected latency; a context ending during the wait ends the operation.
 func TestMVCCLatencyIsInjected(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{Latency: time.Hour})
-	ctx, cancel := context.WithCancel(t.Context())
-	txn, err := e.Begin(ctx)
-	require.NoError(t, err)
-	defer txn.Close()
-	time.AfterFunc(10*time.Millisecond, cancel)
-	_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
-	require.ErrorIs(t, err, context.Canceled)
+	for _, op := range []string{"begin", "get", "range", "commit"} {
+		t.Run(op, func(t *testing.T) {
+			e := NewMVCCEngine(MVCCOptions{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			txn, err := e.Begin(ctx)
+			require.NoError(t, err)
+			defer txn.Close()
+			txn.Set(mvccKey("k"), nil)
+			e.opts.Latency = time.Hour // from here on
+			time.AfterFunc(10*time.Millisecond, cancel)
+			switch op {
+			case "begin":
+				_, err = e.Begin(ctx)
+			case "get":
+				_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
+			case "range":
+				_, err = txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+			case "commit":
+				err = txn.Commit()
+			}
+			require.ErrorIs(t, err, context.Canceled)
+		})
+	}
 }
 
 // TestMVCCBackoff: OnError's delay is a random fraction of a bound that
@@ -391,21 +410,21 @@ func TestMVCCHistoryIsPruned(t *testing.T) {
 	for i := range 100 {
 		mvccSeed(t, e, string(rune('a'+i%26)), "v")
 	}
-	require.Zero(t, e.hist.last.Len(), "no transaction open: nothing to remember")
+	require.Zero(t, e.store.hist.last.Len(), "no transaction open: nothing to remember")
 	old, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	mvccGet(t, old, "a")
 	for range 10 {
 		mvccSeed(t, e, "a", "w", "b", "w")
 	}
-	require.Equal(t, 2, e.hist.last.Len())
-	require.Len(t, e.hist.commits, 10)
+	require.Equal(t, 2, e.store.hist.last.Len())
+	require.Len(t, e.store.hist.commits, 10)
 	old.Set(mvccKey("z"), nil)
 	requireCode(t, old.Commit(), fdbNotCommitted)
 	old.Close()
 	mvccSeed(t, e, "c", "v")
-	require.Zero(t, e.hist.last.Len())
-	require.Empty(t, e.hist.commits)
+	require.Zero(t, e.store.hist.last.Len())
+	require.Empty(t, e.store.hist.commits)
 }
 
 // TestMVCCClosed: nothing begins or commits on a closed engine.
@@ -429,7 +448,7 @@ func TestMVCCClosed(t *testing.T) {
 func TestMVCCOldVersionsAreCollected(t *testing.T) {
 	e := NewMVCCEngine(MVCCOptions{})
 	mvccSeed(t, e, "k", "v1", "d", "x")
-	require.Equal(t, 2, e.rows.tree.Len())
+	require.Equal(t, 2, e.store.rows.tree.Len())
 	reader, err := e.BeginRead(t.Context())
 	require.NoError(t, err)
 	mvccSeed(t, e, "k", "v2")
@@ -441,13 +460,92 @@ func TestMVCCOldVersionsAreCollected(t *testing.T) {
 	txn.Close()
 	require.Equal(t, []byte("v1"), mvccGet(t, reader, "k"))
 	require.Equal(t, []byte("x"), mvccGet(t, reader, "d"), "the reader still sees the cleared key")
-	require.Greater(t, e.rows.tree.Len(), 2, "the reader's versions are kept")
+	require.Greater(t, e.store.rows.tree.Len(), 2, "the reader's versions are kept")
 
 	reader.Close()
-	require.Equal(t, 1, e.rows.tree.Len(), "one version of k; d's tombstone gone")
+	require.Equal(t, 1, e.store.rows.tree.Len(), "one version of k; d's tombstone gone")
 	ro, err := e.BeginRead(t.Context())
 	require.NoError(t, err)
 	defer ro.Close()
 	require.Equal(t, []byte("v3"), mvccGet(t, ro, "k"))
 	require.Nil(t, mvccGet(t, ro, "d"))
+}
+
+// TestMVCCSnapshotsMatchModel: random commits of puts and clears over a
+// few keys, with snapshots opened and closed among them; every read of
+// every open snapshot equals the state its version committed, and once
+// all are closed the store holds exactly the live keys.
+func TestMVCCSnapshotsMatchModel(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		e := NewMVCCEngine(MVCCOptions{})
+		keys := make([][]byte, 6)
+		for i := range keys {
+			keys[i] = mvccKey(string(rune('a' + i)))
+		}
+		states := []map[string]string{{}} // committed state per version, from 0
+		type open struct {
+			txn     ReadTxn
+			version int
+		}
+		var snaps []open
+		check := func(o open) {
+			want := states[o.version]
+			vals, err := o.txn.GetMany(nil, keys)
+			require.NoError(t, err)
+			for i, k := range keys {
+				v, ok := want[string(k)]
+				if !ok {
+					require.Nil(t, vals[i], "seed %d key %s at version %d", seed, k, o.version)
+					continue
+				}
+				require.Equal(t, v, string(vals[i]), "seed %d key %s at version %d", seed, k, o.version)
+			}
+			rows, err := o.txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 100)
+			require.NoError(t, err)
+			require.Len(t, rows, len(want), "seed %d range at version %d", seed, o.version)
+			for _, r := range rows {
+				require.Equal(t, want[string(r.Key)], string(r.Value))
+			}
+		}
+		for step := range 300 {
+			switch op := rng.IntN(10); {
+			case op < 3:
+				txn, err := e.BeginRead(t.Context())
+				require.NoError(t, err)
+				snaps = append(snaps, open{txn, len(states) - 1})
+			case op < 4 && len(snaps) > 0:
+				i := rng.IntN(len(snaps))
+				snaps[i].txn.Close()
+				snaps = append(snaps[:i], snaps[i+1:]...)
+			case op < 7:
+				txn, err := e.Begin(t.Context())
+				require.NoError(t, err)
+				next := maps.Clone(states[len(states)-1])
+				for range 1 + rng.IntN(3) {
+					k := keys[rng.IntN(len(keys))]
+					if rng.IntN(3) == 0 {
+						txn.Clear(k)
+						delete(next, string(k))
+					} else {
+						v := fmt.Sprintf("v%d", step)
+						txn.Set(k, []byte(v))
+						next[string(k)] = v
+					}
+				}
+				require.NoError(t, txn.Commit())
+				txn.Close()
+				states = append(states, next)
+			default:
+				if len(snaps) > 0 {
+					check(snaps[rng.IntN(len(snaps))])
+				}
+			}
+		}
+		for _, o := range snaps {
+			check(o)
+			o.txn.Close()
+		}
+		require.Equal(t, len(states[len(states)-1]), e.store.rows.tree.Len(), "seed %d: versions left behind", seed)
+	}
 }

@@ -39,7 +39,7 @@ func (t *mvccTxn) reset() error {
 		e.mu.Unlock()
 		return ErrClosed
 	}
-	t.rv = e.beginLocked()
+	t.rv = e.store.begin()
 	t.registered = true
 	e.mu.Unlock()
 	t.start = e.opts.Clock.Now()
@@ -54,7 +54,7 @@ func (t *mvccTxn) reset() error {
 func (t *mvccTxn) endLocked() {
 	if t.registered {
 		t.registered = false
-		t.e.endLocked(t.rv)
+		t.e.store.end(t.rv)
 	}
 }
 
@@ -100,7 +100,7 @@ func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	}
 	t.e.mu.RLock()
 	defer t.e.mu.RUnlock()
-	return t.e.rows.getMany(dst, keys, t.rv), nil
+	return t.e.store.rows.getMany(dst, keys, t.rv), nil
 }
 
 // GetRange reads [begin, end) at t's version, at most limit rows; a
@@ -113,7 +113,7 @@ func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyV
 	}
 	n := len(dst)
 	t.e.mu.RLock()
-	dst = t.e.rows.getRange(dst, begin, end, limit, t.rv)
+	dst = t.e.store.rows.getRange(dst, begin, end, limit, t.rv)
 	t.e.mu.RUnlock()
 	if t.write {
 		start := len(t.arena)
