@@ -17,12 +17,13 @@ import (
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// The worker benchmarks run N timers.Scheduler values side by side, one
-// goroutine and one worker each, as N machines sharing a FoundationDB
-// cluster would, on the memory engine (every transaction serialized by its
+// The worker benchmarks run N timers.Scheduler values side by side, each
+// its Run loop in its own goroutine with one worker, as N machines sharing
+// a FoundationDB cluster would, on the memory engine (every transaction serialized by its
 // lock) and on the MVCC engine (transactions overlap; commits conflict as
 // on FoundationDB). Besides the throughput they report, over the timed
 // regions only:
@@ -77,15 +78,15 @@ func (ws *workerStore) stats() fdblayer.MVCCStats {
 	return ws.mvcc.Stats()
 }
 
-// schedulers returns n Schedulers of ws with one worker each and distinct
-// owners, on the wall clock.
-func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry) []*timers.Scheduler {
+// schedulers returns n Schedulers of ws with one worker each, distinct
+// owners and a 1 ms poll interval, on the wall clock, counting into rec.
+func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry, rec *telemetry.Recorder) []*timers.Scheduler {
 	var out []*timers.Scheduler
 	for i := range n {
 		s, err := timers.NewScheduler(timers.SchedulerConfig{
 			Store: ws.l, Registry: reg, ParsePartition: timers.ParseGenPartition,
-			Owner: fmt.Sprintf("bench-%d", i), Workers: 1, Clock: clock.Real{},
-			Logger: slog.New(slog.DiscardHandler),
+			Owner: fmt.Sprintf("bench-%d", i), Workers: 1, PollInterval: time.Millisecond,
+			Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler), Metrics: rec,
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -95,55 +96,68 @@ func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry) []*
 	return out
 }
 
-// tickAll ticks every scheduler in its own goroutine until done reports
-// true after a tick that claimed nothing; it returns the partitions
-// claimed and the contended entries of all ticks.
-func tickAll(b *testing.B, scheds []*timers.Scheduler, done func() bool) (claimed, contended int) {
-	var (
-		wg       sync.WaitGroup
-		finished atomic.Bool
-		cl, co   atomic.Int64
-	)
+// runAll runs every scheduler's Run loop, each in its own goroutine, until
+// done is closed, then stops them and waits for their fires in flight to
+// finish. An idle scheduler waits as Run does (until the next wake time,
+// at most the poll interval) rather than spinning.
+func runAll(b *testing.B, scheds []*timers.Scheduler, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
 	for _, s := range scheds {
 		wg.Go(func() {
-			for !finished.Load() {
-				rep, err := s.Tick(context.Background())
-				if err != nil {
-					b.Errorf("tick: %v", err)
-					finished.Store(true)
-					return
-				}
-				cl.Add(int64(rep.Claimed))
-				co.Add(int64(rep.Contended))
-				if rep.Claimed == 0 && done() {
-					finished.Store(true)
-				}
+			if err := s.Run(ctx); err != nil {
+				b.Error(err)
 			}
 		})
 	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Error("the schedulers did not finish the op within a minute")
+	}
+	cancel()
 	wg.Wait()
-	return int(cl.Load()), int(co.Load())
+}
+
+// countdown closes its channel at the n-th arrival.
+type countdown struct {
+	left atomic.Int64
+	ch   chan struct{}
+}
+
+func newCountdown(n int) *countdown {
+	c := &countdown{ch: make(chan struct{})}
+	c.left.Store(int64(n))
+	return c
+}
+
+func (c *countdown) arrive() {
+	if c.left.Add(-1) == 0 {
+		close(c.ch)
+	}
 }
 
 // workerMeter sums the timed regions of a worker benchmark.
 type workerMeter struct {
-	d                  time.Duration
-	claimed, contended int
-	commits, conflicts uint64
-	retries            uint64
+	rec                         *telemetry.Recorder // the schedulers' metrics
+	d                           time.Duration
+	claimed, contended          uint64
+	commits, conflicts, retries uint64
 }
 
 // run times fn, called with the timer stopped, and stops it again.
-func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func() (claimed, contended int)) {
+func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	before := ws.stats()
+	claimed := m.rec.CounterSum(timers.MetricSchedulerClaimed)
+	contended := m.rec.CounterSum(timers.MetricSchedulerContended)
 	b.StartTimer()
 	start := time.Now()
-	cl, co := fn()
+	fn()
 	m.d += time.Since(start)
 	b.StopTimer()
 	after := ws.stats()
-	m.claimed += cl
-	m.contended += co
+	m.claimed += m.rec.CounterSum(timers.MetricSchedulerClaimed) - claimed
+	m.contended += m.rec.CounterSum(timers.MetricSchedulerContended) - contended
 	m.commits += after.Commits - before.Commits
 	m.conflicts += after.Conflicts - before.Conflicts
 	m.retries += after.Retries - before.Retries
@@ -153,7 +167,7 @@ func (m *workerMeter) report(b *testing.B) {
 	b.ReportMetric(float64(m.claimed)/m.d.Seconds(), "fired-partitions/s")
 	b.ReportMetric(ratio(m.conflicts, m.commits), "conflicts/commit")
 	b.ReportMetric(ratio(m.retries, m.commits), "retries/commit")
-	b.ReportMetric(ratio(uint64(m.contended), uint64(m.claimed)), "contended/claim")
+	b.ReportMetric(ratio(m.contended, m.claimed), "contended/claim")
 }
 
 func ratio(a, b uint64) float64 {
@@ -173,19 +187,22 @@ func BenchmarkRelayWorkers(b *testing.B) {
 		for _, n := range workerCounts {
 			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
 				ws := openWorkerStore(b, eng)
-				reg, err := timers.NewRegistry(&relay.Handler{Target: ws.l, Budget: benchBudget})
+				h := &drainedHandler{inner: &relay.Handler{Target: ws.l, Budget: benchBudget}}
+				reg, err := timers.NewRegistry(h)
 				if err != nil {
 					b.Fatal(err)
 				}
-				scheds := ws.schedulers(b, n, reg)
+				m := workerMeter{rec: telemetry.NewRecorder()}
+				scheds := ws.schedulers(b, n, reg, m.rec)
 				q := newWorkerQueue()
-				var m workerMeter
 				for b.Loop() {
 					b.StopTimer()
 					q.queueAll(b, ws.l)
-					m.run(b, ws, func() (int, int) {
-						return tickAll(b, scheds, func() bool { return q.drained(b, ws.l) })
-					})
+					h.done.Store(newCountdown(workerSources))
+					m.run(b, ws, func() { runAll(b, scheds, h.done.Load().ch) })
+					if !q.drained(b, ws.l) {
+						b.Fatal("a source's queue is not empty after its relay completed")
+					}
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(q.rows)/m.d.Seconds(), "rows/s")
@@ -270,22 +287,25 @@ func BenchmarkSchedulerWorkers(b *testing.B) {
 		for _, n := range workerCounts {
 			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
 				ws := openWorkerStore(b, eng)
-				reg, err := timers.NewRegistry(doneHandler{})
+				h := &doneHandler{}
+				reg, err := timers.NewRegistry(h)
 				if err != nil {
 					b.Fatal(err)
 				}
-				scheds := ws.schedulers(b, n, reg)
+				m := workerMeter{rec: telemetry.NewRecorder()}
+				scheds := ws.schedulers(b, n, reg, m.rec)
 				parts := make([]gen.Partition, workerDue)
 				for i := range parts {
 					parts[i] = gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("due-%04d", i))}
 				}
-				var m workerMeter
 				for b.Loop() {
 					b.StopTimer()
 					arm(b, ws.l, parts)
-					m.run(b, ws, func() (int, int) {
-						return tickAll(b, scheds, func() bool { return dueEmpty(b, ws.l) })
-					})
+					h.done.Store(newCountdown(workerDue))
+					m.run(b, ws, func() { runAll(b, scheds, h.done.Load().ch) })
+					if !dueEmpty(b, ws.l) {
+						b.Fatal("the due index is not empty after every timer fired")
+					}
 					b.StartTimer()
 				}
 				m.report(b)
@@ -294,13 +314,32 @@ func BenchmarkSchedulerWorkers(b *testing.B) {
 	}
 }
 
-// doneHandler completes every timer at once.
-type doneHandler struct{}
+// doneHandler completes every timer at once, and counts them down.
+type doneHandler struct{ done atomic.Pointer[countdown] }
 
-func (doneHandler) Kind() timers.Kind { return workerKindFired }
+func (*doneHandler) Kind() timers.Kind { return workerKindFired }
 
-func (doneHandler) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+func (h *doneHandler) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+	h.done.Load().arrive()
 	return timers.Done{}, nil
+}
+
+// drainedHandler is the relay, counting down the fires that found their
+// source's queue empty (nothing is queued while it runs, so each source
+// completes once).
+type drainedHandler struct {
+	inner *relay.Handler
+	done  atomic.Pointer[countdown]
+}
+
+func (h *drainedHandler) Kind() timers.Kind { return h.inner.Kind() }
+
+func (h *drainedHandler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	f, err := h.inner.Fire(ctx, c, t)
+	if _, ok := f.(timers.Done); ok && err == nil {
+		h.done.Load().arrive()
+	}
+	return f, err
 }
 
 // arm schedules a timer due now in each of parts (the last op's fires
