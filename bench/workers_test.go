@@ -41,8 +41,16 @@ import (
 // workerCounts are the schedulers the worker benchmarks run side by side.
 var workerCounts = []int{1, 2, 4}
 
-// workerEngines are the engines they compare.
-var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC}
+// workerEngines are the engines they compare: the memory engine, the MVCC
+// engine, and the MVCC engine with a round trip's latency on every
+// transaction start, read and commit (uniform in [0, 200µs)), which
+// workers overlap as they would a cluster's.
+var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC, {
+	Name: "mvcc-latency",
+	Open: func(testing.TB, string) fdblayer.Engine {
+		return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Latency: 200 * time.Microsecond})
+	},
+}}
 
 // Sizes of the worker benchmarks' ops.
 const (
