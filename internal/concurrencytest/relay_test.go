@@ -33,6 +33,7 @@ type setup struct {
 	targets    int
 	latency    time.Duration // the engine's injected latency per operation
 	produce    time.Duration // how long producers queue rows
+	maxBatches int64         // producers stop earlier after committing this many batches
 }
 
 // drainTimeout bounds how long the schedulers may take, once producers
@@ -53,8 +54,8 @@ const drainTimeout = 10 * time.Second
 // choices, though not the goroutines' interleaving.
 func TestRelayUnderConcurrentSchedulers(t *testing.T) {
 	for _, s := range []setup{
-		{seed: 1, producers: 3, schedulers: 3, workers: 2, sources: 12, targets: 6, produce: 800 * time.Millisecond},
-		{seed: 2, producers: 4, schedulers: 2, workers: 4, sources: 4, targets: 3, latency: 200 * time.Microsecond, produce: 800 * time.Millisecond},
+		{seed: 1, producers: 3, schedulers: 3, workers: 2, sources: 12, targets: 6, produce: 800 * time.Millisecond, maxBatches: 2000},
+		{seed: 2, producers: 4, schedulers: 2, workers: 4, sources: 4, targets: 3, latency: 200 * time.Microsecond, produce: 800 * time.Millisecond, maxBatches: 1000},
 	} {
 		t.Run(fmt.Sprintf("seed=%d", s.seed), func(t *testing.T) {
 			t.Parallel()
@@ -176,7 +177,7 @@ func (w *world) produce(id int, stop *atomic.Bool) {
 	ctx := context.Background() // never cancelled: a commit in flight must not turn unknown
 	rng := rand.New(rand.NewPCG(w.set.seed, uint64(id)))
 	nonce := 0
-	for !stop.Load() {
+	for !stop.Load() && w.batches.Load() < w.set.maxBatches {
 		src := rng.IntN(w.set.sources)
 		obs, err := outbox.Read(ctx, w.s, source(src))
 		if err != nil {
@@ -279,7 +280,7 @@ func (w *world) reportUndrained() {
 	start, end := gen.ClassRange(gen.TagRelayKey)
 	var b strings.Builder
 	for src := range w.set.sources {
-		page, err := w.s.Scan(ctx, source(src), start, end, nil, 1000)
+		page, err := w.s.Scan(ctx, source(src), start, end, nil, 100_000)
 		if err != nil {
 			w.t.Fatalf("scan source %d: %v", src, err)
 		}
