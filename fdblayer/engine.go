@@ -12,10 +12,12 @@ import (
 // raw bytes compared with bytes.Compare; the Layer alone knows partitions,
 // batches and cursors.
 //
-// Three engines implement it: MemoryEngine (tests, benchmarks), BoltEngine
-// (embedded, durable: the default) and FDBEngine (FoundationDB, build tag
-// fdb). All methods are safe for concurrent use; a transaction is used by
-// one goroutine at a time.
+// Four engines implement it: MemoryEngine (tests, benchmarks), BoltEngine
+// (embedded, durable: the default), FDBEngine (FoundationDB, build tag
+// fdb) and MVCCEngine (FoundationDB's transaction semantics in process:
+// overlapping transactions that conflict, for concurrency tests). All
+// methods are safe for concurrent use; a transaction is used by one
+// goroutine at a time.
 type Engine interface {
 	// Begin starts a read-write transaction bound to ctx: when ctx ends the
 	// transaction fails, and an engine that can cancel work in flight does.

@@ -1,10 +1,11 @@
 // Package fdblayer implements store.Store over a small ordered,
 // transactional key/value Engine: each partition is a subspace, each
 // guarded batch one transaction. The engines are MemoryEngine (tests,
-// benchmarks), BoltEngine (embedded, durable, the default) and FDBEngine
-// (FoundationDB, build tag fdb); every line of mapping logic is shared, so
-// the conformance suite run on the memory and bbolt engines exercises what
-// runs on FoundationDB.
+// benchmarks), BoltEngine (embedded, durable, the default), FDBEngine
+// (FoundationDB, build tag fdb) and MVCCEngine (FoundationDB's transaction
+// semantics in process); every line of mapping logic is shared, so the
+// conformance suite run on the other engines exercises what runs on
+// FoundationDB, and the MVCC engine makes it meet FoundationDB's conflicts.
 //
 // Key layout: every engine key is
 //
