@@ -1,0 +1,62 @@
+package timers_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// The sequence that lost queued relay rows: a Scheduler claims a source
+// partition and fires its relay timer; the relay, finding nothing left,
+// returns Done guarded by the outbox sequence; before that outcome lands a
+// producer appends a row (the timer exists, so it writes no timer and
+// leaves the parked wake time alone); Done fails its guard. The run must
+// leave the partition due at the timer's due time, so that the next tick
+// fires the relay again and delivers the row.
+func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		p := part(0)
+		seqKey := store.Key("sequence")
+		e.apply(t, p, store.NewBatch().Put(seqKey, store.Value("1")))
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "relay", DueAtMs: now - 10})
+
+		// The relay stand-in: Done, guarded by the sequence it read.
+		var delivered []string
+		h := &recorder{kind: kindA, outcome: func(c *timers.Ctx, _ timers.DueTimer) timers.Fired {
+			v, _, err := c.Store.Get(context.Background(), c.Partition, seqKey)
+			require.NoError(t, err)
+			delivered = append(delivered, string(v))
+			return timers.Done{Batch: store.NewBatch().Require(store.Equals(seqKey, v))}
+		}}
+		// The producer appends once, between the fire and its outcome.
+		appended := false
+		e.faults.BeforeApply(func(_ context.Context, q store.Partition, b *store.Batch) error {
+			if appended || len(b.Preconditions) == 0 || string(b.Preconditions[0].Key) != string(seqKey) {
+				return nil
+			}
+			appended = true
+			e.apply(t, q, store.NewBatch().Put(seqKey, store.Value("2")))
+			return nil
+		})
+		s := e.scheduler(t, "me", registry(t, h), nil)
+
+		rep := e.tick(t, s) // checks the due index invariant too
+		assert.Equal(t, 1, rep.Timers.Raced)
+		w, ok := e.wake(t, p)
+		require.True(t, ok, "the raced timer keeps its partition in the due index")
+		assert.LessOrEqual(t, w, now-10)
+		_, leased := e.lease(t, p)
+		assert.False(t, leased)
+
+		rep = e.tick(t, s)
+		assert.Equal(t, 1, rep.Timers.Fired, "the next tick fires the relay again")
+		assert.Equal(t, []string{"1", "2"}, delivered, "and it sees the appended row")
+		_, ok = e.wake(t, p)
+		assert.False(t, ok)
+	})
+}
