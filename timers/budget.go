@@ -15,8 +15,9 @@ import (
 const (
 	DefaultMaxTimers   = 64
 	DefaultMaxDuration = 15 * time.Second
-	// DefaultPageSize is the most timer rows one scan page reads (the
-	// reference relay's SCAN_PAGE_ROWS).
+	// DefaultPageSize bounds the timer rows of one scan page (the
+	// reference relay's SCAN_PAGE_ROWS); a page reads one row more, to
+	// tell whether its last due timer is the partition's last.
 	DefaultPageSize = 64
 	// DefaultHeldBackoff is how long a timer waits that no handler can
 	// fire now (see WithHeldBackoff).
@@ -125,5 +126,6 @@ func WithMetrics(m telemetry.Metrics) Option { return func(o *config) { o.metric
 func WithHeldBackoff(d time.Duration) Option { return func(o *config) { o.heldBackoff = d } }
 
 // WithPageSize bounds the timer rows of one scan page (default
-// DefaultPageSize); values below 1 mean the default.
+// DefaultPageSize; a page reads one row more, to tell whether another is
+// due); values below 1 mean the default.
 func WithPageSize(n int) Option { return func(o *config) { o.pageSize = n } }

@@ -162,7 +162,10 @@ func (r *run) scan(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), r.frontier())
 		}
-		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires+1)
+		// One row more than the page size or the budget's remaining fires:
+		// the run knows whether its last fire is the partition's last (see
+		// claimHold).
+		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires) + 1
 		page, err := r.s.Scan(ctx, r.p, start, end, after, limit)
 		if err != nil {
 			return r.failed(fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.p), err), r.frontier())

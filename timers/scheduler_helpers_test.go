@@ -25,6 +25,8 @@ import (
 // against faults; the test writes and reads through layer.
 type schedEnv struct {
 	*env
+	// t is the test, for hooks that write through the env's helpers.
+	t     testing.TB
 	layer *fdblayer.Layer
 	// touched lists the partitions the test wrote to, in order, for the
 	// due index invariant checks.
