@@ -614,7 +614,7 @@ func (w *world) drained() bool {
 type modelAudit struct{ n atomic.Int64 }
 
 func (*modelAudit) ReadKeys(gen.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
-func (*modelAudit) ReservedOps(gen.Partition, []relay.Row) int                { return 0 }
+func (*modelAudit) ReservedOps(gen.Partition, []relay.Row) int               { return 0 }
 
 func (a *modelAudit) BeforeApply(_ context.Context, _ gen.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
 	if b.Ops()+len(rows) > store.DefaultMaxBatchOps {
