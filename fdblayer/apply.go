@@ -128,7 +128,7 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
 		}
 	}
-	var wake, cur uint64
+	var cur, next wake
 	if len(pre) > 0 {
 		vals, err := txn.GetMany(s.vals[:0], pre)
 		s.vals = vals
@@ -141,11 +141,11 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 			}
 		}
 		if b.Wakeup != nil {
-			if cur, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
+			if cur.at, cur.ceil, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
 				return out, false, err
 			}
 			var ok bool
-			if wake, ok = nextWake(b.Wakeup, cur); !ok {
+			if next.at, next.ceil, ok = b.Wakeup.Next(cur.at, cur.ceil); !ok {
 				return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, false, nil
 			}
 		}
@@ -161,7 +161,7 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 		}
 	}
 	if b.Wakeup != nil {
-		key = l.setWake(txn, sub, key, cur, wake)
+		key = l.setWake(txn, sub, key, cur, next)
 	}
 	s.key = key
 	// A context that ended before the commit started leaves nothing in

@@ -239,7 +239,7 @@ func (w *world) newWorker() *worker {
 	if w.cfg.mutant {
 		h = unguardedDone{h}
 	}
-	reg, err := timers.NewRegistry(h)
+	reg, err := timers.NewRegistry(h, userTimer{})
 	if err != nil {
 		panic(err)
 	}
@@ -340,7 +340,21 @@ func (w *world) produce(src int, via store.Store) {
 func (w *world) interleave(self *chaos, p store.Partition) {
 	w.depth++
 	defer func() { w.depth-- }()
-	switch r := w.rng.IntN(10); {
+	switch r := w.rng.IntN(11); {
+	case r == 10:
+		// A timer of the service's own, up to a minute ahead: it lowers a
+		// parked wake time to at most the claim's lease expiry.
+		due := clock.NowMs(w.clock) + uint64(w.rng.IntN(60_000))
+		ref, _, err := timers.ReadRef(w.ctx, w.layer, p, userTimer{}.Kind(), "user")
+		if err != nil {
+			return // a corrupt reference entry
+		}
+		b := store.NewBatch()
+		if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userTimer{}.Kind(), Reference: "user", DueAtMs: due}); err != nil {
+			panic(err)
+		}
+		out, err := w.layer.Apply(w.ctx, p, b)
+		w.note("user timer in %s at +%d: %v %v", store.PartitionName(p), due-clock.NowMs(w.clock), out, err)
 	case r < 5:
 		// Most often into the partition the call is for: a row queued
 		// while its relay fires.
@@ -652,6 +666,14 @@ func (a *modelAudit) applications(ctx context.Context, s store.Store, p store.Pa
 		out[row] = append(out[row], n)
 	}
 	return out, nil
+}
+
+// userTimer is a service's own timer kind, done when it fires.
+type userTimer struct{}
+
+func (userTimer) Kind() timers.Kind { return 300 }
+func (userTimer) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+	return timers.Done{}, nil
 }
 
 // unguardedDone is the mutant: the relay with its Done's guard dropped.

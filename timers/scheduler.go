@@ -40,7 +40,11 @@ import (
 // batch would replace it with the run's NextDueMs (or none), forgetting
 // that timer. Parked at the largest time, the wake time is lowered by every
 // timer write, so the guard fails, the scheduler re-reads the wake time and
-// keeps the earlier of the two.
+// keeps the earlier of the two. The parked time has the lease's expiry as
+// its ceiling (store.Batch.SetWakeCeiling): a write lowers it to at most
+// the expiry, so that if the worker dies before it releases the
+// partition, the timers it was firing are due again when its lease
+// expires, however far ahead the written timer is.
 //
 // A worker that dies holding a lease leaves its partition parked. Each tick
 // therefore also lists the parked entries (as many as workers are firing,

@@ -138,11 +138,15 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				recovered = true
 			}
 		}
-		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: addMs(nowMs, s.leaseMs)})
+		expires := addMs(nowMs, s.leaseMs)
+		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
 		if err != nil { // NewScheduler bounds the owner: unreachable
 			return nil, err
 		}
-		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWake(wake, ParkedWakeMs)
+		// Parked with the lease's expiry as its ceiling: a timer written
+		// during the fire lowers the wake time to at most the expiry, so
+		// that it is due when another worker may take over.
+		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWakeCeiling(wake, ParkedWakeMs, expires)
 		out, err := s.store.Apply(ctx, p, b)
 		switch {
 		case err != nil:

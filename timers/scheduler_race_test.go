@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -58,5 +59,42 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 		assert.Equal(t, []string{"1", "2"}, delivered, "and it sees the appended row")
 		_, ok = e.wake(t, p)
 		assert.False(t, ok)
+	})
+}
+
+// A worker that dies after a timer far ahead was written into the
+// partition it was firing (so the parked wake time was lowered, and the
+// parked listing no longer sees it) leaves the partition due by its
+// lease's expiry: another worker then fires the timer it never finished.
+func TestAWorkerDyingAfterATimerWriteLeavesItsPartitionDueAtItsLeaseExpiry(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		p := part(0)
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAtMs: now - 10})
+		dead := false
+		h := &recorder{kind: kindA, during: func(c *timers.Ctx, dt timers.DueTimer) {
+			if dt.Reference != "due" || dead {
+				return
+			}
+			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "next-week", DueAtMs: now + 7*86_400_000})
+			dead = true // from here on, every call of the worker fails
+		}}
+		e.faults.FailWhen(storetest.MethodApply, func(storetest.Call) bool { return dead }, nil)
+		e.faults.FailWhen(storetest.MethodNextWake, func(storetest.Call) bool { return dead }, nil)
+		a := e.scheduler(t, "a", registry(t, h), nil)
+		_, err := a.Tick(e.ctx)
+		require.Error(t, err, "the worker died")
+		e.checkDueIndex(t)
+		w, _ := e.wake(t, p)
+		leaseEnd := now + uint64(leaseDuration.Milliseconds())
+		assert.Equal(t, leaseEnd, w, "lowered to the lease's expiry, not to next week")
+
+		e.faults.Clear()
+		b := e.scheduler(t, "b", registry(t, h), nil)
+		e.clock.SetMs(leaseEnd)
+		rep := e.tick(t, b)
+		assert.Equal(t, 1, rep.Recovered)
+		assert.Equal(t, 1, rep.Timers.Fired, "the unfinished timer fires")
+		w, _ = e.wake(t, p)
+		assert.Equal(t, now+7*86_400_000, w)
 	})
 }

@@ -230,7 +230,10 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 		written  uint64 // due time of the timer written before the finishing batch
 		wantWake uint64
 	}{
-		{"later than everything", 0, now + 60_000, now + 60_000},
+		// A write past the claim's lease expiry lowers the parked wake
+		// time to the expiry only (its ceiling): an early wake, never a
+		// late one.
+		{"later than everything", 0, now + 60_000, now + uint64(leaseDuration.Milliseconds())},
 		{"before the run's next due time", now + 5_000, now + 1_000, now + 1_000},
 		{"after the run's next due time", now + 5_000, now + 9_000, now + 5_000},
 		{"already due", 0, now - 3, now - 3},
