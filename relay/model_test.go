@@ -679,6 +679,9 @@ func (userTimer) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fir
 // unguardedDone is the mutant: the relay with its Done's guard dropped.
 type unguardedDone struct{ timers.Handler }
 
+// ReservedKind keeps the wrapped relay's timers.LibraryHandler marker.
+func (unguardedDone) ReservedKind() bool { return true }
+
 func (u unguardedDone) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	f, err := u.Handler.Fire(ctx, c, t)
 	if _, ok := f.(timers.Done); ok {

@@ -31,14 +31,20 @@ func NewRegistry(hs ...Handler) (*Registry, error) {
 	return r, nil
 }
 
-// Register adds h for h.Kind(). It fails with ErrDuplicateKind when the
-// kind has a handler already (the registry is unchanged), and with
-// store.ErrInvalid for a nil handler.
+// Register adds h for h.Kind(). It fails, leaving the registry unchanged,
+// with ErrDuplicateKind when the kind has a handler already, and with
+// store.ErrInvalid for a nil handler, for kind 0, and for a kind in the
+// range reserved for the library (1 to MaxLibraryKind) unless h is a
+// LibraryHandler whose ReservedKind reports true (see Kind).
 func (r *Registry) Register(h Handler) error {
 	if h == nil {
 		return fmt.Errorf("timers: register a nil handler: %w", store.ErrInvalid)
 	}
 	k := h.Kind()
+	lib, _ := h.(LibraryHandler)
+	if err := k.checkUsable(lib != nil && lib.ReservedKind()); err != nil {
+		return fmt.Errorf("timers: register %T: %w", h, err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.handlers[k]; dup {

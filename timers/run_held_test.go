@@ -23,9 +23,9 @@ const heldMs = uint64(timers.DefaultHeldBackoff / time.Millisecond)
 func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		for _, ref := range []string{"x", "y", "z"} {
-			e.schedule(t, timers.Timer{Kind: 200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
+			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
 		}
-		e.schedule(t, timers.Timer{Kind: 201, Reference: "w", DueAtMs: now - 9})
+		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAtMs: now - 9})
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAtMs: now - 1})
 		h := &handler{kind: kindA, fire: done}
 		reg := registry(t, h)
@@ -38,12 +38,12 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), e.logs.String())
 		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "200"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1200"}))
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "201"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1201"}))
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{
-			{now + heldMs, 200, "x", "x"}, {now + heldMs, 200, "y", "y"}, {now + heldMs, 200, "z", "z"}, {now + heldMs, 201, "w", ""},
+			{now + heldMs, 1200, "x", "x"}, {now + heldMs, 1200, "y", "y"}, {now + heldMs, 1200, "z", "z"}, {now + heldMs, 1201, "w", ""},
 		}, rows, "moved by the backoff, values kept")
 		w, ok, err := e.inner.(store.DueIndex).NextWake(e.ctx, e.p)
 		require.NoError(t, err)
@@ -60,8 +60,8 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again after the backoff")
 
 		// Once a handler is registered, the next run fires them.
-		require.NoError(t, reg.Register(&handler{kind: 200, fire: done}))
-		require.NoError(t, reg.Register(&handler{kind: 201, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}))
 		e.clock.SetMs(now + 2*heldMs)
 		rep = e.run(t, reg, timers.Budget{})
 		assert.Equal(t, 4, rep.Fired)

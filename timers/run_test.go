@@ -20,8 +20,8 @@ import (
 
 const (
 	now   uint64      = 10_000
-	kindA timers.Kind = 100
-	kindB timers.Kind = 101
+	kindA timers.Kind = 1000
+	kindB timers.Kind = 1001
 )
 
 func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
@@ -46,7 +46,7 @@ func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
 		assert.Equal(t, "effect", string(e.get(t, store.Key("side"))))
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersFired,
 			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"},
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "100"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1000"}))
 	})
 }
 
