@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
 )
 
 // Design note: Transact re-runs the caller's function, never replays its
@@ -159,7 +161,7 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 	)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, jitter(cfg.backoffMin, cfg.backoffMax, attempt-1)); err != nil {
+			if err := clock.Sleep(ctx, jitter(cfg.backoffMin, cfg.backoffMax, attempt-1)); err != nil {
 				return last, transactError(p, attempt, unknown, "ended during backoff: %w", err)
 			}
 		}
@@ -223,21 +225,6 @@ func jitter(lo, hi time.Duration, n int) time.Duration {
 		return 0
 	}
 	return rand.N(ceil)
-}
-
-// sleep waits d, or until ctx ends (returning its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // partitionReader is the Reader Transact hands its function.
