@@ -456,11 +456,13 @@ func minSize(t *typeRef) int {
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindStruct:
+			// 0 for a struct without fields: its count is then bounded
+			// by the field's max alone
 			n := 0
 			for _, fl := range t.Decl.Fields {
 				n += minSize(fl.Type)
 			}
-			return max(n, 1)
+			return n
 		}
 	}
 	return 1
@@ -589,8 +591,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 			)
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
-				elem := &field{Max: fl.ElemMax}
-				decodeValue(g, x+"["+i+"]", t.Elem, elem, path, depth+1)
+				decodeValue(g, x+"["+i+"]", t.Elem, fl.elem(), path, depth+1)
 			})
 		})
 	}

@@ -326,14 +326,14 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		if m.bounds {
 			checkLen(g, m, x, max, path)
 		}
-		elemMax := fl != nil && fl.HasElemMax && m.bounds
-		if elemChecks(t.Elem, m) || elemMax {
+		if elemChecks(t.Elem, m) {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
-				if elemMax {
-					checkLen(g, m, x+"["+i+"]", fl.ElemMax, path)
+				var elem *field
+				if fl != nil {
+					elem = fl.elem()
 				}
-				checkField(g, m, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
+				checkField(g, m, d, elem, x+"["+i+"]", t.Elem, path, depth+1)
 			})
 		}
 		if fl != nil && fl.Sorted {
@@ -367,14 +367,20 @@ func checkLen(g *Group, m checkMode, x string, max int, path string) {
 // does anything.
 func elemChecks(t *typeRef, m checkMode) bool {
 	switch t.Kind {
-	case refBytes, refArray:
+	case refArray:
 		return false
+	case refBytes:
+		return m.bounds // elem_max
 	case refPrim:
-		return t.Prim == "string" && m.bounds
+		return t.Prim == "string" && m.bounds // elem_max
 	case refNamed:
 		switch {
 		case t.Decl.Kind == kindStruct:
 			return structChecks(t.Decl, m)
+		case t.Decl.Kind == kindIdentity:
+			// encoders reject only an empty name, and only when the
+			// identity's minimum excludes it; decoders validate names
+			return m == checkDecoded || t.Decl.Min > 0
 		case verifiedOnRead(t, m):
 			return false
 		}
@@ -398,7 +404,7 @@ func structChecks(d *decl, m checkMode) bool {
 				return true
 			}
 		case t.Kind == refSlice:
-			if m.bounds || fl.Sorted || fl.HasElemMax && m.bounds || elemChecks(t.Elem, m) {
+			if m.bounds || fl.Sorted || elemChecks(t.Elem, m) {
 				return true
 			}
 		case t.Kind == refNamed && t.Decl.Kind == kindStruct:
