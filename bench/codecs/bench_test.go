@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/bench/codecs/baseline"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/mpack"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/mtuple"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
 )
@@ -22,8 +24,10 @@ import (
 //     bytes again would otherwise keep it and measure nothing).
 //   - protobuf: MarshalOptions{}.MarshalAppend into buf[:0]; Reset, then
 //     proto.Unmarshal into one reused message.
-//   - msgp: MarshalMsg(buf[:0]); UnmarshalMsg into one reused value (byte
-//     fields alias the input: they are tagged zerocopy).
+//   - msgp-tuple (package mtuple, msgp's tuple mode) and msgp-map
+//     (package mpack, its default map mode): MarshalMsg(buf[:0]);
+//     UnmarshalMsg into one reused value (byte fields alias the input:
+//     they are tagged zerocopy).
 //   - baseline: the hand-written codec, shaped like ours: Append* into
 //     buf[:0], Decode*Into one reused value.
 //
@@ -49,7 +53,32 @@ type codecOps[T any] struct {
 	decoded func() (T, error)
 }
 
-var codecNames = []string{"ours", "protobuf", "msgp", "baseline"}
+var codecNames = []string{"ours", "protobuf", "msgp-tuple", "msgp-map", "baseline"}
+
+// msgpRecord is a msgp record M (of either mode) whose gen value is a T.
+type msgpRecord[T, M any] interface {
+	*M
+	MarshalMsg([]byte) ([]byte, error)
+	UnmarshalMsg([]byte) ([]byte, error)
+	Gen() (T, error)
+}
+
+// msgpOps is the ops of codec, a msgp record type P, on the content in:
+// MarshalMsg into a reused buffer, UnmarshalMsg into one reused value.
+func msgpOps[T, M any, P msgpRecord[T, M]](codec string, in P) codecOps[T] {
+	enc := must(in.MarshalMsg(nil))
+	out := P(new(M))
+	c := codecOps[T]{codec: codec, size: len(enc),
+		decode: func() error {
+			if rest, err := out.UnmarshalMsg(enc); err != nil || len(rest) != 0 {
+				return fmt.Errorf("%s: %d bytes left, %v", codec, len(rest), err)
+			}
+			return nil
+		},
+		decoded: out.Gen}
+	c.encode, c.encoded = appendOp(in.MarshalMsg)
+	return c
+}
 
 // appendOp returns an encode op that appends to one reused buffer, and
 // the accessor of the buffer.
@@ -70,11 +99,9 @@ func relayOps() []codecOps[gen.RelayV1] {
 	m := RelayToPB(v)
 	pbEnc := must(proto.Marshal(m))
 	pbOut := new(pb.RelayV1)
-	mp := RelayToMsgp(v)
-	mpEnc := must(mp.MarshalMsg(nil))
-	var mpOut mpack.RelayV1
 	base := baseline.AppendRelayV1(nil, v)
 	var baseOut gen.RelayV1
+	tuple, mapped := mtuple.RelayFromGen(v), mpack.RelayFromGen(v)
 	ops := []codecOps[gen.RelayV1]{
 		{codec: "ours", size: len(ours),
 			// Target cleared: decoding the same bytes again would keep the
@@ -84,17 +111,15 @@ func relayOps() []codecOps[gen.RelayV1] {
 		{codec: "protobuf", size: len(pbEnc),
 			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
 			decoded: func() (gen.RelayV1, error) { return RelayFromPB(pbOut) }},
-		{codec: "msgp", size: len(mpEnc),
-			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
-			decoded: func() (gen.RelayV1, error) { return RelayFromMsgp(&mpOut) }},
+		msgpOps("msgp-tuple", &tuple),
+		msgpOps("msgp-map", &mapped),
 		{codec: "baseline", size: len(base),
 			decode:  func() error { return baseline.DecodeRelayV1Into(base, &baseOut) },
 			decoded: func() (gen.RelayV1, error) { return baseOut, nil }},
 	}
 	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendRelayV1(buf, v) })
 	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
-	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
-	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendRelayV1(buf, v), nil })
+	ops[4].encode, ops[4].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendRelayV1(buf, v), nil })
 	return ops
 }
 
@@ -105,11 +130,9 @@ func reservationOps() []codecOps[gen.ReservationV1] {
 	m := ReservationToPB(v)
 	pbEnc := must(proto.Marshal(m))
 	pbOut := new(pb.ReservationV1)
-	mp := ReservationToMsgp(v)
-	mpEnc := must(mp.MarshalMsg(nil))
-	var mpOut mpack.ReservationV1
 	base := baseline.AppendReservationV1(nil, v)
 	var baseOut gen.ReservationV1
+	tuple, mapped := mtuple.ReservationFromGen(v), mpack.ReservationFromGen(v)
 	ops := []codecOps[gen.ReservationV1]{
 		{codec: "ours", size: len(ours),
 			decode:  func() error { return gen.DecodeReservationV1Into(ours, &oursOut) },
@@ -117,17 +140,15 @@ func reservationOps() []codecOps[gen.ReservationV1] {
 		{codec: "protobuf", size: len(pbEnc),
 			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
 			decoded: func() (gen.ReservationV1, error) { return ReservationFromPB(pbOut) }},
-		{codec: "msgp", size: len(mpEnc),
-			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
-			decoded: func() (gen.ReservationV1, error) { return ReservationFromMsgp(&mpOut) }},
+		msgpOps("msgp-tuple", &tuple),
+		msgpOps("msgp-map", &mapped),
 		{codec: "baseline", size: len(base),
 			decode:  func() error { return baseline.DecodeReservationV1Into(base, &baseOut) },
 			decoded: func() (gen.ReservationV1, error) { return baseOut, nil }},
 	}
 	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendReservationV1(buf, v) })
 	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
-	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
-	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
+	ops[4].encode, ops[4].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
 	return ops
 }
 
@@ -177,9 +198,9 @@ const compareBatch = 64
 
 // BenchmarkCompare is BenchmarkCompare/{record}/{encode,decode}: each
 // iteration times compareBatch operations of every codec in turn, so all
-// four run under the same conditions, and it reports the ratios of the
-// median batch times (ours/protobuf, ours/msgp, ours/baseline: under 1
-// means ours is faster) and allocs-over-baseline (ours' allocations per
+// five run under the same conditions, and it reports the ratios of the
+// median batch times (ours/protobuf, ours/msgp-tuple, ours/msgp-map,
+// ours/baseline: under 1 means ours is faster) and allocs-over-baseline (ours' allocations per
 // operation minus the baseline's). Its own ns/op means nothing and is
 // suppressed; its B/op and allocs/op are ours'.
 func BenchmarkCompare(b *testing.B) {
