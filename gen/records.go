@@ -4,6 +4,18 @@ package gen
 
 import "github.com/mkit-dev/mkitfdb/gen/wire"
 
+// internNamespaceKey holds NamespaceKey names already decoded and validated.
+var internNamespaceKey wire.Intern[struct{}]
+
+// internRepoName holds RepoName names already decoded and validated.
+var internRepoName wire.Intern[struct{}]
+
+// internShardRef holds ShardRef names already decoded and validated.
+var internShardRef wire.Intern[struct{}]
+
+// internReservationID holds ReservationID names already decoded and validated.
+var internReservationID wire.Intern[struct{}]
+
 func appendPartition(dst []byte, v Partition) []byte {
 	switch x := v.(type) {
 	case RefPartition:
@@ -80,6 +92,64 @@ func matchPartition(r *wire.Reader, v Partition) bool {
 	return true
 }
 
+func spanPartition(r wire.Reader) int {
+	start := r.Offset()
+	switch r.U8("") {
+	case 1:
+		r.Bytes("", MaxNamespaceKeyBytes)
+		r.Bytes("", MaxRepoNameBytes)
+		r.Bytes("", MaxShardRefBytes)
+	case 2:
+		r.Bytes("", MaxNamespaceKeyBytes)
+	case 3:
+		r.Bytes("", MaxNamespaceKeyBytes)
+	case 4:
+		r.Bytes("", MaxNamespaceKeyBytes)
+		r.Bytes("", MaxRepoNameBytes)
+	case 5:
+		r.Bytes("", MaxNamespaceKeyBytes)
+		r.Bytes("", MaxRepoNameBytes)
+		r.Bytes("", MaxShardRefBytes)
+	case 6:
+		r.Bytes("", MaxNamespaceKeyBytes)
+		r.Skip("", 4)
+	default:
+		return 0
+	}
+	if r.Err() != nil {
+		return 0
+	}
+	return r.Offset() - start
+}
+
+// internPartition holds Partition values already decoded and verified.
+var internPartition wire.Intern[Partition]
+
+func readPartitionInterned(r *wire.Reader, field string) Partition {
+	var h uint64
+	n := spanPartition(*r)
+	if n > 0 {
+		var e *wire.Interned[Partition]
+		if e, h = internPartition.Find(r.Peek(n)); e != nil {
+			r.Skip(field, n)
+			return e.Value
+		}
+	}
+	start := r.Offset()
+	v := readPartition(r, field)
+	if r.Err() != nil {
+		return nil
+	}
+	if err := verifyPartition(v); err != nil {
+		r.FailErr(field, err)
+		return nil
+	}
+	if n > 0 && internPartition.Admit() {
+		internPartition.Add(h, string(r.Since(start)), v)
+	}
+	return v
+}
+
 func readPartition(r *wire.Reader, field string) Partition {
 	tag := r.U8(field)
 	switch tag {
@@ -138,8 +208,17 @@ func readRefPartition(r *wire.Reader, v *RefPartition) {
 	var s0 [3]string
 	r.Strings(s0[:], runFieldsRefPartition0, runMaxesRefPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RefPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RefPartition.Repo", err)
+	}
 	v.ShardRef = ShardRef{s0[2]}
+	if err := wire.CheckIdentity("ShardRef", s0[2], 1, 256); err != nil {
+		r.FailErr("RefPartition.ShardRef", err)
+	}
 }
 
 func appendNamespacePartition(dst []byte, v *NamespacePartition) []byte {
@@ -154,7 +233,7 @@ func sizeNamespacePartition(v *NamespacePartition) int {
 }
 
 func readNamespacePartition(r *wire.Reader, v *NamespacePartition) {
-	v.NS = NamespaceKey{r.String("NamespacePartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("NamespacePartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 }
 
 func appendCoordinatorPartition(dst []byte, v *CoordinatorPartition) []byte {
@@ -169,7 +248,7 @@ func sizeCoordinatorPartition(v *CoordinatorPartition) int {
 }
 
 func readCoordinatorPartition(r *wire.Reader, v *CoordinatorPartition) {
-	v.NS = NamespaceKey{r.String("CoordinatorPartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("CoordinatorPartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 }
 
 func appendRepoIndexPartition(dst []byte, v *RepoIndexPartition) []byte {
@@ -194,7 +273,13 @@ func readRepoIndexPartition(r *wire.Reader, v *RepoIndexPartition) {
 	var s0 [2]string
 	r.Strings(s0[:], runFieldsRepoIndexPartition0, runMaxesRepoIndexPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RepoIndexPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RepoIndexPartition.Repo", err)
+	}
 }
 
 func appendRefIndexPartition(dst []byte, v *RefIndexPartition) []byte {
@@ -221,8 +306,17 @@ func readRefIndexPartition(r *wire.Reader, v *RefIndexPartition) {
 	var s0 [3]string
 	r.Strings(s0[:], runFieldsRefIndexPartition0, runMaxesRefIndexPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RefIndexPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RefIndexPartition.Repo", err)
+	}
 	v.ShardRef = ShardRef{s0[2]}
+	if err := wire.CheckIdentity("ShardRef", s0[2], 1, 256); err != nil {
+		r.FailErr("RefIndexPartition.ShardRef", err)
+	}
 }
 
 func appendContentShardPartition(dst []byte, v *ContentShardPartition) []byte {
@@ -239,7 +333,7 @@ func sizeContentShardPartition(v *ContentShardPartition) int {
 }
 
 func readContentShardPartition(r *wire.Reader, v *ContentShardPartition) {
-	v.NS = NamespaceKey{r.String("ContentShardPartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("ContentShardPartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 	v.Shard = r.U32("ContentShardPartition.Shard")
 }
 
@@ -340,8 +434,7 @@ func sizeRelayV1(v *RelayV1) int {
 
 func readRelayV1(r *wire.Reader, v *RelayV1) {
 	if !matchPartition(r, v.Target) {
-		v.Target = readPartition(r, "RelayV1.Target")
-		r.FailErr("RelayV1.Target", verifyPartition(v.Target))
+		v.Target = readPartitionInterned(r, "RelayV1.Target")
 	}
 	{
 		ni := r.Len("RelayV1.Puts", 98, 2)
@@ -470,8 +563,7 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 		}
 		for i := range v.Blocked {
 			if !matchPartition(r, v.Blocked[i]) {
-				v.Blocked[i] = readPartition(r, "RelayScanV1.Blocked")
-				r.FailErr("RelayScanV1.Blocked", verifyPartition(v.Blocked[i]))
+				v.Blocked[i] = readPartitionInterned(r, "RelayScanV1.Blocked")
 			}
 		}
 	}
@@ -786,7 +878,7 @@ func sizeReservationCommitted(v *ReservationCommitted) int {
 }
 
 func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
-	v.Repository = RepoName{r.String("ReservationCommitted.Repository", MaxRepoNameBytes)}
+	v.Repository = RepoName{r.Name("ReservationCommitted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
 	v.OccurredAtMs = r.U64("ReservationCommitted.OccurredAtMs")
 	v.BytesStored = r.U64("ReservationCommitted.BytesStored")
 	v.NewToRepo = r.U64("ReservationCommitted.NewToRepo")
@@ -820,7 +912,7 @@ func sizeRefUpdate(v *RefUpdate) int {
 }
 
 func readRefUpdate(r *wire.Reader, v *RefUpdate) {
-	v.Ref = ShardRef{r.String("RefUpdate.Ref", MaxShardRefBytes)}
+	v.Ref = ShardRef{r.Name("RefUpdate.Ref", &internShardRef, "ShardRef", 1, MaxShardRefBytes)}
 	v.OldOID = r.Bytes("RefUpdate.OldOID", 32)
 	v.NewOID = r.Bytes("RefUpdate.NewOID", 32)
 }
@@ -843,7 +935,7 @@ func sizeReservationAborted(v *ReservationAborted) int {
 }
 
 func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
-	v.Repository = RepoName{r.String("ReservationAborted.Repository", MaxRepoNameBytes)}
+	v.Repository = RepoName{r.Name("ReservationAborted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
 	v.OccurredAtMs = r.U64("ReservationAborted.OccurredAtMs")
 	v.Reason = AbortReason(r.U8("ReservationAborted.Reason"))
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
@@ -1184,8 +1276,7 @@ func sizeWatermarkCheckpoint(v *WatermarkCheckpoint) int {
 
 func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	if !matchPartition(r, v.Coordinator) {
-		v.Coordinator = readPartition(r, "WatermarkCheckpoint.Coordinator")
-		r.FailErr("WatermarkCheckpoint.Coordinator", verifyPartition(v.Coordinator))
+		v.Coordinator = readPartitionInterned(r, "WatermarkCheckpoint.Coordinator")
 	}
 	v.CeilingMs = r.U64("WatermarkCheckpoint.CeilingMs")
 	v.MinimumMs = r.U64("WatermarkCheckpoint.MinimumMs")

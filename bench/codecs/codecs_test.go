@@ -164,7 +164,7 @@ func TestReservationRoundTrip(t *testing.T) {
 // encode writes its codec's encoding of the content and every decode
 // yields the content, so the benchmarks time equal work.
 func TestBenchOpsDoTheSameWork(t *testing.T) {
-	for i, c := range relayOps() {
+	for i, c := range relayOps(Relays(1)) {
 		t.Run("RelayV1/"+c.codec, func(t *testing.T) {
 			if err := c.encode(); err != nil {
 				t.Fatal(err)
@@ -182,7 +182,7 @@ func TestBenchOpsDoTheSameWork(t *testing.T) {
 			checkRelay(t, got, Relay())
 		})
 	}
-	for i, c := range reservationOps() {
+	for i, c := range reservationOps(Reservations(1)) {
 		t.Run("ReservationV1/"+c.codec, func(t *testing.T) {
 			if err := c.encode(); err != nil {
 				t.Fatal(err)
@@ -277,6 +277,17 @@ func TestEncodedSizes(t *testing.T) {
 		}
 		if got := [2]int{len(r), len(s)}; got != want[c.name] {
 			t.Errorf("%s: encoded sizes %v, want %v", c.name, got, want[c.name])
+		}
+		// the decode-unseen contents differ only in their names' bytes
+		for k, v := range Relays(3) {
+			if r, err := c.bytes(v); err != nil || len(r) != want[c.name][0] {
+				t.Errorf("%s: Relays(3)[%d] encodes to %d bytes (%v), want %d", c.name, k, len(r), err, want[c.name][0])
+			}
+		}
+		for k, v := range Reservations(3) {
+			if s, err := reservationRoundTrips[i].bytes(v); err != nil || len(s) != want[c.name][1] {
+				t.Errorf("%s: Reservations(3)[%d] encodes to %d bytes (%v), want %d", c.name, k, len(s), err, want[c.name][1])
+			}
 		}
 	}
 }

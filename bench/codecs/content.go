@@ -61,6 +61,38 @@ func Reservation() gen.ReservationV1 {
 	}
 }
 
+// Relays returns n RelayV1 contents: Relay(), then n-1 of the same shape
+// and sizes whose partition names are each their own ("ns-0001",
+// "repo-0001", "refs/heads/0001", ...).
+func Relays(n int) []gen.RelayV1 {
+	vs := []gen.RelayV1{Relay()}
+	for i := 1; i < n; i++ {
+		v := Relay()
+		v.Target = gen.RefPartition{
+			NS:       gen.MustNamespaceKey(fmt.Sprintf("ns-%04d", i)),
+			Repo:     gen.MustRepoName(fmt.Sprintf("repo-%04d", i)),
+			ShardRef: gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i)),
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// Reservations returns n ReservationV1 contents: Reservation(), then n-1
+// of the same shape and sizes whose repository and ref names are each
+// their own.
+func Reservations(n int) []gen.ReservationV1 {
+	vs := []gen.ReservationV1{Reservation()}
+	for i := 1; i < n; i++ {
+		v := Reservation().(*gen.ReservationCommitted)
+		v.Repository = gen.MustRepoName(fmt.Sprintf("acme/platform-mono%04d", i))
+		v.Refs[0].Ref = gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i))
+		v.Refs[1].Ref = gen.MustShardRef(fmt.Sprintf("refs/tags/v2.%04d", i))
+		vs = append(vs, v)
+	}
+	return vs
+}
+
 // pattern returns n bytes that no codec can shortcut: not zero, not
 // repeating within a record.
 func pattern(n int, seed byte) []byte {

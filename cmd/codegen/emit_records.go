@@ -19,6 +19,12 @@ import (
 // the variant's fields.
 func emitRecords(f *File, s *schema) {
 	for _, d := range s.Decls {
+		if d.Kind == kindIdentity {
+			f.Commentf("intern%s holds %s names already decoded and validated.", d.Name, d.Name)
+			f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Struct())
+		}
+	}
+	for _, d := range s.Decls {
 		if d.Key || d.Kind == kindIdentity || d.Kind == kindEnum {
 			continue
 		}
@@ -63,6 +69,58 @@ func emitUnionMatch(f *File, d *decl) {
 		}),
 		Op("*").Id("r").Op("=").Id("m"),
 		Return(True()),
+	)
+}
+
+// emitUnionIntern writes, for a union whose variants hold only scalars
+// and names, spanX (the length of the encoding at r, read without
+// allocating; 0 when it does not decode) and readXInterned, which decodes
+// and verifies an encoding once and then returns the value it gave from
+// the table internX: every value of such a union is fully determined by
+// its bytes.
+func emitUnionIntern(f *File, d *decl) {
+	f.Func().Id("span"+d.Name).Params(Id("r").Qual(wirePkg, "Reader")).Int().Block(
+		Id("start").Op(":=").Id("r").Dot("Offset").Call(),
+		Switch(Id("r").Dot("U8").Call(Lit(""))).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
+					for _, fl := range v.Type.Fields {
+						if n, ok := fixedSize(fl.Type); ok {
+							g.Id("r").Dot("Skip").Call(Lit(""), Lit(n))
+						} else {
+							g.Id("r").Dot("Bytes").Call(Lit(""), stringMax(fl))
+						}
+					}
+				})
+			}
+			g.Default().Block(Return(Lit(0)))
+		}),
+		If(Id("r").Dot("Err").Call().Op("!=").Nil()).Block(Return(Lit(0))),
+		Return(Id("r").Dot("Offset").Call().Op("-").Id("start")),
+	)
+	f.Commentf("intern%s holds %s values already decoded and verified.", d.Name, d.Name)
+	f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Id(d.Name))
+	f.Func().Id("read"+d.Name+"Interned").Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
+		Var().Id("h").Uint64(),
+		Id("n").Op(":=").Id("span"+d.Name).Call(Op("*").Id("r")),
+		If(Id("n").Op(">").Lit(0)).Block(
+			Var().Id("e").Op("*").Qual(wirePkg, "Interned").Index(Id(d.Name)),
+			If(List(Id("e"), Id("h")).Op("=").Id("intern"+d.Name).Dot("Find").Call(Id("r").Dot("Peek").Call(Id("n"))), Id("e").Op("!=").Nil()).Block(
+				Id("r").Dot("Skip").Call(Id("field"), Id("n")),
+				Return(Id("e").Dot("Value")),
+			),
+		),
+		Id("start").Op(":=").Id("r").Dot("Offset").Call(),
+		Id("v").Op(":=").Id("read"+d.Name).Call(Id("r"), Id("field")),
+		If(Id("r").Dot("Err").Call().Op("!=").Nil()).Block(Return(Nil())),
+		If(Err().Op(":=").Id("verify"+d.Name).Call(Id("v")), Err().Op("!=").Nil()).Block(
+			Id("r").Dot("FailErr").Call(Id("field"), Err()),
+			Return(Nil()),
+		),
+		If(Id("n").Op(">").Lit(0).Op("&&").Id("intern"+d.Name).Dot("Admit").Call()).Block(
+			Id("intern"+d.Name).Dot("Add").Call(Id("h"), String().Call(Id("r").Dot("Since").Call(Id("start"))), Id("v")),
+		),
+		Return(Id("v")),
 	)
 }
 
@@ -141,15 +199,26 @@ func emitStructCodec(f *File, d *decl) {
 			g.Var().Id(s).Index(Lit(len(runs[k]))).String()
 			g.Id("r").Dot("Strings").Call(Id(s+"[:]"), Id(runVar("Fields", d, k)), Id(runVar("Maxes", d, k)))
 			for j, fl := range runs[k] {
-				if fl.Type.Kind == refNamed {
-					g.Id("v." + fl.Name).Op("=").Id(fl.Type.Decl.Name).Values(Id(s).Index(Lit(j)))
-				} else {
+				if fl.Type.Kind != refNamed {
 					g.Id("v." + fl.Name).Op("=").Id(s).Index(Lit(j))
+					continue
 				}
+				// names are validated as they are read
+				id := fl.Type.Decl
+				g.Id("v." + fl.Name).Op("=").Id(id.Name).Values(Id(s).Index(Lit(j)))
+				g.If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(id.Name), Id(s).Index(Lit(j)), Lit(id.Min), Lit(id.Max)), Err().Op("!=").Nil()).Block(
+					Id("r").Dot("FailErr").Call(Lit(d.Name+"."+fl.Name), Err()),
+				)
 			}
 			i += len(runs[k]) - 1
 		}
 	})
+}
+
+// identityRead is the call that reads a name of identity d: validated as
+// it is read, and interned.
+func identityRead(d *decl, path Code) *Statement {
+	return Id("r").Dot("Name").Call(path, Op("&").Id("intern"+d.Name), Lit(d.Name), Lit(d.Min), Id("Max"+d.Name+"Bytes"))
 }
 
 // isString reports whether fl is a string or an identity name.
@@ -220,6 +289,7 @@ func emitUnionCodec(f *File, d *decl) {
 	}
 	if unionComparable(d) {
 		emitUnionMatch(f, d)
+		emitUnionIntern(f, d)
 	}
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
 		Id("tag").Op(":=").Id("r").Dot("U8").Call(Id("field")),
@@ -554,7 +624,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			set(Id(t.Decl.Name).Values(r("String", Id("Max"+t.Decl.Name+"Bytes"))))
+			set(Id(t.Decl.Name).Values(identityRead(t.Decl, Lit(path))))
 		case kindEnum:
 			set(Id(t.Decl.Name).Call(r("U8")))
 		case kindStruct:
@@ -564,8 +634,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 				// DecodeInto keeps the value held when the bytes encode it
 				// again: rows naming one partition decode it once.
 				g.If(Op("!").Id("match"+t.Decl.Name).Call(Id("r"), Id(x))).Block(
-					Id(x).Op("=").Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)),
-					Id("r").Dot("FailErr").Call(Lit(path), Id("verify"+t.Decl.Name).Call(Id(x))),
+					Id(x).Op("=").Id("read"+t.Decl.Name+"Interned").Call(Id("r"), Lit(path)),
 				)
 			} else {
 				set(Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)))

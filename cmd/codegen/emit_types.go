@@ -293,9 +293,9 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
+			// decoders validate names as they read them (wire.Reader.Name)
 			if m == checkDecoded {
-				d := t.Decl
-				within(Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), Id(x).Dot("s"), Lit(d.Min), Lit(d.Max)))
+				break
 			} else if t.Decl.Min > 0 && m.pred {
 				fail(Id(x).Dot("s").Op("==").Lit(""), "")
 			} else if t.Decl.Min > 0 {
@@ -379,8 +379,9 @@ func elemChecks(t *typeRef, m checkMode) bool {
 			return structChecks(t.Decl, m)
 		case t.Decl.Kind == kindIdentity:
 			// encoders reject only an empty name, and only when the
-			// identity's minimum excludes it; decoders validate names
-			return m == checkDecoded || t.Decl.Min > 0
+			// identity's minimum excludes it; decoders validate names as
+			// they read them
+			return m != checkDecoded && t.Decl.Min > 0
 		case verifiedOnRead(t, m):
 			return false
 		}
@@ -425,11 +426,15 @@ func structChecks(d *decl, m checkMode) bool {
 }
 
 // verifiedOnRead reports whether decoders verify values of t as they read
-// them, so that the record's verifier skips them: a union of scalars and
-// names is verified right after it is decoded, and not at all when the
-// value held is kept (see emitUnionMatch).
+// them, so that the record's verifier skips them: an identity is validated
+// as it is read (wire.Reader.Name); a union of scalars and names is
+// verified right after it is decoded, and not at all when the value held
+// is kept (see emitUnionMatch) or was decoded before (emitUnionIntern).
 func verifiedOnRead(t *typeRef, m checkMode) bool {
-	return m == checkDecoded && t.Kind == refNamed && t.Decl.Kind == kindUnion && !t.Decl.Record && unionComparable(t.Decl)
+	if m != checkDecoded || t.Kind != refNamed {
+		return false
+	}
+	return t.Decl.Kind == kindIdentity || t.Decl.Kind == kindUnion && !t.Decl.Record && unionComparable(t.Decl)
 }
 
 // compareExpr orders two values of a comparable type.

@@ -4,6 +4,9 @@ package ordersgen
 
 import "github.com/mkit-dev/mkitfdb/gen/wire"
 
+// internCustomerID holds CustomerID names already decoded and validated.
+var internCustomerID wire.Intern[struct{}]
+
 func appendShard(dst []byte, v Shard) []byte {
 	switch x := v.(type) {
 	case RegionShard:
@@ -33,6 +36,48 @@ func matchShard(r *wire.Reader, v Shard) bool {
 	}
 	*r = m
 	return true
+}
+
+func spanShard(r wire.Reader) int {
+	start := r.Offset()
+	switch r.U8("") {
+	case 1:
+		r.Skip("", 2)
+	default:
+		return 0
+	}
+	if r.Err() != nil {
+		return 0
+	}
+	return r.Offset() - start
+}
+
+// internShard holds Shard values already decoded and verified.
+var internShard wire.Intern[Shard]
+
+func readShardInterned(r *wire.Reader, field string) Shard {
+	var h uint64
+	n := spanShard(*r)
+	if n > 0 {
+		var e *wire.Interned[Shard]
+		if e, h = internShard.Find(r.Peek(n)); e != nil {
+			r.Skip(field, n)
+			return e.Value
+		}
+	}
+	start := r.Offset()
+	v := readShard(r, field)
+	if r.Err() != nil {
+		return nil
+	}
+	if err := verifyShard(v); err != nil {
+		r.FailErr(field, err)
+		return nil
+	}
+	if n > 0 && internShard.Admit() {
+		internShard.Add(h, string(r.Since(start)), v)
+	}
+	return v
 }
 
 func readShard(r *wire.Reader, field string) Shard {

@@ -319,6 +319,7 @@ type RAll struct {
 	Also    Name
 	Label   Label
 	Text    string `mk:"max=12"`
+	Text2   string `mk:"max=3"`
 	Color   Color
 	Bytes   []byte `mk:"max=9"`
 	Maybe   []byte `mk:"max=9,optional"`
