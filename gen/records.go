@@ -144,7 +144,7 @@ func readPartitionInterned(r *wire.Reader, field string) Partition {
 		r.FailErr(field, err)
 		return nil
 	}
-	if n > 0 && internPartition.Admit() {
+	if n > 0 && internPartition.Admit(h) {
 		internPartition.Add(h, string(r.Since(start)), v)
 	}
 	return v

@@ -117,7 +117,7 @@ func emitUnionIntern(f *File, d *decl) {
 			Id("r").Dot("FailErr").Call(Id("field"), Err()),
 			Return(Nil()),
 		),
-		If(Id("n").Op(">").Lit(0).Op("&&").Id("intern"+d.Name).Dot("Admit").Call()).Block(
+		If(Id("n").Op(">").Lit(0).Op("&&").Id("intern"+d.Name).Dot("Admit").Call(Id("h"))).Block(
 			Id("intern"+d.Name).Dot("Add").Call(Id("h"), String().Call(Id("r").Dot("Since").Call(Id("start"))), Id("v")),
 		),
 		Return(Id("v")),

@@ -1,8 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
 	"hash/maphash"
-	"math/rand/v2"
 	"sync/atomic"
 )
 
@@ -10,6 +10,28 @@ import (
 const internSlots = 256
 
 var internSeed = maphash.MakeSeed()
+
+// internHash hashes an encoding: up to 16 bytes (most names) with a few
+// multiplications inline, longer ones with hash/maphash. The short form is
+// not seeded: input built to collide only makes lookups miss, which costs
+// what decoding without a table costs, since a hit compares the bytes.
+func internHash(b []byte) uint64 {
+	const m = 0x9e3779b97f4a7c15
+	var lo, hi uint64
+	switch n := len(b); {
+	case n > 16:
+		return maphash.Bytes(internSeed, b)
+	case n >= 8:
+		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	case n >= 4:
+		lo, hi = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
+	case n > 0:
+		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
+	}
+	h := (lo ^ uint64(len(b))<<56) * m
+	h = (h ^ h>>29 ^ hi) * m
+	return h ^ h>>32
+}
 
 // internSlot is the slot of hash h.
 func internSlot(h uint64) uint64 { return h & (internSlots - 1) }
@@ -39,11 +61,9 @@ type Intern[T any] struct {
 	// comparison, never a wrong value, since a hit compares the bytes.
 	hashes [internSlots]atomic.Uint64
 	slots  [internSlots]atomic.Pointer[Interned[T]]
+	// missed[i] is the hash of the last encoding slot i missed (Admit).
+	missed [internSlots]atomic.Uint64
 }
-
-// internAdmit is the inverse of the chance that Admit admits a miss: a
-// power of two.
-const internAdmit = 16
 
 // Interned is one entry of an Intern table: an encoding and its value.
 type Interned[T any] struct {
@@ -54,7 +74,7 @@ type Interned[T any] struct {
 // Find returns the entry whose encoding is exactly b, or nil, and the hash
 // of b for Add. It does not allocate.
 func (t *Intern[T]) Find(b []byte) (*Interned[T], uint64) {
-	h := maphash.Bytes(internSeed, b)
+	h := internHash(b)
 	i := internSlot(h)
 	if t.hashes[i].Load() != h {
 		return nil, h
@@ -65,9 +85,17 @@ func (t *Intern[T]) Find(b []byte) (*Interned[T], uint64) {
 	return nil, h
 }
 
-// Admit reports whether an encoding that Find just missed should be
-// added: at random, one time in internAdmit. It touches no shared memory.
-func (t *Intern[T]) Admit() bool { return rand.Uint32()&(internAdmit-1) == 0 }
+// Admit reports whether an encoding of hash h (from Find) that Find just
+// missed should be added: whether it was also the last encoding its slot
+// missed. Otherwise it records h as that last miss.
+func (t *Intern[T]) Admit(h uint64) bool {
+	m := &t.missed[internSlot(h)]
+	if m.Load() == h {
+		return true
+	}
+	m.Store(h)
+	return false
+}
 
 // Add records v as the value that the encoding key, of hash h (from
 // Find), decodes to, replacing whatever entry held its slot.
@@ -123,7 +151,7 @@ func (r *Reader) Name(field string, names *Intern[struct{}], typ string, min, ma
 		r.FailErr(field, err)
 		return ""
 	}
-	if names.Admit() {
+	if names.Admit(h) {
 		names.Add(h, s, struct{}{})
 	}
 	return s

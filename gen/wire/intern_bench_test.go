@@ -14,7 +14,7 @@ func BenchmarkName(b *testing.B) {
 		names[i] = AppendString(nil, fmt.Sprintf("refs/heads/%05d", i))
 	}
 	var held Intern[struct{}]
-	for range 100 * internAdmit {
+	for range 2 {
 		r := NewReader(names[0], "T")
 		r.Name("f", &held, "Ref", 1, 256)
 	}

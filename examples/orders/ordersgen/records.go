@@ -74,7 +74,7 @@ func readShardInterned(r *wire.Reader, field string) Shard {
 		r.FailErr(field, err)
 		return nil
 	}
-	if n > 0 && internShard.Admit() {
+	if n > 0 && internShard.Admit(h) {
 		internShard.Add(h, string(r.Since(start)), v)
 	}
 	return v
