@@ -2,7 +2,10 @@
 
 package gen
 
-import "github.com/mkit-dev/mkitfdb/gen/wire"
+import (
+	"encoding/binary"
+	"github.com/mkit-dev/mkitfdb/gen/wire"
+)
 
 // internNamespaceKey holds NamespaceKey names already decoded and validated.
 var internNamespaceKey wire.Intern[struct{}]
@@ -552,8 +555,10 @@ func sizeRelayScanV1(v *RelayScanV1) int {
 }
 
 func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
-	v.CycleEnd = r.U64("RelayScanV1.CycleEnd")
-	v.Cursor = r.U64("RelayScanV1.Cursor")
+	if b := r.Next("RelayScanV1.CycleEnd..Cursor", 16); len(b) == 16 {
+		v.CycleEnd = binary.BigEndian.Uint64(b[0:])
+		v.Cursor = binary.BigEndian.Uint64(b[8:])
+	}
 	{
 		ni := r.Len("RelayScanV1.Blocked", 16, 1)
 		if cap(v.Blocked) >= ni {
@@ -634,8 +639,10 @@ func sizeBacklog(v *Backlog) int {
 }
 
 func readBacklog(r *wire.Reader, v *Backlog) {
-	v.Rows = r.U64("Backlog.Rows")
-	v.Bytes = r.U64("Backlog.Bytes")
+	if b := r.Next("Backlog.Rows..Bytes", 16); len(b) == 16 {
+		v.Rows = binary.BigEndian.Uint64(b[0:])
+		v.Bytes = binary.BigEndian.Uint64(b[8:])
+	}
 }
 
 // VersionBacklog is the version byte that opens every encoded Backlog.
@@ -879,10 +886,12 @@ func sizeReservationCommitted(v *ReservationCommitted) int {
 
 func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
 	v.Repository = RepoName{r.Name("ReservationCommitted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
-	v.OccurredAtMs = r.U64("ReservationCommitted.OccurredAtMs")
-	v.BytesStored = r.U64("ReservationCommitted.BytesStored")
-	v.NewToRepo = r.U64("ReservationCommitted.NewToRepo")
-	v.NewToStore = r.U64("ReservationCommitted.NewToStore")
+	if b := r.Next("ReservationCommitted.OccurredAtMs..NewToStore", 32); len(b) == 32 {
+		v.OccurredAtMs = binary.BigEndian.Uint64(b[0:])
+		v.BytesStored = binary.BigEndian.Uint64(b[8:])
+		v.NewToRepo = binary.BigEndian.Uint64(b[16:])
+		v.NewToStore = binary.BigEndian.Uint64(b[24:])
+	}
 	{
 		ni := r.Len("ReservationCommitted.Refs", 64, 3)
 		if cap(v.Refs) >= ni {
@@ -936,8 +945,10 @@ func sizeReservationAborted(v *ReservationAborted) int {
 
 func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
 	v.Repository = RepoName{r.Name("ReservationAborted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
-	v.OccurredAtMs = r.U64("ReservationAborted.OccurredAtMs")
-	v.Reason = AbortReason(r.U8("ReservationAborted.Reason"))
+	if b := r.Next("ReservationAborted.OccurredAtMs..Reason", 9); len(b) == 9 {
+		v.OccurredAtMs = binary.BigEndian.Uint64(b[0:])
+		v.Reason = AbortReason(b[8])
+	}
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
 }
 
@@ -995,11 +1006,13 @@ func readLeasedShard(r *wire.Reader, v *LeasedShard) {
 	} else {
 		v.AckedAuthorityGeneration = nil
 	}
-	v.Epoch = r.U64("LeasedShard.Epoch")
-	v.ExpiresAtMs = r.U64("LeasedShard.ExpiresAtMs")
-	v.AckedEpoch = r.U64("LeasedShard.AckedEpoch")
-	v.RelayWatermarkMs = r.U64("LeasedShard.RelayWatermarkMs")
-	v.SweepDueMs = r.U64("LeasedShard.SweepDueMs")
+	if b := r.Next("LeasedShard.Epoch..SweepDueMs", 40); len(b) == 40 {
+		v.Epoch = binary.BigEndian.Uint64(b[0:])
+		v.ExpiresAtMs = binary.BigEndian.Uint64(b[8:])
+		v.AckedEpoch = binary.BigEndian.Uint64(b[16:])
+		v.RelayWatermarkMs = binary.BigEndian.Uint64(b[24:])
+		v.SweepDueMs = binary.BigEndian.Uint64(b[32:])
+	}
 }
 
 // VersionLeasedShard is the version byte that opens every encoded LeasedShard.
@@ -1278,8 +1291,10 @@ func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	if !matchPartition(r, v.Coordinator) {
 		v.Coordinator = readPartitionInterned(r, "WatermarkCheckpoint.Coordinator")
 	}
-	v.CeilingMs = r.U64("WatermarkCheckpoint.CeilingMs")
-	v.MinimumMs = r.U64("WatermarkCheckpoint.MinimumMs")
+	if b := r.Next("WatermarkCheckpoint.CeilingMs..MinimumMs", 16); len(b) == 16 {
+		v.CeilingMs = binary.BigEndian.Uint64(b[0:])
+		v.MinimumMs = binary.BigEndian.Uint64(b[8:])
+	}
 	if r.Present("WatermarkCheckpoint.Recovery") {
 		v.Recovery = r.Bytes("WatermarkCheckpoint.Recovery", 100000)
 	} else {

@@ -186,9 +186,15 @@ func emitStructCodec(f *File, d *decl) {
 			Id(runVar("Maxes", d, k)).Op("=").Index().Int().Values(maxes...),
 		)
 	}
+	fixed := fixedRuns(d)
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
 		for i := 0; i < len(d.Fields); i++ {
 			fl := d.Fields[i]
+			if k := slices.IndexFunc(fixed, func(run []*field) bool { return run[0] == fl }); k >= 0 {
+				readFixedRun(g, d, fixed[k])
+				i += len(fixed[k]) - 1
+				continue
+			}
 			k := slices.IndexFunc(runs, func(run []*field) bool { return run[0] == fl })
 			if k < 0 {
 				decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
@@ -211,6 +217,66 @@ func emitStructCodec(f *File, d *decl) {
 				)
 			}
 			i += len(runs[k]) - 1
+		}
+	})
+}
+
+// fixedInt reports whether fl is an integer or an enum: a fixed-size field
+// read without validation (an enum's value is checked by the verifier).
+func fixedInt(fl *field) bool {
+	t := fl.Type
+	return t.Kind == refPrim && t.Prim != "bool" && t.Prim != "string" || t.Kind == refNamed && t.Decl.Kind == kindEnum
+}
+
+// fixedRuns lists the runs of two or more consecutive fixedInt fields of
+// d, which decode with one length check (wire.Reader.Next).
+func fixedRuns(d *decl) [][]*field {
+	var runs [][]*field
+	for i := 0; i < len(d.Fields); {
+		j := i
+		for j < len(d.Fields) && fixedInt(d.Fields[j]) {
+			j++
+		}
+		if j-i >= 2 {
+			runs = append(runs, d.Fields[i:j])
+		}
+		i = max(j, i+1)
+	}
+	return runs
+}
+
+// readFixedRun appends the statements that read run, consecutive fixedInt
+// fields of d, from one slice of their total size.
+func readFixedRun(g *Group, d *decl, run []*field) {
+	size := 0
+	for _, fl := range run {
+		n, _ := fixedSize(fl.Type)
+		size += n
+	}
+	path := d.Name + "." + run[0].Name + ".." + run[len(run)-1].Name
+	be := func(bits string, at int) *Statement {
+		return Qual("encoding/binary", "BigEndian").Dot("Uint" + bits).Call(Id("b").Index(Lit(at).Op(":")))
+	}
+	g.If(Id("b").Op(":=").Id("r").Dot("Next").Call(Lit(path), Lit(size)), Len(Id("b")).Op("==").Lit(size)).BlockFunc(func(g *Group) {
+		at := 0
+		for _, fl := range run {
+			x := Id("v." + fl.Name)
+			switch t := fl.Type; {
+			case t.Kind == refNamed: // an enum
+				g.Add(x).Op("=").Id(t.Decl.Name).Call(Id("b").Index(Lit(at)))
+			case t.Prim == "uint8":
+				g.Add(x).Op("=").Id("b").Index(Lit(at))
+			case t.Prim == "uint16":
+				g.Add(x).Op("=").Add(be("16", at))
+			case t.Prim == "uint32":
+				g.Add(x).Op("=").Add(be("32", at))
+			case t.Prim == "uint64":
+				g.Add(x).Op("=").Add(be("64", at))
+			case t.Prim == "int64":
+				g.Add(x).Op("=").Int64().Call(be("64", at))
+			}
+			n, _ := fixedSize(fl.Type)
+			at += n
 		}
 	})
 }

@@ -118,6 +118,11 @@ func (r *Reader) Peek(n int) []byte {
 // left.
 func (r *Reader) Skip(field string, n int) { r.take(field, n) }
 
+// Next consumes the next n bytes and returns them, aliasing the input; it
+// fails (as a truncation of field) and returns nil when fewer are left.
+// Decoders read a run of fixed-size fields from it with one length check.
+func (r *Reader) Next(field string, n int) []byte { return r.take(field, n) }
+
 // Since returns the bytes consumed from offset start on. They alias the
 // input.
 func (r *Reader) Since(start int) []byte { return r.buf[start:r.off:r.off] }
