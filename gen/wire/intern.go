@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"sync/atomic"
 )
@@ -10,28 +9,6 @@ import (
 const internSlots = 256
 
 var internSeed = maphash.MakeSeed()
-
-// internHash hashes an encoding: up to 16 bytes (most names) with a few
-// multiplications inline, longer ones with hash/maphash. The short form is
-// not seeded: input built to collide only makes lookups miss, which costs
-// what decoding without a table costs, since a hit compares the bytes.
-func internHash(b []byte) uint64 {
-	const m = 0x9e3779b97f4a7c15
-	var lo, hi uint64
-	switch n := len(b); {
-	case n > 16:
-		return maphash.Bytes(internSeed, b)
-	case n >= 8:
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		lo, hi = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
-	case n > 0:
-		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
-	}
-	h := (lo ^ uint64(len(b))<<56) * m
-	h = (h ^ h>>29 ^ hi) * m
-	return h ^ h>>32
-}
 
 // internSlot is the slot of hash h.
 func internSlot(h uint64) uint64 { return h & (internSlots - 1) }
@@ -74,7 +51,7 @@ type Interned[T any] struct {
 // Find returns the entry whose encoding is exactly b, or nil, and the hash
 // of b for Add. It does not allocate.
 func (t *Intern[T]) Find(b []byte) (*Interned[T], uint64) {
-	h := internHash(b)
+	h := maphash.Bytes(internSeed, b)
 	i := internSlot(h)
 	if t.hashes[i].Load() != h {
 		return nil, h
