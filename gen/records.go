@@ -95,34 +95,34 @@ func matchPartition(r *wire.Reader, v Partition) bool {
 	return true
 }
 
-func spanPartition(r wire.Reader) int {
-	start := r.Offset()
-	switch r.U8("") {
+func spanPartition(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	at := 1
+	switch b[0] {
 	case 1:
-		r.Bytes("", MaxNamespaceKeyBytes)
-		r.Bytes("", MaxRepoNameBytes)
-		r.Bytes("", MaxShardRefBytes)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
 	case 2:
-		r.Bytes("", MaxNamespaceKeyBytes)
+		at = wire.SpanString(b, at)
 	case 3:
-		r.Bytes("", MaxNamespaceKeyBytes)
+		at = wire.SpanString(b, at)
 	case 4:
-		r.Bytes("", MaxNamespaceKeyBytes)
-		r.Bytes("", MaxRepoNameBytes)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
 	case 5:
-		r.Bytes("", MaxNamespaceKeyBytes)
-		r.Bytes("", MaxRepoNameBytes)
-		r.Bytes("", MaxShardRefBytes)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
 	case 6:
-		r.Bytes("", MaxNamespaceKeyBytes)
-		r.Skip("", 4)
+		at = wire.SpanString(b, at)
+		at = wire.SpanFixed(b, at, 4)
 	default:
 		return 0
 	}
-	if r.Err() != nil {
-		return 0
-	}
-	return r.Offset() - start
+	return max(at, 0)
 }
 
 // internPartition holds Partition values already decoded and verified.
@@ -130,10 +130,11 @@ var internPartition wire.Intern[Partition]
 
 func readPartitionInterned(r *wire.Reader, field string) Partition {
 	var h uint64
-	n := spanPartition(*r)
+	rest := r.Rest()
+	n := spanPartition(rest)
 	if n > 0 {
 		var e *wire.Interned[Partition]
-		if e, h = internPartition.Find(r.Peek(n)); e != nil {
+		if e, h = internPartition.Find(rest[:n]); e != nil {
 			r.Skip(field, n)
 			return e.Value
 		}

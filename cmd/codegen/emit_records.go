@@ -73,39 +73,40 @@ func emitUnionMatch(f *File, d *decl) {
 }
 
 // emitUnionIntern writes, for a union whose variants hold only scalars
-// and names, spanX (the length of the encoding at r, read without
-// allocating; 0 when it does not decode) and readXInterned, which decodes
+// and names, spanX (the length of the encoding that opens b, measured
+// without decoding it; 0 when b ends first) and readXInterned, which decodes
 // and verifies an encoding once and then returns the value it gave from
 // the table internX: every value of such a union is fully determined by
 // its bytes.
 func emitUnionIntern(f *File, d *decl) {
-	f.Func().Id("span"+d.Name).Params(Id("r").Qual(wirePkg, "Reader")).Int().Block(
-		Id("start").Op(":=").Id("r").Dot("Offset").Call(),
-		Switch(Id("r").Dot("U8").Call(Lit(""))).BlockFunc(func(g *Group) {
+	f.Func().Id("span"+d.Name).Params(Id("b").Index().Byte()).Int().Block(
+		If(Len(Id("b")).Op("==").Lit(0)).Block(Return(Lit(0))),
+		Id("at").Op(":=").Lit(1),
+		Switch(Id("b").Index(Lit(0))).BlockFunc(func(g *Group) {
 			for _, v := range d.Variants {
 				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
 					for _, fl := range v.Type.Fields {
 						if n, ok := fixedSize(fl.Type); ok {
-							g.Id("r").Dot("Skip").Call(Lit(""), Lit(n))
+							g.Id("at").Op("=").Qual(wirePkg, "SpanFixed").Call(Id("b"), Id("at"), Lit(n))
 						} else {
-							g.Id("r").Dot("Bytes").Call(Lit(""), stringMax(fl))
+							g.Id("at").Op("=").Qual(wirePkg, "SpanString").Call(Id("b"), Id("at"))
 						}
 					}
 				})
 			}
 			g.Default().Block(Return(Lit(0)))
 		}),
-		If(Id("r").Dot("Err").Call().Op("!=").Nil()).Block(Return(Lit(0))),
-		Return(Id("r").Dot("Offset").Call().Op("-").Id("start")),
+		Return(Max(Id("at"), Lit(0))),
 	)
 	f.Commentf("intern%s holds %s values already decoded and verified.", d.Name, d.Name)
 	f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Id(d.Name))
 	f.Func().Id("read"+d.Name+"Interned").Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
 		Var().Id("h").Uint64(),
-		Id("n").Op(":=").Id("span"+d.Name).Call(Op("*").Id("r")),
+		Id("rest").Op(":=").Id("r").Dot("Rest").Call(),
+		Id("n").Op(":=").Id("span"+d.Name).Call(Id("rest")),
 		If(Id("n").Op(">").Lit(0)).Block(
 			Var().Id("e").Op("*").Qual(wirePkg, "Interned").Index(Id(d.Name)),
-			If(List(Id("e"), Id("h")).Op("=").Id("intern"+d.Name).Dot("Find").Call(Id("r").Dot("Peek").Call(Id("n"))), Id("e").Op("!=").Nil()).Block(
+			If(List(Id("e"), Id("h")).Op("=").Id("intern"+d.Name).Dot("Find").Call(Id("rest").Index(Empty(), Id("n"))), Id("e").Op("!=").Nil()).Block(
 				Id("r").Dot("Skip").Call(Id("field"), Id("n")),
 				Return(Id("e").Dot("Value")),
 			),

@@ -82,13 +82,48 @@ func (t *Intern[T]) Add(h uint64, key string, v T) {
 	t.hashes[i].Store(h)
 }
 
-// Peek returns the next n bytes without consuming them, or nil when fewer
-// are left or the reader has failed. They alias the input.
-func (r *Reader) Peek(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.buf)-r.off {
+// Rest returns the bytes not yet consumed, or nil after a failure. They
+// alias the input.
+func (r *Reader) Rest() []byte {
+	if r.err != nil {
 		return nil
 	}
-	return r.buf[r.off : r.off+n : r.off+n]
+	return r.buf[r.off:len(r.buf):len(r.buf)]
+}
+
+// The Span functions measure an encoding in b without decoding it, for a
+// lookup in an Intern table: each returns the offset after one more field
+// that starts at at, or -1 when b ends first or at is -1 (so calls chain).
+// They check nothing else: a span that is not the encoding of a valid
+// value is found in no table, and its bytes are then decoded strictly.
+
+// SpanString measures a length-prefixed string or byte string of fewer
+// than 16384 bytes (longer ones give -1).
+func SpanString(b []byte, at int) int {
+	if at < 0 || at >= len(b) {
+		return -1
+	}
+	n := int(b[at])
+	at++
+	if n >= 0x80 {
+		if at >= len(b) || b[at] >= 0x80 {
+			return -1
+		}
+		n = n&0x7f | int(b[at])<<7
+		at++
+	}
+	if n > len(b)-at {
+		return -1
+	}
+	return at + n
+}
+
+// SpanFixed measures a field of n bytes.
+func SpanFixed(b []byte, at, n int) int {
+	if at < 0 || n > len(b)-at {
+		return -1
+	}
+	return at + n
 }
 
 // Skip consumes n bytes, failing (as a truncation of field) when fewer are

@@ -116,3 +116,37 @@ func TestNameValidatesAndInterns(t *testing.T) {
 		})
 	}
 }
+
+func TestSpansMeasureWithoutReading(t *testing.T) {
+	long := AppendString(nil, string(make([]byte, 300))) // a two-byte length
+	for _, c := range []struct {
+		name string
+		b    []byte
+		at   int
+		want int
+	}{
+		{"empty string", []byte{0}, 0, 1},
+		{"short string", []byte{2, 'a', 'b', 9}, 0, 3},
+		{"two-byte length", long, 0, len(long)},
+		{"truncated body", []byte{3, 'a'}, 0, -1},
+		{"truncated length", []byte{0x80}, 0, -1},
+		{"three-byte length", []byte{0x80, 0x80, 0x01}, 0, -1},
+		{"at the end", []byte{1, 'a'}, 2, -1},
+		{"after a failure", []byte{0}, -1, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := SpanString(c.b, c.at); got != c.want {
+				t.Errorf("SpanString(%x, %d) = %d, want %d", c.b, c.at, got, c.want)
+			}
+		})
+	}
+	if got := SpanFixed([]byte{1, 2, 3}, 1, 2); got != 3 {
+		t.Errorf("SpanFixed within = %d, want 3", got)
+	}
+	if got := SpanFixed([]byte{1, 2, 3}, 2, 2); got != -1 {
+		t.Errorf("SpanFixed past the end = %d, want -1", got)
+	}
+	if got := SpanFixed([]byte{1, 2, 3}, -1, 0); got != -1 {
+		t.Errorf("SpanFixed after a failure = %d, want -1", got)
+	}
+}

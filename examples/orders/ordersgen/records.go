@@ -38,18 +38,18 @@ func matchShard(r *wire.Reader, v Shard) bool {
 	return true
 }
 
-func spanShard(r wire.Reader) int {
-	start := r.Offset()
-	switch r.U8("") {
+func spanShard(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	at := 1
+	switch b[0] {
 	case 1:
-		r.Skip("", 2)
+		at = wire.SpanFixed(b, at, 2)
 	default:
 		return 0
 	}
-	if r.Err() != nil {
-		return 0
-	}
-	return r.Offset() - start
+	return max(at, 0)
 }
 
 // internShard holds Shard values already decoded and verified.
@@ -57,10 +57,11 @@ var internShard wire.Intern[Shard]
 
 func readShardInterned(r *wire.Reader, field string) Shard {
 	var h uint64
-	n := spanShard(*r)
+	rest := r.Rest()
+	n := spanShard(rest)
 	if n > 0 {
 		var e *wire.Interned[Shard]
-		if e, h = internShard.Find(r.Peek(n)); e != nil {
+		if e, h = internShard.Find(rest[:n]); e != nil {
 			r.Skip(field, n)
 			return e.Value
 		}
