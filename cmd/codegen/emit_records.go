@@ -175,7 +175,7 @@ func emitStructCodec(f *File, d *decl) {
 		}
 		g.Return(Id("n"))
 	})
-	runs := stringRuns(d)
+	runs := fieldRuns(d, isString)
 	for k, run := range runs {
 		var names, maxes []Code
 		for _, fl := range run {
@@ -187,7 +187,7 @@ func emitStructCodec(f *File, d *decl) {
 			Id(runVar("Maxes", d, k)).Op("=").Index().Int().Values(maxes...),
 		)
 	}
-	fixed := fixedRuns(d)
+	fixed := fieldRuns(d, fixedInt)
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
 		for i := 0; i < len(d.Fields); i++ {
 			fl := d.Fields[i]
@@ -229,13 +229,15 @@ func fixedInt(fl *field) bool {
 	return t.Kind == refPrim && t.Prim != "bool" && t.Prim != "string" || t.Kind == refNamed && t.Decl.Kind == kindEnum
 }
 
-// fixedRuns lists the runs of two or more consecutive fixedInt fields of
-// d, which decode with one length check (wire.Reader.Next).
-func fixedRuns(d *decl) [][]*field {
+// fieldRuns lists the runs of two or more consecutive fields of d that
+// in reports true for: fixedInt runs decode with one length check
+// (wire.Reader.Next), isString runs with one allocation
+// (wire.Reader.Strings).
+func fieldRuns(d *decl, in func(*field) bool) [][]*field {
 	var runs [][]*field
 	for i := 0; i < len(d.Fields); {
 		j := i
-		for j < len(d.Fields) && fixedInt(d.Fields[j]) {
+		for j < len(d.Fields) && in(d.Fields[j]) {
 			j++
 		}
 		if j-i >= 2 {
@@ -300,23 +302,6 @@ func stringMax(fl *field) Code {
 		return Id("Max" + fl.Type.Decl.Name + "Bytes")
 	}
 	return Lit(fl.Max)
-}
-
-// stringRuns lists the runs of two or more consecutive string or identity
-// fields of d, which decode with one allocation (wire.Reader.Strings).
-func stringRuns(d *decl) [][]*field {
-	var runs [][]*field
-	for i := 0; i < len(d.Fields); {
-		j := i
-		for j < len(d.Fields) && isString(d.Fields[j]) {
-			j++
-		}
-		if j-i >= 2 {
-			runs = append(runs, d.Fields[i:j])
-		}
-		i = max(j, i+1)
-	}
-	return runs
 }
 
 // runVar names the package variable holding the field names or bounds of

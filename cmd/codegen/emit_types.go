@@ -184,8 +184,9 @@ func emitStruct(f *File, d *decl) {
 // values about to be encoded, proves every rule and says which one fails;
 // valid is check as a plain predicate, the encoders' fast path (it builds
 // no errors, so it inlines and costs a few comparisons), with check run
-// only to explain a failure; verify, for values just decoded, skips the
-// length bounds the reader already enforced.
+// only to explain a failure; verify, for values just decoded, skips what
+// the reader already enforced: length bounds, identity names and unions of
+// scalars and names (see verifiedOnRead).
 type checkMode struct {
 	prefix string
 	bounds bool
