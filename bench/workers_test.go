@@ -54,11 +54,11 @@ var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC, {
 
 // Sizes of the worker benchmarks' ops.
 const (
-	workerSources   = 16  // relay sources, each queueing workerRows rows per op
-	workerRows      = 64  // rows per source per op: one relay fire each
-	workerTargets   = 8   // targets the rows go to, round robin
-	workerDue       = 256 // partitions due per op of BenchmarkSchedulerWorkers
-	workerKindFired = timers.Kind(100)
+	workerSources   = 16                // relay sources, each queueing workerRows rows per op
+	workerRows      = 64                // rows per source per op: one relay fire each
+	workerTargets   = 8                 // targets the rows go to, round robin
+	workerDue       = 256               // partitions due per op of BenchmarkSchedulerWorkers
+	workerKindFired = timers.Kind(1000) // a service's kind
 )
 
 // workerStore is a Layer over one engine, with its engine's counters.

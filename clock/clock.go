@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -82,4 +83,23 @@ func FromMs(ms uint64) time.Time {
 		ms = 1<<63 - 1
 	}
 	return time.UnixMilli(int64(ms))
+}
+
+// Sleep waits d in real time, or until ctx ends, and then returns ctx's
+// error (nil when d passed first; ctx's error at once when d <= 0 and ctx
+// has ended). It is the one real-time wait of the library, for backoffs
+// that a test bounds with a small d or ends by cancelling ctx. Safe for
+// concurrent use.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

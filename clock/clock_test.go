@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -48,4 +50,35 @@ func TestRealIsTheWallClock(t *testing.T) {
 	if got.Before(before) || got.Sub(before) > time.Minute {
 		t.Fatalf("Real.Now() = %v, wall clock %v", got, before)
 	}
+}
+
+func TestSleep(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		d    time.Duration
+		want error
+	}{
+		{"zero", context.Background(), 0, nil},
+		{"negative", context.Background(), -time.Second, nil},
+		{"short", context.Background(), time.Millisecond, nil},
+		{"ended, zero", cancelled, 0, context.Canceled},
+		// Only the cancellation can end an hour's wait within the test.
+		{"ended, an hour", cancelled, time.Hour, context.Canceled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := Sleep(c.ctx, c.d); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
+				t.Fatalf("Sleep(%v) = %v, want %v", c.d, err, c.want)
+			}
+		})
+	}
+	t.Run("ended while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Millisecond, cancel)
+		if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Sleep = %v, want context.Canceled", err)
+		}
+	})
 }

@@ -36,19 +36,26 @@ import (
 // Unknown commit results: after a commit whose result is unknown
 // (FoundationDB's 1021 commit_unknown_result, an engine that cannot tell)
 // the batch may have landed. Apply does not try to find out; it retries,
-// and the retry's preconditions decide:
+// and the retry's preconditions decide, as store.Store.Apply describes:
 //
-//   - if the batch had landed, a guard it invalidated (Absent of a key it
-//     puts, Equals of a value it changes) now fails, and Apply returns
-//     PreconditionFailed for a batch that did commit, exactly once;
+//   - if the batch had landed and its writes broke one of its guards
+//     (Absent of a key it puts, Equals of a value it changes), that guard
+//     now fails, and Apply returns PreconditionFailed for a batch that did
+//     commit, which landed once;
 //   - if its guards still hold (the batch had not landed, or its writes
 //     leave its guards true), the retry commits and Apply returns
-//     Committed; the writes of such a batch are idempotent by construction,
-//     so landing twice leaves what landing once does.
+//     Committed. Such a batch may have landed twice, with other writers'
+//     commits in between: a key it guards still held what the guard
+//     expects, so no change to it is lost, but a key it writes without
+//     guarding it is written again, so an unguarded put can overwrite a
+//     value another writer put after the first landing, and an unguarded
+//     delete can delete a row another writer recreated. A WakeAt landing
+//     twice lowers the wake time twice: at worst an early wake.
 //
-// Handlers stay correct either way: a handler builds each batch from what
-// it read and guards exactly the rows it read, so PreconditionFailed only
-// ever makes it re-read and find its own work already done. When ctx ends
+// The library's handlers stay correct either way: each batch of theirs
+// guards a row the same batch changes (a sequence, a high-water mark, a
+// timer row), so it lands at most once, and PreconditionFailed only ever
+// makes the handler re-read and find its own work already done. When ctx ends
 // while a commit is in flight (FoundationDB may still commit a cancelled or
 // timed-out transaction later), or the retry budget, a fatal error or the
 // batch's deadline ends the retries after an unknown result, Apply fails
@@ -128,7 +135,7 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
 		}
 	}
-	var wake, cur uint64
+	var cur, next wake
 	if len(pre) > 0 {
 		vals, err := txn.GetMany(s.vals[:0], pre)
 		s.vals = vals
@@ -141,11 +148,11 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 			}
 		}
 		if b.Wakeup != nil {
-			if cur, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
+			if cur.at, cur.ceil, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
 				return out, false, err
 			}
 			var ok bool
-			if wake, ok = nextWake(b.Wakeup, cur); !ok {
+			if next.at, next.ceil, ok = b.Wakeup.Next(cur.at, cur.ceil); !ok {
 				return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, false, nil
 			}
 		}
@@ -161,7 +168,7 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 		}
 	}
 	if b.Wakeup != nil {
-		key = l.setWake(txn, sub, key, cur, wake)
+		key = l.setWake(txn, sub, key, cur, next)
 	}
 	s.key = key
 	// A context that ended before the commit started leaves nothing in

@@ -161,6 +161,29 @@ func TestApplyUnknownResultGuardsHoldCommits(t *testing.T) {
 	require.Equal(t, v("x"), mustGet(t, l, faultP, k("row")))
 }
 
+// TestApplyUnknownResultUnguardedWritesLandTwice: what the Apply doc warns
+// of. A batch whose guards its writes leave true lands a second time at the
+// retry, after another writer's commit: its unguarded put overwrites that
+// writer's later value and its unguarded delete removes the row that
+// writer recreated. (Had that writer changed the guarded key, the retry's
+// guard would have failed and written nothing.)
+func TestApplyUnknownResultUnguardedWritesLandTwice(t *testing.T) {
+	script := &faultScript{}
+	l := faultLayer(t, script)
+	mustApply(t, l, faultP, store.NewBatch().Put(k("config"), v("on")).Put(k("gone"), v("old")))
+	script.steps = []faultStep{{fault: CommitThenUnknown, then: func() {
+		mustApply(t, l, faultP, store.NewBatch().Put(k("row"), v("theirs")).Put(k("gone"), v("recreated")))
+	}}}
+	script.calls = 0
+
+	b := store.NewBatch().Require(store.Equals(k("config"), v("on"))).Put(k("row"), v("mine")).Delete(k("gone"))
+	out := mustApply(t, l, faultP, b)
+	require.Equal(t, store.Committed, out.Outcome)
+	require.Equal(t, 3, script.commits(), "the batch's two commits and the other writer's between them")
+	require.Equal(t, v("mine"), mustGet(t, l, faultP, k("row")), "the unguarded put overwrote the later write")
+	require.Nil(t, mustGet(t, l, faultP, k("gone")), "the unguarded delete removed the recreated row")
+}
+
 // TestApplyUnknownWithoutLandingCommits: an unknown result for a commit
 // that did not land is retried to Committed, landing once.
 func TestApplyUnknownWithoutLandingCommits(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 // Due index layout (see store.DueIndex):
 //
 //	wake time of a partition:  root | identity | 0xFF          = 8-byte big-endian ms
+//	                                                             [+ 8-byte ceiling, see store.Wakeup]
 //	due index entry:           root | 0xFF 0x01 | at (8 bytes, big-endian) | identity = empty
 //
 // The wake key sits just past the partition's subspace [root+identity,
@@ -98,7 +99,7 @@ func (l *Layer) NextWake(ctx context.Context, p store.Partition) (uint64, bool, 
 		if err != nil {
 			return err
 		}
-		at, err = decodeWake(vals[0])
+		at, _, err = decodeWake(vals[0])
 		return err
 	})
 	if err != nil {
@@ -107,33 +108,31 @@ func (l *Layer) NextWake(ctx context.Context, p store.Partition) (uint64, bool, 
 	return at, at != 0, nil
 }
 
-// decodeWake decodes a stored wake time; absent is 0.
-func decodeWake(v []byte) (uint64, error) {
+// decodeWake decodes a stored wake time and its ceiling; absent is 0.
+func decodeWake(v []byte) (at, ceil uint64, err error) {
 	if v == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
-	if len(v) != wakeBytes || binary.BigEndian.Uint64(v) == 0 {
-		return 0, fmt.Errorf("%w: stored wake time of %d bytes", store.ErrCorrupt, len(v))
+	if len(v) != wakeBytes && len(v) != 2*wakeBytes {
+		return 0, 0, fmt.Errorf("%w: stored wake time of %d bytes", store.ErrCorrupt, len(v))
 	}
-	return binary.BigEndian.Uint64(v), nil
+	at = binary.BigEndian.Uint64(v)
+	if len(v) == 2*wakeBytes {
+		ceil = binary.BigEndian.Uint64(v[wakeBytes:])
+	}
+	if at == 0 || len(v) == 2*wakeBytes && (ceil == 0 || ceil >= at) {
+		return 0, 0, fmt.Errorf("%w: stored wake time %d with ceiling %d", store.ErrCorrupt, at, ceil)
+	}
+	return at, ceil, nil
 }
 
-// nextWake is the wake time w leaves a partition whose wake time is cur
-// (0: none); ok is false when w is exact and cur is not what it expects.
-func nextWake(w *store.Wakeup, cur uint64) (next uint64, ok bool) {
-	if w.Exact {
-		return w.AtMs, cur == w.ExpectMs
-	}
-	if cur == 0 || w.AtMs < cur {
-		return w.AtMs, true
-	}
-	return cur, true
-}
+// wake is a partition's wake time and its ceiling (see store.Wakeup).
+type wake struct{ at, ceil uint64 }
 
 // setWake writes, in txn, the change of a partition's wake time from cur
 // to next: its wake key and its due index entries. sub is the partition's
 // subspace; key is scratch.
-func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next uint64) []byte {
+func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 	if cur == next {
 		return key
 	}
@@ -143,19 +142,23 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next uint64) []byte {
 		key = binary.BigEndian.AppendUint64(key, at)
 		return append(key, identity...)
 	}
-	if cur != 0 {
-		txn.Clear(entry(cur))
+	if cur.at != next.at && cur.at != 0 {
+		txn.Clear(entry(cur.at))
 	}
-	wake := append(append(key[:0], sub...), partitionEnd)
-	if next == 0 {
-		txn.Clear(wake)
+	wakeKey := append(append(key[:0], sub...), partitionEnd)
+	if next.at == 0 {
+		txn.Clear(wakeKey)
 		return key
 	}
-	var at [wakeBytes]byte
-	binary.BigEndian.PutUint64(at[:], next)
 	// The engine keeps the value until the transaction ends: give it its
 	// own bytes.
-	txn.Set(wake, append([]byte{}, at[:]...))
-	txn.Set(entry(next), []byte{})
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 2*wakeBytes), next.at)
+	if next.ceil != 0 {
+		v = binary.BigEndian.AppendUint64(v, next.ceil)
+	}
+	txn.Set(wakeKey, v)
+	if cur.at != next.at {
+		txn.Set(entry(next.at), []byte{})
+	}
 	return key
 }

@@ -283,27 +283,12 @@ func (e *MVCCEngine) random() float64 {
 	return e.rng.Float64()
 }
 
-// sleep waits d, or until ctx ends (returning its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // latency waits the injected latency of one operation.
 func (e *MVCCEngine) latency(ctx context.Context) error {
 	if e.opts.Latency <= 0 {
 		return ctx.Err()
 	}
-	return sleep(ctx, time.Duration(e.random()*float64(e.opts.Latency)))
+	return clock.Sleep(ctx, time.Duration(e.random()*float64(e.opts.Latency)))
 }
 
 // fault decides a read-write commit: the Fault function's choice, or a

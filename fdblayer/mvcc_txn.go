@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
 )
 
 // mvccTxn is an MVCCEngine transaction. It reads at version rv, the last
@@ -264,7 +266,7 @@ func (t *mvccTxn) OnError(err error) error {
 	}
 	d := time.Duration(t.e.random() * float64(t.backoff))
 	t.backoff = min(2*t.backoff, t.e.opts.MaxBackoff)
-	if werr := sleep(t.ctx, d); werr != nil {
+	if werr := clock.Sleep(t.ctx, d); werr != nil {
 		return fmt.Errorf("fdblayer: mvcc engine: retry of %w: %w", err, werr)
 	}
 	if rerr := t.reset(); rerr != nil {

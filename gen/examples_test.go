@@ -163,7 +163,9 @@ func examplesRelayScanV1() []RelayScanV1 {
 			NS:       MustNamespaceKey("namespacekey-a"),
 			Repo:     MustRepoName("reponame-a"),
 			ShardRef: MustShardRef("shardref-a"),
-		}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}}, ComparePartition),
+		}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}}, func(a, b Partition) int {
+			return ComparePartition(a, b)
+		}),
 		Cursor:   uint64(1099511627783),
 		CycleEnd: uint64(1099511627783),
 	}}

@@ -2,7 +2,22 @@
 
 package gen
 
-import "github.com/mkit-dev/mkitfdb/gen/wire"
+import (
+	"encoding/binary"
+	"github.com/mkit-dev/mkitfdb/gen/wire"
+)
+
+// internNamespaceKey holds NamespaceKey names already decoded and validated.
+var internNamespaceKey wire.Intern[struct{}]
+
+// internRepoName holds RepoName names already decoded and validated.
+var internRepoName wire.Intern[struct{}]
+
+// internShardRef holds ShardRef names already decoded and validated.
+var internShardRef wire.Intern[struct{}]
+
+// internReservationID holds ReservationID names already decoded and validated.
+var internReservationID wire.Intern[struct{}]
 
 func appendPartition(dst []byte, v Partition) []byte {
 	switch x := v.(type) {
@@ -80,6 +95,65 @@ func matchPartition(r *wire.Reader, v Partition) bool {
 	return true
 }
 
+func spanPartition(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	at := 1
+	switch b[0] {
+	case 1:
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+	case 2:
+		at = wire.SpanString(b, at)
+	case 3:
+		at = wire.SpanString(b, at)
+	case 4:
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+	case 5:
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+		at = wire.SpanString(b, at)
+	case 6:
+		at = wire.SpanString(b, at)
+		at = wire.SpanFixed(b, at, 4)
+	default:
+		return 0
+	}
+	return max(at, 0)
+}
+
+// internPartition holds Partition values already decoded and verified.
+var internPartition wire.Intern[Partition]
+
+func readPartitionInterned(r *wire.Reader, field string) Partition {
+	var h uint64
+	rest := r.Rest()
+	n := spanPartition(rest)
+	if n > 0 {
+		var e *wire.Interned[Partition]
+		if e, h = internPartition.Find(rest[:n]); e != nil {
+			r.Skip(field, n)
+			return e.Value
+		}
+	}
+	start := r.Offset()
+	v := readPartition(r, field)
+	if r.Err() != nil {
+		return nil
+	}
+	if err := verifyPartition(v); err != nil {
+		r.FailErr(field, err)
+		return nil
+	}
+	if n > 0 && internPartition.Admit(h) {
+		internPartition.Add(h, string(r.Since(start)), v)
+	}
+	return v
+}
+
 func readPartition(r *wire.Reader, field string) Partition {
 	tag := r.U8(field)
 	switch tag {
@@ -138,8 +212,17 @@ func readRefPartition(r *wire.Reader, v *RefPartition) {
 	var s0 [3]string
 	r.Strings(s0[:], runFieldsRefPartition0, runMaxesRefPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RefPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RefPartition.Repo", err)
+	}
 	v.ShardRef = ShardRef{s0[2]}
+	if err := wire.CheckIdentity("ShardRef", s0[2], 1, 256); err != nil {
+		r.FailErr("RefPartition.ShardRef", err)
+	}
 }
 
 func appendNamespacePartition(dst []byte, v *NamespacePartition) []byte {
@@ -154,7 +237,7 @@ func sizeNamespacePartition(v *NamespacePartition) int {
 }
 
 func readNamespacePartition(r *wire.Reader, v *NamespacePartition) {
-	v.NS = NamespaceKey{r.String("NamespacePartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("NamespacePartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 }
 
 func appendCoordinatorPartition(dst []byte, v *CoordinatorPartition) []byte {
@@ -169,7 +252,7 @@ func sizeCoordinatorPartition(v *CoordinatorPartition) int {
 }
 
 func readCoordinatorPartition(r *wire.Reader, v *CoordinatorPartition) {
-	v.NS = NamespaceKey{r.String("CoordinatorPartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("CoordinatorPartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 }
 
 func appendRepoIndexPartition(dst []byte, v *RepoIndexPartition) []byte {
@@ -194,7 +277,13 @@ func readRepoIndexPartition(r *wire.Reader, v *RepoIndexPartition) {
 	var s0 [2]string
 	r.Strings(s0[:], runFieldsRepoIndexPartition0, runMaxesRepoIndexPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RepoIndexPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RepoIndexPartition.Repo", err)
+	}
 }
 
 func appendRefIndexPartition(dst []byte, v *RefIndexPartition) []byte {
@@ -221,8 +310,17 @@ func readRefIndexPartition(r *wire.Reader, v *RefIndexPartition) {
 	var s0 [3]string
 	r.Strings(s0[:], runFieldsRefIndexPartition0, runMaxesRefIndexPartition0)
 	v.NS = NamespaceKey{s0[0]}
+	if err := wire.CheckIdentity("NamespaceKey", s0[0], 1, 64); err != nil {
+		r.FailErr("RefIndexPartition.NS", err)
+	}
 	v.Repo = RepoName{s0[1]}
+	if err := wire.CheckIdentity("RepoName", s0[1], 1, 128); err != nil {
+		r.FailErr("RefIndexPartition.Repo", err)
+	}
 	v.ShardRef = ShardRef{s0[2]}
+	if err := wire.CheckIdentity("ShardRef", s0[2], 1, 256); err != nil {
+		r.FailErr("RefIndexPartition.ShardRef", err)
+	}
 }
 
 func appendContentShardPartition(dst []byte, v *ContentShardPartition) []byte {
@@ -239,7 +337,7 @@ func sizeContentShardPartition(v *ContentShardPartition) int {
 }
 
 func readContentShardPartition(r *wire.Reader, v *ContentShardPartition) {
-	v.NS = NamespaceKey{r.String("ContentShardPartition.NS", MaxNamespaceKeyBytes)}
+	v.NS = NamespaceKey{r.Name("ContentShardPartition.NS", &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes)}
 	v.Shard = r.U32("ContentShardPartition.Shard")
 }
 
@@ -340,8 +438,7 @@ func sizeRelayV1(v *RelayV1) int {
 
 func readRelayV1(r *wire.Reader, v *RelayV1) {
 	if !matchPartition(r, v.Target) {
-		v.Target = readPartition(r, "RelayV1.Target")
-		r.FailErr("RelayV1.Target", verifyPartition(v.Target))
+		v.Target = readPartitionInterned(r, "RelayV1.Target")
 	}
 	{
 		ni := r.Len("RelayV1.Puts", 98, 2)
@@ -459,8 +556,10 @@ func sizeRelayScanV1(v *RelayScanV1) int {
 }
 
 func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
-	v.CycleEnd = r.U64("RelayScanV1.CycleEnd")
-	v.Cursor = r.U64("RelayScanV1.Cursor")
+	if b := r.Next("RelayScanV1.CycleEnd..Cursor", 16); len(b) == 16 {
+		v.CycleEnd = binary.BigEndian.Uint64(b[0:])
+		v.Cursor = binary.BigEndian.Uint64(b[8:])
+	}
 	{
 		ni := r.Len("RelayScanV1.Blocked", 16, 1)
 		if cap(v.Blocked) >= ni {
@@ -470,8 +569,7 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 		}
 		for i := range v.Blocked {
 			if !matchPartition(r, v.Blocked[i]) {
-				v.Blocked[i] = readPartition(r, "RelayScanV1.Blocked")
-				r.FailErr("RelayScanV1.Blocked", verifyPartition(v.Blocked[i]))
+				v.Blocked[i] = readPartitionInterned(r, "RelayScanV1.Blocked")
 			}
 		}
 	}
@@ -542,8 +640,10 @@ func sizeBacklog(v *Backlog) int {
 }
 
 func readBacklog(r *wire.Reader, v *Backlog) {
-	v.Rows = r.U64("Backlog.Rows")
-	v.Bytes = r.U64("Backlog.Bytes")
+	if b := r.Next("Backlog.Rows..Bytes", 16); len(b) == 16 {
+		v.Rows = binary.BigEndian.Uint64(b[0:])
+		v.Bytes = binary.BigEndian.Uint64(b[8:])
+	}
 }
 
 // VersionBacklog is the version byte that opens every encoded Backlog.
@@ -786,11 +886,13 @@ func sizeReservationCommitted(v *ReservationCommitted) int {
 }
 
 func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
-	v.Repository = RepoName{r.String("ReservationCommitted.Repository", MaxRepoNameBytes)}
-	v.OccurredAtMs = r.U64("ReservationCommitted.OccurredAtMs")
-	v.BytesStored = r.U64("ReservationCommitted.BytesStored")
-	v.NewToRepo = r.U64("ReservationCommitted.NewToRepo")
-	v.NewToStore = r.U64("ReservationCommitted.NewToStore")
+	v.Repository = RepoName{r.Name("ReservationCommitted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
+	if b := r.Next("ReservationCommitted.OccurredAtMs..NewToStore", 32); len(b) == 32 {
+		v.OccurredAtMs = binary.BigEndian.Uint64(b[0:])
+		v.BytesStored = binary.BigEndian.Uint64(b[8:])
+		v.NewToRepo = binary.BigEndian.Uint64(b[16:])
+		v.NewToStore = binary.BigEndian.Uint64(b[24:])
+	}
 	{
 		ni := r.Len("ReservationCommitted.Refs", 64, 3)
 		if cap(v.Refs) >= ni {
@@ -820,7 +922,7 @@ func sizeRefUpdate(v *RefUpdate) int {
 }
 
 func readRefUpdate(r *wire.Reader, v *RefUpdate) {
-	v.Ref = ShardRef{r.String("RefUpdate.Ref", MaxShardRefBytes)}
+	v.Ref = ShardRef{r.Name("RefUpdate.Ref", &internShardRef, "ShardRef", 1, MaxShardRefBytes)}
 	v.OldOID = r.Bytes("RefUpdate.OldOID", 32)
 	v.NewOID = r.Bytes("RefUpdate.NewOID", 32)
 }
@@ -843,9 +945,11 @@ func sizeReservationAborted(v *ReservationAborted) int {
 }
 
 func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
-	v.Repository = RepoName{r.String("ReservationAborted.Repository", MaxRepoNameBytes)}
-	v.OccurredAtMs = r.U64("ReservationAborted.OccurredAtMs")
-	v.Reason = AbortReason(r.U8("ReservationAborted.Reason"))
+	v.Repository = RepoName{r.Name("ReservationAborted.Repository", &internRepoName, "RepoName", 1, MaxRepoNameBytes)}
+	if b := r.Next("ReservationAborted.OccurredAtMs..Reason", 9); len(b) == 9 {
+		v.OccurredAtMs = binary.BigEndian.Uint64(b[0:])
+		v.Reason = AbortReason(b[8])
+	}
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
 }
 
@@ -903,11 +1007,13 @@ func readLeasedShard(r *wire.Reader, v *LeasedShard) {
 	} else {
 		v.AckedAuthorityGeneration = nil
 	}
-	v.Epoch = r.U64("LeasedShard.Epoch")
-	v.ExpiresAtMs = r.U64("LeasedShard.ExpiresAtMs")
-	v.AckedEpoch = r.U64("LeasedShard.AckedEpoch")
-	v.RelayWatermarkMs = r.U64("LeasedShard.RelayWatermarkMs")
-	v.SweepDueMs = r.U64("LeasedShard.SweepDueMs")
+	if b := r.Next("LeasedShard.Epoch..SweepDueMs", 40); len(b) == 40 {
+		v.Epoch = binary.BigEndian.Uint64(b[0:])
+		v.ExpiresAtMs = binary.BigEndian.Uint64(b[8:])
+		v.AckedEpoch = binary.BigEndian.Uint64(b[16:])
+		v.RelayWatermarkMs = binary.BigEndian.Uint64(b[24:])
+		v.SweepDueMs = binary.BigEndian.Uint64(b[32:])
+	}
 }
 
 // VersionLeasedShard is the version byte that opens every encoded LeasedShard.
@@ -1184,11 +1290,12 @@ func sizeWatermarkCheckpoint(v *WatermarkCheckpoint) int {
 
 func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	if !matchPartition(r, v.Coordinator) {
-		v.Coordinator = readPartition(r, "WatermarkCheckpoint.Coordinator")
-		r.FailErr("WatermarkCheckpoint.Coordinator", verifyPartition(v.Coordinator))
+		v.Coordinator = readPartitionInterned(r, "WatermarkCheckpoint.Coordinator")
 	}
-	v.CeilingMs = r.U64("WatermarkCheckpoint.CeilingMs")
-	v.MinimumMs = r.U64("WatermarkCheckpoint.MinimumMs")
+	if b := r.Next("WatermarkCheckpoint.CeilingMs..MinimumMs", 16); len(b) == 16 {
+		v.CeilingMs = binary.BigEndian.Uint64(b[0:])
+		v.MinimumMs = binary.BigEndian.Uint64(b[8:])
+	}
 	if r.Present("WatermarkCheckpoint.Recovery") {
 		v.Recovery = r.Bytes("WatermarkCheckpoint.Recovery", 100000)
 	} else {

@@ -185,6 +185,11 @@ func invalidRelayV1() []RelayV1 {
 		v.Deletes = make([][]byte, 99)
 		out = append(out, v)
 	}
+	{
+		v := examplesRelayV1()[1]
+		v.Deletes = [][]byte{make([]byte, 10001)}
+		out = append(out, v)
+	}
 	return out
 }
 
@@ -210,6 +215,11 @@ func malformedRelayV1() [][]byte {
 	{
 		v := examplesRelayV1()[1]
 		v.Deletes = make([][]byte, 99)
+		out = append(out, appendRelayV1([]byte{VersionRelayV1}, &v))
+	}
+	{
+		v := examplesRelayV1()[1]
+		v.Deletes = [][]byte{make([]byte, 10001)}
 		out = append(out, appendRelayV1([]byte{VersionRelayV1}, &v))
 	}
 	return out

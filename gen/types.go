@@ -662,15 +662,6 @@ func validRefPartition(v *RefPartition) bool {
 
 // verifyRefPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRefPartition(v *RefPartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
-		return wire.Within("Repo", err)
-	}
-	if err := wire.CheckIdentity("ShardRef", v.ShardRef.s, 1, 256); err != nil {
-		return wire.Within("ShardRef", err)
-	}
 	return nil
 }
 
@@ -697,9 +688,6 @@ func validNamespacePartition(v *NamespacePartition) bool {
 
 // verifyNamespacePartition checks the rules of the schema that decoding does not enforce on v.
 func verifyNamespacePartition(v *NamespacePartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
 	return nil
 }
 
@@ -727,9 +715,6 @@ func validCoordinatorPartition(v *CoordinatorPartition) bool {
 
 // verifyCoordinatorPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyCoordinatorPartition(v *CoordinatorPartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
 	return nil
 }
 
@@ -763,12 +748,6 @@ func validRepoIndexPartition(v *RepoIndexPartition) bool {
 
 // verifyRepoIndexPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRepoIndexPartition(v *RepoIndexPartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
-		return wire.Within("Repo", err)
-	}
 	return nil
 }
 
@@ -809,15 +788,6 @@ func validRefIndexPartition(v *RefIndexPartition) bool {
 
 // verifyRefIndexPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyRefIndexPartition(v *RefIndexPartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := wire.CheckIdentity("RepoName", v.Repo.s, 1, 128); err != nil {
-		return wire.Within("Repo", err)
-	}
-	if err := wire.CheckIdentity("ShardRef", v.ShardRef.s, 1, 256); err != nil {
-		return wire.Within("ShardRef", err)
-	}
 	return nil
 }
 
@@ -846,9 +816,6 @@ func validContentShardPartition(v *ContentShardPartition) bool {
 
 // verifyContentShardPartition checks the rules of the schema that decoding does not enforce on v.
 func verifyContentShardPartition(v *ContentShardPartition) error {
-	if err := wire.CheckIdentity("NamespaceKey", v.NS.s, 1, 64); err != nil {
-		return wire.Within("NS", err)
-	}
 	return nil
 }
 
@@ -1244,14 +1211,6 @@ func validReservationCommitted(v *ReservationCommitted) bool {
 
 // verifyReservationCommitted checks the rules of the schema that decoding does not enforce on v.
 func verifyReservationCommitted(v *ReservationCommitted) error {
-	if err := wire.CheckIdentity("RepoName", v.Repository.s, 1, 128); err != nil {
-		return wire.Within("Repository", err)
-	}
-	for i := range v.Refs {
-		if err := verifyRefUpdate(&v.Refs[i]); err != nil {
-			return wire.Within("Refs", err)
-		}
-	}
 	return nil
 }
 
@@ -1298,9 +1257,6 @@ func validRefUpdate(v *RefUpdate) bool {
 
 // verifyRefUpdate checks the rules of the schema that decoding does not enforce on v.
 func verifyRefUpdate(v *RefUpdate) error {
-	if err := wire.CheckIdentity("ShardRef", v.Ref.s, 1, 256); err != nil {
-		return wire.Within("Ref", err)
-	}
 	return nil
 }
 
@@ -1347,9 +1303,6 @@ func validReservationAborted(v *ReservationAborted) bool {
 
 // verifyReservationAborted checks the rules of the schema that decoding does not enforce on v.
 func verifyReservationAborted(v *ReservationAborted) error {
-	if err := wire.CheckIdentity("RepoName", v.Repository.s, 1, 128); err != nil {
-		return wire.Within("Repository", err)
-	}
 	if !v.Reason.Valid() {
 		return wire.Rule("Reason", "unknown AbortReason %d", uint8(v.Reason))
 	}

@@ -136,8 +136,8 @@ func TestCorruptScanStateRestartsFromTheHeadWithoutLoss(t *testing.T) {
 }
 
 // A corrupt outbox sequence is corrupt stored data the relay cannot work
-// around: the fire fails with store.ErrCorrupt and the run leaves the timer
-// in place.
+// around: the fire fails with store.ErrCorrupt and the run holds the timer
+// for timers.DefaultHeldBackoff, so that the relay retries after a repair.
 func TestCorruptOutboxSequenceFailsTheFire(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(ta, "k", "v"))
@@ -147,7 +147,8 @@ func TestCorruptOutboxSequenceFailsTheFire(t *testing.T) {
 		assert.Equal(t, 1, rep.Corrupt)
 		after, ok := e.timerDue(t)
 		assert.True(t, ok)
-		assert.Equal(t, due, after)
+		assert.Equal(t, e.now()+uint64(timers.DefaultHeldBackoff.Milliseconds()), after)
+		assert.Greater(t, after, due)
 		assert.Equal(t, []uint64{1}, e.queued(t))
 	})
 }

@@ -179,6 +179,9 @@ var _ timers.Handler = (*Handler)(nil)
 // Kind returns timers.KindRelay.
 func (*Handler) Kind() timers.Kind { return timers.KindRelay }
 
+// ReservedKind marks Handler as the library's own (timers.LibraryHandler).
+func (*Handler) ReservedKind() bool { return true }
+
 // Keys of the source's singleton rows, built once. Stores do not retain
 // or modify keys passed to them.
 var (

@@ -52,7 +52,8 @@
 // Field tags (mk:"...", comma separated) bound and constrain fields:
 //
 //	max=N       the most bytes of a string or []byte, or elements of a slice
-//	elem_max=N  the most bytes of each []byte element of a [][]byte
+//	elem_max=N  the most bytes of each element of a []string or [][]byte
+//	            (required there)
 //	min=N       the least value of an integer
 //	le=Field    an integer at most another integer field of the same struct
 //	sorted      slice elements strictly ascending (and so unique)

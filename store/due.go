@@ -22,7 +22,12 @@ import (
 // the wake time at the far future when it claims a partition, so that any
 // timer written while it fires lowers it again, and after firing it
 // replaces the parked time (failing, and re-reading, if a write lowered
-// it meanwhile). A timer written during a fire is never forgotten.
+// it meanwhile). A timer written during a fire is never forgotten. The
+// parked time carries a ceiling, the claim's expiry: the write that lowers
+// it lowers it to at most the ceiling, so that if the scheduler dies
+// before it releases the partition, a timer written meanwhile (however far
+// ahead) still leaves the partition due by the time another scheduler may
+// claim it.
 
 // Wakeup changes a partition's wake time in the store's due index,
 // atomically with the batch that carries it.
@@ -35,6 +40,11 @@ type Wakeup struct {
 	// FailedIndex WakeupPrecondition.
 	Exact    bool
 	ExpectMs uint64
+	// CeilingMs, with Exact and a wake time above it, bounds the next
+	// lowering: the first WakeAt that follows sets the wake time to at
+	// most CeilingMs, and the ceiling is gone. 0: none. An Exact wakeup
+	// without one clears the ceiling the wake time had.
+	CeilingMs uint64
 }
 
 // WakeupPrecondition is the BatchOutcome.FailedIndex of a batch whose
@@ -42,15 +52,19 @@ type Wakeup struct {
 const WakeupPrecondition = -1
 
 // WakeAt asks the store to wake the partition no later than atMs: the
-// wake time becomes min(current, atMs). It fails validation for atMs 0.
-// Combined with an earlier wakeup of the batch it keeps the earlier time
-// (and an Exact wakeup stays exact).
+// wake time becomes min(current, atMs, the ceiling SetWakeCeiling left).
+// It fails validation for atMs 0. Combined with an earlier wakeup of the
+// batch it keeps the earlier time (and an Exact wakeup stays exact).
 func (b *Batch) WakeAt(atMs uint64) *Batch {
 	switch w := b.Wakeup; {
 	case w == nil:
 		b.Wakeup = &Wakeup{AtMs: atMs}
 	case w.AtMs == 0 && w.Exact, atMs != 0 && atMs < w.AtMs:
-		b.Wakeup = &Wakeup{AtMs: atMs, Exact: w.Exact, ExpectMs: w.ExpectMs}
+		ceil := w.CeilingMs
+		if ceil >= atMs {
+			ceil = 0
+		}
+		b.Wakeup = &Wakeup{AtMs: atMs, Exact: w.Exact, ExpectMs: w.ExpectMs, CeilingMs: ceil}
 	}
 	return b
 }
@@ -62,11 +76,44 @@ func (b *Batch) SetWake(expectMs, atMs uint64) *Batch {
 	return b
 }
 
+// SetWakeCeiling is SetWake with a ceiling (see Wakeup.CeilingMs): the
+// next WakeAt lowers the wake time atMs to at most ceilingMs. It fails
+// validation unless 0 < ceilingMs < atMs.
+func (b *Batch) SetWakeCeiling(expectMs, atMs, ceilingMs uint64) *Batch {
+	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true, ExpectMs: expectMs, CeilingMs: ceilingMs}
+	return b
+}
+
 func (w *Wakeup) validate() error {
-	if w != nil && !w.Exact && w.AtMs == 0 {
+	switch {
+	case w == nil:
+	case !w.Exact && w.AtMs == 0:
 		return fmt.Errorf("%w: wakeup at time 0", ErrInvalid)
+	case w.CeilingMs != 0 && (!w.Exact || w.CeilingMs >= w.AtMs):
+		return fmt.Errorf("%w: wake ceiling %d needs an exact wake time above it (%d)", ErrInvalid, w.CeilingMs, w.AtMs)
 	}
 	return nil
+}
+
+// Next is the wake time and ceiling w leaves a partition whose wake time
+// is cur (0: none) with ceiling ceil (0: none); ok is false when w is
+// exact and cur is not what it expects. It is the rule every store with a
+// due index applies.
+func (w *Wakeup) Next(cur, ceil uint64) (next, nextCeil uint64, ok bool) {
+	if w.Exact {
+		if w.AtMs == 0 {
+			return 0, 0, cur == w.ExpectMs
+		}
+		return w.AtMs, w.CeilingMs, cur == w.ExpectMs
+	}
+	at := w.AtMs
+	if ceil != 0 {
+		at = min(at, ceil)
+	}
+	if cur == 0 || at < cur {
+		return at, 0, true
+	}
+	return cur, ceil, true
 }
 
 // DueEntry is one entry of the due index: a partition to look at from

@@ -79,7 +79,30 @@ type Store interface {
 	// fails Validate(Capabilities().Full()) returns ErrInvalid before any
 	// I/O: ReservedBatchOps is room a batch builder keeps for operations
 	// it adds later (a hook's), not a limit of Apply.
-	// ErrUnknownResult means the batch may or may not have committed.
+	//
+	// Unknown commit results: ErrUnknownResult means the batch may or may
+	// not have committed, and may still commit later. A store may also
+	// meet an unknown commit inside Apply and replay the batch itself
+	// (fdblayer does), reporting what the replay found. Either way a batch
+	// can land twice, with other writers' commits in between, and the
+	// guards decide what that does:
+	//   - a key the batch guards is safe: a replay commits only where every
+	//     guard still holds, so it never overwrites a change another writer
+	//     made to a guarded key;
+	//   - a batch whose writes break its own guards (Absent of a key it
+	//     puts, Equals of a value it changes) lands at most once; its
+	//     replay reports PreconditionFailed, although the batch committed;
+	//   - a key the batch writes without guarding it is not safe: if its
+	//     guards still hold, the replay reports Committed and writes the
+	//     key again, so an unguarded put can overwrite a value another
+	//     writer put after the first landing, and an unguarded delete can
+	//     delete a row another writer recreated meanwhile;
+	//   - a replayed WakeAt lowers the wake time again, at worst waking the
+	//     partition early; an Exact wakeup is guarded by its ExpectMs.
+	// A batch that guards every key it writes with what its builder read
+	// (Guard) is therefore never applied over another writer's change.
+	// Transact re-runs its function after an unknown result instead of
+	// replaying the batch.
 	Apply(ctx context.Context, p Partition, b *Batch) (BatchOutcome, error)
 
 	// Capabilities reports the limits batches are validated against.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -14,6 +15,9 @@ import (
 type Registry struct {
 	mu       sync.RWMutex
 	handlers map[Kind]Handler
+	// held: when each corrupt timer row seen may next be logged, by
+	// partition identity and key (see logHeld).
+	held map[string]uint64
 }
 
 // NewRegistry returns a registry holding hs; it fails as Register does.
@@ -27,14 +31,20 @@ func NewRegistry(hs ...Handler) (*Registry, error) {
 	return r, nil
 }
 
-// Register adds h for h.Kind(). It fails with ErrDuplicateKind when the
-// kind has a handler already (the registry is unchanged), and with
-// store.ErrInvalid for a nil handler.
+// Register adds h for h.Kind(). It fails, leaving the registry unchanged,
+// with ErrDuplicateKind when the kind has a handler already, and with
+// store.ErrInvalid for a nil handler, for kind 0, and for a kind in the
+// range reserved for the library (1 to MaxLibraryKind) unless h is a
+// LibraryHandler whose ReservedKind reports true (see Kind).
 func (r *Registry) Register(h Handler) error {
 	if h == nil {
 		return fmt.Errorf("timers: register a nil handler: %w", store.ErrInvalid)
 	}
 	k := h.Kind()
+	lib, _ := h.(LibraryHandler)
+	if err := k.checkUsable(lib != nil && lib.ReservedKind()); err != nil {
+		return fmt.Errorf("timers: register %T: %w", h, err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.handlers[k]; dup {
@@ -66,4 +76,40 @@ func (r *Registry) Kinds() []Kind {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// heldLogLimit bounds the rows heldLog remembers; past it, rows whose
+// interval has ended are forgotten first, then all.
+const heldLogLimit = 4096
+
+// logHeld reports whether a corrupt timer row of partition p (its key
+// within p) should be logged at nowMs: once per interval per row, however
+// often the partition runs, so that a busy partition does not log one
+// unmovable row at every fire.
+func (r *Registry) logHeld(p store.Partition, key store.Key, nowMs uint64, interval time.Duration) bool {
+	id, err := p.AppendTuple(nil)
+	if err != nil {
+		return true
+	}
+	id = append(id, key...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if until, ok := r.held[string(id)]; ok && nowMs < until {
+		return false
+	}
+	if len(r.held) >= heldLogLimit {
+		for k, until := range r.held {
+			if nowMs >= until {
+				delete(r.held, k)
+			}
+		}
+		if len(r.held) >= heldLogLimit {
+			clear(r.held)
+		}
+	}
+	if r.held == nil {
+		r.held = make(map[string]uint64)
+	}
+	r.held[string(id)] = addMs(nowMs, uint64(interval/time.Millisecond))
+	return true
 }

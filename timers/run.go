@@ -24,6 +24,25 @@ import (
 // another due time is corrupt (every writer in this package keeps the two
 // in step) and is left in place. The values read are the ones the outcome's
 // guards require, so a fire lands only on exactly the timer it saw.
+//
+// Design note: no timer is ever left without a wake time.
+//
+// The invariant RunDue and the Scheduler keep, whatever races, faults or
+// crashes happen: every partition that holds a timer has a due index entry
+// at or before its earliest timer's due time (or is parked under a lease,
+// see the Scheduler). So every timer RunDue does not delete is accounted
+// for in Report.NextDueMs: one it moved, at its new due time; one whose
+// outcome raced or whose move failed, at its own due time (it is still
+// due: the next run sees what changed); one of a kind without a handler,
+// or whose handler found corrupt data, is moved HeldBackoff later, like a
+// Retry, so that it stays due (a handler registered later or a repair
+// fires it) without waking the partition at every poll; a row that cannot
+// be moved (a key that does not parse, a reference entry missing or naming
+// another row) is left in place and wakes the partition HeldBackoff later.
+// A run that fails part-way reports, as NextDueMs, at most the due time of
+// the first timer it did not finish. RunDue alone lowers the wake time
+// with each move (store.Batch.WakeAt); under a Scheduler's claim it leaves
+// that to the claim's release (see withClaim).
 
 // RunDue fires the due timers of partition p (DueAtMs <= nowMs), oldest
 // first, each through the handler registered for its kind, until none is
@@ -46,7 +65,7 @@ import (
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.
 func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, nowMs uint64, budget Budget, opts ...Option) (Report, error) {
-	cfg := config{clock: clock.Real{}, pageSize: DefaultPageSize}
+	cfg := config{clock: clock.Real{}, pageSize: DefaultPageSize, heldBackoff: DefaultHeldBackoff}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -59,6 +78,9 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 	cfg.metrics = telemetry.OrNoop(cfg.metrics)
 	if cfg.pageSize < 1 {
 		cfg.pageSize = DefaultPageSize
+	}
+	if cfg.heldBackoff < time.Millisecond {
+		cfg.heldBackoff = DefaultHeldBackoff
 	}
 	if s == nil || p == nil || reg == nil {
 		return Report{}, fmt.Errorf("timers: run due: nil store, partition or registry: %w", store.ErrInvalid)
@@ -90,11 +112,13 @@ type ident struct {
 	reference string
 }
 
-// candidate is a due timer of a registered kind, found by the scan.
+// candidate is a due timer found by the scan.
 type candidate struct {
-	key     store.Key
-	tk      gen.TimerKey
-	refKey  store.Key
+	key    store.Key
+	tk     gen.TimerKey
+	refKey store.Key
+	// handler is nil for a kind no handler is registered for: the timer is
+	// moved HeldBackoff later.
 	handler Handler
 }
 
@@ -117,6 +141,7 @@ type run struct {
 	started time.Time
 
 	fires   int
+	lastDue uint64 // the due time of the last due row scanned
 	handled map[ident]struct{}
 	unknown []Kind
 	tallies []tally
@@ -135,12 +160,15 @@ func (r *run) scan(ctx context.Context) error {
 	var after store.Cursor
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err)
+			return r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), r.frontier())
 		}
-		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires+1)
+		// One row more than the page size or the budget's remaining fires:
+		// the run knows whether its last fire is the partition's last (see
+		// claimHold).
+		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires) + 1
 		page, err := r.s.Scan(ctx, r.p, start, end, after, limit)
 		if err != nil {
-			return fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.p), err)
+			return r.failed(fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.p), err), r.frontier())
 		}
 		// Buffers as large as the page, not the limit: a scheduler runs
 		// RunDue for every due partition, most of which hold few timers.
@@ -148,7 +176,7 @@ func (r *run) scan(ctx context.Context) error {
 			r.cands = make([]candidate, 0, n)
 			r.keys = make([]store.Key, 0, 2*n)
 		}
-		err = r.page(ctx, page.Entries)
+		err = r.page(ctx, page.Entries, page.Next == nil)
 		if errors.Is(err, errStop) {
 			return nil
 		}
@@ -159,14 +187,15 @@ func (r *run) scan(ctx context.Context) error {
 	}
 }
 
-// page classifies one scan page and fires its candidates.
-func (r *run) page(ctx context.Context, entries []store.KeyValue) error {
+// page classifies one scan page and fires its candidates. exhausted says
+// the page ends the timer class.
+func (r *run) page(ctx context.Context, entries []store.KeyValue, exhausted bool) error {
 	r.cands = r.cands[:0]
 	stop := false
 	for _, kv := range entries {
 		tk, err := gen.ParseTimerKey(kv.Key)
 		if err != nil {
-			r.corrupt(0, "corrupt timer key; left in place", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
+			r.corruptRow(kv.Key, 0, "corrupt timer key; left in place", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			continue
 		}
 		if tk.DueAtMs > r.now {
@@ -174,6 +203,7 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue) error {
 			stop = true
 			break
 		}
+		r.lastDue = tk.DueAtMs
 		kind := Kind(tk.Kind)
 		if _, done := r.handled[ident{kind, tk.Reference}]; done {
 			r.noteNext(tk.DueAtMs)
@@ -182,7 +212,6 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue) error {
 		h, ok := r.reg.Lookup(kind)
 		if !ok {
 			r.unknownKind(kind)
-			continue
 		}
 		refKey, err := RefKey(kind, tk.Reference)
 		if err != nil { // the parsed key bounds the reference: unreachable
@@ -191,7 +220,7 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue) error {
 		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: refKey, handler: h})
 	}
 	if len(r.cands) > 0 {
-		if err := r.fireAll(ctx); err != nil {
+		if err := r.fireAll(ctx, stop || exhausted); err != nil {
 			return err
 		}
 	}
@@ -202,19 +231,20 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue) error {
 }
 
 // fireAll reads the candidates' rows and reference entries in one snapshot
-// and fires them in order, within the budget.
-func (r *run) fireAll(ctx context.Context) error {
+// and fires them in order, within the budget. final says no due timer
+// follows the candidates: the last one's outcome may release a claim.
+func (r *run) fireAll(ctx context.Context, final bool) error {
 	r.keys = r.keys[:0]
 	for _, c := range r.cands {
 		r.keys = append(r.keys, c.key, c.refKey)
 	}
 	vals, err := r.s.GetMany(ctx, r.p, r.keys)
 	if err != nil {
-		return fmt.Errorf("timers: read due timers of %s: %w", store.PartitionName(r.p), err)
+		return r.failed(fmt.Errorf("timers: read due timers of %s: %w", store.PartitionName(r.p), err), r.cands[0].tk.DueAtMs)
 	}
 	if len(vals) != len(r.keys) {
-		return fmt.Errorf("timers: read due timers of %s: %d values for %d keys: %w",
-			store.PartitionName(r.p), len(vals), len(r.keys), store.ErrCorrupt)
+		return r.failed(fmt.Errorf("timers: read due timers of %s: %d values for %d keys: %w",
+			store.PartitionName(r.p), len(vals), len(r.keys), store.ErrCorrupt), r.cands[0].tk.DueAtMs)
 	}
 	for i, c := range r.cands {
 		if r.fires >= r.budget.MaxTimers || r.cfg.clock.Now().Sub(r.started) >= r.budget.MaxDuration {
@@ -223,17 +253,33 @@ func (r *run) fireAll(ctx context.Context) error {
 			return errStop
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err)
+			return r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), c.tk.DueAtMs)
 		}
-		if err := r.fire(ctx, c, vals[2*i], vals[2*i+1]); err != nil {
-			return err
+		last := final && i == len(r.cands)-1
+		if err := r.fire(ctx, c, vals[2*i], vals[2*i+1], last); err != nil {
+			return r.failed(err, c.tk.DueAtMs)
 		}
 	}
 	return nil
 }
 
-// fire fires one candidate and applies its outcome.
-func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value) error {
+// failed notes that the run ends with err before it finished the timers
+// due at or after dueMs, and returns err.
+func (r *run) failed(err error, dueMs uint64) error {
+	r.noteNext(dueMs)
+	return err
+}
+
+// frontier is the earliest due time a timer the scan has not yet read can
+// have: the due time of the last row it read, or 1 when it read none (a
+// due time of 0 is valid, but the wake time 0 means none).
+func (r *run) frontier() uint64 {
+	return max(r.lastDue, 1)
+}
+
+// fire fires one candidate and applies its outcome. last says its outcome
+// is the run's last change: under a claim it also releases the claim.
+func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value, last bool) error {
 	kind := Kind(c.tk.Kind)
 	if value == nil {
 		// Cancelled or moved by another writer since the scan.
@@ -243,35 +289,42 @@ func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value
 	// its reference entry names the other row, so it is reported corrupt.
 	r.handled[ident{kind, c.tk.Reference}] = struct{}{}
 	if refValue == nil {
-		r.corrupt(kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
+		r.corruptRow(c.key, kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
 		return nil
 	}
 	if due, err := DecodeRef(refValue); err != nil || due != c.tk.DueAtMs {
-		r.corrupt(kind, "timer reference entry is corrupt or names another timer; left in place",
+		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
 			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", due, "error", err)
 		return nil
 	}
-	t := DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: value}
+	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: value},
+		refKey: c.refKey, refValue: refValue, last: last}
 	r.fires++
-	fired, err := r.call(ctx, c.handler, t)
+	if c.handler == nil {
+		// unknownKind logged and counted it when the scan found it.
+		return r.hold(ctx, t)
+	}
+	fired, err := r.call(ctx, c.handler, t.DueTimer)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return fmt.Errorf("timers: run %s: %v timer: %w", store.PartitionName(r.p), kind, err)
 		}
 		if errors.Is(err, store.ErrCorrupt) {
-			r.corrupt(kind, "timer handler found corrupt data; left in place", "due_at_ms", t.DueAtMs, "error", err)
-			return nil
+			r.countCorrupt()
+			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
+				"due_at_ms", t.DueAtMs, "retry_in", r.cfg.heldBackoff, "error", err)
+			return r.hold(ctx, t)
 		}
-		return r.fail(ctx, t, c.refKey, refValue, "timer handler failed", err)
+		return r.fail(ctx, t, "timer handler failed", err)
 	}
-	b, newDue, retry, err := r.outcome(t, c.refKey, refValue, fired)
+	b, newDue, retry, err := r.outcome(t.DueTimer, t.refKey, t.refValue, fired)
 	if err != nil {
-		return r.fail(ctx, t, c.refKey, refValue, "timer handler returned no valid outcome", err)
+		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
-	out, err := r.s.Apply(ctx, r.p, b)
+	out, err := r.commit(ctx, t, b, newDue)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
-		return r.fail(ctx, t, c.refKey, refValue, "store rejected the timer's outcome", err)
+		return r.fail(ctx, t, "store rejected the timer's outcome", err)
 	case err != nil:
 		return fmt.Errorf("timers: apply %v timer outcome in %s: %w", kind, store.PartitionName(r.p), err)
 	case out.Outcome == store.PreconditionFailed:
@@ -281,7 +334,7 @@ func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value
 			"due_at_ms", t.DueAtMs, "timer_guard", out.FailedIndex >= len(b.Preconditions)-2, "failed", out.Failed.String())
 		return nil
 	case out.Outcome == store.DeadlinePassed:
-		return r.fail(ctx, t, c.refKey, refValue, "timer outcome passed its deadline", errors.New(out.String()))
+		return r.fail(ctx, t, "timer outcome passed its deadline", errors.New(out.String()))
 	case !out.Committed():
 		return fmt.Errorf("timers: apply %v timer outcome in %s: unexpected outcome %v", kind, store.PartitionName(r.p), out)
 	}
@@ -292,10 +345,17 @@ func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value
 		r.report.Fired++
 		r.count(telemetry.MetricTimersFired, kind)
 	}
-	if newDue != 0 {
-		r.noteNext(newDue)
-	}
 	return nil
+}
+
+// change is a due timer the run is about to change, with what its guards
+// require: the reference entry's key and value as read.
+type change struct {
+	DueTimer
+	refKey   store.Key
+	refValue store.Value
+	// last says the change is the run's last (see fire).
+	last bool
 }
 
 // call runs the handler, turning a panic into an error.
@@ -341,18 +401,19 @@ func (r *run) outcome(t DueTimer, refKey store.Key, refValue store.Value, fired 
 	case Retry:
 		b = outcomeBatch(nil)
 		guard(b, t, refKey, refValue)
-		newDue = r.backoffDue(t)
+		newDue = r.backoffDue(t, RetryBackoffMs)
 		return b, newDue, true, move(b, t, refKey, newDue, t.Value)
 	}
 	return nil, 0, false, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
 }
 
 // outcomeBuf holds an outcome batch and, for a handler batch without
-// preconditions or writes, their room: one allocation per outcome.
+// preconditions or writes, their room (the timer's guards and writes, and
+// a claim's release): one allocation per outcome.
 type outcomeBuf struct {
 	b   store.Batch
-	pre [2]store.Precondition
-	w   [3]store.Write
+	pre [3]store.Precondition
+	w   [4]store.Write
 }
 
 // outcomeBatch returns a batch holding the handler's batch h (nil: none)
@@ -376,13 +437,13 @@ func guard(b *store.Batch, t DueTimer, refKey store.Key, refValue store.Value) {
 }
 
 // move deletes the timer row and writes it (and its reference entry) at
-// due with value, waking the partition then.
+// due with value. The wake time is commit's to set.
 func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value) error {
 	key, err := TimerKey(due, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
-	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRef(due)).WakeAt(due)
+	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRef(due))
 	return nil
 }
 
@@ -398,50 +459,111 @@ func after(old, want uint64) uint64 {
 	return old + 1
 }
 
-func (r *run) backoffDue(t DueTimer) uint64 {
-	want := r.now + RetryBackoffMs
+// backoffDue is the due time of timer t moved backoffMs after the run's
+// time.
+func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
+	want := r.now + backoffMs
 	if want < r.now {
 		want = math.MaxUint64
 	}
 	return after(t.DueAtMs, want)
 }
 
+// commit applies b, the change of timer t that leaves it at newDue (0:
+// deleted), and notes what the run leaves behind: newDue when b committed,
+// the timer's own due time when b's guards failed (it may still be due).
+// Run alone, it lowers the wake time to newDue in b. Under a claim it
+// requires the claim's lease instead, and the run's last change releases
+// the claim in the same batch (see claimHold); a batch that fails only for
+// the claim's sake is applied again as it would be without one.
+func (r *run) commit(ctx context.Context, t change, b *store.Batch, newDue uint64) (store.BatchOutcome, error) {
+	if h := r.cfg.claim; h != nil && !h.lost {
+		out, err, done := h.apply(ctx, r, t, b, newDue)
+		if done {
+			r.settle(t, out, err, newDue)
+			return out, err
+		}
+	}
+	if newDue != 0 {
+		b.WakeAt(newDue)
+	}
+	out, err := r.s.Apply(ctx, r.p, b)
+	r.settle(t, out, err, newDue)
+	return out, err
+}
+
+// settle notes what a change's Apply left behind: the timer's new due
+// time, or its own when a guard failed (it may still be due). A change
+// that failed otherwise is noted by its caller: fail moves the timer, and
+// a store error ends the run (see failed).
+func (r *run) settle(t change, out store.BatchOutcome, err error, newDue uint64) {
+	switch {
+	case err != nil:
+	case out.Outcome == store.PreconditionFailed:
+		r.noteNext(t.DueAtMs)
+	case out.Committed() && newDue != 0:
+		r.noteNext(newDue)
+	}
+}
+
 // fail counts a failed fire, logs it, and moves the timer RetryBackoffMs
 // later, guarded like any outcome.
-func (r *run) fail(ctx context.Context, t DueTimer, refKey store.Key, refValue store.Value, msg string, cause error) error {
+func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
 	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.DueAtMs, "error", cause)
+	return r.moveLater(ctx, t, RetryBackoffMs)
+}
+
+// hold moves a timer its handler cannot fire now (its kind has none, or
+// it found corrupt data) HeldBackoff later, value unchanged, so that it
+// stays due without waking the partition at every poll.
+func (r *run) hold(ctx context.Context, t change) error {
+	r.report.Held++
+	return r.moveLater(ctx, t, uint64(r.cfg.heldBackoff/time.Millisecond))
+}
+
+// moveLater moves timer t, value unchanged, backoffMs after the run's
+// time, guarded like any outcome.
+func (r *run) moveLater(ctx context.Context, t change, backoffMs uint64) error {
 	b := outcomeBatch(nil)
-	guard(b, t, refKey, refValue)
-	due := r.backoffDue(t)
-	if err := move(b, t, refKey, due, t.Value); err != nil {
+	guard(b, t.DueTimer, t.refKey, t.refValue)
+	due := r.backoffDue(t.DueTimer, backoffMs)
+	if err := move(b, t.DueTimer, t.refKey, due, t.Value); err != nil {
 		return err
 	}
-	out, err := r.s.Apply(ctx, r.p, b)
+	out, err := r.commit(ctx, t, b, due)
 	if err != nil {
-		return fmt.Errorf("timers: move failed %v timer in %s: %w", t.Kind, store.PartitionName(r.p), err)
+		return fmt.Errorf("timers: move %v timer in %s: %w", t.Kind, store.PartitionName(r.p), err)
 	}
-	if out.Committed() {
-		r.noteNext(due)
-	} else {
-		r.log.Info("timers: failed timer changed meanwhile; not moved", "kind", t.Kind, "outcome", out.String())
+	if !out.Committed() {
+		r.log.Info("timers: timer changed meanwhile; not moved", "kind", t.Kind, "outcome", out.String())
 	}
 	return nil
 }
 
-func (r *run) corrupt(kind Kind, msg string, attrs ...any) {
-	r.report.Corrupt++
+// corruptRow counts and logs (at most once per HeldBackoff for the row,
+// see Registry) a timer row that cannot be moved, and wakes the partition
+// HeldBackoff later for it, so that a repair is seen.
+func (r *run) corruptRow(key store.Key, kind Kind, msg string, attrs ...any) {
 	r.report.Held++
-	r.count(telemetry.MetricTimersCorrupt, kind)
+	r.countCorrupt()
+	r.noteNext(addMs(r.now, uint64(r.cfg.heldBackoff/time.Millisecond)))
+	if !r.reg.logHeld(r.p, key, r.now, r.cfg.heldBackoff) {
+		return
+	}
 	if kind != 0 {
 		attrs = append(attrs, "kind", kind)
 	}
 	r.log.Warn("timers: "+msg, attrs...)
 }
 
+func (r *run) countCorrupt() {
+	r.report.Corrupt++
+	r.count(telemetry.MetricTimersCorrupt, 0)
+}
+
 func (r *run) unknownKind(kind Kind) {
-	r.report.Held++
 	for _, k := range r.unknown {
 		if k == kind {
 			return
@@ -450,10 +572,13 @@ func (r *run) unknownKind(kind Kind) {
 	r.unknown = append(r.unknown, kind)
 	r.report.UnknownKind++
 	r.count(telemetry.MetricTimersUnknownKind, kind)
-	r.log.Warn("timers: no handler registered for timer kind; its timers are left in place", "kind", kind)
+	r.log.Warn("timers: no handler registered for timer kind; its timers wait", "kind", kind, "retry_in", r.cfg.heldBackoff)
 }
 
+// noteNext notes that the partition needs running again at due (a due
+// time of 0 at 1: the wake time 0 means none).
 func (r *run) noteNext(due uint64) {
+	due = max(due, 1)
 	if r.report.NextDueMs == 0 || due < r.report.NextDueMs {
 		r.report.NextDueMs = due
 	}

@@ -3,6 +3,7 @@ package timers_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,12 +14,18 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-func TestAnUnknownKindIsKeptAndCountedOncePerRunPerKind(t *testing.T) {
+// heldMs is how long a held timer waits by default.
+const heldMs = uint64(timers.DefaultHeldBackoff / time.Millisecond)
+
+// Timers of a kind without a handler wait HeldBackoff, value unchanged,
+// counted and logged once per run per kind; the partition wakes for them,
+// and once a handler is registered they fire with no write in between.
+func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		for _, ref := range []string{"x", "y", "z"} {
-			e.schedule(t, timers.Timer{Kind: 200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
+			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
 		}
-		e.schedule(t, timers.Timer{Kind: 201, Reference: "w", DueAtMs: now - 9})
+		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAtMs: now - 9})
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAtMs: now - 1})
 		h := &handler{kind: kindA, fire: done}
 		reg := registry(t, h)
@@ -27,25 +34,35 @@ func TestAnUnknownKindIsKeptAndCountedOncePerRunPerKind(t *testing.T) {
 		assert.Equal(t, 2, rep.UnknownKind, "two kinds")
 		assert.Equal(t, 4, rep.Held, "four timers")
 		assert.Equal(t, 1, rep.Fired, "the registered kind still fires")
-		assert.Zero(t, rep.NextDueMs, "held timers do not wake the partition")
+		assert.Equal(t, now+heldMs, rep.NextDueMs, "held timers wake the partition after the backoff")
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), e.logs.String())
 		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "200"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1200"}))
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "201"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1201"}))
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{
-			{now - 10, 200, "x", "x"}, {now - 10, 200, "y", "y"}, {now - 10, 200, "z", "z"}, {now - 9, 201, "w", ""},
-		}, rows, "untouched")
+			{now + heldMs, 1200, "x", "x"}, {now + heldMs, 1200, "y", "y"}, {now + heldMs, 1200, "z", "z"}, {now + heldMs, 1201, "w", ""},
+		}, rows, "moved by the backoff, values kept")
+		w, ok, err := e.inner.(store.DueIndex).NextWake(e.ctx, e.p)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.LessOrEqual(t, w, now+heldMs, "the partition wakes for them")
 
 		rep = e.run(t, reg, timers.Budget{})
+		assert.Zero(t, rep.UnknownKind, "not looked at again before the backoff")
+		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), "nor logged")
+
+		e.clock.SetMs(now + heldMs)
+		rep = e.run(t, reg, timers.Budget{})
 		assert.Equal(t, 2, rep.UnknownKind)
-		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again by the next run")
+		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again after the backoff")
 
 		// Once a handler is registered, the next run fires them.
-		require.NoError(t, reg.Register(&handler{kind: 200, fire: done}))
-		require.NoError(t, reg.Register(&handler{kind: 201, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}))
+		e.clock.SetMs(now + 2*heldMs)
 		rep = e.run(t, reg, timers.Budget{})
 		assert.Equal(t, 4, rep.Fired)
 		rows, _ = e.timersIn(t)
@@ -64,8 +81,8 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		e.put(t, corruptTimerKey(), store.Value("v"))
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAtMs: now - 1})
-		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		reg := registry(t, &handler{kind: kindA, fire: done})
+		rep := e.run(t, reg, timers.Budget{})
 
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
@@ -74,6 +91,14 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 		assert.Contains(t, e.logs.String(), "corrupt timer key")
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersCorrupt,
 			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}))
+		assert.Equal(t, now+heldMs, rep.NextDueMs, "the partition wakes again for it after the backoff")
+
+		// A busy partition runs again before the backoff: the row is
+		// counted, not logged again.
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
+		rep = e.run(t, reg, timers.Budget{})
+		assert.Equal(t, 1, rep.Corrupt)
+		assert.Equal(t, 1, strings.Count(e.logs.String(), "corrupt timer key"), "logged once per interval")
 	})
 }
 

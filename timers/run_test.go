@@ -20,8 +20,8 @@ import (
 
 const (
 	now   uint64      = 10_000
-	kindA timers.Kind = 100
-	kindB timers.Kind = 101
+	kindA timers.Kind = 1000
+	kindB timers.Kind = 1001
 )
 
 func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
@@ -46,7 +46,7 @@ func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
 		assert.Equal(t, "effect", string(e.get(t, store.Key("side"))))
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersFired,
 			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"},
-			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "100"}))
+			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1000"}))
 	})
 }
 
@@ -259,7 +259,9 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 	}
 }
 
-func TestAHandlerReportingCorruptDataLeavesItsTimerInPlace(t *testing.T) {
+// A handler that finds corrupt data stops at it: the timer, value kept,
+// waits HeldBackoff (so a repair is seen) and wakes the partition then.
+func TestAHandlerReportingCorruptDataHoldsItsTimer(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 2, Value: store.Value("junk")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
@@ -269,9 +271,9 @@ func TestAHandlerReportingCorruptDataLeavesItsTimerInPlace(t *testing.T) {
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
 		assert.Zero(t, rep.Failed)
-		assert.Zero(t, rep.NextDueMs, "a held timer does not wake the partition")
+		assert.Equal(t, now+heldMs, rep.NextDueMs, "the partition wakes for it after the backoff")
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now - 2, kindA, "r", "junk"}}, rows)
+		assert.Equal(t, []stored{{now + heldMs, kindA, "r", "junk"}}, rows, "kept, moved by the backoff")
 		assert.Contains(t, e.logs.String(), "corrupt")
 	})
 }

@@ -82,10 +82,15 @@ func encodeRef(dueAtMs uint64) store.Value {
 // partition at t.DueAtMs (b.WakeAt).
 //
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
-// t.DueAtMs is 0, t.Reference is over gen.MaxTimerKeyReference bytes, or a
-// key or t.Value is over caps (the store's Capabilities); with
-// store.ErrCorrupt when observedRef does not decode.
+// t.Kind or t.DueAtMs is 0, t.Reference is over gen.MaxTimerKeyReference
+// bytes, or a key or t.Value is over caps (the store's Capabilities); with
+// store.ErrCorrupt when observedRef does not decode. It writes timers of
+// either kind range (see Kind): the library's own writers schedule its
+// reserved kinds through it.
 func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, t Timer) error {
+	if t.Kind == 0 {
+		return fmt.Errorf("timers: schedule a timer: %w", t.Kind.checkUsable(true))
+	}
 	if t.DueAtMs == 0 {
 		return fmt.Errorf("timers: schedule %v timer at time 0: %w", t.Kind, store.ErrInvalid)
 	}

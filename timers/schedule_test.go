@@ -2,6 +2,8 @@ package timers_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -133,7 +136,7 @@ func TestRegistry(t *testing.T) {
 	assert.False(t, ok)
 	a := &handler{kind: kindA, fire: done}
 	require.NoError(t, reg.Register(a))
-	require.NoError(t, reg.Register(&handler{kind: timers.KindRelay, fire: done}))
+	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}))
 
 	err := reg.Register(&handler{kind: kindA, fire: done})
 	require.ErrorIs(t, err, timers.ErrDuplicateKind)
@@ -145,6 +148,80 @@ func TestRegistry(t *testing.T) {
 
 	_, err = timers.NewRegistry(a, &handler{kind: kindA, fire: done})
 	require.ErrorIs(t, err, timers.ErrDuplicateKind)
+}
+
+// libraryHandler is a handler marked as the library's own, as
+// relay.Handler is.
+type libraryHandler struct{ handler }
+
+func (*libraryHandler) ReservedKind() bool { return true }
+
+// userClaimingReserved implements LibraryHandler but does not claim a
+// reserved kind.
+type userClaimingReserved struct{ handler }
+
+func (*userClaimingReserved) ReservedKind() bool { return false }
+
+// TestRegistryKindRanges: kind 0 is rejected, the reserved range
+// (1..MaxLibraryKind) takes only the library's own handlers, and the users'
+// range (MinUserKind..65535) takes any handler. A rejection names the kind
+// and the users' range and leaves the registry unchanged.
+func TestRegistryKindRanges(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    timers.Handler
+		ok   bool
+	}{
+		{"kind 0", &handler{kind: 0, fire: done}, false},
+		{"kind 0, library handler", &libraryHandler{handler{kind: 0, fire: done}}, false},
+		{"lowest reserved", &handler{kind: 1, fire: done}, false},
+		{"the relay's kind", &handler{kind: timers.KindRelay, fire: done}, false},
+		{"the outcome kind", &handler{kind: timers.KindOutcomeDelivery, fire: done}, false},
+		{"highest reserved", &handler{kind: timers.MaxLibraryKind, fire: done}, false},
+		{"reserved, marker says no", &userClaimingReserved{handler{kind: timers.KindRelay, fire: done}}, false},
+		{"reserved, library handler", &libraryHandler{handler{kind: timers.KindOutcomeDelivery, fire: done}}, true},
+		{"highest reserved, library handler", &libraryHandler{handler{kind: timers.MaxLibraryKind, fire: done}}, true},
+		{"lowest user", &handler{kind: timers.MinUserKind, fire: done}, true},
+		{"a user kind", &handler{kind: 4242, fire: done}, true},
+		{"highest user", &handler{kind: math.MaxUint16, fire: done}, true},
+		{"user kind, library handler", &libraryHandler{handler{kind: timers.MinUserKind, fire: done}}, true},
+		{"the relay's own handler", &relay.Handler{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var reg timers.Registry
+			err := reg.Register(c.h)
+			if c.ok {
+				require.NoError(t, err)
+				assert.Equal(t, []timers.Kind{c.h.Kind()}, reg.Kinds())
+				return
+			}
+			require.ErrorIs(t, err, store.ErrInvalid)
+			msg := err.Error()
+			assert.Contains(t, msg, fmt.Sprintf("kind %d ", c.h.Kind()))
+			assert.Contains(t, msg, "kinds are 256 to 65535")
+			assert.Empty(t, reg.Kinds())
+			_, err = timers.NewRegistry(&handler{kind: kindA, fire: done}, c.h)
+			require.ErrorIs(t, err, store.ErrInvalid)
+		})
+	}
+	assert.Equal(t, timers.MaxLibraryKind+1, timers.MinUserKind)
+}
+
+// TestScheduleRejectsKindZero: a timer of kind 0 adds nothing to the
+// batch; either range's kinds schedule.
+func TestScheduleRejectsKindZero(t *testing.T) {
+	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	require.NoError(t, err)
+	defer l.Close()
+	b := store.NewBatch()
+	err = timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 0, Reference: "r", DueAtMs: now})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	assert.Contains(t, err.Error(), "kind 0 ")
+	assert.Zero(t, b.Ops())
+	assert.Nil(t, b.Wakeup)
+	for _, k := range []timers.Kind{timers.KindRelay, timers.MaxLibraryKind, timers.MinUserKind, math.MaxUint16} {
+		require.NoError(t, timers.Schedule(store.NewBatch(), l.Capabilities(), nil, timers.Timer{Kind: k, Reference: "r", DueAtMs: now}), "kind %d", k)
+	}
 }
 
 func TestKindNames(t *testing.T) {

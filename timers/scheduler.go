@@ -26,9 +26,11 @@ import (
 // SchedulerLeaseV1{Owner, now+LeaseDuration}, and the wake time as listed
 // by ParkedWakeMs. An entry whose wake time moved since it was listed
 // fails that guard; NextWake then tells whether it is still due (claim
-// again) or stale (skip it). Finishing is one guarded Apply too: the lease
-// still ours is deleted and the wake time set to what the run left (now
-// when the budget cut it, its NextDueMs otherwise).
+// again) or stale (skip it). Releasing is one guarded change too: the
+// lease still ours is deleted and the wake time set to what the run left
+// (its NextDueMs, which covers every timer the run did not delete), in the
+// run's last timer change when there is one (see claimHold), else in a
+// batch of its own.
 //
 // Parking is what makes the finishing batch's wake-time guard sound. Every
 // timer write lowers the wake time to min(current, its due time), and only
@@ -38,7 +40,11 @@ import (
 // batch would replace it with the run's NextDueMs (or none), forgetting
 // that timer. Parked at the largest time, the wake time is lowered by every
 // timer write, so the guard fails, the scheduler re-reads the wake time and
-// keeps the earlier of the two.
+// keeps the earlier of the two. The parked time has the lease's expiry as
+// its ceiling (store.Batch.SetWakeCeiling): a write lowers it to at most
+// the expiry, so that if the worker dies before it releases the
+// partition, the timers it was firing are due again when its lease
+// expires, however far ahead the written timer is.
 //
 // A worker that dies holding a lease leaves its partition parked. Each tick
 // therefore also lists the parked entries (as many as workers are firing,
@@ -90,7 +96,7 @@ const (
 	// took over another owner's expired lease.
 	MetricSchedulerRecovered = "mkitfdb_scheduler_leases_recovered_total"
 	// MetricSchedulerRequeued (counter; LabelPartitionKind): runs the
-	// budget cut, re-queued behind the partitions already due.
+	// budget cut, left due for the next tick.
 	MetricSchedulerRequeued = "mkitfdb_scheduler_requeued_total"
 	// MetricSchedulerStale (counter; LabelPartitionKind): due index
 	// entries whose partition's wake time had moved on when looked at.
@@ -140,6 +146,9 @@ type SchedulerConfig struct {
 	// Budget bounds each RunDue. Its zero MaxTimers takes
 	// DefaultMaxTimers; its zero MaxDuration takes half of LeaseDuration.
 	Budget Budget
+	// HeldBackoff is how long a timer waits that no handler can fire now
+	// (RunDue's WithHeldBackoff; default DefaultHeldBackoff).
+	HeldBackoff time.Duration
 	// Clock is the clock of due times, leases and budgets (default
 	// clock.Real).
 	Clock clock.Clock
@@ -190,9 +199,13 @@ type Scheduler struct {
 	metrics  telemetry.Metrics
 	runOpts  []Option
 	leaseKey store.Key
+	full     store.Capabilities
 
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
+	// failedAt: when this Scheduler last failed to claim, run or release
+	// each partition, by identity, while it keeps failing (see backingOff).
+	failedAt map[string]uint64
 }
 
 // NewScheduler returns a Scheduler configured by cfg. It fails with an
@@ -221,8 +234,8 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		return invalid("owner of %d bytes, limit %d", len(cfg.Owner), gen.MaxSchedulerLeaseV1Owner)
 	case cfg.Workers < 0 || cfg.DuePageSize < 0 || cfg.Budget.MaxTimers < 0:
 		return invalid("negative workers, due page size or budget timers")
-	case cfg.LeaseDuration < 0 || cfg.PollInterval < 0 || cfg.Budget.MaxDuration < 0:
-		return invalid("negative lease duration, poll interval or budget duration")
+	case cfg.LeaseDuration < 0 || cfg.PollInterval < 0 || cfg.Budget.MaxDuration < 0 || cfg.HeldBackoff < 0:
+		return invalid("negative lease duration, poll interval, budget duration or held backoff")
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = randomOwner()
@@ -276,9 +289,11 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		waiter:   cfg.Waiter,
 		log:      log,
 		metrics:  cfg.Metrics,
-		runOpts:  []Option{WithClock(cfg.Clock), WithLogger(log), WithMetrics(cfg.Metrics)},
+		runOpts:  []Option{WithClock(cfg.Clock), WithLogger(log), WithMetrics(cfg.Metrics), WithHeldBackoff(cfg.HeldBackoff)},
 		leaseKey: gen.AppendSchedulerLeaseKey(nil),
+		full:     cfg.Store.Capabilities().Full(),
 		inFlight: make(map[string]struct{}),
+		failedAt: make(map[string]uint64),
 	}, nil
 }
 
@@ -293,7 +308,8 @@ func randomOwner() string {
 func (s *Scheduler) Owner() string { return s.owner }
 
 // TickReport says what one Tick did. Every partition a tick looked at
-// lands in at most one of Stale, Contended, Corrupt and Claimed; a claimed
+// lands in at most one of Stale, Contended, Corrupt, BackedOff and
+// Claimed; a claimed
 // partition may also count in Recovered, Requeued, LeaseLost and Errors.
 type TickReport struct {
 	// NowMs is the tick's time: it listed the entries due by then.
@@ -311,12 +327,16 @@ type TickReport struct {
 	// Corrupt: the entry's identity did not parse, or the lease did not
 	// decode; the partition was left alone.
 	Corrupt int
+	// BackedOff: this Scheduler failed to claim, run or release the
+	// partition less than RetryBackoffMs ago; it was left alone (still
+	// due: another Scheduler may take it).
+	BackedOff int
 	// Claimed: the partition was claimed and RunDue ran.
 	Claimed int
 	// Recovered: the claim took over another owner's expired lease.
 	Recovered int
-	// Requeued: the budget cut the run; the partition was re-queued at
-	// the time the run ended, behind the partitions already due.
+	// Requeued: the budget cut the run; the partition stays due at its
+	// earliest remaining due time, for the next tick.
 	Requeued int
 	// LeaseLost: the lease was no longer ours at the finishing batch.
 	LeaseLost int
@@ -334,6 +354,7 @@ func (r *TickReport) add(o *TickReport) {
 	r.Stale += o.Stale
 	r.Contended += o.Contended
 	r.Corrupt += o.Corrupt
+	r.BackedOff += o.BackedOff
 	r.Claimed += o.Claimed
 	r.Recovered += o.Recovered
 	r.Requeued += o.Requeued
@@ -473,6 +494,45 @@ func (s *Scheduler) enter(id string) bool {
 	}
 	s.inFlight[id] = struct{}{}
 	return true
+}
+
+// failedLimit bounds the failures a Scheduler remembers; past it, those
+// whose backoff has ended are forgotten, then all.
+const failedLimit = 4096
+
+// backingOff reports whether this Scheduler failed partition id less than
+// RetryBackoffMs ago. A failed partition stays due in the store (its wake
+// time covers every timer it holds), so the backoff is kept here, in
+// memory: it spaces one Scheduler's retries of a partition whose store
+// calls keep failing, without ever delaying a timer in the store.
+func (s *Scheduler) backingOff(id string) bool {
+	nowMs := clock.NowMs(s.clock)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.failedAt[id]
+	return ok && nowMs < addMs(at, RetryBackoffMs)
+}
+
+// backOff notes that partition id failed (failed) or succeeded.
+func (s *Scheduler) backOff(id string, failed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !failed {
+		delete(s.failedAt, id)
+		return
+	}
+	nowMs := clock.NowMs(s.clock)
+	if len(s.failedAt) >= failedLimit {
+		for k, at := range s.failedAt {
+			if nowMs >= addMs(at, RetryBackoffMs) {
+				delete(s.failedAt, k)
+			}
+		}
+		if len(s.failedAt) >= failedLimit {
+			clear(s.failedAt)
+		}
+	}
+	s.failedAt[id] = nowMs
 }
 
 func (s *Scheduler) leave(id string) {

@@ -17,6 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
+	"github.com/mkit-dev/mkitfdb/timers/timerstest"
 )
 
 // schedEnv is a scheduler test's store, clock and observers: the timers
@@ -24,15 +25,57 @@ import (
 // against faults; the test writes and reads through layer.
 type schedEnv struct {
 	*env
+	// t is the test, for hooks that write through the env's helpers.
+	t     testing.TB
 	layer *fdblayer.Layer
+	// touched lists the partitions the test wrote to, in order, for the
+	// due index invariant checks.
+	touched []store.Partition
+	seen    map[string]bool
 }
 
 // forEachSchedEngine runs fn as a subtest per engine on a fresh schedEnv
-// whose clock reads nowMs.
+// whose clock reads nowMs. After every tick (tick) and when the test ends,
+// the partitions it wrote to are checked against the due index invariant.
 func forEachSchedEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *schedEnv)) {
 	forEachEngine(t, nowMs, func(t *testing.T, e *env) {
-		fn(t, &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer)})
+		se := &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer), seen: make(map[string]bool)}
+		t.Cleanup(func() { se.checkDueIndex(t) })
+		fn(t, se)
 	})
+}
+
+// checkDueIndex fails the test when a partition the test wrote to, or one
+// of ps, breaks the due index invariant (timerstest.CheckDueIndex).
+func (e *schedEnv) checkDueIndex(t testing.TB, ps ...store.Partition) {
+	t.Helper()
+	for _, p := range ps {
+		e.touch(p)
+	}
+	require.NoError(t, timerstest.CheckDueIndex(e.ctx, e.layer, e.touched))
+}
+
+// exempt leaves ps out of the invariant checks: the test breaks the
+// invariant on purpose (a wake time moved by hand, a corrupt lease) to see
+// what the scheduler makes of it.
+func (e *schedEnv) exempt(ps ...store.Partition) {
+	for _, p := range ps {
+		name := store.PartitionName(p)
+		e.seen[name] = true
+		for i, q := range e.touched {
+			if store.PartitionName(q) == name {
+				e.touched = append(e.touched[:i], e.touched[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+func (e *schedEnv) touch(p store.Partition) {
+	if name := store.PartitionName(p); !e.seen[name] {
+		e.seen[name] = true
+		e.touched = append(e.touched, p)
+	}
 }
 
 // scheduler returns a Scheduler over e's faults wrapper, owned by owner,
@@ -69,6 +112,7 @@ func part(i int) gen.NamespacePartition {
 
 func (e *schedEnv) apply(t testing.TB, p store.Partition, b *store.Batch) {
 	t.Helper()
+	e.touch(p)
 	out, err := e.layer.Apply(e.ctx, p, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed(), "%v", out)
@@ -134,6 +178,7 @@ func (e *schedEnv) tick(t testing.TB, s *timers.Scheduler) timers.TickReport {
 	t.Helper()
 	rep, err := s.Tick(e.ctx)
 	require.NoError(t, err)
+	e.checkDueIndex(t)
 	return rep
 }
 
@@ -295,4 +340,21 @@ func (e *schedEnv) stopSpinning(t testing.TB, cancel context.CancelFunc, limit i
 		}
 		return nil
 	})
+}
+
+// deletes reports whether b deletes key: a batch that releases a claim
+// deletes its lease.
+func deletes(b *store.Batch, key store.Key) bool {
+	for _, w := range b.Writes {
+		if w.Op == store.OpDelete && string(w.Key) == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutElapsed returns rep with its run time zeroed, for comparisons.
+func withoutElapsed(rep timers.TickReport) timers.TickReport {
+	rep.Timers.Elapsed = 0
+	return rep
 }

@@ -37,6 +37,10 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 		return nil
 	}
 	id := string(e.Partition)
+	if s.backingOff(id) {
+		r.BackedOff++
+		return nil
+	}
 	if !s.enter(id) {
 		// Another Tick of this Scheduler is firing it.
 		if e.AtMs != ParkedWakeMs {
@@ -51,18 +55,22 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 		if isCtxErr(ctx, err) {
 			return nil
 		}
-		return s.failed(p, "claim", err)
+		return s.failed(id, p, "claim", err)
 	}
 	if c == nil {
 		return nil
 	}
 	if err := s.fire(ctx, p, c, r); err != nil {
-		return s.failed(p, "fire", err)
+		return s.failed(id, p, "fire", err)
 	}
+	s.backOff(id, false)
 	return nil
 }
 
-func (s *Scheduler) failed(p store.Partition, what string, err error) error {
+// failed counts and logs a failure of partition p (identity id), backs off
+// from it, and returns the error naming it.
+func (s *Scheduler) failed(id string, p store.Partition, what string, err error) error {
+	s.backOff(id, true)
 	s.count(MetricSchedulerErrors, p)
 	s.log.Error("timers: scheduler: partition "+what+" failed", "partition", store.PartitionName(p), "error", err)
 	return fmt.Errorf("timers: scheduler: %s %s: %w", what, store.PartitionName(p), err)
@@ -130,11 +138,15 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				recovered = true
 			}
 		}
-		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: addMs(nowMs, s.leaseMs)})
+		expires := addMs(nowMs, s.leaseMs)
+		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
 		if err != nil { // NewScheduler bounds the owner: unreachable
 			return nil, err
 		}
-		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWake(wake, ParkedWakeMs)
+		// Parked with the lease's expiry as its ceiling: a timer written
+		// during the fire lowers the wake time to at most the expiry, so
+		// that it is due when another worker may take over.
+		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWakeCeiling(wake, ParkedWakeMs, expires)
 		out, err := s.store.Apply(ctx, p, b)
 		switch {
 		case err != nil:
@@ -174,37 +186,34 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 	return nil, nil
 }
 
-// fire runs partition p's due timers under claim c and finishes: it
-// releases the lease and sets the wake time in one batch. The run and the
-// finishing batch outlive ctx's cancellation, bounded by the lease each.
+// fire runs partition p's due timers under claim c and releases the
+// claim: in the run's last change when it can (see claimHold), else in a
+// batch of its own that deletes the lease and sets the wake time to what
+// the run left (Report.NextDueMs, which covers every timer it did not
+// delete, even when it failed). The run and the release outlive ctx's
+// cancellation, bounded by the lease each.
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
+	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
-	rep, runErr := RunDue(runCtx, s.store, p, s.reg, c.nowMs, s.budget, s.runOpts...)
+	rep, runErr := RunDue(runCtx, s.store, p, s.reg, c.nowMs, s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
 	cancel()
 	r.Timers.add(rep)
-
-	next := rep.NextDueMs
-	switch {
-	case runErr != nil:
-		// What is left is unknown: look again after the backoff (or at
-		// the earliest due time the run saw, if sooner).
-		next = addMs(c.nowMs, RetryBackoffMs)
-		if rep.NextDueMs > c.nowMs && rep.NextDueMs < next {
-			next = rep.NextDueMs
-		}
-		s.log.Error("timers: scheduler: run failed; partition looked at again later",
-			"partition", store.PartitionName(p), "next_ms", next, "error", runErr)
-	case rep.More:
-		// Behind every partition already due: a backlog does not starve
-		// the others.
-		next = max(clock.NowMs(s.clock), c.nowMs)
+	if rep.More {
+		// At its earliest remaining due time: the next tick lists it with
+		// every other partition due by then.
 		r.Requeued++
 		s.count(MetricSchedulerRequeued, p)
 	}
-
-	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
-	defer cancel()
-	err := s.finish(finishCtx, p, c, next, r)
+	if runErr != nil {
+		s.log.Error("timers: scheduler: run failed; partition looked at again",
+			"partition", store.PartitionName(p), "next_ms", rep.NextDueMs, "error", runErr)
+	}
+	var err error
+	if !h.released {
+		finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
+		defer cancel()
+		err = s.finish(finishCtx, p, c, rep.NextDueMs, h.wakeMoved, r)
+	}
 	if runErr != nil {
 		return errors.Join(fmt.Errorf("run due: %w", runErr), err)
 	}
@@ -214,11 +223,19 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 // finish releases the lease and sets the wake time to next (0: none) in
 // one batch, guarded by the lease still being c's and the wake time still
 // parked. A timer written meanwhile has lowered the wake time (see the
-// design note): then it re-reads it and keeps the earlier of the two. A
+// design note): then it re-reads it and keeps the earlier of the two
+// (reading it first when the run saw it lowered: moved). A
 // lease no longer ours means it expired and another worker claimed the
 // partition: finish counts it and leaves the partition to that worker.
-func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next uint64, r *TickReport) error {
+func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next uint64, moved bool, r *TickReport) error {
 	expect, want := ParkedWakeMs, next
+	if moved {
+		m, err := s.wakeOf(ctx, p)
+		if err != nil {
+			return err
+		}
+		expect, want = m, earlierWake(m, next)
+	}
 	for attempt := 1; ; attempt++ {
 		b := store.NewBatch().Require(store.Equals(s.leaseKey, c.lease)).Delete(s.leaseKey)
 		switch {
@@ -235,12 +252,9 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 		case out.Committed():
 			return nil
 		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
-			m, ok, err := s.due.NextWake(ctx, p)
+			m, err := s.wakeOf(ctx, p)
 			if err != nil {
-				return fmt.Errorf("finish: read wake time: %w", err)
-			}
-			if !ok {
-				m = 0
+				return err
 			}
 			expect, want = m, earlierWake(m, next)
 			s.log.Debug("timers: scheduler: wake time moved during the run; keeping the earlier",
@@ -258,6 +272,18 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 			return fmt.Errorf("finish: unexpected outcome %v", out)
 		}
 	}
+}
+
+// wakeOf reads p's wake time, 0 when it has none.
+func (s *Scheduler) wakeOf(ctx context.Context, p store.Partition) (uint64, error) {
+	m, ok, err := s.due.NextWake(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("finish: read wake time: %w", err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	return m, nil
 }
 
 // earlierWake is the earlier of two wake times, 0 meaning none.

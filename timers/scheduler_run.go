@@ -22,19 +22,7 @@ type Waiter interface {
 type RealWaiter struct{}
 
 // Wait sleeps for d, or until ctx ends, returning ctx's error then.
-func (RealWaiter) Wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (RealWaiter) Wait(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, d) }
 
 // Run ticks until ctx ends. After a tick that claimed a partition it ticks
 // again at once; otherwise it waits, through the Waiter, until the

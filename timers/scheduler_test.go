@@ -144,6 +144,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 				switch {
 				case tc.corrupt:
 					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value("not a lease")))
+					e.exempt(p)
 				case tc.owner != "":
 					v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: tc.owner, ExpiresAtMs: tc.expiresAt})
 					require.NoError(t, err)
@@ -217,9 +218,11 @@ func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 	})
 }
 
-// A timer written after RunDue read the partition, before the finishing
-// batch, lowers the parked wake time; the finishing batch fails its wake
-// guard, re-reads the wake time and keeps the earlier of the two.
+// A timer written after RunDue read the partition, before the batch that
+// releases the claim (here the run's last outcome, with the release
+// folded in), lowers the parked wake time; that batch fails its wake
+// guard, the outcome lands alone, and the release re-reads the wake time
+// and keeps the earlier of the two.
 func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -227,7 +230,10 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 		written  uint64 // due time of the timer written before the finishing batch
 		wantWake uint64
 	}{
-		{"later than everything", 0, now + 60_000, now + 60_000},
+		// A write past the claim's lease expiry lowers the parked wake
+		// time to the expiry only (its ceiling): an early wake, never a
+		// late one.
+		{"later than everything", 0, now + 60_000, now + uint64(leaseDuration.Milliseconds())},
 		{"before the run's next due time", now + 5_000, now + 1_000, now + 1_000},
 		{"after the run's next due time", now + 5_000, now + 9_000, now + 5_000},
 		{"already due", 0, now - 3, now - 3},
@@ -242,7 +248,7 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				finishes, written := 0, false
 				e.faults.BeforeApply(func(_ context.Context, q store.Partition, b *store.Batch) error {
-					if len(b.Writes) != 1 || b.Writes[0].Op != store.OpDelete || string(b.Writes[0].Key) != string(leaseKey) {
+					if !deletes(b, leaseKey) {
 						return nil
 					}
 					finishes++
@@ -258,7 +264,7 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 				rep := e.tick(t, s)
 
 				assert.Equal(t, 1, rep.Timers.Fired)
-				assert.Equal(t, 2, finishes, "the first finishing batch fails its wake guard, the second lands")
+				assert.Equal(t, 2, finishes, "the first releasing batch fails its wake guard, the second lands")
 				w, ok := e.wake(t, p)
 				assert.True(t, ok)
 				assert.Equal(t, tc.wantWake, w)
@@ -287,7 +293,9 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 		require.NoError(t, timers.Cancel(b, ref, kindA, "r"))
 		e.apply(t, empty, b)
 		// Once the tick has listed them, other workers move p000's wake
-		// time into the future and clear p001's.
+		// time into the future and clear p001's (by hand: they break the
+		// invariant, which a real worker's fire would keep).
+		e.exempt(moved, gone)
 		once := false
 		e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
 			if once || c.Method != storetest.MethodScanDue {
@@ -324,18 +332,24 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 	})
 }
 
-func TestUnknownKindTimersDoNotKeepThePartitionDue(t *testing.T) {
+// A timer of a kind no handler is registered for stays due, waking its
+// partition once per HeldBackoff rather than at every poll; once its
+// handler is registered it fires, with no write in between.
+func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "orphan", DueAtMs: now - 1})
-		s := e.scheduler(t, "me", registry(t, &recorder{kind: kindA}), nil)
+		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "early", DueAtMs: now - 1, Value: store.Value("v")})
+		reg := registry(t, &recorder{kind: kindA})
+		s := e.scheduler(t, "me", reg, nil)
 
 		rep := e.tick(t, s)
 		assert.Equal(t, 1, rep.Claimed)
 		assert.Equal(t, 1, rep.Timers.UnknownKind)
 		assert.Equal(t, 1, rep.Timers.Held)
-		_, ok := e.wake(t, p)
-		assert.False(t, ok, "a held timer does not wake its partition")
+		w, ok := e.wake(t, p)
+		assert.True(t, ok, "a held timer keeps its partition in the due index")
+		assert.Equal(t, now+heldMs, w)
+		e.checkDueIndex(t, p)
 
 		for range 3 {
 			e.clock.Advance(time.Second)
@@ -343,7 +357,18 @@ func TestUnknownKindTimersDoNotKeepThePartitionDue(t *testing.T) {
 			assert.Zero(t, rep.Due)
 			assert.Zero(t, rep.Claimed)
 		}
-		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "run once")
+		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "not at every poll")
+
+		late := &recorder{kind: 999}
+		require.NoError(t, reg.Register(late))
+		e.clock.SetMs(now + heldMs)
+		rep = e.tick(t, s)
+		assert.Equal(t, 1, rep.Timers.Fired)
+		require.Len(t, late.seen(), 1)
+		assert.Equal(t, "early", late.seen()[0].Reference)
+		_, ok = e.wake(t, p)
+		assert.False(t, ok, "nothing left")
+		e.checkDueIndex(t, p)
 	})
 }
 
@@ -378,9 +403,11 @@ func TestTickCountsEntriesWhosePartitionDoesNotParse(t *testing.T) {
 }
 
 // A store failure fails that partition only: the tick fires the others,
-// counts the failure and returns the first error. A failed run is looked
-// at again after the retry backoff; a partition whose finishing batch
-// failed stays parked under our lease, and the next tick takes it back.
+// counts the failure and returns the first error. A failed run leaves its
+// partition due (its wake time never passes a timer it holds), and the
+// Scheduler leaves it alone for the retry backoff; a partition whose
+// release failed stays parked under our lease, and the next tick takes it
+// back.
 func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		for i := range 3 {
@@ -390,14 +417,14 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 		is := func(c storetest.Call, p store.Partition) bool {
 			return store.PartitionName(c.Partition) == store.PartitionName(p)
 		}
-		// p000's run cannot scan; p001's finishing batch fails once.
+		// p000's run cannot scan; p001's releasing batches (its last
+		// outcome with the release folded in, then the release alone) fail
+		// once each.
 		e.faults.FailWhen(storetest.MethodScan, func(c storetest.Call) bool { return is(c, part(0)) }, nil)
-		finishFailed := false
+		releases := 0
 		e.faults.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
-			finish := len(c.Batch.Writes) == 1 && c.Batch.Writes[0].Op == store.OpDelete &&
-				string(c.Batch.Writes[0].Key) == string(leaseKey)
-			if finish && is(c, part(1)) && !finishFailed {
-				finishFailed = true
+			if is(c, part(1)) && deletes(c.Batch, leaseKey) && releases < 2 {
+				releases++
 				return true
 			}
 			return false
@@ -407,12 +434,13 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 
 		rep, err := s.Tick(e.ctx)
 		require.ErrorIs(t, err, storetest.ErrInjected)
+		e.checkDueIndex(t)
 		assert.Equal(t, 3, rep.Claimed)
 		assert.Equal(t, 2, rep.Errors)
-		assert.Equal(t, 2, rep.Timers.Fired, "p001's fire landed before its finishing batch failed")
+		assert.Equal(t, 1, rep.Timers.Fired, "p002 only")
 		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerErrors, schedLabel))
 		w, _ := e.wake(t, part(0))
-		assert.Equal(t, now+timers.RetryBackoffMs, w, "a failed run is looked at again after the backoff")
+		assert.LessOrEqual(t, w, now-1, "a failed run leaves its partition due")
 		_, leased := e.lease(t, part(0))
 		assert.False(t, leased)
 		w, _ = e.wake(t, part(1))
@@ -421,17 +449,18 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 		assert.Equal(t, "me", l.Owner)
 
 		rep = e.tick(t, s)
-		assert.Equal(t, timers.TickReport{NowMs: now, Parked: 1, Claimed: 1,
-			Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep, "our own parked partition is taken back")
-		_, ok := e.wake(t, part(1))
-		assert.False(t, ok)
-		_, leased = e.lease(t, part(1))
-		assert.False(t, leased)
+		assert.Equal(t, timers.TickReport{NowMs: now, Due: 1, Parked: 1, BackedOff: 2,
+			Timers: timers.Report{}}, withoutElapsed(rep), "both failed partitions are left alone for the backoff")
 
 		e.faults.Clear()
 		e.clock.SetMs(now + timers.RetryBackoffMs)
 		rep = e.tick(t, s)
-		assert.Equal(t, 1, rep.Timers.Fired)
-		assert.Equal(t, []string{"namespace(p001)", "namespace(p002)", "namespace(p000)"}, partitionsOf(h.seen()))
+		assert.Equal(t, 2, rep.Claimed)
+		assert.Equal(t, 2, rep.Timers.Fired)
+		assert.ElementsMatch(t, []string{"namespace(p001)", "namespace(p002)", "namespace(p000)", "namespace(p001)"},
+			partitionsOf(h.seen()), "p001 twice: its first outcome never landed")
+		_, leased = e.lease(t, part(1))
+		assert.False(t, leased)
+		assert.Empty(t, e.entries(t))
 	})
 }

@@ -21,11 +21,18 @@
 // holding what the handler saw. A timer changed meanwhile by another writer
 // makes the guard fail and nothing lands: each fire takes effect at most
 // once per observed timer value.
+//
+// Handlers are registered by Kind in a Registry. Kinds 1 to 255 are
+// reserved for the library's own handlers; a service's handlers take kinds
+// 256 to 65535, so that no kind the library adds later can collide with
+// one a service uses (see Kind).
 package timers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -35,9 +42,28 @@ import (
 
 // Kind says which handler fires a timer. Kinds are stored in timer keys:
 // a kind's number never changes once released.
+//
+// Kinds come in two ranges, so that a service's kinds and the library's
+// never collide, whatever either adds later:
+//
+//   - 1 to MaxLibraryKind (255) are reserved for the library's own
+//     handlers (KindRelay, KindOutcomeDelivery, and any it adds).
+//     Registry.Register accepts a handler of a reserved kind only if it is
+//     a LibraryHandler;
+//   - MinUserKind (256) to 65535 are for importing services' handlers; the
+//     library never uses them;
+//   - 0 is no kind: Register and Schedule reject it.
 type Kind uint16
 
-// The library's timer kinds.
+// The kind ranges (see Kind).
+const (
+	// MaxLibraryKind is the highest kind reserved for the library.
+	MaxLibraryKind Kind = 255
+	// MinUserKind is the lowest kind for importing services' handlers.
+	MinUserKind Kind = 256
+)
+
+// The library's timer kinds, in the reserved range.
 const (
 	// KindRelay is the outbox relay's timer (reference ""). The reference
 	// imports its kinds from a registry it does not show; 7 is our choice.
@@ -56,6 +82,20 @@ func (k Kind) String() string {
 		return "outcome-delivery"
 	}
 	return "kind(" + strconv.FormatUint(uint64(k), 10) + ")"
+}
+
+// checkUsable fails with an error wrapping store.ErrInvalid, naming k and
+// the users' range, when k is 0, or reserved and reserved is false.
+func (k Kind) checkUsable(reserved bool) error {
+	switch {
+	case k == 0:
+		return fmt.Errorf("kind 0 is no kind; a service's kinds are %d to %d: %w",
+			MinUserKind, uint16(math.MaxUint16), store.ErrInvalid)
+	case k <= MaxLibraryKind && !reserved:
+		return fmt.Errorf("kind %d is reserved for the library's handlers (1 to %d); a service's kinds are %d to %d: %w",
+			uint16(k), MaxLibraryKind, MinUserKind, uint16(math.MaxUint16), store.ErrInvalid)
+	}
+	return nil
 }
 
 // label is the kind in decimal, for metrics.
@@ -117,6 +157,24 @@ type Ctx struct {
 type Handler interface {
 	Kind() Kind
 	Fire(ctx context.Context, c *Ctx, t DueTimer) (Fired, error)
+}
+
+// LibraryHandler is a Handler of the library's own, whose kind lies in the
+// range reserved for the library (1 to MaxLibraryKind): Registry.Register
+// accepts a handler of a reserved kind only when it implements
+// LibraryHandler and ReservedKind reports true. It is for the library's
+// handlers only (relay.Handler, the outcome-delivery handler). A
+// service's handler takes a kind from MinUserKind up instead: one that
+// claimed a reserved kind could collide with a kind the library releases
+// later, and its timers would be fired by the wrong handler. A wrapper of
+// a library handler (a decorator adding tracing, say) must implement
+// ReservedKind too, as embedding the handler's concrete type does and
+// embedding the Handler interface does not.
+type LibraryHandler interface {
+	Handler
+	// ReservedKind reports that the handler's kind is one the library
+	// reserved for it.
+	ReservedKind() bool
 }
 
 // Fired is a handler's outcome: Done, Reschedule or Retry.

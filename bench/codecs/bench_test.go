@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/bench/codecs/baseline"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/mpack"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/mtuple"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
 )
@@ -22,8 +24,10 @@ import (
 //     bytes again would otherwise keep it and measure nothing).
 //   - protobuf: MarshalOptions{}.MarshalAppend into buf[:0]; Reset, then
 //     proto.Unmarshal into one reused message.
-//   - msgp: MarshalMsg(buf[:0]); UnmarshalMsg into one reused value (byte
-//     fields alias the input: they are tagged zerocopy).
+//   - msgp-tuple (package mtuple, msgp's tuple mode) and msgp-map
+//     (package mpack, its default map mode): MarshalMsg(buf[:0]);
+//     UnmarshalMsg into one reused value (byte fields alias the input:
+//     they are tagged zerocopy).
 //   - baseline: the hand-written codec, shaped like ours: Append* into
 //     buf[:0], Decode*Into one reused value.
 //
@@ -49,7 +53,34 @@ type codecOps[T any] struct {
 	decoded func() (T, error)
 }
 
-var codecNames = []string{"ours", "protobuf", "msgp", "baseline"}
+var codecNames = []string{"ours", "protobuf", "msgp-tuple", "msgp-map", "baseline"}
+
+// msgpRecord is a msgp record M (of either mode) whose gen value is a T.
+type msgpRecord[T, M any] interface {
+	*M
+	MarshalMsg([]byte) ([]byte, error)
+	UnmarshalMsg([]byte) ([]byte, error)
+	Gen() (T, error)
+}
+
+// msgpOps is the ops of codec, a msgp record type P, on the contents vs:
+// MarshalMsg of vs[0] into a reused buffer; UnmarshalMsg of each encoding
+// in turn into one reused value.
+func msgpOps[T, M any, P msgpRecord[T, M]](codec string, vs []T, fromGen func(T) M) codecOps[T] {
+	in := fromGen(vs[0])
+	encs := encodeAll(vs, func(v T) ([]byte, error) { m := fromGen(v); return P(&m).MarshalMsg(nil) })
+	out := P(new(M))
+	c := codecOps[T]{codec: codec, size: len(encs[0]),
+		decode: cycling(encs, func(b []byte) error {
+			if rest, err := out.UnmarshalMsg(b); err != nil || len(rest) != 0 {
+				return fmt.Errorf("%s: %d bytes left, %v", codec, len(rest), err)
+			}
+			return nil
+		}),
+		decoded: out.Gen}
+	c.encode, c.encoded = appendOp(P(&in).MarshalMsg)
+	return c
+}
 
 // appendOp returns an encode op that appends to one reused buffer, and
 // the accessor of the buffer.
@@ -63,71 +94,85 @@ func appendOp(appendTo func([]byte) ([]byte, error)) (func() error, func() []byt
 		}
 }
 
-func relayOps() []codecOps[gen.RelayV1] {
-	v := Relay()
-	ours := must(gen.AppendRelayV1(nil, v))
+// encodeAll returns the encodings of vs.
+func encodeAll[T any](vs []T, encode func(T) ([]byte, error)) [][]byte {
+	encs := make([][]byte, len(vs))
+	for i, v := range vs {
+		encs[i] = must(encode(v))
+	}
+	return encs
+}
+
+// cycling returns a decode op that decodes encs[0], encs[1], ... in turn.
+func cycling(encs [][]byte, decode func([]byte) error) func() error {
+	k := 0
+	return func() error {
+		b := encs[k]
+		if k++; k == len(encs) {
+			k = 0
+		}
+		return decode(b)
+	}
+}
+
+// relayOps is the ops of every codec on the contents vs (see Relays):
+// each encodes vs[0] and decodes the encodings of vs in turn.
+func relayOps(vs []gen.RelayV1) []codecOps[gen.RelayV1] {
+	v := vs[0]
+	ours := encodeAll(vs, func(v gen.RelayV1) ([]byte, error) { return gen.AppendRelayV1(nil, v) })
 	var oursOut gen.RelayV1
 	m := RelayToPB(v)
-	pbEnc := must(proto.Marshal(m))
+	pbEncs := encodeAll(vs, func(v gen.RelayV1) ([]byte, error) { return proto.Marshal(RelayToPB(v)) })
 	pbOut := new(pb.RelayV1)
-	mp := RelayToMsgp(v)
-	mpEnc := must(mp.MarshalMsg(nil))
-	var mpOut mpack.RelayV1
-	base := baseline.AppendRelayV1(nil, v)
+	base := encodeAll(vs, func(v gen.RelayV1) ([]byte, error) { return baseline.AppendRelayV1(nil, v), nil })
 	var baseOut gen.RelayV1
 	ops := []codecOps[gen.RelayV1]{
-		{codec: "ours", size: len(ours),
+		{codec: "ours", size: len(ours[0]),
 			// Target cleared: decoding the same bytes again would keep the
 			// partition it holds, which no other codec can do.
-			decode:  func() error { oursOut.Target = nil; return gen.DecodeRelayV1Into(ours, &oursOut) },
+			decode:  cycling(ours, func(b []byte) error { oursOut.Target = nil; return gen.DecodeRelayV1Into(b, &oursOut) }),
 			decoded: func() (gen.RelayV1, error) { return oursOut, nil }},
-		{codec: "protobuf", size: len(pbEnc),
-			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
+		{codec: "protobuf", size: len(pbEncs[0]),
+			decode:  cycling(pbEncs, func(b []byte) error { pbOut.Reset(); return proto.Unmarshal(b, pbOut) }),
 			decoded: func() (gen.RelayV1, error) { return RelayFromPB(pbOut) }},
-		{codec: "msgp", size: len(mpEnc),
-			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
-			decoded: func() (gen.RelayV1, error) { return RelayFromMsgp(&mpOut) }},
-		{codec: "baseline", size: len(base),
-			decode:  func() error { return baseline.DecodeRelayV1Into(base, &baseOut) },
+		msgpOps("msgp-tuple", vs, mtuple.RelayFromGen),
+		msgpOps("msgp-map", vs, mpack.RelayFromGen),
+		{codec: "baseline", size: len(base[0]),
+			decode:  cycling(base, func(b []byte) error { return baseline.DecodeRelayV1Into(b, &baseOut) }),
 			decoded: func() (gen.RelayV1, error) { return baseOut, nil }},
 	}
 	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendRelayV1(buf, v) })
 	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
-	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
-	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendRelayV1(buf, v), nil })
+	ops[4].encode, ops[4].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendRelayV1(buf, v), nil })
 	return ops
 }
 
-func reservationOps() []codecOps[gen.ReservationV1] {
-	v := Reservation()
-	ours := must(gen.AppendReservationV1(nil, v))
+// reservationOps is relayOps for ReservationV1 (see Reservations).
+func reservationOps(vs []gen.ReservationV1) []codecOps[gen.ReservationV1] {
+	v := vs[0]
+	ours := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return gen.AppendReservationV1(nil, v) })
 	var oursOut gen.ReservationV1
 	m := ReservationToPB(v)
-	pbEnc := must(proto.Marshal(m))
+	pbEncs := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return proto.Marshal(ReservationToPB(v)) })
 	pbOut := new(pb.ReservationV1)
-	mp := ReservationToMsgp(v)
-	mpEnc := must(mp.MarshalMsg(nil))
-	var mpOut mpack.ReservationV1
-	base := baseline.AppendReservationV1(nil, v)
+	base := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil })
 	var baseOut gen.ReservationV1
 	ops := []codecOps[gen.ReservationV1]{
-		{codec: "ours", size: len(ours),
-			decode:  func() error { return gen.DecodeReservationV1Into(ours, &oursOut) },
+		{codec: "ours", size: len(ours[0]),
+			decode:  cycling(ours, func(b []byte) error { return gen.DecodeReservationV1Into(b, &oursOut) }),
 			decoded: func() (gen.ReservationV1, error) { return oursOut, nil }},
-		{codec: "protobuf", size: len(pbEnc),
-			decode:  func() error { pbOut.Reset(); return proto.Unmarshal(pbEnc, pbOut) },
+		{codec: "protobuf", size: len(pbEncs[0]),
+			decode:  cycling(pbEncs, func(b []byte) error { pbOut.Reset(); return proto.Unmarshal(b, pbOut) }),
 			decoded: func() (gen.ReservationV1, error) { return ReservationFromPB(pbOut) }},
-		{codec: "msgp", size: len(mpEnc),
-			decode:  func() error { _, err := mpOut.UnmarshalMsg(mpEnc); return err },
-			decoded: func() (gen.ReservationV1, error) { return ReservationFromMsgp(&mpOut) }},
-		{codec: "baseline", size: len(base),
-			decode:  func() error { return baseline.DecodeReservationV1Into(base, &baseOut) },
+		msgpOps("msgp-tuple", vs, mtuple.ReservationFromGen),
+		msgpOps("msgp-map", vs, mpack.ReservationFromGen),
+		{codec: "baseline", size: len(base[0]),
+			decode:  cycling(base, func(b []byte) error { return baseline.DecodeReservationV1Into(b, &baseOut) }),
 			decoded: func() (gen.ReservationV1, error) { return baseOut, nil }},
 	}
 	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendReservationV1(buf, v) })
 	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
-	ops[2].encode, ops[2].encoded = appendOp(mp.MarshalMsg)
-	ops[3].encode, ops[3].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
+	ops[4].encode, ops[4].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
 	return ops
 }
 
@@ -166,37 +211,44 @@ func runCodecs[T any](b *testing.B, ops []codecOps[T]) {
 }
 
 // BenchmarkRelayV1 is BenchmarkRelayV1/{codec}/{encode,decode}.
-func BenchmarkRelayV1(b *testing.B) { runCodecs(b, relayOps()) }
+func BenchmarkRelayV1(b *testing.B) { runCodecs(b, relayOps(Relays(1))) }
 
 // BenchmarkReservationV1 is BenchmarkReservationV1/{codec}/{encode,decode}.
-func BenchmarkReservationV1(b *testing.B) { runCodecs(b, reservationOps()) }
+func BenchmarkReservationV1(b *testing.B) { runCodecs(b, reservationOps(Reservations(1))) }
+
+// unseen is how many contents the decode-unseen rows of BenchmarkCompare
+// cycle through: each with names of its own, eight times as many as a
+// gen/wire intern table holds, so that gen's decoders almost never find a
+// name or partition decoded before (their worst case) while the other
+// codecs do the same work as on one content. (Every codec reads its
+// contents' encodings from memory beyond the L2 cache in these rows.)
+const unseen = 2048
 
 // compareBatch is how many operations of one codec BenchmarkCompare times
 // at a stretch before it moves to the next codec.
 const compareBatch = 64
 
-// BenchmarkCompare is BenchmarkCompare/{record}/{encode,decode}: each
+// BenchmarkCompare is BenchmarkCompare/{record}/{encode,decode,decode-unseen}
+// (see unseen): each
 // iteration times compareBatch operations of every codec in turn, so all
-// four run under the same conditions, and it reports the ratios of the
-// median batch times (ours/protobuf, ours/msgp, ours/baseline: under 1
-// means ours is faster) and allocs-over-baseline (ours' allocations per
+// five run under the same conditions, and it reports the ratios of the
+// median batch times (ours/protobuf, ours/msgp-tuple, ours/msgp-map,
+// ours/baseline: under 1 means ours is faster) and allocs-over-baseline (ours' allocations per
 // operation minus the baseline's). Its own ns/op means nothing and is
 // suppressed; its B/op and allocs/op are ours'.
 func BenchmarkCompare(b *testing.B) {
-	relay, reservation := relayOps(), reservationOps()
+	relay, reservation := relayOps(Relays(1)), reservationOps(Reservations(1))
+	relayUnseen, reservationUnseen := relayOps(Relays(unseen)), reservationOps(Reservations(unseen))
 	for _, rec := range []struct {
-		name           string
-		encode, decode []func() error
+		name string
+		ops  map[string][]func() error
 	}{
-		{"RelayV1", opsOf(relay, true), opsOf(relay, false)},
-		{"ReservationV1", opsOf(reservation, true), opsOf(reservation, false)},
+		{"RelayV1", map[string][]func() error{"encode": opsOf(relay, true), "decode": opsOf(relay, false), "decode-unseen": opsOf(relayUnseen, false)}},
+		{"ReservationV1", map[string][]func() error{"encode": opsOf(reservation, true), "decode": opsOf(reservation, false), "decode-unseen": opsOf(reservationUnseen, false)}},
 	} {
-		for _, op := range []string{"encode", "decode"} {
+		for _, op := range []string{"encode", "decode", "decode-unseen"} {
 			b.Run(rec.name+"/"+op, func(b *testing.B) {
-				fns := rec.encode
-				if op == "decode" {
-					fns = rec.decode
-				}
+				fns := rec.ops[op]
 				oursAllocs, oursBytes := allocsPerOp(fns[0])
 				baseAllocs, _ := allocsPerOp(fns[len(fns)-1])
 				batches := make([][]time.Duration, len(fns))

@@ -9,17 +9,39 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/bench/codecs/baseline"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/mpack"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/mtuple"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
 )
 
+// roundTrip is one codec's trip of a gen value T through its encoding and
+// back, and its encoding of a T.
+type roundTrip[T any] struct {
+	name  string
+	trip  func(T) (T, error)
+	bytes func(T) ([]byte, error)
+}
+
+// msgpTrip is the roundTrip of a msgp record type P built by fromGen.
+func msgpTrip[T, M any, P msgpRecord[T, M]](name string, fromGen func(T) M) roundTrip[T] {
+	bytes := func(v T) ([]byte, error) { m := fromGen(v); return P(&m).MarshalMsg(nil) }
+	return roundTrip[T]{name, func(v T) (T, error) {
+		var zero T
+		b, err := bytes(v)
+		if err != nil {
+			return zero, err
+		}
+		out := P(new(M))
+		if rest, err := out.UnmarshalMsg(b); err != nil || len(rest) != 0 {
+			return zero, fmt.Errorf("%s: %d bytes left, %v", name, len(rest), err)
+		}
+		return out.Gen()
+	}, bytes}
+}
+
 // relayRoundTrips encode a RelayV1 and decode it back to a gen value, one
 // per codec, with the calls the benchmarks time.
-var relayRoundTrips = []struct {
-	name  string
-	trip  func(gen.RelayV1) (gen.RelayV1, error)
-	bytes func(gen.RelayV1) ([]byte, error)
-}{
+var relayRoundTrips = []roundTrip[gen.RelayV1]{
 	{"ours", func(v gen.RelayV1) (gen.RelayV1, error) {
 		b, err := gen.AppendRelayV1(nil, v)
 		if err != nil {
@@ -38,28 +60,14 @@ var relayRoundTrips = []struct {
 		}
 		return RelayFromPB(m)
 	}, func(v gen.RelayV1) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(nil, RelayToPB(v)) }},
-	{"msgp", func(v gen.RelayV1) (gen.RelayV1, error) {
-		m := RelayToMsgp(v)
-		b, err := m.MarshalMsg(nil)
-		if err != nil {
-			return gen.RelayV1{}, err
-		}
-		var out mpack.RelayV1
-		if rest, err := out.UnmarshalMsg(b); err != nil || len(rest) != 0 {
-			return gen.RelayV1{}, fmt.Errorf("msgp: %d bytes left, %v", len(rest), err)
-		}
-		return RelayFromMsgp(&out)
-	}, func(v gen.RelayV1) ([]byte, error) { m := RelayToMsgp(v); return m.MarshalMsg(nil) }},
+	msgpTrip("msgp-tuple", mtuple.RelayFromGen),
+	msgpTrip("msgp-map", mpack.RelayFromGen),
 	{"baseline", func(v gen.RelayV1) (gen.RelayV1, error) {
 		return baseline.DecodeRelayV1(baseline.AppendRelayV1(nil, v))
 	}, func(v gen.RelayV1) ([]byte, error) { return baseline.AppendRelayV1(nil, v), nil }},
 }
 
-var reservationRoundTrips = []struct {
-	name  string
-	trip  func(gen.ReservationV1) (gen.ReservationV1, error)
-	bytes func(gen.ReservationV1) ([]byte, error)
-}{
+var reservationRoundTrips = []roundTrip[gen.ReservationV1]{
 	{"ours", func(v gen.ReservationV1) (gen.ReservationV1, error) {
 		b, err := gen.AppendReservationV1(nil, v)
 		if err != nil {
@@ -80,18 +88,8 @@ var reservationRoundTrips = []struct {
 	}, func(v gen.ReservationV1) ([]byte, error) {
 		return proto.MarshalOptions{}.MarshalAppend(nil, ReservationToPB(v))
 	}},
-	{"msgp", func(v gen.ReservationV1) (gen.ReservationV1, error) {
-		m := ReservationToMsgp(v)
-		b, err := m.MarshalMsg(nil)
-		if err != nil {
-			return nil, err
-		}
-		var out mpack.ReservationV1
-		if rest, err := out.UnmarshalMsg(b); err != nil || len(rest) != 0 {
-			return nil, fmt.Errorf("msgp: %d bytes left, %v", len(rest), err)
-		}
-		return ReservationFromMsgp(&out)
-	}, func(v gen.ReservationV1) ([]byte, error) { m := ReservationToMsgp(v); return m.MarshalMsg(nil) }},
+	msgpTrip("msgp-tuple", mtuple.ReservationFromGen),
+	msgpTrip("msgp-map", mpack.ReservationFromGen),
 	{"baseline", func(v gen.ReservationV1) (gen.ReservationV1, error) {
 		return baseline.DecodeReservationV1(baseline.AppendReservationV1(nil, v))
 	}, func(v gen.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil }},
@@ -166,7 +164,7 @@ func TestReservationRoundTrip(t *testing.T) {
 // encode writes its codec's encoding of the content and every decode
 // yields the content, so the benchmarks time equal work.
 func TestBenchOpsDoTheSameWork(t *testing.T) {
-	for i, c := range relayOps() {
+	for i, c := range relayOps(Relays(1)) {
 		t.Run("RelayV1/"+c.codec, func(t *testing.T) {
 			if err := c.encode(); err != nil {
 				t.Fatal(err)
@@ -184,7 +182,7 @@ func TestBenchOpsDoTheSameWork(t *testing.T) {
 			checkRelay(t, got, Relay())
 		})
 	}
-	for i, c := range reservationOps() {
+	for i, c := range reservationOps(Reservations(1)) {
 		t.Run("ReservationV1/"+c.codec, func(t *testing.T) {
 			if err := c.encode(); err != nil {
 				t.Fatal(err)
@@ -262,10 +260,11 @@ func TestBaselineRejectsTruncation(t *testing.T) {
 // format, so a change in what the benchmarks encode shows up here.
 func TestEncodedSizes(t *testing.T) {
 	want := map[string][2]int{ // RelayV1, ReservationV1
-		"ours":     {1338, 176},
-		"protobuf": {1360, 173},
-		"msgp":     {1440, 289},
-		"baseline": {1338, 176},
+		"ours":       {1338, 176},
+		"protobuf":   {1360, 173},
+		"msgp-tuple": {1357, 172},
+		"msgp-map":   {1440, 289},
+		"baseline":   {1338, 176},
 	}
 	for i, c := range relayRoundTrips {
 		r, err := c.bytes(Relay())
@@ -278,6 +277,17 @@ func TestEncodedSizes(t *testing.T) {
 		}
 		if got := [2]int{len(r), len(s)}; got != want[c.name] {
 			t.Errorf("%s: encoded sizes %v, want %v", c.name, got, want[c.name])
+		}
+		// the decode-unseen contents differ only in their names' bytes
+		for k, v := range Relays(3) {
+			if r, err := c.bytes(v); err != nil || len(r) != want[c.name][0] {
+				t.Errorf("%s: Relays(3)[%d] encodes to %d bytes (%v), want %d", c.name, k, len(r), err, want[c.name][0])
+			}
+		}
+		for k, v := range Reservations(3) {
+			if s, err := reservationRoundTrips[i].bytes(v); err != nil || len(s) != want[c.name][1] {
+				t.Errorf("%s: Reservations(3)[%d] encodes to %d bytes (%v), want %d", c.name, k, len(s), err, want[c.name][1])
+			}
 		}
 	}
 }

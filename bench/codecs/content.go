@@ -1,19 +1,21 @@
 // Package codecs benchmarks the generated gen record codecs against
-// protobuf (package pb), msgp (package mpack) and a hand-written
+// protobuf (package pb), msgp in tuple mode (package mtuple) and in map
+// mode (package mpack), and a hand-written
 // encoding/binary baseline with gen's byte layout (package baseline), on
 // the same content. It is its own module so the library's go.mod stays
 // free of the benchmark's dependencies; see README.md for the command and
 // the results.
 //
 // This file holds the content every codec encodes, and conversions
-// between the gen values and their protobuf and msgp equivalents (used to
-// build the inputs and to check round trips, never inside a timed loop).
+// between the gen values and their protobuf equivalents (used to build the
+// inputs and to check round trips, never inside a timed loop; the msgp
+// packages hold their own).
 package codecs
 
 import (
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/bench/codecs/mpack"
+	"github.com/mkit-dev/mkitfdb/bench/codecs/internal/names"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
 )
@@ -57,6 +59,38 @@ func Reservation() gen.ReservationV1 {
 			{Ref: gen.MustShardRef("refs/tags/v2.14.0"), OldOID: pattern(20, 0x51), NewOID: pattern(20, 0xe2)},
 		},
 	}
+}
+
+// Relays returns n RelayV1 contents: Relay(), then n-1 of the same shape
+// and sizes whose partition names are each their own ("ns-0001",
+// "repo-0001", "refs/heads/0001", ...).
+func Relays(n int) []gen.RelayV1 {
+	vs := []gen.RelayV1{Relay()}
+	for i := 1; i < n; i++ {
+		v := Relay()
+		v.Target = gen.RefPartition{
+			NS:       gen.MustNamespaceKey(fmt.Sprintf("ns-%04d", i)),
+			Repo:     gen.MustRepoName(fmt.Sprintf("repo-%04d", i)),
+			ShardRef: gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i)),
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// Reservations returns n ReservationV1 contents: Reservation(), then n-1
+// of the same shape and sizes whose repository and ref names are each
+// their own.
+func Reservations(n int) []gen.ReservationV1 {
+	vs := []gen.ReservationV1{Reservation()}
+	for i := 1; i < n; i++ {
+		v := Reservation().(*gen.ReservationCommitted)
+		v.Repository = gen.MustRepoName(fmt.Sprintf("acme/platform-mono%04d", i))
+		v.Refs[0].Ref = gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i))
+		v.Refs[1].Ref = gen.MustShardRef(fmt.Sprintf("refs/tags/v2.%04d", i))
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // pattern returns n bytes that no codec can shortcut: not zero, not
@@ -115,20 +149,20 @@ func partitionToPB(p gen.Partition) *pb.Partition {
 }
 
 func partitionFromPB(m *pb.Partition) (gen.Partition, error) {
-	var n names
+	var n names.Builder
 	switch x := m.GetVariant().(type) {
 	case *pb.Partition_Ref:
-		return n.partition(gen.RefPartition{NS: n.ns(x.Ref.GetNs()), Repo: n.repo(x.Ref.GetRepo()), ShardRef: n.ref(x.Ref.GetShardRef())})
+		return n.Partition(gen.RefPartition{NS: n.NS(x.Ref.GetNs()), Repo: n.Repo(x.Ref.GetRepo()), ShardRef: n.Ref(x.Ref.GetShardRef())})
 	case *pb.Partition_Namespace:
-		return n.partition(gen.NamespacePartition{NS: n.ns(x.Namespace.GetNs())})
+		return n.Partition(gen.NamespacePartition{NS: n.NS(x.Namespace.GetNs())})
 	case *pb.Partition_Coordinator:
-		return n.partition(gen.CoordinatorPartition{NS: n.ns(x.Coordinator.GetNs())})
+		return n.Partition(gen.CoordinatorPartition{NS: n.NS(x.Coordinator.GetNs())})
 	case *pb.Partition_RepoIndex:
-		return n.partition(gen.RepoIndexPartition{NS: n.ns(x.RepoIndex.GetNs()), Repo: n.repo(x.RepoIndex.GetRepo())})
+		return n.Partition(gen.RepoIndexPartition{NS: n.NS(x.RepoIndex.GetNs()), Repo: n.Repo(x.RepoIndex.GetRepo())})
 	case *pb.Partition_RefIndex:
-		return n.partition(gen.RefIndexPartition{NS: n.ns(x.RefIndex.GetNs()), Repo: n.repo(x.RefIndex.GetRepo()), ShardRef: n.ref(x.RefIndex.GetShardRef())})
+		return n.Partition(gen.RefIndexPartition{NS: n.NS(x.RefIndex.GetNs()), Repo: n.Repo(x.RefIndex.GetRepo()), ShardRef: n.Ref(x.RefIndex.GetShardRef())})
 	case *pb.Partition_ContentShard:
-		return n.partition(gen.ContentShardPartition{NS: n.ns(x.ContentShard.GetNs()), Shard: x.ContentShard.GetShard()})
+		return n.Partition(gen.ContentShardPartition{NS: n.NS(x.ContentShard.GetNs()), Shard: x.ContentShard.GetShard()})
 	}
 	return nil, fmt.Errorf("pb partition: no variant set")
 }
@@ -159,7 +193,7 @@ func ReservationToPB(v gen.ReservationV1) *pb.ReservationV1 {
 // ReservationFromPB returns m as a gen value; it fails on a missing state
 // or a ticket id that is not 32 bytes.
 func ReservationFromPB(m *pb.ReservationV1) (gen.ReservationV1, error) {
-	var n names
+	var n names.Builder
 	switch x := m.GetState().(type) {
 	case *pb.ReservationV1_Ticketed:
 		t := new(gen.ReservationTicketed)
@@ -171,172 +205,19 @@ func ReservationFromPB(m *pb.ReservationV1) (gen.ReservationV1, error) {
 	case *pb.ReservationV1_Committed:
 		c := x.Committed
 		v := &gen.ReservationCommitted{
-			Repository: n.repo(c.GetRepository()), OccurredAtMs: c.GetOccurredAtMs(),
+			Repository: n.Repo(c.GetRepository()), OccurredAtMs: c.GetOccurredAtMs(),
 			BytesStored: c.GetBytesStored(), NewToRepo: c.GetNewToRepo(), NewToStore: c.GetNewToStore(),
 		}
 		for _, r := range c.GetRefs() {
-			v.Refs = append(v.Refs, gen.RefUpdate{Ref: n.ref(r.GetRef()), OldOID: r.GetOldOid(), NewOID: r.GetNewOid()})
+			v.Refs = append(v.Refs, gen.RefUpdate{Ref: n.Ref(r.GetRef()), OldOID: r.GetOldOid(), NewOID: r.GetNewOid()})
 		}
-		return n.reservation(v)
+		return n.Reservation(v)
 	case *pb.ReservationV1_Aborted:
 		a := x.Aborted
-		return n.reservation(&gen.ReservationAborted{
-			Repository: n.repo(a.GetRepository()), OccurredAtMs: a.GetOccurredAtMs(),
+		return n.Reservation(&gen.ReservationAborted{
+			Repository: n.Repo(a.GetRepository()), OccurredAtMs: a.GetOccurredAtMs(),
 			Reason: gen.AbortReason(a.GetReason()), Detail: a.GetDetail(),
 		})
 	}
 	return nil, fmt.Errorf("pb reservation: no state set")
-}
-
-// RelayToMsgp returns v as its msgp equivalent.
-func RelayToMsgp(v gen.RelayV1) mpack.RelayV1 {
-	m := mpack.RelayV1{Target: partitionToMsgp(v.Target), Deletes: v.Deletes, AtMs: v.AtMs}
-	for _, p := range v.Puts {
-		m.Puts = append(m.Puts, mpack.RelayPut{Key: p.Key, Value: p.Value})
-	}
-	return m
-}
-
-// RelayFromMsgp returns m as a gen value; it fails unless exactly one
-// target variant is set.
-func RelayFromMsgp(m *mpack.RelayV1) (gen.RelayV1, error) {
-	t, err := partitionFromMsgp(&m.Target)
-	if err != nil {
-		return gen.RelayV1{}, err
-	}
-	v := gen.RelayV1{Target: t, Deletes: m.Deletes, AtMs: m.AtMs}
-	for _, p := range m.Puts {
-		v.Puts = append(v.Puts, gen.RelayPut{Key: p.Key, Value: p.Value})
-	}
-	return v, nil
-}
-
-func partitionToMsgp(p gen.Partition) mpack.Partition {
-	switch x := p.(type) {
-	case gen.RefPartition:
-		return mpack.Partition{Ref: &mpack.RefPartition{NS: x.NS.String(), Repo: x.Repo.String(), ShardRef: x.ShardRef.String()}}
-	case gen.NamespacePartition:
-		return mpack.Partition{Namespace: &mpack.NamespacePartition{NS: x.NS.String()}}
-	case gen.CoordinatorPartition:
-		return mpack.Partition{Coordinator: &mpack.CoordinatorPartition{NS: x.NS.String()}}
-	case gen.RepoIndexPartition:
-		return mpack.Partition{RepoIndex: &mpack.RepoIndexPartition{NS: x.NS.String(), Repo: x.Repo.String()}}
-	case gen.RefIndexPartition:
-		return mpack.Partition{RefIndex: &mpack.RefIndexPartition{NS: x.NS.String(), Repo: x.Repo.String(), ShardRef: x.ShardRef.String()}}
-	case gen.ContentShardPartition:
-		return mpack.Partition{ContentShard: &mpack.ContentShardPartition{NS: x.NS.String(), Shard: x.Shard}}
-	}
-	return mpack.Partition{}
-}
-
-func partitionFromMsgp(m *mpack.Partition) (gen.Partition, error) {
-	var n names
-	var out []gen.Partition
-	if x := m.Ref; x != nil {
-		out = append(out, gen.RefPartition{NS: n.ns(x.NS), Repo: n.repo(x.Repo), ShardRef: n.ref(x.ShardRef)})
-	}
-	if x := m.Namespace; x != nil {
-		out = append(out, gen.NamespacePartition{NS: n.ns(x.NS)})
-	}
-	if x := m.Coordinator; x != nil {
-		out = append(out, gen.CoordinatorPartition{NS: n.ns(x.NS)})
-	}
-	if x := m.RepoIndex; x != nil {
-		out = append(out, gen.RepoIndexPartition{NS: n.ns(x.NS), Repo: n.repo(x.Repo)})
-	}
-	if x := m.RefIndex; x != nil {
-		out = append(out, gen.RefIndexPartition{NS: n.ns(x.NS), Repo: n.repo(x.Repo), ShardRef: n.ref(x.ShardRef)})
-	}
-	if x := m.ContentShard; x != nil {
-		out = append(out, gen.ContentShardPartition{NS: n.ns(x.NS), Shard: x.Shard})
-	}
-	if len(out) != 1 {
-		return nil, fmt.Errorf("msgp partition: %d variants set", len(out))
-	}
-	return n.partition(out[0])
-}
-
-// ReservationToMsgp returns v as its msgp equivalent.
-func ReservationToMsgp(v gen.ReservationV1) mpack.ReservationV1 {
-	switch x := v.(type) {
-	case *gen.ReservationTicketed:
-		return mpack.ReservationV1{Ticketed: &mpack.ReservationTicketed{TicketID: x.TicketID}}
-	case *gen.ReservationCommitted:
-		c := &mpack.ReservationCommitted{
-			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
-			BytesStored: x.BytesStored, NewToRepo: x.NewToRepo, NewToStore: x.NewToStore,
-		}
-		for _, r := range x.Refs {
-			c.Refs = append(c.Refs, mpack.RefUpdate{Ref: r.Ref.String(), OldOID: r.OldOID, NewOID: r.NewOID})
-		}
-		return mpack.ReservationV1{Committed: c}
-	case *gen.ReservationAborted:
-		return mpack.ReservationV1{Aborted: &mpack.ReservationAborted{
-			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
-			Reason: uint8(x.Reason), Detail: x.Detail,
-		}}
-	}
-	return mpack.ReservationV1{}
-}
-
-// ReservationFromMsgp returns m as a gen value; it fails unless exactly
-// one state is set.
-func ReservationFromMsgp(m *mpack.ReservationV1) (gen.ReservationV1, error) {
-	var n names
-	var out []gen.ReservationV1
-	if x := m.Ticketed; x != nil {
-		out = append(out, &gen.ReservationTicketed{TicketID: x.TicketID})
-	}
-	if c := m.Committed; c != nil {
-		v := &gen.ReservationCommitted{
-			Repository: n.repo(c.Repository), OccurredAtMs: c.OccurredAtMs,
-			BytesStored: c.BytesStored, NewToRepo: c.NewToRepo, NewToStore: c.NewToStore,
-		}
-		for _, r := range c.Refs {
-			v.Refs = append(v.Refs, gen.RefUpdate{Ref: n.ref(r.Ref), OldOID: r.OldOID, NewOID: r.NewOID})
-		}
-		out = append(out, v)
-	}
-	if a := m.Aborted; a != nil {
-		out = append(out, &gen.ReservationAborted{
-			Repository: n.repo(a.Repository), OccurredAtMs: a.OccurredAtMs,
-			Reason: gen.AbortReason(a.Reason), Detail: a.Detail,
-		})
-	}
-	if len(out) != 1 {
-		return nil, fmt.Errorf("msgp reservation: %d states set", len(out))
-	}
-	return n.reservation(out[0])
-}
-
-// names builds gen identities from another codec's strings, keeping the
-// first invalid one's error: gen builds identities only from valid names.
-type names struct{ err error }
-
-func (n *names) ns(s string) gen.NamespaceKey { return build(n, s, gen.NewNamespaceKey) }
-func (n *names) repo(s string) gen.RepoName   { return build(n, s, gen.NewRepoName) }
-func (n *names) ref(s string) gen.ShardRef    { return build(n, s, gen.NewShardRef) }
-
-func build[T any](n *names, s string, newT func(string) (T, error)) T {
-	v, err := newT(s)
-	if n.err == nil {
-		n.err = err
-	}
-	return v
-}
-
-// partition returns p, or the first name error.
-func (n *names) partition(p gen.Partition) (gen.Partition, error) {
-	if n.err != nil {
-		return nil, n.err
-	}
-	return p, nil
-}
-
-// reservation returns r, or the first name error.
-func (n *names) reservation(r gen.ReservationV1) (gen.ReservationV1, error) {
-	if n.err != nil {
-		return nil, n.err
-	}
-	return r, nil
 }

@@ -91,11 +91,12 @@ func checkRecordField(d *decl, f *field, errs *schemaErrors) {
 	if !bounded && f.HasMax {
 		errs.add(f.Pos, "%s: max= applies to strings, []byte and slices only", where)
 	}
-	if t.Kind == refSlice && t.Elem != nil && t.Elem.Kind == refBytes && !f.HasElemMax {
-		errs.add(f.Pos, "%s: a [][]byte needs elem_max=N", where)
+	sizedElems := t.Kind == refSlice && t.Elem != nil && (t.Elem.Kind == refBytes || t.Elem.Kind == refPrim && t.Elem.Prim == "string")
+	if sizedElems && !f.HasElemMax {
+		errs.add(f.Pos, "%s: a slice of strings or []byte needs elem_max=N, the bound of each element", where)
 	}
-	if f.HasElemMax && !(t.Kind == refSlice && t.Elem != nil && t.Elem.Kind == refBytes) {
-		errs.add(f.Pos, "%s: elem_max= applies to [][]byte only", where)
+	if f.HasElemMax && !sizedElems {
+		errs.add(f.Pos, "%s: elem_max= applies to slices of strings or []byte only", where)
 	}
 	if f.Optional && t.Kind != refBytes {
 		errs.add(f.Pos, "%s: optional applies to []byte only (use a pointer for scalars)", where)

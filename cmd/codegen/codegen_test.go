@@ -72,6 +72,8 @@ func TestSchemaMistakesNameFileAndLine(t *testing.T) {
 		{"partition variant without kind", "type V struct{}\n\n//mk:union partition\ntype U struct {\n\tA *V `mk:\"tag=1\"`\n}", 7, "needs kind=name"},
 		{"record without version", "//mk:record\ntype R struct{}", 4, "needs version=N"},
 		{"le on a missing field", "type R struct {\n\tA uint64 `mk:\"le=B\"`\n}", 4, "le=B must name another integer field"},
+		{"slice of strings without elem_max", "type R struct {\n\tTags []string `mk:\"max=8\"`\n}", 4, "needs elem_max=N"},
+		{"elem_max on a slice of integers", "type R struct {\n\tN []uint64 `mk:\"max=8,elem_max=3\"`\n}", 4, "elem_max= applies to slices of strings or []byte only"},
 		{"slice in a key", "//mk:key tag=1\ntype K struct {\n\tX []uint64\n}", 5, "key fields are"},
 		{"recursive struct", "type R struct {\n\tR []R `mk:\"max=2\"`\n}", 3, "contains itself"},
 		{"enum without values", "//mk:enum\ntype E uint8", 4, "no constants"},
@@ -109,11 +111,19 @@ func TestWriteLeavesOutputOnSchemaError(t *testing.T) {
 	}
 }
 
-// TestImportingModuleGeneratesItsOwnSchema plays an importing project: a
-// module of its own with a schema and a go:generate line that runs
-// `go run github.com/mkit-dev/mkitfdb/cmd/codegen`, then its generated
-// tests. It needs the go command and the module cache (or the proxy).
-func TestImportingModuleGeneratesItsOwnSchema(t *testing.T) {
+// tempModule is a module of its own in a temporary directory that
+// requires this repository through a replace directive, as an importing
+// project would: write puts a file in it, run runs the go command in it.
+// It needs the go command and the module cache (or the proxy), and is
+// skipped with -short.
+type tempModule struct {
+	t   *testing.T
+	dir string
+	goc string
+}
+
+func newTempModule(t *testing.T, path string) *tempModule {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a second module; skipped with -short")
 	}
@@ -121,36 +131,67 @@ func TestImportingModuleGeneratesItsOwnSchema(t *testing.T) {
 	if err != nil {
 		t.Skipf("no go command on PATH: %v", err)
 	}
-	root := repoRoot(t)
-	dir := t.TempDir()
-	mod := "module example.com/shop\n\ngo 1.26\n\nrequire github.com/mkit-dev/mkitfdb v0.0.0\n\nreplace github.com/mkit-dev/mkitfdb => " + root + "\n"
-	schemaSrc, err := os.ReadFile(filepath.Join(root, "examples/orders/schema/orders.go"))
+	m := &tempModule{t: t, dir: t.TempDir(), goc: goBin}
+	m.write("go.mod", []byte("module "+path+"\n\ngo 1.26\n\nrequire github.com/mkit-dev/mkitfdb v0.0.0\n\nreplace github.com/mkit-dev/mkitfdb => "+repoRoot(t)+"\n"))
+	return m
+}
+
+func (m *tempModule) write(name string, data []byte) {
+	m.t.Helper()
+	path := filepath.Join(m.dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *tempModule) run(args ...string) {
+	m.t.Helper()
+	cmd := exec.Command(m.goc, args...)
+	cmd.Dir = m.dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		m.t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestImportingModuleGeneratesItsOwnSchema plays an importing project: a
+// module of its own with a schema and a go:generate line that runs
+// `go run github.com/mkit-dev/mkitfdb/cmd/codegen`, then its generated
+// tests.
+func TestImportingModuleGeneratesItsOwnSchema(t *testing.T) {
+	m := newTempModule(t, "example.com/shop")
+	schemaSrc, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/orders/schema/orders.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(name string, data []byte) {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", []byte(mod))
-	write("schema/orders.go", schemaSrc)
-	run := func(args ...string) {
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	run("mod", "tidy")
-	run("generate", "./...")
-	if _, err := os.Stat(filepath.Join(dir, "ordersgen", "records.go")); err != nil {
+	m.write("schema/orders.go", schemaSrc)
+	m.run("mod", "tidy")
+	m.run("generate", "./...")
+	if _, err := os.Stat(filepath.Join(m.dir, "ordersgen", "records.go")); err != nil {
 		t.Fatalf("go generate wrote no codecs: %v", err)
 	}
-	run("test", "./...")
+	m.run("test", "./...")
+}
+
+// TestEveryFieldTypeGenerates generates testdata/everytype, a record of
+// every field type schema/doc.go documents and a key class of every type
+// with a tuple form, into a module of its own, then vets it and runs its
+// generated round-trip, rejection and bound tests, and each fuzz target
+// on its seeds, so a type whose code does not compile or round-trip
+// fails here.
+func TestEveryFieldTypeGenerates(t *testing.T) {
+	m := newTempModule(t, "example.com/everytype")
+	files, err := generate("testdata/everytype", "everygen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range files {
+		m.write(filepath.Join("everygen", name), src)
+	}
+	m.run("mod", "tidy")
+	m.run("vet", "./...")
+	m.run("test", "-count=1", "./...")
 }

@@ -177,20 +177,16 @@ func exampleValue(t *typeRef, fl *field, typical bool, seed int) Code {
 			return nil
 		}
 		n := min(fl.Max, 2)
-		elem := &field{Max: fl.ElemMax}
 		elems := make([]Code, n)
 		for i := range elems {
-			elems[i] = exampleValue(t.Elem, elem, true, seed+i)
+			elems[i] = exampleValue(t.Elem, fl.elem(), true, seed+i)
 			if elems[i] == nil {
 				elems[i] = goType(t.Elem).Values()
 			}
 		}
 		lit := goType(t).Values(elems...)
 		if fl.Sorted {
-			var cmpFn Code = Qual("cmp", "Compare").Types(goType(t.Elem))
-			if t.Elem.Kind == refNamed && t.Elem.Decl.Kind == kindUnion {
-				cmpFn = Id("Compare" + t.Elem.Decl.Name)
-			}
+			cmpFn := Func().Params(Id("a"), Id("b").Add(goType(t.Elem))).Int().Block(Return(compareExpr(t.Elem, "a", "b")))
 			return Id("sortedBy").Call(lit, cmpFn)
 		}
 		return lit
@@ -225,6 +221,13 @@ func breakages(d *decl, v string) []breakage {
 			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Qual("strings", "Repeat").Call(Lit("x"), Lit(fl.Max+1)), true, false})
 		case t.Kind == refSlice:
 			out = append(out, breakage{fl.Name + " over its bound", at(fl).Op("=").Make(goType(t), Lit(fl.Max+1)), true, false})
+			if fl.HasElemMax && fl.Max >= 1 {
+				long := Make(Index().Byte(), Lit(fl.ElemMax+1))
+				if t.Elem.Kind == refPrim {
+					long = Qual("strings", "Repeat").Call(Lit("x"), Lit(fl.ElemMax+1))
+				}
+				out = append(out, breakage{fl.Name + " element over elem_max", at(fl).Op("=").Add(goType(t)).Values(long), true, false})
+			}
 			if fl.Sorted && fl.Max >= 2 {
 				out = append(out, breakage{fl.Name + " out of order", Qual("slices", "Reverse").Call(at(fl)), true, false})
 			}

@@ -19,6 +19,12 @@ import (
 // the variant's fields.
 func emitRecords(f *File, s *schema) {
 	for _, d := range s.Decls {
+		if d.Kind == kindIdentity {
+			f.Commentf("intern%s holds %s names already decoded and validated.", d.Name, d.Name)
+			f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Struct())
+		}
+	}
+	for _, d := range s.Decls {
 		if d.Key || d.Kind == kindIdentity || d.Kind == kindEnum {
 			continue
 		}
@@ -63,6 +69,59 @@ func emitUnionMatch(f *File, d *decl) {
 		}),
 		Op("*").Id("r").Op("=").Id("m"),
 		Return(True()),
+	)
+}
+
+// emitUnionIntern writes, for a union whose variants hold only scalars
+// and names, spanX (the length of the encoding that opens b, measured
+// without decoding it; 0 when b ends first) and readXInterned, which decodes
+// and verifies an encoding once and then returns the value it gave from
+// the table internX: every value of such a union is fully determined by
+// its bytes.
+func emitUnionIntern(f *File, d *decl) {
+	f.Func().Id("span"+d.Name).Params(Id("b").Index().Byte()).Int().Block(
+		If(Len(Id("b")).Op("==").Lit(0)).Block(Return(Lit(0))),
+		Id("at").Op(":=").Lit(1),
+		Switch(Id("b").Index(Lit(0))).BlockFunc(func(g *Group) {
+			for _, v := range d.Variants {
+				g.Case(Lit(int(v.Tag))).BlockFunc(func(g *Group) {
+					for _, fl := range v.Type.Fields {
+						if n, ok := fixedSize(fl.Type); ok {
+							g.Id("at").Op("=").Qual(wirePkg, "SpanFixed").Call(Id("b"), Id("at"), Lit(n))
+						} else {
+							g.Id("at").Op("=").Qual(wirePkg, "SpanString").Call(Id("b"), Id("at"))
+						}
+					}
+				})
+			}
+			g.Default().Block(Return(Lit(0)))
+		}),
+		Return(Max(Id("at"), Lit(0))),
+	)
+	f.Commentf("intern%s holds %s values already decoded and verified.", d.Name, d.Name)
+	f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Id(d.Name))
+	f.Func().Id("read"+d.Name+"Interned").Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
+		Var().Id("h").Uint64(),
+		Id("rest").Op(":=").Id("r").Dot("Rest").Call(),
+		Id("n").Op(":=").Id("span"+d.Name).Call(Id("rest")),
+		If(Id("n").Op(">").Lit(0)).Block(
+			Var().Id("e").Op("*").Qual(wirePkg, "Interned").Index(Id(d.Name)),
+			If(List(Id("e"), Id("h")).Op("=").Id("intern"+d.Name).Dot("Find").Call(Id("rest").Index(Empty(), Id("n"))), Id("e").Op("!=").Nil()).Block(
+				Id("r").Dot("Skip").Call(Id("field"), Id("n")),
+				Return(Id("e").Dot("Value")),
+			),
+		),
+		Id("start").Op(":=").Id("r").Dot("Offset").Call(),
+		Id("v").Op(":=").Id("read"+d.Name).Call(Id("r"), Id("field")),
+		If(Id("r").Dot("Err").Call().Op("!=").Nil()).Block(Return(Nil())),
+		If(Err().Op(":=").Id("verify"+d.Name).Call(Id("v")), Err().Op("!=").Nil()).Block(
+			Id("r").Dot("FailErr").Call(Id("field"), Err()),
+			Return(Nil()),
+		),
+		If(Id("n").Op(">").Lit(0).Op("&&").Id("intern"+d.Name).Dot("Admit").Call(Id("h"))).Block(
+			Id("intern"+d.Name).Dot("Add").Call(Id("h"), String().Call(Id("r").Dot("Since").Call(Id("start"))), Id("v")),
+		),
+		Return(Id("v")),
 	)
 }
 
@@ -116,7 +175,7 @@ func emitStructCodec(f *File, d *decl) {
 		}
 		g.Return(Id("n"))
 	})
-	runs := stringRuns(d)
+	runs := fieldRuns(d, isString)
 	for k, run := range runs {
 		var names, maxes []Code
 		for _, fl := range run {
@@ -128,9 +187,15 @@ func emitStructCodec(f *File, d *decl) {
 			Id(runVar("Maxes", d, k)).Op("=").Index().Int().Values(maxes...),
 		)
 	}
+	fixed := fieldRuns(d, fixedInt)
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
 		for i := 0; i < len(d.Fields); i++ {
 			fl := d.Fields[i]
+			if k := slices.IndexFunc(fixed, func(run []*field) bool { return run[0] == fl }); k >= 0 {
+				readFixedRun(g, d, fixed[k])
+				i += len(fixed[k]) - 1
+				continue
+			}
 			k := slices.IndexFunc(runs, func(run []*field) bool { return run[0] == fl })
 			if k < 0 {
 				decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
@@ -141,15 +206,88 @@ func emitStructCodec(f *File, d *decl) {
 			g.Var().Id(s).Index(Lit(len(runs[k]))).String()
 			g.Id("r").Dot("Strings").Call(Id(s+"[:]"), Id(runVar("Fields", d, k)), Id(runVar("Maxes", d, k)))
 			for j, fl := range runs[k] {
-				if fl.Type.Kind == refNamed {
-					g.Id("v." + fl.Name).Op("=").Id(fl.Type.Decl.Name).Values(Id(s).Index(Lit(j)))
-				} else {
+				if fl.Type.Kind != refNamed {
 					g.Id("v." + fl.Name).Op("=").Id(s).Index(Lit(j))
+					continue
 				}
+				// names are validated as they are read
+				id := fl.Type.Decl
+				g.Id("v." + fl.Name).Op("=").Id(id.Name).Values(Id(s).Index(Lit(j)))
+				g.If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(id.Name), Id(s).Index(Lit(j)), Lit(id.Min), Lit(id.Max)), Err().Op("!=").Nil()).Block(
+					Id("r").Dot("FailErr").Call(Lit(d.Name+"."+fl.Name), Err()),
+				)
 			}
 			i += len(runs[k]) - 1
 		}
 	})
+}
+
+// fixedInt reports whether fl is an integer or an enum: a fixed-size field
+// read without validation (an enum's value is checked by the verifier).
+func fixedInt(fl *field) bool {
+	t := fl.Type
+	return t.Kind == refPrim && t.Prim != "bool" && t.Prim != "string" || t.Kind == refNamed && t.Decl.Kind == kindEnum
+}
+
+// fieldRuns lists the runs of two or more consecutive fields of d that
+// in reports true for: fixedInt runs decode with one length check
+// (wire.Reader.Next), isString runs with one allocation
+// (wire.Reader.Strings).
+func fieldRuns(d *decl, in func(*field) bool) [][]*field {
+	var runs [][]*field
+	for i := 0; i < len(d.Fields); {
+		j := i
+		for j < len(d.Fields) && in(d.Fields[j]) {
+			j++
+		}
+		if j-i >= 2 {
+			runs = append(runs, d.Fields[i:j])
+		}
+		i = max(j, i+1)
+	}
+	return runs
+}
+
+// readFixedRun appends the statements that read run, consecutive fixedInt
+// fields of d, from one slice of their total size.
+func readFixedRun(g *Group, d *decl, run []*field) {
+	size := 0
+	for _, fl := range run {
+		n, _ := fixedSize(fl.Type)
+		size += n
+	}
+	path := d.Name + "." + run[0].Name + ".." + run[len(run)-1].Name
+	be := func(bits string, at int) *Statement {
+		return Qual("encoding/binary", "BigEndian").Dot("Uint" + bits).Call(Id("b").Index(Lit(at).Op(":")))
+	}
+	g.If(Id("b").Op(":=").Id("r").Dot("Next").Call(Lit(path), Lit(size)), Len(Id("b")).Op("==").Lit(size)).BlockFunc(func(g *Group) {
+		at := 0
+		for _, fl := range run {
+			x := Id("v." + fl.Name)
+			switch t := fl.Type; {
+			case t.Kind == refNamed: // an enum
+				g.Add(x).Op("=").Id(t.Decl.Name).Call(Id("b").Index(Lit(at)))
+			case t.Prim == "uint8":
+				g.Add(x).Op("=").Id("b").Index(Lit(at))
+			case t.Prim == "uint16":
+				g.Add(x).Op("=").Add(be("16", at))
+			case t.Prim == "uint32":
+				g.Add(x).Op("=").Add(be("32", at))
+			case t.Prim == "uint64":
+				g.Add(x).Op("=").Add(be("64", at))
+			case t.Prim == "int64":
+				g.Add(x).Op("=").Int64().Call(be("64", at))
+			}
+			n, _ := fixedSize(fl.Type)
+			at += n
+		}
+	})
+}
+
+// identityRead is the call that reads a name of identity d: validated as
+// it is read, and interned.
+func identityRead(d *decl, path Code) *Statement {
+	return Id("r").Dot("Name").Call(path, Op("&").Id("intern"+d.Name), Lit(d.Name), Lit(d.Min), Id("Max"+d.Name+"Bytes"))
 }
 
 // isString reports whether fl is a string or an identity name.
@@ -164,23 +302,6 @@ func stringMax(fl *field) Code {
 		return Id("Max" + fl.Type.Decl.Name + "Bytes")
 	}
 	return Lit(fl.Max)
-}
-
-// stringRuns lists the runs of two or more consecutive string or identity
-// fields of d, which decode with one allocation (wire.Reader.Strings).
-func stringRuns(d *decl) [][]*field {
-	var runs [][]*field
-	for i := 0; i < len(d.Fields); {
-		j := i
-		for j < len(d.Fields) && isString(d.Fields[j]) {
-			j++
-		}
-		if j-i >= 2 {
-			runs = append(runs, d.Fields[i:j])
-		}
-		i = max(j, i+1)
-	}
-	return runs
 }
 
 // runVar names the package variable holding the field names or bounds of
@@ -220,6 +341,7 @@ func emitUnionCodec(f *File, d *decl) {
 	}
 	if unionComparable(d) {
 		emitUnionMatch(f, d)
+		emitUnionIntern(f, d)
 	}
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), Id("field").String()).Id(d.Name).Block(
 		Id("tag").Op(":=").Id("r").Dot("U8").Call(Id("field")),
@@ -456,11 +578,13 @@ func minSize(t *typeRef) int {
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindStruct:
+			// 0 for a struct without fields: its count is then bounded
+			// by the field's max alone
 			n := 0
 			for _, fl := range t.Decl.Fields {
 				n += minSize(fl.Type)
 			}
-			return max(n, 1)
+			return n
 		}
 	}
 	return 1
@@ -552,7 +676,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
-			set(Id(t.Decl.Name).Values(r("String", Id("Max"+t.Decl.Name+"Bytes"))))
+			set(Id(t.Decl.Name).Values(identityRead(t.Decl, Lit(path))))
 		case kindEnum:
 			set(Id(t.Decl.Name).Call(r("U8")))
 		case kindStruct:
@@ -562,8 +686,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 				// DecodeInto keeps the value held when the bytes encode it
 				// again: rows naming one partition decode it once.
 				g.If(Op("!").Id("match"+t.Decl.Name).Call(Id("r"), Id(x))).Block(
-					Id(x).Op("=").Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)),
-					Id("r").Dot("FailErr").Call(Lit(path), Id("verify"+t.Decl.Name).Call(Id(x))),
+					Id(x).Op("=").Id("read"+t.Decl.Name+"Interned").Call(Id("r"), Lit(path)),
 				)
 			} else {
 				set(Id("read"+t.Decl.Name).Call(Id("r"), Lit(path)))
@@ -589,8 +712,7 @@ func decodeValue(g *Group, x string, t *typeRef, fl *field, path string, depth i
 			)
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
-				elem := &field{Max: fl.ElemMax}
-				decodeValue(g, x+"["+i+"]", t.Elem, elem, path, depth+1)
+				decodeValue(g, x+"["+i+"]", t.Elem, fl.elem(), path, depth+1)
 			})
 		})
 	}

@@ -184,8 +184,9 @@ func emitStruct(f *File, d *decl) {
 // values about to be encoded, proves every rule and says which one fails;
 // valid is check as a plain predicate, the encoders' fast path (it builds
 // no errors, so it inlines and costs a few comparisons), with check run
-// only to explain a failure; verify, for values just decoded, skips the
-// length bounds the reader already enforced.
+// only to explain a failure; verify, for values just decoded, skips what
+// the reader already enforced: length bounds, identity names and unions of
+// scalars and names (see verifiedOnRead).
 type checkMode struct {
 	prefix string
 	bounds bool
@@ -293,9 +294,9 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 	case refNamed:
 		switch t.Decl.Kind {
 		case kindIdentity:
+			// decoders validate names as they read them (wire.Reader.Name)
 			if m == checkDecoded {
-				d := t.Decl
-				within(Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), Id(x).Dot("s"), Lit(d.Min), Lit(d.Max)))
+				break
 			} else if t.Decl.Min > 0 && m.pred {
 				fail(Id(x).Dot("s").Op("==").Lit(""), "")
 			} else if t.Decl.Min > 0 {
@@ -326,14 +327,14 @@ func checkField(g *Group, m checkMode, d *decl, fl *field, x string, t *typeRef,
 		if m.bounds {
 			checkLen(g, m, x, max, path)
 		}
-		elemMax := fl != nil && fl.HasElemMax && m.bounds
-		if elemChecks(t.Elem, m) || elemMax {
+		if elemChecks(t.Elem, m) {
 			i := loopVar(depth)
 			g.For(Id(i).Op(":=").Range().Id(x)).BlockFunc(func(g *Group) {
-				if elemMax {
-					checkLen(g, m, x+"["+i+"]", fl.ElemMax, path)
+				var elem *field
+				if fl != nil {
+					elem = fl.elem()
 				}
-				checkField(g, m, d, nil, x+"["+i+"]", t.Elem, path, depth+1)
+				checkField(g, m, d, elem, x+"["+i+"]", t.Elem, path, depth+1)
 			})
 		}
 		if fl != nil && fl.Sorted {
@@ -367,14 +368,21 @@ func checkLen(g *Group, m checkMode, x string, max int, path string) {
 // does anything.
 func elemChecks(t *typeRef, m checkMode) bool {
 	switch t.Kind {
-	case refBytes, refArray:
+	case refArray:
 		return false
+	case refBytes:
+		return m.bounds // elem_max
 	case refPrim:
-		return t.Prim == "string" && m.bounds
+		return t.Prim == "string" && m.bounds // elem_max
 	case refNamed:
 		switch {
 		case t.Decl.Kind == kindStruct:
 			return structChecks(t.Decl, m)
+		case t.Decl.Kind == kindIdentity:
+			// encoders reject only an empty name, and only when the
+			// identity's minimum excludes it; decoders validate names as
+			// they read them
+			return m != checkDecoded && t.Decl.Min > 0
 		case verifiedOnRead(t, m):
 			return false
 		}
@@ -398,7 +406,7 @@ func structChecks(d *decl, m checkMode) bool {
 				return true
 			}
 		case t.Kind == refSlice:
-			if m.bounds || fl.Sorted || fl.HasElemMax && m.bounds || elemChecks(t.Elem, m) {
+			if m.bounds || fl.Sorted || elemChecks(t.Elem, m) {
 				return true
 			}
 		case t.Kind == refNamed && t.Decl.Kind == kindStruct:
@@ -419,11 +427,15 @@ func structChecks(d *decl, m checkMode) bool {
 }
 
 // verifiedOnRead reports whether decoders verify values of t as they read
-// them, so that the record's verifier skips them: a union of scalars and
-// names is verified right after it is decoded, and not at all when the
-// value held is kept (see emitUnionMatch).
+// them, so that the record's verifier skips them: an identity is validated
+// as it is read (wire.Reader.Name); a union of scalars and names is
+// verified right after it is decoded, and not at all when the value held
+// is kept (see emitUnionMatch) or was decoded before (emitUnionIntern).
 func verifiedOnRead(t *typeRef, m checkMode) bool {
-	return m == checkDecoded && t.Kind == refNamed && t.Decl.Kind == kindUnion && !t.Decl.Record && unionComparable(t.Decl)
+	if m != checkDecoded || t.Kind != refNamed {
+		return false
+	}
+	return t.Decl.Kind == kindIdentity || t.Decl.Kind == kindUnion && !t.Decl.Record && unionComparable(t.Decl)
 }
 
 // compareExpr orders two values of a comparable type.

@@ -79,6 +79,12 @@ type field struct {
 	Optional           bool
 }
 
+// elem is the field an element of fl, a slice, is checked, decoded and
+// exampled as: a string or []byte element is bounded by fl's elem_max.
+func (fl *field) elem() *field {
+	return &field{Name: fl.Name, Pos: fl.Pos, Max: fl.ElemMax, HasMax: fl.HasElemMax}
+}
+
 // refKind says what shape a typeRef has.
 type refKind int
 

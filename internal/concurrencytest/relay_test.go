@@ -21,6 +21,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
+	"github.com/mkit-dev/mkitfdb/timers/timerstest"
 )
 
 // setup is one run of the concurrency test.
@@ -36,6 +37,10 @@ type setup struct {
 	maxBatches int64         // producers stop earlier after committing this many batches
 }
 
+// pausePhases is how many times producers and schedulers pause, for a
+// check of the due index, while the producers run.
+const pausePhases = 4
+
 // drainTimeout bounds how long the schedulers may take, once producers
 // stop, to deliver every queued row.
 const drainTimeout = 10 * time.Second
@@ -49,7 +54,9 @@ const drainTimeout = 10 * time.Second
 // must equal the sequential application of every queued row exactly once
 // (an audit write inside every target batch shows a second application),
 // with each high-water mark at its source's last row for that target.
-// It logs the engine's conflicts and retries per committed batch. A
+// Four times while the producers run, and at the end, everything pauses
+// and the due index invariant is checked (timerstest.CheckDueIndex). It
+// logs the engine's conflicts and retries per committed batch. A
 // failure prints its setup, seed included; a seed replays the same
 // choices, though not the goroutines' interleaving.
 func TestRelayUnderConcurrentSchedulers(t *testing.T) {
@@ -119,8 +126,7 @@ func runWorld(t *testing.T, set setup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schedCtx, stopSchedulers := context.WithCancel(context.Background())
-	var schedWG sync.WaitGroup
+	var scheds []*timers.Scheduler
 	for i := range set.schedulers {
 		sched, err := timers.NewScheduler(timers.SchedulerConfig{
 			Store: s, Registry: reg, ParsePartition: timers.ParseGenPartition,
@@ -130,22 +136,24 @@ func runWorld(t *testing.T, set setup) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		schedWG.Go(func() {
-			if err := sched.Run(schedCtx); err != nil {
-				t.Errorf("scheduler %d: %v", i, err)
-			}
-		})
+		scheds = append(scheds, sched)
 	}
-	defer func() { stopSchedulers(); schedWG.Wait() }()
-
-	var stop atomic.Bool
-	var prodWG sync.WaitGroup
-	for p := range set.producers {
-		prodWG.Go(func() { w.produce(p, &stop) })
+	// The producers and schedulers run in phases; between two, all pause
+	// (the schedulers after their fires in flight) and the due index
+	// invariant is checked on the quiet store, sources still holding rows.
+	for phase := range pausePhases {
+		stopSchedulers := runSchedulers(t, scheds)
+		var stop atomic.Bool
+		var prodWG sync.WaitGroup
+		for p := range set.producers {
+			prodWG.Go(func() { w.produce(phase, p, &stop) })
+		}
+		time.Sleep(set.produce / pausePhases)
+		stop.Store(true)
+		prodWG.Wait()
+		stopSchedulers()
+		w.checkDueIndex(fmt.Sprintf("pause %d", phase))
 	}
-	time.Sleep(set.produce)
-	stop.Store(true)
-	prodWG.Wait()
 
 	rows := 0
 	for _, q := range w.queued {
@@ -154,9 +162,10 @@ func runWorld(t *testing.T, set setup) {
 	if rows == 0 {
 		t.Fatal("no row was queued: the test tested nothing")
 	}
+	stopSchedulers := runSchedulers(t, scheds)
 	drained := w.waitDrained()
 	stopSchedulers()
-	schedWG.Wait()
+	w.checkDueIndex("at the end")
 	st := engine.Stats()
 	t.Logf("%d rows in %d producer batches (%d raced another producer, %d exhausted the Layer's retries); engine: %d commits, %d conflicts (%.3f per committed batch), %d retries (%.3f per committed batch), %d too old",
 		rows, w.batches.Load(), w.raced.Load(), w.exhausted.Load(), st.Commits,
@@ -167,15 +176,53 @@ func runWorld(t *testing.T, set setup) {
 	w.verify()
 }
 
+// runSchedulers runs each scheduler's Run loop in its own goroutine until
+// the returned function is called, which waits for them to return (each
+// after its fires in flight). Calling it again does nothing.
+func runSchedulers(t *testing.T, scheds []*timers.Scheduler) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, s := range scheds {
+		wg.Go(func() {
+			if err := s.Run(ctx); err != nil {
+				t.Errorf("scheduler %d: %v", i, err)
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// checkDueIndex fails the test when a source breaks the due index
+// invariant (timerstest.CheckDueIndex). The store must be quiet.
+func (w *world) checkDueIndex(when string) {
+	ctx := context.Background()
+	parts := make([]store.Partition, w.set.sources)
+	timed := 0
+	for i := range parts {
+		parts[i] = source(i)
+		ref, _, err := timers.ReadRef(ctx, w.s, parts[i], timers.KindRelay, "")
+		if err != nil {
+			w.t.Fatalf("read relay timer of source %d: %v", i, err)
+		}
+		if ref != nil {
+			timed++
+		}
+	}
+	w.t.Logf("%s: %d of %d sources hold a relay timer", when, timed, len(parts))
+	if err := timerstest.CheckDueIndex(ctx, w.s, parts); err != nil {
+		w.t.Errorf("seed %d, %s: %v", w.set.seed, when, err)
+	}
+}
+
 // produce queues batches of 1 to 4 relay rows into random sources until
 // stop, as independent writers: each reads the outbox, builds, and applies
 // guarded by what it read, retrying when another writer got there first.
 // Every row puts a key unique to it, puts and deletes keys its source's
 // other rows also write (so the order of application shows), and goes to a
 // random target. Rows are recorded once their batch committed.
-func (w *world) produce(id int, stop *atomic.Bool) {
+func (w *world) produce(phase, id int, stop *atomic.Bool) {
 	ctx := context.Background() // never cancelled: a commit in flight must not turn unknown
-	rng := rand.New(rand.NewPCG(w.set.seed, uint64(id)))
+	rng := rand.New(rand.NewPCG(w.set.seed, uint64(phase<<16|id)))
 	nonce := 0
 	for !stop.Load() && w.batches.Load() < w.set.maxBatches {
 		src := rng.IntN(w.set.sources)
@@ -192,7 +239,7 @@ func (w *world) produce(id int, stop *atomic.Bool) {
 		rows := map[uint64]queuedRow{}
 		for range 1 + rng.IntN(4) {
 			nonce++
-			tag := fmt.Sprintf("p%d-%d", id, nonce)
+			tag := fmt.Sprintf("p%d.%d-%d", phase, id, nonce)
 			r := queuedRow{target: rng.IntN(w.set.targets), puts: []gen.RelayPut{
 				{Key: fmt.Appendf(nil, "s%02d/log/%s", src, tag), Value: []byte(tag)},
 				{Key: fmt.Appendf(nil, "s%02d/k%d", src, rng.IntN(6)), Value: []byte(tag)},

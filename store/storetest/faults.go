@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -280,12 +281,8 @@ func (f *Faults) start(c *Call) plan {
 // the call without reaching the inner store.
 func (pl *plan) enter(ctx context.Context, c *Call) error {
 	if pl.delay > 0 {
-		timer := time.NewTimer(pl.delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("storetest: %s ended during its %v delay: %w: %w", c.describe(), pl.delay, store.ErrUnavailable, ctx.Err())
-		case <-timer.C:
+		if err := clock.Sleep(ctx, pl.delay); err != nil {
+			return fmt.Errorf("storetest: %s ended during its %v delay: %w: %w", c.describe(), pl.delay, store.ErrUnavailable, err)
 		}
 	}
 	return pl.fail

@@ -27,6 +27,7 @@ type model struct {
 	mu    sync.Mutex
 	parts map[string]map[string]string // partition encoding -> key -> value
 	wake  map[string]uint64            // partition encoding -> wake time
+	ceil  map[string]uint64            // partition encoding -> wake ceiling
 }
 
 // fdbLikeCaps mirror FoundationDB's limits; smallCaps make every limit
@@ -37,7 +38,7 @@ var (
 )
 
 func newModel(clk clock.Clock, caps store.Capabilities) *model {
-	return &model{clk: clk, caps: caps, parts: map[string]map[string]string{}, wake: map[string]uint64{}}
+	return &model{clk: clk, caps: caps, parts: map[string]map[string]string{}, wake: map[string]uint64{}, ceil: map[string]uint64{}}
 }
 
 // dueModel is the model with a due index.
@@ -221,8 +222,22 @@ func (m *model) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	case w == nil:
 	case w.Exact && w.AtMs == 0:
 		delete(m.wake, id)
-	case w.Exact || !hasWake || w.AtMs < cur:
+		delete(m.ceil, id)
+	case w.Exact:
 		m.wake[id] = w.AtMs
+		delete(m.ceil, id)
+		if w.CeilingMs != 0 {
+			m.ceil[id] = w.CeilingMs
+		}
+	default:
+		at := w.AtMs
+		if c, ok := m.ceil[id]; ok && c < at {
+			at = c
+		}
+		if !hasWake || at < cur {
+			m.wake[id] = at
+			delete(m.ceil, id)
+		}
 	}
 	return store.BatchOutcome{Outcome: store.Committed}, nil
 }

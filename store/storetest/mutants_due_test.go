@@ -16,6 +16,7 @@ var dueMutants = []mutant{
 	{"wakeup-ignored-without-index", "Due/WakeupRejectedWithoutIndex", fdbLikeCaps, func(m *model) store.Store { return ignoresWakeup{m} }},
 	{"wake-at-raises", "Due/WakeAtLowers", fdbLikeCaps, withDue(func(d dueModel) store.Store { return wakeAtRaises{d} })},
 	{"set-wake-unguarded", "Due/SetWakeIsGuarded", fdbLikeCaps, withDue(func(d dueModel) store.Store { return setWakeUnguarded{d} })},
+	{"wake-ceiling-ignored", "Due/CeilingBoundsTheNextLowering", fdbLikeCaps, withDue(func(d dueModel) store.Store { return ceilingIgnored{d} })},
 	{"wakeup-despite-failure", "Due/WakeupOnlyWithItsBatch", fdbLikeCaps, withDue(func(d dueModel) store.Store { return wakeupDespiteFailure{d} })},
 	{"due-ordered-by-partition", "Due/ScanDueOrderAndPaging", fdbLikeCaps, withDue(func(d dueModel) store.Store { return dueByPartition{d} })},
 	{"stale-due-entries", "Due/ScanDueFollowsWakeChanges", fdbLikeCaps, withDue(func(d dueModel) store.Store { return &staleDue{dueModel: d} })},
@@ -69,6 +70,19 @@ type setWakeUnguarded struct{ dueModel }
 func (s setWakeUnguarded) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
 	if b != nil && b.Wakeup != nil && b.Wakeup.Exact {
 		b = forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs)
+	}
+	return s.dueModel.Apply(ctx, p, b)
+}
+
+// ceilingIgnored drops the ceiling of every exact wakeup.
+type ceilingIgnored struct{ dueModel }
+
+func (s ceilingIgnored) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	if b != nil && b.Wakeup != nil && b.Wakeup.CeilingMs != 0 {
+		b = b.Clone()
+		w := *b.Wakeup
+		w.CeilingMs = 0
+		b.Wakeup = &w
 	}
 	return s.dueModel.Apply(ctx, p, b)
 }

@@ -21,6 +21,7 @@ var dueChecks = []check{
 	{"WakeupRejectedWithoutIndex", testWakeupRejectedWithoutIndex},
 	{"WakeAtLowers", testWakeAtLowers},
 	{"SetWakeIsGuarded", testSetWakeGuarded},
+	{"CeilingBoundsTheNextLowering", testWakeCeiling},
 	{"WakeupOnlyWithItsBatch", testWakeupOnlyWithItsBatch},
 	{"WakeIsPerPartition", testWakePerPartition},
 	{"ScanDueOrderAndPaging", testScanDue},
@@ -160,6 +161,33 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 	f.wantDue(t, di, math.MaxUint64, nil)
 	f.apply(t, f.p, store.NewBatch().SetWake(0, 0), store.Committed, "SetWake clearing none")
 	f.wantWake(t, di, f.p, 0)
+}
+
+// testWakeCeiling: a wake time set with a ceiling (SetWakeCeiling) is
+// lowered by the next WakeAt, however late, to at most the ceiling, and
+// the ceiling is then gone; an exact wakeup without a ceiling clears it; a
+// ceiling at or above its wake time is invalid.
+func testWakeCeiling(t *testing.T, f *fixture) {
+	di := f.dueIndex(t)
+	const parked = math.MaxUint64
+	f.rejects(t, store.NewBatch().SetWakeCeiling(0, 5000, 5000), "SetWakeCeiling with the ceiling at the wake time")
+	f.rejects(t, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWakeCeiling(0, 5000, 6000), "SetWakeCeiling with the ceiling above the wake time")
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(0, parked, 5000), store.Committed, "SetWakeCeiling(parked, ceiling 5000)")
+	f.wantWake(t, di, f.p, parked)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, parked)})
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(90_000), store.Committed, "WakeAt(90000) under the ceiling 5000")
+	f.wantWake(t, di, f.p, 5000)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 5000)})
+	f.apply(t, f.p, store.NewBatch().WakeAt(80_000), store.Committed, "WakeAt(80000) once the ceiling is gone")
+	f.wantWake(t, di, f.p, 5000)
+	f.apply(t, f.p, store.NewBatch().WakeAt(4000), store.Committed, "WakeAt(4000)")
+	f.wantWake(t, di, f.p, 4000)
+
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(4000, parked, 6000), store.Committed, "SetWakeCeiling(parked, ceiling 6000)")
+	f.apply(t, f.p, store.NewBatch().SetWake(parked, parked), store.Committed, "SetWake(parked) clearing the ceiling")
+	f.apply(t, f.p, store.NewBatch().WakeAt(90_000), store.Committed, "WakeAt(90000) without a ceiling")
+	f.wantWake(t, di, f.p, 90_000)
+	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 90_000)})
 }
 
 // testWakeupOnlyWithItsBatch: a batch that does not commit (failed guard,

@@ -138,7 +138,7 @@ func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 		if x == nil {
 			x = new(gen.ReservationCommitted)
 		}
-		x.Repository = d.repo()
+		x.Repository = repo(&d, d.string())
 		x.OccurredAtMs = d.u64()
 		x.BytesStored = d.u64()
 		x.NewToRepo = d.u64()
@@ -146,7 +146,7 @@ func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 		n := d.count(3)
 		x.Refs = slices.Grow(x.Refs[:0], n)[:n]
 		for i := range x.Refs {
-			x.Refs[i].Ref = d.ref()
+			x.Refs[i].Ref = ref(&d, d.string())
 			x.Refs[i].OldOID = d.bytes()
 			x.Refs[i].NewOID = d.bytes()
 		}
@@ -156,7 +156,7 @@ func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 		if x == nil {
 			x = new(gen.ReservationAborted)
 		}
-		x.Repository = d.repo()
+		x.Repository = repo(&d, d.string())
 		x.OccurredAtMs = d.u64()
 		x.Reason = gen.AbortReason(d.u8())
 		x.Detail = string(d.bytes())
@@ -298,32 +298,59 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) partition() gen.Partition {
+	var s [3]string
 	switch d.u8() {
 	case 1:
-		return gen.RefPartition{NS: d.ns(), Repo: d.repo(), ShardRef: d.ref()}
+		d.strings(s[:3])
+		return gen.RefPartition{NS: ns(d, s[0]), Repo: repo(d, s[1]), ShardRef: ref(d, s[2])}
 	case 2:
-		return gen.NamespacePartition{NS: d.ns()}
+		return gen.NamespacePartition{NS: ns(d, d.string())}
 	case 3:
-		return gen.CoordinatorPartition{NS: d.ns()}
+		return gen.CoordinatorPartition{NS: ns(d, d.string())}
 	case 4:
-		return gen.RepoIndexPartition{NS: d.ns(), Repo: d.repo()}
+		d.strings(s[:2])
+		return gen.RepoIndexPartition{NS: ns(d, s[0]), Repo: repo(d, s[1])}
 	case 5:
-		return gen.RefIndexPartition{NS: d.ns(), Repo: d.repo(), ShardRef: d.ref()}
+		d.strings(s[:3])
+		return gen.RefIndexPartition{NS: ns(d, s[0]), Repo: repo(d, s[1]), ShardRef: ref(d, s[2])}
 	case 6:
-		return gen.ContentShardPartition{NS: d.ns(), Shard: d.u32()}
+		return gen.ContentShardPartition{NS: ns(d, d.string()), Shard: d.u32()}
 	}
 	d.fail()
 	return nil
 }
 
-// ns, repo and ref read identity names: gen builds them only from valid
-// names.
-func (d *decoder) ns() gen.NamespaceKey { return identity(d, gen.NewNamespaceKey) }
-func (d *decoder) repo() gen.RepoName   { return identity(d, gen.NewRepoName) }
-func (d *decoder) ref() gen.ShardRef    { return identity(d, gen.NewShardRef) }
+func (d *decoder) string() string { return string(d.bytes()) }
 
-func identity[T any](d *decoder, build func(string) (T, error)) T {
-	v, err := build(string(d.bytes()))
+// strings reads len(dst) (at most 3) consecutive strings with one
+// allocation, as a careful engineer would for the names of a partition:
+// one copy of their bytes (length prefixes included), each string a slice
+// of it.
+func (d *decoder) strings(dst []string) {
+	start := d.b
+	var at [3][2]int // each value's start and end in start
+	for i := range dst {
+		b := d.bytes()
+		end := len(start) - len(d.b)
+		at[i] = [2]int{end - len(b), end}
+	}
+	if d.bad {
+		return
+	}
+	all := string(start[:at[len(dst)-1][1]])
+	for i := range dst {
+		dst[i] = all[at[i][0]:at[i][1]]
+	}
+}
+
+// ns, repo and ref build identity names: gen builds them only from valid
+// names, so any code outside gen goes through its constructors.
+func ns(d *decoder, s string) gen.NamespaceKey { return identity(d, s, gen.NewNamespaceKey) }
+func repo(d *decoder, s string) gen.RepoName   { return identity(d, s, gen.NewRepoName) }
+func ref(d *decoder, s string) gen.ShardRef    { return identity(d, s, gen.NewShardRef) }
+
+func identity[T any](d *decoder, s string, build func(string) (T, error)) T {
+	v, err := build(s)
 	if err != nil && !d.bad {
 		d.fail()
 	}

@@ -4,6 +4,9 @@ package ordersgen
 
 import "github.com/mkit-dev/mkitfdb/gen/wire"
 
+// internCustomerID holds CustomerID names already decoded and validated.
+var internCustomerID wire.Intern[struct{}]
+
 func appendShard(dst []byte, v Shard) []byte {
 	switch x := v.(type) {
 	case RegionShard:
@@ -33,6 +36,49 @@ func matchShard(r *wire.Reader, v Shard) bool {
 	}
 	*r = m
 	return true
+}
+
+func spanShard(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	at := 1
+	switch b[0] {
+	case 1:
+		at = wire.SpanFixed(b, at, 2)
+	default:
+		return 0
+	}
+	return max(at, 0)
+}
+
+// internShard holds Shard values already decoded and verified.
+var internShard wire.Intern[Shard]
+
+func readShardInterned(r *wire.Reader, field string) Shard {
+	var h uint64
+	rest := r.Rest()
+	n := spanShard(rest)
+	if n > 0 {
+		var e *wire.Interned[Shard]
+		if e, h = internShard.Find(rest[:n]); e != nil {
+			r.Skip(field, n)
+			return e.Value
+		}
+	}
+	start := r.Offset()
+	v := readShard(r, field)
+	if r.Err() != nil {
+		return nil
+	}
+	if err := verifyShard(v); err != nil {
+		r.FailErr(field, err)
+		return nil
+	}
+	if n > 0 && internShard.Admit(h) {
+		internShard.Add(h, string(r.Since(start)), v)
+	}
+	return v
 }
 
 func readShard(r *wire.Reader, field string) Shard {

@@ -1,0 +1,43 @@
+// Package names builds gen identities from another codec's strings for
+// the conversions of the codec benchmarks, keeping the first invalid
+// name's error: gen builds identities only from valid names.
+package names
+
+import "github.com/mkit-dev/mkitfdb/gen"
+
+// Builder builds names; after the first invalid one, Partition and
+// Reservation return its error. The zero value is ready to use.
+type Builder struct{ err error }
+
+// NS builds a gen.NamespaceKey.
+func (n *Builder) NS(s string) gen.NamespaceKey { return build(n, s, gen.NewNamespaceKey) }
+
+// Repo builds a gen.RepoName.
+func (n *Builder) Repo(s string) gen.RepoName { return build(n, s, gen.NewRepoName) }
+
+// Ref builds a gen.ShardRef.
+func (n *Builder) Ref(s string) gen.ShardRef { return build(n, s, gen.NewShardRef) }
+
+func build[T any](n *Builder, s string, newT func(string) (T, error)) T {
+	v, err := newT(s)
+	if n.err == nil {
+		n.err = err
+	}
+	return v
+}
+
+// Partition returns p, or the first name error.
+func (n *Builder) Partition(p gen.Partition) (gen.Partition, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
+	return p, nil
+}
+
+// Reservation returns r, or the first name error.
+func (n *Builder) Reservation(r gen.ReservationV1) (gen.ReservationV1, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
+	return r, nil
+}

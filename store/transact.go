@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+)
+
+// Design note: Transact re-runs the caller's function, never replays its
+// batch. A batch is only right for the state it was built from; after a
+// guard failed, the state has moved and only the function knows what the
+// batch should now be. The same holds after an unknown commit result: the
+// function re-reads, and either finds its own work done (and returns nil)
+// or builds the batch afresh, guarded by what it reads now. Replaying the
+// old batch instead could not tell "my batch landed" from "another writer
+// changed the row" when its guard fails, so it would have to give up
+// exactly where a re-run can decide.
+
+// Defaults of Transact's options.
+const (
+	// DefaultTransactRetries is how many times Transact re-runs its
+	// function after a failed precondition or an unknown commit result.
+	DefaultTransactRetries = 10
+	// DefaultBackoffMin and DefaultBackoffMax bound Transact's backoff: the
+	// n-th wait (from 0) is drawn uniformly from
+	// [0, min(DefaultBackoffMax, DefaultBackoffMin << n)).
+	DefaultBackoffMin = 2 * time.Millisecond
+	DefaultBackoffMax = 500 * time.Millisecond
+)
+
+// Reader reads one partition: what Transact hands its function, bound to
+// the partition the batch will be applied to, so that the function reads
+// what its guards can protect and cannot apply anything itself. Its
+// methods are the Store's, with the partition left out, and fail as they
+// do. Reads are not taken from one snapshot: the function guards what it
+// relies on, and the guards make the batch commit only on the state it
+// read. A Reader is safe for concurrent use and valid only while the
+// function it was handed to runs.
+type Reader interface {
+	// Partition is the partition the reads go to and the batch is applied to.
+	Partition() Partition
+	Get(ctx context.Context, key Key) (value Value, ok bool, err error)
+	GetMany(ctx context.Context, keys []Key) ([]Value, error)
+	Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error)
+}
+
+// TransactFunc reads what it needs through r and returns the guarded batch
+// to apply, built from what it read: Transact applies it and, when a guard
+// fails, runs the function again. A nil batch, or one with no
+// preconditions, writes or wakeup, means there is nothing to write. An
+// error ends Transact and is returned as it is.
+//
+// The function may run several times, and after an unknown commit result
+// it runs again on a state in which its earlier batch may have landed: it
+// must derive everything from what it reads and recognise its own work
+// done (for example, guard a put with Absent of the key it creates, or
+// record the id of the request it applies), or a re-run does the work
+// twice. It must have no effect other than through the batch it returns.
+type TransactFunc func(ctx context.Context, r Reader) (*Batch, error)
+
+// TransactOption configures one Transact call.
+type TransactOption func(*transactConfig)
+
+type transactConfig struct {
+	retries                int
+	backoffMin, backoffMax time.Duration
+}
+
+// WithRetries sets how many times Transact re-runs its function after a
+// failed precondition or an unknown commit result (default
+// DefaultTransactRetries); 0 makes one attempt only. Negative counts make
+// Transact fail with ErrInvalid.
+func WithRetries(n int) TransactOption { return func(c *transactConfig) { c.retries = n } }
+
+// WithBackoff sets the bounds of Transact's jittered exponential backoff
+// (default DefaultBackoffMin, DefaultBackoffMax): before the n-th re-run
+// (from 0) it waits a time drawn uniformly from [0, min(hi, lo << n)).
+// lo 0 re-runs at once. Negative bounds or lo > hi make Transact fail
+// with ErrInvalid.
+func WithBackoff(lo, hi time.Duration) TransactOption {
+	return func(c *transactConfig) { c.backoffMin, c.backoffMax = lo, hi }
+}
+
+func (c *transactConfig) check() error {
+	switch {
+	case c.retries < 0:
+		return fmt.Errorf("%w: transact: %d retries, want 0 or more", ErrInvalid, c.retries)
+	case c.backoffMin < 0 || c.backoffMax < c.backoffMin:
+		return fmt.Errorf("%w: transact: backoff [%v, %v], want 0 <= min <= max", ErrInvalid, c.backoffMin, c.backoffMax)
+	}
+	return nil
+}
+
+// Transact runs fn and applies the batch it returns to partition p of s,
+// the guarded read-modify-write that FoundationDB's Database.Transact and
+// bbolt's DB.Update run: when the batch fails a precondition, because
+// another writer changed a row fn read, Transact waits a jittered,
+// exponentially growing backoff (see WithBackoff) and runs fn again, up to
+// WithRetries times. fn never sees a failed precondition; its contract is
+// TransactFunc's.
+//
+// It returns the last outcome Apply reported (the zero BatchOutcome when
+// fn had nothing to write) and a nil error once a batch committed or fn
+// returned nothing to write. Otherwise the error says why, naming the
+// partition, never a value:
+//
+//   - fn failed: fn's error, as it is, after no write of this attempt;
+//   - every attempt failed a precondition: an error wrapping
+//     ErrPreconditionFailed that names the last failed precondition (its
+//     key, not its value), with that outcome;
+//   - the batch's deadline passed: an error wrapping ErrDeadlinePassed,
+//     with that outcome; it is not retried, as a re-run cannot commit
+//     earlier;
+//   - ctx ended (checked before each attempt and during each backoff):
+//     an error wrapping ctx's error;
+//   - Apply failed otherwise (ErrInvalid, ErrUnavailable, ErrCorrupt from
+//     a read): that error, wrapped, not retried; invalid options:
+//     ErrInvalid, before any I/O.
+//
+// Unknown commit results: when Apply reports ErrUnknownResult, the batch
+// may have landed. Transact re-runs fn, as after a failed precondition and
+// within the same retry budget, rather than replay a batch built for a
+// state that may be gone: fn re-reads, and finds its work done (returning
+// nil) or builds its batch afresh. That is only safe for a function that
+// recognises its own work (see TransactFunc): one that does not, such as
+// an increment guarded by the counter alone, applies twice when its first
+// batch landed. The same holds when the store resolves an unknown commit
+// itself by replaying the batch and reports PreconditionFailed for a batch
+// that committed (see Store.Apply): Transact re-runs fn then too. A key
+// the batch writes without guarding it can be written twice, with another
+// writer's commit in between, by the store's replay or by a re-run that
+// builds the same unguarded write: an unguarded put can overwrite that
+// writer's later value, and an unguarded delete can delete a row that
+// writer recreated. A key the batch guards cannot: a batch commits only
+// where every guard still holds. When Transact ends with an error other
+// than fn's after an unknown result, the error also wraps
+// ErrUnknownResult: an earlier batch may have landed, so the failure never
+// reads as "nothing written".
+//
+// Transact is safe for concurrent use; it does not retain the batches fn
+// returns.
+func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts ...TransactOption) (BatchOutcome, error) {
+	cfg := transactConfig{retries: DefaultTransactRetries, backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return BatchOutcome{}, err
+	}
+	if s == nil || fn == nil {
+		return BatchOutcome{}, fmt.Errorf("%w: transact on %s: nil store or function", ErrInvalid, PartitionName(p))
+	}
+	r := partitionReader{s: s, p: p}
+	var (
+		last    BatchOutcome
+		unknown error // the latest ErrUnknownResult an attempt ended with
+	)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := clock.Sleep(ctx, jitter(cfg.backoffMin, cfg.backoffMax, attempt-1)); err != nil {
+				return last, transactError(p, attempt, unknown, "ended during backoff: %w", err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return last, transactError(p, attempt, unknown, "%w", err)
+		}
+		b, err := fn(ctx, r)
+		if err != nil {
+			return last, err
+		}
+		if b == nil || b.Ops() == 0 && b.Wakeup == nil {
+			return BatchOutcome{}, nil
+		}
+		out, err := s.Apply(ctx, p, b)
+		switch {
+		case errors.Is(err, ErrUnknownResult):
+			unknown, last = err, BatchOutcome{}
+			if ctx.Err() != nil || attempt == cfg.retries {
+				return last, transactError(p, attempt+1, nil, "%w", err)
+			}
+			continue
+		case err != nil:
+			return out, transactError(p, attempt+1, unknown, "%w", err)
+		}
+		last = out
+		switch out.Outcome {
+		case Committed:
+			return out, nil
+		case DeadlinePassed:
+			return out, transactError(p, attempt+1, unknown, "%w at %v", ErrDeadlinePassed, out.Now)
+		case PreconditionFailed:
+			if attempt == cfg.retries {
+				return out, transactError(p, attempt+1, unknown, "%w: precondition %d, %v", ErrPreconditionFailed, out.FailedIndex, out.Failed)
+			}
+		default:
+			return out, transactError(p, attempt+1, unknown, "%w: store reported %v", ErrUnavailable, out.Outcome)
+		}
+	}
+}
+
+// transactError formats Transact's error after attempts attempts: the
+// partition, the cause, and unknown (when non-nil) also wrapped, so that
+// errors.Is finds both.
+func transactError(p Partition, attempts int, unknown error, format string, args ...any) error {
+	err := fmt.Errorf("store: transact on %s, %d attempts: "+format, append([]any{PartitionName(p), attempts}, args...)...)
+	if unknown != nil {
+		err = fmt.Errorf("%w (an earlier attempt may have landed: %w)", err, unknown)
+	}
+	return err
+}
+
+// jitter is the wait before re-run n (from 0): uniform in
+// [0, min(hi, lo << n)), "full jitter", which spreads writers that
+// collided on one row the most. lo << n is compared without overflow.
+func jitter(lo, hi time.Duration, n int) time.Duration {
+	ceil := hi
+	if lo <= hi>>n {
+		ceil = lo << n
+	}
+	if ceil <= 0 {
+		return 0
+	}
+	return rand.N(ceil)
+}
+
+// partitionReader is the Reader Transact hands its function.
+type partitionReader struct {
+	s Store
+	p Partition
+}
+
+func (r partitionReader) Partition() Partition { return r.p }
+
+func (r partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
+	return r.s.Get(ctx, r.p, key)
+}
+
+func (r partitionReader) GetMany(ctx context.Context, keys []Key) ([]Value, error) {
+	return r.s.GetMany(ctx, r.p, keys)
+}
+
+func (r partitionReader) Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error) {
+	return r.s.Scan(ctx, r.p, start, end, after, limit)
+}

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestJitterBounds: the n-th wait lies in [0, min(hi, lo << n)), without
+// overflow for any n, and reaches well into its range.
+func TestJitterBounds(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		lo, hi time.Duration
+		n      int
+		ceil   time.Duration
+	}{
+		{"first", 2 * time.Millisecond, time.Second, 0, 2 * time.Millisecond},
+		{"doubles", 2 * time.Millisecond, time.Second, 3, 16 * time.Millisecond},
+		{"capped", 2 * time.Millisecond, time.Second, 10, time.Second},
+		{"exactly at cap", time.Millisecond, 8 * time.Millisecond, 3, 8 * time.Millisecond},
+		{"shift past width", time.Millisecond, time.Second, 200, time.Second},
+		{"largest bounds", math.MaxInt64, math.MaxInt64, 5, math.MaxInt64},
+		{"zero lo", 0, time.Second, 7, 0},
+		{"zero", 0, 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var most time.Duration
+			for range 2000 {
+				d := jitter(c.lo, c.hi, c.n)
+				if d < 0 || (c.ceil == 0 && d != 0) || (c.ceil > 0 && d >= c.ceil) {
+					t.Fatalf("jitter(%v, %v, %d) = %v, want in [0, %v)", c.lo, c.hi, c.n, d, c.ceil)
+				}
+				most = max(most, d)
+			}
+			// 2000 uniform draws all below half the range: p = 2^-2000.
+			if c.ceil > 1 && most < c.ceil/2 {
+				t.Errorf("jitter(%v, %v, %d): largest of 2000 draws %v, want some in the upper half of [0, %v)", c.lo, c.hi, c.n, most, c.ceil)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package timers_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// BenchmarkSchedulerCommits counts the commits (Apply calls: on
+// FoundationDB each is a round trip) and reads a Tick spends per fired
+// partition, for partitions holding 1 and 64 due timers (each also holds
+// a timer a day ahead), with a Done handler. The counts are exact, not
+// timed: they need no statistics. One fired partition costs a claim, a
+// commit per timer, and nothing more when the release rides on the last
+// timer's outcome.
+func BenchmarkSchedulerCommits(b *testing.B) {
+	const partitions = 50
+	for _, due := range []int{1, 64} {
+		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
+			clk := clock.NewManualMs(now)
+			l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			counted := storetest.WithFaults(l)
+			s, err := timers.NewScheduler(timers.SchedulerConfig{
+				Store:          counted,
+				Registry:       registry(b, benchHandler{}),
+				ParsePartition: timers.ParseGenPartition,
+				Clock:          clk,
+				Logger:         slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			caps := l.Capabilities()
+			apply := func(p store.Partition, tm timers.Timer) {
+				batch := store.NewBatch()
+				if err := timers.Schedule(batch, caps, nil, tm); err != nil {
+					b.Fatal(err)
+				}
+				if out, err := l.Apply(ctx, p, batch); err != nil || !out.Committed() {
+					b.Fatalf("schedule: %v, %v", out, err)
+				}
+			}
+			for i := range partitions {
+				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAtMs: now + 86_400_000})
+			}
+			reads := []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodNextWake}
+			var commits, read, fired int
+			b.ReportAllocs()
+			for range b.N {
+				b.StopTimer()
+				for i := range partitions {
+					for j := range due {
+						apply(part(i), timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAtMs: now})
+					}
+				}
+				applies, before := counted.Calls(storetest.MethodApply), 0
+				for _, m := range reads {
+					before += counted.Calls(m)
+				}
+				b.StartTimer()
+				rep, err := s.Tick(ctx)
+				b.StopTimer()
+				if err != nil || rep.Claimed != partitions || rep.Timers.Fired != partitions*due {
+					b.Fatalf("Tick: %+v, %v", rep, err)
+				}
+				commits += counted.Calls(storetest.MethodApply) - applies
+				after := 0
+				for _, m := range reads {
+					after += counted.Calls(m)
+				}
+				read += after - before
+				fired += rep.Claimed
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(commits)/float64(fired), "commits/fired-partition")
+			b.ReportMetric(float64(read)/float64(fired), "reads/fired-partition")
+		})
+	}
+}

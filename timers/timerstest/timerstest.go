@@ -1,0 +1,198 @@
+// Package timerstest checks, in tests, the invariant that package timers
+// and its Scheduler keep under every race, fault and crash: every
+// partition that holds a timer has a due index entry at or before its
+// earliest timer's due time.
+package timerstest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Violation is one partition that breaks the invariant.
+type Violation struct {
+	Partition store.Partition
+	// Problem says what is wrong, in words.
+	Problem string
+	// WakeMs is the partition's due index entry (0: none).
+	WakeMs uint64
+	// EarliestDueMs is the due time of its earliest timer (0: none).
+	EarliestDueMs uint64
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s (wake %d, earliest timer due %d)", store.PartitionName(v.Partition), v.Problem, v.WakeMs, v.EarliestDueMs)
+}
+
+// Error is the error CheckDueIndex returns for violations: it lists them.
+type Error []Violation
+
+func (e Error) Error() string {
+	lines := make([]string, len(e))
+	for i, v := range e {
+		lines[i] = v.String()
+	}
+	return fmt.Sprintf("timerstest: %d partitions break the due index invariant:\n\t%s", len(e), strings.Join(lines, "\n\t"))
+}
+
+// CheckDueIndex checks partitions of s, which must implement
+// store.DueIndex, against the invariant. A timer is a row of the timer
+// class whose key parses and whose reference entry names it; a partition
+// breaks the invariant when
+//   - it holds a timer row (a timer or a corrupt row) and the due index
+//     lists no entry for it;
+//   - its entry is later than its earliest timer's due time (a due time
+//     of 0 counts as 1, the earliest wake time); under a scheduler lease,
+//     later than both that and the lease's expiry (the lease holder's
+//     release sets the entry; if the holder died, the partition is listed
+//     once the lease has expired), unless it is parked
+//     (timers.ParkedWakeMs): every scheduler tick lists parked partitions
+//     and claims those whose lease has expired;
+//   - it is parked without a lease row;
+//   - its wake time (NextWake) and its due index entry disagree.
+//
+// It returns an Error listing every violation, nil when there is none,
+// and the store's errors. It reads the whole due index and every timer of
+// the partitions: for tests, not for production stores.
+func CheckDueIndex(ctx context.Context, s store.Store, partitions []store.Partition) error {
+	due, ok := s.(store.DueIndex)
+	if !ok {
+		return fmt.Errorf("timerstest: store %T keeps no due index: %w", s, store.ErrInvalid)
+	}
+	listed, err := entries(ctx, due)
+	if err != nil {
+		return err
+	}
+	var bad Error
+	for _, p := range partitions {
+		v, err := check(ctx, s, due, listed, p)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			bad = append(bad, *v)
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+// entries lists the whole due index, by partition identity.
+func entries(ctx context.Context, due store.DueIndex) (map[string]uint64, error) {
+	const page = 512
+	out := make(map[string]uint64)
+	var after *store.DueEntry
+	for {
+		es, err := due.ScanDue(ctx, math.MaxUint64, after, page)
+		if err != nil {
+			return nil, fmt.Errorf("timerstest: list the due index: %w", err)
+		}
+		for _, e := range es {
+			if prev, dup := out[string(e.Partition)]; dup {
+				return nil, fmt.Errorf("timerstest: partition %x listed at %d and %d: %w", e.Partition, prev, e.AtMs, store.ErrCorrupt)
+			}
+			out[string(e.Partition)] = e.AtMs
+		}
+		if len(es) < page {
+			return out, nil
+		}
+		after = &es[len(es)-1]
+	}
+}
+
+func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[string]uint64, p store.Partition) (*Violation, error) {
+	id, err := p.AppendTuple(nil)
+	if err != nil {
+		return nil, fmt.Errorf("timerstest: %w", err)
+	}
+	wake, ok, err := due.NextWake(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("timerstest: wake time of %s: %w", store.PartitionName(p), err)
+	}
+	entry, inIndex := listed[string(id)]
+	if !ok {
+		wake = 0
+	}
+	if ok != inIndex || wake != entry {
+		return &Violation{Partition: p, Problem: fmt.Sprintf("wake time %d and due index entry %d disagree", wake, entry), WakeMs: entry}, nil
+	}
+	rows, earliest, err := timersOf(ctx, s, p)
+	if err != nil {
+		return nil, err
+	}
+	v := &Violation{Partition: p, WakeMs: entry, EarliestDueMs: earliest}
+	if rows > 0 && !inIndex {
+		v.Problem = fmt.Sprintf("holds %d timer rows and has no due index entry", rows)
+		return v, nil
+	}
+	lv, leased, err := s.Get(ctx, p, gen.AppendSchedulerLeaseKey(nil))
+	if err != nil {
+		return nil, fmt.Errorf("timerstest: lease of %s: %w", store.PartitionName(p), err)
+	}
+	var leaseMs uint64
+	if leased {
+		l, err := gen.DecodeSchedulerLeaseV1(lv)
+		if err != nil {
+			v.Problem = fmt.Sprintf("scheduler lease does not decode: %v", err)
+			return v, nil
+		}
+		leaseMs = l.ExpiresAtMs
+	}
+	switch {
+	case entry == timers.ParkedWakeMs && !leased:
+		v.Problem = "parked without a scheduler lease"
+		return v, nil
+	case entry == timers.ParkedWakeMs:
+	case earliest != 0 && entry > max(earliest, leaseMs):
+		v.Problem = "due index entry later than its earliest timer"
+		if leased {
+			v.Problem += fmt.Sprintf(" and its lease's expiry %d", leaseMs)
+		}
+		return v, nil
+	}
+	return nil, nil
+}
+
+// timersOf counts p's timer rows and returns the earliest due time of
+// its timers (0: none).
+func timersOf(ctx context.Context, s store.Store, p store.Partition) (rows int, earliest uint64, err error) {
+	start, end := gen.ClassRange(gen.TagTimerKey)
+	var after store.Cursor
+	found := false
+	for {
+		page, err := s.Scan(ctx, p, start, end, after, 256)
+		if err != nil {
+			return 0, 0, fmt.Errorf("timerstest: scan the timers of %s: %w", store.PartitionName(p), err)
+		}
+		rows += len(page.Entries)
+		for _, kv := range page.Entries {
+			tk, err := gen.ParseTimerKey(kv.Key)
+			if err != nil || found && tk.DueAtMs >= earliest {
+				continue
+			}
+			ref, err := timers.RefKey(timers.Kind(tk.Kind), tk.Reference)
+			if err != nil {
+				continue
+			}
+			v, ok, err := s.Get(ctx, p, ref)
+			if err != nil {
+				return 0, 0, fmt.Errorf("timerstest: read a timer reference of %s: %w", store.PartitionName(p), err)
+			}
+			if d, derr := timers.DecodeRef(v); ok && derr == nil && d == tk.DueAtMs {
+				earliest, found = max(tk.DueAtMs, 1), true
+			}
+		}
+		if page.Next == nil {
+			return rows, earliest, nil
+		}
+		after = page.Next
+	}
+}
