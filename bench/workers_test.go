@@ -342,6 +342,9 @@ type drainedHandler struct {
 
 func (h *drainedHandler) Kind() timers.Kind { return h.inner.Kind() }
 
+// ReservedKind is the relay's: the wrapper registers the library's kind.
+func (h *drainedHandler) ReservedKind() bool { return h.inner.ReservedKind() }
+
 func (h *drainedHandler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	f, err := h.inner.Fire(ctx, c, t)
 	if _, ok := f.(timers.Done); ok && err == nil {

@@ -41,10 +41,11 @@ import (
 //     commit that landed and one that did not, and latency on every
 //     Begin, read and commit (MVCCOptions).
 //
-// Every error it raises is an FDBError (commit errors after which the
-// commit may have landed, 1021, also wrap store.ErrUnknownResult), so the
-// Layer handles them as it handles the FoundationDB engine's. Stats counts
-// commits, conflicts and retries.
+// Each of those conditions is an FDBError carrying FoundationDB's code
+// (and a commit error after which the commit may have landed, 1021, also
+// wraps store.ErrUnknownResult), so the Layer handles them as it handles
+// the FoundationDB engine's; a context's end is its error, a closed engine
+// ErrClosed. Stats counts commits, conflicts and retries.
 //
 // All methods are safe for concurrent use; transactions never wait for
 // each other (a read waits only for the instant a commit takes to check
