@@ -56,4 +56,3 @@ func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
 	require.NotErrorIs(t, err, store.ErrUnavailable)
 	_ = l.Close() // the broken file cannot close cleanly
 }
-
