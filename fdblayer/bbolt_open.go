@@ -92,28 +92,30 @@ func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
 	if err != nil {
 		return nil, boltOpenError(path, err)
 	}
-	if o.MustExist {
-		err = db.View(func(tx *bolt.Tx) error {
-			if tx.Bucket(boltBucket) == nil {
-				return fmt.Errorf("fdblayer: open bbolt %s: %w: a bbolt file without the %q bucket, not a database of this library", path, store.ErrInvalid, boltBucket)
-			}
-			return nil
+	// A file that has the bucket is opened without a write, so opening
+	// and closing a database changes nothing in it.
+	var exists bool
+	_ = db.View(func(tx *bolt.Tx) error {
+		exists = tx.Bucket(boltBucket) != nil
+		return nil
+	})
+	switch {
+	case exists:
+	case o.MustExist:
+		_ = db.Close()
+		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: a bbolt file without the %q bucket, not a database of this library", path, store.ErrInvalid, boltBucket)
+	default:
+		err = db.Update(func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists(boltBucket)
+			return err
 		})
 		if err != nil {
 			_ = db.Close()
-			return nil, err
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %q is not a bucket", path, store.ErrCorrupt, boltBucket)
+			}
+			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
 		}
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(boltBucket)
-		return err
-	})
-	if err != nil {
-		_ = db.Close()
-		if errors.Is(err, berrors.ErrIncompatibleValue) {
-			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %q is not a bucket", path, store.ErrCorrupt, boltBucket)
-		}
-		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
 	}
 	return &BoltEngine{db: db}, nil
 }

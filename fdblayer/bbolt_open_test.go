@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mkit-dev/mkitfdb/internal/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -46,7 +47,7 @@ func TestBoltOpenErrors(t *testing.T) {
 		{"must exist, foreign bbolt", foreign, true, []error{store.ErrInvalid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := snapshotPath(t, tc.path)
+			before := testpath.Snapshot(t, tc.path)
 			_, err := OpenBoltEngine(tc.path, BoltOptions{MustExist: tc.mustExist})
 			require.Error(t, err)
 			for _, w := range tc.want {
@@ -54,7 +55,7 @@ func TestBoltOpenErrors(t *testing.T) {
 			}
 			require.NotErrorIs(t, err, store.ErrUnavailable)
 			require.Contains(t, err.Error(), tc.path)
-			require.Equal(t, before, snapshotPath(t, tc.path), "the path changed")
+			require.Equal(t, before, testpath.Snapshot(t, tc.path), "the path changed")
 		})
 	}
 }
@@ -125,7 +126,7 @@ func TestBoltOpenLocked(t *testing.T) {
 }
 
 // TestBoltOpenMustExistReopens: MustExist opens a database this library
-// wrote, with its rows.
+// wrote, with its rows, and opening and reading it writes nothing.
 func TestBoltOpenMustExistReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.bbolt")
 	e, err := OpenBoltEngine(path, BoltOptions{})
@@ -135,38 +136,11 @@ func TestBoltOpenMustExistReopens(t *testing.T) {
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
 	require.NoError(t, l.Close())
 
+	before := testpath.Snapshot(t, path)
 	e, err = OpenBoltEngine(path, BoltOptions{MustExist: true})
 	require.NoError(t, err)
 	l = openLayer(t, e)
 	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, l, p, nil, nil, 10))
-}
-
-// pathState is what snapshotPath saw at a path.
-type pathState struct {
-	exists  bool
-	mode    fs.FileMode
-	size    int64
-	modTime time.Time
-	data    string // a regular file's bytes, a directory's names
-}
-
-func snapshotPath(t *testing.T, path string) pathState {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		return pathState{}
-	}
-	s := pathState{exists: true, mode: fi.Mode(), size: fi.Size(), modTime: fi.ModTime()}
-	if fi.IsDir() {
-		names, err := os.ReadDir(path)
-		require.NoError(t, err)
-		for _, n := range names {
-			s.data += n.Name() + "\n"
-		}
-	} else {
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		s.data = string(b)
-	}
-	return s
+	require.NoError(t, l.Close())
+	require.Equal(t, before, testpath.Snapshot(t, path), "opening, reading and closing wrote to the file")
 }
