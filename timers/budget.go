@@ -8,15 +8,14 @@ import (
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
 
-// Defaults of a Budget and of RunDue's options. The reference's TickBudget
-// does not show its defaults; these are our choice. A scheduler's lease on
+// Defaults of a Budget and of RunDue's options. A scheduler's lease on
 // a partition should outlast DefaultMaxDuration plus the longest single
 // fire, since the duration is checked between fires.
 const (
 	DefaultMaxTimers   = 64
 	DefaultMaxDuration = 15 * time.Second
-	// DefaultPageSize is the most timer rows one scan page reads (the
-	// reference relay's SCAN_PAGE_ROWS).
+	// DefaultPageSize is the most timer rows one scan page reads (as
+	// relay.ScanPageRows).
 	DefaultPageSize = 64
 )
 
@@ -29,8 +28,8 @@ type Budget struct {
 	MaxDuration time.Duration
 }
 
-// DefaultBudget is the budget of a run that names none (the reference's
-// TickBudget::default()); Budget{} means the same.
+// DefaultBudget is the budget of a run that names none; Budget{} means
+// the same.
 var DefaultBudget = Budget{MaxTimers: DefaultMaxTimers, MaxDuration: DefaultMaxDuration}
 
 func (b Budget) withDefaults() Budget {
