@@ -24,36 +24,36 @@ func emitDoc(f *File, s *schema) {
 			partitions = append(partitions, d.Name)
 		}
 	}
-	pkg := s.pkg
 	var b strings.Builder
-	fmt.Fprintf(&b, "Package %s holds the Go types and codecs cmd/codegen generates from a\n", pkg)
-	b.WriteString("schema package (the one whose //go:generate line names this directory).\n")
-	b.WriteString("Edit the schema, not this package: go generate rewrites it.\n")
-	if len(keys) > 0 {
-		fmt.Fprintf(&b, "\nKey classes (%s): for a class K, AppendK(dst, fields...) appends its key\n", list(keys))
-		b.WriteString("(a FoundationDB tuple: the class tag, then the fields, so byte order is\n")
-		b.WriteString("field order; no allocation when dst has room), K.AppendKey does the same\n")
-		b.WriteString("for a value, ParseK parses one, ParseKey parses a key of any class and\n")
-		b.WriteString("ClassRange(tag) is the range that holds a class.\n")
-	}
-	if len(records) > 0 {
-		fmt.Fprintf(&b, "\nRecords (%s): for a record R, AppendR and EncodeR encode a value after\n", list(records))
-		b.WriteString("checking every rule of the schema (an error wrapping wire.ErrInvalid\n")
-		b.WriteString("otherwise, nothing appended); DecodeR decodes strictly: truncated input,\n")
-		b.WriteString("trailing bytes, an unknown version, variant or enum value, a length over\n")
-		b.WriteString("its bound or a broken rule is an error wrapping wire.ErrCorrupt that\n")
-		b.WriteString("names the record, the field and the reason, and no input makes a decoder\n")
-		b.WriteString("panic. Decoded []byte fields alias the input; DecodeRInto decodes into a\n")
-		b.WriteString("value, reusing its slices.\n")
-	}
-	if len(identities) > 0 {
-		fmt.Fprintf(&b, "\nIdentities (%s) are valid by construction: NewX validates a\n", list(identities))
-		b.WriteString("name (an error wrapping wire.ErrInvalid), MustX panics instead, for\n")
-		b.WriteString("constants; every value but the zero one is valid.\n")
-	}
-	if len(partitions) > 0 {
-		fmt.Fprintf(&b, "\nPartition unions (%s): each variant is a store.Partition, identified\n", list(partitions))
-		b.WriteString("by its tuple encoding.\n")
+	fmt.Fprintf(&b, "Package %s holds the Go types and codecs cmd/codegen generates from a "+
+		"schema package (the one whose //go:generate line names this directory). "+
+		"Edit the schema, not this package: go generate rewrites it.\n", s.pkg)
+	for _, para := range []struct {
+		names []string
+		text  string
+	}{
+		{keys, "Key classes (%s): for a class K, AppendK(dst, fields...) appends its key " +
+			"(a FoundationDB tuple: the class tag, then the fields, so byte order is field order; " +
+			"no allocation when dst has room), K.AppendKey does the same for a value, ParseK " +
+			"parses one, ParseKey parses a key of any class and ClassRange(tag) is the range " +
+			"that holds a class."},
+		{records, "Records (%s): for a record R, AppendR and EncodeR encode a value after " +
+			"checking every rule of the schema (an error wrapping wire.ErrInvalid otherwise, " +
+			"nothing appended); DecodeR decodes strictly: truncated input, trailing bytes, an " +
+			"unknown version, variant or enum value, a length over its bound or a broken rule " +
+			"is an error wrapping wire.ErrCorrupt that names the record, the field and the " +
+			"reason, and no input makes a decoder panic. Decoded []byte fields alias the input; " +
+			"DecodeRInto decodes into a value, reusing its slices."},
+		{identities, "Identities (%s) are valid by construction: NewX validates a name (an " +
+			"error wrapping wire.ErrInvalid), MustX panics instead, for constants; every value " +
+			"but the zero one is valid."},
+		{partitions, "Partition unions (%s): each variant is a store.Partition, identified by " +
+			"its tuple encoding."},
+	} {
+		if len(para.names) > 0 {
+			b.WriteString("\n")
+			fmt.Fprintf(&b, para.text+"\n", list(para.names))
+		}
 	}
 	b.WriteString("\nEvery function is safe for concurrent use.")
 	for _, line := range wrap(b.String(), 76) {

@@ -41,14 +41,10 @@ func TestRunRelaysEveryRowExactlyOnce(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{
-		"database: " + db + " (new)",
+	contains(t, out,
+		"database: "+db+" (new)",
 		"end check over 1 run: 450 rows (1,800 target puts) and 12 high-water marks: every row delivered exactly once",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // TestRunAgainResumesAndChecksEveryRun: a second run on a finished
@@ -62,16 +58,12 @@ func TestRunAgainResumesAndChecksEveryRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("second run: exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{
+	contains(t, out,
 		"(resumed after 1 run: 450 rows relayed and checked; this run adds 50 per source)",
 		"plan: 3 sources x 200 rows to 4 targets, run 2",
 		"this run queued 150 rows",
 		"end check over 2 runs: 600 rows (2,400 target puts) and 12 high-water marks",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // TestInterruptedRunResumes: a run whose context ends mid-way prints a
@@ -85,25 +77,17 @@ func TestInterruptedRunResumes(t *testing.T) {
 	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d:\n%s", code, exitInterrupted, w)
 	}
-	for _, want := range []string{"interrupted after ", "closed cleanly; run again with -db " + db + " to resume"} {
-		if !strings.Contains(w.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, w)
-		}
-	}
+	contains(t, w.String(), "interrupted after ", "closed cleanly; run again with -db "+db+" to resume")
 	// The next run finishes the interrupted one (no -rows more).
 	code, out, errOut := runDemo(t, t.Context(), "-db", db, "-rows", "1", "-nosync")
 	if code != exitOK {
 		t.Fatalf("resumed run: exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{
+	contains(t, out,
 		"(resumed: the last run was interrupted with ",
 		"plan: 2 sources x 3,000 rows to 10 targets, run 2",
 		"end check over 2 runs: 6,000 rows (24,000 target puts) and 20 high-water marks",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // cancelOn is an output that cancels once it has seen `after`.
@@ -215,5 +199,15 @@ func TestSecondProcessIsToldTheLockAndSignalStopsCleanly(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(w.String(), "(resumed: the last run was interrupted with ") ||
 		!strings.Contains(w.String(), "plan: 1 sources x 1,000,000 rows to 10 targets, run 2") {
 		t.Errorf("resumed run: exit %d:\n%s", code, w)
+	}
+}
+
+// contains fails t for each of wants that out lacks.
+func contains(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
