@@ -211,3 +211,40 @@ func contains(t *testing.T, out string, wants ...string) {
 		}
 	}
 }
+
+// TestKilledProcessResumes: a demo process killed outright (no summary,
+// no clean close) leaves a database the next run resumes and finishes,
+// its end check covering both runs.
+func TestKilledProcessResumes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	cmd := exec.Command(os.Args[0], "-db", db, "-sources", "2", "-rows", "1500", "-nosync", "-progress", "5ms")
+	cmd.Env = append(os.Environ(), "DEMO_TEST_MAIN=1")
+	var out testlog.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "progress: queued ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo showed no progress in a minute:\n%s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), "end check") {
+		t.Fatalf("the demo finished before it was killed:\n%s", out.String())
+	}
+	code, stdout, errOut := runDemo(t, t.Context(), "-db", db, "-nosync")
+	if code != exitOK {
+		t.Fatalf("resumed run: exit %d: %s%s", code, stdout, errOut)
+	}
+	contains(t, stdout,
+		"(resumed: the last run was interrupted with ",
+		"end check over 2 runs: 3,000 rows (12,000 target puts) and 20 high-water marks",
+	)
+}
