@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -32,58 +30,6 @@ type BoltEngine struct {
 
 // boltBucket names the one bucket.
 var boltBucket = []byte("mkitfdb")
-
-// DefaultBoltLockTimeout is how long OpenBoltEngine waits for another
-// process to release the file when BoltOptions.LockTimeout is zero.
-const DefaultBoltLockTimeout = 5 * time.Second
-
-// BoltOptions configures OpenBoltEngine. The zero value syncs every commit.
-type BoltOptions struct {
-	// NoSync skips the fsync after each commit: much faster, but a machine
-	// crash (not a process crash) can lose recent commits or corrupt the
-	// file. Set it only for data that can be rebuilt.
-	NoSync bool
-	// LockTimeout bounds the wait for the file lock (bbolt allows one
-	// process per file); zero means DefaultBoltLockTimeout.
-	LockTimeout time.Duration
-	// FileMode is the mode of a new file; zero means 0600.
-	FileMode os.FileMode
-
-	// openFile replaces os.OpenFile; tests use it to break the file.
-	openFile func(string, int, os.FileMode) (*os.File, error)
-}
-
-// OpenBoltEngine opens (creating if needed) the bbolt file at path. It
-// fails with an error wrapping store.ErrCorrupt when the file is not a
-// bbolt file of this library, and store.ErrUnavailable when it cannot be
-// opened or locked in time.
-func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultBoltLockTimeout
-	}
-	if o.FileMode == 0 {
-		o.FileMode = 0o600
-	}
-	db, err := bolt.Open(path, o.FileMode, &bolt.Options{Timeout: o.LockTimeout, NoSync: o.NoSync, OpenFile: o.openFile})
-	if err != nil {
-		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
-			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrCorrupt, err)
-		}
-		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(boltBucket)
-		return err
-	})
-	if err != nil {
-		_ = db.Close()
-		if errors.Is(err, berrors.ErrIncompatibleValue) {
-			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %q is not a bucket", path, store.ErrCorrupt, boltBucket)
-		}
-		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
-	}
-	return &BoltEngine{db: db}, nil
-}
 
 // Begin starts a write transaction, waiting for the current writer to
 // finish (bbolt's wait does not observe ctx). It fails when ctx is done or

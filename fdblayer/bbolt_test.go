@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,23 +55,4 @@ func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrUnknownResult)
 	require.NotErrorIs(t, err, store.ErrUnavailable)
 	_ = l.Close() // the broken file cannot close cleanly
-}
-
-// TestBoltOpenErrors: a file that is not bbolt is ErrCorrupt; one another
-// handle holds is ErrUnavailable after the lock timeout.
-func TestBoltOpenErrors(t *testing.T) {
-	dir := t.TempDir()
-	junk := filepath.Join(dir, "junk")
-	require.NoError(t, os.WriteFile(junk, make([]byte, 64<<10), 0o600))
-	_, err := OpenBoltEngine(junk, BoltOptions{})
-	require.ErrorIs(t, err, store.ErrCorrupt)
-
-	path := filepath.Join(dir, "store.bbolt")
-	e, err := OpenBoltEngine(path, BoltOptions{})
-	require.NoError(t, err)
-	defer e.Close()
-	start := time.Now()
-	_, err = OpenBoltEngine(path, BoltOptions{LockTimeout: 50 * time.Millisecond})
-	require.ErrorIs(t, err, store.ErrUnavailable)
-	require.Less(t, time.Since(start), 5*time.Second)
 }

@@ -18,6 +18,12 @@ var (
 	// ErrRetriesExhausted: a retryable engine error (a conflict, an unknown
 	// commit result) persisted through the Layer's whole retry budget.
 	ErrRetriesExhausted = errors.New("fdblayer: retries exhausted")
+
+	// ErrLocked: OpenBoltEngine could not take the file's lock in time
+	// because another handle (another process, or another open in this one)
+	// holds it. It comes with store.ErrUnavailable: the file is fine and
+	// opens once the holder closes it.
+	ErrLocked = errors.New("fdblayer: bbolt file locked by another process")
 )
 
 // storeSentinels are the errors of the Store contract; every error the

@@ -66,7 +66,7 @@ func WithRootPrefix(prefix []byte) Option {
 }
 
 // WithMaxBatchOps sets Capabilities.MaxBatchOps (default
-// store.DefaultMaxBatchOps, the original's 100-operation transaction).
+// store.DefaultMaxBatchOps, 100).
 // FoundationDB itself bounds a transaction by bytes and time, not by
 // operations; raising the cap lowers MaxBatchBytes, which keeps room for
 // every operation's key overhead.

@@ -15,8 +15,7 @@ const (
 	AckFixedOps = 2
 )
 
-// Acks plans the acknowledgment of delivered terminal outcomes (the
-// reference's plan_ack): per row, the reservation must still hold the
+// Acks plans the acknowledgment of delivered terminal outcomes: per row, the reservation must still hold the
 // value that was delivered, and the reservation and its pending index row
 // are deleted; the backlog is guarded once, at the value read just before
 // planning, and rewritten once, deleted when no rows remain. Acknowledging

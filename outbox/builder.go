@@ -12,7 +12,7 @@ import (
 // Builder appends relay rows and terminal outcome rows to one partition's
 // outbox, allocating their sequences from the observed outbox sequence,
 // and finishes them into a batch with the guards that make the append
-// atomic (the reference's OutboxBuilder). Every append checks its bounds
+// atomic. Every append checks its bounds
 // first and, when one is broken, fails with an error wrapping
 // store.ErrInvalid and appends nothing. A Builder is not safe for
 // concurrent use.

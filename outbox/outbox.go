@@ -1,8 +1,8 @@
 // Package outbox writes a partition's outbox: relay rows (writes queued
 // for a target partition, delivered in sequence order by the relay) and
 // terminal outcome rows (reservations that reached a terminal state,
-// pushed to a sink by outcome delivery). It is the reference's
-// OutboxBuilder, guard and plan_ack.
+// pushed to a sink by outcome delivery), and plans the acknowledgment of
+// delivered outcomes (Acks).
 //
 // # Rows
 //
@@ -42,7 +42,7 @@ import (
 
 // MaxRelayWrites bounds the puts plus deletes of one relay row: with the
 // target's high-water guard and put, a row always fits one target batch of
-// store.DefaultMaxBatchOps (the reference's MAX_RELAY_PUTS).
+// store.DefaultMaxBatchOps.
 const MaxRelayWrites = gen.MaxRelayV1Puts
 
 // Observed is what a writer read before building: the stored values, nil

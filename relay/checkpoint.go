@@ -156,7 +156,7 @@ func (ck *checkpointer) advance(ctx context.Context, seq uint64, g *group, block
 	}
 	if !ck.fits(stateBytes, del) {
 		if len(ck.dels) == 0 {
-			// Nothing to flush first: as in the reference, the fire
+			// Nothing to flush first: the fire
 			// retries (only capabilities too small for a scan state and
 			// one deletion get here).
 			return false, nil

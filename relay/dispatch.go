@@ -175,7 +175,7 @@ func (f *fire) deliverTarget(ctx context.Context, g *group, limit int, apply boo
 // fit one target batch whose high-water guard costs guardBytes (the key,
 // and the observed value if any): the batch of their writes, the guard and
 // the new mark must pass Validate(target Full capabilities) and hold at
-// most MaxRelayWrites row writes (the reference's fitting_prefix).
+// most MaxRelayWrites row writes.
 func (f *fire) fitting(costs []rowCost, guardBytes int) int {
 	caps := &f.targetCaps
 	if len(f.rh) > caps.MaxKeyBytes || guardBytes-len(f.rh) > caps.MaxValueBytes || hwValueBytes > caps.MaxValueBytes {

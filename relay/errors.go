@@ -9,7 +9,7 @@ import (
 
 // ErrHookCapacity is what a Hook's BeforeApply returns (or wraps) when its
 // additions do not fit the target batch it was given: the relay then tries
-// again with half the rows (the reference's AUDIT_CAPACITY). For a single
+// again with half the rows. For a single
 // row it blocks the target, like any hook failure. It wraps
 // store.ErrInvalid.
 var ErrHookCapacity = fmt.Errorf("relay: hook additions exceed the target batch: %w", store.ErrInvalid)

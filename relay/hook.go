@@ -19,7 +19,7 @@ type Row struct {
 
 // Hook extends the relay's target batches atomically: whatever it adds to
 // a batch lands together with the rows' writes and the high-water mark,
-// or not at all (the reference's RelayHook). The rows a hook is shown are
+// or not at all. The rows a hook is shown are
 // consecutive undelivered rows of one target, in sequence order; a call
 // may be repeated with fewer rows. Any error blocks the target for the
 // rest of the cycle, except ErrHookCapacity from BeforeApply, which asks

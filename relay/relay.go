@@ -1,7 +1,7 @@
 // Package relay drains a source partition's outbox: it delivers queued
 // relay rows (outbox.Builder.Relay) to their target partitions, in
 // sequence order per target, exactly once in effect, and deletes them from
-// the source. It is the reference's RelayHandler (relay/deliver.rs).
+// the source.
 //
 // # Rows
 //
@@ -35,21 +35,16 @@
 // two runs of one partition race each other's guards, which keep delivery
 // exactly-once in effect (a scheduler's lease keeps them apart).
 //
-// Design note: sizes are accounted, not re-validated. The reference finds
-// the largest prefix that fits one target batch by cloning the growing
-// batch and validating it once per row, and sizes its checkpoints the same
-// way, which is quadratic in the window. Here each row's operations and
-// bytes are computed once, when it is decoded, and prefixes and checkpoint
-// batches are sized by running sums against the same limits Validate
-// checks; the one batch that is applied is still validated for real.
-//
-// Where the port departs from the reference, on purpose: the outbox
-// sequence and the scan state are read in one GetMany (one snapshot, where
-// the reference makes two reads); a target batch is validated against the
-// target store's Capabilities().Full() plus the hook's ReservedOps for
-// every kind of target (the reference kept the store's reservation for
-// ref-index targets only, for its own audit hook); and a row that cannot
-// fit one target batch is logged wherever that is found.
+// Sizes are accounted, not re-validated: each row's operations and bytes
+// are computed once, when it is decoded, and the largest prefix that fits
+// one target batch, and each checkpoint, are sized by running sums against
+// the same limits Validate checks (cloning the growing batch and
+// validating it per row would be quadratic in the window); the one batch
+// that is applied is still validated for real. The outbox sequence and the
+// scan state are read in one GetMany (one snapshot); a target batch is
+// validated against the target store's Capabilities().Full() plus the
+// hook's ReservedOps for every kind of target; and a row that cannot fit
+// one target batch is logged wherever that is found.
 package relay
 
 import (
@@ -66,33 +61,30 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// Bounds of one fire. The reference sizes them for a 128 MiB Worker
-// isolate; they are kept, and MaxBytes is configurable (Budget).
+// Bounds of one fire, sized for a process of modest memory (a 128 MiB
+// isolate); MaxBytes is configurable (Budget).
 const (
 	// DefaultMaxBytes bounds the encoded bytes (keys and values) of the
-	// queued rows one fire reads (the reference's MAX_FIRE_BYTES). A
-	// first row larger than this is still read, alone.
+	// queued rows one fire reads. A first row larger than this is still
+	// read, alone.
 	DefaultMaxBytes = 4 << 20
-	// ScanPageRows is the most rows one scan page of the queue reads
-	// (the reference's SCAN_PAGE_ROWS).
+	// ScanPageRows is the most rows one scan page of the queue reads.
 	ScanPageRows = 64
 	// MaxHookReadKeys bounds the keys of one target snapshot, the
-	// high-water key included (the reference's MAX_HOOK_READ_KEYS): a
-	// hook that declares more gets fewer rows per batch.
+	// high-water key included: a hook that declares more gets fewer rows
+	// per batch.
 	MaxHookReadKeys = 9
-	// MaxBlockedTargets bounds the targets blocked in one cycle (the
-	// reference's MAX_BLOCKED_TARGETS); at the cap the cycle ends and the
-	// next starts from the head.
+	// MaxBlockedTargets bounds the targets blocked in one cycle; at the
+	// cap the cycle ends and the next starts from the head.
 	MaxBlockedTargets = gen.MaxRelayScanV1Blocked
 	// MaxRelayWrites bounds the row writes (puts and deletes) of one target
-	// batch, so that with the high-water guard and put it stays within the
-	// original's 100-operation transaction (the reference's
-	// MAX_RELAY_PUTS): the bound the outbox writer puts on one row.
+	// batch, so that with the high-water guard and put it stays within a
+	// 100-operation batch (store.DefaultMaxBatchOps): the bound the outbox
+	// writer puts on one row.
 	MaxRelayWrites = outbox.MaxRelayWrites
 )
 
-// Defaults of a Budget. The reference does not show RelayBudget's
-// defaults; these are our choice. FoundationDB bounds each target batch
+// Defaults of a Budget. FoundationDB bounds each target batch
 // (one transaction) by 5 seconds and 10,000,000 bytes, not a fire: a
 // fire's length is bounded by the run's context.
 const (
@@ -104,9 +96,7 @@ const (
 )
 
 // DefaultLagBound is the age of a queued row past which a fire logs a
-// warning and counts telemetry.MetricRelayLagExceeded (the reference's
-// RELAY_LAG_BOUND_MS, whose value it does not show: one minute is our
-// choice).
+// warning and counts telemetry.MetricRelayLagExceeded.
 const DefaultLagBound = time.Minute
 
 // Budget bounds one fire. A zero field takes its default. A fire cut by
@@ -122,9 +112,8 @@ type Budget struct {
 	MaxTargets int
 	// MaxTargetCalls, when positive, bounds the target store calls
 	// (snapshot reads and applies) per target, at least 2, and per fire,
-	// that times MaxTargets. Zero means no bound (the reference's None):
-	// the bound existed for a Worker's subrequest budget, which
-	// FoundationDB does not have.
+	// that times MaxTargets. Zero means no bound: the bound is for hosts
+	// that limit requests per invocation, which FoundationDB does not.
 	MaxTargetCalls int
 	// MaxBytes bounds the encoded bytes of the rows a fire reads (default
 	// DefaultMaxBytes).

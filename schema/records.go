@@ -29,8 +29,7 @@ type RelayPut struct {
 
 // RelayScanV1 is the relay's resumable scan over its queued rows: the
 // cycle's end sequence, the last sequence checkpointed, and the targets
-// blocked for the rest of the cycle (sorted, at most 16: the reference's
-// MAX_BLOCKED_TARGETS).
+// blocked for the rest of the cycle (sorted, at most 16).
 //
 //mk:record version=1
 type RelayScanV1 struct {

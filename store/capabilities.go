@@ -3,8 +3,7 @@ package store
 import "fmt"
 
 // DefaultMaxBatchOps is the operation cap of a batch (preconditions plus
-// writes) unless a store is configured otherwise: the original's
-// 100-operation transaction. FoundationDB itself bounds a transaction by
+// writes) unless a store is configured otherwise. FoundationDB itself bounds a transaction by
 // bytes (10,000,000) and time (5 s), not by operation count; the cap keeps
 // batches far from both and keeps handler bounds portable.
 const DefaultMaxBatchOps = 100

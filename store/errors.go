@@ -16,7 +16,10 @@ var (
 	// limit, an empty batch, a key or value over its bound, a malformed or
 	// foreign cursor, a partition identity that cannot encode. Returned before
 	// any I/O; nothing was written. It is the same sentinel generated codecs
-	// wrap for values that cannot encode.
+	// wrap for values that cannot encode. An engine's open wraps it for a
+	// configuration the user must change, such as a database path whose
+	// directory is missing or that the process may not write: retrying does
+	// not help, unlike ErrUnavailable.
 	ErrInvalid = wire.ErrInvalid
 
 	// ErrCorrupt: stored bytes do not decode. It is the same sentinel

@@ -8,16 +8,15 @@ import (
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
 
-// Defaults of a Budget and of RunDue's options. The reference's TickBudget
-// does not show its defaults; these are our choice. A scheduler's lease on
+// Defaults of a Budget and of RunDue's options. A scheduler's lease on
 // a partition should outlast DefaultMaxDuration plus the longest single
 // fire, since the duration is checked between fires.
 const (
 	DefaultMaxTimers   = 64
 	DefaultMaxDuration = 15 * time.Second
-	// DefaultPageSize bounds the timer rows of one scan page (the
-	// reference relay's SCAN_PAGE_ROWS); a page reads one row more, to
-	// tell whether its last due timer is the partition's last.
+	// DefaultPageSize bounds the timer rows of one scan page (as
+	// relay.ScanPageRows); a page reads one row more, to tell whether its
+	// last due timer is the partition's last.
 	DefaultPageSize = 64
 	// DefaultHeldBackoff is how long a timer waits that no handler can
 	// fire now (see WithHeldBackoff).
@@ -34,8 +33,8 @@ type Budget struct {
 	MaxDuration time.Duration
 }
 
-// DefaultBudget is the budget of a run that names none (the reference's
-// TickBudget::default()); Budget{} means the same.
+// DefaultBudget is the budget of a run that names none; Budget{} means
+// the same.
 var DefaultBudget = Budget{MaxTimers: DefaultMaxTimers, MaxDuration: DefaultMaxDuration}
 
 func (b Budget) withDefaults() Budget {

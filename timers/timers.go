@@ -65,11 +65,9 @@ const (
 
 // The library's timer kinds, in the reserved range.
 const (
-	// KindRelay is the outbox relay's timer (reference ""). The reference
-	// imports its kinds from a registry it does not show; 7 is our choice.
+	// KindRelay is the outbox relay's timer (reference "").
 	KindRelay Kind = 7
-	// KindOutcomeDelivery is the outcome-delivery timer (reference ""):
-	// kind 8, as in the reference.
+	// KindOutcomeDelivery is the outcome-delivery timer (reference "").
 	KindOutcomeDelivery Kind = 8
 )
 
@@ -102,8 +100,7 @@ func (k Kind) checkUsable(reserved bool) error {
 func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
 
 // RetryBackoffMs is how long a timer waits after a Retry, or after its
-// handler failed, before it is due again (the reference's RETRY_BACKOFF_MS,
-// whose value the reference does not show: one second is our choice).
+// handler failed, before it is due again.
 const RetryBackoffMs uint64 = 1_000
 
 // Timer is a timer to write: its identity (Kind, Reference), its due time

@@ -112,6 +112,7 @@ type typeRef struct {
 type schema struct {
 	Decls  []*decl // in source order
 	byName map[string]*decl
+	pkg    string // the generated package's name, set by generate
 }
 
 // keys returns the key classes in source order.

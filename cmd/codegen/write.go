@@ -23,6 +23,7 @@ var outputs = []struct {
 	name string
 	emit func(f *jen.File, s *schema)
 }{
+	{"doc.go", emitDoc},
 	{"types.go", emitTypes},
 	{"records.go", emitRecords},
 	{"keys.go", emitKeys},
@@ -38,6 +39,7 @@ func generate(dir, pkg string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.pkg = pkg
 	files := map[string][]byte{}
 	for _, out := range outputs {
 		f := jen.NewFile(pkg)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/dave/jennifer/jen"
+)
+
+// emitDoc writes the generated package's doc: what it holds, named from
+// the schema, and the contract every generated function keeps, so that
+// `go doc` on any generated package explains it without the generator.
+func emitDoc(f *File, s *schema) {
+	var keys, records, identities, partitions []string
+	for _, d := range s.Decls {
+		switch {
+		case d.Key:
+			keys = append(keys, d.Name)
+		case d.Record:
+			records = append(records, d.Name)
+		case d.Kind == kindIdentity:
+			identities = append(identities, d.Name)
+		case d.Kind == kindUnion && d.Partition:
+			partitions = append(partitions, d.Name)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Package %s holds the Go types and codecs cmd/codegen generates from a "+
+		"schema package (the one whose //go:generate line names this directory). "+
+		"Edit the schema, not this package: go generate rewrites it.\n", s.pkg)
+	for _, para := range []struct {
+		names []string
+		text  string
+	}{
+		{keys, "Key classes (%s): for a class K, AppendK(dst, fields...) appends its key " +
+			"(a FoundationDB tuple: the class tag, then the fields, so byte order is field order; " +
+			"no allocation when dst has room), K.AppendKey does the same for a value, ParseK " +
+			"parses one, ParseKey parses a key of any class and ClassRange(tag) is the range " +
+			"that holds a class."},
+		{records, "Records (%s): for a record R, AppendR and EncodeR encode a value after " +
+			"checking every rule of the schema (an error wrapping wire.ErrInvalid otherwise, " +
+			"nothing appended); DecodeR decodes strictly: truncated input, trailing bytes, an " +
+			"unknown version, variant or enum value, a length over its bound or a broken rule " +
+			"is an error wrapping wire.ErrCorrupt that names the record, the field and the " +
+			"reason, and no input makes a decoder panic. Decoded []byte fields alias the input; " +
+			"DecodeRInto decodes into a value, reusing its slices."},
+		{identities, "Identities (%s) are valid by construction: NewX validates a name (an " +
+			"error wrapping wire.ErrInvalid), MustX panics instead, for constants; every value " +
+			"but the zero one is valid."},
+		{partitions, "Partition unions (%s): each variant is a store.Partition, identified by " +
+			"its tuple encoding."},
+	} {
+		if len(para.names) > 0 {
+			b.WriteString("\n")
+			fmt.Fprintf(&b, para.text+"\n", list(para.names))
+		}
+	}
+	b.WriteString("\nEvery function is safe for concurrent use.")
+	for _, line := range wrap(b.String(), 76) {
+		f.PackageComment(line)
+	}
+}
+
+// wrap refills each paragraph of text (separated by blank lines) to lines
+// of at most width bytes, or one word where a word is longer; a blank line
+// stays between paragraphs.
+func wrap(text string, width int) []string {
+	var out []string
+	for i, para := range strings.Split(text, "\n\n") {
+		if i > 0 {
+			out = append(out, "")
+		}
+		line := ""
+		for _, w := range strings.Fields(para) {
+			switch {
+			case line == "":
+				line = w
+			case len(line)+1+len(w) > width:
+				out = append(out, line)
+				line = w
+			default:
+				line += " " + w
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// list names at most four declarations, then how many more there are.
+func list(names []string) string {
+	if len(names) <= 4 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:4], ", "), len(names)-4)
+}

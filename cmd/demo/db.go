@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// plan is the demo's own row in its database: what every run together has
+// set out to do. The end check derives what must be there from it and from
+// the outbox sequences, never from one run's counters, so it covers every
+// run on the database.
+type plan struct {
+	sources, targets int
+	goal             uint64 // relay rows per source, over all runs
+	runs             int    // runs started on the database
+	done             bool   // the last run passed its end check
+}
+
+// planVersion starts every plan value; a value without it is not the demo's.
+const planVersion = "mkitfdb-demo/v1"
+
+func (p plan) encode() store.Value {
+	return fmt.Appendf(nil, "%s sources=%d targets=%d goal=%d runs=%d done=%t", planVersion, p.sources, p.targets, p.goal, p.runs, p.done)
+}
+
+// decodePlan parses a plan value strictly: it must re-encode to the same
+// bytes and keep the flags' bounds.
+func decodePlan(v store.Value) (plan, error) {
+	var p plan
+	_, err := fmt.Sscanf(string(v), planVersion+" sources=%d targets=%d goal=%d runs=%d done=%t", &p.sources, &p.targets, &p.goal, &p.runs, &p.done)
+	if err != nil || string(p.encode()) != string(v) || p.sources < 1 || p.sources > 10_000 || p.targets < 1 || p.targets > 10_000 || p.runs < 1 {
+		return plan{}, fmt.Errorf("the demo's plan row %q is %w", v, store.ErrCorrupt)
+	}
+	return p, nil
+}
+
+// planPartition holds the plan row.
+var planPartition = gen.RefPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName("demo-plan"), ShardRef: gen.MustShardRef("refs/heads/main")}
+
+var planKey = store.Key("plan")
+
+// readPlan returns the stored plan and its bytes (for a guard), or ok false
+// when there is none.
+func readPlan(ctx context.Context, s store.Store) (p plan, raw store.Value, ok bool, err error) {
+	raw, ok, err = s.Get(ctx, planPartition, planKey)
+	if err != nil || !ok {
+		return plan{}, nil, false, err
+	}
+	p, err = decodePlan(raw)
+	return p, raw, err == nil, err
+}
+
+// writePlan replaces the plan row, guarded by the bytes it replaces (nil:
+// by its absence), so two runs can never both think they own the plan.
+func writePlan(ctx context.Context, s store.Store, prior store.Value, p plan) error {
+	b := store.NewBatch()
+	if prior == nil {
+		b.Require(store.Absent(planKey))
+	} else {
+		b.Require(store.Equals(planKey, prior))
+	}
+	out, err := s.Apply(ctx, planPartition, b.Put(planKey, p.encode()))
+	if err != nil {
+		return fmt.Errorf("write the plan: %w", err)
+	}
+	if !out.Committed() {
+		return errors.New("the plan row changed under this run: is another demo running on the database?")
+	}
+	return nil
+}
+
+// database is the demo's open database.
+type database struct {
+	*fdblayer.Layer
+	path    string // absolute
+	created bool   // this run created the file
+	plan    plan   // as this run found it (zero when created)
+	raw     store.Value
+}
+
+// openDB opens the database at c.db: an earlier demo's is resumed, a
+// missing one is created, and anything else is refused with an error that
+// names it and leaves it as it was. With c.fresh an earlier demo's
+// database is deleted first; nothing else ever is.
+func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) {
+	path, err := filepath.Abs(c.db)
+	if err != nil {
+		return nil, fmt.Errorf("-db %s: %w", c.db, err)
+	}
+	_, statErr := os.Stat(path)
+	exists := statErr == nil || !errors.Is(statErr, fs.ErrNotExist)
+	if exists && c.fresh {
+		old, err := openExisting(ctx, path, c, log)
+		if err != nil {
+			return nil, err
+		}
+		if err := old.Close(); err != nil {
+			return nil, fmt.Errorf("close %s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("-fresh: %w", err)
+		}
+		exists = false
+	}
+	if exists {
+		return openExisting(ctx, path, c, log)
+	}
+	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait})
+	if err != nil {
+		return nil, pathError(err)
+	}
+	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	if err != nil {
+		engine.Close()
+		os.Remove(path) // ours: created just now, nothing in it
+		return nil, err
+	}
+	return &database{Layer: l, path: path, created: true}, nil
+}
+
+// openExisting opens a database an earlier demo wrote, refusing anything
+// else at path without writing to it.
+func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
+	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: true})
+	if err != nil {
+		return nil, pathError(err)
+	}
+	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	if err != nil {
+		engine.Close()
+		return nil, err
+	}
+	p, raw, ok, err := readPlan(ctx, l)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s holds an mkitfdb database the demo did not write (no plan row); nothing was changed", path)
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &database{Layer: l, path: path, plan: p, raw: raw}, nil
+}
+
+// pathError adds to an open error what the user can do about it.
+func pathError(err error) error {
+	if errors.Is(err, fdblayer.ErrLocked) {
+		return fmt.Errorf("%w; is another demo running on it?", err)
+	}
+	return fmt.Errorf("%w; nothing was changed", err)
+}
+
+// start records this run in the plan: a new database gets the flags' plan,
+// a finished one -rows more per source, an interrupted one is resumed as it
+// was planned. -sources or -targets given against a resumed database's own
+// are an error: its rows were queued for those.
+func (d *database) start(ctx context.Context, c config) (plan, error) {
+	p := d.plan
+	switch {
+	case d.created:
+		p = plan{sources: c.sources, targets: c.targets, goal: uint64(c.rows)}
+	case c.set["sources"] && c.sources != p.sources, c.set["targets"] && c.targets != p.targets:
+		return p, fmt.Errorf("%s was made with -sources %d -targets %d; run it with those, or pass -fresh to start over", d.path, p.sources, p.targets)
+	case p.done:
+		p.goal += uint64(c.rows)
+	}
+	p.runs++
+	p.done = false
+	if err := writePlan(ctx, d, d.raw, p); err != nil {
+		return p, err
+	}
+	d.raw = p.encode()
+	return p, nil
+}
+
+// finish marks the plan done after an end check passed.
+func (d *database) finish(ctx context.Context, p plan) error {
+	p.done = true
+	if err := writePlan(ctx, d, d.raw, p); err != nil {
+		return err
+	}
+	d.raw = p.encode()
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/testpath"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// TestPathsNotTheDemosAreRefused: anything at -db that is not a database
+// an earlier demo wrote, and a path that cannot be used, make demo exit 1
+// with one line naming the path and the problem, and stay as they were,
+// with -fresh as without.
+func TestPathsNotTheDemosAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mkdir := func(name string, entries ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if err := os.WriteFile(filepath.Join(p, e), []byte(e), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	foreign := filepath.Join(dir, "foreign.bbolt") // a bbolt file of another program
+	db, err := bolt.Open(foreign, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	others := filepath.Join(dir, "others.db") // this library's, not the demo's
+	e, err := fdblayer.OpenBoltEngine(others, fdblayer.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := fdblayer.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Apply(t.Context(), planPartition, store.NewBatch().Put(store.Key("mine"), store.Value("x"))); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"text file", file("x.txt", "hi\n"), "not a bbolt database of this library"},
+		{"empty file", file("empty", ""), "an empty file, not a database"},
+		{"empty directory", mkdir("empty-dir"), "a directory is there"},
+		{"non-empty directory", mkdir("full-dir", "a", "b"), "a directory is there"},
+		{"bbolt file of another program", foreign, "not a database of this library"},
+		{"this library's database, not the demo's", others, "the demo did not write"},
+		{"missing directory", filepath.Join(dir, "no-such-dir", "demo.db"), "no-such-dir does not exist"},
+	} {
+		for _, fresh := range []bool{false, true} {
+			name := tc.name
+			if fresh {
+				name += ", -fresh"
+			}
+			t.Run(name, func(t *testing.T) {
+				args := append([]string{"-db", tc.path}, fast...)
+				if fresh {
+					args = append(args, "-fresh")
+				}
+				refused(t, args, tc.path, tc.want)
+			})
+		}
+	}
+}
+
+// TestReadOnlyDirectoryIsRefused: a -db in a directory the process may
+// not write is refused in one line and nothing is created.
+func TestReadOnlyDirectoryIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(dir, "probe")
+	if f, err := os.Create(probe); err == nil {
+		f.Close()
+		os.Remove(probe)
+		t.Skip("this process may write into a mode 0555 directory (root ignores permission bits), so there is no refusal to test; fdblayer's TestBoltOpenPermissionErrors checks how a refused open is reported")
+	}
+	refused(t, append([]string{"-db", filepath.Join(dir, "demo.db")}, fast...), dir, "permission denied")
+}
+
+// TestLockedDatabaseIsRefusedAtOnce: a database another handle holds is
+// refused at once, the database unchanged.
+func TestLockedDatabaseIsRefusedAtOnce(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	if code, out, errOut := runDemo(t, t.Context(), append([]string{"-db", db}, fast...)...); code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, fresh := range []bool{false, true} {
+		args := append([]string{"-db", db}, fast...)
+		if fresh {
+			args = append(args, "-fresh")
+		}
+		refused(t, args, db, "locked by another process (pid ")
+	}
+}
+
+// refused runs demo with args and checks it exits 1 with one line on
+// stderr naming path and want, nothing on stdout, and path as it was.
+func refused(t *testing.T, args []string, path, want string) {
+	t.Helper()
+	before := testpath.Snapshot(t, path)
+	code, out, errOut := runDemo(t, t.Context(), args...)
+	if code != exitFailed || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasSuffix(errOut, "\n") ||
+		!strings.Contains(errOut, path) || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line naming %s and %q", code, out, errOut, path, want)
+	}
+	if after := testpath.Snapshot(t, path); after != before {
+		t.Errorf("%s changed: exists %v, mode %v, %d bytes, modified %v; was %v, %v, %d bytes, %v",
+			path, after.Exists, after.Mode, after.Size, after.ModTime, before.Exists, before.Mode, before.Size, before.ModTime)
+	}
+}

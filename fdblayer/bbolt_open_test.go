@@ -1,0 +1,146 @@
+package fdblayer
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mkit-dev/mkitfdb/internal/testpath"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// TestBoltOpenErrors: each path OpenBoltEngine cannot use fails with the
+// sentinel that says what to fix and leaves the path as it was.
+func TestBoltOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+	foreign := filepath.Join(dir, "foreign.bbolt") // bbolt, but not ours
+	db, err := bolt.Open(foreign, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "empty-dir"), 0o700))
+
+	for _, tc := range []struct {
+		name      string
+		path      string
+		mustExist bool
+		want      []error
+	}{
+		{"junk", write("junk", make([]byte, 64<<10)), false, []error{store.ErrCorrupt}},
+		{"text file", write("x.txt", []byte("hi\n")), false, []error{store.ErrCorrupt}},
+		{"directory", filepath.Join(dir, "empty-dir"), false, []error{store.ErrInvalid}},
+		{"missing directory", filepath.Join(dir, "no-such-dir", "x.db"), false, []error{store.ErrInvalid, fs.ErrNotExist}},
+		{"parent is a file", filepath.Join(dir, "x.txt", "x.db"), false, []error{store.ErrInvalid}},
+		{"must exist, missing", filepath.Join(dir, "absent.db"), true, []error{store.ErrInvalid, fs.ErrNotExist}},
+		{"must exist, empty", write("empty", nil), true, []error{store.ErrInvalid}},
+		{"must exist, foreign bbolt", foreign, true, []error{store.ErrInvalid}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := testpath.Snapshot(t, tc.path)
+			_, err := OpenBoltEngine(tc.path, BoltOptions{MustExist: tc.mustExist})
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.ErrorIs(t, err, w)
+			}
+			require.NotErrorIs(t, err, store.ErrUnavailable)
+			require.Contains(t, err.Error(), tc.path)
+			require.Equal(t, before, testpath.Snapshot(t, tc.path), "the path changed")
+		})
+	}
+}
+
+// TestBoltOpenPermissionErrors: an open the system refuses for permission
+// or a read-only file system is ErrInvalid, not "unavailable". The refusal
+// is injected, so the test holds for root too (whom permission bits do not
+// stop; TestBoltOpenUnwritableDirectory checks a real directory).
+func TestBoltOpenPermissionErrors(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.db")
+			_, err := OpenBoltEngine(path, BoltOptions{openFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: errno}
+			}})
+			require.ErrorIs(t, err, store.ErrInvalid)
+			require.ErrorIs(t, err, errno)
+			require.NotErrorIs(t, err, store.ErrUnavailable)
+		})
+	}
+}
+
+// TestBoltOpenUnwritableDirectory: a directory the process may not write
+// is ErrInvalid with fs.ErrPermission, not "unavailable".
+func TestBoltOpenUnwritableDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(dir, 0o500))
+	probe := filepath.Join(dir, "probe")
+	if f, err := os.Create(probe); err == nil {
+		f.Close()
+		os.Remove(probe)
+		t.Skip("this process writes into a 0500 directory (running as root?): no permission error to test")
+	}
+	path := filepath.Join(dir, "x.db")
+	_, err := OpenBoltEngine(path, BoltOptions{})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.ErrorIs(t, err, fs.ErrPermission)
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// TestBoltOpenLocked: a file another handle holds is ErrLocked (with
+// ErrUnavailable), at once under NoLockWait and after the timeout
+// otherwise, naming the holder's pid where the system lists it.
+func TestBoltOpenLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.bbolt")
+	e, err := OpenBoltEngine(path, BoltOptions{})
+	require.NoError(t, err)
+	defer e.Close()
+	for _, timeout := range []time.Duration{NoLockWait, 100 * time.Millisecond} {
+		start := time.Now()
+		_, err = OpenBoltEngine(path, BoltOptions{LockTimeout: timeout, MustExist: true})
+		took := time.Since(start)
+		require.ErrorIs(t, err, ErrLocked)
+		require.ErrorIs(t, err, store.ErrUnavailable)
+		require.Contains(t, err.Error(), path)
+		if timeout < 0 {
+			require.Less(t, took, time.Second, "NoLockWait waited")
+		} else {
+			require.GreaterOrEqual(t, took, timeout/2)
+		}
+		if _, ok := lockHolder(path); ok {
+			require.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid())+": this process")
+		} else {
+			require.Contains(t, err.Error(), "pid unknown")
+		}
+	}
+}
+
+// TestBoltOpenMustExistReopens: MustExist opens a database this library
+// wrote, with its rows, and opening and reading it writes nothing.
+func TestBoltOpenMustExistReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.bbolt")
+	e, err := OpenBoltEngine(path, BoltOptions{})
+	require.NoError(t, err)
+	l := openLayer(t, e)
+	p := testPartition("p")
+	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
+	require.NoError(t, l.Close())
+
+	before := testpath.Snapshot(t, path)
+	e, err = OpenBoltEngine(path, BoltOptions{MustExist: true})
+	require.NoError(t, err)
+	l = openLayer(t, e)
+	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, l, p, nil, nil, 10))
+	require.NoError(t, l.Close())
+	require.Equal(t, before, testpath.Snapshot(t, path), "opening, reading and closing wrote to the file")
+}
