@@ -83,7 +83,19 @@ func (it memItem) value() []byte { return it.kv[it.klen:] }
 // the order: where a short key ends, the longer key's next byte is either
 // above zero (it sorts after, as it should) or zero (the copies tie, and
 // the keys decide).
-func lessItem(a, b memItem) bool { return compareItems(a, b) < 0 }
+func lessItem(a, b memItem) bool {
+	// Written out rather than compareItems(a, b) < 0: every search of the
+	// memory engine runs it. Through compareItems, BenchmarkSchedulerTick-
+	// Scaling's spread ratio measured 1.262 (store ratio 1.88); written
+	// out, 1.238 (1.65).
+	if a.p0 != b.p0 {
+		return a.p0 < b.p0
+	}
+	if a.p1 != b.p1 {
+		return a.p1 < b.p1
+	}
+	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen]) < 0
+}
 
 // compareItems compares the keys of a and b as lessItem orders them:
 // -1, 0 or +1.
