@@ -155,14 +155,18 @@ type PartitionStats struct {
 	ApproximateBytes int64
 }
 
-// PartitionName formats p for error messages and logs: its kind and the
-// printable form of its identity when it implements fmt.Stringer.
+// PartitionName formats p for error messages and logs: its String when it
+// implements fmt.Stringer, else its kind and its identity's tuple
+// (kind("orders", 1)), else its kind alone.
 func PartitionName(p Partition) string {
 	if p == nil {
 		return "<nil partition>"
 	}
 	if s, ok := p.(fmt.Stringer); ok {
 		return s.String()
+	}
+	if b, err := p.AppendTuple(nil); err == nil {
+		return p.Kind() + formatIdentity(b)
 	}
 	return p.Kind()
 }

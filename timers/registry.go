@@ -15,9 +15,9 @@ import (
 type Registry struct {
 	mu       sync.RWMutex
 	handlers map[Kind]Handler
-	// held: when each corrupt timer row seen may next be logged, by
-	// partition identity and key (see logHeld).
-	held map[string]uint64
+	// held limits the logs of corrupt timer rows, by partition identity
+	// and key (see logHeld).
+	held logLimiter
 }
 
 // NewRegistry returns a registry holding hs; it fails as Register does.
@@ -78,10 +78,6 @@ func (r *Registry) Kinds() []Kind {
 	return ks
 }
 
-// heldLogLimit bounds the rows heldLog remembers; past it, rows whose
-// interval has ended are forgotten first, then all.
-const heldLogLimit = 4096
-
 // logHeld reports whether a corrupt timer row of partition p (its key
 // within p) should be logged at nowMs: once per interval per row, however
 // often the partition runs, so that a busy partition does not log one
@@ -91,25 +87,41 @@ func (r *Registry) logHeld(p store.Partition, key store.Key, nowMs uint64, inter
 	if err != nil {
 		return true
 	}
-	id = append(id, key...)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if until, ok := r.held[string(id)]; ok && nowMs < until {
+	return r.held.allow(string(append(id, key...)), nowMs, interval)
+}
+
+// logLimit bounds the keys a logLimiter remembers; past it, those whose
+// interval has ended are forgotten first, then all.
+const logLimit = 4096
+
+// logLimiter says whether to log an event about a key: once per interval
+// per key. Its zero value is ready; it is safe for concurrent use.
+type logLimiter struct {
+	mu    sync.Mutex
+	until map[string]uint64 // when each key may be logged again
+}
+
+// allow reports whether an event about key may be logged at nowMs, and if
+// so, holds the key's next ones back for interval.
+func (l *logLimiter) allow(key string, nowMs uint64, interval time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until, ok := l.until[key]; ok && nowMs < until {
 		return false
 	}
-	if len(r.held) >= heldLogLimit {
-		for k, until := range r.held {
+	if len(l.until) >= logLimit {
+		for k, until := range l.until {
 			if nowMs >= until {
-				delete(r.held, k)
+				delete(l.until, k)
 			}
 		}
-		if len(r.held) >= heldLogLimit {
-			clear(r.held)
+		if len(l.until) >= logLimit {
+			clear(l.until)
 		}
 	}
-	if r.held == nil {
-		r.held = make(map[string]uint64)
+	if l.until == nil {
+		l.until = make(map[string]uint64)
 	}
-	r.held[string(id)] = addMs(nowMs, uint64(interval/time.Millisecond))
+	l.until[key] = addMs(nowMs, uint64(interval/time.Millisecond))
 	return true
 }

@@ -101,28 +101,31 @@ const (
 	// MetricSchedulerStale (counter; LabelPartitionKind): due index
 	// entries whose partition's wake time had moved on when looked at.
 	MetricSchedulerStale = "mkitfdb_scheduler_stale_entries_total"
-	// MetricSchedulerCorrupt (counter): due index entries whose partition
-	// identity does not parse, and leases that do not decode.
+	// MetricSchedulerCorrupt (counter): due index entries whose identity
+	// names no partition, and leases that do not decode.
 	MetricSchedulerCorrupt = "mkitfdb_scheduler_corrupt_total"
 	// MetricSchedulerErrors (counter; LabelPartitionKind): partitions
 	// whose claim, run or finishing batch failed.
 	MetricSchedulerErrors = "mkitfdb_scheduler_partition_errors_total"
 )
 
-// SchedulerConfig configures a Scheduler. Store, Registry and
-// ParsePartition are required; a zero value of any other field takes its
-// default.
+// SchedulerConfig configures a Scheduler. Store and Registry are
+// required; a zero value of any other field takes its default.
 type SchedulerConfig struct {
 	// Store holds the partitions and must implement store.DueIndex.
 	Store store.Store
 	// Registry holds the handlers the scheduler fires timers through.
 	Registry *Registry
-	// ParsePartition turns a due index entry's identity (the bytes a
-	// partition's AppendTuple wrote) back into the partition. For the
-	// library's generated partitions pass ParseGenPartition, the adapter
-	// of gen.ParsePartition; a project with partitions of its own passes
-	// its parser. An identity it cannot parse is logged and counted, and
-	// its entry skipped.
+	// ParsePartition, optional, turns a due index entry's identity (the
+	// bytes a partition's AppendTuple wrote) back into the partition, for
+	// handlers that need its type and for names in logs and metrics. An
+	// identity it does not know (nil: none) is addressed as a
+	// store.Identity, which reaches the same rows: the scheduler fires
+	// every partition of the store, whatever its schema. The relay needs
+	// its sources as gen.Partition values: with it registered, pass
+	// ParseGenPartition, the adapter of gen.ParsePartition. An identity
+	// that is not a tuple names no partition: it is counted in Corrupt
+	// and logged once an hour.
 	ParsePartition func(identity []byte) (store.Partition, error)
 	// Owner names this Scheduler in the leases it writes, at most
 	// gen.MaxSchedulerLeaseV1Owner bytes. It must be unique among the
@@ -203,6 +206,7 @@ type Scheduler struct {
 
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
+	corrupt  logLimiter          // entries that name no partition
 	// failedAt: when this Scheduler last failed to claim, run or release
 	// each partition, by identity, while it keeps failing (see backingOff).
 	failedAt map[string]uint64
@@ -210,7 +214,7 @@ type Scheduler struct {
 
 // NewScheduler returns a Scheduler configured by cfg. It fails with an
 // error wrapping store.ErrInvalid when Store is nil or keeps no due index,
-// Registry or ParsePartition is nil, Owner is over
+// Registry is nil, Owner is over
 // gen.MaxSchedulerLeaseV1Owner bytes, a count or duration is negative,
 // LeaseDuration is under a millisecond or the budget's MaxDuration is not
 // below it. It does no I/O.
@@ -228,8 +232,6 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	switch {
 	case cfg.Registry == nil:
 		return invalid("nil registry")
-	case cfg.ParsePartition == nil:
-		return invalid("nil ParsePartition (pass timers.ParseGenPartition for generated partitions)")
 	case len(cfg.Owner) > gen.MaxSchedulerLeaseV1Owner:
 		return invalid("owner of %d bytes, limit %d", len(cfg.Owner), gen.MaxSchedulerLeaseV1Owner)
 	case cfg.Workers < 0 || cfg.DuePageSize < 0 || cfg.Budget.MaxTimers < 0:
@@ -324,8 +326,9 @@ type TickReport struct {
 	Stale int
 	// Contended: another worker held the lease, or won the claim.
 	Contended int
-	// Corrupt: the entry's identity did not parse, or the lease did not
-	// decode; the partition was left alone.
+	// Corrupt: the entry's identity is not a tuple (it names no
+	// partition), or the lease did not decode; the partition was left
+	// alone.
 	Corrupt int
 	// BackedOff: this Scheduler failed to claim, run or release the
 	// partition less than RetryBackoffMs ago; it was left alone (still

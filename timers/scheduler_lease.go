@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -25,15 +26,14 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	if ctx.Err() != nil {
 		return nil
 	}
-	p, err := s.parse(e.Partition)
-	if err == nil && p == nil {
-		err = errors.New("ParsePartition returned no partition")
-	}
+	p, err := s.partition(e.Partition)
 	if err != nil {
 		r.Corrupt++
 		s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
-		s.log.Error("timers: scheduler: due index entry names a partition that does not parse; skipped",
-			"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", e.AtMs, "error", err)
+		if s.corrupt.allow(string(e.Partition), clock.NowMs(s.clock), corruptLogInterval) {
+			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
+				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", e.AtMs, "error", err)
+		}
 		return nil
 	}
 	id := string(e.Partition)
@@ -65,6 +65,24 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	}
 	s.backOff(id, false)
 	return nil
+}
+
+// corruptLogInterval is how often an entry that names no partition is
+// logged again: it stays in the due index (no batch can reach its
+// partition to change it) and is listed at every tick.
+const corruptLogInterval = time.Hour
+
+// partition returns the partition a due index entry names: what
+// ParsePartition makes of its identity when it knows it, else the
+// identity itself (store.Identity), which addresses the same rows. It
+// fails only for an identity that is not a tuple.
+func (s *Scheduler) partition(identity []byte) (store.Partition, error) {
+	if s.parse != nil {
+		if p, err := s.parse(identity); err == nil && p != nil {
+			return p, nil
+		}
+	}
+	return store.ParseIdentity(identity)
 }
 
 // failed counts and logs a failure of partition p (identity id), backs off

@@ -32,7 +32,6 @@ func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 		{"nil store", func(c *timers.SchedulerConfig) { c.Store = nil }},
 		{"store without a due index", func(c *timers.SchedulerConfig) { c.Store = struct{ store.Store }{l} }},
 		{"nil registry", func(c *timers.SchedulerConfig) { c.Registry = nil }},
-		{"nil ParsePartition", func(c *timers.SchedulerConfig) { c.ParsePartition = nil }},
 		{"owner over its bound", func(c *timers.SchedulerConfig) { c.Owner = strings.Repeat("o", gen.MaxSchedulerLeaseV1Owner+1) }},
 		{"negative workers", func(c *timers.SchedulerConfig) { c.Workers = -1 }},
 		{"negative due page size", func(c *timers.SchedulerConfig) { c.DuePageSize = -1 }},
@@ -372,7 +371,11 @@ func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 	})
 }
 
-func TestTickCountsEntriesWhosePartitionDoesNotParse(t *testing.T) {
+// A partition of a schema the scheduler's ParsePartition does not know is
+// addressed by its identity (store.Identity) and fired all the same; a
+// project's own parser names it. An entry whose identity is not a tuple
+// names no partition: it is counted at every tick and logged once.
+func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		// A partition of the test kind: gen.ParsePartition cannot read it.
 		foreign := testPartition("x")
@@ -382,15 +385,15 @@ func TestTickCountsEntriesWhosePartitionDoesNotParse(t *testing.T) {
 		s := e.scheduler(t, "me", registry(t, h), nil)
 
 		rep := e.tick(t, s)
-		assert.Equal(t, 1, rep.Corrupt)
-		assert.Equal(t, 1, rep.Claimed, "the others still fire")
-		assert.Equal(t, []string{"namespace(p000)"}, partitionsOf(h.seen()))
-		assert.Contains(t, e.logs.String(), "does not parse")
-		assert.Equal(t, uint64(1), e.metrics.CounterSum(timers.MetricSchedulerCorrupt))
-		w, _ := e.wake(t, foreign)
-		assert.Equal(t, now-1, w, "left in place")
+		assert.Equal(t, 2, rep.Claimed)
+		assert.Zero(t, rep.Corrupt)
+		assert.ElementsMatch(t, []string{"namespace(p000)", `identity("x")`}, partitionsOf(h.seen()))
+		_, ok := e.wake(t, foreign)
+		assert.False(t, ok, "fired and released like any other")
 
-		// A project's own parser fires it.
+		// With no parser at all, every partition is an identity; a
+		// project's own parser names its partitions.
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
 		own := e.scheduler(t, "own", registry(t, h), func(c *timers.SchedulerConfig) {
 			c.ParsePartition = func(id []byte) (store.Partition, error) {
 				return testPartition(string(id[1 : len(id)-1])), nil
@@ -398,7 +401,36 @@ func TestTickCountsEntriesWhosePartitionDoesNotParse(t *testing.T) {
 		})
 		rep = e.tick(t, own)
 		assert.Equal(t, 1, rep.Claimed)
-		assert.Equal(t, []string{"namespace(p000)", "test:x"}, partitionsOf(h.seen()))
+		assert.Equal(t, "test:x", partitionsOf(h.seen())[2])
+		none := e.scheduler(t, "none", registry(t, h), func(c *timers.SchedulerConfig) { c.ParsePartition = nil })
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
+		rep = e.tick(t, none)
+		assert.Equal(t, 1, rep.Claimed)
+		assert.Equal(t, "identity(2, \"p000\")", partitionsOf(h.seen())[3])
+	})
+}
+
+// notATuple is a partition whose identity no tuple decoder reads.
+type notATuple struct{}
+
+func (notATuple) AppendTuple(dst []byte) ([]byte, error) { return append(dst, 0xfe, 0x01), nil }
+func (notATuple) Kind() string                           { return "broken" }
+
+func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		e.apply(t, notATuple{}, store.NewBatch().WakeAt(now-1))
+		e.exempt(notATuple{}) // the checker cannot read it either
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		h := &recorder{kind: kindA}
+		s := e.scheduler(t, "me", registry(t, h), nil)
+		for i := range 3 {
+			rep := e.tick(t, s)
+			assert.Equal(t, 1, rep.Corrupt, "tick %d", i)
+			e.clock.Advance(time.Second)
+		}
+		assert.Equal(t, []string{"namespace(p000)"}, partitionsOf(h.seen()), "the others still fire")
+		assert.Equal(t, uint64(3), e.metrics.CounterSum(timers.MetricSchedulerCorrupt), "counted at every tick")
+		assert.Equal(t, 1, strings.Count(e.logs.String(), "names no partition"), "logged once")
 	})
 }
 
