@@ -153,6 +153,28 @@ func readTupleUint(r *tuple.Reader, field string, max uint64) (uint64, error) {
 	return v, nil
 }
 
+// SchemaNamespace is the schema's namespace (its //mk:namespace): the first
+// element, a tuple string, of every partition identity it declares, so no
+// identity of another schema's partition is a tuple prefix of one of these.
+const SchemaNamespace = "mkit"
+
+// namespaceTuple is SchemaNamespace's tuple encoding, a partition identity's prefix.
+const namespaceTuple = "\x02mkit\x00"
+
+// trimNamespace returns b after its first element, SchemaNamespace, and fails
+// when b does not start with it, naming the namespace b starts with instead.
+func trimNamespace(b []byte) ([]byte, error) {
+	if len(b) >= len(namespaceTuple) && string(b[:len(namespaceTuple)]) == namespaceTuple {
+		return b[len(namespaceTuple):], nil
+	}
+	r := tuple.NewReader(b)
+	ns, err := r.ReadString()
+	if err != nil {
+		return nil, wire.Rule("namespace", "no namespace first: %v", err)
+	}
+	return nil, wire.Rule("namespace", "identity of namespace %q, not %q", ns, SchemaNamespace)
+}
+
 func appendPartitionTuple(dst []byte, v Partition) []byte {
 	switch x := v.(type) {
 	case RefPartition:
@@ -180,13 +202,13 @@ func appendRefPartitionTuple(dst []byte, k *RefPartition) []byte {
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (1, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 1, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v RefPartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkRefPartition(&v); err != nil {
 		return dst, wire.Within("RefPartition", err)
 	}
-	return appendRefPartitionTuple(dst, &v), nil
+	return appendRefPartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func appendNamespacePartitionTuple(dst []byte, k *NamespacePartition) []byte {
@@ -196,13 +218,13 @@ func appendNamespacePartitionTuple(dst []byte, k *NamespacePartition) []byte {
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (2, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 2, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v NamespacePartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkNamespacePartition(&v); err != nil {
 		return dst, wire.Within("NamespacePartition", err)
 	}
-	return appendNamespacePartitionTuple(dst, &v), nil
+	return appendNamespacePartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func appendCoordinatorPartitionTuple(dst []byte, k *CoordinatorPartition) []byte {
@@ -212,13 +234,13 @@ func appendCoordinatorPartitionTuple(dst []byte, k *CoordinatorPartition) []byte
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (3, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 3, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v CoordinatorPartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkCoordinatorPartition(&v); err != nil {
 		return dst, wire.Within("CoordinatorPartition", err)
 	}
-	return appendCoordinatorPartitionTuple(dst, &v), nil
+	return appendCoordinatorPartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func appendRepoIndexPartitionTuple(dst []byte, k *RepoIndexPartition) []byte {
@@ -229,13 +251,13 @@ func appendRepoIndexPartitionTuple(dst []byte, k *RepoIndexPartition) []byte {
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (4, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 4, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v RepoIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkRepoIndexPartition(&v); err != nil {
 		return dst, wire.Within("RepoIndexPartition", err)
 	}
-	return appendRepoIndexPartitionTuple(dst, &v), nil
+	return appendRepoIndexPartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func appendRefIndexPartitionTuple(dst []byte, k *RefIndexPartition) []byte {
@@ -247,13 +269,13 @@ func appendRefIndexPartitionTuple(dst []byte, k *RefIndexPartition) []byte {
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (5, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 5, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v RefIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkRefIndexPartition(&v); err != nil {
 		return dst, wire.Within("RefIndexPartition", err)
 	}
-	return appendRefIndexPartitionTuple(dst, &v), nil
+	return appendRefIndexPartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func appendContentShardPartitionTuple(dst []byte, k *ContentShardPartition) []byte {
@@ -264,13 +286,13 @@ func appendContentShardPartitionTuple(dst []byte, k *ContentShardPartition) []by
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (6, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 6, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v ContentShardPartition) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkContentShardPartition(&v); err != nil {
 		return dst, wire.Within("ContentShardPartition", err)
 	}
-	return appendContentShardPartitionTuple(dst, &v), nil
+	return appendContentShardPartitionTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func readPartitionTuple(r *tuple.Reader) (Partition, error) {
@@ -485,9 +507,14 @@ func readContentShardPartitionTuple(r *tuple.Reader) (k ContentShardPartition, e
 
 // ParsePartition parses the tuple encoding of a Partition identity, as its
 // AppendTuple writes it. Any other bytes fail with an error wrapping
-// wire.ErrCorrupt.
+// wire.ErrCorrupt, among them the identity of another schema's partition,
+// whose first element names another namespace than SchemaNamespace.
 func ParsePartition(b []byte) (Partition, error) {
-	r := tuple.NewReader(b)
+	rest, err := trimNamespace(b)
+	if err != nil {
+		return nil, wire.KeyError("Partition", err)
+	}
+	r := tuple.NewReader(rest)
 	p, err := readPartitionTuple(&r)
 	if err == nil {
 		err = finishKey(&r)

@@ -15,6 +15,32 @@
 //
 //	//go:generate go run github.com/mkit-dev/mkitfdb/cmd/codegen -schema . -out ../gen -pkg gen
 //
+// # Namespaces and reserved ranges
+//
+// Every schema package declares exactly one namespace, a directive line in
+// its package doc comment:
+//
+//	//mk:namespace orders
+//
+// A namespace is 1-32 bytes of a-z, 0-9 and _, starting with a letter.
+// Every partition identity the schema generates (its AppendTuple) is the
+// tuple (namespace, variant tag, fields...), and its ParsePartition refuses
+// an identity of any other namespace, so the identities of two schemas are
+// never tuple prefixes of each other: no scan, Stats or cursor of one
+// schema's partition reaches another's rows, whatever their variant tags
+// and fields. The namespace "mkit" and every name starting with "mkit" are
+// reserved for the library: this package declares "mkit", and the
+// generator refuses them in any other package.
+//
+// Key class tags 1-99 are the library's: its runtime key classes (outbox
+// sequence, relay queue, scan state, timers, leases, high-water marks,
+// outcome rows, ...) live there, in any partition. An importing schema's
+// key classes take tags 100 and above, so they never share a key range
+// with the library's inside one partition; the generator refuses a tag
+// below 100 in any package but this one, and one above 99 in this one.
+// A missing, second or malformed namespace and a tag out of its range are
+// generator errors naming file:line.
+//
 // # Declarations
 //
 // A directive comment line right above a type says what the type is:
@@ -29,7 +55,8 @@
 //	//mk:key tag=N                a key class: its fields, in order, follow the
 //	                              tag in the FoundationDB tuple encoding, so
 //	                              byte order is field order; no fields makes a
-//	                              singleton
+//	                              singleton; N is 100 or more outside this
+//	                              package
 //	//mk:record version=N [union] a versioned value record
 //
 // A struct type without a directive is a plain struct used inside records.
@@ -71,4 +98,6 @@
 // A record version's layout never changes once released. New record
 // kinds, key classes, enum values and union variants may be added; a
 // change of layout is a new version (a new record type, RelayV2).
+//
+//mk:namespace mkit
 package schema

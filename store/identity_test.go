@@ -34,7 +34,7 @@ func TestIdentityAddressesThePartitionItNames(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "v", string(v))
-	require.Equal(t, `identity(2, "acme")`, store.PartitionName(id))
+	require.Equal(t, `identity("mkit", 2, "acme")`, store.PartitionName(id))
 	require.Equal(t, store.IdentityKind, id.Kind())
 }
 

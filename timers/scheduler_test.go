@@ -406,7 +406,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
 		rep = e.tick(t, none)
 		assert.Equal(t, 1, rep.Claimed)
-		assert.Equal(t, "identity(2, \"p000\")", partitionsOf(h.seen())[3])
+		assert.Equal(t, "identity(\"mkit\", 2, \"p000\")", partitionsOf(h.seen())[3])
 	})
 }
 

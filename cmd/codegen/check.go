@@ -13,6 +13,7 @@ func check(s *schema, errs *schemaErrors) {
 				errs.add(d.Pos, "key %s: tag %d already used by %s", d.Name, d.Tag, prev.Name)
 			}
 			tags[d.Tag] = d
+			checkKeyTag(s, d, errs)
 			for _, f := range d.Fields {
 				checkKeyField(d, f, errs)
 			}

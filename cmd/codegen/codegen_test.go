@@ -64,7 +64,7 @@ func TestSchemaMistakesNameFileAndLine(t *testing.T) {
 	}{
 		{"unbounded string", "type R struct {\n\tName string\n}", 4, "needs a bound"},
 		{"unknown directive", "//mk:table\ntype R struct{}", 4, "unknown directive //mk:table"},
-		{"duplicate key tag", "//mk:key tag=1\ntype A struct{}\n\n//mk:key tag=1\ntype B struct{}", 7, "tag 1 already used by A"},
+		{"duplicate key tag", "//mk:key tag=100\ntype A struct{}\n\n//mk:key tag=100\ntype B struct{}", 7, "tag 100 already used by A"},
 		{"unknown type", "type R struct {\n\tX Missing\n}", 4, "unknown type Missing"},
 		{"unknown option", "type R struct {\n\tX uint8 `mk:\"maxx=3\"`\n}", 4, "unknown field option \"maxx\""},
 		{"identity over its max", "//mk:identity min=5 max=2\ntype N string", 4, "min=5 over max=2"},
@@ -74,29 +74,114 @@ func TestSchemaMistakesNameFileAndLine(t *testing.T) {
 		{"le on a missing field", "type R struct {\n\tA uint64 `mk:\"le=B\"`\n}", 4, "le=B must name another integer field"},
 		{"slice of strings without elem_max", "type R struct {\n\tTags []string `mk:\"max=8\"`\n}", 4, "needs elem_max=N"},
 		{"elem_max on a slice of integers", "type R struct {\n\tN []uint64 `mk:\"max=8,elem_max=3\"`\n}", 4, "elem_max= applies to slices of strings or []byte only"},
-		{"slice in a key", "//mk:key tag=1\ntype K struct {\n\tX []uint64\n}", 5, "key fields are"},
+		{"slice in a key", "//mk:key tag=100\ntype K struct {\n\tX []uint64\n}", 5, "key fields are"},
 		{"recursive struct", "type R struct {\n\tR []R `mk:\"max=2\"`\n}", 3, "contains itself"},
 		{"enum without values", "//mk:enum\ntype E uint8", 4, "no constants"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, "bad.go")
-			if err := os.WriteFile(path, []byte("package schema\n\n"+c.src+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := load(dir)
-			if err == nil {
-				t.Fatal("schema loaded without error")
-			}
-			want := "bad.go:" + strconv.Itoa(c.line) + ":"
-			for _, line := range strings.Split(err.Error(), "\n") {
-				if strings.Contains(line, want) && strings.Contains(line, c.want) {
-					return
-				}
-			}
-			t.Errorf("report %q has no line with %q and %q", err, want, c.want)
+			// The namespace, in a file of its own, keeps bad.go's lines as
+			// the table counts them.
+			writeFile(t, filepath.Join(dir, "ns.go"), "//mk:namespace test\npackage schema\n")
+			writeFile(t, filepath.Join(dir, "bad.go"), "package schema\n\n"+c.src+"\n")
+			wantSchemaError(t, dir, "bad.go", c.line, c.want)
 		})
+	}
+}
+
+func writeFile(t *testing.T, path, src string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantSchemaError loads the schema in dir and fails unless the report has
+// a line naming file:line and want.
+func wantSchemaError(t *testing.T, dir, file string, line int, want string) {
+	t.Helper()
+	_, err := load(dir)
+	if err == nil {
+		t.Fatal("schema loaded without error")
+	}
+	at := file + ":" + strconv.Itoa(line) + ":"
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.Contains(l, at) && strings.Contains(l, want) {
+			return
+		}
+	}
+	t.Errorf("report %q has no line with %q and %q", err, at, want)
+}
+
+// TestNamespaceAndReservedRangeMistakes: a schema package declares exactly
+// one valid namespace in its package doc comment; the reserved namespaces
+// ("mkit", "mkit...") and key class tags 1-99 are the library's schema's
+// alone, and the library's schema keeps its tags in 1-99. The module
+// column is the schema package's import path ("" for no go.mod): a path
+// in github.com/mkit-dev/mkitfdb puts the package there in that module,
+// any other makes it the root package of a module of that path.
+func TestNamespaceAndReservedRangeMistakes(t *testing.T) {
+	const lib = "github.com/mkit-dev/mkitfdb"
+	cases := []struct {
+		name, module, src string
+		line              int
+		want              string
+	}{
+		{"missing namespace", "", "// Package schema.\npackage schema\n", 2, "declares no namespace: add //mk:namespace NAME"},
+		{"two namespaces", "", "// Package schema.\n//\n//mk:namespace a\n//mk:namespace b\npackage schema\n", 4, "second //mk:namespace: the namespace is already declared at"},
+		{"namespace without a name", "", "//mk:namespace\npackage schema\n", 1, "//mk:namespace needs exactly one name, found 0"},
+		{"namespace of two names", "", "//mk:namespace a b\npackage schema\n", 1, "needs exactly one name, found 2"},
+		{"namespace with an upper-case letter", "", "//mk:namespace Orders\npackage schema\n", 1, `namespace "Orders": must start with a letter a-z`},
+		{"namespace with a dash", "", "//mk:namespace my-shop\npackage schema\n", 1, `namespace "my-shop": byte 2 ('-') is not one of a-z, 0-9 and _`},
+		{"namespace starting with a digit", "", "//mk:namespace 9lives\npackage schema\n", 1, "must start with a letter a-z"},
+		{"namespace over 32 bytes", "", "//mk:namespace " + strings.Repeat("a", 33) + "\npackage schema\n", 1, "must be 1-32 bytes long"},
+		{"namespace outside the package doc", "", "//mk:namespace shop\n\npackage schema\n", 1, "belongs in the package doc comment"},
+		{"reserved namespace", "", "//mk:namespace mkit\npackage schema\n", 1, `namespace "mkit": namespaces starting with "mkit" are reserved for the library's schema`},
+		{"reserved namespace prefix", "example.com/shop", "//mk:namespace mkitshop\npackage schema\n", 1, `namespace "mkitshop": namespaces starting with "mkit" are reserved`},
+		{"reserved namespace in the library's module, another package", lib + "/other", "//mk:namespace mkit\npackage schema\n", 1, "reserved for the library's schema"},
+		{"reserved key tag", "example.com/shop", "//mk:namespace shop\npackage schema\n\n//mk:key tag=99\ntype K struct{}\n", 5, "key K: tag 99 is reserved for the library's key classes (1-99); an importing schema's key classes use tags 100 and above"},
+		{"key tag 0", "", "//mk:namespace shop\npackage schema\n\n//mk:key tag=0\ntype K struct{}\n", 5, "tag 0 is reserved for the library's key classes"},
+		{"library key tag out of its range", lib + "/schema", "//mk:namespace mkit\npackage schema\n\n//mk:key tag=100\ntype K struct{}\n", 5, "key K: tag 100 is outside the library's range 1-99"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "pkg")
+			if c.module != "" {
+				// root holds go.mod; the package sits at c.module.
+				mod, sub := c.module, ""
+				if rest, ok := strings.CutPrefix(c.module, lib+"/"); ok {
+					mod, sub = lib, rest
+				}
+				writeFile(t, filepath.Join(root, "go.mod"), "module "+mod+"\n")
+				dir = filepath.Join(root, sub)
+			}
+			writeFile(t, filepath.Join(dir, "bad.go"), c.src)
+			wantSchemaError(t, dir, "bad.go", c.line, c.want)
+		})
+	}
+}
+
+// TestLibrarySchemaMayUseTheReservedRanges: the package at the library
+// schema's import path may take namespace "mkit" and tags 1-99, and
+// generates partition identities that start with its namespace.
+func TestLibrarySchemaMayUseTheReservedRanges(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "go.mod"), "module github.com/mkit-dev/mkitfdb\n\ngo 1.26\n")
+	writeFile(t, filepath.Join(root, "schema", "s.go"), "//mk:namespace mkit\npackage schema\n\n//mk:key tag=1\ntype K struct{}\n")
+	s, err := load(filepath.Join(root, "schema"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.library || s.Namespace != "mkit" {
+		t.Errorf("library=%v namespace=%q; want the library's schema, namespace mkit", s.library, s.Namespace)
+	}
+	if got := importPath(filepath.Join(repoRoot(t), "schema")); got != libraryPkg {
+		t.Errorf("importPath(the repository's schema) = %q, want %q", got, libraryPkg)
 	}
 }
 

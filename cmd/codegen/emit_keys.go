@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 
+	"github.com/mkit-dev/mkitfdb/gen/tuple"
+
 	. "github.com/dave/jennifer/jen"
 )
 
@@ -66,6 +68,7 @@ func emitKeys(f *File, s *schema) {
 		If(Id("v").Op(">").Id("max")).Block(Return(Lit(0), Qual(wirePkg, "Rule").Call(Id("field"), Lit("%d overflows its type"), Id("v")))),
 		Return(Id("v"), Nil()),
 	)
+	emitNamespace(f, s)
 	for _, d := range s.Decls {
 		if d.Kind == kindUnion && d.usedInTuple {
 			emitUnionTuple(f, d)
@@ -257,6 +260,32 @@ func tupleRead(g *Group, x string, t *typeRef, path string) {
 	}
 }
 
+// emitNamespace writes the schema's namespace and, when it declares a
+// partition union, the helpers that put it first in every partition
+// identity and check it there.
+func emitNamespace(f *File, s *schema) {
+	f.Comment("SchemaNamespace is the schema's namespace (its //mk:namespace): the first")
+	f.Comment("element, a tuple string, of every partition identity it declares, so no")
+	f.Comment("identity of another schema's partition is a tuple prefix of one of these.")
+	f.Const().Id("SchemaNamespace").Op("=").Lit(s.Namespace)
+	if len(s.filter(func(d *decl) bool { return d.Kind == kindUnion && d.Partition })) == 0 {
+		return
+	}
+	f.Comment("namespaceTuple is SchemaNamespace's tuple encoding, a partition identity's prefix.")
+	f.Const().Id("namespaceTuple").Op("=").Lit(string(tuple.AppendString(nil, s.Namespace)))
+	f.Comment("trimNamespace returns b after its first element, SchemaNamespace, and fails")
+	f.Comment("when b does not start with it, naming the namespace b starts with instead.")
+	f.Func().Id("trimNamespace").Params(Id("b").Index().Byte()).Params(Index().Byte(), Error()).Block(
+		If(Len(Id("b")).Op(">=").Len(Id("namespaceTuple")).Op("&&").String().Call(Id("b").Index(Empty(), Len(Id("namespaceTuple")))).Op("==").Id("namespaceTuple")).Block(
+			Return(Id("b").Index(Len(Id("namespaceTuple")), Empty()), Nil()),
+		),
+		Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
+		List(Id("ns"), Err()).Op(":=").Id("r").Dot("ReadString").Call(),
+		If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "Rule").Call(Lit("namespace"), Lit("no namespace first: %v"), Err()))),
+		Return(Nil(), Qual(wirePkg, "Rule").Call(Lit("namespace"), Lit("identity of namespace %q, not %q"), Id("ns"), Id("SchemaNamespace"))),
+	)
+}
+
 // emitUnionTuple writes the tuple form of a union: the variant tag as an
 // integer, then the variant's fields. A partition union also gets its
 // variants' AppendTuple (store.Partition) and ParsePartition.
@@ -280,15 +309,15 @@ func emitUnionTuple(f *File, d *decl) {
 		})
 		if d.Partition {
 			f.Commentf("AppendTuple appends the tuple encoding of the partition's identity to dst:")
-			f.Commentf("(%d, fields...). It fails with an error wrapping wire.ErrInvalid, leaving", v.Tag)
-			f.Comment("dst as it was, when the identity breaks a rule.")
+			f.Commentf("(SchemaNamespace, %d, fields...). It fails with an error wrapping", v.Tag)
+			f.Comment("wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.")
 			f.Func().Params(Id("v").Id(v.Type.Name)).Id("AppendTuple").Params(Id("dst").Index().Byte()).Params(Index().Byte(), Error()).BlockFunc(func(g *Group) {
 				if len(v.Type.Fields) > 0 {
 					g.If(Err().Op(":=").Id("check"+v.Type.Name).Call(Op("&").Id("v")), Err().Op("!=").Nil()).Block(
 						Return(Id("dst"), Qual(wirePkg, "Within").Call(Lit(v.Type.Name), Err())),
 					)
 				}
-				g.Return(Id("append"+v.Type.Name+"Tuple").Call(Id("dst"), Op("&").Id("v")), Nil())
+				g.Return(Id("append"+v.Type.Name+"Tuple").Call(Append(Id("dst"), Id("namespaceTuple").Op("...")), Op("&").Id("v")), Nil())
 			})
 		}
 	}
@@ -321,9 +350,12 @@ func emitUnionTuple(f *File, d *decl) {
 	if d.Partition {
 		f.Commentf("Parse%s parses the tuple encoding of a %s identity, as its", name, name)
 		f.Comment("AppendTuple writes it. Any other bytes fail with an error wrapping")
-		f.Comment("wire.ErrCorrupt.")
+		f.Comment("wire.ErrCorrupt, among them the identity of another schema's partition,")
+		f.Comment("whose first element names another namespace than SchemaNamespace.")
 		f.Func().Id("Parse"+name).Params(Id("b").Index().Byte()).Params(Id(name), Error()).Block(
-			Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("b")),
+			List(Id("rest"), Err()).Op(":=").Id("trimNamespace").Call(Id("b")),
+			If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+			Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("rest")),
 			List(Id("p"), Err()).Op(":=").Id("read"+name+"Tuple").Call(Op("&").Id("r")),
 			If(Err().Op("==").Nil()).Block(Err().Op("=").Id("finishKey").Call(Op("&").Id("r"))),
 			If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),

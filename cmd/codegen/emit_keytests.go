@@ -264,6 +264,15 @@ func emitPartitionTest(f *File, d *decl) {
 				Id("t").Dot("Errorf").Call(Lit("trailing byte after %v: error %v"), Id("p"), Err()),
 			),
 		),
+		Comment("The same partition under another namespace is another schema's: rejected,"),
+		Comment("naming the namespace found."),
+		Id("other").Op(":=").Id("SchemaNamespace").Op("+").Lit("_other"),
+		For(List(Id("_"), Id("p")).Op(":=").Range().Id("examples")).Block(
+			Id("b").Op(":=").Append(Qual(tuplePkg, "AppendString").Call(Nil(), Id("other")), Id("must").Call(Id("p").Dot("AppendTuple").Call(Nil())).Index(Len(Id("namespaceTuple")), Empty()).Op("...")),
+			If(List(Id("_"), Err()).Op(":=").Id("Parse"+name).Call(Id("b")), Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt")).Op("||").Op("!").Qual("strings", "Contains").Call(Err().Dot("Error").Call(), Qual("strconv", "Quote").Call(Id("other")))).Block(
+				Id("t").Dot("Errorf").Call(Lit("%v under namespace %q: error %v"), Id("p"), Id("other"), Err()),
+			),
+		),
 	)
 	f.Func().Id("must").Params(Id("b").Index().Byte(), Err().Error()).Index().Byte().Block(
 		If(Err().Op("!=").Nil()).Block(Panic(Err())),

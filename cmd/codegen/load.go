@@ -50,7 +50,8 @@ func load(dir string) (*schema, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("schema: no Go files in %s", dir)
 	}
-	l := &loader{fset: fset, s: &schema{byName: map[string]*decl{}}}
+	l := &loader{fset: fset, s: &schema{byName: map[string]*decl{}, library: importPath(dir) == libraryPkg}}
+	l.namespaces(files)
 	for _, f := range files {
 		l.types(f)
 	}

@@ -113,6 +113,13 @@ type schema struct {
 	Decls  []*decl // in source order
 	byName map[string]*decl
 	pkg    string // the generated package's name, set by generate
+
+	// Namespace is the schema's //mk:namespace: the first element of every
+	// partition identity it generates.
+	Namespace string
+	// library marks the library's own schema package (libraryPkg), the
+	// only one allowed the reserved namespaces and key class tags.
+	library bool
 }
 
 // keys returns the key classes in source order.

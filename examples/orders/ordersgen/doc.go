@@ -6,8 +6,9 @@
 //
 // Key classes (OrderKey): for a class K, AppendK(dst, fields...) appends its
 // key (a FoundationDB tuple: the class tag, then the fields, so byte order is
-// field order; no allocation when dst has room), K.AppendKey does the same for
-// a value, ParseK parses one, ParseKey parses a key of any class and
+// field order; tags 1-99 are the library's key classes, an importing schema's
+// are 100 and above; no allocation when dst has room), K.AppendKey does the
+// same for a value, ParseK parses one, ParseKey parses a key of any class and
 // ClassRange(tag) is the range that holds a class.
 //
 // Records (OrderV1): for a record R, AppendR and EncodeR encode a value after
@@ -24,7 +25,11 @@
 // value but the zero one is valid.
 //
 // Partition unions (Shard): each variant is a store.Partition, identified by
-// its tuple encoding.
+// its tuple encoding (SchemaNamespace, the variant tag, the fields...): the
+// schema's namespace first, so no identity of another schema's partition is a
+// tuple prefix of one of these, and ParseX refuses an identity of another
+// namespace (an error wrapping wire.ErrCorrupt that names the namespace
+// found).
 //
 // Every function is safe for concurrent use.
 package ordersgen

@@ -17,7 +17,7 @@ func sortedBy[T any](s []T, cmp func(a, b T) int) []T {
 
 // examplesShard returns valid Shard values: a minimal one, then one per variant.
 func examplesShard() []Shard {
-	return []Shard{RegionShard{}, RegionShard{Region: uint16(300)}}
+	return []Shard{RegionShard{}, RegionShard{Region: uint16(300)}, CustomerShard{Customer: MustCustomerID("customerid-b")}}
 }
 
 // examplesOrderKey returns valid OrderKey values, minimal first, typical last.

@@ -21,7 +21,7 @@ type ParsedKey interface {
 
 // Class tags.
 const (
-	TagOrderKey Tag = 1
+	TagOrderKey Tag = 100
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -69,10 +69,34 @@ func readTupleUint(r *tuple.Reader, field string, max uint64) (uint64, error) {
 	return v, nil
 }
 
+// SchemaNamespace is the schema's namespace (its //mk:namespace): the first
+// element, a tuple string, of every partition identity it declares, so no
+// identity of another schema's partition is a tuple prefix of one of these.
+const SchemaNamespace = "orders"
+
+// namespaceTuple is SchemaNamespace's tuple encoding, a partition identity's prefix.
+const namespaceTuple = "\x02orders\x00"
+
+// trimNamespace returns b after its first element, SchemaNamespace, and fails
+// when b does not start with it, naming the namespace b starts with instead.
+func trimNamespace(b []byte) ([]byte, error) {
+	if len(b) >= len(namespaceTuple) && string(b[:len(namespaceTuple)]) == namespaceTuple {
+		return b[len(namespaceTuple):], nil
+	}
+	r := tuple.NewReader(b)
+	ns, err := r.ReadString()
+	if err != nil {
+		return nil, wire.Rule("namespace", "no namespace first: %v", err)
+	}
+	return nil, wire.Rule("namespace", "identity of namespace %q, not %q", ns, SchemaNamespace)
+}
+
 func appendShardTuple(dst []byte, v Shard) []byte {
 	switch x := v.(type) {
 	case RegionShard:
 		return appendRegionShardTuple(dst, &x)
+	case CustomerShard:
+		return appendCustomerShardTuple(dst, &x)
 	}
 	return dst
 }
@@ -84,13 +108,29 @@ func appendRegionShardTuple(dst []byte, k *RegionShard) []byte {
 }
 
 // AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (1, fields...). It fails with an error wrapping wire.ErrInvalid, leaving
-// dst as it was, when the identity breaks a rule.
+// (SchemaNamespace, 1, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
 func (v RegionShard) AppendTuple(dst []byte) ([]byte, error) {
 	if err := checkRegionShard(&v); err != nil {
 		return dst, wire.Within("RegionShard", err)
 	}
-	return appendRegionShardTuple(dst, &v), nil
+	return appendRegionShardTuple(append(dst, namespaceTuple...), &v), nil
+}
+
+func appendCustomerShardTuple(dst []byte, k *CustomerShard) []byte {
+	dst = tuple.AppendUint(dst, 2)
+	dst = tuple.AppendString(dst, k.Customer.s)
+	return dst
+}
+
+// AppendTuple appends the tuple encoding of the partition's identity to dst:
+// (SchemaNamespace, 2, fields...). It fails with an error wrapping
+// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
+func (v CustomerShard) AppendTuple(dst []byte) ([]byte, error) {
+	if err := checkCustomerShard(&v); err != nil {
+		return dst, wire.Within("CustomerShard", err)
+	}
+	return appendCustomerShardTuple(append(dst, namespaceTuple...), &v), nil
 }
 
 func readShardTuple(r *tuple.Reader) (Shard, error) {
@@ -101,6 +141,12 @@ func readShardTuple(r *tuple.Reader) (Shard, error) {
 	switch tag {
 	case 1:
 		k, err := readRegionShardTuple(r)
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
+	case 2:
+		k, err := readCustomerShardTuple(r)
 		if err != nil {
 			return nil, err
 		}
@@ -121,11 +167,32 @@ func readRegionShardTuple(r *tuple.Reader) (k RegionShard, err error) {
 	return k, checkRegionShard(&k)
 }
 
+func readCustomerShardTuple(r *tuple.Reader) (k CustomerShard, err error) {
+	{
+		var s string
+		s, err = r.ReadString()
+		if err != nil {
+			return
+		}
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Customer, err = NewCustomerID(s); err != nil {
+			err = wire.Within("CustomerShard.Customer", err)
+			return
+		}
+	}
+	return k, checkCustomerShard(&k)
+}
+
 // ParseShard parses the tuple encoding of a Shard identity, as its
 // AppendTuple writes it. Any other bytes fail with an error wrapping
-// wire.ErrCorrupt.
+// wire.ErrCorrupt, among them the identity of another schema's partition,
+// whose first element names another namespace than SchemaNamespace.
 func ParseShard(b []byte) (Shard, error) {
-	r := tuple.NewReader(b)
+	rest, err := trimNamespace(b)
+	if err != nil {
+		return nil, wire.KeyError("Shard", err)
+	}
+	r := tuple.NewReader(rest)
 	p, err := readShardTuple(&r)
 	if err == nil {
 		err = finishKey(&r)

@@ -8,6 +8,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -211,6 +212,15 @@ func TestShardTupleRoundTripAndOrder(t *testing.T) {
 	for _, p := range examples {
 		if _, err := ParseShard(append(must(p.AppendTuple(nil)), 0)); !errors.Is(err, wire.ErrCorrupt) {
 			t.Errorf("trailing byte after %v: error %v", p, err)
+		}
+	}
+	// The same partition under another namespace is another schema's: rejected,
+	// naming the namespace found.
+	other := SchemaNamespace + "_other"
+	for _, p := range examples {
+		b := append(tuple.AppendString(nil, other), must(p.AppendTuple(nil))[len(namespaceTuple):]...)
+		if _, err := ParseShard(b); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), strconv.Quote(other)) {
+			t.Errorf("%v under namespace %q: error %v", p, other, err)
 		}
 	}
 }

@@ -12,6 +12,9 @@ func appendShard(dst []byte, v Shard) []byte {
 	case RegionShard:
 		dst = append(dst, 1)
 		dst = appendRegionShard(dst, &x)
+	case CustomerShard:
+		dst = append(dst, 2)
+		dst = appendCustomerShard(dst, &x)
 	}
 	return dst
 }
@@ -20,6 +23,8 @@ func sizeShard(v Shard) int {
 	switch x := v.(type) {
 	case RegionShard:
 		return 1 + sizeRegionShard(&x)
+	case CustomerShard:
+		return 1 + sizeCustomerShard(&x)
 	}
 	return 1
 }
@@ -29,6 +34,10 @@ func matchShard(r *wire.Reader, v Shard) bool {
 	switch x := v.(type) {
 	case RegionShard:
 		if !validRegionShard(&x) || !m.MatchU8(1) || !m.MatchU16(x.Region) {
+			return false
+		}
+	case CustomerShard:
+		if !validCustomerShard(&x) || !m.MatchU8(2) || !m.MatchString(x.Customer.s) {
 			return false
 		}
 	default:
@@ -46,6 +55,8 @@ func spanShard(b []byte) int {
 	switch b[0] {
 	case 1:
 		at = wire.SpanFixed(b, at, 2)
+	case 2:
+		at = wire.SpanString(b, at)
 	default:
 		return 0
 	}
@@ -88,6 +99,10 @@ func readShard(r *wire.Reader, field string) Shard {
 		var x RegionShard
 		readRegionShard(r, &x)
 		return x
+	case 2:
+		var x CustomerShard
+		readCustomerShard(r, &x)
+		return x
 	}
 	if r.Err() == nil {
 		r.Failf(field, "unknown Shard variant tag %d", tag)
@@ -108,6 +123,21 @@ func sizeRegionShard(v *RegionShard) int {
 
 func readRegionShard(r *wire.Reader, v *RegionShard) {
 	v.Region = r.U16("RegionShard.Region")
+}
+
+func appendCustomerShard(dst []byte, v *CustomerShard) []byte {
+	dst = wire.AppendString(dst, v.Customer.s)
+	return dst
+}
+
+func sizeCustomerShard(v *CustomerShard) int {
+	n := 0
+	n += wire.LenSize(len(v.Customer.s)) + len(v.Customer.s)
+	return n
+}
+
+func readCustomerShard(r *wire.Reader, v *CustomerShard) {
+	v.Customer = CustomerID{r.Name("CustomerShard.Customer", &internCustomerID, "CustomerID", 1, MaxCustomerIDBytes)}
 }
 
 func appendOrderV1(dst []byte, v *OrderV1) []byte {

@@ -1,6 +1,8 @@
 // Package schema is an example of an importing project's own schema: a
 // small order book declared the way mkitfdb declares its own, generated
 // into ../ordersgen by the same generator.
+//
+//mk:namespace orders
 package schema
 
 //go:generate go run github.com/mkit-dev/mkitfdb/cmd/codegen -schema . -out ../ordersgen -pkg ordersgen
@@ -25,7 +27,8 @@ const (
 //
 //mk:union partition
 type Shard struct {
-	Region *RegionShard `mk:"tag=1,kind=region"`
+	Region   *RegionShard   `mk:"tag=1,kind=region"`
+	Customer *CustomerShard `mk:"tag=2,kind=customer"`
 }
 
 // RegionShard is one region's order book.
@@ -33,9 +36,16 @@ type RegionShard struct {
 	Region uint16
 }
 
+// CustomerShard is one customer's order book. Its identity differs from
+// the library's NamespacePartition (variant tag 2, one string) only by
+// the namespace, which is what keeps their rows apart.
+type CustomerShard struct {
+	Customer CustomerID
+}
+
 // OrderKey holds one order, ordered by customer then placement time.
 //
-//mk:key tag=1
+//mk:key tag=100
 type OrderKey struct {
 	Customer   CustomerID
 	PlacedAtMs uint64

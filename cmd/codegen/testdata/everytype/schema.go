@@ -4,6 +4,8 @@
 // unions and slices of each) and a key class of every one that has a
 // tuple form. A type the generator breaks fails the test here before it
 // reaches a schema of the repository.
+//
+//mk:namespace everytype
 package schema
 
 // Color is an enum.
@@ -356,50 +358,50 @@ type RAll struct {
 
 // Key classes: one per type with a tuple form, and one of them all.
 
-//mk:key tag=1
+//mk:key tag=101
 type KU8 struct{ V uint8 }
 
-//mk:key tag=2
+//mk:key tag=102
 type KU16 struct{ V uint16 }
 
-//mk:key tag=3
+//mk:key tag=103
 type KU32 struct{ V uint32 }
 
-//mk:key tag=4
+//mk:key tag=104
 type KU64 struct{ V uint64 }
 
-//mk:key tag=5
+//mk:key tag=105
 type KI64 struct{ V int64 }
 
-//mk:key tag=6
+//mk:key tag=106
 type KBool struct{ V bool }
 
-//mk:key tag=7
+//mk:key tag=107
 type KString struct {
 	V string `mk:"max=12"`
 }
 
-//mk:key tag=8
+//mk:key tag=108
 type KBytes struct {
 	V []byte `mk:"max=9"`
 }
 
-//mk:key tag=9
+//mk:key tag=109
 type KEnum struct{ V Color }
 
-//mk:key tag=10
+//mk:key tag=110
 type KName struct{ V Name }
 
-//mk:key tag=11
+//mk:key tag=111
 type KLabel struct{ V Label }
 
-//mk:key tag=12
+//mk:key tag=112
 type KShape struct{ V Shape }
 
-//mk:key tag=13
+//mk:key tag=113
 type KPlace struct{ V Place }
 
-//mk:key tag=14
+//mk:key tag=114
 type KSingleton struct{}
 
 //mk:key tag=300
