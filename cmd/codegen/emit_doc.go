@@ -34,10 +34,10 @@ func emitDoc(f *File, s *schema) {
 	}{
 		{keys, "Key classes (%s): for a class K, AppendK(dst, fields...) appends its key " +
 			"(a FoundationDB tuple: the class tag, then the fields, so byte order is field order; " +
-			"tags 1-99 are the library's key classes, an importing schema's are 100 and above; " +
 			"no allocation when dst has room), K.AppendKey does the same for a value, ParseK " +
 			"parses one, ParseKey parses a key of any class and ClassRange(tag) is the range " +
-			"that holds a class."},
+			"that holds a class. Tags 1-99 are the library's key classes, in any partition; an " +
+			"importing schema's are 100 and above."},
 		{records, "Records (%s): for a record R, AppendR and EncodeR encode a value after " +
 			"checking every rule of the schema (an error wrapping wire.ErrInvalid otherwise, " +
 			"nothing appended); DecodeR decodes strictly: truncated input, trailing bytes, an " +
