@@ -17,7 +17,7 @@ type Registry struct {
 	handlers map[Kind]Handler
 	// held limits the logs of corrupt timer rows, by partition identity
 	// and key (see logHeld).
-	held logLimiter
+	held holdback
 }
 
 // NewRegistry returns a registry holding hs; it fails as Register does.
@@ -88,40 +88,4 @@ func (r *Registry) logHeld(p store.Partition, key store.Key, nowMs uint64, inter
 		return true
 	}
 	return r.held.allow(string(append(id, key...)), nowMs, interval)
-}
-
-// logLimit bounds the keys a logLimiter remembers; past it, those whose
-// interval has ended are forgotten first, then all.
-const logLimit = 4096
-
-// logLimiter says whether to log an event about a key: once per interval
-// per key. Its zero value is ready; it is safe for concurrent use.
-type logLimiter struct {
-	mu    sync.Mutex
-	until map[string]uint64 // when each key may be logged again
-}
-
-// allow reports whether an event about key may be logged at nowMs, and if
-// so, holds the key's next ones back for interval.
-func (l *logLimiter) allow(key string, nowMs uint64, interval time.Duration) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if until, ok := l.until[key]; ok && nowMs < until {
-		return false
-	}
-	if len(l.until) >= logLimit {
-		for k, until := range l.until {
-			if nowMs >= until {
-				delete(l.until, k)
-			}
-		}
-		if len(l.until) >= logLimit {
-			clear(l.until)
-		}
-	}
-	if l.until == nil {
-		l.until = make(map[string]uint64)
-	}
-	l.until[key] = addMs(nowMs, uint64(interval/time.Millisecond))
-	return true
 }

@@ -206,10 +206,10 @@ type Scheduler struct {
 
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
-	corrupt  logLimiter          // entries that name no partition
-	// failedAt: when this Scheduler last failed to claim, run or release
-	// each partition, by identity, while it keeps failing (see backingOff).
-	failedAt map[string]uint64
+	corrupt  holdback            // log lines of entries that name no partition
+	// failed holds back, by identity, the partitions this Scheduler failed
+	// to claim, run or release (see backingOff).
+	failing holdback
 }
 
 // NewScheduler returns a Scheduler configured by cfg. It fails with an
@@ -295,7 +295,6 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		leaseKey: gen.AppendSchedulerLeaseKey(nil),
 		full:     cfg.Store.Capabilities().Full(),
 		inFlight: make(map[string]struct{}),
-		failedAt: make(map[string]uint64),
 	}, nil
 }
 
@@ -499,43 +498,22 @@ func (s *Scheduler) enter(id string) bool {
 	return true
 }
 
-// failedLimit bounds the failures a Scheduler remembers; past it, those
-// whose backoff has ended are forgotten, then all.
-const failedLimit = 4096
-
 // backingOff reports whether this Scheduler failed partition id less than
 // RetryBackoffMs ago. A failed partition stays due in the store (its wake
 // time covers every timer it holds), so the backoff is kept here, in
 // memory: it spaces one Scheduler's retries of a partition whose store
 // calls keep failing, without ever delaying a timer in the store.
 func (s *Scheduler) backingOff(id string) bool {
-	nowMs := clock.NowMs(s.clock)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	at, ok := s.failedAt[id]
-	return ok && nowMs < addMs(at, RetryBackoffMs)
+	return s.failing.held(id, clock.NowMs(s.clock))
 }
 
 // backOff notes that partition id failed (failed) or succeeded.
 func (s *Scheduler) backOff(id string, failed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !failed {
-		delete(s.failedAt, id)
+		s.failing.release(id)
 		return
 	}
-	nowMs := clock.NowMs(s.clock)
-	if len(s.failedAt) >= failedLimit {
-		for k, at := range s.failedAt {
-			if nowMs >= addMs(at, RetryBackoffMs) {
-				delete(s.failedAt, k)
-			}
-		}
-		if len(s.failedAt) >= failedLimit {
-			clear(s.failedAt)
-		}
-	}
-	s.failedAt[id] = nowMs
+	s.failing.hold(id, clock.NowMs(s.clock), time.Duration(RetryBackoffMs)*time.Millisecond)
 }
 
 func (s *Scheduler) leave(id string) {
