@@ -207,7 +207,7 @@ type Scheduler struct {
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
 	corrupt  holdback            // log lines of entries that name no partition
-	// failed holds back, by identity, the partitions this Scheduler failed
+	// failing holds back, by identity, the partitions this Scheduler failed
 	// to claim, run or release (see backingOff).
 	failing holdback
 }
