@@ -51,13 +51,21 @@ func (f *fixture) plan(tb testing.TB, window, fires int) []step {
 			tb.Fatal(err)
 		}
 	}
-	rh, err := gen.AppendRelayHighWaterKey(nil, sourcePartition.(gen.Partition))
+	srcID, err := sourcePartition.AppendTuple(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	marks := map[gen.Partition]store.Value{}
+	rh, err := gen.AppendRelayHighWaterKey(nil, srcID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	marks := map[string]store.Value{} // by target identity
 	for _, t := range f.targets {
-		if marks[t], _, err = f.s.Get(ctx, t, rh); err != nil {
+		id, err := t.AppendTuple(nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if marks[string(id)], _, err = f.s.Get(ctx, t, rh); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -111,21 +119,27 @@ func (f *fixture) plan(tb testing.TB, window, fires int) []step {
 		}
 		next = w
 
-		// Target batches: per target in order of first row, in prefixes.
-		var order []gen.Partition
-		groups := map[gen.Partition][]int{}
+		// Target batches: per target in order of first row, in prefixes,
+		// each target addressed by the identity its rows name.
+		var order []store.Identity
+		groups := map[string][]int{}
 		recs := make([]gen.RelayV1, len(win))
 		for i, kv := range win {
 			if recs[i], err = gen.DecodeRelayV1(kv.Value); err != nil {
 				tb.Fatal(err)
 			}
-			t := recs[i].Target
+			t := string(recs[i].Target)
 			if _, ok := groups[t]; !ok {
-				order = append(order, t)
+				id, err := store.ParseIdentity(recs[i].Target)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				order = append(order, id)
 			}
 			groups[t] = append(groups[t], i)
 		}
-		for _, t := range order {
+		for _, id := range order {
+			t := string(ids(tb, id))
 			idx := groups[t]
 			for i := 0; i < len(idx); i += perTargetBatch {
 				j := min(i+perTargetBatch, len(idx))
@@ -138,7 +152,7 @@ func (f *fixture) plan(tb testing.TB, window, fires int) []step {
 				mark := u64(tb, winSeqs[idx[j-1]])
 				b.Put(rh, mark)
 				marks[t] = mark
-				steps = append(steps, step{t, b})
+				steps = append(steps, step{id, b})
 			}
 		}
 		// Checkpoints: every row delivered, split as the source's
@@ -304,4 +318,13 @@ func sameStep(a, b step) bool {
 		}
 	}
 	return true
+}
+
+// ids returns p's tuple identity.
+func ids(tb testing.TB, p store.Partition) []byte {
+	b, err := p.AppendTuple(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }

@@ -33,8 +33,12 @@ func ExampleAppendRelayKey() {
 // strictly: bytes that are not a whole, valid record are an error wrapping
 // wire.ErrCorrupt, never a panic or a half-filled value.
 func ExampleEncodeRelayV1() {
+	target, err := gen.RefIndexPartition{NS: gen.MustNamespaceKey("shop"), Repo: gen.MustRepoName("orders"), ShardRef: gen.MustShardRef("main")}.AppendTuple(nil)
+	if err != nil {
+		panic(err)
+	}
 	row := gen.RelayV1{
-		Target: gen.RefIndexPartition{NS: gen.MustNamespaceKey("shop"), Repo: gen.MustRepoName("orders"), ShardRef: gen.MustShardRef("main")},
+		Target: target, // the target partition's tuple identity
 		Puts:   []gen.RelayPut{{Key: []byte("latest"), Value: []byte("ada/1")}},
 		AtMs:   1_700_000_000_000,
 	}
@@ -46,7 +50,11 @@ func ExampleEncodeRelayV1() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("to %s: %s=%s\n", back.Target, back.Puts[0].Key, back.Puts[0].Value)
+	to, err := gen.ParsePartition(back.Target)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("to %s: %s=%s\n", to, back.Puts[0].Key, back.Puts[0].Value)
 
 	_, err = gen.DecodeRelayV1(b[:len(b)-1])
 	fmt.Println("truncated is corrupt:", errors.Is(err, wire.ErrCorrupt))

@@ -2,7 +2,10 @@
 
 package gen
 
-import "slices"
+import (
+	"bytes"
+	"slices"
+)
 
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T {
@@ -75,15 +78,7 @@ func examplesLeasedShardKey() []LeasedShardKey {
 
 // examplesRelayHighWaterKey returns valid RelayHighWaterKey values, minimal first, typical last.
 func examplesRelayHighWaterKey() []RelayHighWaterKey {
-	return []RelayHighWaterKey{RelayHighWaterKey{Source: RefPartition{
-		NS:       MustNamespaceKey("a"),
-		Repo:     MustRepoName("a"),
-		ShardRef: MustShardRef("a"),
-	}}, RelayHighWaterKey{Source: RefPartition{
-		NS:       MustNamespaceKey("namespacekey-a"),
-		Repo:     MustRepoName("reponame-a"),
-		ShardRef: MustShardRef("shardref-a"),
-	}}}
+	return []RelayHighWaterKey{RelayHighWaterKey{Source: []byte{}}, RelayHighWaterKey{Source: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}
 }
 
 // examplesReservationKey returns valid ReservationKey values, minimal first, typical last.
@@ -134,11 +129,7 @@ func examplesU64Value() []U64Value {
 
 // examplesRelayV1 returns valid RelayV1 values, minimal first, typical last.
 func examplesRelayV1() []RelayV1 {
-	return []RelayV1{RelayV1{Target: RefPartition{
-		NS:       MustNamespaceKey("a"),
-		Repo:     MustRepoName("a"),
-		ShardRef: MustShardRef("a"),
-	}}, RelayV1{
+	return []RelayV1{RelayV1{Target: []byte{}}, RelayV1{
 		AtMs:    uint64(1099511627783),
 		Deletes: [][]byte{[]byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}, []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54}},
 		Puts: []RelayPut{RelayPut{
@@ -148,23 +139,15 @@ func examplesRelayV1() []RelayV1 {
 			Key:   []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 			Value: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
 		}},
-		Target: RefPartition{
-			NS:       MustNamespaceKey("namespacekey-a"),
-			Repo:     MustRepoName("reponame-a"),
-			ShardRef: MustShardRef("shardref-a"),
-		},
+		Target: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 	}}
 }
 
 // examplesRelayScanV1 returns valid RelayScanV1 values, minimal first, typical last.
 func examplesRelayScanV1() []RelayScanV1 {
 	return []RelayScanV1{RelayScanV1{}, RelayScanV1{
-		Blocked: sortedBy([]Partition{RefPartition{
-			NS:       MustNamespaceKey("namespacekey-a"),
-			Repo:     MustRepoName("reponame-a"),
-			ShardRef: MustShardRef("shardref-a"),
-		}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}}, func(a, b Partition) int {
-			return ComparePartition(a, b)
+		Blocked: sortedBy([][]byte{[]byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}, []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54}}, func(a, b []byte) int {
+			return bytes.Compare(a, b)
 		}),
 		Cursor:   uint64(1099511627783),
 		CycleEnd: uint64(1099511627783),

@@ -1103,15 +1103,13 @@ func (RelayHighWaterKey) Tag() Tag {
 
 func appendRelayHighWaterKey(dst []byte, k *RelayHighWaterKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagRelayHighWaterKey))
-	dst = tuple.AppendNestedStart(dst)
-	dst = appendPartitionTuple(dst, k.Source)
-	dst = tuple.AppendNestedEnd(dst)
+	dst = tuple.AppendBytes(dst, k.Source)
 	return dst
 }
 
 func checkRelayHighWaterKey(k *RelayHighWaterKey) error {
-	if err := checkPartition(k.Source); err != nil {
-		return wire.Within("Source", err)
+	if len(k.Source) > 1024 {
+		return wire.Within("Source", wire.CheckLen("", len(k.Source), 1024))
 	}
 	return nil
 }
@@ -1128,18 +1126,12 @@ func (k RelayHighWaterKey) AppendKey(dst []byte) ([]byte, error) {
 // AppendRelayHighWaterKey appends the RelayHighWaterKey with the given fields to dst; it fails
 // with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
 // not allocate when dst has room.
-func AppendRelayHighWaterKey(dst []byte, source Partition) ([]byte, error) {
+func AppendRelayHighWaterKey(dst []byte, source []byte) ([]byte, error) {
 	return RelayHighWaterKey{Source: source}.AppendKey(dst)
 }
 
 func readRelayHighWaterKey(r *tuple.Reader) (k RelayHighWaterKey, err error) {
-	if err = r.EnterNested(); err != nil {
-		return
-	}
-	if k.Source, err = readPartitionTuple(r); err != nil {
-		return
-	}
-	if err = r.ExitNested(); err != nil {
+	if k.Source, err = r.ReadBytes(); err != nil {
 		return
 	}
 	if err = finishKey(r); err != nil {

@@ -999,10 +999,10 @@ func TestRelayHighWaterKeyRejectsMalformed(t *testing.T) {
 func TestRelayHighWaterKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesRelayHighWaterKey()[1]
-		k.Source = nil
+		k.Source = make([]byte, 1025)
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("Source unset: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+			t.Errorf("Source over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
 		}
 	}
 }

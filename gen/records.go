@@ -408,7 +408,7 @@ func DecodeU64ValueInto(b []byte, v *U64Value) error {
 }
 
 func appendRelayV1(dst []byte, v *RelayV1) []byte {
-	dst = appendPartition(dst, v.Target)
+	dst = wire.AppendBytes(dst, v.Target)
 	dst = wire.AppendLen(dst, len(v.Puts))
 	for i := range v.Puts {
 		dst = appendRelayPut(dst, &v.Puts[i])
@@ -423,7 +423,7 @@ func appendRelayV1(dst []byte, v *RelayV1) []byte {
 
 func sizeRelayV1(v *RelayV1) int {
 	n := 0
-	n += sizePartition(v.Target)
+	n += wire.LenSize(len(v.Target)) + len(v.Target)
 	n += wire.LenSize(len(v.Puts))
 	for i := range v.Puts {
 		n += sizeRelayPut(&v.Puts[i])
@@ -437,9 +437,7 @@ func sizeRelayV1(v *RelayV1) int {
 }
 
 func readRelayV1(r *wire.Reader, v *RelayV1) {
-	if !matchPartition(r, v.Target) {
-		v.Target = readPartitionInterned(r, "RelayV1.Target")
-	}
+	v.Target = r.Bytes("RelayV1.Target", 1024)
 	{
 		ni := r.Len("RelayV1.Puts", 98, 2)
 		if cap(v.Puts) >= ni {
@@ -539,7 +537,7 @@ func appendRelayScanV1(dst []byte, v *RelayScanV1) []byte {
 	dst = wire.AppendU64(dst, v.Cursor)
 	dst = wire.AppendLen(dst, len(v.Blocked))
 	for i := range v.Blocked {
-		dst = appendPartition(dst, v.Blocked[i])
+		dst = wire.AppendBytes(dst, v.Blocked[i])
 	}
 	return dst
 }
@@ -550,7 +548,7 @@ func sizeRelayScanV1(v *RelayScanV1) int {
 	n += 8
 	n += wire.LenSize(len(v.Blocked))
 	for i := range v.Blocked {
-		n += sizePartition(v.Blocked[i])
+		n += wire.LenSize(len(v.Blocked[i])) + len(v.Blocked[i])
 	}
 	return n
 }
@@ -565,12 +563,10 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 		if cap(v.Blocked) >= ni {
 			v.Blocked = v.Blocked[:ni]
 		} else {
-			v.Blocked = make([]Partition, ni)
+			v.Blocked = make([][]byte, ni)
 		}
 		for i := range v.Blocked {
-			if !matchPartition(r, v.Blocked[i]) {
-				v.Blocked[i] = readPartitionInterned(r, "RelayScanV1.Blocked")
-			}
+			v.Blocked[i] = r.Bytes("RelayScanV1.Blocked", 1024)
 		}
 	}
 }

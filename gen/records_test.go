@@ -172,7 +172,7 @@ func invalidRelayV1() []RelayV1 {
 	var out []RelayV1
 	{
 		v := examplesRelayV1()[1]
-		v.Target = nil
+		v.Target = make([]byte, 1025)
 		out = append(out, v)
 	}
 	{
@@ -206,7 +206,12 @@ func malformedRelayV1() [][]byte {
 		c[i] = b
 		return c
 	}
-	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionRelayV1+1), with(1, 255)}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionRelayV1+1)}
+	{
+		v := examplesRelayV1()[1]
+		v.Target = make([]byte, 1025)
+		out = append(out, appendRelayV1([]byte{VersionRelayV1}, &v))
+	}
 	{
 		v := examplesRelayV1()[1]
 		v.Puts = make([]RelayPut, 99)
@@ -362,7 +367,12 @@ func invalidRelayScanV1() []RelayScanV1 {
 	var out []RelayScanV1
 	{
 		v := examplesRelayScanV1()[1]
-		v.Blocked = make([]Partition, 17)
+		v.Blocked = make([][]byte, 17)
+		out = append(out, v)
+	}
+	{
+		v := examplesRelayScanV1()[1]
+		v.Blocked = [][]byte{make([]byte, 1025)}
 		out = append(out, v)
 	}
 	{
@@ -389,7 +399,12 @@ func malformedRelayScanV1() [][]byte {
 	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionRelayScanV1+1)}
 	{
 		v := examplesRelayScanV1()[1]
-		v.Blocked = make([]Partition, 17)
+		v.Blocked = make([][]byte, 17)
+		out = append(out, appendRelayScanV1([]byte{VersionRelayScanV1}, &v))
+	}
+	{
+		v := examplesRelayScanV1()[1]
+		v.Blocked = [][]byte{make([]byte, 1025)}
 		out = append(out, appendRelayScanV1([]byte{VersionRelayScanV1}, &v))
 	}
 	{

@@ -3,6 +3,7 @@
 package gen
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
@@ -60,10 +61,16 @@ type LeasedShardKey struct {
 }
 
 // RelayHighWaterKey holds, in a target partition, the highest relay
-// sequence delivered from one source partition (a U64Value).
+// sequence delivered from one source partition (a U64Value). Source is
+// the source partition's tuple identity (store.IdentityOf).
 type RelayHighWaterKey struct {
-	Source Partition
+	Source []byte
 }
+
+// Declared bounds of RelayHighWaterKey.
+const (
+	MaxRelayHighWaterKeySource = 1024
+)
 
 // ReservationKey holds one reservation (a ReservationV1).
 type ReservationKey struct {
@@ -841,11 +848,14 @@ func verifyU64Value(v *U64Value) error {
 }
 
 // RelayV1 is one queued relay row: writes to apply to a target partition,
-// in order, exactly once in effect. Puts and deletes together are bounded
-// by the outbox writer so a row always fits one target batch (98 writes
-// plus the target's high-water guard and put is the 100-operation cap).
+// in order, exactly once in effect. Target is the target partition's
+// tuple identity (store.IdentityOf), so a row may name a partition of any
+// schema; 1024 bytes is fdblayer's default partition identity bound. Puts
+// and deletes together are bounded by the outbox writer so a row always
+// fits one target batch (98 writes plus the target's high-water guard and
+// put is the 100-operation cap).
 type RelayV1 struct {
-	Target  Partition
+	Target  []byte
 	Puts    []RelayPut
 	Deletes [][]byte
 	AtMs    uint64
@@ -853,6 +863,7 @@ type RelayV1 struct {
 
 // Declared bounds of RelayV1.
 const (
+	MaxRelayV1Target      = 1024
 	MaxRelayV1Puts        = 98
 	MaxRelayV1Deletes     = 98
 	MaxRelayV1DeletesElem = 10000
@@ -860,8 +871,8 @@ const (
 
 // checkRelayV1 checks every rule of the schema on v.
 func checkRelayV1(v *RelayV1) error {
-	if err := checkPartition(v.Target); err != nil {
-		return wire.Within("Target", err)
+	if len(v.Target) > 1024 {
+		return wire.Within("Target", wire.CheckLen("", len(v.Target), 1024))
 	}
 	if len(v.Puts) > 98 {
 		return wire.Within("Puts", wire.CheckLen("", len(v.Puts), 98))
@@ -884,7 +895,7 @@ func checkRelayV1(v *RelayV1) error {
 
 // validRelayV1 reports whether v keeps every rule of the schema, as check does without the error.
 func validRelayV1(v *RelayV1) bool {
-	if !validPartition(v.Target) {
+	if len(v.Target) > 1024 {
 		return false
 	}
 	if len(v.Puts) > 98 {
@@ -952,16 +963,18 @@ func verifyRelayPut(v *RelayPut) error {
 
 // RelayScanV1 is the relay's resumable scan over its queued rows: the
 // cycle's end sequence, the last sequence checkpointed, and the targets
-// blocked for the rest of the cycle (sorted, at most 16).
+// blocked for the rest of the cycle: their tuple identities, sorted, at
+// most 16.
 type RelayScanV1 struct {
 	CycleEnd uint64
 	Cursor   uint64
-	Blocked  []Partition
+	Blocked  [][]byte
 }
 
 // Declared bounds of RelayScanV1.
 const (
-	MaxRelayScanV1Blocked = 16
+	MaxRelayScanV1Blocked     = 16
+	MaxRelayScanV1BlockedElem = 1024
 )
 
 // checkRelayScanV1 checks every rule of the schema on v.
@@ -970,12 +983,12 @@ func checkRelayScanV1(v *RelayScanV1) error {
 		return wire.Within("Blocked", wire.CheckLen("", len(v.Blocked), 16))
 	}
 	for i := range v.Blocked {
-		if err := checkPartition(v.Blocked[i]); err != nil {
-			return wire.Within("Blocked", err)
+		if len(v.Blocked[i]) > 1024 {
+			return wire.Within("Blocked", wire.CheckLen("", len(v.Blocked[i]), 1024))
 		}
 	}
 	for i := 1; i < len(v.Blocked); i++ {
-		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
+		if bytes.Compare(v.Blocked[i-1], v.Blocked[i]) >= 0 {
 			return wire.Rule("Blocked", "not strictly ascending at element %d", i)
 		}
 	}
@@ -988,12 +1001,12 @@ func validRelayScanV1(v *RelayScanV1) bool {
 		return false
 	}
 	for i := range v.Blocked {
-		if !validPartition(v.Blocked[i]) {
+		if len(v.Blocked[i]) > 1024 {
 			return false
 		}
 	}
 	for i := 1; i < len(v.Blocked); i++ {
-		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
+		if bytes.Compare(v.Blocked[i-1], v.Blocked[i]) >= 0 {
 			return false
 		}
 	}
@@ -1003,7 +1016,7 @@ func validRelayScanV1(v *RelayScanV1) bool {
 // verifyRelayScanV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyRelayScanV1(v *RelayScanV1) error {
 	for i := 1; i < len(v.Blocked); i++ {
-		if ComparePartition(v.Blocked[i-1], v.Blocked[i]) >= 0 {
+		if bytes.Compare(v.Blocked[i-1], v.Blocked[i]) >= 0 {
 			return wire.Rule("Blocked", "not strictly ascending at element %d", i)
 		}
 	}

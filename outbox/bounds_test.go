@@ -57,6 +57,14 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 			_, err := ob.Relay(gen.NamespacePartition{}, puts(1), nil)
 			return err
 		}, ""},
+		{"zero identity target", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(store.Identity{}, puts(1), nil)
+			return err
+		}, "target identity"},
+		{"target identity over its bound", func(ob *outbox.Builder) error {
+			_, err := ob.Relay(longPartition{}, puts(1), nil)
+			return err
+		}, "target identity"},
 		{"put key over the store's limit", func(ob *outbox.Builder) error {
 			_, err := ob.Relay(target, []gen.RelayPut{put(strings.Repeat("k", caps.MaxKeyBytes+1), "v")}, nil)
 			return err
@@ -176,3 +184,15 @@ func TestFinishIntoAFullBatchAddsNothingAndCanBeRetried(t *testing.T) {
 	require.NoError(t, ob.Finish(b), "the builder is still usable")
 	e.mustApply(t, b)
 }
+
+// longPartition is a partition of another schema whose identity, a valid
+// tuple, is one byte over what a relay row may name.
+type longPartition struct{}
+
+func (longPartition) AppendTuple(dst []byte) ([]byte, error) {
+	dst = append(dst, 0x02) // a tuple string of MaxRelayV1Target-1 bytes
+	dst = append(dst, strings.Repeat("n", gen.MaxRelayV1Target-1)...)
+	return append(dst, 0x00), nil
+}
+
+func (longPartition) Kind() string { return "long" }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -63,48 +64,60 @@ func NewBuilder(caps store.Capabilities, nowMs uint64, o Observed) (*Builder, er
 }
 
 // Relay appends a relay row: puts and deletes to apply, in order, to the
-// target partition. It returns the row's sequence. It fails with
+// target partition, of any schema (the row stores its tuple identity,
+// store.IdentityOf). It returns the row's sequence. It fails with
 // store.ErrInvalid, appending nothing, when the row has no writes or more
 // than MaxRelayWrites, a key or value is over caps, the encoded row is
-// over caps.MaxValueBytes, the target is invalid, or the batch Finish
+// over caps.MaxValueBytes, the target is nil or its identity does not
+// encode (or is over gen.MaxRelayV1Target bytes), or the batch Finish
 // builds would exceed caps.
-func (b *Builder) Relay(target gen.Partition, puts []gen.RelayPut, deletes [][]byte) (seq uint64, err error) {
+func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][]byte) (seq uint64, err error) {
 	if err := b.open(); err != nil {
 		return 0, err
 	}
+	if target == nil {
+		return 0, fmt.Errorf("outbox: relay row without a target: %w", store.ErrInvalid)
+	}
+	name := store.PartitionName(target)
+	id, err := target.AppendTuple(nil)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("outbox: relay row to %s: target identity: %w", name, errInvalid(err))
+	case len(id) == 0 || len(id) > gen.MaxRelayV1Target:
+		return 0, fmt.Errorf("outbox: relay row to %s: target identity has %d bytes, want 1 to %d: %w",
+			name, len(id), gen.MaxRelayV1Target, store.ErrInvalid)
+	}
 	n := len(puts) + len(deletes)
 	switch {
-	case target == nil:
-		return 0, fmt.Errorf("outbox: relay row without a target: %w", store.ErrInvalid)
 	case n == 0:
-		return 0, fmt.Errorf("outbox: relay row to %s has no writes: %w", target, store.ErrInvalid)
+		return 0, fmt.Errorf("outbox: relay row to %s has no writes: %w", name, store.ErrInvalid)
 	case n > MaxRelayWrites:
-		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, limit %d: %w", target, n, MaxRelayWrites, store.ErrInvalid)
+		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, limit %d: %w", name, n, MaxRelayWrites, store.ErrInvalid)
 	case n+2 > b.caps.MaxBatchOps:
 		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, and its target batch would exceed %d operations: %w",
-			target, n, b.caps.MaxBatchOps, store.ErrInvalid)
+			name, n, b.caps.MaxBatchOps, store.ErrInvalid)
 	}
 	for i, p := range puts {
 		if err := b.checkRow("put", i, p.Key, p.Value); err != nil {
-			return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
 		}
 	}
 	for i, k := range deletes {
 		if err := b.checkRow("delete", i, k, nil); err != nil {
-			return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
 		}
 	}
 	seq, err = b.next()
 	if err != nil {
 		return 0, err
 	}
-	row, err := gen.EncodeRelayV1(gen.RelayV1{Target: target, Puts: puts, Deletes: deletes, AtMs: b.nowMs})
+	row, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: puts, Deletes: deletes, AtMs: b.nowMs})
 	if err != nil {
-		return 0, fmt.Errorf("outbox: relay row to %s: %w", target, err)
+		return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
 	}
 	if len(row) > b.caps.MaxValueBytes {
 		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
-			target, len(row), b.caps.MaxValueBytes, store.ErrInvalid)
+			name, len(row), b.caps.MaxValueBytes, store.ErrInvalid)
 	}
 	key := store.Key(gen.AppendRelayKey(nil, seq))
 	if err := b.reserve(1, len(key)+len(row)); err != nil {
@@ -113,6 +126,15 @@ func (b *Builder) Relay(target gen.Partition, puts []gen.RelayPut, deletes [][]b
 	b.relays = append(b.relays, store.Put(key, row))
 	b.last = seq
 	return seq, nil
+}
+
+// errInvalid returns err, wrapping store.ErrInvalid when it does not
+// already: a partition's AppendTuple may fail with an error of its own.
+func errInvalid(err error) error {
+	if errors.Is(err, store.ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 }
 
 // Outcome appends a terminal outcome: the reservation rid, which must

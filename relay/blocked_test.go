@@ -11,6 +11,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -30,7 +31,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		// Fire 1 (window: rows 1..4): ta delivered, tb blocked.
 		rep := e.step(t)
 		require.Equal(t, 1, rep.Fired)
-		assert.Equal(t, gen.RelayScanV1{CycleEnd: 12, Cursor: 4, Blocked: []gen.Partition{tb}}, e.scanState(t))
+		assert.Equal(t, gen.RelayScanV1{CycleEnd: 12, Cursor: 4, Blocked: ids(tb)}, e.scanState(t))
 		assert.Equal(t, []uint64{2, 4, 5, 6, 7, 8, 9, 10, 11, 12}, e.queued(t))
 		assert.Contains(t, e.logs.String(), "relay target apply failed")
 		tbApplies := e.target.Calls(storetest.MethodApply)
@@ -46,7 +47,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		assert.Equal(t, tbApplies+2, e.target.Calls(storetest.MethodApply), "two ta batches, no tb apply")
 		st := e.scanState(t)
 		assert.Equal(t, st.CycleEnd, st.Cursor, "the cycle is over")
-		assert.Equal(t, []gen.Partition{tb}, st.Blocked)
+		assert.Equal(t, ids(tb), st.Blocked)
 		due, ok := e.timerDue(t)
 		require.True(t, ok, "blocked rows keep the timer")
 		assert.Equal(t, e.now()+timers.RetryBackoffMs, due, "fire 4 delivered nothing: it backs off")
@@ -72,7 +73,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
 		assert.Contains(t, e.logs.String(), "relay watermark read failed")
-		assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 		assert.Equal(t, []uint64{1}, e.queued(t))
 	})
 }
@@ -82,7 +83,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 // fire restarts from the head with an empty blocked set; nothing is lost.
 func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		bad := func(i int) gen.Partition {
+		bad := func(i int) store.Partition {
 			return gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("bad%02d", i))}
 		}
 		var rows []row
@@ -92,8 +93,10 @@ func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 		rows = append(rows, put(ta, "k", "a"))
 		e.queue(t, rows...)
 		failBad := func(c storetest.Call) bool {
-			p, ok := c.Partition.(gen.NamespacePartition)
-			return ok && strings.HasPrefix(p.NS.String(), "bad")
+			// The relay addresses its targets by identity: parse it.
+			p, err := gen.ParsePartition(ids(c.Partition)[0])
+			ns, ok := p.(gen.NamespacePartition)
+			return err == nil && ok && strings.HasPrefix(ns.NS.String(), "bad")
 		}
 		e.target.FailWhen(storetest.MethodApply, failBad, nil)
 
@@ -139,7 +142,7 @@ func TestRowTooLargeForOneTargetBatchStallsItsTarget(t *testing.T) {
 		assert.Equal(t, "b", e.get(t, tb, "k"), "other targets proceed")
 		assert.Equal(t, "", e.get(t, ta, "after"), "rows after the stalled one wait")
 		assert.Equal(t, []uint64{1, 2}, e.queued(t))
-		assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 		for range 3 {
 			e.step(t)
 		}
@@ -160,6 +163,6 @@ func TestRowOverATargetKeyLimitStallsItsTarget(t *testing.T) {
 		assert.Contains(t, e.logs.String(), "delivery to this target is stalled")
 		assert.Equal(t, "b", e.get(t, tb, "k"))
 		assert.Equal(t, []uint64{1}, e.queued(t))
-		assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 	}, withTargetStore(fdblayer.WithMaxPartitionBytes(9_000)))
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
 
 // wide is a row of n puts to target, each of a distinct key.
-func wide(target gen.Partition, n int) row {
+func wide(target store.Partition, n int) row {
 	r := row{target: target}
 	for i := range n {
 		r.puts = append(r.puts, gen.RelayPut{Key: fmt.Appendf(nil, "w%03d", i), Value: []byte("v")})
@@ -24,7 +25,7 @@ func wide(target gen.Partition, n int) row {
 }
 
 // sized is a row of one put whose value has n bytes.
-func sized(target gen.Partition, n int) row {
+func sized(target store.Partition, n int) row {
 	return row{target: target, puts: []gen.RelayPut{{Key: []byte("big"), Value: bytes.Repeat([]byte{'x'}, n)}}}
 }
 

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -147,8 +148,8 @@ func (ck *checkpointer) advance(ctx context.Context, seq uint64, g *group, block
 	next.Cursor = seq
 	stateBytes := ck.stateBytes
 	if block {
-		at, _ := slices.BinarySearchFunc(next.Blocked, g.target, gen.ComparePartition)
-		next.Blocked = slices.Insert(slices.Clone(next.Blocked), at, g.target)
+		at, _ := slices.BinarySearchFunc(next.Blocked, g.id, bytes.Compare)
+		next.Blocked = slices.Insert(slices.Clone(next.Blocked), at, bytes.Clone(g.id))
 		var err error
 		if stateBytes, err = ck.encodedLen(next); err != nil {
 			return false, err

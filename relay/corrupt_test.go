@@ -28,8 +28,13 @@ func (e *env) deleteSource(t testing.TB, key store.Key) {
 	require.True(t, out.Committed())
 }
 
-func encodeRow(t testing.TB, target gen.Partition, key, value string) store.Value {
-	v, err := gen.EncodeRelayV1(gen.RelayV1{Target: target, Puts: []gen.RelayPut{{Key: []byte(key), Value: []byte(value)}}, AtMs: start})
+func encodeRow(t testing.TB, target store.Partition, key, value string) store.Value {
+	return encodeRowTo(t, ids(target)[0], key, value)
+}
+
+// encodeRowTo encodes a row whose target identity is id, valid or not.
+func encodeRowTo(t testing.TB, id []byte, key, value string) store.Value {
+	v, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: []gen.RelayPut{{Key: []byte(key), Value: []byte(value)}}, AtMs: start})
 	require.NoError(t, err)
 	return v
 }
@@ -49,6 +54,27 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 		{
 			name:    "value",
 			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), store.Value("garbage")) },
+			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
+			prefix:  []uint64{1, 2},
+			queued:  []uint64{3, 4, 5},
+		},
+		{
+			name:    "target identity not a tuple",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRowTo(t, []byte{0xff, 0x01}, "k", "3")) },
+			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
+			prefix:  []uint64{1, 2},
+			queued:  []uint64{3, 4, 5},
+		},
+		{
+			name:    "truncated target identity",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRowTo(t, ids(ta)[0][:3], "k", "3")) },
+			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
+			prefix:  []uint64{1, 2},
+			queued:  []uint64{3, 4, 5},
+		},
+		{
+			name:    "empty target identity",
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRowTo(t, nil, "k", "3")) },
 			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
 			prefix:  []uint64{1, 2},
 			queued:  []uint64{3, 4, 5},

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestDeliversInOrderToSeveralTargets(t *testing.T) {
 		// One batch per target, in order of each target's first row.
 		calls := e.audit.applyCalls()
 		require.Len(t, calls, 3)
-		assert.Equal(t, []gen.Partition{ta, tb, tc}, []gen.Partition{calls[0].target, calls[1].target, calls[2].target})
+		assert.Equal(t, ids(ta, tb, tc), ids(calls[0].target, calls[1].target, calls[2].target))
 		assert.Equal(t, []uint64{1, 3, 6, 7}, calls[0].seqs)
 
 		assert.Empty(t, e.queued(t))
@@ -75,7 +76,7 @@ func TestSplitsAGroupIntoBatchesOfAtMostMaxRelayWrites(t *testing.T) {
 		e.queue(t, rows...)
 		var batches []*store.Batch
 		e.target.BeforeApply(func(_ context.Context, p store.Partition, b *store.Batch) error {
-			if p == ta {
+			if same(p, ta) {
 				batches = append(batches, b.Clone())
 			}
 			return nil
@@ -191,14 +192,29 @@ func TestHandlerMetricsReplaceTheRuns(t *testing.T) {
 	})
 }
 
-// The source is the timer's partition; its identity names the high-water
-// key, so it must be a gen.Partition.
-func TestSourceMustBeAGenPartition(t *testing.T) {
+// A source must be addressable: a nil source partition, one whose
+// identity does not encode, or one over the high-water key's bound is
+// store.ErrInvalid, as is a handler without a target store. Any other
+// partition, of any schema, is a source (TestRelaysBetweenAServicesOwnPartitions).
+func TestSourceMustBeAddressable(t *testing.T) {
 	e := newEnv(t, testengine.Memory.Open)
-	c := &timers.Ctx{Store: e.source, Partition: storetest.Partition{Name: "plain"}, NowMs: e.now()}
-	_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAtMs: e.now()})
-	require.ErrorIs(t, err, store.ErrInvalid)
-
+	long, err := store.ParseIdentity(append(append([]byte{0x02}, bytes.Repeat([]byte{'n'}, gen.MaxRelayHighWaterKeySource)...), 0x00))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		p    store.Partition
+	}{
+		{"nil", nil},
+		{"zero identity", store.Identity{}},
+		{"invalid partition", gen.NamespacePartition{}},
+		{"identity over the bound", long},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &timers.Ctx{Store: e.source, Partition: tc.p, NowMs: e.now()}
+			_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAtMs: e.now()})
+			require.ErrorIs(t, err, store.ErrInvalid)
+		})
+	}
 	_, err = (&relay.Handler{}).Fire(e.ctx, &timers.Ctx{Store: e.source, Partition: source}, timers.DueTimer{})
 	require.ErrorIs(t, err, store.ErrInvalid, "no target store")
 }
@@ -218,7 +234,7 @@ func TestEmptyQueueIsDoneGuardedByTheSequence(t *testing.T) {
 	})
 }
 
-func (e *env) apply(t testing.TB, p gen.Partition, b *store.Batch) {
+func (e *env) apply(t testing.TB, p store.Partition, b *store.Batch) {
 	t.Helper()
 	out, err := e.tinner.Apply(e.ctx, p, b)
 	require.NoError(t, err)

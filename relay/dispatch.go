@@ -236,7 +236,7 @@ func (f *fire) readKeys(g *group, start, end int) (declared []store.Key, newEnd 
 // snapshot reads the target's high-water mark, with the declared keys in
 // the same snapshot when there are any. observed is the mark's raw value
 // (nil: absent), hw its sequence.
-func (f *fire) snapshot(ctx context.Context, target gen.Partition, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
+func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
 	if len(declared) == 0 {
 		if observed, _, err = f.h.Target.Get(ctx, target, f.rh); err != nil {
 			return nil, 0, nil, err

@@ -114,12 +114,12 @@ func (e *env) now() uint64 { return clock.NowMs(e.clock) }
 
 // row is one relay row to queue.
 type row struct {
-	target  gen.Partition
+	target  store.Partition
 	puts    []gen.RelayPut
 	deletes [][]byte
 }
 
-func put(target gen.Partition, kv ...string) row {
+func put(target store.Partition, kv ...string) row {
 	r := row{target: target}
 	for i := 0; i+1 < len(kv); i += 2 {
 		r.puts = append(r.puts, gen.RelayPut{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
@@ -127,7 +127,7 @@ func put(target gen.Partition, kv ...string) row {
 	return r
 }
 
-func del(target gen.Partition, keys ...string) row {
+func del(target store.Partition, keys ...string) row {
 	r := row{target: target}
 	for _, k := range keys {
 		r.deletes = append(r.deletes, []byte(k))
@@ -253,7 +253,7 @@ func (e *env) scanState(t testing.TB) gen.RelayScanV1 {
 }
 
 // get reads a target row ("" when absent).
-func (e *env) get(t testing.TB, target gen.Partition, key string) string {
+func (e *env) get(t testing.TB, target store.Partition, key string) string {
 	t.Helper()
 	v, _, err := e.tinner.Get(e.ctx, target, store.Key(key))
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func (e *env) get(t testing.TB, target gen.Partition, key string) string {
 }
 
 // highWater reads the target's high-water mark for the source (0: none).
-func (e *env) highWater(t testing.TB, target gen.Partition) uint64 {
+func (e *env) highWater(t testing.TB, target store.Partition) uint64 {
 	t.Helper()
 	v, ok, err := e.tinner.Get(e.ctx, target, hwKey(t))
 	require.NoError(t, err)
@@ -274,7 +274,7 @@ func (e *env) highWater(t testing.TB, target gen.Partition) uint64 {
 }
 
 // setHighWater stores a target's high-water mark directly.
-func (e *env) setHighWater(t testing.TB, target gen.Partition, seq uint64) {
+func (e *env) setHighWater(t testing.TB, target store.Partition, seq uint64) {
 	t.Helper()
 	v, err := gen.EncodeU64Value(gen.U64Value{Value: seq})
 	require.NoError(t, err)
@@ -284,14 +284,14 @@ func (e *env) setHighWater(t testing.TB, target gen.Partition, seq uint64) {
 }
 
 func hwKey(t testing.TB) store.Key {
-	k, err := gen.AppendRelayHighWaterKey(nil, source)
+	k, err := gen.AppendRelayHighWaterKey(nil, ids(source)[0])
 	require.NoError(t, err)
 	return k
 }
 
 // applications lists, per sequence, the order numbers of the committed
 // target batches that applied it, as the audit hook recorded them.
-func (e *env) applications(t testing.TB, target gen.Partition) map[uint64][]int {
+func (e *env) applications(t testing.TB, target store.Partition) map[uint64][]int {
 	t.Helper()
 	page, err := e.tinner.Scan(e.ctx, target, store.Key(auditPrefix), store.Key(auditPrefix+"\xff"), nil, 10_000)
 	require.NoError(t, err)
@@ -310,7 +310,7 @@ func (e *env) applications(t testing.TB, target gen.Partition) map[uint64][]int 
 
 // requireAppliedOnce checks that each of seqs was applied to target by
 // exactly one committed batch, in sequence order.
-func (e *env) requireAppliedOnce(t testing.TB, target gen.Partition, seqs ...uint64) {
+func (e *env) requireAppliedOnce(t testing.TB, target store.Partition, seqs ...uint64) {
 	t.Helper()
 	apps := e.applications(t, target)
 	last := -1
@@ -332,8 +332,8 @@ const auditPrefix = "audit/"
 // room left for its puts. Optional functions override its methods.
 type auditHook struct {
 	n           atomic.Int64
-	readKeys    func(target gen.Partition, rows []relay.Row) ([]store.Key, error)
-	beforeApply func(target gen.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error
+	readKeys    func(target store.Partition, rows []relay.Row) ([]store.Key, error)
+	beforeApply func(target store.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error
 
 	mu    sync.Mutex
 	calls []hookCall
@@ -341,19 +341,19 @@ type auditHook struct {
 
 // hookCall is one BeforeApply call.
 type hookCall struct {
-	target   gen.Partition
+	target   store.Partition
 	seqs     []uint64
 	observed []store.KeyValue
 }
 
-func (h *auditHook) ReadKeys(target gen.Partition, rows []relay.Row) ([]store.Key, error) {
+func (h *auditHook) ReadKeys(target store.Partition, rows []relay.Row) ([]store.Key, error) {
 	if h.readKeys != nil {
 		return h.readKeys(target, rows)
 	}
 	return nil, nil
 }
 
-func (h *auditHook) BeforeApply(_ context.Context, target gen.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error {
+func (h *auditHook) BeforeApply(_ context.Context, target store.Partition, rows []relay.Row, observed []store.KeyValue, b *store.Batch) error {
 	call := hookCall{target: target}
 	for _, r := range rows {
 		call.seqs = append(call.seqs, r.Seq)
@@ -379,7 +379,7 @@ func (h *auditHook) BeforeApply(_ context.Context, target gen.Partition, rows []
 	return nil
 }
 
-func (h *auditHook) ReservedOps(gen.Partition, []relay.Row) int { return 0 }
+func (h *auditHook) ReservedOps(store.Partition, []relay.Row) int { return 0 }
 
 // applyCalls lists the BeforeApply calls so far.
 func (h *auditHook) applyCalls() []hookCall {
@@ -390,5 +390,30 @@ func (h *auditHook) applyCalls() []hookCall {
 
 // isApplyTo matches Apply calls to partition p.
 func isApplyTo(p store.Partition) func(storetest.Call) bool {
-	return func(c storetest.Call) bool { return c.Partition == p }
+	return func(c storetest.Call) bool { return same(c.Partition, p) }
+}
+
+// ids returns the tuple identities of ps, as the relay's scan state lists
+// blocked targets.
+func ids(ps ...store.Partition) [][]byte {
+	out := make([][]byte, len(ps))
+	for i, p := range ps {
+		b, err := p.AppendTuple(nil)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// same reports whether a and b address the same partition: the relay
+// hands hooks and stores its targets as store.Identity values.
+func same(a, b store.Partition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, errA := a.AppendTuple(nil)
+	y, errB := b.AppendTuple(nil)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
 }

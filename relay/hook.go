@@ -11,9 +11,12 @@ import (
 // fire's read buffers: they are valid during the hook call only and must
 // not be modified.
 type Row struct {
+	// Source is the partition the row was queued in (the relay timer's).
+	Source store.Partition
 	// Seq is the row's source sequence.
 	Seq uint64
-	// Record is the decoded row.
+	// Record is the decoded row; Record.Target is the target's tuple
+	// identity, the bytes of the target partition a hook is given.
 	Record gen.RelayV1
 }
 
@@ -25,6 +28,10 @@ type Row struct {
 // rest of the cycle, except ErrHookCapacity from BeforeApply, which asks
 // for fewer rows.
 //
+// A hook's target is a store.Identity: the partition the rows name, of
+// any schema, addressed by its tuple identity (parse it, with the target
+// schema's generated ParsePartition, to see its fields).
+//
 // A Hook is called from one goroutine at a time per fire, and from several
 // fires at once: it must be safe for concurrent use.
 type Hook interface {
@@ -32,7 +39,7 @@ type Hook interface {
 	// The relay reads them, with the high-water key, in one snapshot; with
 	// more than MaxHookReadKeys keys in all (duplicates count once) it asks
 	// again with half the rows.
-	ReadKeys(target gen.Partition, rows []Row) ([]store.Key, error)
+	ReadKeys(target store.Partition, rows []Row) ([]store.Key, error)
 	// BeforeApply may add preconditions and writes to b, the target batch
 	// for rows: the high-water guard, the rows' writes and the new
 	// high-water mark. observed is the snapshot of the high-water key
@@ -42,22 +49,22 @@ type Hook interface {
 	// The result must pass the target's Capabilities().Full() with
 	// ReservedOps(target, rows) operations reserved; a batch that does not
 	// is retried with half the rows.
-	BeforeApply(ctx context.Context, target gen.Partition, rows []Row, observed []store.KeyValue, b *store.Batch) error
+	BeforeApply(ctx context.Context, target store.Partition, rows []Row, observed []store.KeyValue, b *store.Batch) error
 	// ReservedOps is how many of the target's batch operations to keep
 	// free for rows, beyond what BeforeApply added.
-	ReservedOps(target gen.Partition, rows []Row) int
+	ReservedOps(target store.Partition, rows []Row) int
 }
 
 // NoHook is the Hook that adds nothing: the default.
 type NoHook struct{}
 
 // ReadKeys names no key.
-func (NoHook) ReadKeys(gen.Partition, []Row) ([]store.Key, error) { return nil, nil }
+func (NoHook) ReadKeys(store.Partition, []Row) ([]store.Key, error) { return nil, nil }
 
 // BeforeApply adds nothing.
-func (NoHook) BeforeApply(context.Context, gen.Partition, []Row, []store.KeyValue, *store.Batch) error {
+func (NoHook) BeforeApply(context.Context, store.Partition, []Row, []store.KeyValue, *store.Batch) error {
 	return nil
 }
 
 // ReservedOps reserves nothing.
-func (NoHook) ReservedOps(gen.Partition, []Row) int { return 0 }
+func (NoHook) ReservedOps(store.Partition, []Row) int { return 0 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -18,8 +17,8 @@ import (
 
 // indexKeys names, per row, the target keys "idx/<put key>/<i>" for i <
 // perRow.
-func indexKeys(perRow int) func(gen.Partition, []relay.Row) ([]store.Key, error) {
-	return func(_ gen.Partition, rows []relay.Row) ([]store.Key, error) {
+func indexKeys(perRow int) func(store.Partition, []relay.Row) ([]store.Key, error) {
+	return func(_ store.Partition, rows []relay.Row) ([]store.Key, error) {
 		var keys []store.Key
 		for _, r := range rows {
 			for i := range perRow {
@@ -37,14 +36,14 @@ func TestHookSeesItsReadKeysInOneSnapshotWithTheMark(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(ta, "b", "1"), put(ta, "a", "2"))
 		e.apply(t, ta, store.NewBatch().Put(store.Key("idx/a/0"), store.Value("seen")))
-		e.audit.readKeys = func(_ gen.Partition, rows []relay.Row) ([]store.Key, error) {
+		e.audit.readKeys = func(_ store.Partition, rows []relay.Row) ([]store.Key, error) {
 			keys := []store.Key{hwKey(t)} // the mark counts once
 			for _, r := range rows {
 				keys = append(keys, store.Key("idx/"+string(r.Record.Puts[0].Key)+"/0"), store.Key("idx/a/0"))
 			}
 			return keys, nil
 		}
-		e.audit.beforeApply = func(_ gen.Partition, _ []relay.Row, observed []store.KeyValue, b *store.Batch) error {
+		e.audit.beforeApply = func(_ store.Partition, _ []relay.Row, observed []store.KeyValue, b *store.Batch) error {
 			b.Put(store.Key("hook"), store.Value(fmt.Sprint(len(observed))))
 			return nil
 		}
@@ -76,12 +75,12 @@ func TestHookReadKeysOverTheCapHalveTheRows(t *testing.T) {
 		e.queue(t, rows...)
 		var mu sync.Mutex
 		var asked []int
-		perRow := map[gen.Partition]int{ta: 3, tb: relay.MaxHookReadKeys}
-		e.audit.readKeys = func(target gen.Partition, rows []relay.Row) ([]store.Key, error) {
+		perRow := map[string]int{string(ids(ta)[0]): 3, string(ids(tb)[0]): relay.MaxHookReadKeys}
+		e.audit.readKeys = func(target store.Partition, rows []relay.Row) ([]store.Key, error) {
 			mu.Lock()
 			asked = append(asked, len(rows))
 			mu.Unlock()
-			return indexKeys(perRow[target])(target, rows)
+			return indexKeys(perRow[string(ids(target)[0])])(target, rows)
 		}
 
 		e.run(t)
@@ -92,7 +91,7 @@ func TestHookReadKeysOverTheCapHalveTheRows(t *testing.T) {
 			batches = append(batches, c.seqs)
 		}
 		assert.Equal(t, [][]uint64{{1, 2}, {3, 4}}, batches)
-		assert.Equal(t, []gen.Partition{tb}, e.scanState(t).Blocked)
+		assert.Equal(t, ids(tb), e.scanState(t).Blocked)
 		assert.Contains(t, e.logs.String(), "relay hook needs too many read keys for one row")
 		assert.Equal(t, []uint64{5}, e.queued(t))
 	})
@@ -103,8 +102,8 @@ func TestHookReadKeysOverTheCapHalveTheRows(t *testing.T) {
 func TestHookCapacityHalvesTheBatch(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"), put(ta, "k", "3"), put(tb, "k", "4"))
-		e.audit.beforeApply = func(target gen.Partition, rows []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
-			if target == tb || len(rows) > 1 {
+		e.audit.beforeApply = func(target store.Partition, rows []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
+			if same(target, tb) || len(rows) > 1 {
 				return fmt.Errorf("audit table full: %w", relay.ErrHookCapacity)
 			}
 			return nil
@@ -113,13 +112,13 @@ func TestHookCapacityHalvesTheBatch(t *testing.T) {
 		e.run(t)
 		var batches [][]uint64
 		for _, c := range e.audit.applyCalls() {
-			if c.target == ta {
+			if same(c.target, ta) {
 				batches = append(batches, c.seqs)
 			}
 		}
 		assert.Equal(t, [][]uint64{{1, 2, 3}, {1}, {2, 3}, {2}, {3}}, batches, "asked with halves; applied one row a batch")
 		e.requireAppliedOnce(t, ta, 1, 2, 3)
-		assert.Equal(t, []gen.Partition{tb}, e.scanState(t).Blocked)
+		assert.Equal(t, ids(tb), e.scanState(t).Blocked)
 		assert.Contains(t, e.logs.String(), "relay hook failed")
 	})
 }
@@ -132,7 +131,7 @@ type padHook struct {
 	sizes         []int
 }
 
-func (h *padHook) BeforeApply(_ context.Context, _ gen.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
+func (h *padHook) BeforeApply(_ context.Context, _ store.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
 	h.mu.Lock()
 	h.sizes = append(h.sizes, len(rows))
 	h.mu.Unlock()
@@ -142,7 +141,7 @@ func (h *padHook) BeforeApply(_ context.Context, _ gen.Partition, rows []relay.R
 	return nil
 }
 
-func (h *padHook) ReservedOps(gen.Partition, []relay.Row) int { return h.reserved }
+func (h *padHook) ReservedOps(store.Partition, []relay.Row) int { return h.reserved }
 
 // Reference: a batch the hook's additions (or its reserved operations)
 // make invalid is retried with half the rows rather than stalling rows
@@ -171,7 +170,7 @@ func TestInvalidHookedBatchHalvesTheRows(t *testing.T) {
 					assert.Empty(t, e.queued(t))
 				} else {
 					assert.Contains(t, e.logs.String(), "relay target batch invalid")
-					assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+					assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 				}
 			})
 		})
@@ -188,16 +187,16 @@ func TestHookErrorBlocksItsTarget(t *testing.T) {
 		log  string
 	}{
 		{"ReadKeys", func(h *auditHook) {
-			h.readKeys = func(target gen.Partition, _ []relay.Row) ([]store.Key, error) {
-				if target == ta {
+			h.readKeys = func(target store.Partition, _ []relay.Row) ([]store.Key, error) {
+				if same(target, ta) {
 					return nil, boom
 				}
 				return nil, nil
 			}
 		}, "relay hook read keys failed"},
 		{"BeforeApply", func(h *auditHook) {
-			h.beforeApply = func(target gen.Partition, _ []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
-				if target == ta {
+			h.beforeApply = func(target store.Partition, _ []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
+				if same(target, ta) {
 					return boom
 				}
 				return nil
@@ -211,7 +210,7 @@ func TestHookErrorBlocksItsTarget(t *testing.T) {
 				e.queue(t, put(ta, "k", "1"), put(tb, "k", "2"))
 				e.run(t)
 				assert.Contains(t, e.logs.String(), tt.log)
-				assert.Equal(t, []gen.Partition{ta}, e.scanState(t).Blocked)
+				assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 				assert.Equal(t, "2", e.get(t, tb, "k"))
 				assert.Equal(t, []uint64{1}, e.queued(t))
 			})

@@ -308,7 +308,7 @@ func (w *world) produce(src int, via store.Store) {
 			}
 			r.puts = append(r.puts, gen.RelayPut{Key: key, Value: []byte(fmt.Sprintf("%d.%d.%d", nowMs, len(rows), i))})
 		}
-		if r.seq, err = b.Relay(w.targets[r.target].(gen.Partition), r.puts, r.deletes); err != nil {
+		if r.seq, err = b.Relay(w.targets[r.target].(store.Partition), r.puts, r.deletes); err != nil {
 			panic(err)
 		}
 		rows = append(rows, r)
@@ -438,7 +438,7 @@ func (w *world) repair() {
 
 func (w *world) isCorrupt(p store.Partition, key store.Key) bool {
 	for _, c := range w.corrupted {
-		if c.p == p && bytes.Equal(c.key, key) {
+		if same(c.p, p) && bytes.Equal(c.key, key) {
 			return true
 		}
 	}
@@ -530,7 +530,7 @@ func (w *world) queue(p store.Partition) (map[uint64]store.Value, error) {
 
 // highWater reads target t's high-water mark for source src.
 func (w *world) highWater(t, src int) uint64 {
-	k, err := gen.AppendRelayHighWaterKey(nil, w.sources[src].(gen.Partition))
+	k, err := gen.AppendRelayHighWaterKey(nil, ids(w.sources[src])[0])
 	if err != nil {
 		panic(err)
 	}
@@ -627,10 +627,10 @@ func (w *world) drained() bool {
 // the rows it applies: audit/s<src>/<seq>/<batch>.
 type modelAudit struct{ n atomic.Int64 }
 
-func (*modelAudit) ReadKeys(gen.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
-func (*modelAudit) ReservedOps(gen.Partition, []relay.Row) int               { return 0 }
+func (*modelAudit) ReadKeys(store.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
+func (*modelAudit) ReservedOps(store.Partition, []relay.Row) int               { return 0 }
 
-func (a *modelAudit) BeforeApply(_ context.Context, _ gen.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
+func (a *modelAudit) BeforeApply(_ context.Context, _ store.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
 	if b.Ops()+len(rows) > store.DefaultMaxBatchOps {
 		return relay.ErrHookCapacity
 	}

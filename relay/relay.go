@@ -15,6 +15,11 @@
 //
 //	RelayHighWaterKey(source)  U64Value: the highest sequence from source applied here
 //
+// Partitions are named by their tuple identities (store.IdentityOf): a
+// row's target, a blocked target and a high-water key's source. So the
+// source and the targets may be partitions of any schema, and the relay
+// never parses them: it addresses each target as a store.Identity.
+//
 // # One fire
 //
 // A fire reads a bounded window of queued rows after the scan cursor,
@@ -49,6 +54,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -139,10 +145,10 @@ func (b Budget) withDefaults() Budget {
 }
 
 // Handler is the relay timer's handler (kind timers.KindRelay): register
-// it in a timers.Registry. Its source is the timer's partition, which must
-// be a gen.Partition (the high-water key names it); its targets are the
-// rows' target partitions in the Target store, which may be the source's
-// store. Distinct producers may upsert the same target key when its value
+// it in a timers.Registry. Its source is the timer's partition, of any
+// schema (the high-water key names it by its tuple identity); its targets
+// are the partitions the rows name by their tuple identities, of any
+// schema, in the Target store, which may be the source's store. Distinct producers may upsert the same target key when its value
 // is identical; a key that is ever relay-deleted must have exactly one
 // producer, so that its source sequence orders every update and delete.
 // High-water rows in targets never expire.
@@ -198,7 +204,8 @@ var (
 //
 // Target failures (store errors, a failed hook, a row too large for one
 // target batch) block that target, never fail the fire. Fire fails with
-// store.ErrInvalid when the source is not a gen.Partition or Target is
+// store.ErrInvalid when the source partition is nil or its identity does
+// not encode (or is over gen.MaxRelayHighWaterKeySource bytes) or Target is
 // nil, with store.ErrCorrupt when the outbox sequence does not decode, and
 // with the source store's errors; the checkpoints applied before such an
 // error stay, and are consistent.
@@ -249,16 +256,16 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if c == nil || c.Store == nil {
 		return nil, fmt.Errorf("relay: fire without a source store: %w", store.ErrInvalid)
 	}
-	src, ok := c.Partition.(gen.Partition)
-	if !ok || src == nil {
-		return nil, fmt.Errorf("relay: source partition %s is not a gen.Partition: %w", store.PartitionName(c.Partition), store.ErrInvalid)
+	src := c.Partition
+	if src == nil {
+		return nil, fmt.Errorf("relay: fire without a source partition: %w", store.ErrInvalid)
 	}
 	if h.Target == nil {
 		return nil, fmt.Errorf("relay: handler has no target store: %w", store.ErrInvalid)
 	}
-	rh, err := gen.AppendRelayHighWaterKey(nil, src)
+	rh, err := HighWaterKey(src)
 	if err != nil {
-		return nil, fmt.Errorf("relay: high-water key of %s: %w", src, err)
+		return nil, err
 	}
 	f := &fire{
 		scratch:    getScratch(),
@@ -289,11 +296,34 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	return f, nil
 }
 
+// HighWaterKey returns the key that holds, in every target partition, the
+// highest sequence delivered from source (a gen.U64Value): a
+// gen.RelayHighWaterKey naming source by its tuple identity, so sources
+// of any schema never share one. It fails with an error wrapping
+// store.ErrInvalid when source is nil or its identity does not encode or
+// is over gen.MaxRelayHighWaterKeySource bytes.
+func HighWaterKey(source store.Partition) (store.Key, error) {
+	if source == nil {
+		return nil, fmt.Errorf("relay: high-water key of a nil source partition: %w", store.ErrInvalid)
+	}
+	id, err := source.AppendTuple(nil)
+	if err == nil {
+		id, err = gen.AppendRelayHighWaterKey(nil, id)
+	}
+	if err != nil && !errors.Is(err, store.ErrInvalid) {
+		err = fmt.Errorf("%w: %w", store.ErrInvalid, err) // a partition's own error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("relay: high-water key of %s: %w", store.PartitionName(source), err)
+	}
+	return id, nil
+}
+
 // fire is the state of one Fire.
 type fire struct {
 	h          *Handler
 	c          *timers.Ctx
-	src        gen.Partition
+	src        store.Partition // c.Partition
 	hook       Hook
 	budget     Budget
 	targetCaps store.Capabilities // Full: a target batch may use every operation
@@ -309,10 +339,9 @@ type fire struct {
 	scan          gen.RelayScanV1
 	scanValue     store.Value // the raw value (even a corrupt one), for the guard
 
-	// decodeRead's progress: raw[:decoded] is decoded, lastGroup-1 is the
-	// last row's group (0: none yet), needPuts and needDeletes size the
-	// arenas of the next fire.
-	decoded, lastGroup    int
+	// decodeRead's progress: raw[:decoded] is decoded, needPuts and
+	// needDeletes size the arenas of the next fire.
+	decoded               int
 	needPuts, needDeletes int
 
 	// scratch holds the window (rows read, decoded and grouped), the

@@ -22,12 +22,11 @@ type scratch struct {
 	window
 	dispatched
 
-	flat    []Row     // decoded rows in window order
-	grouped []Row     // the same rows laid out per group (group.rows)
-	costs   []rowCost // their costs, laid out likewise (group.costs)
-	bounds  []int     // group boundaries in grouped
-	groupOf map[gen.Partition]int
-	decoder rowDecoder     // remembers each group's encoded target (id: the group)
+	flat    []Row          // decoded rows in window order
+	grouped []Row          // the same rows laid out per group (group.rows)
+	costs   []rowCost      // their costs, laid out likewise (group.costs)
+	bounds  []int          // group boundaries in grouped
+	targets targetIndex    // the group of each target identity
 	puts    []gen.RelayPut // decoded puts of every row (Row.Record.Puts)
 	deletes [][]byte       // decoded deletes of every row
 	dels    []*queued      // the checkpoint's pending deletions
@@ -69,7 +68,7 @@ func getScratch() *scratch {
 	case s := <-scratchFree:
 		return s
 	default:
-		return &scratch{groupOf: make(map[gen.Partition]int), decoder: rowDecoder{known: make(map[string]knownTarget)}}
+		return &scratch{targets: targetIndex{groupOf: make(map[string]int), last: -1}}
 	}
 }
 
@@ -102,7 +101,7 @@ func empty[T any](s []T, wipe bool) []T {
 // The slices that hold the window's rows (raw, rows, the decoded rows and
 // their puts and deletes) point into the bytes read. When those lie in
 // the kept readBuf, not regrown during the fire, the slices point into
-// nothing but the scratch's own memory (and the window's partitions), and
+// nothing but the scratch's own memory (and the window's identities), and
 // reset only truncates them: clearing them cost a relay about 4% of its
 // time, most of it while the garbage collector marks, when every cleared
 // pointer goes through its write barrier. Otherwise reset clears them, so
@@ -118,8 +117,7 @@ func (s *scratch) reset() {
 	}
 	s.dispatched = dispatched{delivered: reuse(s.delivered)}
 	s.flat, s.grouped, s.costs, s.bounds = empty(s.flat, wipe), empty(s.grouped, wipe), reuse(s.costs), reuse(s.bounds)
-	clear(s.groupOf)
-	s.decoder.reset()
+	s.targets.reset()
 	s.puts, s.deletes, s.dels = empty(s.puts, wipe), empty(s.deletes, wipe), empty(s.dels, wipe)
 	// Keep no decode arena a rare window of wide rows grew large.
 	if cap(s.puts) > maxKeptArena {

@@ -24,7 +24,7 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 		{"kept buffer dropped", true, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &scratch{groupOf: map[gen.Partition]int{}, decoder: rowDecoder{known: map[string]knownTarget{}}}
+			s := &scratch{targets: targetIndex{groupOf: map[string]int{}}}
 			s.readBuf = make([]byte, 0, 64)
 			s.reset()
 			row := []byte("row")
@@ -37,9 +37,13 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 			}
 			s.raw = append(s.raw, store.KeyValue{Key: row, Value: row})
 			s.rows = append(s.rows, queued{key: row, value: row})
-			s.flat = append(s.flat, Row{Record: gen.RelayV1{Target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}}})
+			s.flat = append(s.flat, Row{Source: store.Identity{}, Record: gen.RelayV1{Target: row}})
 			s.puts = append(s.puts, gen.RelayPut{Key: row})
-			s.groups = append(s.groups, group{target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}})
+			target, err := store.IdentityOf(gen.NamespacePartition{NS: gen.MustNamespaceKey("t")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.groups = append(s.groups, group{target: target, id: row})
 			s.batch.Put(store.Key(row), store.Value(row))
 			s.reset()
 			if len(s.raw) != 0 || len(s.rows) != 0 || len(s.flat) != 0 || len(s.puts) != 0 {
@@ -49,7 +53,7 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 			if wiped != tc.wantWipe {
 				t.Fatalf("row slices wiped: %v, want %v", wiped, tc.wantWipe)
 			}
-			if s.groups[:1][0].target != nil || s.batch.Writes[:1][0].Key != nil {
+			if s.groups[:1][0].target != nil || s.groups[:1][0].id != nil || s.batch.Writes[:1][0].Key != nil {
 				t.Fatal("reset left a group or a batch write")
 			}
 		})

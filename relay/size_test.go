@@ -39,7 +39,7 @@ func randomKey(r *rand.Rand, max int) []byte {
 }
 
 func randomRow(r *rand.Rand, seq uint64, keyMax, valueMax int) Row {
-	rec := gen.RelayV1{Target: gen.NamespacePartition{NS: gen.MustNamespaceKey("t")}}
+	rec := gen.RelayV1{Target: identityOf(gen.NamespacePartition{NS: gen.MustNamespaceKey("t")})}
 	for range r.IntN(30) {
 		rec.Puts = append(rec.Puts, gen.RelayPut{Key: randomKey(r, keyMax), Value: randomBytes(r, valueMax)})
 	}
@@ -141,4 +141,13 @@ func TestCheckpointSizingMatchesValidate(t *testing.T) {
 		}
 	}
 	require.Greater(t, min(fit, 5_000-fit), 500, "fits %d of 5000", fit)
+}
+
+// identityOf returns p's tuple identity, as a relay row names its target.
+func identityOf(p store.Partition) []byte {
+	b, err := p.AppendTuple(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -33,7 +33,12 @@ type queued struct {
 
 // group is one target's rows of the window, in sequence order.
 type group struct {
-	target gen.Partition
+	// target addresses the rows' target partition: a store.Identity of
+	// id, the first row's Record.Target (which aliases the window's
+	// bytes). It is boxed once, so that passing it to the target store
+	// and the hook allocates nothing.
+	target store.Partition
+	id     []byte
 	rows   []Row
 	costs  []rowCost // one per row
 	// wasBlocked: the target was blocked earlier in this cycle (it is in
@@ -179,8 +184,15 @@ func (f *fire) decodeRead() bool {
 	defer func() { f.puts, f.deletes = puts, deletes }()
 	for ; f.decoded < len(f.raw); f.decoded++ {
 		kv := f.raw[f.decoded]
-		row := Row{Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
+		row := Row{Source: f.c.Partition, Record: gen.RelayV1{Puts: puts[len(puts):len(puts):cap(puts)], Deletes: deletes[len(deletes):len(deletes):cap(deletes)]}}
 		g, err := f.decodeRow(kv, &row)
+		if err == nil && g < 0 {
+			g = len(f.groups)
+			var target store.Identity
+			if target, err = f.targets.add(row.Record.Target, g); err == nil {
+				f.groups = append(f.groups, group{target: store.Partition(target), id: row.Record.Target})
+			}
+		}
 		if err != nil {
 			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			f.corrupt = true
@@ -199,21 +211,6 @@ func (f *fire) decodeRead() bool {
 			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.c.NowMs-row.Record.AtMs)
 			f.lagExceeded = true
 		}
-		if g < 0 {
-			// A target decoded anew: consecutive rows often share one, so
-			// try the last first.
-			g = f.lastGroup - 1
-			if g < 0 || f.groups[g].target != row.Record.Target {
-				var ok bool
-				if g, ok = f.groupOf[row.Record.Target]; !ok {
-					g = len(f.groups)
-					f.groupOf[row.Record.Target] = g
-					f.groups = append(f.groups, group{target: row.Record.Target})
-					f.decoder.remember(kv.Value, row.Record.Target, g)
-				}
-			}
-		}
-		f.lastGroup = g + 1
 		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})
 		f.flat = append(f.flat, row)
 	}
@@ -255,7 +252,7 @@ func (f *fire) groupRows() {
 	for g := range f.groups {
 		lo, hi := f.bounds[g], f.bounds[g+1]
 		f.groups[g].rows, f.groups[g].costs = f.grouped[lo:lo:hi], f.costs[lo:lo:hi]
-		_, f.groups[g].wasBlocked = slices.BinarySearchFunc(f.scan.Blocked, f.groups[g].target, gen.ComparePartition)
+		_, f.groups[g].wasBlocked = slices.BinarySearchFunc(f.scan.Blocked, f.groups[g].id, bytes.Compare)
 		f.groups[g].inBlocked = f.groups[g].wasBlocked
 	}
 	for i := range f.flat {
@@ -267,8 +264,7 @@ func (f *fire) groupRows() {
 
 // decodeRow parses one queued row's key and decodes its value into row,
 // reusing the capacity of row.Record's slices, and returns the group of
-// its target when the target is one the window has seen (-1: decoded
-// anew).
+// its target when the target is one the window has seen (-1: a new one).
 func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 	k, err := gen.ParseRelayKey(kv.Key)
 	if err != nil {
@@ -278,7 +274,10 @@ func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 		return -1, fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
 	}
 	row.Seq = k.Seq
-	return f.decoder.decode(kv.Value, &row.Record)
+	if err := gen.DecodeRelayV1Into(kv.Value, &row.Record); err != nil {
+		return -1, err
+	}
+	return f.targets.find(row.Record.Target, f.groups), nil
 }
 
 // costOf sizes one row against the target's limits, as Batch.Validate

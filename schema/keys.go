@@ -65,11 +65,12 @@ type LeasedShardKey struct {
 }
 
 // RelayHighWaterKey holds, in a target partition, the highest relay
-// sequence delivered from one source partition (a U64Value).
+// sequence delivered from one source partition (a U64Value). Source is
+// the source partition's tuple identity (store.IdentityOf).
 //
 //mk:key tag=20
 type RelayHighWaterKey struct {
-	Source Partition
+	Source []byte `mk:"max=1024"`
 }
 
 // ReservationKey holds one reservation (a ReservationV1).

@@ -9,13 +9,16 @@ type U64Value struct {
 }
 
 // RelayV1 is one queued relay row: writes to apply to a target partition,
-// in order, exactly once in effect. Puts and deletes together are bounded
-// by the outbox writer so a row always fits one target batch (98 writes
-// plus the target's high-water guard and put is the 100-operation cap).
+// in order, exactly once in effect. Target is the target partition's
+// tuple identity (store.IdentityOf), so a row may name a partition of any
+// schema; 1024 bytes is fdblayer's default partition identity bound. Puts
+// and deletes together are bounded by the outbox writer so a row always
+// fits one target batch (98 writes plus the target's high-water guard and
+// put is the 100-operation cap).
 //
 //mk:record version=1
 type RelayV1 struct {
-	Target  Partition
+	Target  []byte     `mk:"max=1024"`
 	Puts    []RelayPut `mk:"max=98"`
 	Deletes [][]byte   `mk:"max=98,elem_max=10000"`
 	AtMs    uint64
@@ -29,13 +32,14 @@ type RelayPut struct {
 
 // RelayScanV1 is the relay's resumable scan over its queued rows: the
 // cycle's end sequence, the last sequence checkpointed, and the targets
-// blocked for the rest of the cycle (sorted, at most 16).
+// blocked for the rest of the cycle: their tuple identities, sorted, at
+// most 16.
 //
 //mk:record version=1
 type RelayScanV1 struct {
 	CycleEnd uint64
 	Cursor   uint64
-	Blocked  []Partition `mk:"max=16,sorted"`
+	Blocked  [][]byte `mk:"max=16,elem_max=1024,sorted"`
 }
 
 // Backlog totals the undelivered terminal outcomes of a partition.

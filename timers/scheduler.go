@@ -121,11 +121,11 @@ type SchedulerConfig struct {
 	// handlers that need its type and for names in logs and metrics. An
 	// identity it does not know (nil: none) is addressed as a
 	// store.Identity, which reaches the same rows: the scheduler fires
-	// every partition of the store, whatever its schema. The relay needs
-	// its sources as gen.Partition values: with it registered, pass
-	// ParseGenPartition, the adapter of gen.ParsePartition. An identity
-	// that is not a tuple names no partition: it is counted in Corrupt
-	// and logged once an hour.
+	// every partition of the store, whatever its schema; the library's
+	// handlers (the relay among them) need no parse. ParseGenPartition,
+	// the adapter of gen.ParsePartition, names the library's own
+	// partitions. An identity that is not a tuple names no partition: it
+	// is counted in Corrupt and logged once an hour.
 	ParsePartition func(identity []byte) (store.Partition, error)
 	// Owner names this Scheduler in the leases it writes, at most
 	// gen.MaxSchedulerLeaseV1Owner bytes. It must be unique among the

@@ -27,12 +27,12 @@ const (
 	RelayValueBytes = 256
 )
 
-// Relay returns the benchmarked RelayV1: a ref-partition target, 4 puts of
-// 64-byte keys and 256-byte values, no deletes. Each call returns fresh
-// slices with the same content.
+// Relay returns the benchmarked RelayV1: the tuple identity of a ref
+// partition as its target, 4 puts of 64-byte keys and 256-byte values, no
+// deletes. Each call returns fresh slices with the same content.
 func Relay() gen.RelayV1 {
 	v := gen.RelayV1{
-		Target: gen.RefPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main"), ShardRef: gen.MustShardRef("refs/heads/main")},
+		Target: Identity(gen.RefPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main"), ShardRef: gen.MustShardRef("refs/heads/main")}),
 		Puts:   make([]gen.RelayPut, RelayPuts),
 		AtMs:   1_767_225_600_123,
 	}
@@ -62,20 +62,30 @@ func Reservation() gen.ReservationV1 {
 }
 
 // Relays returns n RelayV1 contents: Relay(), then n-1 of the same shape
-// and sizes whose partition names are each their own ("ns-0001",
+// and sizes whose target partitions are each their own ("ns-0001",
 // "repo-0001", "refs/heads/0001", ...).
 func Relays(n int) []gen.RelayV1 {
 	vs := []gen.RelayV1{Relay()}
 	for i := 1; i < n; i++ {
 		v := Relay()
-		v.Target = gen.RefPartition{
+		v.Target = Identity(gen.RefPartition{
 			NS:       gen.MustNamespaceKey(fmt.Sprintf("ns-%04d", i)),
 			Repo:     gen.MustRepoName(fmt.Sprintf("repo-%04d", i)),
 			ShardRef: gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i)),
-		}
+		})
 		vs = append(vs, v)
 	}
 	return vs
+}
+
+// Identity returns p's tuple identity, as a RelayV1 names its target.
+// It panics for an invalid partition (the contents are constants).
+func Identity(p gen.Partition) []byte {
+	b, err := p.AppendTuple(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // Reservations returns n ReservationV1 contents: Reservation(), then n-1
@@ -109,62 +119,20 @@ func pattern(n int, seed byte) []byte {
 
 // RelayToPB returns v as its protobuf equivalent.
 func RelayToPB(v gen.RelayV1) *pb.RelayV1 {
-	m := &pb.RelayV1{Target: partitionToPB(v.Target), AtMs: v.AtMs, Deletes: v.Deletes}
+	m := &pb.RelayV1{Target: v.Target, AtMs: v.AtMs, Deletes: v.Deletes}
 	for _, p := range v.Puts {
 		m.Puts = append(m.Puts, &pb.RelayPut{Key: p.Key, Value: p.Value})
 	}
 	return m
 }
 
-// RelayFromPB returns m as a gen value; it fails on a missing or unknown
-// target variant.
+// RelayFromPB returns m as a gen value.
 func RelayFromPB(m *pb.RelayV1) (gen.RelayV1, error) {
-	t, err := partitionFromPB(m.GetTarget())
-	if err != nil {
-		return gen.RelayV1{}, err
-	}
-	v := gen.RelayV1{Target: t, Deletes: m.GetDeletes(), AtMs: m.GetAtMs()}
+	v := gen.RelayV1{Target: m.GetTarget(), Deletes: m.GetDeletes(), AtMs: m.GetAtMs()}
 	for _, p := range m.GetPuts() {
 		v.Puts = append(v.Puts, gen.RelayPut{Key: p.GetKey(), Value: p.GetValue()})
 	}
 	return v, nil
-}
-
-func partitionToPB(p gen.Partition) *pb.Partition {
-	switch x := p.(type) {
-	case gen.RefPartition:
-		return &pb.Partition{Variant: &pb.Partition_Ref{Ref: &pb.RefPartition{Ns: x.NS.String(), Repo: x.Repo.String(), ShardRef: x.ShardRef.String()}}}
-	case gen.NamespacePartition:
-		return &pb.Partition{Variant: &pb.Partition_Namespace{Namespace: &pb.NamespacePartition{Ns: x.NS.String()}}}
-	case gen.CoordinatorPartition:
-		return &pb.Partition{Variant: &pb.Partition_Coordinator{Coordinator: &pb.CoordinatorPartition{Ns: x.NS.String()}}}
-	case gen.RepoIndexPartition:
-		return &pb.Partition{Variant: &pb.Partition_RepoIndex{RepoIndex: &pb.RepoIndexPartition{Ns: x.NS.String(), Repo: x.Repo.String()}}}
-	case gen.RefIndexPartition:
-		return &pb.Partition{Variant: &pb.Partition_RefIndex{RefIndex: &pb.RefIndexPartition{Ns: x.NS.String(), Repo: x.Repo.String(), ShardRef: x.ShardRef.String()}}}
-	case gen.ContentShardPartition:
-		return &pb.Partition{Variant: &pb.Partition_ContentShard{ContentShard: &pb.ContentShardPartition{Ns: x.NS.String(), Shard: x.Shard}}}
-	}
-	return nil
-}
-
-func partitionFromPB(m *pb.Partition) (gen.Partition, error) {
-	var n names.Builder
-	switch x := m.GetVariant().(type) {
-	case *pb.Partition_Ref:
-		return n.Partition(gen.RefPartition{NS: n.NS(x.Ref.GetNs()), Repo: n.Repo(x.Ref.GetRepo()), ShardRef: n.Ref(x.Ref.GetShardRef())})
-	case *pb.Partition_Namespace:
-		return n.Partition(gen.NamespacePartition{NS: n.NS(x.Namespace.GetNs())})
-	case *pb.Partition_Coordinator:
-		return n.Partition(gen.CoordinatorPartition{NS: n.NS(x.Coordinator.GetNs())})
-	case *pb.Partition_RepoIndex:
-		return n.Partition(gen.RepoIndexPartition{NS: n.NS(x.RepoIndex.GetNs()), Repo: n.Repo(x.RepoIndex.GetRepo())})
-	case *pb.Partition_RefIndex:
-		return n.Partition(gen.RefIndexPartition{NS: n.NS(x.RefIndex.GetNs()), Repo: n.Repo(x.RefIndex.GetRepo()), ShardRef: n.Ref(x.RefIndex.GetShardRef())})
-	case *pb.Partition_ContentShard:
-		return n.Partition(gen.ContentShardPartition{NS: n.NS(x.ContentShard.GetNs()), Shard: x.ContentShard.GetShard()})
-	}
-	return nil, fmt.Errorf("pb partition: no variant set")
 }
 
 // ReservationToPB returns v as its protobuf equivalent.

@@ -118,7 +118,7 @@ func checkRecordField(d *decl, f *field, errs *schemaErrors) {
 	}
 	if f.Sorted {
 		if t.Kind != refSlice || t.Elem == nil || !comparable(t.Elem) {
-			errs.add(f.Pos, "%s: sorted applies to slices of unions, identities, integers or strings", where)
+			errs.add(f.Pos, "%s: sorted applies to slices of unions, identities, integers, strings or []byte", where)
 		}
 	}
 	checkElem(where, f, t, errs)
@@ -203,6 +203,8 @@ func isInt(t *typeRef) bool {
 // comparable reports whether the generator can order values of t.
 func comparable(t *typeRef) bool {
 	switch t.Kind {
+	case refBytes:
+		return true
 	case refPrim:
 		return t.Prim != "bool"
 	case refNamed:

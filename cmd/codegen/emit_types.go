@@ -446,6 +446,9 @@ func compareExpr(t *typeRef, a, b string) *Statement {
 	if t.Kind == refNamed && t.Decl.Kind == kindIdentity {
 		return Qual("cmp", "Compare").Call(Id(a).Dot("s"), Id(b).Dot("s"))
 	}
+	if t.Kind == refBytes {
+		return Qual("bytes", "Compare").Call(Id(a), Id(b))
+	}
 	return Qual("cmp", "Compare").Call(Id(a), Id(b))
 }
 

@@ -272,7 +272,7 @@ func verify(ctx context.Context, s store.Store, p plan) (checked, error) {
 			}
 			n.rows++
 		}
-		hwKey, err := gen.AppendRelayHighWaterKey(nil, source(src))
+		hwKey, err := relay.HighWaterKey(source(src))
 		if err != nil {
 			return n, err
 		}

@@ -424,7 +424,7 @@ func (w *world) verify() {
 			w.t.Errorf("target %d holds %d rows besides the data and audit rows, want its %d high-water marks", tg, others, len(marks[tg]))
 		}
 		for src, last := range marks[tg] {
-			k, err := gen.AppendRelayHighWaterKey(nil, source(src))
+			k, err := relay.HighWaterKey(source(src))
 			if err != nil {
 				w.t.Fatal(err)
 			}
@@ -453,9 +453,9 @@ func (w *world) verify() {
 // number: a row applied by two committed batches leaves two.
 type auditHook struct{ n atomic.Int64 }
 
-func (*auditHook) ReadKeys(gen.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
+func (*auditHook) ReadKeys(store.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
 
-func (h *auditHook) BeforeApply(_ context.Context, _ gen.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
+func (h *auditHook) BeforeApply(_ context.Context, _ store.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
 	if b.Ops()+len(rows) > store.DefaultMaxBatchOps {
 		return relay.ErrHookCapacity
 	}
@@ -466,4 +466,4 @@ func (h *auditHook) BeforeApply(_ context.Context, _ gen.Partition, rows []relay
 	return nil
 }
 
-func (*auditHook) ReservedOps(gen.Partition, []relay.Row) int { return 0 }
+func (*auditHook) ReservedOps(store.Partition, []relay.Row) int { return 0 }

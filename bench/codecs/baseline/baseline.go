@@ -11,7 +11,7 @@
 // Design note: the decoders check only what memory safety needs (every
 // length and count against the bytes left, the version and union tags they
 // dispatch on) and what gen's types demand of anyone who builds their
-// values: identity names go through gen.NewNamespaceKey and friends. They
+// values: identity names go through gen.NewRepoName and friends. They
 // do not check bounds, enum values, canonical varints or trailing bytes,
 // and their errors carry no field path; gen decoders do all of that. Like
 // gen's DecodeInto, they decode into a caller's value, reusing its slices
@@ -33,7 +33,7 @@ var ErrCorrupt = errors.New("baseline: corrupt data")
 // AppendRelayV1 appends the encoding of v to dst; it does not validate v.
 func AppendRelayV1(dst []byte, v gen.RelayV1) []byte {
 	dst = append(dst, gen.VersionRelayV1)
-	dst = appendPartition(dst, v.Target)
+	dst = appendBytes(dst, v.Target)
 	dst = binary.AppendUvarint(dst, uint64(len(v.Puts)))
 	for i := range v.Puts {
 		dst = appendBytes(dst, v.Puts[i].Key)
@@ -59,7 +59,7 @@ func DecodeRelayV1Into(b []byte, v *gen.RelayV1) error {
 	if d.u8() != gen.VersionRelayV1 {
 		return ErrCorrupt
 	}
-	v.Target = d.partition()
+	v.Target = d.bytes()
 	n := d.count(2)
 	v.Puts = slices.Grow(v.Puts[:0], n)[:n]
 	for i := range v.Puts {
@@ -171,36 +171,6 @@ func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 	return nil
 }
 
-func appendPartition(dst []byte, p gen.Partition) []byte {
-	switch x := p.(type) {
-	case gen.RefPartition:
-		dst = append(dst, 1)
-		dst = appendString(dst, x.NS.String())
-		dst = appendString(dst, x.Repo.String())
-		dst = appendString(dst, x.ShardRef.String())
-	case gen.NamespacePartition:
-		dst = append(dst, 2)
-		dst = appendString(dst, x.NS.String())
-	case gen.CoordinatorPartition:
-		dst = append(dst, 3)
-		dst = appendString(dst, x.NS.String())
-	case gen.RepoIndexPartition:
-		dst = append(dst, 4)
-		dst = appendString(dst, x.NS.String())
-		dst = appendString(dst, x.Repo.String())
-	case gen.RefIndexPartition:
-		dst = append(dst, 5)
-		dst = appendString(dst, x.NS.String())
-		dst = appendString(dst, x.Repo.String())
-		dst = appendString(dst, x.ShardRef.String())
-	case gen.ContentShardPartition:
-		dst = append(dst, 6)
-		dst = appendString(dst, x.NS.String())
-		dst = binary.BigEndian.AppendUint32(dst, x.Shard)
-	}
-	return dst
-}
-
 func appendBytes(dst, b []byte) []byte {
 	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
 }
@@ -297,57 +267,12 @@ func (d *decoder) bytes() []byte {
 	return d.fixed(int(n))
 }
 
-func (d *decoder) partition() gen.Partition {
-	var s [3]string
-	switch d.u8() {
-	case 1:
-		d.strings(s[:3])
-		return gen.RefPartition{NS: ns(d, s[0]), Repo: repo(d, s[1]), ShardRef: ref(d, s[2])}
-	case 2:
-		return gen.NamespacePartition{NS: ns(d, d.string())}
-	case 3:
-		return gen.CoordinatorPartition{NS: ns(d, d.string())}
-	case 4:
-		d.strings(s[:2])
-		return gen.RepoIndexPartition{NS: ns(d, s[0]), Repo: repo(d, s[1])}
-	case 5:
-		d.strings(s[:3])
-		return gen.RefIndexPartition{NS: ns(d, s[0]), Repo: repo(d, s[1]), ShardRef: ref(d, s[2])}
-	case 6:
-		return gen.ContentShardPartition{NS: ns(d, d.string()), Shard: d.u32()}
-	}
-	d.fail()
-	return nil
-}
-
 func (d *decoder) string() string { return string(d.bytes()) }
 
-// strings reads len(dst) (at most 3) consecutive strings with one
-// allocation, as a careful engineer would for the names of a partition:
-// one copy of their bytes (length prefixes included), each string a slice
-// of it.
-func (d *decoder) strings(dst []string) {
-	start := d.b
-	var at [3][2]int // each value's start and end in start
-	for i := range dst {
-		b := d.bytes()
-		end := len(start) - len(d.b)
-		at[i] = [2]int{end - len(b), end}
-	}
-	if d.bad {
-		return
-	}
-	all := string(start[:at[len(dst)-1][1]])
-	for i := range dst {
-		dst[i] = all[at[i][0]:at[i][1]]
-	}
-}
-
-// ns, repo and ref build identity names: gen builds them only from valid
+// repo and ref build identity names: gen builds them only from valid
 // names, so any code outside gen goes through its constructors.
-func ns(d *decoder, s string) gen.NamespaceKey { return identity(d, s, gen.NewNamespaceKey) }
-func repo(d *decoder, s string) gen.RepoName   { return identity(d, s, gen.NewRepoName) }
-func ref(d *decoder, s string) gen.ShardRef    { return identity(d, s, gen.NewShardRef) }
+func repo(d *decoder, s string) gen.RepoName { return identity(d, s, gen.NewRepoName) }
+func ref(d *decoder, s string) gen.ShardRef  { return identity(d, s, gen.NewShardRef) }
 
 func identity[T any](d *decoder, s string, build func(string) (T, error)) T {
 	v, err := build(s)

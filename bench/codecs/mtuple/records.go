@@ -6,53 +6,7 @@ package mtuple
 // into a reused value must not keep a variant the input omits; its copy in
 // ../mtuple replaces the directive below with //msgp:tuple for every type.
 //
-//msgp:tuple RefPartition NamespacePartition CoordinatorPartition RepoIndexPartition RefIndexPartition ContentShardPartition Partition RelayPut RelayV1 ReservationTicketed RefUpdate ReservationCommitted ReservationAborted ReservationV1
-
-// RefPartition is gen.RefPartition.
-type RefPartition struct {
-	NS       string `msg:"ns"`
-	Repo     string `msg:"repo"`
-	ShardRef string `msg:"shard_ref"`
-}
-
-// NamespacePartition is gen.NamespacePartition.
-type NamespacePartition struct {
-	NS string `msg:"ns"`
-}
-
-// CoordinatorPartition is gen.CoordinatorPartition.
-type CoordinatorPartition struct {
-	NS string `msg:"ns"`
-}
-
-// RepoIndexPartition is gen.RepoIndexPartition.
-type RepoIndexPartition struct {
-	NS   string `msg:"ns"`
-	Repo string `msg:"repo"`
-}
-
-// RefIndexPartition is gen.RefIndexPartition.
-type RefIndexPartition struct {
-	NS       string `msg:"ns"`
-	Repo     string `msg:"repo"`
-	ShardRef string `msg:"shard_ref"`
-}
-
-// ContentShardPartition is gen.ContentShardPartition.
-type ContentShardPartition struct {
-	NS    string `msg:"ns"`
-	Shard uint32 `msg:"shard"`
-}
-
-// Partition is gen.Partition: exactly one variant is set.
-type Partition struct {
-	Ref          *RefPartition          `msg:"ref,omitempty"`
-	Namespace    *NamespacePartition    `msg:"namespace,omitempty"`
-	Coordinator  *CoordinatorPartition  `msg:"coordinator,omitempty"`
-	RepoIndex    *RepoIndexPartition    `msg:"repo_index,omitempty"`
-	RefIndex     *RefIndexPartition     `msg:"ref_index,omitempty"`
-	ContentShard *ContentShardPartition `msg:"content_shard,omitempty"`
-}
+//msgp:tuple RelayPut RelayV1 ReservationTicketed RefUpdate ReservationCommitted ReservationAborted ReservationV1
 
 // RelayPut is gen.RelayPut.
 type RelayPut struct {
@@ -62,7 +16,7 @@ type RelayPut struct {
 
 // RelayV1 is gen.RelayV1.
 type RelayV1 struct {
-	Target  Partition  `msg:"target"`
+	Target  []byte     `msg:"target,zerocopy"`
 	Puts    []RelayPut `msg:"puts"`
 	Deletes [][]byte   `msg:"deletes,zerocopy"`
 	AtMs    uint64     `msg:"at_ms"`

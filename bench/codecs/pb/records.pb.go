@@ -80,465 +80,6 @@ func (AbortReason) EnumDescriptor() ([]byte, []int) {
 	return file_records_proto_rawDescGZIP(), []int{0}
 }
 
-type RefPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	Repo          string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
-	ShardRef      string                 `protobuf:"bytes,3,opt,name=shard_ref,json=shardRef,proto3" json:"shard_ref,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RefPartition) Reset() {
-	*x = RefPartition{}
-	mi := &file_records_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RefPartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RefPartition) ProtoMessage() {}
-
-func (x *RefPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RefPartition.ProtoReflect.Descriptor instead.
-func (*RefPartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *RefPartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-func (x *RefPartition) GetRepo() string {
-	if x != nil {
-		return x.Repo
-	}
-	return ""
-}
-
-func (x *RefPartition) GetShardRef() string {
-	if x != nil {
-		return x.ShardRef
-	}
-	return ""
-}
-
-type NamespacePartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NamespacePartition) Reset() {
-	*x = NamespacePartition{}
-	mi := &file_records_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NamespacePartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NamespacePartition) ProtoMessage() {}
-
-func (x *NamespacePartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NamespacePartition.ProtoReflect.Descriptor instead.
-func (*NamespacePartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *NamespacePartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-type CoordinatorPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CoordinatorPartition) Reset() {
-	*x = CoordinatorPartition{}
-	mi := &file_records_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CoordinatorPartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CoordinatorPartition) ProtoMessage() {}
-
-func (x *CoordinatorPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CoordinatorPartition.ProtoReflect.Descriptor instead.
-func (*CoordinatorPartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *CoordinatorPartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-type RepoIndexPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	Repo          string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RepoIndexPartition) Reset() {
-	*x = RepoIndexPartition{}
-	mi := &file_records_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RepoIndexPartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RepoIndexPartition) ProtoMessage() {}
-
-func (x *RepoIndexPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RepoIndexPartition.ProtoReflect.Descriptor instead.
-func (*RepoIndexPartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *RepoIndexPartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-func (x *RepoIndexPartition) GetRepo() string {
-	if x != nil {
-		return x.Repo
-	}
-	return ""
-}
-
-type RefIndexPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	Repo          string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
-	ShardRef      string                 `protobuf:"bytes,3,opt,name=shard_ref,json=shardRef,proto3" json:"shard_ref,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RefIndexPartition) Reset() {
-	*x = RefIndexPartition{}
-	mi := &file_records_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RefIndexPartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RefIndexPartition) ProtoMessage() {}
-
-func (x *RefIndexPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RefIndexPartition.ProtoReflect.Descriptor instead.
-func (*RefIndexPartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *RefIndexPartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-func (x *RefIndexPartition) GetRepo() string {
-	if x != nil {
-		return x.Repo
-	}
-	return ""
-}
-
-func (x *RefIndexPartition) GetShardRef() string {
-	if x != nil {
-		return x.ShardRef
-	}
-	return ""
-}
-
-type ContentShardPartition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ns            string                 `protobuf:"bytes,1,opt,name=ns,proto3" json:"ns,omitempty"`
-	Shard         uint32                 `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ContentShardPartition) Reset() {
-	*x = ContentShardPartition{}
-	mi := &file_records_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ContentShardPartition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ContentShardPartition) ProtoMessage() {}
-
-func (x *ContentShardPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ContentShardPartition.ProtoReflect.Descriptor instead.
-func (*ContentShardPartition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *ContentShardPartition) GetNs() string {
-	if x != nil {
-		return x.Ns
-	}
-	return ""
-}
-
-func (x *ContentShardPartition) GetShard() uint32 {
-	if x != nil {
-		return x.Shard
-	}
-	return 0
-}
-
-// Partition is gen.Partition: exactly one variant is set.
-type Partition struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Variant:
-	//
-	//	*Partition_Ref
-	//	*Partition_Namespace
-	//	*Partition_Coordinator
-	//	*Partition_RepoIndex
-	//	*Partition_RefIndex
-	//	*Partition_ContentShard
-	Variant       isPartition_Variant `protobuf_oneof:"variant"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Partition) Reset() {
-	*x = Partition{}
-	mi := &file_records_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Partition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Partition) ProtoMessage() {}
-
-func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Partition.ProtoReflect.Descriptor instead.
-func (*Partition) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *Partition) GetVariant() isPartition_Variant {
-	if x != nil {
-		return x.Variant
-	}
-	return nil
-}
-
-func (x *Partition) GetRef() *RefPartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_Ref); ok {
-			return x.Ref
-		}
-	}
-	return nil
-}
-
-func (x *Partition) GetNamespace() *NamespacePartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_Namespace); ok {
-			return x.Namespace
-		}
-	}
-	return nil
-}
-
-func (x *Partition) GetCoordinator() *CoordinatorPartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_Coordinator); ok {
-			return x.Coordinator
-		}
-	}
-	return nil
-}
-
-func (x *Partition) GetRepoIndex() *RepoIndexPartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_RepoIndex); ok {
-			return x.RepoIndex
-		}
-	}
-	return nil
-}
-
-func (x *Partition) GetRefIndex() *RefIndexPartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_RefIndex); ok {
-			return x.RefIndex
-		}
-	}
-	return nil
-}
-
-func (x *Partition) GetContentShard() *ContentShardPartition {
-	if x != nil {
-		if x, ok := x.Variant.(*Partition_ContentShard); ok {
-			return x.ContentShard
-		}
-	}
-	return nil
-}
-
-type isPartition_Variant interface {
-	isPartition_Variant()
-}
-
-type Partition_Ref struct {
-	Ref *RefPartition `protobuf:"bytes,1,opt,name=ref,proto3,oneof"`
-}
-
-type Partition_Namespace struct {
-	Namespace *NamespacePartition `protobuf:"bytes,2,opt,name=namespace,proto3,oneof"`
-}
-
-type Partition_Coordinator struct {
-	Coordinator *CoordinatorPartition `protobuf:"bytes,3,opt,name=coordinator,proto3,oneof"`
-}
-
-type Partition_RepoIndex struct {
-	RepoIndex *RepoIndexPartition `protobuf:"bytes,4,opt,name=repo_index,json=repoIndex,proto3,oneof"`
-}
-
-type Partition_RefIndex struct {
-	RefIndex *RefIndexPartition `protobuf:"bytes,5,opt,name=ref_index,json=refIndex,proto3,oneof"`
-}
-
-type Partition_ContentShard struct {
-	ContentShard *ContentShardPartition `protobuf:"bytes,6,opt,name=content_shard,json=contentShard,proto3,oneof"`
-}
-
-func (*Partition_Ref) isPartition_Variant() {}
-
-func (*Partition_Namespace) isPartition_Variant() {}
-
-func (*Partition_Coordinator) isPartition_Variant() {}
-
-func (*Partition_RepoIndex) isPartition_Variant() {}
-
-func (*Partition_RefIndex) isPartition_Variant() {}
-
-func (*Partition_ContentShard) isPartition_Variant() {}
-
 type RelayPut struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -549,7 +90,7 @@ type RelayPut struct {
 
 func (x *RelayPut) Reset() {
 	*x = RelayPut{}
-	mi := &file_records_proto_msgTypes[7]
+	mi := &file_records_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +102,7 @@ func (x *RelayPut) String() string {
 func (*RelayPut) ProtoMessage() {}
 
 func (x *RelayPut) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[7]
+	mi := &file_records_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +115,7 @@ func (x *RelayPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayPut.ProtoReflect.Descriptor instead.
 func (*RelayPut) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{7}
+	return file_records_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *RelayPut) GetKey() []byte {
@@ -593,7 +134,7 @@ func (x *RelayPut) GetValue() []byte {
 
 type RelayV1 struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Target        *Partition             `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Target        []byte                 `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"` // the target partition's tuple identity
 	Puts          []*RelayPut            `protobuf:"bytes,2,rep,name=puts,proto3" json:"puts,omitempty"`
 	Deletes       [][]byte               `protobuf:"bytes,3,rep,name=deletes,proto3" json:"deletes,omitempty"`
 	AtMs          uint64                 `protobuf:"varint,4,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
@@ -603,7 +144,7 @@ type RelayV1 struct {
 
 func (x *RelayV1) Reset() {
 	*x = RelayV1{}
-	mi := &file_records_proto_msgTypes[8]
+	mi := &file_records_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +156,7 @@ func (x *RelayV1) String() string {
 func (*RelayV1) ProtoMessage() {}
 
 func (x *RelayV1) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[8]
+	mi := &file_records_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,10 +169,10 @@ func (x *RelayV1) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayV1.ProtoReflect.Descriptor instead.
 func (*RelayV1) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{8}
+	return file_records_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *RelayV1) GetTarget() *Partition {
+func (x *RelayV1) GetTarget() []byte {
 	if x != nil {
 		return x.Target
 	}
@@ -668,7 +209,7 @@ type ReservationTicketed struct {
 
 func (x *ReservationTicketed) Reset() {
 	*x = ReservationTicketed{}
-	mi := &file_records_proto_msgTypes[9]
+	mi := &file_records_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +221,7 @@ func (x *ReservationTicketed) String() string {
 func (*ReservationTicketed) ProtoMessage() {}
 
 func (x *ReservationTicketed) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[9]
+	mi := &file_records_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +234,7 @@ func (x *ReservationTicketed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationTicketed.ProtoReflect.Descriptor instead.
 func (*ReservationTicketed) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{9}
+	return file_records_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReservationTicketed) GetTicketId() []byte {
@@ -714,7 +255,7 @@ type RefUpdate struct {
 
 func (x *RefUpdate) Reset() {
 	*x = RefUpdate{}
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +267,7 @@ func (x *RefUpdate) String() string {
 func (*RefUpdate) ProtoMessage() {}
 
 func (x *RefUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +280,7 @@ func (x *RefUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefUpdate.ProtoReflect.Descriptor instead.
 func (*RefUpdate) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{10}
+	return file_records_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RefUpdate) GetRef() string {
@@ -777,7 +318,7 @@ type ReservationCommitted struct {
 
 func (x *ReservationCommitted) Reset() {
 	*x = ReservationCommitted{}
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +330,7 @@ func (x *ReservationCommitted) String() string {
 func (*ReservationCommitted) ProtoMessage() {}
 
 func (x *ReservationCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +343,7 @@ func (x *ReservationCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationCommitted.ProtoReflect.Descriptor instead.
 func (*ReservationCommitted) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{11}
+	return file_records_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReservationCommitted) GetRepository() string {
@@ -859,7 +400,7 @@ type ReservationAborted struct {
 
 func (x *ReservationAborted) Reset() {
 	*x = ReservationAborted{}
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +412,7 @@ func (x *ReservationAborted) String() string {
 func (*ReservationAborted) ProtoMessage() {}
 
 func (x *ReservationAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +425,7 @@ func (x *ReservationAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationAborted.ProtoReflect.Descriptor instead.
 func (*ReservationAborted) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{12}
+	return file_records_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReservationAborted) GetRepository() string {
@@ -930,7 +471,7 @@ type ReservationV1 struct {
 
 func (x *ReservationV1) Reset() {
 	*x = ReservationV1{}
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +483,7 @@ func (x *ReservationV1) String() string {
 func (*ReservationV1) ProtoMessage() {}
 
 func (x *ReservationV1) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +496,7 @@ func (x *ReservationV1) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationV1.ProtoReflect.Descriptor instead.
 func (*ReservationV1) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{13}
+	return file_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReservationV1) GetState() isReservationV1_State {
@@ -1018,39 +559,12 @@ var File_records_proto protoreflect.FileDescriptor
 
 const file_records_proto_rawDesc = "" +
 	"\n" +
-	"\rrecords.proto\x12\x14mkitfdb.bench.codecs\"O\n" +
-	"\fRefPartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\x12\x12\n" +
-	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x1b\n" +
-	"\tshard_ref\x18\x03 \x01(\tR\bshardRef\"$\n" +
-	"\x12NamespacePartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\"&\n" +
-	"\x14CoordinatorPartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\"8\n" +
-	"\x12RepoIndexPartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\x12\x12\n" +
-	"\x04repo\x18\x02 \x01(\tR\x04repo\"T\n" +
-	"\x11RefIndexPartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\x12\x12\n" +
-	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x1b\n" +
-	"\tshard_ref\x18\x03 \x01(\tR\bshardRef\"=\n" +
-	"\x15ContentShardPartition\x12\x0e\n" +
-	"\x02ns\x18\x01 \x01(\tR\x02ns\x12\x14\n" +
-	"\x05shard\x18\x02 \x01(\rR\x05shard\"\xcf\x03\n" +
-	"\tPartition\x126\n" +
-	"\x03ref\x18\x01 \x01(\v2\".mkitfdb.bench.codecs.RefPartitionH\x00R\x03ref\x12H\n" +
-	"\tnamespace\x18\x02 \x01(\v2(.mkitfdb.bench.codecs.NamespacePartitionH\x00R\tnamespace\x12N\n" +
-	"\vcoordinator\x18\x03 \x01(\v2*.mkitfdb.bench.codecs.CoordinatorPartitionH\x00R\vcoordinator\x12I\n" +
-	"\n" +
-	"repo_index\x18\x04 \x01(\v2(.mkitfdb.bench.codecs.RepoIndexPartitionH\x00R\trepoIndex\x12F\n" +
-	"\tref_index\x18\x05 \x01(\v2'.mkitfdb.bench.codecs.RefIndexPartitionH\x00R\brefIndex\x12R\n" +
-	"\rcontent_shard\x18\x06 \x01(\v2+.mkitfdb.bench.codecs.ContentShardPartitionH\x00R\fcontentShardB\t\n" +
-	"\avariant\"2\n" +
+	"\rrecords.proto\x12\x14mkitfdb.bench.codecs\"2\n" +
 	"\bRelayPut\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xa5\x01\n" +
-	"\aRelayV1\x127\n" +
-	"\x06target\x18\x01 \x01(\v2\x1f.mkitfdb.bench.codecs.PartitionR\x06target\x122\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\x84\x01\n" +
+	"\aRelayV1\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\fR\x06target\x122\n" +
 	"\x04puts\x18\x02 \x03(\v2\x1e.mkitfdb.bench.codecs.RelayPutR\x04puts\x12\x18\n" +
 	"\adeletes\x18\x03 \x03(\fR\adeletes\x12\x13\n" +
 	"\x05at_ms\x18\x04 \x01(\x04R\x04atMs\"2\n" +
@@ -1103,43 +617,29 @@ func file_records_proto_rawDescGZIP() []byte {
 }
 
 var file_records_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_records_proto_goTypes = []any{
-	(AbortReason)(0),              // 0: mkitfdb.bench.codecs.AbortReason
-	(*RefPartition)(nil),          // 1: mkitfdb.bench.codecs.RefPartition
-	(*NamespacePartition)(nil),    // 2: mkitfdb.bench.codecs.NamespacePartition
-	(*CoordinatorPartition)(nil),  // 3: mkitfdb.bench.codecs.CoordinatorPartition
-	(*RepoIndexPartition)(nil),    // 4: mkitfdb.bench.codecs.RepoIndexPartition
-	(*RefIndexPartition)(nil),     // 5: mkitfdb.bench.codecs.RefIndexPartition
-	(*ContentShardPartition)(nil), // 6: mkitfdb.bench.codecs.ContentShardPartition
-	(*Partition)(nil),             // 7: mkitfdb.bench.codecs.Partition
-	(*RelayPut)(nil),              // 8: mkitfdb.bench.codecs.RelayPut
-	(*RelayV1)(nil),               // 9: mkitfdb.bench.codecs.RelayV1
-	(*ReservationTicketed)(nil),   // 10: mkitfdb.bench.codecs.ReservationTicketed
-	(*RefUpdate)(nil),             // 11: mkitfdb.bench.codecs.RefUpdate
-	(*ReservationCommitted)(nil),  // 12: mkitfdb.bench.codecs.ReservationCommitted
-	(*ReservationAborted)(nil),    // 13: mkitfdb.bench.codecs.ReservationAborted
-	(*ReservationV1)(nil),         // 14: mkitfdb.bench.codecs.ReservationV1
+	(AbortReason)(0),             // 0: mkitfdb.bench.codecs.AbortReason
+	(*RelayPut)(nil),             // 1: mkitfdb.bench.codecs.RelayPut
+	(*RelayV1)(nil),              // 2: mkitfdb.bench.codecs.RelayV1
+	(*ReservationTicketed)(nil),  // 3: mkitfdb.bench.codecs.ReservationTicketed
+	(*RefUpdate)(nil),            // 4: mkitfdb.bench.codecs.RefUpdate
+	(*ReservationCommitted)(nil), // 5: mkitfdb.bench.codecs.ReservationCommitted
+	(*ReservationAborted)(nil),   // 6: mkitfdb.bench.codecs.ReservationAborted
+	(*ReservationV1)(nil),        // 7: mkitfdb.bench.codecs.ReservationV1
 }
 var file_records_proto_depIdxs = []int32{
-	1,  // 0: mkitfdb.bench.codecs.Partition.ref:type_name -> mkitfdb.bench.codecs.RefPartition
-	2,  // 1: mkitfdb.bench.codecs.Partition.namespace:type_name -> mkitfdb.bench.codecs.NamespacePartition
-	3,  // 2: mkitfdb.bench.codecs.Partition.coordinator:type_name -> mkitfdb.bench.codecs.CoordinatorPartition
-	4,  // 3: mkitfdb.bench.codecs.Partition.repo_index:type_name -> mkitfdb.bench.codecs.RepoIndexPartition
-	5,  // 4: mkitfdb.bench.codecs.Partition.ref_index:type_name -> mkitfdb.bench.codecs.RefIndexPartition
-	6,  // 5: mkitfdb.bench.codecs.Partition.content_shard:type_name -> mkitfdb.bench.codecs.ContentShardPartition
-	7,  // 6: mkitfdb.bench.codecs.RelayV1.target:type_name -> mkitfdb.bench.codecs.Partition
-	8,  // 7: mkitfdb.bench.codecs.RelayV1.puts:type_name -> mkitfdb.bench.codecs.RelayPut
-	11, // 8: mkitfdb.bench.codecs.ReservationCommitted.refs:type_name -> mkitfdb.bench.codecs.RefUpdate
-	0,  // 9: mkitfdb.bench.codecs.ReservationAborted.reason:type_name -> mkitfdb.bench.codecs.AbortReason
-	10, // 10: mkitfdb.bench.codecs.ReservationV1.ticketed:type_name -> mkitfdb.bench.codecs.ReservationTicketed
-	12, // 11: mkitfdb.bench.codecs.ReservationV1.committed:type_name -> mkitfdb.bench.codecs.ReservationCommitted
-	13, // 12: mkitfdb.bench.codecs.ReservationV1.aborted:type_name -> mkitfdb.bench.codecs.ReservationAborted
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	1, // 0: mkitfdb.bench.codecs.RelayV1.puts:type_name -> mkitfdb.bench.codecs.RelayPut
+	4, // 1: mkitfdb.bench.codecs.ReservationCommitted.refs:type_name -> mkitfdb.bench.codecs.RefUpdate
+	0, // 2: mkitfdb.bench.codecs.ReservationAborted.reason:type_name -> mkitfdb.bench.codecs.AbortReason
+	3, // 3: mkitfdb.bench.codecs.ReservationV1.ticketed:type_name -> mkitfdb.bench.codecs.ReservationTicketed
+	5, // 4: mkitfdb.bench.codecs.ReservationV1.committed:type_name -> mkitfdb.bench.codecs.ReservationCommitted
+	6, // 5: mkitfdb.bench.codecs.ReservationV1.aborted:type_name -> mkitfdb.bench.codecs.ReservationAborted
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_records_proto_init() }
@@ -1148,14 +648,6 @@ func file_records_proto_init() {
 		return
 	}
 	file_records_proto_msgTypes[6].OneofWrappers = []any{
-		(*Partition_Ref)(nil),
-		(*Partition_Namespace)(nil),
-		(*Partition_Coordinator)(nil),
-		(*Partition_RepoIndex)(nil),
-		(*Partition_RefIndex)(nil),
-		(*Partition_ContentShard)(nil),
-	}
-	file_records_proto_msgTypes[13].OneofWrappers = []any{
 		(*ReservationV1_Ticketed)(nil),
 		(*ReservationV1_Committed)(nil),
 		(*ReservationV1_Aborted)(nil),
@@ -1166,7 +658,7 @@ func file_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_records_proto_rawDesc), len(file_records_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

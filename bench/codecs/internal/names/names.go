@@ -5,12 +5,9 @@ package names
 
 import "github.com/mkit-dev/mkitfdb/gen"
 
-// Builder builds names; after the first invalid one, Partition and
-// Reservation return its error. The zero value is ready to use.
+// Builder builds names; after the first invalid one, Reservation returns
+// its error. The zero value is ready to use.
 type Builder struct{ err error }
-
-// NS builds a gen.NamespaceKey.
-func (n *Builder) NS(s string) gen.NamespaceKey { return build(n, s, gen.NewNamespaceKey) }
 
 // Repo builds a gen.RepoName.
 func (n *Builder) Repo(s string) gen.RepoName { return build(n, s, gen.NewRepoName) }
@@ -24,14 +21,6 @@ func build[T any](n *Builder, s string, newT func(string) (T, error)) T {
 		n.err = err
 	}
 	return v
-}
-
-// Partition returns p, or the first name error.
-func (n *Builder) Partition(p gen.Partition) (gen.Partition, error) {
-	if n.err != nil {
-		return nil, n.err
-	}
-	return p, nil
 }
 
 // Reservation returns r, or the first name error.
