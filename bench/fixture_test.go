@@ -18,6 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -42,14 +43,14 @@ const (
 var benchBudget = relay.Budget{MaxRows: relay.DefaultMaxRows, MaxTargets: 128}
 
 // sourcePartition is the relay's source, converted to the interface once.
-var sourcePartition store.Partition = gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
+var sourcePartition store.Partition = refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 
 // fixture is one source partition relaying to n target partitions of one
 // store, with a relay registered and a clock the benchmark moves.
 type fixture struct {
 	ctx     context.Context
 	s       store.Store
-	targets []gen.Partition
+	targets []refdomain.Partition
 	reg     *timers.Registry
 	nowMs   uint64
 	rows    int // rows queued so far
@@ -73,7 +74,7 @@ func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay
 	}
 	f := &fixture{ctx: context.Background(), s: s, nowMs: 1_000_000, log: slog.New(slog.DiscardHandler)}
 	for i := range nTargets {
-		f.targets = append(f.targets, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
+		f.targets = append(f.targets, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
 	}
 	for i := range keyPool {
 		f.keys = append(f.keys, fmt.Appendf(nil, "bench/key/%054d", i))

@@ -15,6 +15,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -92,7 +93,7 @@ func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry, rec
 	var out []*timers.Scheduler
 	for i := range n {
 		s, err := timers.NewScheduler(timers.SchedulerConfig{
-			Store: ws.l, Registry: reg, ParsePartition: timers.ParseGenPartition,
+			Store: ws.l, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 			Owner: fmt.Sprintf("bench-%d", i), Workers: 1, PollInterval: time.Millisecond,
 			Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler), Metrics: rec,
 		})
@@ -222,8 +223,8 @@ func BenchmarkRelayWorkers(b *testing.B) {
 
 // workerQueue queues the relay benchmark's rows.
 type workerQueue struct {
-	sources []gen.Partition
-	targets []gen.Partition
+	sources []refdomain.Partition
+	targets []refdomain.Partition
 	puts    []gen.RelayPut
 	rows    int // rows queued so far
 }
@@ -231,10 +232,10 @@ type workerQueue struct {
 func newWorkerQueue() *workerQueue {
 	q := &workerQueue{puts: make([]gen.RelayPut, putsPerRow)}
 	for i := range workerSources {
-		q.sources = append(q.sources, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("source-%03d", i))})
+		q.sources = append(q.sources, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("source-%03d", i))})
 	}
 	for i := range workerTargets {
-		q.targets = append(q.targets, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
+		q.targets = append(q.targets, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
 	}
 	value := make([]byte, valueBytes)
 	for j := range q.puts {
@@ -302,9 +303,9 @@ func BenchmarkSchedulerWorkers(b *testing.B) {
 				}
 				m := workerMeter{rec: telemetry.NewRecorder()}
 				scheds := ws.schedulers(b, n, reg, m.rec)
-				parts := make([]gen.Partition, workerDue)
+				parts := make([]refdomain.Partition, workerDue)
 				for i := range parts {
-					parts[i] = gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("due-%04d", i))}
+					parts[i] = refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("due-%04d", i))}
 				}
 				for b.Loop() {
 					b.StopTimer()
@@ -355,7 +356,7 @@ func (h *drainedHandler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTi
 
 // arm schedules a timer due now in each of parts (the last op's fires
 // completed them).
-func arm(b *testing.B, s store.Store, parts []gen.Partition) {
+func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 	ctx := context.Background()
 	nowMs := clock.NowMs(clock.Real{})
 	for _, p := range parts {

@@ -4,15 +4,15 @@
 // schema package (the one whose //go:generate line names this directory). Edit
 // the schema, not this package: go generate rewrites it.
 //
-// Key classes (OutboxSequenceKey, RelayScanKey, OutcomeBacklogKey,
-// LeaseRecoveryKey and 9 more): for a class K, AppendK(dst, fields...) appends
-// its key (a FoundationDB tuple: the class tag, then the fields, so byte order
-// is field order; no allocation when dst has room), K.AppendKey does the same
-// for a value, ParseK parses one, ParseKey parses a key of any class and
+// Key classes (OutboxSequenceKey, RelayScanKey, OutcomeBacklogKey, RelayKey
+// and 5 more): for a class K, AppendK(dst, fields...) appends its key (a
+// FoundationDB tuple: the class tag, then the fields, so byte order is field
+// order; no allocation when dst has room), K.AppendKey does the same for a
+// value, ParseK parses one, ParseKey parses a key of any class and
 // ClassRange(tag) is the range that holds a class. Tags 1-99 are the library's
 // key classes, in any partition; an importing schema's are 100 and above.
 //
-// Records (U64Value, RelayV1, RelayScanV1, Backlog and 6 more): for a record
+// Records (U64Value, RelayV1, RelayScanV1, Backlog and 3 more): for a record
 // R, AppendR and EncodeR encode a value after checking every rule of the
 // schema (an error wrapping wire.ErrInvalid otherwise, nothing appended);
 // DecodeR decodes strictly: truncated input, trailing bytes, an unknown
@@ -21,16 +21,9 @@
 // reason, and no input makes a decoder panic. Decoded []byte fields alias the
 // input; DecodeRInto decodes into a value, reusing its slices.
 //
-// Identities (NamespaceKey, RepoName, ShardRef, ReservationID) are valid by
-// construction: NewX validates a name (an error wrapping wire.ErrInvalid),
-// MustX panics instead, for constants; every value but the zero one is valid.
-//
-// Partition unions (Partition): each variant is a store.Partition, identified
-// by its tuple encoding (SchemaNamespace, the variant tag, the fields...): the
-// schema's namespace first, so no identity of another schema's partition is a
-// tuple prefix of one of these, and ParseX refuses an identity of another
-// namespace (an error wrapping wire.ErrCorrupt that names the namespace
-// found).
+// Identities (OutcomeID) are valid by construction: NewX validates a name (an
+// error wrapping wire.ErrInvalid), MustX panics instead, for constants; every
+// value but the zero one is valid.
 //
 // Every function is safe for concurrent use.
 package gen

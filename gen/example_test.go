@@ -7,6 +7,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // A key class's constructor appends a FoundationDB tuple, so keys sort by
@@ -33,7 +34,8 @@ func ExampleAppendRelayKey() {
 // strictly: bytes that are not a whole, valid record are an error wrapping
 // wire.ErrCorrupt, never a panic or a half-filled value.
 func ExampleEncodeRelayV1() {
-	target, err := gen.RefIndexPartition{NS: gen.MustNamespaceKey("shop"), Repo: gen.MustRepoName("orders"), ShardRef: gen.MustShardRef("main")}.AppendTuple(nil)
+	// Any schema's partition can be a target: here the reference domain's.
+	target, err := refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("shop"), Repo: refdomain.MustRepoName("orders"), ShardRef: refdomain.MustShardRef("main")}.AppendTuple(nil)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +52,7 @@ func ExampleEncodeRelayV1() {
 	if err != nil {
 		panic(err)
 	}
-	to, err := gen.ParsePartition(back.Target)
+	to, err := refdomain.ParsePartition(back.Target)
 	if err != nil {
 		panic(err)
 	}
@@ -64,12 +66,12 @@ func ExampleEncodeRelayV1() {
 }
 
 // Identities are valid by construction: the constructor checks the name.
-func ExampleNewRepoName() {
-	_, err := gen.NewRepoName("")
+func ExampleNewOutcomeID() {
+	_, err := gen.NewOutcomeID("")
 	fmt.Println("empty is invalid:", errors.Is(err, wire.ErrInvalid))
-	name, err := gen.NewRepoName("orders")
-	fmt.Println(name, err)
+	id, err := gen.NewOutcomeID("r-42")
+	fmt.Println(id, err)
 	// Output:
 	// empty is invalid: true
-	// orders <nil>
+	// r-42 <nil>
 }

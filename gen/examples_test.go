@@ -33,16 +33,6 @@ func examplesOutcomeBacklogKey() []OutcomeBacklogKey {
 	return []OutcomeBacklogKey{OutcomeBacklogKey{}, OutcomeBacklogKey{}}
 }
 
-// examplesLeaseRecoveryKey returns valid LeaseRecoveryKey values, minimal first, typical last.
-func examplesLeaseRecoveryKey() []LeaseRecoveryKey {
-	return []LeaseRecoveryKey{LeaseRecoveryKey{}, LeaseRecoveryKey{}}
-}
-
-// examplesLeaseReconcileKey returns valid LeaseReconcileKey values, minimal first, typical last.
-func examplesLeaseReconcileKey() []LeaseReconcileKey {
-	return []LeaseReconcileKey{LeaseReconcileKey{}, LeaseReconcileKey{}}
-}
-
 // examplesRelayKey returns valid RelayKey values, minimal first, typical last.
 func examplesRelayKey() []RelayKey {
 	return []RelayKey{RelayKey{}, RelayKey{Seq: uint64(1099511627783)}}
@@ -59,31 +49,15 @@ func examplesTimerKey() []TimerKey {
 
 // examplesOutcomePendingKey returns valid OutcomePendingKey values, minimal first, typical last.
 func examplesOutcomePendingKey() []OutcomePendingKey {
-	return []OutcomePendingKey{OutcomePendingKey{ReservationID: MustReservationID("a")}, OutcomePendingKey{
-		ReservationID: MustReservationID("reservationid-a"),
-		Seq:           uint64(1099511627783),
-	}}
-}
-
-// examplesLeasedShardKey returns valid LeasedShardKey values, minimal first, typical last.
-func examplesLeasedShardKey() []LeasedShardKey {
-	return []LeasedShardKey{LeasedShardKey{
-		Repo:     MustRepoName("a"),
-		ShardRef: MustShardRef("a"),
-	}, LeasedShardKey{
-		Repo:     MustRepoName("reponame-a"),
-		ShardRef: MustShardRef("shardref-a"),
+	return []OutcomePendingKey{OutcomePendingKey{ID: MustOutcomeID("a")}, OutcomePendingKey{
+		ID:  MustOutcomeID("outcomeid-a"),
+		Seq: uint64(1099511627783),
 	}}
 }
 
 // examplesRelayHighWaterKey returns valid RelayHighWaterKey values, minimal first, typical last.
 func examplesRelayHighWaterKey() []RelayHighWaterKey {
 	return []RelayHighWaterKey{RelayHighWaterKey{Source: []byte{}}, RelayHighWaterKey{Source: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}
-}
-
-// examplesReservationKey returns valid ReservationKey values, minimal first, typical last.
-func examplesReservationKey() []ReservationKey {
-	return []ReservationKey{ReservationKey{ID: MustReservationID("a")}, ReservationKey{ID: MustReservationID("reservationid-a")}}
 }
 
 // examplesSchedulerLeaseKey returns valid SchedulerLeaseKey values, minimal first, typical last.
@@ -96,29 +70,6 @@ func examplesTimerRefKey() []TimerRefKey {
 	return []TimerRefKey{TimerRefKey{}, TimerRefKey{
 		Kind:      uint16(300),
 		Reference: "ssssssssssss",
-	}}
-}
-
-// examplesPartition returns valid Partition values: a minimal one, then one per variant.
-func examplesPartition() []Partition {
-	return []Partition{RefPartition{
-		NS:       MustNamespaceKey("a"),
-		Repo:     MustRepoName("a"),
-		ShardRef: MustShardRef("a"),
-	}, RefPartition{
-		NS:       MustNamespaceKey("namespacekey-a"),
-		Repo:     MustRepoName("reponame-a"),
-		ShardRef: MustShardRef("shardref-a"),
-	}, NamespacePartition{NS: MustNamespaceKey("namespacekey-b")}, CoordinatorPartition{NS: MustNamespaceKey("namespacekey-c")}, RepoIndexPartition{
-		NS:   MustNamespaceKey("namespacekey-d"),
-		Repo: MustRepoName("reponame-d"),
-	}, RefIndexPartition{
-		NS:       MustNamespaceKey("namespacekey-e"),
-		Repo:     MustRepoName("reponame-e"),
-		ShardRef: MustShardRef("shardref-e"),
-	}, ContentShardPartition{
-		NS:    MustNamespaceKey("namespacekey-f"),
-		Shard: uint32(70005),
 	}}
 }
 
@@ -162,54 +113,6 @@ func examplesBacklog() []Backlog {
 	}}
 }
 
-// examplesReservationV1 returns valid ReservationV1 values, minimal first, typical last.
-func examplesReservationV1() []ReservationV1 {
-	return []ReservationV1{&ReservationTicketed{}, &ReservationTicketed{TicketID: [32]byte{0: 1, 31: 255}}, &ReservationCommitted{
-		BytesStored:  uint64(1099511627784),
-		NewToRepo:    uint64(1099511627784),
-		NewToStore:   uint64(1099511627784),
-		OccurredAtMs: uint64(1099511627784),
-		Refs: []RefUpdate{RefUpdate{
-			NewOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-			OldOID: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
-			Ref:    MustShardRef("shardref-b"),
-		}, RefUpdate{
-			NewOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-			OldOID: []byte{22, 59, 96, 133, 170, 207, 244, 25, 62, 99, 136, 173, 210, 247, 28, 65},
-			Ref:    MustShardRef("shardref-c"),
-		}},
-		Repository: MustRepoName("reponame-b"),
-	}, &ReservationAborted{
-		Detail:       "uuuuuuuuuuuu",
-		OccurredAtMs: uint64(1099511627785),
-		Reason:       AbortReasonInternal,
-		Repository:   MustRepoName("reponame-c"),
-	}}
-}
-
-// examplesLeasedShard returns valid LeasedShard values, minimal first, typical last.
-func examplesLeasedShard() []LeasedShard {
-	return []LeasedShard{LeasedShard{}, LeasedShard{
-		AckedAuthorityGeneration: ptr(uint64(1099511627783)),
-		AckedEpoch:               uint64(1099511627783),
-		AuthorityGeneration:      ptr(uint64(1099511627783)),
-		Epoch:                    uint64(1099511627783),
-		ExpiresAtMs:              uint64(1099511627783),
-		RelayWatermarkMs:         uint64(1099511627783),
-		SweepDueMs:               uint64(1099511627783),
-	}}
-}
-
-// examplesLeaseRecovery returns valid LeaseRecovery values, minimal first, typical last.
-func examplesLeaseRecovery() []LeaseRecovery {
-	return []LeaseRecovery{LeaseRecovery{}, LeaseRecovery{
-		ActivationOnly: ptr(true),
-		AuthorityFence: ptr(uint64(1099511627783)),
-		AuthorityReady: ptr(uint64(1099511627783)),
-		ResumedAtMs:    uint64(1099511627783),
-	}}
-}
-
 // examplesOutcomeTimer returns valid OutcomeTimer values, minimal first, typical last.
 func examplesOutcomeTimer() []OutcomeTimer {
 	return []OutcomeTimer{OutcomeTimer{Cursor: []byte{}}, OutcomeTimer{
@@ -221,23 +124,15 @@ func examplesOutcomeTimer() []OutcomeTimer {
 // examplesWatermarkCheckpoint returns valid WatermarkCheckpoint values, minimal first, typical last.
 func examplesWatermarkCheckpoint() []WatermarkCheckpoint {
 	return []WatermarkCheckpoint{WatermarkCheckpoint{
-		Coordinator: RefPartition{
-			NS:       MustNamespaceKey("a"),
-			Repo:     MustRepoName("a"),
-			ShardRef: MustShardRef("a"),
-		},
-		Cursor: []byte{},
+		Coordinator: []byte{},
+		Cursor:      []byte{},
 	}, WatermarkCheckpoint{
-		CeilingMs: uint64(1099511627783),
-		Coordinator: RefPartition{
-			NS:       MustNamespaceKey("namespacekey-a"),
-			Repo:     MustRepoName("reponame-a"),
-			ShardRef: MustShardRef("shardref-a"),
-		},
-		Cursor:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
-		MinimumMs: uint64(1099511627783),
-		Reconcile: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
-		Recovery:  []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		CeilingMs:   uint64(1099511627783),
+		Coordinator: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Cursor:      []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		MinimumMs:   uint64(1099511627783),
+		Reconcile:   []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Recovery:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 	}}
 }
 

@@ -24,14 +24,10 @@ const (
 	TagOutboxSequenceKey Tag = 1
 	TagRelayScanKey      Tag = 2
 	TagOutcomeBacklogKey Tag = 3
-	TagLeaseRecoveryKey  Tag = 4
-	TagLeaseReconcileKey Tag = 5
 	TagRelayKey          Tag = 16
 	TagTimerKey          Tag = 17
 	TagOutcomePendingKey Tag = 18
-	TagLeasedShardKey    Tag = 19
 	TagRelayHighWaterKey Tag = 20
-	TagReservationKey    Tag = 21
 	TagSchedulerLeaseKey Tag = 6
 	TagTimerRefKey       Tag = 7
 )
@@ -69,18 +65,6 @@ func ParseKey(b []byte) (ParsedKey, error) {
 			return nil, wire.KeyError("OutcomeBacklogKey", err)
 		}
 		return k, nil
-	case TagLeaseRecoveryKey:
-		k, err := readLeaseRecoveryKey(&r)
-		if err != nil {
-			return nil, wire.KeyError("LeaseRecoveryKey", err)
-		}
-		return k, nil
-	case TagLeaseReconcileKey:
-		k, err := readLeaseReconcileKey(&r)
-		if err != nil {
-			return nil, wire.KeyError("LeaseReconcileKey", err)
-		}
-		return k, nil
 	case TagRelayKey:
 		k, err := readRelayKey(&r)
 		if err != nil {
@@ -99,22 +83,10 @@ func ParseKey(b []byte) (ParsedKey, error) {
 			return nil, wire.KeyError("OutcomePendingKey", err)
 		}
 		return k, nil
-	case TagLeasedShardKey:
-		k, err := readLeasedShardKey(&r)
-		if err != nil {
-			return nil, wire.KeyError("LeasedShardKey", err)
-		}
-		return k, nil
 	case TagRelayHighWaterKey:
 		k, err := readRelayHighWaterKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("RelayHighWaterKey", err)
-		}
-		return k, nil
-	case TagReservationKey:
-		k, err := readReservationKey(&r)
-		if err != nil {
-			return nil, wire.KeyError("ReservationKey", err)
 		}
 		return k, nil
 	case TagSchedulerLeaseKey:
@@ -157,373 +129,6 @@ func readTupleUint(r *tuple.Reader, field string, max uint64) (uint64, error) {
 // element, a tuple string, of every partition identity it declares, so no
 // identity of another schema's partition is a tuple prefix of one of these.
 const SchemaNamespace = "mkit"
-
-// namespaceTuple is SchemaNamespace's tuple encoding, a partition identity's prefix.
-const namespaceTuple = "\x02mkit\x00"
-
-// trimNamespace returns b after its first element, SchemaNamespace, and fails
-// when b does not start with it, naming the namespace b starts with instead.
-func trimNamespace(b []byte) ([]byte, error) {
-	if len(b) >= len(namespaceTuple) && string(b[:len(namespaceTuple)]) == namespaceTuple {
-		return b[len(namespaceTuple):], nil
-	}
-	r := tuple.NewReader(b)
-	ns, err := r.ReadString()
-	if err != nil {
-		return nil, wire.Rule("namespace", "no namespace first: %v", err)
-	}
-	return nil, wire.Rule("namespace", "identity of namespace %q, not %q", ns, SchemaNamespace)
-}
-
-func appendPartitionTuple(dst []byte, v Partition) []byte {
-	switch x := v.(type) {
-	case RefPartition:
-		return appendRefPartitionTuple(dst, &x)
-	case NamespacePartition:
-		return appendNamespacePartitionTuple(dst, &x)
-	case CoordinatorPartition:
-		return appendCoordinatorPartitionTuple(dst, &x)
-	case RepoIndexPartition:
-		return appendRepoIndexPartitionTuple(dst, &x)
-	case RefIndexPartition:
-		return appendRefIndexPartitionTuple(dst, &x)
-	case ContentShardPartition:
-		return appendContentShardPartitionTuple(dst, &x)
-	}
-	return dst
-}
-
-func appendRefPartitionTuple(dst []byte, k *RefPartition) []byte {
-	dst = tuple.AppendUint(dst, 1)
-	dst = tuple.AppendString(dst, k.NS.s)
-	dst = tuple.AppendString(dst, k.Repo.s)
-	dst = tuple.AppendString(dst, k.ShardRef.s)
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 1, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v RefPartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkRefPartition(&v); err != nil {
-		return dst, wire.Within("RefPartition", err)
-	}
-	return appendRefPartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func appendNamespacePartitionTuple(dst []byte, k *NamespacePartition) []byte {
-	dst = tuple.AppendUint(dst, 2)
-	dst = tuple.AppendString(dst, k.NS.s)
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 2, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v NamespacePartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkNamespacePartition(&v); err != nil {
-		return dst, wire.Within("NamespacePartition", err)
-	}
-	return appendNamespacePartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func appendCoordinatorPartitionTuple(dst []byte, k *CoordinatorPartition) []byte {
-	dst = tuple.AppendUint(dst, 3)
-	dst = tuple.AppendString(dst, k.NS.s)
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 3, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v CoordinatorPartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkCoordinatorPartition(&v); err != nil {
-		return dst, wire.Within("CoordinatorPartition", err)
-	}
-	return appendCoordinatorPartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func appendRepoIndexPartitionTuple(dst []byte, k *RepoIndexPartition) []byte {
-	dst = tuple.AppendUint(dst, 4)
-	dst = tuple.AppendString(dst, k.NS.s)
-	dst = tuple.AppendString(dst, k.Repo.s)
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 4, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v RepoIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkRepoIndexPartition(&v); err != nil {
-		return dst, wire.Within("RepoIndexPartition", err)
-	}
-	return appendRepoIndexPartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func appendRefIndexPartitionTuple(dst []byte, k *RefIndexPartition) []byte {
-	dst = tuple.AppendUint(dst, 5)
-	dst = tuple.AppendString(dst, k.NS.s)
-	dst = tuple.AppendString(dst, k.Repo.s)
-	dst = tuple.AppendString(dst, k.ShardRef.s)
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 5, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v RefIndexPartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkRefIndexPartition(&v); err != nil {
-		return dst, wire.Within("RefIndexPartition", err)
-	}
-	return appendRefIndexPartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func appendContentShardPartitionTuple(dst []byte, k *ContentShardPartition) []byte {
-	dst = tuple.AppendUint(dst, 6)
-	dst = tuple.AppendString(dst, k.NS.s)
-	dst = tuple.AppendUint(dst, uint64(k.Shard))
-	return dst
-}
-
-// AppendTuple appends the tuple encoding of the partition's identity to dst:
-// (SchemaNamespace, 6, fields...). It fails with an error wrapping
-// wire.ErrInvalid, leaving dst as it was, when the identity breaks a rule.
-func (v ContentShardPartition) AppendTuple(dst []byte) ([]byte, error) {
-	if err := checkContentShardPartition(&v); err != nil {
-		return dst, wire.Within("ContentShardPartition", err)
-	}
-	return appendContentShardPartitionTuple(append(dst, namespaceTuple...), &v), nil
-}
-
-func readPartitionTuple(r *tuple.Reader) (Partition, error) {
-	tag, err := readTupleUint(r, "Partition", uint64(0xff))
-	if err != nil {
-		return nil, err
-	}
-	switch tag {
-	case 1:
-		k, err := readRefPartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case 2:
-		k, err := readNamespacePartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case 3:
-		k, err := readCoordinatorPartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case 4:
-		k, err := readRepoIndexPartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case 5:
-		k, err := readRefIndexPartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	case 6:
-		k, err := readContentShardPartitionTuple(r)
-		if err != nil {
-			return nil, err
-		}
-		return k, nil
-	}
-	return nil, wire.Rule("Partition", "unknown variant tag %d", tag)
-}
-
-func readRefPartitionTuple(r *tuple.Reader) (k RefPartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("RefPartition.NS", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
-			err = wire.Within("RefPartition.Repo", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
-			err = wire.Within("RefPartition.ShardRef", err)
-			return
-		}
-	}
-	return k, checkRefPartition(&k)
-}
-
-func readNamespacePartitionTuple(r *tuple.Reader) (k NamespacePartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("NamespacePartition.NS", err)
-			return
-		}
-	}
-	return k, checkNamespacePartition(&k)
-}
-
-func readCoordinatorPartitionTuple(r *tuple.Reader) (k CoordinatorPartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("CoordinatorPartition.NS", err)
-			return
-		}
-	}
-	return k, checkCoordinatorPartition(&k)
-}
-
-func readRepoIndexPartitionTuple(r *tuple.Reader) (k RepoIndexPartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("RepoIndexPartition.NS", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
-			err = wire.Within("RepoIndexPartition.Repo", err)
-			return
-		}
-	}
-	return k, checkRepoIndexPartition(&k)
-}
-
-func readRefIndexPartitionTuple(r *tuple.Reader) (k RefIndexPartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("RefIndexPartition.NS", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
-			err = wire.Within("RefIndexPartition.Repo", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
-			err = wire.Within("RefIndexPartition.ShardRef", err)
-			return
-		}
-	}
-	return k, checkRefIndexPartition(&k)
-}
-
-func readContentShardPartitionTuple(r *tuple.Reader) (k ContentShardPartition, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
-			err = wire.Within("ContentShardPartition.NS", err)
-			return
-		}
-	}
-	{
-		var v uint64
-		v, err = readTupleUint(r, "ContentShardPartition.Shard", uint64(0xffffffff))
-		if err != nil {
-			return
-		}
-		k.Shard = uint32(v)
-	}
-	return k, checkContentShardPartition(&k)
-}
-
-// ParsePartition parses the tuple encoding of a Partition identity, as its
-// AppendTuple writes it. Any other bytes fail with an error wrapping
-// wire.ErrCorrupt, among them the identity of another schema's partition,
-// whose first element names another namespace than SchemaNamespace.
-func ParsePartition(b []byte) (Partition, error) {
-	rest, err := trimNamespace(b)
-	if err != nil {
-		return nil, wire.KeyError("Partition", err)
-	}
-	r := tuple.NewReader(rest)
-	p, err := readPartitionTuple(&r)
-	if err == nil {
-		err = finishKey(&r)
-	}
-	if err != nil {
-		return nil, wire.KeyError("Partition", err)
-	}
-	return p, nil
-}
 
 func (OutboxSequenceKey) Tag() Tag {
 	return TagOutboxSequenceKey
@@ -687,114 +292,6 @@ func ParseOutcomeBacklogKey(b []byte) (OutcomeBacklogKey, error) {
 	return k, nil
 }
 
-func (LeaseRecoveryKey) Tag() Tag {
-	return TagLeaseRecoveryKey
-}
-
-func appendLeaseRecoveryKey(dst []byte, k *LeaseRecoveryKey) []byte {
-	dst = tuple.AppendUint(dst, uint64(TagLeaseRecoveryKey))
-	return dst
-}
-
-func checkLeaseRecoveryKey(k *LeaseRecoveryKey) error {
-	return nil
-}
-
-// AppendKey appends the encoding of k to dst; it fails with an error
-// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
-func (k LeaseRecoveryKey) AppendKey(dst []byte) ([]byte, error) {
-	if err := checkLeaseRecoveryKey(&k); err != nil {
-		return dst, wire.Within("LeaseRecoveryKey", err)
-	}
-	return appendLeaseRecoveryKey(dst, &k), nil
-}
-
-// AppendLeaseRecoveryKey appends the LeaseRecoveryKey with the given fields to dst. It does not
-// allocate when dst has room.
-func AppendLeaseRecoveryKey(dst []byte) []byte {
-	k := LeaseRecoveryKey{}
-	return appendLeaseRecoveryKey(dst, &k)
-}
-
-func readLeaseRecoveryKey(r *tuple.Reader) (k LeaseRecoveryKey, err error) {
-	if err = finishKey(r); err != nil {
-		return
-	}
-	return k, checkLeaseRecoveryKey(&k)
-}
-
-// ParseLeaseRecoveryKey parses a key of class LeaseRecoveryKey. Any other bytes fail with an
-// error wrapping wire.ErrCorrupt.
-func ParseLeaseRecoveryKey(b []byte) (LeaseRecoveryKey, error) {
-	r := tuple.NewReader(b)
-	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
-	if err == nil && Tag(tag) != TagLeaseRecoveryKey {
-		err = wire.Rule("", "class tag %d, want %d", tag, TagLeaseRecoveryKey)
-	}
-	if err != nil {
-		return LeaseRecoveryKey{}, wire.KeyError("LeaseRecoveryKey", err)
-	}
-	k, err := readLeaseRecoveryKey(&r)
-	if err != nil {
-		return LeaseRecoveryKey{}, wire.KeyError("LeaseRecoveryKey", err)
-	}
-	return k, nil
-}
-
-func (LeaseReconcileKey) Tag() Tag {
-	return TagLeaseReconcileKey
-}
-
-func appendLeaseReconcileKey(dst []byte, k *LeaseReconcileKey) []byte {
-	dst = tuple.AppendUint(dst, uint64(TagLeaseReconcileKey))
-	return dst
-}
-
-func checkLeaseReconcileKey(k *LeaseReconcileKey) error {
-	return nil
-}
-
-// AppendKey appends the encoding of k to dst; it fails with an error
-// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
-func (k LeaseReconcileKey) AppendKey(dst []byte) ([]byte, error) {
-	if err := checkLeaseReconcileKey(&k); err != nil {
-		return dst, wire.Within("LeaseReconcileKey", err)
-	}
-	return appendLeaseReconcileKey(dst, &k), nil
-}
-
-// AppendLeaseReconcileKey appends the LeaseReconcileKey with the given fields to dst. It does not
-// allocate when dst has room.
-func AppendLeaseReconcileKey(dst []byte) []byte {
-	k := LeaseReconcileKey{}
-	return appendLeaseReconcileKey(dst, &k)
-}
-
-func readLeaseReconcileKey(r *tuple.Reader) (k LeaseReconcileKey, err error) {
-	if err = finishKey(r); err != nil {
-		return
-	}
-	return k, checkLeaseReconcileKey(&k)
-}
-
-// ParseLeaseReconcileKey parses a key of class LeaseReconcileKey. Any other bytes fail with an
-// error wrapping wire.ErrCorrupt.
-func ParseLeaseReconcileKey(b []byte) (LeaseReconcileKey, error) {
-	r := tuple.NewReader(b)
-	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
-	if err == nil && Tag(tag) != TagLeaseReconcileKey {
-		err = wire.Rule("", "class tag %d, want %d", tag, TagLeaseReconcileKey)
-	}
-	if err != nil {
-		return LeaseReconcileKey{}, wire.KeyError("LeaseReconcileKey", err)
-	}
-	k, err := readLeaseReconcileKey(&r)
-	if err != nil {
-		return LeaseReconcileKey{}, wire.KeyError("LeaseReconcileKey", err)
-	}
-	return k, nil
-}
-
 func (RelayKey) Tag() Tag {
 	return TagRelayKey
 }
@@ -938,13 +435,13 @@ func (OutcomePendingKey) Tag() Tag {
 func appendOutcomePendingKey(dst []byte, k *OutcomePendingKey) []byte {
 	dst = tuple.AppendUint(dst, uint64(TagOutcomePendingKey))
 	dst = tuple.AppendUint(dst, uint64(k.Seq))
-	dst = tuple.AppendString(dst, k.ReservationID.s)
+	dst = tuple.AppendString(dst, k.ID.s)
 	return dst
 }
 
 func checkOutcomePendingKey(k *OutcomePendingKey) error {
-	if err := k.ReservationID.Validate(); err != nil {
-		return wire.Within("ReservationID", err)
+	if err := k.ID.Validate(); err != nil {
+		return wire.Within("ID", err)
 	}
 	return nil
 }
@@ -961,10 +458,10 @@ func (k OutcomePendingKey) AppendKey(dst []byte) ([]byte, error) {
 // AppendOutcomePendingKey appends the OutcomePendingKey with the given fields to dst; it fails
 // with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
 // not allocate when dst has room.
-func AppendOutcomePendingKey(dst []byte, seq uint64, reservationID ReservationID) ([]byte, error) {
+func AppendOutcomePendingKey(dst []byte, seq uint64, id OutcomeID) ([]byte, error) {
 	return OutcomePendingKey{
-		ReservationID: reservationID,
-		Seq:           seq,
+		ID:  id,
+		Seq: seq,
 	}.AppendKey(dst)
 }
 
@@ -979,8 +476,8 @@ func readOutcomePendingKey(r *tuple.Reader) (k OutcomePendingKey, err error) {
 			return
 		}
 		// validated in full here: the key's own check rejects only the zero value
-		if k.ReservationID, err = NewReservationID(s); err != nil {
-			err = wire.Within("ReservationID", err)
+		if k.ID, err = NewOutcomeID(s); err != nil {
+			err = wire.Within("ID", err)
 			return
 		}
 	}
@@ -1004,95 +501,6 @@ func ParseOutcomePendingKey(b []byte) (OutcomePendingKey, error) {
 	k, err := readOutcomePendingKey(&r)
 	if err != nil {
 		return OutcomePendingKey{}, wire.KeyError("OutcomePendingKey", err)
-	}
-	return k, nil
-}
-
-func (LeasedShardKey) Tag() Tag {
-	return TagLeasedShardKey
-}
-
-func appendLeasedShardKey(dst []byte, k *LeasedShardKey) []byte {
-	dst = tuple.AppendUint(dst, uint64(TagLeasedShardKey))
-	dst = tuple.AppendString(dst, k.Repo.s)
-	dst = tuple.AppendString(dst, k.ShardRef.s)
-	return dst
-}
-
-func checkLeasedShardKey(k *LeasedShardKey) error {
-	if err := k.Repo.Validate(); err != nil {
-		return wire.Within("Repo", err)
-	}
-	if err := k.ShardRef.Validate(); err != nil {
-		return wire.Within("ShardRef", err)
-	}
-	return nil
-}
-
-// AppendKey appends the encoding of k to dst; it fails with an error
-// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
-func (k LeasedShardKey) AppendKey(dst []byte) ([]byte, error) {
-	if err := checkLeasedShardKey(&k); err != nil {
-		return dst, wire.Within("LeasedShardKey", err)
-	}
-	return appendLeasedShardKey(dst, &k), nil
-}
-
-// AppendLeasedShardKey appends the LeasedShardKey with the given fields to dst; it fails
-// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
-// not allocate when dst has room.
-func AppendLeasedShardKey(dst []byte, repo RepoName, shardRef ShardRef) ([]byte, error) {
-	return LeasedShardKey{
-		Repo:     repo,
-		ShardRef: shardRef,
-	}.AppendKey(dst)
-}
-
-func readLeasedShardKey(r *tuple.Reader) (k LeasedShardKey, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
-			err = wire.Within("Repo", err)
-			return
-		}
-	}
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
-			err = wire.Within("ShardRef", err)
-			return
-		}
-	}
-	if err = finishKey(r); err != nil {
-		return
-	}
-	return k, checkLeasedShardKey(&k)
-}
-
-// ParseLeasedShardKey parses a key of class LeasedShardKey. Any other bytes fail with an
-// error wrapping wire.ErrCorrupt.
-func ParseLeasedShardKey(b []byte) (LeasedShardKey, error) {
-	r := tuple.NewReader(b)
-	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
-	if err == nil && Tag(tag) != TagLeasedShardKey {
-		err = wire.Rule("", "class tag %d, want %d", tag, TagLeasedShardKey)
-	}
-	if err != nil {
-		return LeasedShardKey{}, wire.KeyError("LeasedShardKey", err)
-	}
-	k, err := readLeasedShardKey(&r)
-	if err != nil {
-		return LeasedShardKey{}, wire.KeyError("LeasedShardKey", err)
 	}
 	return k, nil
 }
@@ -1154,76 +562,6 @@ func ParseRelayHighWaterKey(b []byte) (RelayHighWaterKey, error) {
 	k, err := readRelayHighWaterKey(&r)
 	if err != nil {
 		return RelayHighWaterKey{}, wire.KeyError("RelayHighWaterKey", err)
-	}
-	return k, nil
-}
-
-func (ReservationKey) Tag() Tag {
-	return TagReservationKey
-}
-
-func appendReservationKey(dst []byte, k *ReservationKey) []byte {
-	dst = tuple.AppendUint(dst, uint64(TagReservationKey))
-	dst = tuple.AppendString(dst, k.ID.s)
-	return dst
-}
-
-func checkReservationKey(k *ReservationKey) error {
-	if err := k.ID.Validate(); err != nil {
-		return wire.Within("ID", err)
-	}
-	return nil
-}
-
-// AppendKey appends the encoding of k to dst; it fails with an error
-// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
-func (k ReservationKey) AppendKey(dst []byte) ([]byte, error) {
-	if err := checkReservationKey(&k); err != nil {
-		return dst, wire.Within("ReservationKey", err)
-	}
-	return appendReservationKey(dst, &k), nil
-}
-
-// AppendReservationKey appends the ReservationKey with the given fields to dst; it fails
-// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
-// not allocate when dst has room.
-func AppendReservationKey(dst []byte, id ReservationID) ([]byte, error) {
-	return ReservationKey{ID: id}.AppendKey(dst)
-}
-
-func readReservationKey(r *tuple.Reader) (k ReservationKey, err error) {
-	{
-		var s string
-		s, err = r.ReadString()
-		if err != nil {
-			return
-		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ID, err = NewReservationID(s); err != nil {
-			err = wire.Within("ID", err)
-			return
-		}
-	}
-	if err = finishKey(r); err != nil {
-		return
-	}
-	return k, checkReservationKey(&k)
-}
-
-// ParseReservationKey parses a key of class ReservationKey. Any other bytes fail with an
-// error wrapping wire.ErrCorrupt.
-func ParseReservationKey(b []byte) (ReservationKey, error) {
-	r := tuple.NewReader(b)
-	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
-	if err == nil && Tag(tag) != TagReservationKey {
-		err = wire.Rule("", "class tag %d, want %d", tag, TagReservationKey)
-	}
-	if err != nil {
-		return ReservationKey{}, wire.KeyError("ReservationKey", err)
-	}
-	k, err := readReservationKey(&r)
-	if err != nil {
-		return ReservationKey{}, wire.KeyError("ReservationKey", err)
 	}
 	return k, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,7 +32,7 @@ func TestOutboxSequenceKeyRoundTrip(t *testing.T) {
 	}
 }
 
-// malformedOutboxSequenceKey returns bytes that must not parse as a OutboxSequenceKey.
+// malformedOutboxSequenceKey returns bytes that must not parse as an OutboxSequenceKey.
 func malformedOutboxSequenceKey() [][]byte {
 	var out [][]byte
 	tagLen := len(tuple.AppendUint(nil, uint64(TagOutboxSequenceKey)))
@@ -225,7 +224,7 @@ func TestOutcomeBacklogKeyRoundTrip(t *testing.T) {
 	}
 }
 
-// malformedOutcomeBacklogKey returns bytes that must not parse as a OutcomeBacklogKey.
+// malformedOutcomeBacklogKey returns bytes that must not parse as an OutcomeBacklogKey.
 func malformedOutcomeBacklogKey() [][]byte {
 	var out [][]byte
 	tagLen := len(tuple.AppendUint(nil, uint64(TagOutcomeBacklogKey)))
@@ -295,198 +294,6 @@ func BenchmarkOutcomeBacklogKey(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ParseOutcomeBacklogKey(enc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func TestLeaseRecoveryKeyRoundTrip(t *testing.T) {
-	for i, k := range examplesLeaseRecoveryKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			t.Fatalf("example %d: %v", i, err)
-		}
-		if viaCtor := AppendLeaseRecoveryKey(nil); !bytes.Equal(viaCtor, b) {
-			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
-		}
-		got, err := ParseLeaseRecoveryKey(b)
-		if err != nil || !reflect.DeepEqual(got, k) {
-			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "LeaseRecoveryKey", b, got, err, k)
-		}
-		any, err := ParseKey(b)
-		if err != nil || !reflect.DeepEqual(any, k) {
-			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
-		}
-	}
-}
-
-// malformedLeaseRecoveryKey returns bytes that must not parse as a LeaseRecoveryKey.
-func malformedLeaseRecoveryKey() [][]byte {
-	var out [][]byte
-	tagLen := len(tuple.AppendUint(nil, uint64(TagLeaseRecoveryKey)))
-	for _, k := range examplesLeaseRecoveryKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeaseRecoveryKey)+1000), b[tagLen:]...))
-	}
-	{
-	}
-	return append(out, []byte{}, []byte{255})
-}
-
-func TestLeaseRecoveryKeyRejectsMalformed(t *testing.T) {
-	for i, b := range malformedLeaseRecoveryKey() {
-		if _, err := ParseLeaseRecoveryKey(b); !errors.Is(err, wire.ErrCorrupt) {
-			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
-		}
-	}
-}
-
-// FuzzLeaseRecoveryKey: arbitrary bytes never panic; whatever parses re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
-func FuzzLeaseRecoveryKey(f *testing.F) {
-	for _, k := range examplesLeaseRecoveryKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	for _, b := range malformedLeaseRecoveryKey() {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := ParseLeaseRecoveryKey(b)
-		if err != nil {
-			if !errors.Is(err, wire.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
-			}
-			return
-		}
-		again, err := k.AppendKey(nil)
-		if err != nil || !bytes.Equal(again, b) {
-			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
-		}
-	})
-}
-
-func BenchmarkLeaseRecoveryKey(b *testing.B) {
-	examples := examplesLeaseRecoveryKey()
-	k := examples[len(examples)-1]
-	enc, err := k.AppendKey(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 0, len(enc))
-	b.Run("append", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			buf = AppendLeaseRecoveryKey(buf[:0])
-		}
-	})
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseLeaseRecoveryKey(enc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func TestLeaseReconcileKeyRoundTrip(t *testing.T) {
-	for i, k := range examplesLeaseReconcileKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			t.Fatalf("example %d: %v", i, err)
-		}
-		if viaCtor := AppendLeaseReconcileKey(nil); !bytes.Equal(viaCtor, b) {
-			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
-		}
-		got, err := ParseLeaseReconcileKey(b)
-		if err != nil || !reflect.DeepEqual(got, k) {
-			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "LeaseReconcileKey", b, got, err, k)
-		}
-		any, err := ParseKey(b)
-		if err != nil || !reflect.DeepEqual(any, k) {
-			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
-		}
-	}
-}
-
-// malformedLeaseReconcileKey returns bytes that must not parse as a LeaseReconcileKey.
-func malformedLeaseReconcileKey() [][]byte {
-	var out [][]byte
-	tagLen := len(tuple.AppendUint(nil, uint64(TagLeaseReconcileKey)))
-	for _, k := range examplesLeaseReconcileKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeaseReconcileKey)+1000), b[tagLen:]...))
-	}
-	{
-	}
-	return append(out, []byte{}, []byte{255})
-}
-
-func TestLeaseReconcileKeyRejectsMalformed(t *testing.T) {
-	for i, b := range malformedLeaseReconcileKey() {
-		if _, err := ParseLeaseReconcileKey(b); !errors.Is(err, wire.ErrCorrupt) {
-			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
-		}
-	}
-}
-
-// FuzzLeaseReconcileKey: arbitrary bytes never panic; whatever parses re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
-func FuzzLeaseReconcileKey(f *testing.F) {
-	for _, k := range examplesLeaseReconcileKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	for _, b := range malformedLeaseReconcileKey() {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := ParseLeaseReconcileKey(b)
-		if err != nil {
-			if !errors.Is(err, wire.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
-			}
-			return
-		}
-		again, err := k.AppendKey(nil)
-		if err != nil || !bytes.Equal(again, b) {
-			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
-		}
-	})
-}
-
-func BenchmarkLeaseReconcileKey(b *testing.B) {
-	examples := examplesLeaseReconcileKey()
-	k := examples[len(examples)-1]
-	enc, err := k.AppendKey(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 0, len(enc))
-	b.Run("append", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			buf = AppendLeaseReconcileKey(buf[:0])
-		}
-	})
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseLeaseReconcileKey(enc); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -703,7 +510,7 @@ func TestOutcomePendingKeyRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("example %d: %v", i, err)
 		}
-		viaCtor, err := AppendOutcomePendingKey(nil, k.Seq, k.ReservationID)
+		viaCtor, err := AppendOutcomePendingKey(nil, k.Seq, k.ID)
 		if err != nil || !bytes.Equal(viaCtor, b) {
 			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
 		}
@@ -718,7 +525,7 @@ func TestOutcomePendingKeyRoundTrip(t *testing.T) {
 	}
 }
 
-// malformedOutcomePendingKey returns bytes that must not parse as a OutcomePendingKey.
+// malformedOutcomePendingKey returns bytes that must not parse as an OutcomePendingKey.
 func malformedOutcomePendingKey() [][]byte {
 	var out [][]byte
 	tagLen := len(tuple.AppendUint(nil, uint64(TagOutcomePendingKey)))
@@ -732,12 +539,12 @@ func malformedOutcomePendingKey() [][]byte {
 	{
 		{
 			k := examplesOutcomePendingKey()[1]
-			k.ReservationID = ReservationID{strings.Repeat("x", 129)}
+			k.ID = OutcomeID{strings.Repeat("x", 129)}
 			out = append(out, appendOutcomePendingKey(nil, &k))
 		}
 		{
 			k := examplesOutcomePendingKey()[1]
-			k.ReservationID = ReservationID{"\x01"}
+			k.ID = OutcomeID{"\x01"}
 			out = append(out, appendOutcomePendingKey(nil, &k))
 		}
 	}
@@ -755,10 +562,10 @@ func TestOutcomePendingKeyRejectsMalformed(t *testing.T) {
 func TestOutcomePendingKeyRejectsInvalid(t *testing.T) {
 	{
 		k := examplesOutcomePendingKey()[1]
-		k.ReservationID = ReservationID{}
+		k.ID = OutcomeID{}
 		out, err := k.AppendKey([]byte("keep"))
 		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ReservationID empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+			t.Errorf("ID empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
 		}
 	}
 }
@@ -802,149 +609,13 @@ func BenchmarkOutcomePendingKey(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			buf, _ = AppendOutcomePendingKey(buf[:0], k.Seq, k.ReservationID)
+			buf, _ = AppendOutcomePendingKey(buf[:0], k.Seq, k.ID)
 		}
 	})
 	b.Run("parse", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ParseOutcomePendingKey(enc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func TestLeasedShardKeyRoundTrip(t *testing.T) {
-	for i, k := range examplesLeasedShardKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			t.Fatalf("example %d: %v", i, err)
-		}
-		viaCtor, err := AppendLeasedShardKey(nil, k.Repo, k.ShardRef)
-		if err != nil || !bytes.Equal(viaCtor, b) {
-			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
-		}
-		got, err := ParseLeasedShardKey(b)
-		if err != nil || !reflect.DeepEqual(got, k) {
-			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "LeasedShardKey", b, got, err, k)
-		}
-		any, err := ParseKey(b)
-		if err != nil || !reflect.DeepEqual(any, k) {
-			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
-		}
-	}
-}
-
-// malformedLeasedShardKey returns bytes that must not parse as a LeasedShardKey.
-func malformedLeasedShardKey() [][]byte {
-	var out [][]byte
-	tagLen := len(tuple.AppendUint(nil, uint64(TagLeasedShardKey)))
-	for _, k := range examplesLeasedShardKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagLeasedShardKey)+1000), b[tagLen:]...))
-	}
-	{
-		{
-			k := examplesLeasedShardKey()[1]
-			k.Repo = RepoName{strings.Repeat("x", 129)}
-			out = append(out, appendLeasedShardKey(nil, &k))
-		}
-		{
-			k := examplesLeasedShardKey()[1]
-			k.Repo = RepoName{"\x01"}
-			out = append(out, appendLeasedShardKey(nil, &k))
-		}
-		{
-			k := examplesLeasedShardKey()[1]
-			k.ShardRef = ShardRef{strings.Repeat("x", 257)}
-			out = append(out, appendLeasedShardKey(nil, &k))
-		}
-		{
-			k := examplesLeasedShardKey()[1]
-			k.ShardRef = ShardRef{"\x01"}
-			out = append(out, appendLeasedShardKey(nil, &k))
-		}
-	}
-	return append(out, []byte{}, []byte{255})
-}
-
-func TestLeasedShardKeyRejectsMalformed(t *testing.T) {
-	for i, b := range malformedLeasedShardKey() {
-		if _, err := ParseLeasedShardKey(b); !errors.Is(err, wire.ErrCorrupt) {
-			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
-		}
-	}
-}
-
-func TestLeasedShardKeyRejectsInvalid(t *testing.T) {
-	{
-		k := examplesLeasedShardKey()[1]
-		k.Repo = RepoName{}
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("Repo empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-	{
-		k := examplesLeasedShardKey()[1]
-		k.ShardRef = ShardRef{}
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ShardRef empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-}
-
-// FuzzLeasedShardKey: arbitrary bytes never panic; whatever parses re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
-func FuzzLeasedShardKey(f *testing.F) {
-	for _, k := range examplesLeasedShardKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	for _, b := range malformedLeasedShardKey() {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := ParseLeasedShardKey(b)
-		if err != nil {
-			if !errors.Is(err, wire.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
-			}
-			return
-		}
-		again, err := k.AppendKey(nil)
-		if err != nil || !bytes.Equal(again, b) {
-			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
-		}
-	})
-}
-
-func BenchmarkLeasedShardKey(b *testing.B) {
-	examples := examplesLeasedShardKey()
-	k := examples[len(examples)-1]
-	enc, err := k.AppendKey(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 0, len(enc))
-	b.Run("append", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			buf, _ = AppendLeasedShardKey(buf[:0], k.Repo, k.ShardRef)
-		}
-	})
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseLeasedShardKey(enc); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1053,124 +724,6 @@ func BenchmarkRelayHighWaterKey(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ParseRelayHighWaterKey(enc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func TestReservationKeyRoundTrip(t *testing.T) {
-	for i, k := range examplesReservationKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			t.Fatalf("example %d: %v", i, err)
-		}
-		viaCtor, err := AppendReservationKey(nil, k.ID)
-		if err != nil || !bytes.Equal(viaCtor, b) {
-			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
-		}
-		got, err := ParseReservationKey(b)
-		if err != nil || !reflect.DeepEqual(got, k) {
-			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "ReservationKey", b, got, err, k)
-		}
-		any, err := ParseKey(b)
-		if err != nil || !reflect.DeepEqual(any, k) {
-			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
-		}
-	}
-}
-
-// malformedReservationKey returns bytes that must not parse as a ReservationKey.
-func malformedReservationKey() [][]byte {
-	var out [][]byte
-	tagLen := len(tuple.AppendUint(nil, uint64(TagReservationKey)))
-	for _, k := range examplesReservationKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagReservationKey)+1000), b[tagLen:]...))
-	}
-	{
-		{
-			k := examplesReservationKey()[1]
-			k.ID = ReservationID{strings.Repeat("x", 129)}
-			out = append(out, appendReservationKey(nil, &k))
-		}
-		{
-			k := examplesReservationKey()[1]
-			k.ID = ReservationID{"\x01"}
-			out = append(out, appendReservationKey(nil, &k))
-		}
-	}
-	return append(out, []byte{}, []byte{255})
-}
-
-func TestReservationKeyRejectsMalformed(t *testing.T) {
-	for i, b := range malformedReservationKey() {
-		if _, err := ParseReservationKey(b); !errors.Is(err, wire.ErrCorrupt) {
-			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
-		}
-	}
-}
-
-func TestReservationKeyRejectsInvalid(t *testing.T) {
-	{
-		k := examplesReservationKey()[1]
-		k.ID = ReservationID{}
-		out, err := k.AppendKey([]byte("keep"))
-		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
-			t.Errorf("ID empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
-		}
-	}
-}
-
-// FuzzReservationKey: arbitrary bytes never panic; whatever parses re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
-func FuzzReservationKey(f *testing.F) {
-	for _, k := range examplesReservationKey() {
-		b, err := k.AppendKey(nil)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	for _, b := range malformedReservationKey() {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := ParseReservationKey(b)
-		if err != nil {
-			if !errors.Is(err, wire.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
-			}
-			return
-		}
-		again, err := k.AppendKey(nil)
-		if err != nil || !bytes.Equal(again, b) {
-			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
-		}
-	})
-}
-
-func BenchmarkReservationKey(b *testing.B) {
-	examples := examplesReservationKey()
-	k := examples[len(examples)-1]
-	enc, err := k.AppendKey(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 0, len(enc))
-	b.Run("append", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			buf, _ = AppendReservationKey(buf[:0], k.ID)
-		}
-	})
-	b.Run("parse", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := ParseReservationKey(enc); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1392,12 +945,6 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	for _, k := range examplesOutcomeBacklogKey() {
 		keys = append(keys, k)
 	}
-	for _, k := range examplesLeaseRecoveryKey() {
-		keys = append(keys, k)
-	}
-	for _, k := range examplesLeaseReconcileKey() {
-		keys = append(keys, k)
-	}
 	for _, k := range examplesRelayKey() {
 		keys = append(keys, k)
 	}
@@ -1407,13 +954,7 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	for _, k := range examplesOutcomePendingKey() {
 		keys = append(keys, k)
 	}
-	for _, k := range examplesLeasedShardKey() {
-		keys = append(keys, k)
-	}
 	for _, k := range examplesRelayHighWaterKey() {
-		keys = append(keys, k)
-	}
-	for _, k := range examplesReservationKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesSchedulerLeaseKey() {
@@ -1437,171 +978,23 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	}
 }
 
-func TestNamespaceKeyBounds(t *testing.T) {
-	for _, c := range []struct {
-		in string
-		ok bool
-	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		v, err := NewNamespaceKey(c.in)
-		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
-			t.Errorf("NewNamespaceKey(%q) error %v, want ok=%v", c.in, err, c.ok)
-		}
-		if err == nil && v.String() != c.in {
-			t.Errorf("NewNamespaceKey(%q).String() = %q", c.in, v.String())
-		}
-		u := MustNamespaceKey("k")
-		before := u
-		err = u.UnmarshalText([]byte(c.in))
-		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
-			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
-		}
-	}
-}
-
-func TestRepoNameBounds(t *testing.T) {
+func TestOutcomeIDBounds(t *testing.T) {
 	for _, c := range []struct {
 		in string
 		ok bool
 	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		v, err := NewRepoName(c.in)
+		v, err := NewOutcomeID(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
-			t.Errorf("NewRepoName(%q) error %v, want ok=%v", c.in, err, c.ok)
+			t.Errorf("NewOutcomeID(%q) error %v, want ok=%v", c.in, err, c.ok)
 		}
 		if err == nil && v.String() != c.in {
-			t.Errorf("NewRepoName(%q).String() = %q", c.in, v.String())
+			t.Errorf("NewOutcomeID(%q).String() = %q", c.in, v.String())
 		}
-		u := MustRepoName("k")
+		u := MustOutcomeID("k")
 		before := u
 		err = u.UnmarshalText([]byte(c.in))
 		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
 			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
 		}
-	}
-}
-
-func TestShardRefBounds(t *testing.T) {
-	for _, c := range []struct {
-		in string
-		ok bool
-	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		v, err := NewShardRef(c.in)
-		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
-			t.Errorf("NewShardRef(%q) error %v, want ok=%v", c.in, err, c.ok)
-		}
-		if err == nil && v.String() != c.in {
-			t.Errorf("NewShardRef(%q).String() = %q", c.in, v.String())
-		}
-		u := MustShardRef("k")
-		before := u
-		err = u.UnmarshalText([]byte(c.in))
-		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
-			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
-		}
-	}
-}
-
-func TestReservationIDBounds(t *testing.T) {
-	for _, c := range []struct {
-		in string
-		ok bool
-	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
-		v, err := NewReservationID(c.in)
-		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
-			t.Errorf("NewReservationID(%q) error %v, want ok=%v", c.in, err, c.ok)
-		}
-		if err == nil && v.String() != c.in {
-			t.Errorf("NewReservationID(%q).String() = %q", c.in, v.String())
-		}
-		u := MustReservationID("k")
-		before := u
-		err = u.UnmarshalText([]byte(c.in))
-		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
-			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
-		}
-	}
-}
-
-func TestPartitionTupleRoundTripAndOrder(t *testing.T) {
-	examples := examplesPartition()
-	encoded := make([][]byte, len(examples))
-	for i, p := range examples {
-		b, err := p.AppendTuple(nil)
-		if err != nil {
-			t.Fatalf("example %d: %v", i, err)
-		}
-		got, err := ParsePartition(b)
-		if err != nil || !reflect.DeepEqual(got, p) {
-			t.Errorf("example %d: ParsePartition(%x) = %v, %v; want %v", i, b, got, err, p)
-		}
-		encoded[i] = b
-	}
-	for i := range examples {
-		for j := range examples {
-			want, got := bytes.Compare(encoded[i], encoded[j]), ComparePartition(examples[i], examples[j])
-			if want != got {
-				t.Errorf("ComparePartition(%v, %v) = %d, tuple order %d", examples[i], examples[j], got, want)
-			}
-		}
-	}
-	for _, p := range examples {
-		if _, err := ParsePartition(append(must(p.AppendTuple(nil)), 0)); !errors.Is(err, wire.ErrCorrupt) {
-			t.Errorf("trailing byte after %v: error %v", p, err)
-		}
-	}
-	// The same partition under another namespace is another schema's: rejected,
-	// naming the namespace found.
-	other := SchemaNamespace + "_other"
-	for _, p := range examples {
-		b := append(tuple.AppendString(nil, other), must(p.AppendTuple(nil))[len(namespaceTuple):]...)
-		if _, err := ParsePartition(b); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), strconv.Quote(other)) {
-			t.Errorf("%v under namespace %q: error %v", p, other, err)
-		}
-	}
-}
-
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func FuzzParsePartition(f *testing.F) {
-	for _, p := range examplesPartition() {
-		f.Add(must(p.AppendTuple(nil)))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := ParsePartition(b)
-		if err != nil {
-			if !errors.Is(err, wire.ErrCorrupt) {
-				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
-			}
-			return
-		}
-		again, err := p.AppendTuple(nil)
-		if err != nil || !bytes.Equal(again, b) {
-			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
-		}
-	})
-}
-
-func TestAbortReasonValues(t *testing.T) {
-	if !AbortReasonRefConflict.Valid() || AbortReasonRefConflict.String() != "RefConflict" {
-		t.Errorf("AbortReasonRefConflict valid=%v string=%q", AbortReasonRefConflict.Valid(), AbortReasonRefConflict.String())
-	}
-	if !AbortReasonQuotaExceeded.Valid() || AbortReasonQuotaExceeded.String() != "QuotaExceeded" {
-		t.Errorf("AbortReasonQuotaExceeded valid=%v string=%q", AbortReasonQuotaExceeded.Valid(), AbortReasonQuotaExceeded.String())
-	}
-	if !AbortReasonExpired.Valid() || AbortReasonExpired.String() != "Expired" {
-		t.Errorf("AbortReasonExpired valid=%v string=%q", AbortReasonExpired.Valid(), AbortReasonExpired.String())
-	}
-	if !AbortReasonRejected.Valid() || AbortReasonRejected.String() != "Rejected" {
-		t.Errorf("AbortReasonRejected valid=%v string=%q", AbortReasonRejected.Valid(), AbortReasonRejected.String())
-	}
-	if !AbortReasonInternal.Valid() || AbortReasonInternal.String() != "Internal" {
-		t.Errorf("AbortReasonInternal valid=%v string=%q", AbortReasonInternal.Valid(), AbortReasonInternal.String())
-	}
-	if AbortReason(0).Valid() {
-		t.Errorf("undeclared value %d is valid", 0)
 	}
 }

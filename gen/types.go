@@ -4,8 +4,6 @@ package gen
 
 import (
 	"bytes"
-	"cmp"
-	"fmt"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 )
 
@@ -18,14 +16,6 @@ type RelayScanKey struct{}
 
 // OutcomeBacklogKey holds the undelivered outcome totals (a Backlog).
 type OutcomeBacklogKey struct{}
-
-// LeaseRecoveryKey holds a coordinator's lease recovery marker (a
-// LeaseRecovery).
-type LeaseRecoveryKey struct{}
-
-// LeaseReconcileKey holds the time a coordinator's lease table was last
-// reconciled after a recovery (a U64Value, milliseconds).
-type LeaseReconcileKey struct{}
 
 // RelayKey holds one queued relay row (a RelayV1), ordered by sequence.
 // Sequences start at 1; a stored sequence of 0 is corrupt.
@@ -46,18 +36,82 @@ const (
 	MaxTimerKeyReference = 256
 )
 
+// OutcomeID names a record whose terminal outcome is queued for delivery
+// (a reservation of the reference domain): the record's own id, which the
+// delivery handler resolves in its schema.
+//
+// An OutcomeID holds 1 to 128 bytes of valid UTF-8 without control characters.
+// Build one with NewOutcomeID or MustOutcomeID: every OutcomeID other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type OutcomeID struct {
+	s string
+}
+
+// Bounds of an OutcomeID, in bytes.
+const (
+	MinOutcomeIDBytes = 1
+	MaxOutcomeIDBytes = 128
+)
+
+// NewOutcomeID validates s as an OutcomeID: it fails with an error wrapping wire.ErrInvalid
+// unless s has 1 to 128 bytes of valid UTF-8 without control characters.
+func NewOutcomeID(s string) (OutcomeID, error) {
+	if err := wire.CheckIdentity("OutcomeID", s, 1, 128); err != nil {
+		return OutcomeID{}, err
+	}
+	return OutcomeID{s}, nil
+}
+
+// MustOutcomeID is NewOutcomeID for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustOutcomeID(s string) OutcomeID {
+	v, err := NewOutcomeID(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v OutcomeID) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v OutcomeID) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other OutcomeID is valid by construction.
+func (v OutcomeID) Validate() error {
+	if v.s == "" {
+		return wire.Rule("", "OutcomeID is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v OutcomeID) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewOutcomeID does.
+func (v *OutcomeID) UnmarshalText(b []byte) error {
+	x, err := NewOutcomeID(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
 // OutcomePendingKey indexes an undelivered terminal outcome by the
 // sequence it was appended at.
 type OutcomePendingKey struct {
-	Seq           uint64
-	ReservationID ReservationID
-}
-
-// LeasedShardKey holds a coordinator's lease of one ref shard (a
-// LeasedShard).
-type LeasedShardKey struct {
-	Repo     RepoName
-	ShardRef ShardRef
+	Seq uint64
+	ID  OutcomeID
 }
 
 // RelayHighWaterKey holds, in a target partition, the highest relay
@@ -71,11 +125,6 @@ type RelayHighWaterKey struct {
 const (
 	MaxRelayHighWaterKeySource = 1024
 )
-
-// ReservationKey holds one reservation (a ReservationV1).
-type ReservationKey struct {
-	ID ReservationID
-}
 
 // SchedulerLeaseKey holds the scheduler lease of a partition (a
 // SchedulerLeaseV1): the worker firing its timers, until the lease expires.
@@ -94,737 +143,6 @@ type TimerRefKey struct {
 const (
 	MaxTimerRefKeyReference = 256
 )
-
-// NamespaceKey names a namespace: a deployment's tenant.
-//
-// A NamespaceKey holds 1 to 64 bytes of valid UTF-8 without control characters.
-// Build one with NewNamespaceKey or MustNamespaceKey: every NamespaceKey other than the zero value
-// is valid; the zero value is empty, which encoders reject. Values compare
-// with == and can key maps.
-type NamespaceKey struct {
-	s string
-}
-
-// Bounds of a NamespaceKey, in bytes.
-const (
-	MinNamespaceKeyBytes = 1
-	MaxNamespaceKeyBytes = 64
-)
-
-// NewNamespaceKey validates s as a NamespaceKey: it fails with an error wrapping wire.ErrInvalid
-// unless s has 1 to 64 bytes of valid UTF-8 without control characters.
-func NewNamespaceKey(s string) (NamespaceKey, error) {
-	if err := wire.CheckIdentity("NamespaceKey", s, 1, 64); err != nil {
-		return NamespaceKey{}, err
-	}
-	return NamespaceKey{s}, nil
-}
-
-// MustNamespaceKey is NewNamespaceKey for names known to be valid, such as constants:
-// it panics when s is invalid.
-func MustNamespaceKey(s string) NamespaceKey {
-	v, err := NewNamespaceKey(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// String returns the name.
-func (v NamespaceKey) String() string {
-	return v.s
-}
-
-// IsZero reports whether v is the zero value (the empty name).
-func (v NamespaceKey) IsZero() bool {
-	return v.s == ""
-}
-
-// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
-// value; every other NamespaceKey is valid by construction.
-func (v NamespaceKey) Validate() error {
-	if v.s == "" {
-		return wire.Rule("", "NamespaceKey is empty")
-	}
-	return nil
-}
-
-// MarshalText returns the name, so a value prints as itself in JSON and logs.
-func (v NamespaceKey) MarshalText() ([]byte, error) {
-	return []byte(v.s), nil
-}
-
-// UnmarshalText sets *v to the name in b, validated as NewNamespaceKey does.
-func (v *NamespaceKey) UnmarshalText(b []byte) error {
-	x, err := NewNamespaceKey(string(b))
-	if err != nil {
-		return err
-	}
-	*v = x
-	return nil
-}
-
-// RepoName names a repository inside a namespace.
-//
-// A RepoName holds 1 to 128 bytes of valid UTF-8 without control characters.
-// Build one with NewRepoName or MustRepoName: every RepoName other than the zero value
-// is valid; the zero value is empty, which encoders reject. Values compare
-// with == and can key maps.
-type RepoName struct {
-	s string
-}
-
-// Bounds of a RepoName, in bytes.
-const (
-	MinRepoNameBytes = 1
-	MaxRepoNameBytes = 128
-)
-
-// NewRepoName validates s as a RepoName: it fails with an error wrapping wire.ErrInvalid
-// unless s has 1 to 128 bytes of valid UTF-8 without control characters.
-func NewRepoName(s string) (RepoName, error) {
-	if err := wire.CheckIdentity("RepoName", s, 1, 128); err != nil {
-		return RepoName{}, err
-	}
-	return RepoName{s}, nil
-}
-
-// MustRepoName is NewRepoName for names known to be valid, such as constants:
-// it panics when s is invalid.
-func MustRepoName(s string) RepoName {
-	v, err := NewRepoName(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// String returns the name.
-func (v RepoName) String() string {
-	return v.s
-}
-
-// IsZero reports whether v is the zero value (the empty name).
-func (v RepoName) IsZero() bool {
-	return v.s == ""
-}
-
-// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
-// value; every other RepoName is valid by construction.
-func (v RepoName) Validate() error {
-	if v.s == "" {
-		return wire.Rule("", "RepoName is empty")
-	}
-	return nil
-}
-
-// MarshalText returns the name, so a value prints as itself in JSON and logs.
-func (v RepoName) MarshalText() ([]byte, error) {
-	return []byte(v.s), nil
-}
-
-// UnmarshalText sets *v to the name in b, validated as NewRepoName does.
-func (v *RepoName) UnmarshalText(b []byte) error {
-	x, err := NewRepoName(string(b))
-	if err != nil {
-		return err
-	}
-	*v = x
-	return nil
-}
-
-// ShardRef names the ref a ref shard serves ("refs/heads/main").
-//
-// A ShardRef holds 1 to 256 bytes of valid UTF-8 without control characters.
-// Build one with NewShardRef or MustShardRef: every ShardRef other than the zero value
-// is valid; the zero value is empty, which encoders reject. Values compare
-// with == and can key maps.
-type ShardRef struct {
-	s string
-}
-
-// Bounds of a ShardRef, in bytes.
-const (
-	MinShardRefBytes = 1
-	MaxShardRefBytes = 256
-)
-
-// NewShardRef validates s as a ShardRef: it fails with an error wrapping wire.ErrInvalid
-// unless s has 1 to 256 bytes of valid UTF-8 without control characters.
-func NewShardRef(s string) (ShardRef, error) {
-	if err := wire.CheckIdentity("ShardRef", s, 1, 256); err != nil {
-		return ShardRef{}, err
-	}
-	return ShardRef{s}, nil
-}
-
-// MustShardRef is NewShardRef for names known to be valid, such as constants:
-// it panics when s is invalid.
-func MustShardRef(s string) ShardRef {
-	v, err := NewShardRef(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// String returns the name.
-func (v ShardRef) String() string {
-	return v.s
-}
-
-// IsZero reports whether v is the zero value (the empty name).
-func (v ShardRef) IsZero() bool {
-	return v.s == ""
-}
-
-// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
-// value; every other ShardRef is valid by construction.
-func (v ShardRef) Validate() error {
-	if v.s == "" {
-		return wire.Rule("", "ShardRef is empty")
-	}
-	return nil
-}
-
-// MarshalText returns the name, so a value prints as itself in JSON and logs.
-func (v ShardRef) MarshalText() ([]byte, error) {
-	return []byte(v.s), nil
-}
-
-// UnmarshalText sets *v to the name in b, validated as NewShardRef does.
-func (v *ShardRef) UnmarshalText(b []byte) error {
-	x, err := NewShardRef(string(b))
-	if err != nil {
-		return err
-	}
-	*v = x
-	return nil
-}
-
-// ReservationID names one reservation; ids that start with "s:" are
-// synthetic (acknowledged locally, never sent to a sink).
-//
-// A ReservationID holds 1 to 128 bytes of valid UTF-8 without control characters.
-// Build one with NewReservationID or MustReservationID: every ReservationID other than the zero value
-// is valid; the zero value is empty, which encoders reject. Values compare
-// with == and can key maps.
-type ReservationID struct {
-	s string
-}
-
-// Bounds of a ReservationID, in bytes.
-const (
-	MinReservationIDBytes = 1
-	MaxReservationIDBytes = 128
-)
-
-// NewReservationID validates s as a ReservationID: it fails with an error wrapping wire.ErrInvalid
-// unless s has 1 to 128 bytes of valid UTF-8 without control characters.
-func NewReservationID(s string) (ReservationID, error) {
-	if err := wire.CheckIdentity("ReservationID", s, 1, 128); err != nil {
-		return ReservationID{}, err
-	}
-	return ReservationID{s}, nil
-}
-
-// MustReservationID is NewReservationID for names known to be valid, such as constants:
-// it panics when s is invalid.
-func MustReservationID(s string) ReservationID {
-	v, err := NewReservationID(s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// String returns the name.
-func (v ReservationID) String() string {
-	return v.s
-}
-
-// IsZero reports whether v is the zero value (the empty name).
-func (v ReservationID) IsZero() bool {
-	return v.s == ""
-}
-
-// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
-// value; every other ReservationID is valid by construction.
-func (v ReservationID) Validate() error {
-	if v.s == "" {
-		return wire.Rule("", "ReservationID is empty")
-	}
-	return nil
-}
-
-// MarshalText returns the name, so a value prints as itself in JSON and logs.
-func (v ReservationID) MarshalText() ([]byte, error) {
-	return []byte(v.s), nil
-}
-
-// UnmarshalText sets *v to the name in b, validated as NewReservationID does.
-func (v *ReservationID) UnmarshalText(b []byte) error {
-	x, err := NewReservationID(string(b))
-	if err != nil {
-		return err
-	}
-	*v = x
-	return nil
-}
-
-// Partition identifies one partition: a subspace of the keyspace with its
-// own timers, outbox and rows.
-//
-// Its variants are RefPartition, NamespacePartition, CoordinatorPartition, RepoIndexPartition, RefIndexPartition, ContentShardPartition. A nil Partition is invalid.
-type Partition interface {
-	isPartition()
-	// Kind names the partition's kind for metrics and logs.
-	Kind() string
-	// AppendTuple appends the tuple encoding of the partition's identity; it
-	// fails with an error wrapping wire.ErrInvalid when the identity is invalid.
-	AppendTuple(dst []byte) ([]byte, error)
-	// Validate fails with an error wrapping wire.ErrInvalid when the identity is invalid.
-	Validate() error
-	String() string
-}
-
-func (RefPartition) isPartition() {}
-
-// Kind returns "ref".
-func (RefPartition) Kind() string {
-	return "ref"
-}
-
-// Validate checks every rule of the schema on v.
-func (v RefPartition) Validate() error {
-	return checkRefPartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v RefPartition) String() string {
-	return fmt.Sprintf("ref(%v,%v,%v)", v.NS, v.Repo, v.ShardRef)
-}
-
-func (NamespacePartition) isPartition() {}
-
-// Kind returns "namespace".
-func (NamespacePartition) Kind() string {
-	return "namespace"
-}
-
-// Validate checks every rule of the schema on v.
-func (v NamespacePartition) Validate() error {
-	return checkNamespacePartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v NamespacePartition) String() string {
-	return fmt.Sprintf("namespace(%v)", v.NS)
-}
-
-func (CoordinatorPartition) isPartition() {}
-
-// Kind returns "coordinator".
-func (CoordinatorPartition) Kind() string {
-	return "coordinator"
-}
-
-// Validate checks every rule of the schema on v.
-func (v CoordinatorPartition) Validate() error {
-	return checkCoordinatorPartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v CoordinatorPartition) String() string {
-	return fmt.Sprintf("coordinator(%v)", v.NS)
-}
-
-func (RepoIndexPartition) isPartition() {}
-
-// Kind returns "repo_index".
-func (RepoIndexPartition) Kind() string {
-	return "repo_index"
-}
-
-// Validate checks every rule of the schema on v.
-func (v RepoIndexPartition) Validate() error {
-	return checkRepoIndexPartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v RepoIndexPartition) String() string {
-	return fmt.Sprintf("repo_index(%v,%v)", v.NS, v.Repo)
-}
-
-func (RefIndexPartition) isPartition() {}
-
-// Kind returns "ref_index".
-func (RefIndexPartition) Kind() string {
-	return "ref_index"
-}
-
-// Validate checks every rule of the schema on v.
-func (v RefIndexPartition) Validate() error {
-	return checkRefIndexPartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v RefIndexPartition) String() string {
-	return fmt.Sprintf("ref_index(%v,%v,%v)", v.NS, v.Repo, v.ShardRef)
-}
-
-func (ContentShardPartition) isPartition() {}
-
-// Kind returns "content".
-func (ContentShardPartition) Kind() string {
-	return "content"
-}
-
-// Validate checks every rule of the schema on v.
-func (v ContentShardPartition) Validate() error {
-	return checkContentShardPartition(&v)
-}
-
-// String formats the partition as kind(fields).
-func (v ContentShardPartition) String() string {
-	return fmt.Sprintf("content(%v,%v)", v.NS, v.Shard)
-}
-
-// checkPartition checks that v is a valid variant of Partition.
-func checkPartition(v Partition) error {
-	switch x := v.(type) {
-	case RefPartition:
-		return checkRefPartition(&x)
-	case NamespacePartition:
-		return checkNamespacePartition(&x)
-	case CoordinatorPartition:
-		return checkCoordinatorPartition(&x)
-	case RepoIndexPartition:
-		return checkRepoIndexPartition(&x)
-	case RefIndexPartition:
-		return checkRefIndexPartition(&x)
-	case ContentShardPartition:
-		return checkContentShardPartition(&x)
-	case nil:
-		return wire.Rule("", "no Partition variant set")
-	}
-	return wire.Rule("", "unsupported Partition variant %T", v)
-}
-
-// validPartition reports whether v is a valid variant of Partition.
-func validPartition(v Partition) bool {
-	switch x := v.(type) {
-	case RefPartition:
-		return validRefPartition(&x)
-	case NamespacePartition:
-		return validNamespacePartition(&x)
-	case CoordinatorPartition:
-		return validCoordinatorPartition(&x)
-	case RepoIndexPartition:
-		return validRepoIndexPartition(&x)
-	case RefIndexPartition:
-		return validRefIndexPartition(&x)
-	case ContentShardPartition:
-		return validContentShardPartition(&x)
-	case nil:
-		return false
-	}
-	return false
-}
-
-// verifyPartition checks that v is a valid variant of Partition.
-func verifyPartition(v Partition) error {
-	switch x := v.(type) {
-	case RefPartition:
-		return verifyRefPartition(&x)
-	case NamespacePartition:
-		return verifyNamespacePartition(&x)
-	case CoordinatorPartition:
-		return verifyCoordinatorPartition(&x)
-	case RepoIndexPartition:
-		return verifyRepoIndexPartition(&x)
-	case RefIndexPartition:
-		return verifyRefIndexPartition(&x)
-	case ContentShardPartition:
-		return verifyContentShardPartition(&x)
-	case nil:
-		return wire.Rule("", "no Partition variant set")
-	}
-	return wire.Rule("", "unsupported Partition variant %T", v)
-}
-
-// tagPartition returns the variant tag of v, 0 for an unsupported value.
-func tagPartition(v Partition) uint8 {
-	switch v.(type) {
-	case RefPartition:
-		return 1
-	case NamespacePartition:
-		return 2
-	case CoordinatorPartition:
-		return 3
-	case RepoIndexPartition:
-		return 4
-	case RefIndexPartition:
-		return 5
-	case ContentShardPartition:
-		return 6
-	}
-	return 0
-}
-
-// ComparePartition orders two Partition values as their tuple encodings order:
-// by variant tag, then field by field. It returns -1, 0 or +1.
-func ComparePartition(a, b Partition) int {
-	if c := cmp.Compare(tagPartition(a), tagPartition(b)); c != 0 {
-		return c
-	}
-	switch x := a.(type) {
-	case RefPartition:
-		y, _ := b.(RefPartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.ShardRef.s, y.ShardRef.s); c != 0 {
-			return c
-		}
-	case NamespacePartition:
-		y, _ := b.(NamespacePartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-	case CoordinatorPartition:
-		y, _ := b.(CoordinatorPartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-	case RepoIndexPartition:
-		y, _ := b.(RepoIndexPartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
-			return c
-		}
-	case RefIndexPartition:
-		y, _ := b.(RefIndexPartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.Repo.s, y.Repo.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.ShardRef.s, y.ShardRef.s); c != 0 {
-			return c
-		}
-	case ContentShardPartition:
-		y, _ := b.(ContentShardPartition)
-		if c := cmp.Compare(x.NS.s, y.NS.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.Shard, y.Shard); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-// RefPartition holds one ref of one repository: its reservations and the
-// relay rows they queue.
-type RefPartition struct {
-	NS       NamespaceKey
-	Repo     RepoName
-	ShardRef ShardRef
-}
-
-// checkRefPartition checks every rule of the schema on v.
-func checkRefPartition(v *RefPartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := v.Repo.Validate(); err != nil {
-		return wire.Within("Repo", err)
-	}
-	if err := v.ShardRef.Validate(); err != nil {
-		return wire.Within("ShardRef", err)
-	}
-	return nil
-}
-
-// validRefPartition reports whether v keeps every rule of the schema, as check does without the error.
-func validRefPartition(v *RefPartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	if v.Repo.s == "" {
-		return false
-	}
-	if v.ShardRef.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyRefPartition checks the rules of the schema that decoding does not enforce on v.
-func verifyRefPartition(v *RefPartition) error {
-	return nil
-}
-
-// NamespacePartition holds namespace-wide state.
-type NamespacePartition struct {
-	NS NamespaceKey
-}
-
-// checkNamespacePartition checks every rule of the schema on v.
-func checkNamespacePartition(v *NamespacePartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	return nil
-}
-
-// validNamespacePartition reports whether v keeps every rule of the schema, as check does without the error.
-func validNamespacePartition(v *NamespacePartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyNamespacePartition checks the rules of the schema that decoding does not enforce on v.
-func verifyNamespacePartition(v *NamespacePartition) error {
-	return nil
-}
-
-// CoordinatorPartition holds a namespace's lease table (leased shards,
-// lease recovery and reconciliation markers).
-type CoordinatorPartition struct {
-	NS NamespaceKey
-}
-
-// checkCoordinatorPartition checks every rule of the schema on v.
-func checkCoordinatorPartition(v *CoordinatorPartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	return nil
-}
-
-// validCoordinatorPartition reports whether v keeps every rule of the schema, as check does without the error.
-func validCoordinatorPartition(v *CoordinatorPartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyCoordinatorPartition checks the rules of the schema that decoding does not enforce on v.
-func verifyCoordinatorPartition(v *CoordinatorPartition) error {
-	return nil
-}
-
-// RepoIndexPartition indexes one repository.
-type RepoIndexPartition struct {
-	NS   NamespaceKey
-	Repo RepoName
-}
-
-// checkRepoIndexPartition checks every rule of the schema on v.
-func checkRepoIndexPartition(v *RepoIndexPartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := v.Repo.Validate(); err != nil {
-		return wire.Within("Repo", err)
-	}
-	return nil
-}
-
-// validRepoIndexPartition reports whether v keeps every rule of the schema, as check does without the error.
-func validRepoIndexPartition(v *RepoIndexPartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	if v.Repo.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyRepoIndexPartition checks the rules of the schema that decoding does not enforce on v.
-func verifyRepoIndexPartition(v *RepoIndexPartition) error {
-	return nil
-}
-
-// RefIndexPartition indexes one ref of one repository.
-type RefIndexPartition struct {
-	NS       NamespaceKey
-	Repo     RepoName
-	ShardRef ShardRef
-}
-
-// checkRefIndexPartition checks every rule of the schema on v.
-func checkRefIndexPartition(v *RefIndexPartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	if err := v.Repo.Validate(); err != nil {
-		return wire.Within("Repo", err)
-	}
-	if err := v.ShardRef.Validate(); err != nil {
-		return wire.Within("ShardRef", err)
-	}
-	return nil
-}
-
-// validRefIndexPartition reports whether v keeps every rule of the schema, as check does without the error.
-func validRefIndexPartition(v *RefIndexPartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	if v.Repo.s == "" {
-		return false
-	}
-	if v.ShardRef.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyRefIndexPartition checks the rules of the schema that decoding does not enforce on v.
-func verifyRefIndexPartition(v *RefIndexPartition) error {
-	return nil
-}
-
-// ContentShardPartition holds one shard of a namespace's content-addressed
-// store; content ids map to shards by their leading bits.
-type ContentShardPartition struct {
-	NS    NamespaceKey
-	Shard uint32
-}
-
-// checkContentShardPartition checks every rule of the schema on v.
-func checkContentShardPartition(v *ContentShardPartition) error {
-	if err := v.NS.Validate(); err != nil {
-		return wire.Within("NS", err)
-	}
-	return nil
-}
-
-// validContentShardPartition reports whether v keeps every rule of the schema, as check does without the error.
-func validContentShardPartition(v *ContentShardPartition) bool {
-	if v.NS.s == "" {
-		return false
-	}
-	return true
-}
-
-// verifyContentShardPartition checks the rules of the schema that decoding does not enforce on v.
-func verifyContentShardPartition(v *ContentShardPartition) error {
-	return nil
-}
 
 // U64Value is a counter or timestamp value: outbox sequences, relay
 // high-water marks, lease reconciliation times.
@@ -1044,338 +362,6 @@ func verifyBacklog(v *Backlog) error {
 	return nil
 }
 
-// AbortReason says why a reservation was aborted.
-type AbortReason uint8
-
-const (
-	AbortReasonRefConflict   AbortReason = 1
-	AbortReasonQuotaExceeded AbortReason = 2
-	AbortReasonExpired       AbortReason = 3
-	AbortReasonRejected      AbortReason = 4
-	AbortReasonInternal      AbortReason = 5
-)
-
-// Valid reports whether v is one of the declared AbortReason values.
-func (v AbortReason) Valid() bool {
-	switch v {
-	case AbortReasonRefConflict, AbortReasonQuotaExceeded, AbortReasonExpired, AbortReasonRejected, AbortReasonInternal:
-		return true
-	}
-	return false
-}
-
-func (v AbortReason) String() string {
-	switch v {
-	case AbortReasonRefConflict:
-		return "RefConflict"
-	case AbortReasonQuotaExceeded:
-		return "QuotaExceeded"
-	case AbortReasonExpired:
-		return "Expired"
-	case AbortReasonRejected:
-		return "Rejected"
-	case AbortReasonInternal:
-		return "Internal"
-	}
-	return fmt.Sprintf("AbortReason(%d)", uint8(v))
-}
-
-// ReservationV1 is a reservation: ticketed while in flight, then committed
-// or aborted (its terminal outcome).
-//
-// Its variants are *ReservationTicketed, *ReservationCommitted, *ReservationAborted. A nil ReservationV1, or a nil pointer of a
-// variant's type, is invalid.
-type ReservationV1 interface {
-	isReservationV1()
-}
-
-func (*ReservationTicketed) isReservationV1()  {}
-func (*ReservationCommitted) isReservationV1() {}
-func (*ReservationAborted) isReservationV1()   {}
-
-// checkReservationV1 checks that v is a valid variant of ReservationV1.
-func checkReservationV1(v ReservationV1) error {
-	switch x := v.(type) {
-	case *ReservationTicketed:
-		if x == nil {
-			return wire.Rule("", "nil *ReservationTicketed")
-		}
-		return checkReservationTicketed(x)
-	case *ReservationCommitted:
-		if x == nil {
-			return wire.Rule("", "nil *ReservationCommitted")
-		}
-		return checkReservationCommitted(x)
-	case *ReservationAborted:
-		if x == nil {
-			return wire.Rule("", "nil *ReservationAborted")
-		}
-		return checkReservationAborted(x)
-	case nil:
-		return wire.Rule("", "no ReservationV1 variant set")
-	}
-	return wire.Rule("", "unsupported ReservationV1 variant %T", v)
-}
-
-// validReservationV1 reports whether v is a valid variant of ReservationV1.
-func validReservationV1(v ReservationV1) bool {
-	switch x := v.(type) {
-	case *ReservationTicketed:
-		if x == nil {
-			return false
-		}
-		return validReservationTicketed(x)
-	case *ReservationCommitted:
-		if x == nil {
-			return false
-		}
-		return validReservationCommitted(x)
-	case *ReservationAborted:
-		if x == nil {
-			return false
-		}
-		return validReservationAborted(x)
-	case nil:
-		return false
-	}
-	return false
-}
-
-// tagReservationV1 returns the variant tag of v, 0 for an unsupported value.
-func tagReservationV1(v ReservationV1) uint8 {
-	switch v.(type) {
-	case *ReservationTicketed:
-		return 1
-	case *ReservationCommitted:
-		return 2
-	case *ReservationAborted:
-		return 3
-	}
-	return 0
-}
-
-// ReservationTicketed is a reservation in flight.
-type ReservationTicketed struct {
-	TicketID [32]byte
-}
-
-// checkReservationTicketed checks every rule of the schema on v.
-func checkReservationTicketed(v *ReservationTicketed) error {
-	return nil
-}
-
-// validReservationTicketed reports whether v keeps every rule of the schema, as check does without the error.
-func validReservationTicketed(v *ReservationTicketed) bool {
-	return true
-}
-
-// verifyReservationTicketed checks the rules of the schema that decoding does not enforce on v.
-func verifyReservationTicketed(v *ReservationTicketed) error {
-	return nil
-}
-
-// ReservationCommitted is a reservation that committed its refs.
-type ReservationCommitted struct {
-	Repository   RepoName
-	OccurredAtMs uint64
-	BytesStored  uint64
-	NewToRepo    uint64
-	NewToStore   uint64
-	Refs         []RefUpdate
-}
-
-// Declared bounds of ReservationCommitted.
-const (
-	MaxReservationCommittedRefs = 64
-)
-
-// checkReservationCommitted checks every rule of the schema on v.
-func checkReservationCommitted(v *ReservationCommitted) error {
-	if err := v.Repository.Validate(); err != nil {
-		return wire.Within("Repository", err)
-	}
-	if len(v.Refs) > 64 {
-		return wire.Within("Refs", wire.CheckLen("", len(v.Refs), 64))
-	}
-	for i := range v.Refs {
-		if err := checkRefUpdate(&v.Refs[i]); err != nil {
-			return wire.Within("Refs", err)
-		}
-	}
-	return nil
-}
-
-// validReservationCommitted reports whether v keeps every rule of the schema, as check does without the error.
-func validReservationCommitted(v *ReservationCommitted) bool {
-	if v.Repository.s == "" {
-		return false
-	}
-	if len(v.Refs) > 64 {
-		return false
-	}
-	for i := range v.Refs {
-		if !validRefUpdate(&v.Refs[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// verifyReservationCommitted checks the rules of the schema that decoding does not enforce on v.
-func verifyReservationCommitted(v *ReservationCommitted) error {
-	return nil
-}
-
-// RefUpdate is one ref a committed reservation moved.
-type RefUpdate struct {
-	Ref    ShardRef
-	OldOID []byte
-	NewOID []byte
-}
-
-// Declared bounds of RefUpdate.
-const (
-	MaxRefUpdateOldOID = 32
-	MaxRefUpdateNewOID = 32
-)
-
-// checkRefUpdate checks every rule of the schema on v.
-func checkRefUpdate(v *RefUpdate) error {
-	if err := v.Ref.Validate(); err != nil {
-		return wire.Within("Ref", err)
-	}
-	if len(v.OldOID) > 32 {
-		return wire.Within("OldOID", wire.CheckLen("", len(v.OldOID), 32))
-	}
-	if len(v.NewOID) > 32 {
-		return wire.Within("NewOID", wire.CheckLen("", len(v.NewOID), 32))
-	}
-	return nil
-}
-
-// validRefUpdate reports whether v keeps every rule of the schema, as check does without the error.
-func validRefUpdate(v *RefUpdate) bool {
-	if v.Ref.s == "" {
-		return false
-	}
-	if len(v.OldOID) > 32 {
-		return false
-	}
-	if len(v.NewOID) > 32 {
-		return false
-	}
-	return true
-}
-
-// verifyRefUpdate checks the rules of the schema that decoding does not enforce on v.
-func verifyRefUpdate(v *RefUpdate) error {
-	return nil
-}
-
-// ReservationAborted is a reservation that was aborted.
-type ReservationAborted struct {
-	Repository   RepoName
-	OccurredAtMs uint64
-	Reason       AbortReason
-	Detail       string
-}
-
-// Declared bounds of ReservationAborted.
-const (
-	MaxReservationAbortedDetail = 1024
-)
-
-// checkReservationAborted checks every rule of the schema on v.
-func checkReservationAborted(v *ReservationAborted) error {
-	if err := v.Repository.Validate(); err != nil {
-		return wire.Within("Repository", err)
-	}
-	if !v.Reason.Valid() {
-		return wire.Rule("Reason", "unknown AbortReason %d", uint8(v.Reason))
-	}
-	if len(v.Detail) > 1024 {
-		return wire.Within("Detail", wire.CheckLen("", len(v.Detail), 1024))
-	}
-	return nil
-}
-
-// validReservationAborted reports whether v keeps every rule of the schema, as check does without the error.
-func validReservationAborted(v *ReservationAborted) bool {
-	if v.Repository.s == "" {
-		return false
-	}
-	if !v.Reason.Valid() {
-		return false
-	}
-	if len(v.Detail) > 1024 {
-		return false
-	}
-	return true
-}
-
-// verifyReservationAborted checks the rules of the schema that decoding does not enforce on v.
-func verifyReservationAborted(v *ReservationAborted) error {
-	if !v.Reason.Valid() {
-		return wire.Rule("Reason", "unknown AbortReason %d", uint8(v.Reason))
-	}
-	return nil
-}
-
-// LeasedShard is a coordinator's lease of one ref shard, with the running
-// maximum of the shard's relay watermark.
-type LeasedShard struct {
-	AuthorityGeneration      *uint64
-	AckedAuthorityGeneration *uint64
-	Epoch                    uint64
-	ExpiresAtMs              uint64
-	AckedEpoch               uint64
-	RelayWatermarkMs         uint64
-	SweepDueMs               uint64
-}
-
-// checkLeasedShard checks every rule of the schema on v.
-func checkLeasedShard(v *LeasedShard) error {
-	return nil
-}
-
-// validLeasedShard reports whether v keeps every rule of the schema, as check does without the error.
-func validLeasedShard(v *LeasedShard) bool {
-	return true
-}
-
-// verifyLeasedShard checks the rules of the schema that decoding does not enforce on v.
-func verifyLeasedShard(v *LeasedShard) error {
-	return nil
-}
-
-// LeaseRecovery marks that a coordinator's lease table was restored.
-// Recovery-time rule: a marker whose ActivationOnly is true records a
-// first activation, not a recovery, and has no recovery time; any other
-// marker's recovery time is ResumedAtMs. While a recovery time exists and
-// no reconciliation later than it is recorded, the lease table is
-// recovering and watermark reads fail closed.
-type LeaseRecovery struct {
-	AuthorityFence *uint64
-	AuthorityReady *uint64
-	ActivationOnly *bool
-	ResumedAtMs    uint64
-}
-
-// checkLeaseRecovery checks every rule of the schema on v.
-func checkLeaseRecovery(v *LeaseRecovery) error {
-	return nil
-}
-
-// validLeaseRecovery reports whether v keeps every rule of the schema, as check does without the error.
-func validLeaseRecovery(v *LeaseRecovery) bool {
-	return true
-}
-
-// verifyLeaseRecovery checks the rules of the schema that decoding does not enforce on v.
-func verifyLeaseRecovery(v *LeaseRecovery) error {
-	return nil
-}
-
 // OutcomeTimer is the outcome-delivery timer's value: the backoff attempt
 // and the opaque store cursor of the last examined pending row.
 type OutcomeTimer struct {
@@ -1409,12 +395,13 @@ func verifyOutcomeTimer(v *OutcomeTimer) error {
 	return nil
 }
 
-// WatermarkCheckpoint resumes a coordinator watermark scan: the scan-start
+// WatermarkCheckpoint resumes a coordinator watermark scan: the
+// coordinator partition's tuple identity, the scan-start
 // ceiling, the partial minimum (never above the ceiling), the exact
 // recovery and reconciliation markers observed at scan start (absent when
 // nil), and the opaque store cursor.
 type WatermarkCheckpoint struct {
-	Coordinator Partition
+	Coordinator []byte
 	CeilingMs   uint64
 	MinimumMs   uint64
 	Recovery    []byte
@@ -1424,15 +411,16 @@ type WatermarkCheckpoint struct {
 
 // Declared bounds of WatermarkCheckpoint.
 const (
-	MaxWatermarkCheckpointRecovery  = 100000
-	MaxWatermarkCheckpointReconcile = 100000
-	MaxWatermarkCheckpointCursor    = 4096
+	MaxWatermarkCheckpointCoordinator = 1024
+	MaxWatermarkCheckpointRecovery    = 100000
+	MaxWatermarkCheckpointReconcile   = 100000
+	MaxWatermarkCheckpointCursor      = 4096
 )
 
 // checkWatermarkCheckpoint checks every rule of the schema on v.
 func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
-	if err := checkPartition(v.Coordinator); err != nil {
-		return wire.Within("Coordinator", err)
+	if len(v.Coordinator) > 1024 {
+		return wire.Within("Coordinator", wire.CheckLen("", len(v.Coordinator), 1024))
 	}
 	if v.MinimumMs > v.CeilingMs {
 		return wire.Rule("MinimumMs", "%d over CeilingMs %d", v.MinimumMs, v.CeilingMs)
@@ -1451,7 +439,7 @@ func checkWatermarkCheckpoint(v *WatermarkCheckpoint) error {
 
 // validWatermarkCheckpoint reports whether v keeps every rule of the schema, as check does without the error.
 func validWatermarkCheckpoint(v *WatermarkCheckpoint) bool {
-	if !validPartition(v.Coordinator) {
+	if len(v.Coordinator) > 1024 {
 		return false
 	}
 	if v.MinimumMs > v.CeilingMs {

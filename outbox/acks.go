@@ -7,7 +7,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// AckOps is what one acknowledged row costs a batch: the reservation's
+// AckOps is what one acknowledged row costs a batch: the record's
 // guard and delete, and the pending index row's delete. The shared backlog
 // guard and write cost AckFixedOps more per batch.
 const (
@@ -15,8 +15,9 @@ const (
 	AckFixedOps = 2
 )
 
-// Acks plans the acknowledgment of delivered terminal outcomes: per row, the reservation must still hold the
-// value that was delivered, and the reservation and its pending index row
+// Acks plans the acknowledgment of delivered terminal outcomes: per row, the
+// record must still hold the value that was delivered, and the record and
+// its pending index row
 // are deleted; the backlog is guarded once, at the value read just before
 // planning, and rewritten once, deleted when no rows remain. Acknowledging
 // against a fresh backlog read keeps the slow sink calls outside the
@@ -29,12 +30,12 @@ type Acks struct {
 	backlog  gen.Backlog // as read
 	left     gen.Backlog // after the planned acknowledgments
 	rows     []ackRow
-	rids     map[gen.ReservationID]struct{}
+	ids      map[gen.OutcomeID]struct{}
 	finished bool
 }
 
 type ackRow struct {
-	resKey     store.Key
+	key        store.Key
 	value      store.Value
 	pendingKey store.Key
 }
@@ -50,45 +51,41 @@ func NewAcks(caps store.Capabilities, freshBacklog store.Value) (*Acks, error) {
 	return &Acks{caps: caps, fresh: freshBacklog, backlog: b, left: b}, nil
 }
 
-// Ack plans the acknowledgment of the outcome of reservation rid, indexed
-// at sequence seq, whose delivered reservation value is value. It fails,
-// planning nothing, with store.ErrInvalid for an invalid or repeated
-// reservation id, a value that is not a terminal reservation, or a row
-// that would take the batch over caps; with store.ErrCorrupt when the
-// backlog has no row left to acknowledge (it disagrees with the pending
-// index). The caller keeps such a row for a later fire.
-func (a *Acks) Ack(rid gen.ReservationID, seq uint64, value store.Value) error {
+// Ack plans the acknowledgment of the outcome id, indexed at sequence seq,
+// whose record at key held value when it was delivered: the batch requires
+// the record unchanged and deletes it and its pending index row. It fails,
+// planning nothing, with store.ErrInvalid for an invalid or repeated id,
+// an empty key or one over caps, an absent value, or a row that would take
+// the batch over caps; with store.ErrCorrupt when the backlog has no row
+// left to acknowledge (it disagrees with the pending index). The caller
+// keeps such a row for a later fire.
+func (a *Acks) Ack(id gen.OutcomeID, seq uint64, key store.Key, value store.Value) error {
 	if a.finished {
 		return fmt.Errorf("outbox: acknowledgments already finished: %w", store.ErrInvalid)
 	}
-	resKey, err := reservationKey(rid)
-	if err != nil {
+	if err := checkOutcome(a.caps, id, key, value); err != nil {
 		return err
 	}
-	if _, dup := a.rids[rid]; dup {
-		return fmt.Errorf("outbox: reservation %q acknowledged twice: %w", rid, store.ErrInvalid)
-	}
-	r, err := gen.DecodeReservationV1(value)
-	if err != nil || value == nil || !isTerminal(r) {
-		return fmt.Errorf("outbox: reservation %q: acknowledged value is not a terminal reservation: %w", rid, store.ErrInvalid)
+	if _, dup := a.ids[id]; dup {
+		return fmt.Errorf("outbox: outcome %q acknowledged twice: %w", id, store.ErrInvalid)
 	}
 	if a.left.Rows == 0 {
-		return fmt.Errorf("outbox: reservation %q: the backlog has no row left to acknowledge (%d acknowledged): %w",
-			rid, len(a.rows), store.ErrCorrupt)
+		return fmt.Errorf("outbox: outcome %q: the backlog has no row left to acknowledge (%d acknowledged): %w",
+			id, len(a.rows), store.ErrCorrupt)
 	}
 	if limit := a.caps.MaxBatchOps - a.caps.ReservedBatchOps; AckOps*(len(a.rows)+1)+AckFixedOps > limit {
 		return fmt.Errorf("outbox: %d acknowledgments already planned: another exceeds the limit of %d operations: %w",
 			len(a.rows), limit, store.ErrInvalid)
 	}
-	pendingKey, err := gen.AppendOutcomePendingKey(nil, seq, rid)
+	pendingKey, err := gen.AppendOutcomePendingKey(nil, seq, id)
 	if err != nil {
-		return fmt.Errorf("outbox: reservation %q: %w", rid, err)
+		return fmt.Errorf("outbox: outcome %q: %w", id, err)
 	}
-	if a.rids == nil {
-		a.rids = make(map[gen.ReservationID]struct{})
+	if a.ids == nil {
+		a.ids = make(map[gen.OutcomeID]struct{})
 	}
-	a.rids[rid] = struct{}{}
-	a.rows = append(a.rows, ackRow{resKey: resKey, value: value, pendingKey: pendingKey})
+	a.ids[id] = struct{}{}
+	a.rows = append(a.rows, ackRow{key: key, value: value, pendingKey: pendingKey})
 	a.left.Rows--
 	a.left.Bytes -= min(a.left.Bytes, uint64(len(value)))
 	return nil
@@ -114,10 +111,10 @@ func (a *Acks) Finish(b *store.Batch) error {
 	out := b.Clone()
 	out.Require(store.Guard(backlogKey, a.fresh))
 	for _, r := range a.rows {
-		out.Require(store.Equals(r.resKey, r.value))
+		out.Require(store.Equals(r.key, r.value))
 	}
 	for _, r := range a.rows {
-		out.Delete(r.resKey).Delete(r.pendingKey)
+		out.Delete(r.key).Delete(r.pendingKey)
 	}
 	if len(a.rows) > 0 {
 		if a.left.Rows == 0 {

@@ -10,26 +10,28 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
 // pending is one undelivered outcome, as the delivery handler finds it.
 type pending struct {
-	rid   gen.ReservationID
+	rid   refdomain.ReservationID
 	seq   uint64
 	value store.Value
 }
 
 // seedOutcomes appends terminal outcomes for rids and returns them.
-func (e *env) seedOutcomes(t *testing.T, rids ...gen.ReservationID) []pending {
+func (e *env) seedOutcomes(t *testing.T, rids ...refdomain.ReservationID) []pending {
 	t.Helper()
 	e.seedTicketed(t, rids...)
 	ob := e.builder(t)
 	out := make([]pending, len(rids))
 	for i, rid := range rids {
-		seq, err := ob.Outcome(rid, ticket, committed(gen.MustRepoName("repo")))
+		seq, err := outcome.Append(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
-		out[i] = pending{rid, seq, mustEncode(committed(gen.MustRepoName("repo")))}
+		out[i] = pending{rid, seq, mustEncode(committed(refdomain.MustRepoName("repo")))}
 	}
 	e.finish(t, ob)
 	return out
@@ -44,28 +46,28 @@ func (e *env) acks(t *testing.T) *outbox.Acks {
 
 func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, gen.MustReservationID("a"), gen.MustReservationID("b"), gen.MustReservationID("c"))
+		rows := e.seedOutcomes(t, refdomain.MustReservationID("a"), refdomain.MustReservationID("b"), refdomain.MustReservationID("c"))
 		size := uint64(len(rows[0].value))
 
 		a := e.acks(t)
-		require.NoError(t, a.Ack(rows[0].rid, rows[0].seq, rows[0].value))
-		require.NoError(t, a.Ack(rows[1].rid, rows[1].seq, rows[1].value))
+		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, outcome.Ack(a, rows[1].rid, rows[1].seq, rows[1].value))
 		assert.Equal(t, gen.Backlog{Rows: 1, Bytes: size}, a.Remaining())
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
 		assert.Equal(t, 2*outbox.AckOps+outbox.AckFixedOps, b.Ops())
 		e.mustApply(t, b)
 
-		assert.Nil(t, e.get(t, resKey(t, gen.MustReservationID("a"))))
-		assert.Nil(t, e.get(t, resKey(t, gen.MustReservationID("b"))))
-		assert.NotNil(t, e.get(t, resKey(t, gen.MustReservationID("c"))))
+		assert.Nil(t, e.get(t, resKey(t, refdomain.MustReservationID("a"))))
+		assert.Nil(t, e.get(t, resKey(t, refdomain.MustReservationID("b"))))
+		assert.NotNil(t, e.get(t, resKey(t, refdomain.MustReservationID("c"))))
 		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1)
 		bl, ok := e.backlog(t)
 		require.True(t, ok)
 		assert.Equal(t, gen.Backlog{Rows: 1, Bytes: size}, bl)
 
 		a = e.acks(t)
-		require.NoError(t, a.Ack(rows[2].rid, rows[2].seq, rows[2].value))
+		require.NoError(t, outcome.Ack(a, rows[2].rid, rows[2].seq, rows[2].value))
 		assert.Equal(t, gen.Backlog{}, a.Remaining())
 		b = store.NewBatch()
 		require.NoError(t, a.Finish(b))
@@ -73,13 +75,14 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 		_, ok = e.backlog(t)
 		assert.False(t, ok, "acknowledging the last row deletes the backlog")
 		assert.Empty(t, e.scan(t, gen.TagOutcomePendingKey))
-		assert.Empty(t, e.scan(t, gen.TagReservationKey))
+		start, end := refdomain.ClassRange(refdomain.TagReservationKey)
+		assert.Empty(t, e.scanRange(t, start, end))
 	})
 }
 
 func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine())
-	e.seedOutcomes(t, gen.MustReservationID("a"))
+	e.seedOutcomes(t, refdomain.MustReservationID("a"))
 	fresh := e.get(t, outbox.BacklogKey())
 	a := e.acks(t)
 	b := store.NewBatch()
@@ -92,9 +95,9 @@ func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
 // nothing is acknowledged, and the next plan sees both rows.
 func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, gen.MustReservationID("first"))
+		rows := e.seedOutcomes(t, refdomain.MustReservationID("first"))
 		a := e.acks(t)
-		require.NoError(t, a.Ack(rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
 
@@ -102,7 +105,7 @@ func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 		e.faults.BeforeApply(func(context.Context, store.Partition, *store.Batch) error {
 			if !hooked {
 				hooked = true
-				e.seedOutcomes(t, gen.MustReservationID("second"))
+				e.seedOutcomes(t, refdomain.MustReservationID("second"))
 			}
 			return nil
 		})
@@ -112,44 +115,44 @@ func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 		assert.Equal(t, outbox.BacklogKey(), out.Failed.Key)
 		bl, _ := e.backlog(t)
 		assert.Equal(t, uint64(2), bl.Rows)
-		assert.NotNil(t, e.get(t, resKey(t, gen.MustReservationID("first"))), "not acknowledged")
+		assert.NotNil(t, e.get(t, resKey(t, refdomain.MustReservationID("first"))), "not acknowledged")
 	})
 }
 
 func TestAnAcknowledgmentLandsOnlyOnTheDeliveredValue(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		rows := e.seedOutcomes(t, gen.MustReservationID("a"))
+		rows := e.seedOutcomes(t, refdomain.MustReservationID("a"))
 		a := e.acks(t)
-		require.NoError(t, a.Ack(rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
-		e.mustApply(t, store.NewBatch().Put(resKey(t, gen.MustReservationID("a")), mustEncode(aborted())))
+		e.mustApply(t, store.NewBatch().Put(resKey(t, refdomain.MustReservationID("a")), mustEncode(aborted())))
 
 		out := e.apply(t, b)
 		require.Equal(t, store.PreconditionFailed, out.Outcome)
-		assert.Equal(t, resKey(t, gen.MustReservationID("a")), out.Failed.Key)
+		assert.Equal(t, resKey(t, refdomain.MustReservationID("a")), out.Failed.Key)
 		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1, "the row stays pending")
 	})
 }
 
 func TestAckRejectsRowsItCannotPlan(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine())
-	rows := e.seedOutcomes(t, gen.MustReservationID("a"))
+	rows := e.seedOutcomes(t, refdomain.MustReservationID("a"))
 	a := e.acks(t)
-	require.ErrorIs(t, a.Ack(gen.ReservationID{}, 1, rows[0].value), store.ErrInvalid, "invalid id")
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, ticket), store.ErrInvalid, "not terminal")
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, nil), store.ErrInvalid, "absent")
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, store.Value("junk")), store.ErrInvalid, "not a reservation")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.ReservationID{}, 1, rows[0].value), store.ErrInvalid, "invalid id")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, ticket), store.ErrInvalid, "not terminal")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, nil), store.ErrInvalid, "absent")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, store.Value("junk")), store.ErrInvalid, "not a reservation")
 	require.Zero(t, a.Len())
-	require.NoError(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, rows[0].value))
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("a"), rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("b"), 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
+	require.NoError(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value))
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("b"), 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
 	assert.Equal(t, 1, a.Len())
 
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))
 	require.ErrorIs(t, a.Finish(b), store.ErrInvalid, "a second Finish")
-	require.ErrorIs(t, a.Ack(gen.MustReservationID("c"), 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
+	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("c"), 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
 }
 
 func TestAcksStopAtTheBatchLimit(t *testing.T) {
@@ -161,9 +164,9 @@ func TestAcksStopAtTheBatchLimit(t *testing.T) {
 	a, err := outbox.NewAcks(caps, huge)
 	require.NoError(t, err)
 	for i := range 6 {
-		require.NoError(t, a.Ack(gen.MustReservationID(string(rune('a'+i))), uint64(i+1), mustEncode(aborted())))
+		require.NoError(t, outcome.Ack(a, refdomain.MustReservationID(string(rune('a'+i))), uint64(i+1), mustEncode(aborted())))
 	}
-	err = a.Ack(gen.MustReservationID("z"), 99, mustEncode(aborted()))
+	err = outcome.Ack(a, refdomain.MustReservationID("z"), 99, mustEncode(aborted()))
 	require.ErrorIs(t, err, store.ErrInvalid)
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))

@@ -11,6 +11,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -54,7 +56,7 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 			return err
 		}, "without a target"},
 		{"invalid target", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(gen.NamespacePartition{}, puts(1), nil)
+			_, err := ob.Relay(refdomain.NamespacePartition{}, puts(1), nil)
 			return err
 		}, ""},
 		{"zero identity target", func(ob *outbox.Builder) error {
@@ -82,42 +84,67 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 			return err
 		}, "encodes to"},
 		{"invalid reservation id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.ReservationID{}, ticket, committed(gen.MustRepoName("repo")))
+			_, err := outcome.Append(ob, refdomain.ReservationID{}, ticket, committed(refdomain.MustRepoName("repo")))
 			return err
 		}, "reservation id"},
 		{"repeated reservation id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("seeded"), ticket, committed(gen.MustRepoName("repo")))
+			_, err := outcome.Append(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
 			return err
 		}, "appended twice"},
 		{"prior value not Ticketed", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), mustEncode(committed(gen.MustRepoName("repo"))), aborted())
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), mustEncode(committed(refdomain.MustRepoName("repo"))), aborted())
 			return err
 		}, "not Ticketed"},
 		{"prior value not a reservation", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), store.Value("junk"), aborted())
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), store.Value("junk"), aborted())
 			return err
 		}, "not a reservation"},
 		{"prior value absent", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), nil, aborted())
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), nil, aborted())
 			return err
 		}, "not a reservation"},
 		{"terminal value Ticketed", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, &gen.ReservationTicketed{})
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationTicketed{})
 			return err
 		}, "not a terminal reservation"},
 		{"terminal value nil", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, nil)
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, nil)
 			return err
 		}, "not a terminal reservation"},
 		{"terminal value breaking its schema", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(gen.MustReservationID("r"), ticket, &gen.ReservationAborted{Repository: gen.MustRepoName("repo"), Reason: 99})
+			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: 99})
 			return err
 		}, ""},
+		// The outbox's own checks, on any schema's record.
+		{"outcome without an id", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
+			return err
+		}, "without an id"},
+		{"outcome with an empty record key", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Prior: ticket, Terminal: store.Value("t")})
+			return err
+		}, "empty record key"},
+		{"outcome record key over the store's limit", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key(strings.Repeat("k", caps.MaxKeyBytes+1)), Prior: ticket, Terminal: store.Value("t")})
+			return err
+		}, "record key has"},
+		{"outcome of an absent record", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Terminal: store.Value("t")})
+			return err
+		}, "the record must exist"},
+		{"outcome without a terminal value", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket})
+			return err
+		}, "no terminal value"},
+		{"outcome terminal value over the store's limit", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value(strings.Repeat("v", caps.MaxValueBytes+1))})
+			return err
+		}, "terminal value has"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ob := e.builder(t)
-			seq, err := ob.Outcome(gen.MustReservationID("seeded"), ticket, committed(gen.MustRepoName("repo")))
+			seq, err := outcome.Append(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
 			require.NoError(t, err)
 			err = tc.append(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)

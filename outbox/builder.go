@@ -28,14 +28,14 @@ type Builder struct {
 
 	relays   []store.Write
 	outcomes []outcomeRow
-	rids     map[gen.ReservationID]struct{}
+	ids      map[gen.OutcomeID]struct{}
 	ops      int // preconditions and writes Finish will add
 	bytes    int // their key and value bytes
 	finished bool
 }
 
 type outcomeRow struct {
-	resKey     store.Key
+	key        store.Key
 	prior      store.Value
 	terminal   store.Value
 	pendingKey store.Key
@@ -137,60 +137,63 @@ func errInvalid(err error) error {
 	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 }
 
-// Outcome appends a terminal outcome: the reservation rid, which must
-// still hold prior (a Ticketed reservation), becomes terminal (Committed
-// or Aborted), and is indexed as pending delivery at a new sequence, which
-// it returns; the backlog grows by one row and the terminal record's bytes.
-// It fails with store.ErrInvalid, appending nothing, for an invalid or
-// repeated reservation id, a prior value that is not a Ticketed
-// reservation, a terminal value that is not terminal or does not encode,
-// a value over caps, or a batch Finish builds that would exceed caps.
-func (b *Builder) Outcome(rid gen.ReservationID, prior store.Value, terminal gen.ReservationV1) (seq uint64, err error) {
+// Outcome is a record of the service's own schema reaching its terminal
+// state, queued for delivery (outcome delivery pushes it to a sink): the
+// record at Key, which must still hold Prior, becomes Terminal, and is
+// indexed as pending under ID. The outbox guards and rewrites the record
+// but does not read it: what makes a value terminal is the schema's rule,
+// checked by the caller (outcome.Append, for the reference domain's
+// reservations).
+type Outcome struct {
+	// ID names the record; a delivery handler resolves it in its schema.
+	ID gen.OutcomeID
+	// Key is the record's key in the partition.
+	Key store.Key
+	// Prior is the record's value as read: the batch requires it unchanged.
+	Prior store.Value
+	// Terminal is the record's terminal value.
+	Terminal store.Value
+}
+
+// Outcome appends a terminal outcome and returns the sequence it is
+// indexed at: o's record becomes terminal, it is indexed as pending
+// delivery (OutcomePendingKey(seq, o.ID)), and the backlog grows by one row
+// and the terminal value's bytes. It fails with store.ErrInvalid,
+// appending nothing, for an invalid or repeated id, an empty key or one
+// over caps, an absent prior or terminal value, a value over caps, or a
+// batch Finish builds that would exceed caps.
+func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
 	if err := b.open(); err != nil {
 		return 0, err
 	}
-	resKey, err := reservationKey(rid)
-	if err != nil {
+	if err := checkOutcome(b.caps, o.ID, o.Key, o.Terminal); err != nil {
 		return 0, err
 	}
-	if _, dup := b.rids[rid]; dup {
-		return 0, fmt.Errorf("outbox: reservation %q appended twice: %w", rid, store.ErrInvalid)
+	if _, dup := b.ids[o.ID]; dup {
+		return 0, fmt.Errorf("outbox: outcome %q appended twice: %w", o.ID, store.ErrInvalid)
 	}
-	if r, err := gen.DecodeReservationV1(prior); err != nil || prior == nil {
-		return 0, fmt.Errorf("outbox: reservation %q: prior value is not a reservation (%v): %w", rid, err, store.ErrInvalid)
-	} else if _, ok := r.(*gen.ReservationTicketed); !ok {
-		return 0, fmt.Errorf("outbox: reservation %q: prior value is %T, not Ticketed: %w", rid, r, store.ErrInvalid)
-	}
-	if !isTerminal(terminal) {
-		return 0, fmt.Errorf("outbox: reservation %q: %T is not a terminal reservation: %w", rid, terminal, store.ErrInvalid)
-	}
-	value, err := gen.EncodeReservationV1(terminal)
-	if err != nil {
-		return 0, fmt.Errorf("outbox: reservation %q: %w", rid, err)
-	}
-	if len(value) > b.caps.MaxValueBytes {
-		return 0, fmt.Errorf("outbox: reservation %q encodes to %d bytes, limit %d: %w",
-			rid, len(value), b.caps.MaxValueBytes, store.ErrInvalid)
+	if o.Prior == nil {
+		return 0, fmt.Errorf("outbox: outcome %q: no prior value: the record must exist: %w", o.ID, store.ErrInvalid)
 	}
 	seq, err = b.next()
 	if err != nil {
 		return 0, err
 	}
-	pendingKey, err := gen.AppendOutcomePendingKey(nil, seq, rid)
+	pendingKey, err := gen.AppendOutcomePendingKey(nil, seq, o.ID)
 	if err != nil {
-		return 0, fmt.Errorf("outbox: reservation %q: %w", rid, err)
+		return 0, fmt.Errorf("outbox: outcome %q: %w", o.ID, err)
 	}
 	// The guard, the rewrite and the index row.
-	if err := b.reserve(3, 2*len(resKey)+len(prior)+len(value)+len(pendingKey)); err != nil {
+	if err := b.reserve(3, 2*len(o.Key)+len(o.Prior)+len(o.Terminal)+len(pendingKey)); err != nil {
 		return 0, err
 	}
-	if b.rids == nil {
-		b.rids = make(map[gen.ReservationID]struct{})
+	if b.ids == nil {
+		b.ids = make(map[gen.OutcomeID]struct{})
 	}
-	b.rids[rid] = struct{}{}
-	b.outcomes = append(b.outcomes, outcomeRow{resKey: resKey, prior: prior, terminal: value, pendingKey: pendingKey})
+	b.ids[o.ID] = struct{}{}
+	b.outcomes = append(b.outcomes, outcomeRow{key: o.Key, prior: o.Prior, terminal: o.Terminal, pendingKey: pendingKey})
 	b.backlog.Rows++
-	b.backlog.Bytes += uint64(len(value))
+	b.backlog.Bytes += uint64(len(o.Terminal))
 	b.last = seq
 	return seq, nil
 }
@@ -227,11 +230,11 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		out.Require(store.Equals(relayTimerRef, b.observed.RelayTimer))
 	}
 	for _, o := range b.outcomes {
-		out.Require(store.Equals(o.resKey, o.prior))
+		out.Require(store.Equals(o.key, o.prior))
 	}
 	out.Add(b.relays...)
 	for _, o := range b.outcomes {
-		out.Put(o.resKey, o.terminal).Put(o.pendingKey, store.Value{})
+		out.Put(o.key, o.terminal).Put(o.pendingKey, store.Value{})
 	}
 	if len(b.outcomes) > 0 {
 		v, err := gen.EncodeBacklog(b.backlog)

@@ -11,17 +11,19 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 func TestSequencesContinueAcrossRowKindsAndBuilders(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		e.seedTicketed(t, gen.MustReservationID("r1"))
+		e.seedTicketed(t, refdomain.MustReservationID("r1"))
 		ob := e.builder(t)
 		s1, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
-		s2, err := ob.Outcome(gen.MustReservationID("r1"), ticket, committed(gen.MustRepoName("repo")))
+		s2, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
 		s3, err := ob.Relay(target, nil, [][]byte{[]byte("b")})
 		require.NoError(t, err)
@@ -89,13 +91,13 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 // sequence guard fails this writer's batch, and nothing of it lands.
 func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		e.seedTicketed(t, gen.MustReservationID("mine"), gen.MustReservationID("theirs"))
+		e.seedTicketed(t, refdomain.MustReservationID("mine"), refdomain.MustReservationID("theirs"))
 		for _, observedEmpty := range []bool{true, false} {
 			ob := e.builder(t)
 			_, err := ob.Relay(target, []gen.RelayPut{put("mine", "1")}, nil)
 			require.NoError(t, err)
 			if observedEmpty {
-				_, err = ob.Outcome(gen.MustReservationID("mine"), ticket, committed(gen.MustRepoName("repo")))
+				_, err = outcome.Append(ob, refdomain.MustReservationID("mine"), ticket, committed(refdomain.MustRepoName("repo")))
 				require.NoError(t, err)
 			}
 			hooked := false
@@ -123,7 +125,7 @@ func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 			require.Equal(t, store.PreconditionFailed, out.Outcome)
 			assert.Equal(t, store.Key(outbox.SequenceKey()), out.Failed.Key, "the sequence guard fails")
 			assert.Equal(t, before+1, e.sequence(t), "only the other writer's row landed")
-			assert.Equal(t, ticket, e.get(t, resKey(t, gen.MustReservationID("mine"))), "the outcome did not land")
+			assert.Equal(t, ticket, e.get(t, resKey(t, refdomain.MustReservationID("mine"))), "the outcome did not land")
 		}
 		assert.Len(t, e.timerRows(t, timers.KindRelay), 1)
 	})
@@ -166,23 +168,23 @@ func TestARelayTimerDeletedMeanwhileFailsTheGuard(t *testing.T) {
 
 func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		e.seedTicketed(t, gen.MustReservationID("r1"), gen.MustReservationID("r2"), gen.MustReservationID("r3"))
+		e.seedTicketed(t, refdomain.MustReservationID("r1"), refdomain.MustReservationID("r2"), refdomain.MustReservationID("r3"))
 		ob := e.builder(t)
-		s1, err := ob.Outcome(gen.MustReservationID("r1"), ticket, committed(gen.MustRepoName("repo")))
+		s1, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
-		s2, err := ob.Outcome(gen.MustReservationID("r2"), ticket, aborted())
+		s2, err := outcome.Append(ob, refdomain.MustReservationID("r2"), ticket, aborted())
 		require.NoError(t, err)
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
 		assert.Contains(t, b.Preconditions, store.Absent(outbox.BacklogKey()))
-		assert.Contains(t, b.Preconditions, store.Equals(resKey(t, gen.MustReservationID("r1")), ticket))
+		assert.Contains(t, b.Preconditions, store.Equals(resKey(t, refdomain.MustReservationID("r1")), ticket))
 		e.mustApply(t, b)
 
-		assert.Equal(t, mustEncode(committed(gen.MustRepoName("repo"))), e.get(t, resKey(t, gen.MustReservationID("r1"))))
-		assert.Equal(t, mustEncode(aborted()), e.get(t, resKey(t, gen.MustReservationID("r2"))))
+		assert.Equal(t, mustEncode(committed(refdomain.MustRepoName("repo"))), e.get(t, resKey(t, refdomain.MustReservationID("r1"))))
+		assert.Equal(t, mustEncode(aborted()), e.get(t, resKey(t, refdomain.MustReservationID("r2"))))
 		pending := e.scan(t, gen.TagOutcomePendingKey)
 		require.Len(t, pending, 2)
-		for i, want := range []gen.OutcomePendingKey{{Seq: s1, ReservationID: gen.MustReservationID("r1")}, {Seq: s2, ReservationID: gen.MustReservationID("r2")}} {
+		for i, want := range []gen.OutcomePendingKey{{Seq: s1, ID: gen.MustOutcomeID("r1")}, {Seq: s2, ID: gen.MustOutcomeID("r2")}} {
 			got, err := gen.ParseOutcomePendingKey(pending[i].Key)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
@@ -190,7 +192,7 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 		}
 		bl, ok := e.backlog(t)
 		require.True(t, ok)
-		wantBytes := uint64(len(mustEncode(committed(gen.MustRepoName("repo")))) + len(mustEncode(aborted())))
+		wantBytes := uint64(len(mustEncode(committed(refdomain.MustRepoName("repo")))) + len(mustEncode(aborted())))
 		assert.Equal(t, gen.Backlog{Rows: 2, Bytes: wantBytes}, bl)
 		timerValue, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
 		require.NoError(t, err)
@@ -199,7 +201,7 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 
 		// A later outcome joins the backlog; the timer exists already.
 		ob = e.builder(t)
-		_, err = ob.Outcome(gen.MustReservationID("r3"), ticket, committed(gen.MustRepoName("other")))
+		_, err = outcome.Append(ob, refdomain.MustReservationID("r3"), ticket, committed(refdomain.MustRepoName("other")))
 		require.NoError(t, err)
 		b = store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -213,19 +215,19 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 
 func TestAnOutcomeLandsOnlyOnTheObservedReservation(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		e.seedTicketed(t, gen.MustReservationID("r1"))
+		e.seedTicketed(t, refdomain.MustReservationID("r1"))
 		ob := e.builder(t)
-		_, err := ob.Outcome(gen.MustReservationID("r1"), ticket, committed(gen.MustRepoName("repo")))
+		_, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
-		other := mustEncode(&gen.ReservationTicketed{TicketID: [32]byte{9}})
-		e.mustApply(t, store.NewBatch().Put(resKey(t, gen.MustReservationID("r1")), other))
+		other := mustEncode(&refdomain.ReservationTicketed{TicketID: [32]byte{9}})
+		e.mustApply(t, store.NewBatch().Put(resKey(t, refdomain.MustReservationID("r1")), other))
 
 		out := e.apply(t, b)
 		require.Equal(t, store.PreconditionFailed, out.Outcome)
-		assert.Equal(t, resKey(t, gen.MustReservationID("r1")), out.Failed.Key)
-		assert.Equal(t, other, e.get(t, resKey(t, gen.MustReservationID("r1"))))
+		assert.Equal(t, resKey(t, refdomain.MustReservationID("r1")), out.Failed.Key)
+		assert.Equal(t, other, e.get(t, resKey(t, refdomain.MustReservationID("r1"))))
 		_, ok := e.backlog(t)
 		assert.False(t, ok)
 	})
@@ -236,9 +238,9 @@ func TestAnOutcomeLandsOnlyOnTheObservedReservation(t *testing.T) {
 func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		const writers = 8
-		rids := make([]gen.ReservationID, writers)
+		rids := make([]refdomain.ReservationID, writers)
 		for i := range rids {
-			rids[i] = gen.MustReservationID(string(rune('a' + i)))
+			rids[i] = refdomain.MustReservationID(string(rune('a' + i)))
 		}
 		e.seedTicketed(t, rids...)
 		var wg sync.WaitGroup
@@ -259,7 +261,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 						return
 					}
 					s1, err1 := ob.Relay(target, []gen.RelayPut{put(rid.String(), "v")}, nil)
-					s2, err2 := ob.Outcome(rid, ticket, committed(gen.MustRepoName("repo")))
+					s2, err2 := outcome.Append(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
 					b := store.NewBatch()
 					if !assert.NoError(t, err1) || !assert.NoError(t, err2) || !assert.NoError(t, ob.Finish(b)) {
 						return

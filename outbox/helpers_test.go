@@ -11,6 +11,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -40,7 +41,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine) *env {
 		ctx:    context.Background(),
 		faults: storetest.WithFaults(l),
 		inner:  l,
-		p:      gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")},
+		p:      refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")},
 		caps:   l.Capabilities(),
 	}
 }
@@ -101,6 +102,12 @@ func (e *env) backlog(t testing.TB) (gen.Backlog, bool) {
 func (e *env) scan(t testing.TB, tag gen.Tag) []store.KeyValue {
 	t.Helper()
 	start, end := gen.ClassRange(tag)
+	return e.scanRange(t, start, end)
+}
+
+// scanRange lists the rows in [start, end).
+func (e *env) scanRange(t testing.TB, start, end []byte) []store.KeyValue {
+	t.Helper()
 	page, err := e.inner.Scan(e.ctx, e.p, start, end, nil, 1000)
 	require.NoError(t, err)
 	require.Nil(t, page.Next)
@@ -123,35 +130,35 @@ func (e *env) timerRows(t testing.TB, k timers.Kind) map[uint64]string {
 }
 
 var (
-	target = gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")}
-	ticket = mustEncode(&gen.ReservationTicketed{TicketID: [32]byte{7}})
+	target = refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")}
+	ticket = mustEncode(&refdomain.ReservationTicketed{TicketID: [32]byte{7}})
 )
 
-func committed(repo gen.RepoName) gen.ReservationV1 {
-	return &gen.ReservationCommitted{Repository: repo, OccurredAtMs: 100, BytesStored: 1, NewToRepo: 1, NewToStore: 1}
+func committed(repo refdomain.RepoName) refdomain.ReservationV1 {
+	return &refdomain.ReservationCommitted{Repository: repo, OccurredAtMs: 100, BytesStored: 1, NewToRepo: 1, NewToStore: 1}
 }
 
-func aborted() gen.ReservationV1 {
-	return &gen.ReservationAborted{Repository: gen.MustRepoName("repo"), OccurredAtMs: 100, Reason: gen.AbortReasonRefConflict}
+func aborted() refdomain.ReservationV1 {
+	return &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: 100, Reason: refdomain.AbortReasonRefConflict}
 }
 
-func mustEncode(r gen.ReservationV1) store.Value {
-	v, err := gen.EncodeReservationV1(r)
+func mustEncode(r refdomain.ReservationV1) store.Value {
+	v, err := refdomain.EncodeReservationV1(r)
 	if err != nil {
 		panic(err)
 	}
 	return v
 }
 
-func resKey(t testing.TB, rid gen.ReservationID) store.Key {
+func resKey(t testing.TB, rid refdomain.ReservationID) store.Key {
 	t.Helper()
-	k, err := gen.AppendReservationKey(nil, rid)
+	k, err := refdomain.AppendReservationKey(nil, rid)
 	require.NoError(t, err)
 	return k
 }
 
 // seedTicketed stores Ticketed reservations rids.
-func (e *env) seedTicketed(t testing.TB, rids ...gen.ReservationID) {
+func (e *env) seedTicketed(t testing.TB, rids ...refdomain.ReservationID) {
 	t.Helper()
 	b := store.NewBatch()
 	for _, rid := range rids {

@@ -1,15 +1,16 @@
 // Package outbox writes a partition's outbox: relay rows (writes queued
 // for a target partition, delivered in sequence order by the relay) and
-// terminal outcome rows (reservations that reached a terminal state,
-// pushed to a sink by outcome delivery), and plans the acknowledgment of
+// terminal outcome rows (records of the service's schema that reached a
+// terminal state, such as the reference domain's reservations, pushed to a
+// sink by outcome delivery), and plans the acknowledgment of
 // delivered outcomes (Acks).
 //
 // # Rows
 //
 //	OutboxSequenceKey                 U64Value: the last sequence allocated
 //	RelayKey(seq)                     RelayV1: one queued relay row
-//	ReservationKey(rid)               ReservationV1: Ticketed, then terminal
-//	OutcomePendingKey(seq, rid)       empty: an undelivered terminal outcome
+//	(the record's own key)            the service's record, made terminal
+//	OutcomePendingKey(seq, id)        empty: an undelivered terminal outcome
 //	OutcomeBacklogKey                 Backlog: rows and bytes undelivered
 //	TimerRefKey(KindRelay, "")        the relay timer (package timers)
 //	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer
@@ -117,21 +118,20 @@ func DecodeSequence(v store.Value) (uint64, error) {
 	return u.Value, nil
 }
 
-// reservationKey returns ReservationKey(rid), failing with ErrInvalid for
-// an invalid id.
-func reservationKey(rid gen.ReservationID) (store.Key, error) {
-	k, err := gen.AppendReservationKey(nil, rid)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: reservation id: %w", err)
+// checkOutcome checks what Builder.Outcome and Acks.Ack share: a valid
+// id, a key and a present value within caps.
+func checkOutcome(caps store.Capabilities, id gen.OutcomeID, key store.Key, value store.Value) error {
+	switch {
+	case id == gen.OutcomeID{}:
+		return fmt.Errorf("outbox: outcome without an id: %w", store.ErrInvalid)
+	case len(key) == 0:
+		return fmt.Errorf("outbox: outcome %q: empty record key: %w", id, store.ErrInvalid)
+	case len(key) > caps.MaxKeyBytes:
+		return fmt.Errorf("outbox: outcome %q: record key has %d bytes, limit %d: %w", id, len(key), caps.MaxKeyBytes, store.ErrInvalid)
+	case value == nil:
+		return fmt.Errorf("outbox: outcome %q: no terminal value: %w", id, store.ErrInvalid)
+	case len(value) > caps.MaxValueBytes:
+		return fmt.Errorf("outbox: outcome %q: terminal value has %d bytes, limit %d: %w", id, len(value), caps.MaxValueBytes, store.ErrInvalid)
 	}
-	return k, nil
-}
-
-// isTerminal reports whether r is a terminal reservation.
-func isTerminal(r gen.ReservationV1) bool {
-	switch r.(type) {
-	case *gen.ReservationCommitted, *gen.ReservationAborted:
-		return true
-	}
-	return false
+	return nil
 }

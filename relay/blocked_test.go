@@ -10,6 +10,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -84,7 +85,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		bad := func(i int) store.Partition {
-			return gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("bad%02d", i))}
+			return refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("bad%02d", i))}
 		}
 		var rows []row
 		for i := range relay.MaxBlockedTargets + 2 {
@@ -94,8 +95,8 @@ func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 		e.queue(t, rows...)
 		failBad := func(c storetest.Call) bool {
 			// The relay addresses its targets by identity: parse it.
-			p, err := gen.ParsePartition(ids(c.Partition)[0])
-			ns, ok := p.(gen.NamespacePartition)
+			p, err := refdomain.ParsePartition(ids(c.Partition)[0])
+			ns, ok := p.(refdomain.NamespacePartition)
 			return err == nil && ok && strings.HasPrefix(ns.NS.String(), "bad")
 		}
 		e.target.FailWhen(storetest.MethodApply, failBad, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -135,7 +136,7 @@ func seqRange(from, to uint64) []uint64 {
 // next fire resumes at the pause point.
 func TestTargetBudgetPausesAtTheNextTargetAndTheNextFireResumes(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		td := gen.NamespacePartition{NS: gen.MustNamespaceKey("td")}
+		td := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("td")}
 		e.queue(t, put(ta, "k", "1"), put(tb, "k", "2"), put(tc, "k", "3"), put(ta, "k", "4"),
 			put(tb, "k", "5"), put(tc, "k", "6"), put(td, "k", "7"))
 		e.step(t)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -17,8 +18,8 @@ import (
 func decodeSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
 	targets := [][]byte{
-		identityOf(gen.NamespacePartition{NS: gen.MustNamespaceKey("target-000")}),
-		identityOf(gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}),
+		identityOf(refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("target-000")}),
+		identityOf(refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}),
 		{0x02, 'o', 'r', 'd', 'e', 'r', 's', 0x00, 0x15, 0x07}, // ("orders", 7)
 		{0xff, 0x01}, // not a tuple
 		nil,          // empty

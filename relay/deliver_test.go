@@ -10,6 +10,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -206,7 +207,7 @@ func TestSourceMustBeAddressable(t *testing.T) {
 	}{
 		{"nil", nil},
 		{"zero identity", store.Identity{}},
-		{"invalid partition", gen.NamespacePartition{}},
+		{"invalid partition", refdomain.NamespacePartition{}},
 		{"identity over the bound", long},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -29,10 +30,10 @@ import (
 const start uint64 = 1_000_000
 
 var (
-	source = gen.RefPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
-	ta     = gen.NamespacePartition{NS: gen.MustNamespaceKey("ta")}
-	tb     = gen.NamespacePartition{NS: gen.MustNamespaceKey("tb")}
-	tc     = gen.RefIndexPartition{NS: gen.MustNamespaceKey("tenant"), Repo: gen.MustRepoName("repo"), ShardRef: gen.MustShardRef("refs/heads/main")}
+	source = refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
+	ta     = refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("ta")}
+	tb     = refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tb")}
+	tc     = refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 )
 
 // env is one test's source store, target store, clock, handler and

@@ -19,6 +19,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -151,10 +152,10 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 		rows:  make([][]modelRow, modelSources),
 	}
 	for i := range modelSources {
-		w.sources = append(w.sources, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("src%d", i))})
+		w.sources = append(w.sources, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("src%d", i))})
 	}
 	for i := range modelTargets {
-		w.targets = append(w.targets, gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("dst%d", i))})
+		w.targets = append(w.targets, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("dst%d", i))})
 	}
 	w.all = append(append(w.all, w.sources...), w.targets...)
 	w.producer = &chaos{w: w}
@@ -246,7 +247,7 @@ func (w *world) newWorker() *worker {
 	wk.s, err = timers.NewScheduler(timers.SchedulerConfig{
 		Store:          wk.store,
 		Registry:       reg,
-		ParsePartition: timers.ParseGenPartition,
+		ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 		Owner:          wk.owner,
 		Workers:        1,
 		LeaseDuration:  modelLease,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -39,7 +40,7 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 			s.rows = append(s.rows, queued{key: row, value: row})
 			s.flat = append(s.flat, Row{Source: store.Identity{}, Record: gen.RelayV1{Target: row}})
 			s.puts = append(s.puts, gen.RelayPut{Key: row})
-			target, err := store.IdentityOf(gen.NamespacePartition{NS: gen.MustNamespaceKey("t")})
+			target, err := store.IdentityOf(refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("t")})
 			if err != nil {
 				t.Fatal(err)
 			}

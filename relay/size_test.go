@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -39,7 +40,7 @@ func randomKey(r *rand.Rand, max int) []byte {
 }
 
 func randomRow(r *rand.Rand, seq uint64, keyMax, valueMax int) Row {
-	rec := gen.RelayV1{Target: identityOf(gen.NamespacePartition{NS: gen.MustNamespaceKey("t")})}
+	rec := gen.RelayV1{Target: identityOf(refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("t")})}
 	for range r.IntN(30) {
 		rec.Puts = append(rec.Puts, gen.RelayPut{Key: randomKey(r, keyMax), Value: randomBytes(r, valueMax)})
 	}

@@ -1,7 +1,12 @@
-// Package schema declares everything mkitfdb stores: partition identities,
-// key classes and value records. It is the input of cmd/codegen, which
-// writes the Go types, key codecs, record codecs, fuzz targets and
-// benchmarks into package gen.
+// Package schema declares the library's own runtime records: the key
+// classes and value records its handlers keep in any partition (relay
+// rows, relay scan state, timers, scheduler leases, the outbox sequence,
+// the outcome backlog and pending index, the outcome timer, the watermark
+// checkpoint). It declares no partitions: partitions belong to services'
+// schemas, such as the reference domain's (refdomain/schema) or an
+// importing project's. It is the input of cmd/codegen, which writes the Go
+// types, key codecs, record codecs, fuzz targets and benchmarks into
+// package gen.
 //
 // # Why plain Go declarations
 //
@@ -63,7 +68,7 @@
 //
 // # What the generated types look like
 //
-// An identity becomes an opaque struct (gen.RepoName{}) built only by
+// An identity becomes an opaque struct (refdomain.RepoName{}) built only by
 // NewRepoName (an error wrapping wire.ErrInvalid for a bad name),
 // MustRepoName (for constants), UnmarshalText and the decoders, all of
 // which validate; so every value but the zero one is valid, and encoders
@@ -71,8 +76,8 @@
 // call. Identities compare with == and key maps; String returns the name.
 //
 // A union becomes an interface. A partition union's variants are the
-// variant structs (gen.RefPartition{...}); a record union's variants are
-// pointers to them (&gen.ReservationCommitted{...}), so that
+// variant structs (refdomain.RefPartition{...}); a record union's variants are
+// pointers to them (&refdomain.ReservationCommitted{...}), so that
 // DecodeReservationV1Into can decode in place into the variant a value
 // already holds, reusing its slices.
 //

@@ -16,18 +16,6 @@ type RelayScanKey struct{}
 //mk:key tag=3
 type OutcomeBacklogKey struct{}
 
-// LeaseRecoveryKey holds a coordinator's lease recovery marker (a
-// LeaseRecovery).
-//
-//mk:key tag=4
-type LeaseRecoveryKey struct{}
-
-// LeaseReconcileKey holds the time a coordinator's lease table was last
-// reconciled after a recovery (a U64Value, milliseconds).
-//
-//mk:key tag=5
-type LeaseReconcileKey struct{}
-
 // RelayKey holds one queued relay row (a RelayV1), ordered by sequence.
 // Sequences start at 1; a stored sequence of 0 is corrupt.
 //
@@ -46,22 +34,20 @@ type TimerKey struct {
 	Reference string `mk:"max=256"`
 }
 
+// OutcomeID names a record whose terminal outcome is queued for delivery
+// (a reservation of the reference domain): the record's own id, which the
+// delivery handler resolves in its schema.
+//
+//mk:identity min=1 max=128
+type OutcomeID string
+
 // OutcomePendingKey indexes an undelivered terminal outcome by the
 // sequence it was appended at.
 //
 //mk:key tag=18
 type OutcomePendingKey struct {
-	Seq           uint64
-	ReservationID ReservationID
-}
-
-// LeasedShardKey holds a coordinator's lease of one ref shard (a
-// LeasedShard).
-//
-//mk:key tag=19
-type LeasedShardKey struct {
-	Repo     RepoName
-	ShardRef ShardRef
+	Seq uint64
+	ID  OutcomeID
 }
 
 // RelayHighWaterKey holds, in a target partition, the highest relay
@@ -71,13 +57,6 @@ type LeasedShardKey struct {
 //mk:key tag=20
 type RelayHighWaterKey struct {
 	Source []byte `mk:"max=1024"`
-}
-
-// ReservationKey holds one reservation (a ReservationV1).
-//
-//mk:key tag=21
-type ReservationKey struct {
-	ID ReservationID
 }
 
 // SchedulerLeaseKey holds the scheduler lease of a partition (a

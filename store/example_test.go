@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -20,7 +20,7 @@ func ExampleBatch() {
 	if err != nil {
 		panic(err)
 	}
-	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("bank")}
+	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("bank")}
 	key := store.Key("balance/ada")
 
 	create := store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("100"))
@@ -63,7 +63,7 @@ func ExampleStore_scan() {
 	if err != nil {
 		panic(err)
 	}
-	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("bank")}
+	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("bank")}
 	b := store.NewBatch()
 	for _, name := range []string{"ada", "bob", "cy", "dee", "eve"} {
 		b.Put(store.Key("balance/"+name), store.Value("1"))
@@ -102,7 +102,7 @@ func ExampleErrInvalid() {
 	if err != nil {
 		panic(err)
 	}
-	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("bank")}
+	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("bank")}
 	_, err = s.Apply(context.Background(), p, store.NewBatch()) // an empty batch
 	fmt.Println(errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrUnavailable))
 	// Output: true false

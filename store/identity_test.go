@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -18,7 +18,7 @@ func TestIdentityAddressesThePartitionItNames(t *testing.T) {
 	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
 	require.NoError(t, err)
 	defer l.Close()
-	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("acme")}
+	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("acme")}
 	out, err := l.Apply(ctx, p, store.NewBatch().Put(store.Key("k"), store.Value("v")))
 	require.NoError(t, err)
 	require.True(t, out.Committed())
@@ -34,7 +34,7 @@ func TestIdentityAddressesThePartitionItNames(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "v", string(v))
-	require.Equal(t, `identity("mkit", 2, "acme")`, store.PartitionName(id))
+	require.Equal(t, `identity("refdomain", 2, "acme")`, store.PartitionName(id))
 	require.Equal(t, store.IdentityKind, id.Kind())
 }
 

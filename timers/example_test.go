@@ -6,7 +6,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -35,7 +35,7 @@ func ExampleRunDue() {
 		panic(err)
 	}
 	defer s.Close()
-	p := gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")}
+	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")}
 
 	b := store.NewBatch()
 	tm := timers.Timer{Kind: 300, Reference: "standup", DueAtMs: 1_000}

@@ -13,6 +13,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -52,7 +53,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 		faults:  storetest.WithFaults(l),
 		inner:   l,
 		clock:   clk,
-		p:       gen.NamespacePartition{NS: gen.MustNamespaceKey("tenant")},
+		p:       refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")},
 		metrics: telemetry.NewRecorder(),
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

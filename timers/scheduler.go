@@ -122,9 +122,8 @@ type SchedulerConfig struct {
 	// identity it does not know (nil: none) is addressed as a
 	// store.Identity, which reaches the same rows: the scheduler fires
 	// every partition of the store, whatever its schema; the library's
-	// handlers (the relay among them) need no parse. ParseGenPartition,
-	// the adapter of gen.ParsePartition, names the library's own
-	// partitions. An identity that is not a tuple names no partition: it
+	// handlers (the relay among them) need no parse. PartitionParser
+	// adapts a generated schema's ParsePartition. An identity that is not a tuple names no partition: it
 	// is counted in Corrupt and logged once an hour.
 	ParsePartition func(identity []byte) (store.Partition, error)
 	// Owner names this Scheduler in the leases it writes, at most
@@ -163,16 +162,20 @@ type SchedulerConfig struct {
 	Metrics telemetry.Metrics
 }
 
-// ParseGenPartition parses a due index identity written by one of the
-// library's generated partitions (gen.ParsePartition): the
-// SchedulerConfig.ParsePartition of a service using them. It fails with an
-// error wrapping store.ErrCorrupt.
-func ParseGenPartition(identity []byte) (store.Partition, error) {
-	p, err := gen.ParsePartition(identity)
-	if err != nil {
-		return nil, err
+// PartitionParser adapts a generated schema's ParsePartition
+// (refdomain.ParsePartition, ordersgen.ParsePartition, ...), which returns
+// the schema's own partition interface, to SchedulerConfig.ParsePartition.
+// A store holding the partitions of several schemas parses with a function
+// of its own that tries each by namespace; the scheduler fires what none
+// of them knows as a store.Identity anyway.
+func PartitionParser[P store.Partition](parse func(identity []byte) (P, error)) func(identity []byte) (store.Partition, error) {
+	return func(identity []byte) (store.Partition, error) {
+		p, err := parse(identity)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
-	return p, nil
 }
 
 // Scheduler fires the due timers of every partition of a store: each Tick

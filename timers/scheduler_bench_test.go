@@ -10,6 +10,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -162,7 +163,7 @@ func (st *benchStore) scheduler(b *testing.B) *timers.Scheduler {
 	s, err := timers.NewScheduler(timers.SchedulerConfig{
 		Store:          st.layer,
 		Registry:       registry(b, benchHandler{}),
-		ParsePartition: timers.ParseGenPartition,
+		ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 		Clock:          st.clock,
 		Logger:         slog.New(slog.DiscardHandler),
 	})

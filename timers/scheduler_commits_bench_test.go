@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -34,7 +35,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 			s, err := timers.NewScheduler(timers.SchedulerConfig{
 				Store:          counted,
 				Registry:       registry(b, benchHandler{}),
-				ParsePartition: timers.ParseGenPartition,
+				ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 				Clock:          clk,
 				Logger:         slog.New(slog.DiscardHandler),
 			})

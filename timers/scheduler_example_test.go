@@ -6,7 +6,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -21,13 +21,13 @@ func ExampleScheduler() {
 		panic(err)
 	}
 	defer s.Close()
-	for _, ns := range []gen.NamespaceKey{gen.MustNamespaceKey("alpha"), gen.MustNamespaceKey("beta")} {
+	for _, ns := range []refdomain.NamespaceKey{refdomain.MustNamespaceKey("alpha"), refdomain.MustNamespaceKey("beta")} {
 		b := store.NewBatch()
 		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAtMs: 1_000}
 		if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 			panic(err)
 		}
-		if _, err := s.Apply(ctx, gen.NamespacePartition{NS: ns}, b); err != nil {
+		if _, err := s.Apply(ctx, refdomain.NamespacePartition{NS: ns}, b); err != nil {
 			panic(err)
 		}
 	}
@@ -36,7 +36,7 @@ func ExampleScheduler() {
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
 		Store:          s,
 		Registry:       reg,
-		ParsePartition: timers.ParseGenPartition,
+		ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 		Owner:          "worker-1",
 		Workers:        1,
 		Clock:          clk,

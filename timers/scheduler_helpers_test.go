@@ -13,6 +13,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -86,7 +87,7 @@ func (e *schedEnv) scheduler(t testing.TB, owner string, reg *timers.Registry, e
 	cfg := timers.SchedulerConfig{
 		Store:          e.faults,
 		Registry:       reg,
-		ParsePartition: timers.ParseGenPartition,
+		ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 		Owner:          owner,
 		Workers:        2,
 		LeaseDuration:  leaseDuration,
@@ -106,8 +107,8 @@ func (e *schedEnv) scheduler(t testing.TB, owner string, reg *timers.Registry, e
 const leaseDuration = 10 * time.Second
 
 // part is the i-th test partition.
-func part(i int) gen.NamespacePartition {
-	return gen.NamespacePartition{NS: gen.MustNamespaceKey(fmt.Sprintf("p%03d", i))}
+func part(i int) refdomain.NamespacePartition {
+	return refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("p%03d", i))}
 }
 
 func (e *schedEnv) apply(t testing.TB, p store.Partition, b *store.Batch) {
@@ -304,7 +305,7 @@ func identity(t testing.TB, p store.Partition) []byte {
 	return id
 }
 
-// testPartition is a partition gen.ParsePartition cannot parse.
+// testPartition is a partition refdomain.ParsePartition cannot parse.
 func testPartition(name string) storetest.Partition { return storetest.Partition{Name: name} }
 
 // blockFirst returns a recorder's during hook that holds the first fire

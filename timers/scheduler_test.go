@@ -11,6 +11,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -23,7 +24,7 @@ func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 	defer l.Close()
 	reg := registry(t)
 	valid := func() timers.SchedulerConfig {
-		return timers.SchedulerConfig{Store: l, Registry: reg, ParsePartition: timers.ParseGenPartition}
+		return timers.SchedulerConfig{Store: l, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition)}
 	}
 	for _, tc := range []struct {
 		name string
@@ -377,7 +378,7 @@ func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 // names no partition: it is counted at every tick and logged once.
 func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		// A partition of the test kind: gen.ParsePartition cannot read it.
+		// A partition of the test kind: refdomain.ParsePartition cannot read it.
 		foreign := testPartition("x")
 		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
 		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
@@ -406,7 +407,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
 		rep = e.tick(t, none)
 		assert.Equal(t, 1, rep.Claimed)
-		assert.Equal(t, "identity(\"mkit\", 2, \"p000\")", partitionsOf(h.seen())[3])
+		assert.Equal(t, "identity(\"refdomain\", 2, \"p000\")", partitionsOf(h.seen())[3])
 	})
 }
 

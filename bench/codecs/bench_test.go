@@ -14,6 +14,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/bench/codecs/mtuple"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // Each benchmark encodes into a reused buffer or decodes a prepared
@@ -37,7 +38,7 @@ import (
 
 var (
 	sinkRelay       gen.RelayV1
-	sinkReservation gen.ReservationV1
+	sinkReservation refdomain.ReservationV1
 )
 
 // codecOps is one codec's encode and decode of one record of gen type T,
@@ -146,29 +147,29 @@ func relayOps(vs []gen.RelayV1) []codecOps[gen.RelayV1] {
 }
 
 // reservationOps is relayOps for ReservationV1 (see Reservations).
-func reservationOps(vs []gen.ReservationV1) []codecOps[gen.ReservationV1] {
+func reservationOps(vs []refdomain.ReservationV1) []codecOps[refdomain.ReservationV1] {
 	v := vs[0]
-	ours := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return gen.AppendReservationV1(nil, v) })
-	var oursOut gen.ReservationV1
+	ours := encodeAll(vs, func(v refdomain.ReservationV1) ([]byte, error) { return refdomain.AppendReservationV1(nil, v) })
+	var oursOut refdomain.ReservationV1
 	m := ReservationToPB(v)
-	pbEncs := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return proto.Marshal(ReservationToPB(v)) })
+	pbEncs := encodeAll(vs, func(v refdomain.ReservationV1) ([]byte, error) { return proto.Marshal(ReservationToPB(v)) })
 	pbOut := new(pb.ReservationV1)
-	base := encodeAll(vs, func(v gen.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil })
-	var baseOut gen.ReservationV1
-	ops := []codecOps[gen.ReservationV1]{
+	base := encodeAll(vs, func(v refdomain.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil })
+	var baseOut refdomain.ReservationV1
+	ops := []codecOps[refdomain.ReservationV1]{
 		{codec: "ours", size: len(ours[0]),
-			decode:  cycling(ours, func(b []byte) error { return gen.DecodeReservationV1Into(b, &oursOut) }),
-			decoded: func() (gen.ReservationV1, error) { return oursOut, nil }},
+			decode:  cycling(ours, func(b []byte) error { return refdomain.DecodeReservationV1Into(b, &oursOut) }),
+			decoded: func() (refdomain.ReservationV1, error) { return oursOut, nil }},
 		{codec: "protobuf", size: len(pbEncs[0]),
 			decode:  cycling(pbEncs, func(b []byte) error { pbOut.Reset(); return proto.Unmarshal(b, pbOut) }),
-			decoded: func() (gen.ReservationV1, error) { return ReservationFromPB(pbOut) }},
+			decoded: func() (refdomain.ReservationV1, error) { return ReservationFromPB(pbOut) }},
 		msgpOps("msgp-tuple", vs, mtuple.ReservationFromGen),
 		msgpOps("msgp-map", vs, mpack.ReservationFromGen),
 		{codec: "baseline", size: len(base[0]),
 			decode:  cycling(base, func(b []byte) error { return baseline.DecodeReservationV1Into(b, &baseOut) }),
-			decoded: func() (gen.ReservationV1, error) { return baseOut, nil }},
+			decoded: func() (refdomain.ReservationV1, error) { return baseOut, nil }},
 	}
-	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return gen.AppendReservationV1(buf, v) })
+	ops[0].encode, ops[0].encoded = appendOp(func(buf []byte) ([]byte, error) { return refdomain.AppendReservationV1(buf, v) })
 	ops[1].encode, ops[1].encoded = appendOp(func(buf []byte) ([]byte, error) { return proto.MarshalOptions{}.MarshalAppend(buf, m) })
 	ops[4].encode, ops[4].encoded = appendOp(func(buf []byte) ([]byte, error) { return baseline.AppendReservationV1(buf, v), nil })
 	return ops

@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/bench/codecs/mtuple"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // roundTrip is one codec's trip of a gen value T through its encoding and
@@ -67,15 +68,15 @@ var relayRoundTrips = []roundTrip[gen.RelayV1]{
 	}, func(v gen.RelayV1) ([]byte, error) { return baseline.AppendRelayV1(nil, v), nil }},
 }
 
-var reservationRoundTrips = []roundTrip[gen.ReservationV1]{
-	{"ours", func(v gen.ReservationV1) (gen.ReservationV1, error) {
-		b, err := gen.AppendReservationV1(nil, v)
+var reservationRoundTrips = []roundTrip[refdomain.ReservationV1]{
+	{"ours", func(v refdomain.ReservationV1) (refdomain.ReservationV1, error) {
+		b, err := refdomain.AppendReservationV1(nil, v)
 		if err != nil {
 			return nil, err
 		}
-		return gen.DecodeReservationV1(b)
-	}, func(v gen.ReservationV1) ([]byte, error) { return gen.AppendReservationV1(nil, v) }},
-	{"protobuf", func(v gen.ReservationV1) (gen.ReservationV1, error) {
+		return refdomain.DecodeReservationV1(b)
+	}, func(v refdomain.ReservationV1) ([]byte, error) { return refdomain.AppendReservationV1(nil, v) }},
+	{"protobuf", func(v refdomain.ReservationV1) (refdomain.ReservationV1, error) {
 		b, err := proto.MarshalOptions{}.MarshalAppend(nil, ReservationToPB(v))
 		if err != nil {
 			return nil, err
@@ -85,21 +86,21 @@ var reservationRoundTrips = []roundTrip[gen.ReservationV1]{
 			return nil, err
 		}
 		return ReservationFromPB(m)
-	}, func(v gen.ReservationV1) ([]byte, error) {
+	}, func(v refdomain.ReservationV1) ([]byte, error) {
 		return proto.MarshalOptions{}.MarshalAppend(nil, ReservationToPB(v))
 	}},
 	msgpTrip("msgp-tuple", mtuple.ReservationFromGen),
 	msgpTrip("msgp-map", mpack.ReservationFromGen),
-	{"baseline", func(v gen.ReservationV1) (gen.ReservationV1, error) {
+	{"baseline", func(v refdomain.ReservationV1) (refdomain.ReservationV1, error) {
 		return baseline.DecodeReservationV1(baseline.AppendReservationV1(nil, v))
-	}, func(v gen.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil }},
+	}, func(v refdomain.ReservationV1) ([]byte, error) { return baseline.AppendReservationV1(nil, v), nil }},
 }
 
 // relayValues are the benchmarked content and one row per other partition
 // variant's identity, with deletes, an empty and a maximal target, so every
 // codec path of the types is exercised.
 func relayValues() map[string]gen.RelayV1 {
-	withDeletes := func(t gen.Partition) gen.RelayV1 {
+	withDeletes := func(t refdomain.Partition) gen.RelayV1 {
 		return gen.RelayV1{
 			Target:  Identity(t),
 			Puts:    []gen.RelayPut{{Key: []byte("k"), Value: []byte{}}},
@@ -109,29 +110,29 @@ func relayValues() map[string]gen.RelayV1 {
 	}
 	return map[string]gen.RelayV1{
 		"benchmarked":  Relay(),
-		"namespace":    withDeletes(gen.NamespacePartition{NS: gen.MustNamespaceKey("ns-prod")}),
-		"coordinator":  withDeletes(gen.CoordinatorPartition{NS: gen.MustNamespaceKey("ns-prod")}),
-		"repo_index":   withDeletes(gen.RepoIndexPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main")}),
-		"ref_index":    withDeletes(gen.RefIndexPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main"), ShardRef: gen.MustShardRef("refs/heads/dev")}),
-		"content":      withDeletes(gen.ContentShardPartition{NS: gen.MustNamespaceKey("ns-prod"), Shard: 0xdeadbeef}),
-		"ref_no_puts":  {Target: Identity(gen.RefPartition{NS: gen.MustNamespaceKey("n"), Repo: gen.MustRepoName("r"), ShardRef: gen.MustShardRef("s")}), AtMs: 0},
-		"ref_max_puts": {Target: Identity(gen.RefPartition{NS: gen.MustNamespaceKey("n"), Repo: gen.MustRepoName("r"), ShardRef: gen.MustShardRef("s")}), Puts: make([]gen.RelayPut, gen.MaxRelayV1Puts)},
+		"namespace":    withDeletes(refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("ns-prod")}),
+		"coordinator":  withDeletes(refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("ns-prod")}),
+		"repo_index":   withDeletes(refdomain.RepoIndexPartition{NS: refdomain.MustNamespaceKey("ns-prod"), Repo: refdomain.MustRepoName("repo-main")}),
+		"ref_index":    withDeletes(refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("ns-prod"), Repo: refdomain.MustRepoName("repo-main"), ShardRef: refdomain.MustShardRef("refs/heads/dev")}),
+		"content":      withDeletes(refdomain.ContentShardPartition{NS: refdomain.MustNamespaceKey("ns-prod"), Shard: 0xdeadbeef}),
+		"ref_no_puts":  {Target: Identity(refdomain.RefPartition{NS: refdomain.MustNamespaceKey("n"), Repo: refdomain.MustRepoName("r"), ShardRef: refdomain.MustShardRef("s")}), AtMs: 0},
+		"ref_max_puts": {Target: Identity(refdomain.RefPartition{NS: refdomain.MustNamespaceKey("n"), Repo: refdomain.MustRepoName("r"), ShardRef: refdomain.MustShardRef("s")}), Puts: make([]gen.RelayPut, gen.MaxRelayV1Puts)},
 		"empty_target": {Target: []byte{}, Puts: []gen.RelayPut{{Key: []byte("k"), Value: []byte("v")}}},
 		"max_target":   {Target: pattern(gen.MaxRelayV1Target, 3), Deletes: [][]byte{[]byte("d")}},
 	}
 }
 
-func reservationValues() map[string]gen.ReservationV1 {
-	var ticket gen.ReservationTicketed
+func reservationValues() map[string]refdomain.ReservationV1 {
+	var ticket refdomain.ReservationTicketed
 	copy(ticket.TicketID[:], pattern(32, 4))
-	return map[string]gen.ReservationV1{
+	return map[string]refdomain.ReservationV1{
 		"benchmarked": Reservation(),
 		"ticketed":    &ticket,
-		"aborted": &gen.ReservationAborted{
-			Repository: gen.MustRepoName("acme/platform-monorepo"), OccurredAtMs: 1_767_225_600_123,
-			Reason: gen.AbortReasonQuotaExceeded, Detail: "namespace quota of 10 GiB exceeded",
+		"aborted": &refdomain.ReservationAborted{
+			Repository: refdomain.MustRepoName("acme/platform-monorepo"), OccurredAtMs: 1_767_225_600_123,
+			Reason: refdomain.AbortReasonQuotaExceeded, Detail: "namespace quota of 10 GiB exceeded",
 		},
-		"committed_no_refs": &gen.ReservationCommitted{Repository: gen.MustRepoName("r")},
+		"committed_no_refs": &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("r")},
 	}
 }
 
@@ -226,7 +227,7 @@ func TestBaselineWritesGenLayout(t *testing.T) {
 	}
 	for name, v := range reservationValues() {
 		t.Run("ReservationV1/"+name, func(t *testing.T) {
-			ours, err := gen.AppendReservationV1(nil, v)
+			ours, err := refdomain.AppendReservationV1(nil, v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,14 +263,14 @@ func TestBaselineRejectsTruncation(t *testing.T) {
 // TestEncodedSizes pins the size of the benchmarked content in each
 // format, so a change in what the benchmarks encode shows up here.
 func TestEncodedSizes(t *testing.T) {
-	// RelayV1's target is its partition's tuple identity: 45 bytes
-	// (namespace "mkit", variant and three names, each framed).
+	// RelayV1's target is its partition's tuple identity: 50 bytes
+	// (namespace "refdomain", variant and three names, each framed).
 	want := map[string][2]int{ // RelayV1, ReservationV1
-		"ours":       {1349, 176},
-		"protobuf":   {1366, 173},
-		"msgp-tuple": {1363, 172},
-		"msgp-map":   {1429, 289},
-		"baseline":   {1349, 176},
+		"ours":       {1354, 176},
+		"protobuf":   {1371, 173},
+		"msgp-tuple": {1368, 172},
+		"msgp-map":   {1434, 289},
+		"baseline":   {1354, 176},
 	}
 	for i, c := range relayRoundTrips {
 		r, err := c.bytes(Relay())
@@ -326,19 +327,19 @@ func checkRelay(t *testing.T, got, want gen.RelayV1) {
 	}
 }
 
-func checkReservation(t *testing.T, got, want gen.ReservationV1) {
+func checkReservation(t *testing.T, got, want refdomain.ReservationV1) {
 	t.Helper()
 	switch w := want.(type) {
-	case *gen.ReservationTicketed:
-		g, ok := got.(*gen.ReservationTicketed)
+	case *refdomain.ReservationTicketed:
+		g, ok := got.(*refdomain.ReservationTicketed)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}
 		if g.TicketID != w.TicketID {
 			t.Errorf("TicketID = %x, want %x", g.TicketID, w.TicketID)
 		}
-	case *gen.ReservationCommitted:
-		g, ok := got.(*gen.ReservationCommitted)
+	case *refdomain.ReservationCommitted:
+		g, ok := got.(*refdomain.ReservationCommitted)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}
@@ -363,8 +364,8 @@ func checkReservation(t *testing.T, got, want gen.ReservationV1) {
 					g.Refs[i].OldOID, g.Refs[i].NewOID, w.Refs[i].OldOID, w.Refs[i].NewOID)
 			}
 		}
-	case *gen.ReservationAborted:
-		g, ok := got.(*gen.ReservationAborted)
+	case *refdomain.ReservationAborted:
+		g, ok := got.(*refdomain.ReservationAborted)
 		if !ok {
 			t.Fatalf("got %T, want %T", got, want)
 		}
@@ -383,7 +384,7 @@ func FuzzBaselineDecode(f *testing.F) {
 		f.Add(must(gen.AppendRelayV1(nil, v)))
 	}
 	for _, v := range reservationValues() {
-		f.Add(must(gen.AppendReservationV1(nil, v)))
+		f.Add(must(refdomain.AppendReservationV1(nil, v)))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		base, berr := baseline.DecodeRelayV1(b)
@@ -394,7 +395,7 @@ func FuzzBaselineDecode(f *testing.F) {
 			checkRelay(t, base, ours)
 		}
 		bres, berr := baseline.DecodeReservationV1(b)
-		if ours, err := gen.DecodeReservationV1(b); err == nil {
+		if ours, err := refdomain.DecodeReservationV1(b); err == nil {
 			if berr != nil {
 				t.Fatalf("gen decodes ReservationV1 %x, baseline fails: %v", b, berr)
 			}

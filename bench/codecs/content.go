@@ -18,6 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/bench/codecs/internal/names"
 	"github.com/mkit-dev/mkitfdb/bench/codecs/pb"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // Shape of the benchmarked RelayV1.
@@ -32,7 +33,7 @@ const (
 // deletes. Each call returns fresh slices with the same content.
 func Relay() gen.RelayV1 {
 	v := gen.RelayV1{
-		Target: Identity(gen.RefPartition{NS: gen.MustNamespaceKey("ns-prod"), Repo: gen.MustRepoName("repo-main"), ShardRef: gen.MustShardRef("refs/heads/main")}),
+		Target: Identity(refdomain.RefPartition{NS: refdomain.MustNamespaceKey("ns-prod"), Repo: refdomain.MustRepoName("repo-main"), ShardRef: refdomain.MustShardRef("refs/heads/main")}),
 		Puts:   make([]gen.RelayPut, RelayPuts),
 		AtMs:   1_767_225_600_123,
 	}
@@ -47,16 +48,16 @@ func Relay() gen.RelayV1 {
 
 // Reservation returns the benchmarked ReservationV1: a committed
 // reservation of two ref updates with 20-byte (SHA-1) object ids.
-func Reservation() gen.ReservationV1 {
-	return &gen.ReservationCommitted{
-		Repository:   gen.MustRepoName("acme/platform-monorepo"),
+func Reservation() refdomain.ReservationV1 {
+	return &refdomain.ReservationCommitted{
+		Repository:   refdomain.MustRepoName("acme/platform-monorepo"),
 		OccurredAtMs: 1_767_225_600_123,
 		BytesStored:  48_213_771,
 		NewToRepo:    1_342,
 		NewToStore:   977,
-		Refs: []gen.RefUpdate{
-			{Ref: gen.MustShardRef("refs/heads/main"), OldOID: pattern(20, 0x3a), NewOID: pattern(20, 0x9c)},
-			{Ref: gen.MustShardRef("refs/tags/v2.14.0"), OldOID: pattern(20, 0x51), NewOID: pattern(20, 0xe2)},
+		Refs: []refdomain.RefUpdate{
+			{Ref: refdomain.MustShardRef("refs/heads/main"), OldOID: pattern(20, 0x3a), NewOID: pattern(20, 0x9c)},
+			{Ref: refdomain.MustShardRef("refs/tags/v2.14.0"), OldOID: pattern(20, 0x51), NewOID: pattern(20, 0xe2)},
 		},
 	}
 }
@@ -68,10 +69,10 @@ func Relays(n int) []gen.RelayV1 {
 	vs := []gen.RelayV1{Relay()}
 	for i := 1; i < n; i++ {
 		v := Relay()
-		v.Target = Identity(gen.RefPartition{
-			NS:       gen.MustNamespaceKey(fmt.Sprintf("ns-%04d", i)),
-			Repo:     gen.MustRepoName(fmt.Sprintf("repo-%04d", i)),
-			ShardRef: gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i)),
+		v.Target = Identity(refdomain.RefPartition{
+			NS:       refdomain.MustNamespaceKey(fmt.Sprintf("ns-%04d", i)),
+			Repo:     refdomain.MustRepoName(fmt.Sprintf("repo-%04d", i)),
+			ShardRef: refdomain.MustShardRef(fmt.Sprintf("refs/heads/%04d", i)),
 		})
 		vs = append(vs, v)
 	}
@@ -80,7 +81,7 @@ func Relays(n int) []gen.RelayV1 {
 
 // Identity returns p's tuple identity, as a RelayV1 names its target.
 // It panics for an invalid partition (the contents are constants).
-func Identity(p gen.Partition) []byte {
+func Identity(p refdomain.Partition) []byte {
 	b, err := p.AppendTuple(nil)
 	if err != nil {
 		panic(err)
@@ -91,13 +92,13 @@ func Identity(p gen.Partition) []byte {
 // Reservations returns n ReservationV1 contents: Reservation(), then n-1
 // of the same shape and sizes whose repository and ref names are each
 // their own.
-func Reservations(n int) []gen.ReservationV1 {
-	vs := []gen.ReservationV1{Reservation()}
+func Reservations(n int) []refdomain.ReservationV1 {
+	vs := []refdomain.ReservationV1{Reservation()}
 	for i := 1; i < n; i++ {
-		v := Reservation().(*gen.ReservationCommitted)
-		v.Repository = gen.MustRepoName(fmt.Sprintf("acme/platform-mono%04d", i))
-		v.Refs[0].Ref = gen.MustShardRef(fmt.Sprintf("refs/heads/%04d", i))
-		v.Refs[1].Ref = gen.MustShardRef(fmt.Sprintf("refs/tags/v2.%04d", i))
+		v := Reservation().(*refdomain.ReservationCommitted)
+		v.Repository = refdomain.MustRepoName(fmt.Sprintf("acme/platform-mono%04d", i))
+		v.Refs[0].Ref = refdomain.MustShardRef(fmt.Sprintf("refs/heads/%04d", i))
+		v.Refs[1].Ref = refdomain.MustShardRef(fmt.Sprintf("refs/tags/v2.%04d", i))
 		vs = append(vs, v)
 	}
 	return vs
@@ -136,11 +137,11 @@ func RelayFromPB(m *pb.RelayV1) (gen.RelayV1, error) {
 }
 
 // ReservationToPB returns v as its protobuf equivalent.
-func ReservationToPB(v gen.ReservationV1) *pb.ReservationV1 {
+func ReservationToPB(v refdomain.ReservationV1) *pb.ReservationV1 {
 	switch x := v.(type) {
-	case *gen.ReservationTicketed:
+	case *refdomain.ReservationTicketed:
 		return &pb.ReservationV1{State: &pb.ReservationV1_Ticketed{Ticketed: &pb.ReservationTicketed{TicketId: x.TicketID[:]}}}
-	case *gen.ReservationCommitted:
+	case *refdomain.ReservationCommitted:
 		c := &pb.ReservationCommitted{
 			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
 			BytesStored: x.BytesStored, NewToRepo: x.NewToRepo, NewToStore: x.NewToStore,
@@ -149,7 +150,7 @@ func ReservationToPB(v gen.ReservationV1) *pb.ReservationV1 {
 			c.Refs = append(c.Refs, &pb.RefUpdate{Ref: r.Ref.String(), OldOid: r.OldOID, NewOid: r.NewOID})
 		}
 		return &pb.ReservationV1{State: &pb.ReservationV1_Committed{Committed: c}}
-	case *gen.ReservationAborted:
+	case *refdomain.ReservationAborted:
 		return &pb.ReservationV1{State: &pb.ReservationV1_Aborted{Aborted: &pb.ReservationAborted{
 			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
 			Reason: pb.AbortReason(x.Reason), Detail: x.Detail,
@@ -160,11 +161,11 @@ func ReservationToPB(v gen.ReservationV1) *pb.ReservationV1 {
 
 // ReservationFromPB returns m as a gen value; it fails on a missing state
 // or a ticket id that is not 32 bytes.
-func ReservationFromPB(m *pb.ReservationV1) (gen.ReservationV1, error) {
+func ReservationFromPB(m *pb.ReservationV1) (refdomain.ReservationV1, error) {
 	var n names.Builder
 	switch x := m.GetState().(type) {
 	case *pb.ReservationV1_Ticketed:
-		t := new(gen.ReservationTicketed)
+		t := new(refdomain.ReservationTicketed)
 		if len(x.Ticketed.GetTicketId()) != len(t.TicketID) {
 			return nil, fmt.Errorf("pb reservation: ticket id of %d bytes", len(x.Ticketed.GetTicketId()))
 		}
@@ -172,19 +173,19 @@ func ReservationFromPB(m *pb.ReservationV1) (gen.ReservationV1, error) {
 		return t, nil
 	case *pb.ReservationV1_Committed:
 		c := x.Committed
-		v := &gen.ReservationCommitted{
+		v := &refdomain.ReservationCommitted{
 			Repository: n.Repo(c.GetRepository()), OccurredAtMs: c.GetOccurredAtMs(),
 			BytesStored: c.GetBytesStored(), NewToRepo: c.GetNewToRepo(), NewToStore: c.GetNewToStore(),
 		}
 		for _, r := range c.GetRefs() {
-			v.Refs = append(v.Refs, gen.RefUpdate{Ref: n.Ref(r.GetRef()), OldOID: r.GetOldOid(), NewOID: r.GetNewOid()})
+			v.Refs = append(v.Refs, refdomain.RefUpdate{Ref: n.Ref(r.GetRef()), OldOID: r.GetOldOid(), NewOID: r.GetNewOid()})
 		}
 		return n.Reservation(v)
 	case *pb.ReservationV1_Aborted:
 		a := x.Aborted
-		return n.Reservation(&gen.ReservationAborted{
+		return n.Reservation(&refdomain.ReservationAborted{
 			Repository: n.Repo(a.GetRepository()), OccurredAtMs: a.GetOccurredAtMs(),
-			Reason: gen.AbortReason(a.GetReason()), Detail: a.GetDetail(),
+			Reason: refdomain.AbortReason(a.GetReason()), Detail: a.GetDetail(),
 		})
 	}
 	return nil, fmt.Errorf("pb reservation: no state set")

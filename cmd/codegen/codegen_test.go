@@ -26,6 +26,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 	for _, c := range []struct{ schema, out, pkg string }{
 		{"schema", "gen", "gen"},
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
+		{"refdomain/schema", "refdomain", "refdomain"},
 	} {
 		files, err := generate(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {

@@ -74,7 +74,7 @@ func emitKeyTest(f *File, d *decl) {
 			)
 		}),
 	)
-	f.Commentf("malformed%s returns bytes that must not parse as a %s.", name, name)
+	f.Commentf("malformed%s returns bytes that must not parse as %s.", name, article(name, false))
 	f.Func().Id("malformed"+name).Params().Index().Index().Byte().Block(
 		Var().Id("out").Index().Index().Byte(),
 		Id("tagLen").Op(":=").Len(Qual(tuplePkg, "AppendUint").Call(Nil(), Uint64().Call(Id("Tag"+name)))),

@@ -46,7 +46,7 @@ func emitRecordTest(f *File, d *decl) {
 		})
 		g.Return(Id("out"))
 	})
-	f.Commentf("malformed%s returns bytes that must not decode as a %s: truncated,", name, name)
+	f.Commentf("malformed%s returns bytes that must not decode as %s: truncated,", name, article(name, false))
 	f.Comment("with a trailing byte, of an unknown version or variant, and the unchecked")
 	f.Comment("encodings of values that break a rule (oversize lengths, unknown enum values).")
 	f.Func().Id("malformed" + name).Params().Index().Index().Byte().BlockFunc(func(g *Group) {

@@ -72,7 +72,7 @@ func emitTypes(f *File, s *schema) {
 func emitIdentity(f *File, d *decl) {
 	docLines(f, docComment(d, d.Name+" is a validated name."))
 	f.Comment("")
-	f.Commentf("A %s holds %d to %d bytes of valid UTF-8 without control characters.", d.Name, d.Min, d.Max)
+	f.Commentf("%s holds %d to %d bytes of valid UTF-8 without control characters.", article(d.Name, true), d.Min, d.Max)
 	f.Commentf("Build one with New%s or Must%s: every %s other than the zero value", d.Name, d.Name, d.Name)
 	if d.Min > 0 {
 		f.Comment("is valid; the zero value is empty, which encoders reject. Values compare")
@@ -81,12 +81,12 @@ func emitIdentity(f *File, d *decl) {
 	}
 	f.Comment("with == and can key maps.")
 	f.Type().Id(d.Name).Struct(Id("s").String())
-	f.Commentf("Bounds of a %s, in bytes.", d.Name)
+	f.Commentf("Bounds of %s, in bytes.", article(d.Name, false))
 	f.Const().Defs(
 		Id("Min"+d.Name+"Bytes").Op("=").Lit(d.Min),
 		Id("Max"+d.Name+"Bytes").Op("=").Lit(d.Max),
 	)
-	f.Commentf("New%s validates s as a %s: it fails with an error wrapping wire.ErrInvalid", d.Name, d.Name)
+	f.Commentf("New%s validates s as %s: it fails with an error wrapping wire.ErrInvalid", d.Name, article(d.Name, false))
 	f.Commentf("unless s has %d to %d bytes of valid UTF-8 without control characters.", d.Min, d.Max)
 	f.Func().Id("New"+d.Name).Params(Id("s").String()).Params(Id(d.Name), Error()).Block(
 		If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(d.Name), Id("s"), Lit(d.Min), Lit(d.Max)), Err().Op("!=").Nil()).Block(
@@ -614,4 +614,17 @@ func unionComparable(d *decl) bool {
 		}
 	}
 	return true
+}
+
+// article puts "a" or "an" before name, by its first letter ("an
+// OutcomeID", "a RepoName"); capital makes it "A" or "An".
+func article(name string, capital bool) string {
+	a := "a"
+	if name != "" && strings.ContainsRune("AEIOUaeiou", rune(name[0])) {
+		a = "an"
+	}
+	if capital {
+		a = strings.ToUpper(a[:1]) + a[1:]
+	}
+	return a + " " + name
 }

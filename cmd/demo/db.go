@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -44,7 +44,7 @@ func decodePlan(v store.Value) (plan, error) {
 }
 
 // planPartition holds the plan row.
-var planPartition = gen.RefPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName("demo-plan"), ShardRef: gen.MustShardRef("refs/heads/main")}
+var planPartition = refdomain.RefPartition{NS: refdomain.MustNamespaceKey("demo"), Repo: refdomain.MustRepoName("demo-plan"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 
 var planKey = store.Key("plan")
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -21,12 +22,12 @@ import (
 // check; the summary was printed and the database closed cleanly.
 var errInterrupted = errors.New("interrupted")
 
-func source(i int) gen.RefPartition {
-	return gen.RefPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName(fmt.Sprintf("repo-%04d", i)), ShardRef: gen.MustShardRef("refs/heads/main")}
+func source(i int) refdomain.RefPartition {
+	return refdomain.RefPartition{NS: refdomain.MustNamespaceKey("demo"), Repo: refdomain.MustRepoName(fmt.Sprintf("repo-%04d", i)), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 }
 
-func target(i int) gen.RefIndexPartition {
-	return gen.RefIndexPartition{NS: gen.MustNamespaceKey("demo"), Repo: gen.MustRepoName(fmt.Sprintf("index-%04d", i)), ShardRef: gen.MustShardRef("refs/heads/main")}
+func target(i int) refdomain.RefIndexPartition {
+	return refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("demo"), Repo: refdomain.MustRepoName(fmt.Sprintf("index-%04d", i)), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 }
 
 // targetOf is the target partition a source's row seq goes to.
@@ -104,7 +105,7 @@ func relayAll(ctx context.Context, s store.Store, c config, p plan) (ticks, fire
 		return 0, 0, err
 	}
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
-		Store: s, Registry: reg, ParsePartition: timers.ParseGenPartition,
+		Store: s, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 		Workers: c.workers, Clock: clock.Real{},
 	})
 	if err != nil {

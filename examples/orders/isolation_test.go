@@ -1,6 +1,8 @@
-// Package orders_test shows that an importing schema's partitions
-// (examples/orders, namespace "orders") and the library's (namespace
-// "mkit") share a store without ever sharing a row.
+// Package orders_test shows that the partitions of two schemas, an
+// importing service's (examples/orders, namespace "orders") and the
+// reference domain's (refdomain, namespace "refdomain"), share a store
+// without ever sharing a row, while the library's key classes live in
+// both.
 package orders_test
 
 import (
@@ -18,34 +20,40 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// partitions are the library's partitions and the orders schema's, with
+// partitions are the reference domain's partitions and the orders schema's, with
 // the same names ("acme", region 1) and the same variant tags: without
-// namespaces ordersgen.CustomerShard{acme} and gen.NamespacePartition{acme}
+// namespaces ordersgen.CustomerShard{acme} and refdomain.NamespacePartition{acme}
 // would be one partition (TestIsolationCasesCollideWithoutNamespaces).
 func partitions() []store.Partition {
-	ns := gen.MustNamespaceKey("acme")
+	ns := refdomain.MustNamespaceKey("acme")
 	return []store.Partition{
-		gen.RefPartition{NS: ns, Repo: gen.MustRepoName("acme"), ShardRef: gen.MustShardRef("acme")},
-		gen.NamespacePartition{NS: ns},
-		gen.CoordinatorPartition{NS: ns},
-		gen.RepoIndexPartition{NS: ns, Repo: gen.MustRepoName("acme")},
-		gen.RefIndexPartition{NS: ns, Repo: gen.MustRepoName("acme"), ShardRef: gen.MustShardRef("acme")},
-		gen.ContentShardPartition{NS: ns, Shard: 1},
+		refdomain.RefPartition{NS: ns, Repo: refdomain.MustRepoName("acme"), ShardRef: refdomain.MustShardRef("acme")},
+		refdomain.NamespacePartition{NS: ns},
+		refdomain.CoordinatorPartition{NS: ns},
+		refdomain.RepoIndexPartition{NS: ns, Repo: refdomain.MustRepoName("acme")},
+		refdomain.RefIndexPartition{NS: ns, Repo: refdomain.MustRepoName("acme"), ShardRef: refdomain.MustShardRef("acme")},
+		refdomain.ContentShardPartition{NS: ns, Shard: 1},
 		ordersgen.RegionShard{Region: 1},
 		ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("acme")},
 	}
 }
 
 // sharedKeys are the keys every partition holds: library key classes
-// (tags 1 and 16, which live in any partition, an orders one included),
-// the orders schema's key class (tag 100) and raw keys, the same bytes in
-// every partition.
+// (tags 1 and 16, which live in any partition), the first key class of
+// each schema (tag 100 in both: the orders schema's OrderKey and the
+// reference domain's ReservationKey) and raw keys, the same bytes in every
+// partition.
 func sharedKeys(t *testing.T) []store.Key {
 	t.Helper()
 	order, err := ordersgen.AppendOrderKey(nil, ordersgen.MustCustomerID("acme"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservation, err := refdomain.AppendReservationKey(nil, refdomain.MustReservationID("acme"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +62,7 @@ func sharedKeys(t *testing.T) []store.Key {
 		gen.AppendRelayKey(nil, 1),
 		gen.AppendRelayKey(nil, 2),
 		order,
+		reservation,
 		store.Key("acme"),
 		store.Key{0x00},
 	}
@@ -88,7 +97,7 @@ func open(t *testing.T, e testengine.Engine, file string) store.Store {
 	return s
 }
 
-// TestPartitionsOfTwoSchemasNeverShareRows fills the library's partitions
+// TestPartitionsOfTwoSchemasNeverShareRows fills the reference domain's partitions
 // and the orders schema's with the same keys in one store, then shows that
 // every read of one partition sees its own rows only: a whole scan, a
 // class range scan, a scan page by page, Get, and Stats (equal to the
@@ -125,8 +134,10 @@ func TestPartitionsOfTwoSchemasNeverShareRows(t *testing.T) {
 						inClass = append(inClass, kv)
 					}
 				}
-				if len(inClass) != 1 {
-					t.Fatalf("%d shared keys of the order class, want 1", len(inClass))
+				// Tag 100 is both schemas' first key class (OrderKey and
+				// ReservationKey): two shared keys, the partition's own rows.
+				if len(inClass) != 2 {
+					t.Fatalf("%d shared keys of tag 100, want 2", len(inClass))
 				}
 				sameRows(t, name+" order class scan", page.Entries, inClass)
 
@@ -203,23 +214,23 @@ func sameRows(t *testing.T, what string, got, want []store.KeyValue) {
 
 // TestIsolationCasesCollideWithoutNamespaces keeps the test above honest:
 // with their namespace element taken off, an orders identity equals a
-// library identity, so only the namespace keeps those partitions apart;
+// refdomain identity, so only the namespace keeps those partitions apart;
 // and each schema's ParsePartition refuses the other's identities, naming
 // the namespace it found.
 func TestIsolationCasesCollideWithoutNamespaces(t *testing.T) {
-	lib := mustIdentity(t, gen.NamespacePartition{NS: gen.MustNamespaceKey("acme")})
+	lib := mustIdentity(t, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("acme")})
 	app := mustIdentity(t, ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("acme")})
 	if bytes.Equal(lib, app) {
 		t.Fatalf("identities equal with their namespaces: %x", lib)
 	}
-	if !bytes.Equal(withoutNamespace(t, lib, gen.SchemaNamespace), withoutNamespace(t, app, ordersgen.SchemaNamespace)) {
+	if !bytes.Equal(withoutNamespace(t, lib, refdomain.SchemaNamespace), withoutNamespace(t, app, ordersgen.SchemaNamespace)) {
 		t.Errorf("without namespaces %x and %x differ; the isolation test would prove nothing", lib, app)
 	}
-	if _, err := gen.ParsePartition(app); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), `"orders"`) {
-		t.Errorf("gen.ParsePartition(an orders identity) error %v, want one wrapping ErrCorrupt naming \"orders\"", err)
+	if _, err := refdomain.ParsePartition(app); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), `"orders"`) {
+		t.Errorf("refdomain.ParsePartition(an orders identity) error %v, want one wrapping ErrCorrupt naming \"orders\"", err)
 	}
-	if _, err := ordersgen.ParseShard(lib); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), `"mkit"`) {
-		t.Errorf("ordersgen.ParseShard(a library identity) error %v, want one wrapping ErrCorrupt naming \"mkit\"", err)
+	if _, err := ordersgen.ParseShard(lib); !errors.Is(err, wire.ErrCorrupt) || !strings.Contains(err.Error(), `"refdomain"`) {
+		t.Errorf("ordersgen.ParseShard(a refdomain identity) error %v, want one wrapping ErrCorrupt naming \"refdomain\"", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -92,12 +93,12 @@ type queuedRow struct {
 	deletes [][]byte
 }
 
-func source(i int) gen.RefPartition {
-	return gen.RefPartition{NS: gen.MustNamespaceKey("conc"), Repo: gen.MustRepoName(fmt.Sprintf("src-%02d", i)), ShardRef: gen.MustShardRef("main")}
+func source(i int) refdomain.RefPartition {
+	return refdomain.RefPartition{NS: refdomain.MustNamespaceKey("conc"), Repo: refdomain.MustRepoName(fmt.Sprintf("src-%02d", i)), ShardRef: refdomain.MustShardRef("main")}
 }
 
-func target(i int) gen.RefIndexPartition {
-	return gen.RefIndexPartition{NS: gen.MustNamespaceKey("conc"), Repo: gen.MustRepoName(fmt.Sprintf("dst-%02d", i)), ShardRef: gen.MustShardRef("main")}
+func target(i int) refdomain.RefIndexPartition {
+	return refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("conc"), Repo: refdomain.MustRepoName(fmt.Sprintf("dst-%02d", i)), ShardRef: refdomain.MustShardRef("main")}
 }
 
 const auditPrefix = "audit/"
@@ -129,7 +130,7 @@ func runWorld(t *testing.T, set setup) {
 	var scheds []*timers.Scheduler
 	for i := range set.schedulers {
 		sched, err := timers.NewScheduler(timers.SchedulerConfig{
-			Store: s, Registry: reg, ParsePartition: timers.ParseGenPartition,
+			Store: s, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
 			Owner: fmt.Sprintf("sched-%d", i), Workers: set.workers, PollInterval: 2 * time.Millisecond,
 			Clock: clock.Real{}, Logger: log,
 		})

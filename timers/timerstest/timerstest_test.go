@@ -9,6 +9,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 	"github.com/mkit-dev/mkitfdb/timers/timerstest"
@@ -51,7 +52,7 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 			l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
 			require.NoError(t, err)
 			defer l.Close()
-			p := gen.NamespacePartition{NS: gen.MustNamespaceKey("p")}
+			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}
 			b := store.NewBatch()
 			require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 300, Reference: "r", DueAtMs: now}))
 			out, err := l.Apply(ctx, p, b)

@@ -1,5 +1,5 @@
 // Package baseline is a hand-written encoding/binary codec for gen.RelayV1
-// and gen.ReservationV1 with exactly the byte layout of the generated gen
+// and refdomain.ReservationV1 with exactly the byte layout of the generated gen
 // codecs: the practical speed limit that the codec benchmarks hold the
 // generated code against.
 //
@@ -11,7 +11,7 @@
 // Design note: the decoders check only what memory safety needs (every
 // length and count against the bytes left, the version and union tags they
 // dispatch on) and what gen's types demand of anyone who builds their
-// values: identity names go through gen.NewRepoName and friends. They
+// values: identity names go through refdomain.NewRepoName and friends. They
 // do not check bounds, enum values, canonical varints or trailing bytes,
 // and their errors carry no field path; gen decoders do all of that. Like
 // gen's DecodeInto, they decode into a caller's value, reusing its slices
@@ -25,6 +25,7 @@ import (
 	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // ErrCorrupt is returned for input that cannot be decoded safely.
@@ -81,13 +82,13 @@ func DecodeRelayV1Into(b []byte, v *gen.RelayV1) error {
 
 // AppendReservationV1 appends the encoding of v to dst; it does not
 // validate v.
-func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
-	dst = append(dst, gen.VersionReservationV1)
+func AppendReservationV1(dst []byte, v refdomain.ReservationV1) []byte {
+	dst = append(dst, refdomain.VersionReservationV1)
 	switch x := v.(type) {
-	case *gen.ReservationTicketed:
+	case *refdomain.ReservationTicketed:
 		dst = append(dst, 1)
 		dst = append(dst, x.TicketID[:]...)
-	case *gen.ReservationCommitted:
+	case *refdomain.ReservationCommitted:
 		dst = append(dst, 2)
 		dst = appendString(dst, x.Repository.String())
 		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
@@ -100,7 +101,7 @@ func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
 			dst = appendBytes(dst, x.Refs[i].OldOID)
 			dst = appendBytes(dst, x.Refs[i].NewOID)
 		}
-	case *gen.ReservationAborted:
+	case *refdomain.ReservationAborted:
 		dst = append(dst, 3)
 		dst = appendString(dst, x.Repository.String())
 		dst = binary.BigEndian.AppendUint64(dst, x.OccurredAtMs)
@@ -111,32 +112,32 @@ func AppendReservationV1(dst []byte, v gen.ReservationV1) []byte {
 }
 
 // DecodeReservationV1 decodes b; byte slices of the result alias b.
-func DecodeReservationV1(b []byte) (gen.ReservationV1, error) {
-	var v gen.ReservationV1
+func DecodeReservationV1(b []byte) (refdomain.ReservationV1, error) {
+	var v refdomain.ReservationV1
 	err := DecodeReservationV1Into(b, &v)
 	return v, err
 }
 
 // DecodeReservationV1Into decodes b into *v, reusing the variant *v holds
 // when b encodes the same one.
-func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
+func DecodeReservationV1Into(b []byte, v *refdomain.ReservationV1) error {
 	d := decoder{b: b}
-	if d.u8() != gen.VersionReservationV1 {
+	if d.u8() != refdomain.VersionReservationV1 {
 		*v = nil
 		return ErrCorrupt
 	}
 	switch d.u8() {
 	case 1:
-		x, _ := (*v).(*gen.ReservationTicketed)
+		x, _ := (*v).(*refdomain.ReservationTicketed)
 		if x == nil {
-			x = new(gen.ReservationTicketed)
+			x = new(refdomain.ReservationTicketed)
 		}
 		copy(x.TicketID[:], d.fixed(len(x.TicketID)))
 		*v = x
 	case 2:
-		x, _ := (*v).(*gen.ReservationCommitted)
+		x, _ := (*v).(*refdomain.ReservationCommitted)
 		if x == nil {
-			x = new(gen.ReservationCommitted)
+			x = new(refdomain.ReservationCommitted)
 		}
 		x.Repository = repo(&d, d.string())
 		x.OccurredAtMs = d.u64()
@@ -152,13 +153,13 @@ func DecodeReservationV1Into(b []byte, v *gen.ReservationV1) error {
 		}
 		*v = x
 	case 3:
-		x, _ := (*v).(*gen.ReservationAborted)
+		x, _ := (*v).(*refdomain.ReservationAborted)
 		if x == nil {
-			x = new(gen.ReservationAborted)
+			x = new(refdomain.ReservationAborted)
 		}
 		x.Repository = repo(&d, d.string())
 		x.OccurredAtMs = d.u64()
-		x.Reason = gen.AbortReason(d.u8())
+		x.Reason = refdomain.AbortReason(d.u8())
 		x.Detail = string(d.bytes())
 		*v = x
 	default:
@@ -271,8 +272,8 @@ func (d *decoder) string() string { return string(d.bytes()) }
 
 // repo and ref build identity names: gen builds them only from valid
 // names, so any code outside gen goes through its constructors.
-func repo(d *decoder, s string) gen.RepoName { return identity(d, s, gen.NewRepoName) }
-func ref(d *decoder, s string) gen.ShardRef  { return identity(d, s, gen.NewShardRef) }
+func repo(d *decoder, s string) refdomain.RepoName { return identity(d, s, refdomain.NewRepoName) }
+func ref(d *decoder, s string) refdomain.ShardRef  { return identity(d, s, refdomain.NewShardRef) }
 
 func identity[T any](d *decoder, s string, build func(string) (T, error)) T {
 	v, err := build(s)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/bench/codecs/internal/names"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 // RelayFromGen returns v as its msgp equivalent.
@@ -30,11 +31,11 @@ func (m *RelayV1) Gen() (gen.RelayV1, error) {
 }
 
 // ReservationFromGen returns v as its msgp equivalent.
-func ReservationFromGen(v gen.ReservationV1) ReservationV1 {
+func ReservationFromGen(v refdomain.ReservationV1) ReservationV1 {
 	switch x := v.(type) {
-	case *gen.ReservationTicketed:
+	case *refdomain.ReservationTicketed:
 		return ReservationV1{Ticketed: &ReservationTicketed{TicketID: x.TicketID}}
-	case *gen.ReservationCommitted:
+	case *refdomain.ReservationCommitted:
 		c := &ReservationCommitted{
 			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
 			BytesStored: x.BytesStored, NewToRepo: x.NewToRepo, NewToStore: x.NewToStore,
@@ -43,7 +44,7 @@ func ReservationFromGen(v gen.ReservationV1) ReservationV1 {
 			c.Refs = append(c.Refs, RefUpdate{Ref: r.Ref.String(), OldOID: r.OldOID, NewOID: r.NewOID})
 		}
 		return ReservationV1{Committed: c}
-	case *gen.ReservationAborted:
+	case *refdomain.ReservationAborted:
 		return ReservationV1{Aborted: &ReservationAborted{
 			Repository: x.Repository.String(), OccurredAtMs: x.OccurredAtMs,
 			Reason: uint8(x.Reason), Detail: x.Detail,
@@ -54,26 +55,26 @@ func ReservationFromGen(v gen.ReservationV1) ReservationV1 {
 
 // Gen returns m as a gen value; it fails unless exactly one state is
 // set.
-func (m *ReservationV1) Gen() (gen.ReservationV1, error) {
+func (m *ReservationV1) Gen() (refdomain.ReservationV1, error) {
 	var n names.Builder
-	var out []gen.ReservationV1
+	var out []refdomain.ReservationV1
 	if x := m.Ticketed; x != nil {
-		out = append(out, &gen.ReservationTicketed{TicketID: x.TicketID})
+		out = append(out, &refdomain.ReservationTicketed{TicketID: x.TicketID})
 	}
 	if c := m.Committed; c != nil {
-		v := &gen.ReservationCommitted{
+		v := &refdomain.ReservationCommitted{
 			Repository: n.Repo(c.Repository), OccurredAtMs: c.OccurredAtMs,
 			BytesStored: c.BytesStored, NewToRepo: c.NewToRepo, NewToStore: c.NewToStore,
 		}
 		for _, r := range c.Refs {
-			v.Refs = append(v.Refs, gen.RefUpdate{Ref: n.Ref(r.Ref), OldOID: r.OldOID, NewOID: r.NewOID})
+			v.Refs = append(v.Refs, refdomain.RefUpdate{Ref: n.Ref(r.Ref), OldOID: r.OldOID, NewOID: r.NewOID})
 		}
 		out = append(out, v)
 	}
 	if a := m.Aborted; a != nil {
-		out = append(out, &gen.ReservationAborted{
+		out = append(out, &refdomain.ReservationAborted{
 			Repository: n.Repo(a.Repository), OccurredAtMs: a.OccurredAtMs,
-			Reason: gen.AbortReason(a.Reason), Detail: a.Detail,
+			Reason: refdomain.AbortReason(a.Reason), Detail: a.Detail,
 		})
 	}
 	if len(out) != 1 {

@@ -22,19 +22,19 @@ type RelayV1 struct {
 	AtMs    uint64     `msg:"at_ms"`
 }
 
-// ReservationTicketed is gen.ReservationTicketed.
+// ReservationTicketed is refdomain.ReservationTicketed.
 type ReservationTicketed struct {
 	TicketID [32]byte `msg:"ticket_id"`
 }
 
-// RefUpdate is gen.RefUpdate.
+// RefUpdate is refdomain.RefUpdate.
 type RefUpdate struct {
 	Ref    string `msg:"ref"`
 	OldOID []byte `msg:"old_oid,zerocopy"`
 	NewOID []byte `msg:"new_oid,zerocopy"`
 }
 
-// ReservationCommitted is gen.ReservationCommitted.
+// ReservationCommitted is refdomain.ReservationCommitted.
 type ReservationCommitted struct {
 	Repository   string      `msg:"repository"`
 	OccurredAtMs uint64      `msg:"occurred_at_ms"`
@@ -44,8 +44,8 @@ type ReservationCommitted struct {
 	Refs         []RefUpdate `msg:"refs"`
 }
 
-// ReservationAborted is gen.ReservationAborted; Reason holds the
-// gen.AbortReason value.
+// ReservationAborted is refdomain.ReservationAborted; Reason holds the
+// refdomain.AbortReason value.
 type ReservationAborted struct {
 	Repository   string `msg:"repository"`
 	OccurredAtMs uint64 `msg:"occurred_at_ms"`
@@ -53,7 +53,7 @@ type ReservationAborted struct {
 	Detail       string `msg:"detail"`
 }
 
-// ReservationV1 is gen.ReservationV1: exactly one state is set.
+// ReservationV1 is refdomain.ReservationV1: exactly one state is set.
 type ReservationV1 struct {
 	Ticketed  *ReservationTicketed  `msg:"ticketed,omitempty"`
 	Committed *ReservationCommitted `msg:"committed,omitempty"`

@@ -21,7 +21,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// AbortReason is gen.AbortReason; its numbers are the gen values.
+// AbortReason is refdomain.AbortReason; its numbers are the refdomain values.
 type AbortReason int32
 
 const (
@@ -456,7 +456,7 @@ func (x *ReservationAborted) GetDetail() string {
 	return ""
 }
 
-// ReservationV1 is gen.ReservationV1: exactly one state is set.
+// ReservationV1 is refdomain.ReservationV1: exactly one state is set.
 type ReservationV1 struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to State:

@@ -34,7 +34,7 @@ func TestOrderKeyRoundTrip(t *testing.T) {
 	}
 }
 
-// malformedOrderKey returns bytes that must not parse as a OrderKey.
+// malformedOrderKey returns bytes that must not parse as an OrderKey.
 func malformedOrderKey() [][]byte {
 	var out [][]byte
 	tagLen := len(tuple.AppendUint(nil, uint64(TagOrderKey)))

@@ -32,7 +32,7 @@ func invalidOrderV1() []OrderV1 {
 	return out
 }
 
-// malformedOrderV1 returns bytes that must not decode as a OrderV1: truncated,
+// malformedOrderV1 returns bytes that must not decode as an OrderV1: truncated,
 // with a trailing byte, of an unknown version or variant, and the unchecked
 // encodings of values that break a rule (oversize lengths, unknown enum values).
 func malformedOrderV1() [][]byte {

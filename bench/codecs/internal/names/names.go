@@ -3,17 +3,17 @@
 // name's error: gen builds identities only from valid names.
 package names
 
-import "github.com/mkit-dev/mkitfdb/gen"
+import "github.com/mkit-dev/mkitfdb/refdomain"
 
 // Builder builds names; after the first invalid one, Reservation returns
 // its error. The zero value is ready to use.
 type Builder struct{ err error }
 
-// Repo builds a gen.RepoName.
-func (n *Builder) Repo(s string) gen.RepoName { return build(n, s, gen.NewRepoName) }
+// Repo builds a refdomain.RepoName.
+func (n *Builder) Repo(s string) refdomain.RepoName { return build(n, s, refdomain.NewRepoName) }
 
-// Ref builds a gen.ShardRef.
-func (n *Builder) Ref(s string) gen.ShardRef { return build(n, s, gen.NewShardRef) }
+// Ref builds a refdomain.ShardRef.
+func (n *Builder) Ref(s string) refdomain.ShardRef { return build(n, s, refdomain.NewShardRef) }
 
 func build[T any](n *Builder, s string, newT func(string) (T, error)) T {
 	v, err := newT(s)
@@ -24,7 +24,7 @@ func build[T any](n *Builder, s string, newT func(string) (T, error)) T {
 }
 
 // Reservation returns r, or the first name error.
-func (n *Builder) Reservation(r gen.ReservationV1) (gen.ReservationV1, error) {
+func (n *Builder) Reservation(r refdomain.ReservationV1) (refdomain.ReservationV1, error) {
 	if n.err != nil {
 		return nil, n.err
 	}

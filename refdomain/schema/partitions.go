@@ -15,14 +15,8 @@ type RepoName string
 //mk:identity min=1 max=256
 type ShardRef string
 
-// ReservationID names one reservation; ids that start with "s:" are
-// synthetic (acknowledged locally, never sent to a sink).
-//
-//mk:identity min=1 max=128
-type ReservationID string
-
-// Partition identifies one partition: a subspace of the keyspace with its
-// own timers, outbox and rows.
+// Partition identifies one partition of the reference service: a subspace
+// of the keyspace with its own timers, outbox and rows.
 //
 //mk:union partition
 type Partition struct {

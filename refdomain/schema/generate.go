@@ -1,0 +1,3 @@
+package schema
+
+//go:generate go run ../../cmd/codegen -schema . -out .. -pkg refdomain
