@@ -28,6 +28,14 @@ func examplesOrderKey() []OrderKey {
 	}}
 }
 
+// examplesRegionOrderKey returns valid RegionOrderKey values, minimal first, typical last.
+func examplesRegionOrderKey() []RegionOrderKey {
+	return []RegionOrderKey{RegionOrderKey{Customer: MustCustomerID("a")}, RegionOrderKey{
+		Customer:   MustCustomerID("customerid-a"),
+		PlacedAtMs: uint64(1099511627783),
+	}}
+}
+
 // examplesOrderV1 returns valid OrderV1 values, minimal first, typical last.
 func examplesOrderV1() []OrderV1 {
 	return []OrderV1{OrderV1{Status: StatusOpen}, OrderV1{
@@ -39,6 +47,15 @@ func examplesOrderV1() []OrderV1 {
 			SKU:      "tttttttttttt",
 		}},
 		Note:   "ssssssssssss",
+		Region: uint16(300),
+		Status: StatusCancelled,
+	}}
+}
+
+// examplesIndexEntryV1 returns valid IndexEntryV1 values, minimal first, typical last.
+func examplesIndexEntryV1() []IndexEntryV1 {
+	return []IndexEntryV1{IndexEntryV1{Status: StatusOpen}, IndexEntryV1{
+		Lines:  uint32(70000),
 		Status: StatusCancelled,
 	}}
 }

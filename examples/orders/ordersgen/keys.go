@@ -21,7 +21,8 @@ type ParsedKey interface {
 
 // Class tags.
 const (
-	TagOrderKey Tag = 100
+	TagOrderKey       Tag = 100
+	TagRegionOrderKey Tag = 101
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -43,6 +44,12 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readOrderKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("OrderKey", err)
+		}
+		return k, nil
+	case TagRegionOrderKey:
+		k, err := readRegionOrderKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("RegionOrderKey", err)
 		}
 		return k, nil
 	}
@@ -276,6 +283,83 @@ func ParseOrderKey(b []byte) (OrderKey, error) {
 	k, err := readOrderKey(&r)
 	if err != nil {
 		return OrderKey{}, wire.KeyError("OrderKey", err)
+	}
+	return k, nil
+}
+
+func (RegionOrderKey) Tag() Tag {
+	return TagRegionOrderKey
+}
+
+func appendRegionOrderKey(dst []byte, k *RegionOrderKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagRegionOrderKey))
+	dst = tuple.AppendString(dst, k.Customer.s)
+	dst = tuple.AppendUint(dst, uint64(k.PlacedAtMs))
+	return dst
+}
+
+func checkRegionOrderKey(k *RegionOrderKey) error {
+	if err := k.Customer.Validate(); err != nil {
+		return wire.Within("Customer", err)
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k RegionOrderKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkRegionOrderKey(&k); err != nil {
+		return dst, wire.Within("RegionOrderKey", err)
+	}
+	return appendRegionOrderKey(dst, &k), nil
+}
+
+// AppendRegionOrderKey appends the RegionOrderKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendRegionOrderKey(dst []byte, customer CustomerID, placedAtMs uint64) ([]byte, error) {
+	return RegionOrderKey{
+		Customer:   customer,
+		PlacedAtMs: placedAtMs,
+	}.AppendKey(dst)
+}
+
+func readRegionOrderKey(r *tuple.Reader) (k RegionOrderKey, err error) {
+	{
+		var s string
+		s, err = r.ReadString()
+		if err != nil {
+			return
+		}
+		// validated in full here: the key's own check rejects only the zero value
+		if k.Customer, err = NewCustomerID(s); err != nil {
+			err = wire.Within("Customer", err)
+			return
+		}
+	}
+	if k.PlacedAtMs, err = r.ReadUint(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkRegionOrderKey(&k)
+}
+
+// ParseRegionOrderKey parses a key of class RegionOrderKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseRegionOrderKey(b []byte) (RegionOrderKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagRegionOrderKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagRegionOrderKey)
+	}
+	if err != nil {
+		return RegionOrderKey{}, wire.KeyError("RegionOrderKey", err)
+	}
+	k, err := readRegionOrderKey(&r)
+	if err != nil {
+		return RegionOrderKey{}, wire.KeyError("RegionOrderKey", err)
 	}
 	return k, nil
 }

@@ -131,9 +131,130 @@ func BenchmarkOrderKey(b *testing.B) {
 	})
 }
 
+func TestRegionOrderKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesRegionOrderKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendRegionOrderKey(nil, k.Customer, k.PlacedAtMs)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseRegionOrderKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "RegionOrderKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedRegionOrderKey returns bytes that must not parse as a RegionOrderKey.
+func malformedRegionOrderKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagRegionOrderKey)))
+	for _, k := range examplesRegionOrderKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagRegionOrderKey)+1000), b[tagLen:]...))
+	}
+	{
+		{
+			k := examplesRegionOrderKey()[1]
+			k.Customer = CustomerID{strings.Repeat("x", 41)}
+			out = append(out, appendRegionOrderKey(nil, &k))
+		}
+		{
+			k := examplesRegionOrderKey()[1]
+			k.Customer = CustomerID{"\x01"}
+			out = append(out, appendRegionOrderKey(nil, &k))
+		}
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestRegionOrderKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedRegionOrderKey() {
+		if _, err := ParseRegionOrderKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestRegionOrderKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesRegionOrderKey()[1]
+		k.Customer = CustomerID{}
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Customer empty: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzRegionOrderKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzRegionOrderKey(f *testing.F) {
+	for _, k := range examplesRegionOrderKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedRegionOrderKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseRegionOrderKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkRegionOrderKey(b *testing.B) {
+	examples := examplesRegionOrderKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendRegionOrderKey(buf[:0], k.Customer, k.PlacedAtMs)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseRegionOrderKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	var keys []ParsedKey
 	for _, k := range examplesOrderKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesRegionOrderKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {

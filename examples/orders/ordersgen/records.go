@@ -2,7 +2,10 @@
 
 package ordersgen
 
-import "github.com/mkit-dev/mkitfdb/gen/wire"
+import (
+	"encoding/binary"
+	"github.com/mkit-dev/mkitfdb/gen/wire"
+)
 
 // internCustomerID holds CustomerID names already decoded and validated.
 var internCustomerID wire.Intern[struct{}]
@@ -142,6 +145,7 @@ func readCustomerShard(r *wire.Reader, v *CustomerShard) {
 
 func appendOrderV1(dst []byte, v *OrderV1) []byte {
 	dst = append(dst, uint8(v.Status))
+	dst = wire.AppendU16(dst, v.Region)
 	dst = wire.AppendLen(dst, len(v.Lines))
 	for i := range v.Lines {
 		dst = appendLine(dst, &v.Lines[i])
@@ -153,6 +157,7 @@ func appendOrderV1(dst []byte, v *OrderV1) []byte {
 func sizeOrderV1(v *OrderV1) int {
 	n := 0
 	n += 1
+	n += 2
 	n += wire.LenSize(len(v.Lines))
 	for i := range v.Lines {
 		n += sizeLine(&v.Lines[i])
@@ -162,7 +167,10 @@ func sizeOrderV1(v *OrderV1) int {
 }
 
 func readOrderV1(r *wire.Reader, v *OrderV1) {
-	v.Status = Status(r.U8("OrderV1.Status"))
+	if b := r.Next("OrderV1.Status..Region", 3); len(b) == 3 {
+		v.Status = Status(b[0])
+		v.Region = binary.BigEndian.Uint16(b[1:])
+	}
 	{
 		ni := r.Len("OrderV1.Lines", 50, 5)
 		if cap(v.Lines) >= ni {
@@ -224,6 +232,77 @@ func DecodeOrderV1Into(b []byte, v *OrderV1) error {
 	}
 	if err != nil {
 		*v = OrderV1{}
+	}
+	return err
+}
+
+func appendIndexEntryV1(dst []byte, v *IndexEntryV1) []byte {
+	dst = append(dst, uint8(v.Status))
+	dst = wire.AppendU32(dst, v.Lines)
+	return dst
+}
+
+func sizeIndexEntryV1(v *IndexEntryV1) int {
+	n := 0
+	n += 1
+	n += 4
+	return n
+}
+
+func readIndexEntryV1(r *wire.Reader, v *IndexEntryV1) {
+	if b := r.Next("IndexEntryV1.Status..Lines", 5); len(b) == 5 {
+		v.Status = Status(b[0])
+		v.Lines = binary.BigEndian.Uint32(b[1:])
+	}
+}
+
+// VersionIndexEntryV1 is the version byte that opens every encoded IndexEntryV1.
+const VersionIndexEntryV1 = 1
+
+// AppendIndexEntryV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendIndexEntryV1(dst []byte, v IndexEntryV1) ([]byte, error) {
+	if !validIndexEntryV1(&v) {
+		return dst, wire.Within("IndexEntryV1", checkIndexEntryV1(&v))
+	}
+	return appendIndexEntryV1(append(dst, VersionIndexEntryV1), &v), nil
+}
+
+// EncodeIndexEntryV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendIndexEntryV1 does.
+func EncodeIndexEntryV1(v IndexEntryV1) ([]byte, error) {
+	return AppendIndexEntryV1(make([]byte, 0, 1+sizeIndexEntryV1(&v)), v)
+}
+
+// DecodeIndexEntryV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeIndexEntryV1(b []byte) (IndexEntryV1, error) {
+	var v IndexEntryV1
+	err := DecodeIndexEntryV1Into(b, &v)
+	return v, err
+}
+
+// DecodeIndexEntryV1Into decodes b into *v as DecodeIndexEntryV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeIndexEntryV1Into(b []byte, v *IndexEntryV1) error {
+	r := wire.NewReader(b, "IndexEntryV1")
+	r.Version(VersionIndexEntryV1)
+	readIndexEntryV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyIndexEntryV1(v); err != nil {
+			err = wire.DecodeRule("IndexEntryV1", err)
+		}
+	}
+	if err != nil {
+		*v = IndexEntryV1{}
 	}
 	return err
 }

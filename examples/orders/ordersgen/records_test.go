@@ -195,3 +195,168 @@ func BenchmarkOrderV1(b *testing.B) {
 		}
 	})
 }
+
+// invalidIndexEntryV1 returns IndexEntryV1 values that break a rule of the schema.
+func invalidIndexEntryV1() []IndexEntryV1 {
+	var out []IndexEntryV1
+	{
+		v := examplesIndexEntryV1()[1]
+		v.Status = Status(0)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedIndexEntryV1 returns bytes that must not decode as an IndexEntryV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedIndexEntryV1() [][]byte {
+	valid, err := EncodeIndexEntryV1(examplesIndexEntryV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionIndexEntryV1+1)}
+	{
+		v := examplesIndexEntryV1()[1]
+		v.Status = Status(0)
+		out = append(out, appendIndexEntryV1([]byte{VersionIndexEntryV1}, &v))
+	}
+	return out
+}
+
+func TestIndexEntryV1RoundTrip(t *testing.T) {
+	for i, v := range examplesIndexEntryV1() {
+		b, err := EncodeIndexEntryV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeIndexEntryV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeIndexEntryV1(&v))
+		}
+		got, err := DecodeIndexEntryV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendIndexEntryV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestIndexEntryV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestIndexEntryV1DecodeIntoReuses(t *testing.T) {
+	var v IndexEntryV1
+	examples := examplesIndexEntryV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeIndexEntryV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeIndexEntryV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeIndexEntryV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeIndexEntryV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, IndexEntryV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestIndexEntryV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidIndexEntryV1() {
+		out, err := AppendIndexEntryV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestIndexEntryV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedIndexEntryV1() {
+		_, err := DecodeIndexEntryV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "IndexEntryV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "IndexEntryV1")
+		}
+	}
+}
+
+// FuzzIndexEntryV1: arbitrary bytes never panic; whatever decodes re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzIndexEntryV1(f *testing.F) {
+	for _, v := range examplesIndexEntryV1() {
+		b, err := EncodeIndexEntryV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedIndexEntryV1() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := DecodeIndexEntryV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeIndexEntryV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkIndexEntryV1 encodes and decodes the example with the largest encoding.
+func BenchmarkIndexEntryV1(b *testing.B) {
+	var v IndexEntryV1
+	var enc []byte
+	for _, x := range examplesIndexEntryV1() {
+		e, err := EncodeIndexEntryV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendIndexEntryV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeIndexEntryV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -248,8 +248,8 @@ func verifyRegionShard(v *RegionShard) error {
 }
 
 // CustomerShard is one customer's order book. Its identity differs from
-// the library's NamespacePartition (variant tag 2, one string) only by
-// the namespace, which is what keeps their rows apart.
+// the reference domain's NamespacePartition (variant tag 2, one string)
+// only by the namespace, which is what keeps their rows apart.
 type CustomerShard struct {
 	Customer CustomerID
 }
@@ -281,9 +281,17 @@ type OrderKey struct {
 	PlacedAtMs uint64
 }
 
-// OrderV1 is an order.
+// RegionOrderKey indexes, in a region's shard, one order of a customer
+// of the region (an IndexEntryV1), in the order of OrderKey.
+type RegionOrderKey struct {
+	Customer   CustomerID
+	PlacedAtMs uint64
+}
+
+// OrderV1 is an order, in its customer's shard.
 type OrderV1 struct {
 	Status Status
+	Region uint16
 	Lines  []Line
 	Note   string
 }
@@ -341,6 +349,36 @@ func verifyOrderV1(v *OrderV1) error {
 		if err := verifyLine(&v.Lines[i]); err != nil {
 			return wire.Within("Lines", err)
 		}
+	}
+	return nil
+}
+
+// IndexEntryV1 is what a region's index knows of an order.
+type IndexEntryV1 struct {
+	Status Status
+	Lines  uint32
+}
+
+// checkIndexEntryV1 checks every rule of the schema on v.
+func checkIndexEntryV1(v *IndexEntryV1) error {
+	if !v.Status.Valid() {
+		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
+	}
+	return nil
+}
+
+// validIndexEntryV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validIndexEntryV1(v *IndexEntryV1) bool {
+	if !v.Status.Valid() {
+		return false
+	}
+	return true
+}
+
+// verifyIndexEntryV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyIndexEntryV1(v *IndexEntryV1) error {
+	if !v.Status.Valid() {
+		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package schema is an example of an importing project's own schema: a
 // small order book declared the way mkitfdb declares its own, generated
-// into ../ordersgen by the same generator.
+// into ../ordersgen by the same generator. Package orders (the directory
+// above) is the service built on it.
 //
 //mk:namespace orders
 package schema
@@ -37,8 +38,8 @@ type RegionShard struct {
 }
 
 // CustomerShard is one customer's order book. Its identity differs from
-// the library's NamespacePartition (variant tag 2, one string) only by
-// the namespace, which is what keeps their rows apart.
+// the reference domain's NamespacePartition (variant tag 2, one string)
+// only by the namespace, which is what keeps their rows apart.
 type CustomerShard struct {
 	Customer CustomerID
 }
@@ -51,13 +52,31 @@ type OrderKey struct {
 	PlacedAtMs uint64
 }
 
-// OrderV1 is an order.
+// RegionOrderKey indexes, in a region's shard, one order of a customer
+// of the region (an IndexEntryV1), in the order of OrderKey.
+//
+//mk:key tag=101
+type RegionOrderKey struct {
+	Customer   CustomerID
+	PlacedAtMs uint64
+}
+
+// OrderV1 is an order, in its customer's shard.
 //
 //mk:record version=1
 type OrderV1 struct {
 	Status Status
+	Region uint16
 	Lines  []Line `mk:"max=50"`
 	Note   string `mk:"max=200"`
+}
+
+// IndexEntryV1 is what a region's index knows of an order.
+//
+//mk:record version=1
+type IndexEntryV1 struct {
+	Status Status
+	Lines  uint32
 }
 
 // Line is one line of an order.

@@ -1,0 +1,206 @@
+// Package orders is a small service on mkitfdb, the way an importing
+// project builds one: its own schema (./schema, namespace "orders",
+// generated into ./ordersgen), its own partitions, a timer of its own kind
+// and the library's relay between its partitions.
+//
+// Each customer's orders live in the customer's shard
+// (ordersgen.CustomerShard). Placing an order writes, in one guarded
+// batch of that shard, the order, a KindShip timer and a relay row that
+// indexes the order in its region's shard (ordersgen.RegionShard). When the
+// timer fires, Shipper marks the order shipped and relays the new status
+// to the region's index, again in one batch. A timers.Scheduler running
+// Shipper and relay.Handler fires both kinds of timer in every partition
+// of the store; the store may hold other schemas' partitions too (the
+// package's test runs it beside the reference domain's relay traffic).
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// KindShip is the kind of the timer that ships an order: a service's kind,
+// from timers.MinUserKind up. Its reference is the order's placement time
+// in decimal; its value is empty.
+const KindShip timers.Kind = 1000
+
+// ErrExists is returned by Place for an order already placed.
+var ErrExists = errors.New("orders: order already placed")
+
+// Service places orders. Store is required; ShipDelay is how long after
+// placement an order ships.
+type Service struct {
+	Store     store.Store
+	ShipDelay time.Duration
+}
+
+// Place places an open order of customer, placed at placedAtMs, for
+// order.Region: in one batch of the customer's shard, the order (guarded
+// absent), its KindShip timer, due ShipDelay later, and a relay row that
+// puts the order's index entry into the region's shard. It fails with
+// ErrExists when the order is already placed (a retried Place after an
+// unknown result finds its own order and fails the same way), with an
+// error wrapping store.ErrInvalid for an order that breaks the schema, and
+// with the store's errors.
+func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1) error {
+	shard := ordersgen.CustomerShard{Customer: customer}
+	order.Status = ordersgen.StatusOpen
+	key, value, err := encodeOrder(customer, placedAtMs, order)
+	if err != nil {
+		return err
+	}
+	caps := s.Store.Capabilities()
+	exists := false
+	_, err = store.Transact(ctx, s.Store, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		if _, ok, err := r.Get(ctx, key); err != nil || ok {
+			exists = ok
+			return nil, err
+		}
+		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
+		if err := relayIndex(ctx, s.Store, shard, customer, placedAtMs, order, placedAtMs, b); err != nil {
+			return nil, err
+		}
+		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAtMs: placedAtMs + uint64(s.ShipDelay.Milliseconds())}
+		if err := timers.Schedule(b, caps, nil, ship); err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+	if err == nil && exists {
+		return fmt.Errorf("%w: %s at %d", ErrExists, customer, placedAtMs)
+	}
+	return err
+}
+
+// Shipper fires KindShip timers: it marks the order shipped and relays its
+// new status to the region's index, in the batch that completes the timer.
+type Shipper struct{}
+
+// Kind is KindShip.
+func (Shipper) Kind() timers.Kind { return KindShip }
+
+// Fire ships the order the timer names. An order already shipped or
+// cancelled completes the timer with nothing written. A missing order, an
+// order or reference that does not decode, or a partition that is not a
+// customer shard is corrupt data (store.ErrCorrupt): the timer stays for
+// a later run and the run reports it.
+func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	customer, err := customerOf(c.Partition)
+	if err != nil {
+		return nil, err
+	}
+	placedAtMs, err := strconv.ParseUint(t.Reference, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("orders: ship timer reference %q: %w", t.Reference, store.ErrCorrupt)
+	}
+	key, err := ordersgen.AppendOrderKey(nil, customer, placedAtMs)
+	if err != nil {
+		return nil, fmt.Errorf("orders: ship timer %q: %w: %w", t.Reference, store.ErrCorrupt, err)
+	}
+	stored, ok, err := c.Store.Get(ctx, c.Partition, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("orders: ship timer %q: no order %s at %d: %w", t.Reference, customer, placedAtMs, store.ErrCorrupt)
+	}
+	order, err := ordersgen.DecodeOrderV1(stored)
+	if err != nil {
+		return nil, fmt.Errorf("orders: order %s at %d: %w: %w", customer, placedAtMs, store.ErrCorrupt, err)
+	}
+	if order.Status != ordersgen.StatusOpen {
+		return timers.Done{}, nil
+	}
+	order.Status = ordersgen.StatusShipped
+	_, value, err := encodeOrder(customer, placedAtMs, order)
+	if err != nil {
+		return nil, err
+	}
+	b := store.NewBatch().Require(store.Equals(key, stored)).Put(key, value)
+	if err := relayIndex(ctx, c.Store, c.Partition, customer, placedAtMs, order, c.NowMs, b); err != nil {
+		return nil, err
+	}
+	return timers.Done{Batch: b}, nil
+}
+
+// relayIndex adds to b, a batch of the customer's shard, a relay row that
+// writes the order's index entry into its region's shard, with the outbox
+// guards that make the append atomic (read now, in the batch's snapshot's
+// stead: a concurrent append fails the batch's guards).
+func relayIndex(ctx context.Context, s store.Store, shard store.Partition, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch) error {
+	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
+	if err != nil {
+		return fmt.Errorf("orders: index key: %w", err)
+	}
+	entry, err := ordersgen.EncodeIndexEntryV1(ordersgen.IndexEntryV1{Status: order.Status, Lines: uint32(len(order.Lines))})
+	if err != nil {
+		return fmt.Errorf("orders: index entry: %w", err)
+	}
+	observed, err := outbox.Read(ctx, s, shard)
+	if err != nil {
+		return err
+	}
+	ob, err := outbox.NewBuilder(s.Capabilities(), nowMs, observed)
+	if err != nil {
+		return err
+	}
+	region := ordersgen.RegionShard{Region: order.Region}
+	if _, err := ob.Relay(region, []gen.RelayPut{{Key: indexKey, Value: entry}}, nil); err != nil {
+		return err
+	}
+	return ob.Finish(b)
+}
+
+// encodeOrder returns the order's key and value, failing with an error
+// wrapping store.ErrInvalid when either breaks the schema.
+func encodeOrder(customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1) (store.Key, store.Value, error) {
+	key, err := ordersgen.AppendOrderKey(nil, customer, placedAtMs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("orders: order key: %w: %w", store.ErrInvalid, err)
+	}
+	value, err := ordersgen.EncodeOrderV1(order)
+	if err != nil {
+		return nil, nil, fmt.Errorf("orders: order: %w: %w", store.ErrInvalid, err)
+	}
+	return key, value, nil
+}
+
+// customerOf returns the customer of a customer shard, which the
+// scheduler hands a handler as the generated partition (with
+// SchedulerConfig.ParsePartition set to ParsePartition) or as its identity.
+func customerOf(p store.Partition) (ordersgen.CustomerID, error) {
+	if id, ok := p.(store.Identity); ok {
+		raw, err := id.AppendTuple(nil)
+		if err != nil {
+			return ordersgen.CustomerID{}, fmt.Errorf("orders: partition %s: %w", store.PartitionName(p), store.ErrCorrupt)
+		}
+		parsed, err := ordersgen.ParseShard(raw)
+		if err != nil {
+			return ordersgen.CustomerID{}, fmt.Errorf("orders: partition %s: %w: %w", store.PartitionName(p), store.ErrCorrupt, err)
+		}
+		p = parsed
+	}
+	shard, ok := p.(ordersgen.CustomerShard)
+	if !ok {
+		return ordersgen.CustomerID{}, fmt.Errorf("orders: a ship timer in %s, not a customer shard: %w", store.PartitionName(p), store.ErrCorrupt)
+	}
+	return shard.Customer, nil
+}
+
+// reference is a ship timer's reference: the placement time in decimal.
+func reference(placedAtMs uint64) string { return strconv.FormatUint(placedAtMs, 10) }
+
+// ParsePartition parses an identity of the orders schema, for
+// timers.SchedulerConfig.ParsePartition (names in logs and metrics);
+// identities of other schemas fail, and the scheduler fires them as
+// store.Identity values.
+var ParsePartition = timers.PartitionParser(ordersgen.ParseShard)
