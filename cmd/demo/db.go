@@ -141,7 +141,7 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 	}
 	p, raw, ok, err := readPlan(ctx, l)
 	if err == nil && !ok {
-		err = fmt.Errorf("%s holds an mkitfdb database the demo did not write (no plan row); nothing was changed", path)
+		err = fmt.Errorf("%s holds an mkitfdb database the demo did not write (no plan row: another program's, or a demo's of an older mkitfdb whose partitions were named differently); nothing was changed: delete it yourself or pass another -db", path)
 	}
 	if err != nil {
 		l.Close()
