@@ -356,6 +356,17 @@ func readU64Value(r *wire.Reader, v *U64Value) {
 	v.Value = r.U64("U64Value.Value")
 }
 
+// fastReadU64Value reads the fields of U64Value from b[p:] as readU64Value does, and
+// returns the offset after them, or -1 where readU64Value would fail.
+func fastReadU64Value(b []byte, p int, v *U64Value) int {
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.Value = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionU64Value is the version byte that opens every encoded U64Value.
 const VersionU64Value = 1
 
@@ -392,6 +403,15 @@ func DecodeU64Value(b []byte) (U64Value, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeU64ValueInto(b []byte, v *U64Value) error {
+	if fastDecodeU64Value(b, v) {
+		return nil
+	}
+	return readerDecodeU64Value(b, v)
+}
+
+// readerDecodeU64Value is DecodeU64ValueInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeU64Value(b []byte, v *U64Value) error {
 	r := wire.NewReader(b, "U64Value")
 	r.Version(VersionU64Value)
 	readU64Value(&r, v)
@@ -405,6 +425,12 @@ func DecodeU64ValueInto(b []byte, v *U64Value) error {
 		*v = U64Value{}
 	}
 	return err
+}
+
+// fastDecodeU64Value decodes b into *v and reports true when b is a valid
+// U64Value; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeU64Value(b []byte, v *U64Value) bool {
+	return len(b) > 0 && b[0] == VersionU64Value && fastReadU64Value(b, 1, v) == len(b) && verifyU64Value(v) == nil
 }
 
 func appendRelayV1(dst []byte, v *RelayV1) []byte {
@@ -463,6 +489,76 @@ func readRelayV1(r *wire.Reader, v *RelayV1) {
 	v.AtMs = r.U64("RelayV1.AtMs")
 }
 
+// fastReadRelayV1 reads the fields of RelayV1 from b[p:] as readRelayV1 does, and
+// returns the offset after them, or -1 where readRelayV1 would fail.
+func fastReadRelayV1(b []byte, p int, v *RelayV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Target = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > (len(b)-q)/2 {
+			return -1
+		}
+		p = q
+		if cap(v.Puts) >= n {
+			v.Puts = v.Puts[:n]
+		} else {
+			v.Puts = make([]RelayPut, n)
+		}
+		for i := range v.Puts {
+			if p = fastReadRelayPut(b, p, &v.Puts[i]); p < 0 {
+				return -1
+			}
+		}
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Deletes) >= n {
+			v.Deletes = v.Deletes[:n]
+		} else {
+			v.Deletes = make([][]byte, n)
+		}
+		for i := range v.Deletes {
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Deletes[i] = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionRelayV1 is the version byte that opens every encoded RelayV1.
 const VersionRelayV1 = 1
 
@@ -499,6 +595,15 @@ func DecodeRelayV1(b []byte) (RelayV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeRelayV1Into(b []byte, v *RelayV1) error {
+	if fastDecodeRelayV1(b, v) {
+		return nil
+	}
+	return readerDecodeRelayV1(b, v)
+}
+
+// readerDecodeRelayV1 is DecodeRelayV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayV1(b []byte, v *RelayV1) error {
 	r := wire.NewReader(b, "RelayV1")
 	r.Version(VersionRelayV1)
 	readRelayV1(&r, v)
@@ -512,6 +617,12 @@ func DecodeRelayV1Into(b []byte, v *RelayV1) error {
 		*v = RelayV1{}
 	}
 	return err
+}
+
+// fastDecodeRelayV1 decodes b into *v and reports true when b is a valid
+// RelayV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayV1(b []byte, v *RelayV1) bool {
+	return len(b) > 0 && b[0] == VersionRelayV1 && fastReadRelayV1(b, 1, v) == len(b) && verifyRelayV1(v) == nil
 }
 
 func appendRelayPut(dst []byte, v *RelayPut) []byte {
@@ -530,6 +641,34 @@ func sizeRelayPut(v *RelayPut) int {
 func readRelayPut(r *wire.Reader, v *RelayPut) {
 	v.Key = r.Bytes("RelayPut.Key", 10000)
 	v.Value = r.Bytes("RelayPut.Value", 100000)
+}
+
+// fastReadRelayPut reads the fields of RelayPut from b[p:] as readRelayPut does, and
+// returns the offset after them, or -1 where readRelayPut would fail.
+func fastReadRelayPut(b []byte, p int, v *RelayPut) int {
+	{
+		n, q := wire.ShortLen(b, p, 10000)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 10000)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Key = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 100000)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 100000)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Value = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
 }
 
 func appendRelayScanV1(dst []byte, v *RelayScanV1) []byte {
@@ -571,6 +710,46 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 	}
 }
 
+// fastReadRelayScanV1 reads the fields of RelayScanV1 from b[p:] as readRelayScanV1 does, and
+// returns the offset after them, or -1 where readRelayScanV1 would fail.
+func fastReadRelayScanV1(b []byte, p int, v *RelayScanV1) int {
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.CycleEnd = binary.BigEndian.Uint64(b[p:])
+	v.Cursor = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	{
+		n, q := wire.ShortLen(b, p, 16)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 16)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Blocked) >= n {
+			v.Blocked = v.Blocked[:n]
+		} else {
+			v.Blocked = make([][]byte, n)
+		}
+		for i := range v.Blocked {
+			{
+				n, q := wire.ShortLen(b, p, 1024)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 1024)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Blocked[i] = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	return p
+}
+
 // VersionRelayScanV1 is the version byte that opens every encoded RelayScanV1.
 const VersionRelayScanV1 = 1
 
@@ -607,6 +786,15 @@ func DecodeRelayScanV1(b []byte) (RelayScanV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
+	if fastDecodeRelayScanV1(b, v) {
+		return nil
+	}
+	return readerDecodeRelayScanV1(b, v)
+}
+
+// readerDecodeRelayScanV1 is DecodeRelayScanV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayScanV1(b []byte, v *RelayScanV1) error {
 	r := wire.NewReader(b, "RelayScanV1")
 	r.Version(VersionRelayScanV1)
 	readRelayScanV1(&r, v)
@@ -620,6 +808,12 @@ func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
 		*v = RelayScanV1{}
 	}
 	return err
+}
+
+// fastDecodeRelayScanV1 decodes b into *v and reports true when b is a valid
+// RelayScanV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayScanV1(b []byte, v *RelayScanV1) bool {
+	return len(b) > 0 && b[0] == VersionRelayScanV1 && fastReadRelayScanV1(b, 1, v) == len(b) && verifyRelayScanV1(v) == nil
 }
 
 func appendBacklog(dst []byte, v *Backlog) []byte {
@@ -640,6 +834,18 @@ func readBacklog(r *wire.Reader, v *Backlog) {
 		v.Rows = binary.BigEndian.Uint64(b[0:])
 		v.Bytes = binary.BigEndian.Uint64(b[8:])
 	}
+}
+
+// fastReadBacklog reads the fields of Backlog from b[p:] as readBacklog does, and
+// returns the offset after them, or -1 where readBacklog would fail.
+func fastReadBacklog(b []byte, p int, v *Backlog) int {
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.Rows = binary.BigEndian.Uint64(b[p:])
+	v.Bytes = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	return p
 }
 
 // VersionBacklog is the version byte that opens every encoded Backlog.
@@ -678,6 +884,15 @@ func DecodeBacklog(b []byte) (Backlog, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeBacklogInto(b []byte, v *Backlog) error {
+	if fastDecodeBacklog(b, v) {
+		return nil
+	}
+	return readerDecodeBacklog(b, v)
+}
+
+// readerDecodeBacklog is DecodeBacklogInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeBacklog(b []byte, v *Backlog) error {
 	r := wire.NewReader(b, "Backlog")
 	r.Version(VersionBacklog)
 	readBacklog(&r, v)
@@ -691,6 +906,12 @@ func DecodeBacklogInto(b []byte, v *Backlog) error {
 		*v = Backlog{}
 	}
 	return err
+}
+
+// fastDecodeBacklog decodes b into *v and reports true when b is a valid
+// Backlog; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeBacklog(b []byte, v *Backlog) bool {
+	return len(b) > 0 && b[0] == VersionBacklog && fastReadBacklog(b, 1, v) == len(b) && verifyBacklog(v) == nil
 }
 
 func appendReservationV1(dst []byte, v ReservationV1) []byte {
@@ -779,6 +1000,15 @@ func DecodeReservationV1(b []byte) (ReservationV1, error) {
 // strings; earlier results that share the variant see it change. On error *v
 // is nil.
 func DecodeReservationV1Into(b []byte, v *ReservationV1) error {
+	if fastDecodeReservationV1(b, v) {
+		return nil
+	}
+	return readerDecodeReservationV1(b, v)
+}
+
+// readerDecodeReservationV1 is DecodeReservationV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeReservationV1(b []byte, v *ReservationV1) error {
 	r := wire.NewReader(b, "ReservationV1")
 	r.Version(VersionReservationV1)
 	tag := r.U8("ReservationV1")
@@ -839,6 +1069,47 @@ func DecodeReservationV1Into(b []byte, v *ReservationV1) error {
 	return err
 }
 
+// fastDecodeReservationV1 decodes b into *v and reports true when b is a valid
+// ReservationV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeReservationV1(b []byte, v *ReservationV1) bool {
+	if len(b) < 2 || b[0] != VersionReservationV1 {
+		return false
+	}
+	switch b[1] {
+	case 1:
+		x, _ := (*v).(*ReservationTicketed)
+		if x == nil {
+			x = new(ReservationTicketed)
+		}
+		if fastReadReservationTicketed(b, 2, x) != len(b) || verifyReservationTicketed(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	case 2:
+		x, _ := (*v).(*ReservationCommitted)
+		if x == nil {
+			x = new(ReservationCommitted)
+		}
+		if fastReadReservationCommitted(b, 2, x) != len(b) || verifyReservationCommitted(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	case 3:
+		x, _ := (*v).(*ReservationAborted)
+		if x == nil {
+			x = new(ReservationAborted)
+		}
+		if fastReadReservationAborted(b, 2, x) != len(b) || verifyReservationAborted(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	}
+	return false
+}
+
 func appendReservationTicketed(dst []byte, v *ReservationTicketed) []byte {
 	dst = append(dst, v.TicketID[:]...)
 	return dst
@@ -852,6 +1123,17 @@ func sizeReservationTicketed(v *ReservationTicketed) int {
 
 func readReservationTicketed(r *wire.Reader, v *ReservationTicketed) {
 	r.Fixed("ReservationTicketed.TicketID", v.TicketID[:])
+}
+
+// fastReadReservationTicketed reads the fields of ReservationTicketed from b[p:] as readReservationTicketed does, and
+// returns the offset after them, or -1 where readReservationTicketed would fail.
+func fastReadReservationTicketed(b []byte, p int, v *ReservationTicketed) int {
+	if len(b)-p < 32 {
+		return -1
+	}
+	copy(v.TicketID[:], b[p:])
+	p += 32
+	return p
 }
 
 func appendReservationCommitted(dst []byte, v *ReservationCommitted) []byte {
@@ -902,6 +1184,48 @@ func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
 	}
 }
 
+// fastReadReservationCommitted reads the fields of ReservationCommitted from b[p:] as readReservationCommitted does, and
+// returns the offset after them, or -1 where readReservationCommitted would fail.
+func fastReadReservationCommitted(b []byte, p int, v *ReservationCommitted) int {
+	{
+		s, q := wire.NameAt(b, p, &internRepoName, "RepoName", 1, MaxRepoNameBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Repository = RepoName{s}
+		p = q
+	}
+	if len(b)-p < 32 {
+		return -1
+	}
+	v.OccurredAtMs = binary.BigEndian.Uint64(b[p:])
+	v.BytesStored = binary.BigEndian.Uint64(b[p+8:])
+	v.NewToRepo = binary.BigEndian.Uint64(b[p+16:])
+	v.NewToStore = binary.BigEndian.Uint64(b[p+24:])
+	p += 32
+	{
+		n, q := wire.ShortLen(b, p, 64)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 64)
+		}
+		if q < 0 || n > (len(b)-q)/3 {
+			return -1
+		}
+		p = q
+		if cap(v.Refs) >= n {
+			v.Refs = v.Refs[:n]
+		} else {
+			v.Refs = make([]RefUpdate, n)
+		}
+		for i := range v.Refs {
+			if p = fastReadRefUpdate(b, p, &v.Refs[i]); p < 0 {
+				return -1
+			}
+		}
+	}
+	return p
+}
+
 func appendRefUpdate(dst []byte, v *RefUpdate) []byte {
 	dst = wire.AppendString(dst, v.Ref.s)
 	dst = wire.AppendBytes(dst, v.OldOID)
@@ -921,6 +1245,42 @@ func readRefUpdate(r *wire.Reader, v *RefUpdate) {
 	v.Ref = ShardRef{r.Name("RefUpdate.Ref", &internShardRef, "ShardRef", 1, MaxShardRefBytes)}
 	v.OldOID = r.Bytes("RefUpdate.OldOID", 32)
 	v.NewOID = r.Bytes("RefUpdate.NewOID", 32)
+}
+
+// fastReadRefUpdate reads the fields of RefUpdate from b[p:] as readRefUpdate does, and
+// returns the offset after them, or -1 where readRefUpdate would fail.
+func fastReadRefUpdate(b []byte, p int, v *RefUpdate) int {
+	{
+		s, q := wire.NameAt(b, p, &internShardRef, "ShardRef", 1, MaxShardRefBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Ref = ShardRef{s}
+		p = q
+	}
+	{
+		n, q := wire.ShortLen(b, p, 32)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 32)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.OldOID = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 32)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 32)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.NewOID = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
 }
 
 func appendReservationAborted(dst []byte, v *ReservationAborted) []byte {
@@ -947,6 +1307,37 @@ func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
 		v.Reason = AbortReason(b[8])
 	}
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
+}
+
+// fastReadReservationAborted reads the fields of ReservationAborted from b[p:] as readReservationAborted does, and
+// returns the offset after them, or -1 where readReservationAborted would fail.
+func fastReadReservationAborted(b []byte, p int, v *ReservationAborted) int {
+	{
+		s, q := wire.NameAt(b, p, &internRepoName, "RepoName", 1, MaxRepoNameBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Repository = RepoName{s}
+		p = q
+	}
+	if len(b)-p < 9 {
+		return -1
+	}
+	v.OccurredAtMs = binary.BigEndian.Uint64(b[p:])
+	v.Reason = AbortReason(b[p+8])
+	p += 9
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Detail = string(b[q : q+n])
+		p = q + n
+	}
+	return p
 }
 
 func appendLeasedShard(dst []byte, v *LeasedShard) []byte {
@@ -1012,6 +1403,51 @@ func readLeasedShard(r *wire.Reader, v *LeasedShard) {
 	}
 }
 
+// fastReadLeasedShard reads the fields of LeasedShard from b[p:] as readLeasedShard does, and
+// returns the offset after them, or -1 where readLeasedShard would fail.
+func fastReadLeasedShard(b []byte, p int, v *LeasedShard) int {
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityGeneration = &pi
+	} else {
+		v.AuthorityGeneration = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AckedAuthorityGeneration = &pi
+	} else {
+		v.AckedAuthorityGeneration = nil
+	}
+	if len(b)-p < 40 {
+		return -1
+	}
+	v.Epoch = binary.BigEndian.Uint64(b[p:])
+	v.ExpiresAtMs = binary.BigEndian.Uint64(b[p+8:])
+	v.AckedEpoch = binary.BigEndian.Uint64(b[p+16:])
+	v.RelayWatermarkMs = binary.BigEndian.Uint64(b[p+24:])
+	v.SweepDueMs = binary.BigEndian.Uint64(b[p+32:])
+	p += 40
+	return p
+}
+
 // VersionLeasedShard is the version byte that opens every encoded LeasedShard.
 const VersionLeasedShard = 1
 
@@ -1048,6 +1484,15 @@ func DecodeLeasedShard(b []byte) (LeasedShard, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
+	if fastDecodeLeasedShard(b, v) {
+		return nil
+	}
+	return readerDecodeLeasedShard(b, v)
+}
+
+// readerDecodeLeasedShard is DecodeLeasedShardInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeLeasedShard(b []byte, v *LeasedShard) error {
 	r := wire.NewReader(b, "LeasedShard")
 	r.Version(VersionLeasedShard)
 	readLeasedShard(&r, v)
@@ -1061,6 +1506,12 @@ func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
 		*v = LeasedShard{}
 	}
 	return err
+}
+
+// fastDecodeLeasedShard decodes b into *v and reports true when b is a valid
+// LeasedShard; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeLeasedShard(b []byte, v *LeasedShard) bool {
+	return len(b) > 0 && b[0] == VersionLeasedShard && fastReadLeasedShard(b, 1, v) == len(b) && verifyLeasedShard(v) == nil
 }
 
 func appendLeaseRecovery(dst []byte, v *LeaseRecovery) []byte {
@@ -1129,6 +1580,62 @@ func readLeaseRecovery(r *wire.Reader, v *LeaseRecovery) {
 	v.ResumedAtMs = r.U64("LeaseRecovery.ResumedAtMs")
 }
 
+// fastReadLeaseRecovery reads the fields of LeaseRecovery from b[p:] as readLeaseRecovery does, and
+// returns the offset after them, or -1 where readLeaseRecovery would fail.
+func fastReadLeaseRecovery(b []byte, p int, v *LeaseRecovery) int {
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityFence = &pi
+	} else {
+		v.AuthorityFence = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityReady = &pi
+	} else {
+		v.AuthorityReady = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi bool
+		if p >= len(b) || b[p] > 1 {
+			return -1
+		}
+		p++
+		pi = b[p-1] == 1
+		v.ActivationOnly = &pi
+	} else {
+		v.ActivationOnly = nil
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.ResumedAtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionLeaseRecovery is the version byte that opens every encoded LeaseRecovery.
 const VersionLeaseRecovery = 1
 
@@ -1165,6 +1672,15 @@ func DecodeLeaseRecovery(b []byte) (LeaseRecovery, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
+	if fastDecodeLeaseRecovery(b, v) {
+		return nil
+	}
+	return readerDecodeLeaseRecovery(b, v)
+}
+
+// readerDecodeLeaseRecovery is DecodeLeaseRecoveryInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeLeaseRecovery(b []byte, v *LeaseRecovery) error {
 	r := wire.NewReader(b, "LeaseRecovery")
 	r.Version(VersionLeaseRecovery)
 	readLeaseRecovery(&r, v)
@@ -1178,6 +1694,12 @@ func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
 		*v = LeaseRecovery{}
 	}
 	return err
+}
+
+// fastDecodeLeaseRecovery decodes b into *v and reports true when b is a valid
+// LeaseRecovery; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeLeaseRecovery(b []byte, v *LeaseRecovery) bool {
+	return len(b) > 0 && b[0] == VersionLeaseRecovery && fastReadLeaseRecovery(b, 1, v) == len(b) && verifyLeaseRecovery(v) == nil
 }
 
 func appendOutcomeTimer(dst []byte, v *OutcomeTimer) []byte {
@@ -1196,6 +1718,28 @@ func sizeOutcomeTimer(v *OutcomeTimer) int {
 func readOutcomeTimer(r *wire.Reader, v *OutcomeTimer) {
 	v.Attempt = r.U32("OutcomeTimer.Attempt")
 	v.Cursor = r.Bytes("OutcomeTimer.Cursor", 4096)
+}
+
+// fastReadOutcomeTimer reads the fields of OutcomeTimer from b[p:] as readOutcomeTimer does, and
+// returns the offset after them, or -1 where readOutcomeTimer would fail.
+func fastReadOutcomeTimer(b []byte, p int, v *OutcomeTimer) int {
+	if len(b)-p < 4 {
+		return -1
+	}
+	v.Attempt = binary.BigEndian.Uint32(b[p:])
+	p += 4
+	{
+		n, q := wire.ShortLen(b, p, 4096)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 4096)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Cursor = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
 }
 
 // VersionOutcomeTimer is the version byte that opens every encoded OutcomeTimer.
@@ -1234,6 +1778,15 @@ func DecodeOutcomeTimer(b []byte) (OutcomeTimer, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
+	if fastDecodeOutcomeTimer(b, v) {
+		return nil
+	}
+	return readerDecodeOutcomeTimer(b, v)
+}
+
+// readerDecodeOutcomeTimer is DecodeOutcomeTimerInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOutcomeTimer(b []byte, v *OutcomeTimer) error {
 	r := wire.NewReader(b, "OutcomeTimer")
 	r.Version(VersionOutcomeTimer)
 	readOutcomeTimer(&r, v)
@@ -1247,6 +1800,12 @@ func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
 		*v = OutcomeTimer{}
 	}
 	return err
+}
+
+// fastDecodeOutcomeTimer decodes b into *v and reports true when b is a valid
+// OutcomeTimer; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOutcomeTimer(b []byte, v *OutcomeTimer) bool {
+	return len(b) > 0 && b[0] == VersionOutcomeTimer && fastReadOutcomeTimer(b, 1, v) == len(b) && verifyOutcomeTimer(v) == nil
 }
 
 func appendWatermarkCheckpoint(dst []byte, v *WatermarkCheckpoint) []byte {
@@ -1305,6 +1864,79 @@ func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	v.Cursor = r.Bytes("WatermarkCheckpoint.Cursor", 4096)
 }
 
+// fastReadWatermarkCheckpoint reads the fields of WatermarkCheckpoint from b[p:] as readWatermarkCheckpoint does, and
+// returns the offset after them, or -1 where readWatermarkCheckpoint would fail.
+func fastReadWatermarkCheckpoint(b []byte, p int, v *WatermarkCheckpoint) int {
+	{
+		// as readWatermarkCheckpoint reads it, with a Reader over the bytes left
+		rd := wire.NewReader(b[p:], "WatermarkCheckpoint")
+		r := &rd
+		if !matchPartition(r, v.Coordinator) {
+			v.Coordinator = readPartitionInterned(r, "WatermarkCheckpoint.Coordinator")
+		}
+		if r.Err() != nil {
+			return -1
+		}
+		p += r.Offset()
+	}
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.CeilingMs = binary.BigEndian.Uint64(b[p:])
+	v.MinimumMs = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 100000)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 100000)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.Recovery = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.Recovery = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 100000)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 100000)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.Reconcile = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.Reconcile = nil
+	}
+	{
+		n, q := wire.ShortLen(b, p, 4096)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 4096)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Cursor = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
+}
+
 // VersionWatermarkCheckpoint is the version byte that opens every encoded WatermarkCheckpoint.
 const VersionWatermarkCheckpoint = 2
 
@@ -1341,6 +1973,15 @@ func DecodeWatermarkCheckpoint(b []byte) (WatermarkCheckpoint, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
+	if fastDecodeWatermarkCheckpoint(b, v) {
+		return nil
+	}
+	return readerDecodeWatermarkCheckpoint(b, v)
+}
+
+// readerDecodeWatermarkCheckpoint is DecodeWatermarkCheckpointInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeWatermarkCheckpoint(b []byte, v *WatermarkCheckpoint) error {
 	r := wire.NewReader(b, "WatermarkCheckpoint")
 	r.Version(VersionWatermarkCheckpoint)
 	readWatermarkCheckpoint(&r, v)
@@ -1354,6 +1995,12 @@ func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
 		*v = WatermarkCheckpoint{}
 	}
 	return err
+}
+
+// fastDecodeWatermarkCheckpoint decodes b into *v and reports true when b is a valid
+// WatermarkCheckpoint; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeWatermarkCheckpoint(b []byte, v *WatermarkCheckpoint) bool {
+	return len(b) > 0 && b[0] == VersionWatermarkCheckpoint && fastReadWatermarkCheckpoint(b, 1, v) == len(b) && verifyWatermarkCheckpoint(v) == nil
 }
 
 func appendSchedulerLeaseV1(dst []byte, v *SchedulerLeaseV1) []byte {
@@ -1372,6 +2019,28 @@ func sizeSchedulerLeaseV1(v *SchedulerLeaseV1) int {
 func readSchedulerLeaseV1(r *wire.Reader, v *SchedulerLeaseV1) {
 	v.Owner = r.String("SchedulerLeaseV1.Owner", 128)
 	v.ExpiresAtMs = r.U64("SchedulerLeaseV1.ExpiresAtMs")
+}
+
+// fastReadSchedulerLeaseV1 reads the fields of SchedulerLeaseV1 from b[p:] as readSchedulerLeaseV1 does, and
+// returns the offset after them, or -1 where readSchedulerLeaseV1 would fail.
+func fastReadSchedulerLeaseV1(b []byte, p int, v *SchedulerLeaseV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 128)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 128)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Owner = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.ExpiresAtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
 }
 
 // VersionSchedulerLeaseV1 is the version byte that opens every encoded SchedulerLeaseV1.
@@ -1410,6 +2079,15 @@ func DecodeSchedulerLeaseV1(b []byte) (SchedulerLeaseV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
+	if fastDecodeSchedulerLeaseV1(b, v) {
+		return nil
+	}
+	return readerDecodeSchedulerLeaseV1(b, v)
+}
+
+// readerDecodeSchedulerLeaseV1 is DecodeSchedulerLeaseV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) error {
 	r := wire.NewReader(b, "SchedulerLeaseV1")
 	r.Version(VersionSchedulerLeaseV1)
 	readSchedulerLeaseV1(&r, v)
@@ -1423,4 +2101,10 @@ func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
 		*v = SchedulerLeaseV1{}
 	}
 	return err
+}
+
+// fastDecodeSchedulerLeaseV1 decodes b into *v and reports true when b is a valid
+// SchedulerLeaseV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) bool {
+	return len(b) > 0 && b[0] == VersionSchedulerLeaseV1 && fastReadSchedulerLeaseV1(b, 1, v) == len(b) && verifySchedulerLeaseV1(v) == nil
 }

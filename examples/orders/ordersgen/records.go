@@ -2,7 +2,10 @@
 
 package ordersgen
 
-import "github.com/mkit-dev/mkitfdb/gen/wire"
+import (
+	"encoding/binary"
+	"github.com/mkit-dev/mkitfdb/gen/wire"
+)
 
 // internCustomerID holds CustomerID names already decoded and validated.
 var internCustomerID wire.Intern[struct{}]
@@ -177,6 +180,48 @@ func readOrderV1(r *wire.Reader, v *OrderV1) {
 	v.Note = r.String("OrderV1.Note", 200)
 }
 
+// fastReadOrderV1 reads the fields of OrderV1 from b[p:] as readOrderV1 does, and
+// returns the offset after them, or -1 where readOrderV1 would fail.
+func fastReadOrderV1(b []byte, p int, v *OrderV1) int {
+	if len(b)-p < 1 {
+		return -1
+	}
+	v.Status = Status(b[p])
+	p += 1
+	{
+		n, q := wire.ShortLen(b, p, 50)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 50)
+		}
+		if q < 0 || n > (len(b)-q)/5 {
+			return -1
+		}
+		p = q
+		if cap(v.Lines) >= n {
+			v.Lines = v.Lines[:n]
+		} else {
+			v.Lines = make([]Line, n)
+		}
+		for i := range v.Lines {
+			if p = fastReadLine(b, p, &v.Lines[i]); p < 0 {
+				return -1
+			}
+		}
+	}
+	{
+		n, q := wire.ShortLen(b, p, 200)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 200)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Note = string(b[q : q+n])
+		p = q + n
+	}
+	return p
+}
+
 // VersionOrderV1 is the version byte that opens every encoded OrderV1.
 const VersionOrderV1 = 1
 
@@ -213,6 +258,15 @@ func DecodeOrderV1(b []byte) (OrderV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeOrderV1Into(b []byte, v *OrderV1) error {
+	if fastDecodeOrderV1(b, v) {
+		return nil
+	}
+	return readerDecodeOrderV1(b, v)
+}
+
+// readerDecodeOrderV1 is DecodeOrderV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOrderV1(b []byte, v *OrderV1) error {
 	r := wire.NewReader(b, "OrderV1")
 	r.Version(VersionOrderV1)
 	readOrderV1(&r, v)
@@ -226,6 +280,12 @@ func DecodeOrderV1Into(b []byte, v *OrderV1) error {
 		*v = OrderV1{}
 	}
 	return err
+}
+
+// fastDecodeOrderV1 decodes b into *v and reports true when b is a valid
+// OrderV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOrderV1(b []byte, v *OrderV1) bool {
+	return len(b) > 0 && b[0] == VersionOrderV1 && fastReadOrderV1(b, 1, v) == len(b) && verifyOrderV1(v) == nil
 }
 
 func appendLine(dst []byte, v *Line) []byte {
@@ -244,4 +304,26 @@ func sizeLine(v *Line) int {
 func readLine(r *wire.Reader, v *Line) {
 	v.SKU = r.String("Line.SKU", 32)
 	v.Quantity = r.U32("Line.Quantity")
+}
+
+// fastReadLine reads the fields of Line from b[p:] as readLine does, and
+// returns the offset after them, or -1 where readLine would fail.
+func fastReadLine(b []byte, p int, v *Line) int {
+	{
+		n, q := wire.ShortLen(b, p, 32)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 32)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.SKU = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 4 {
+		return -1
+	}
+	v.Quantity = binary.BigEndian.Uint32(b[p:])
+	p += 4
+	return p
 }
