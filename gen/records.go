@@ -518,8 +518,27 @@ func fastReadRelayV1(b []byte, p int, v *RelayV1) int {
 			v.Puts = make([]RelayPut, n)
 		}
 		for i := range v.Puts {
-			if p = fastReadRelayPut(b, p, &v.Puts[i]); p < 0 {
-				return -1
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Key = b[q : q+n : q+n]
+				p = q + n
+			}
+			{
+				n, q := wire.ShortLen(b, p, 100000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 100000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Value = b[q : q+n : q+n]
+				p = q + n
 			}
 		}
 	}
@@ -641,34 +660,6 @@ func sizeRelayPut(v *RelayPut) int {
 func readRelayPut(r *wire.Reader, v *RelayPut) {
 	v.Key = r.Bytes("RelayPut.Key", 10000)
 	v.Value = r.Bytes("RelayPut.Value", 100000)
-}
-
-// fastReadRelayPut reads the fields of RelayPut from b[p:] as readRelayPut does, and
-// returns the offset after them, or -1 where readRelayPut would fail.
-func fastReadRelayPut(b []byte, p int, v *RelayPut) int {
-	{
-		n, q := wire.ShortLen(b, p, 10000)
-		if q < 0 {
-			n, q = wire.LenAt(b, p, 10000)
-		}
-		if q < 0 || n > len(b)-q {
-			return -1
-		}
-		v.Key = b[q : q+n : q+n]
-		p = q + n
-	}
-	{
-		n, q := wire.ShortLen(b, p, 100000)
-		if q < 0 {
-			n, q = wire.LenAt(b, p, 100000)
-		}
-		if q < 0 || n > len(b)-q {
-			return -1
-		}
-		v.Value = b[q : q+n : q+n]
-		p = q + n
-	}
-	return p
 }
 
 func appendRelayScanV1(dst []byte, v *RelayScanV1) []byte {
@@ -1218,8 +1209,35 @@ func fastReadReservationCommitted(b []byte, p int, v *ReservationCommitted) int 
 			v.Refs = make([]RefUpdate, n)
 		}
 		for i := range v.Refs {
-			if p = fastReadRefUpdate(b, p, &v.Refs[i]); p < 0 {
-				return -1
+			{
+				s, q := wire.NameAt(b, p, &internShardRef, "ShardRef", 1, MaxShardRefBytes)
+				if q < 0 {
+					return -1
+				}
+				v.Refs[i].Ref = ShardRef{s}
+				p = q
+			}
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Refs[i].OldOID = b[q : q+n : q+n]
+				p = q + n
+			}
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Refs[i].NewOID = b[q : q+n : q+n]
+				p = q + n
 			}
 		}
 	}
@@ -1245,42 +1263,6 @@ func readRefUpdate(r *wire.Reader, v *RefUpdate) {
 	v.Ref = ShardRef{r.Name("RefUpdate.Ref", &internShardRef, "ShardRef", 1, MaxShardRefBytes)}
 	v.OldOID = r.Bytes("RefUpdate.OldOID", 32)
 	v.NewOID = r.Bytes("RefUpdate.NewOID", 32)
-}
-
-// fastReadRefUpdate reads the fields of RefUpdate from b[p:] as readRefUpdate does, and
-// returns the offset after them, or -1 where readRefUpdate would fail.
-func fastReadRefUpdate(b []byte, p int, v *RefUpdate) int {
-	{
-		s, q := wire.NameAt(b, p, &internShardRef, "ShardRef", 1, MaxShardRefBytes)
-		if q < 0 {
-			return -1
-		}
-		v.Ref = ShardRef{s}
-		p = q
-	}
-	{
-		n, q := wire.ShortLen(b, p, 32)
-		if q < 0 {
-			n, q = wire.LenAt(b, p, 32)
-		}
-		if q < 0 || n > len(b)-q {
-			return -1
-		}
-		v.OldOID = b[q : q+n : q+n]
-		p = q + n
-	}
-	{
-		n, q := wire.ShortLen(b, p, 32)
-		if q < 0 {
-			n, q = wire.LenAt(b, p, 32)
-		}
-		if q < 0 || n > len(b)-q {
-			return -1
-		}
-		v.NewOID = b[q : q+n : q+n]
-		p = q + n
-	}
-	return p
 }
 
 func appendReservationAborted(dst []byte, v *ReservationAborted) []byte {

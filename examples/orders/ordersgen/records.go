@@ -203,9 +203,22 @@ func fastReadOrderV1(b []byte, p int, v *OrderV1) int {
 			v.Lines = make([]Line, n)
 		}
 		for i := range v.Lines {
-			if p = fastReadLine(b, p, &v.Lines[i]); p < 0 {
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Lines[i].SKU = string(b[q : q+n])
+				p = q + n
+			}
+			if len(b)-p < 4 {
 				return -1
 			}
+			v.Lines[i].Quantity = binary.BigEndian.Uint32(b[p:])
+			p += 4
 		}
 	}
 	{
@@ -304,26 +317,4 @@ func sizeLine(v *Line) int {
 func readLine(r *wire.Reader, v *Line) {
 	v.SKU = r.String("Line.SKU", 32)
 	v.Quantity = r.U32("Line.Quantity")
-}
-
-// fastReadLine reads the fields of Line from b[p:] as readLine does, and
-// returns the offset after them, or -1 where readLine would fail.
-func fastReadLine(b []byte, p int, v *Line) int {
-	{
-		n, q := wire.ShortLen(b, p, 32)
-		if q < 0 {
-			n, q = wire.LenAt(b, p, 32)
-		}
-		if q < 0 || n > len(b)-q {
-			return -1
-		}
-		v.SKU = string(b[q : q+n])
-		p = q + n
-	}
-	if len(b)-p < 4 {
-		return -1
-	}
-	v.Quantity = binary.BigEndian.Uint32(b[p:])
-	p += 4
-	return p
 }
