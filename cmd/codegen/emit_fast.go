@@ -93,7 +93,8 @@ func fastFields(g *Group, d *decl, x string, depth int) {
 		case len(u.fields) == 1 && fastNative(fl.Type):
 			fastValue(g, x+"."+fl.Name, fl.Type, fl, depth)
 		default:
-			// (never in an inlined struct: x is v)
+			// only in fastReadX, where x is v as in the Reader path's
+			// code: an inlined struct has no such field
 			g.BlockFunc(func(g *Group) {
 				g.Comment("as read" + d.Name + " reads it, with a Reader over the bytes left")
 				g.Id("rd").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b").Index(Id("p").Op(":")), Lit(d.Name))

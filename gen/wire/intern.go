@@ -169,7 +169,7 @@ func (r *Reader) Name(field string, names *Intern[struct{}], typ string, min, ma
 // NameAt reads a length-prefixed identity name at b[at] (at >= 0) as
 // Reader.Name does, interning it alike, and returns it and the offset
 // after it; next is -1 where Reader.Name fails. It is the fast path's
-// Reader.Name.
+// Reader.Name, and as safe for concurrent use as names is.
 func NameAt(b []byte, at int, names *Intern[struct{}], typ string, min, max int) (s string, next int) {
 	if n, q := ShortLen(b, at, max); q >= 0 && n <= len(b)-q {
 		s, err := internName(b[q:q+n], names, typ, min, max)
