@@ -25,6 +25,17 @@ func readU64Value(r *wire.Reader, v *U64Value) {
 	v.Value = r.U64("U64Value.Value")
 }
 
+// fastReadU64Value reads the fields of U64Value from b[p:] as readU64Value does, and
+// returns the offset after them, or -1 where readU64Value would fail.
+func fastReadU64Value(b []byte, p int, v *U64Value) int {
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.Value = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionU64Value is the version byte that opens every encoded U64Value.
 const VersionU64Value = 1
 
@@ -61,6 +72,15 @@ func DecodeU64Value(b []byte) (U64Value, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeU64ValueInto(b []byte, v *U64Value) error {
+	if fastDecodeU64Value(b, v) {
+		return nil
+	}
+	return readerDecodeU64Value(b, v)
+}
+
+// readerDecodeU64Value is DecodeU64ValueInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeU64Value(b []byte, v *U64Value) error {
 	r := wire.NewReader(b, "U64Value")
 	r.Version(VersionU64Value)
 	readU64Value(&r, v)
@@ -74,6 +94,12 @@ func DecodeU64ValueInto(b []byte, v *U64Value) error {
 		*v = U64Value{}
 	}
 	return err
+}
+
+// fastDecodeU64Value decodes b into *v and reports true when b is a valid
+// U64Value; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeU64Value(b []byte, v *U64Value) bool {
+	return len(b) > 0 && b[0] == VersionU64Value && fastReadU64Value(b, 1, v) == len(b) && verifyU64Value(v) == nil
 }
 
 func appendRelayV1(dst []byte, v *RelayV1) []byte {
@@ -132,6 +158,95 @@ func readRelayV1(r *wire.Reader, v *RelayV1) {
 	v.AtMs = r.U64("RelayV1.AtMs")
 }
 
+// fastReadRelayV1 reads the fields of RelayV1 from b[p:] as readRelayV1 does, and
+// returns the offset after them, or -1 where readRelayV1 would fail.
+func fastReadRelayV1(b []byte, p int, v *RelayV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Target = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > (len(b)-q)/2 {
+			return -1
+		}
+		p = q
+		if cap(v.Puts) >= n {
+			v.Puts = v.Puts[:n]
+		} else {
+			v.Puts = make([]RelayPut, n)
+		}
+		for i := range v.Puts {
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Key = b[q : q+n : q+n]
+				p = q + n
+			}
+			{
+				n, q := wire.ShortLen(b, p, 100000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 100000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Value = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Deletes) >= n {
+			v.Deletes = v.Deletes[:n]
+		} else {
+			v.Deletes = make([][]byte, n)
+		}
+		for i := range v.Deletes {
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Deletes[i] = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionRelayV1 is the version byte that opens every encoded RelayV1.
 const VersionRelayV1 = 1
 
@@ -168,6 +283,15 @@ func DecodeRelayV1(b []byte) (RelayV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeRelayV1Into(b []byte, v *RelayV1) error {
+	if fastDecodeRelayV1(b, v) {
+		return nil
+	}
+	return readerDecodeRelayV1(b, v)
+}
+
+// readerDecodeRelayV1 is DecodeRelayV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayV1(b []byte, v *RelayV1) error {
 	r := wire.NewReader(b, "RelayV1")
 	r.Version(VersionRelayV1)
 	readRelayV1(&r, v)
@@ -181,6 +305,12 @@ func DecodeRelayV1Into(b []byte, v *RelayV1) error {
 		*v = RelayV1{}
 	}
 	return err
+}
+
+// fastDecodeRelayV1 decodes b into *v and reports true when b is a valid
+// RelayV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayV1(b []byte, v *RelayV1) bool {
+	return len(b) > 0 && b[0] == VersionRelayV1 && fastReadRelayV1(b, 1, v) == len(b) && verifyRelayV1(v) == nil
 }
 
 func appendRelayPut(dst []byte, v *RelayPut) []byte {
@@ -240,6 +370,46 @@ func readRelayScanV1(r *wire.Reader, v *RelayScanV1) {
 	}
 }
 
+// fastReadRelayScanV1 reads the fields of RelayScanV1 from b[p:] as readRelayScanV1 does, and
+// returns the offset after them, or -1 where readRelayScanV1 would fail.
+func fastReadRelayScanV1(b []byte, p int, v *RelayScanV1) int {
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.CycleEnd = binary.BigEndian.Uint64(b[p:])
+	v.Cursor = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	{
+		n, q := wire.ShortLen(b, p, 16)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 16)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Blocked) >= n {
+			v.Blocked = v.Blocked[:n]
+		} else {
+			v.Blocked = make([][]byte, n)
+		}
+		for i := range v.Blocked {
+			{
+				n, q := wire.ShortLen(b, p, 1024)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 1024)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Blocked[i] = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	return p
+}
+
 // VersionRelayScanV1 is the version byte that opens every encoded RelayScanV1.
 const VersionRelayScanV1 = 1
 
@@ -276,6 +446,15 @@ func DecodeRelayScanV1(b []byte) (RelayScanV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
+	if fastDecodeRelayScanV1(b, v) {
+		return nil
+	}
+	return readerDecodeRelayScanV1(b, v)
+}
+
+// readerDecodeRelayScanV1 is DecodeRelayScanV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayScanV1(b []byte, v *RelayScanV1) error {
 	r := wire.NewReader(b, "RelayScanV1")
 	r.Version(VersionRelayScanV1)
 	readRelayScanV1(&r, v)
@@ -289,6 +468,12 @@ func DecodeRelayScanV1Into(b []byte, v *RelayScanV1) error {
 		*v = RelayScanV1{}
 	}
 	return err
+}
+
+// fastDecodeRelayScanV1 decodes b into *v and reports true when b is a valid
+// RelayScanV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayScanV1(b []byte, v *RelayScanV1) bool {
+	return len(b) > 0 && b[0] == VersionRelayScanV1 && fastReadRelayScanV1(b, 1, v) == len(b) && verifyRelayScanV1(v) == nil
 }
 
 func appendBacklog(dst []byte, v *Backlog) []byte {
@@ -309,6 +494,18 @@ func readBacklog(r *wire.Reader, v *Backlog) {
 		v.Rows = binary.BigEndian.Uint64(b[0:])
 		v.Bytes = binary.BigEndian.Uint64(b[8:])
 	}
+}
+
+// fastReadBacklog reads the fields of Backlog from b[p:] as readBacklog does, and
+// returns the offset after them, or -1 where readBacklog would fail.
+func fastReadBacklog(b []byte, p int, v *Backlog) int {
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.Rows = binary.BigEndian.Uint64(b[p:])
+	v.Bytes = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	return p
 }
 
 // VersionBacklog is the version byte that opens every encoded Backlog.
@@ -347,6 +544,15 @@ func DecodeBacklog(b []byte) (Backlog, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeBacklogInto(b []byte, v *Backlog) error {
+	if fastDecodeBacklog(b, v) {
+		return nil
+	}
+	return readerDecodeBacklog(b, v)
+}
+
+// readerDecodeBacklog is DecodeBacklogInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeBacklog(b []byte, v *Backlog) error {
 	r := wire.NewReader(b, "Backlog")
 	r.Version(VersionBacklog)
 	readBacklog(&r, v)
@@ -360,6 +566,12 @@ func DecodeBacklogInto(b []byte, v *Backlog) error {
 		*v = Backlog{}
 	}
 	return err
+}
+
+// fastDecodeBacklog decodes b into *v and reports true when b is a valid
+// Backlog; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeBacklog(b []byte, v *Backlog) bool {
+	return len(b) > 0 && b[0] == VersionBacklog && fastReadBacklog(b, 1, v) == len(b) && verifyBacklog(v) == nil
 }
 
 func appendOutcomeTimer(dst []byte, v *OutcomeTimer) []byte {
@@ -378,6 +590,28 @@ func sizeOutcomeTimer(v *OutcomeTimer) int {
 func readOutcomeTimer(r *wire.Reader, v *OutcomeTimer) {
 	v.Attempt = r.U32("OutcomeTimer.Attempt")
 	v.Cursor = r.Bytes("OutcomeTimer.Cursor", 4096)
+}
+
+// fastReadOutcomeTimer reads the fields of OutcomeTimer from b[p:] as readOutcomeTimer does, and
+// returns the offset after them, or -1 where readOutcomeTimer would fail.
+func fastReadOutcomeTimer(b []byte, p int, v *OutcomeTimer) int {
+	if len(b)-p < 4 {
+		return -1
+	}
+	v.Attempt = binary.BigEndian.Uint32(b[p:])
+	p += 4
+	{
+		n, q := wire.ShortLen(b, p, 4096)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 4096)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Cursor = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
 }
 
 // VersionOutcomeTimer is the version byte that opens every encoded OutcomeTimer.
@@ -416,6 +650,15 @@ func DecodeOutcomeTimer(b []byte) (OutcomeTimer, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
+	if fastDecodeOutcomeTimer(b, v) {
+		return nil
+	}
+	return readerDecodeOutcomeTimer(b, v)
+}
+
+// readerDecodeOutcomeTimer is DecodeOutcomeTimerInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOutcomeTimer(b []byte, v *OutcomeTimer) error {
 	r := wire.NewReader(b, "OutcomeTimer")
 	r.Version(VersionOutcomeTimer)
 	readOutcomeTimer(&r, v)
@@ -429,6 +672,12 @@ func DecodeOutcomeTimerInto(b []byte, v *OutcomeTimer) error {
 		*v = OutcomeTimer{}
 	}
 	return err
+}
+
+// fastDecodeOutcomeTimer decodes b into *v and reports true when b is a valid
+// OutcomeTimer; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOutcomeTimer(b []byte, v *OutcomeTimer) bool {
+	return len(b) > 0 && b[0] == VersionOutcomeTimer && fastReadOutcomeTimer(b, 1, v) == len(b) && verifyOutcomeTimer(v) == nil
 }
 
 func appendWatermarkCheckpoint(dst []byte, v *WatermarkCheckpoint) []byte {
@@ -485,6 +734,78 @@ func readWatermarkCheckpoint(r *wire.Reader, v *WatermarkCheckpoint) {
 	v.Cursor = r.Bytes("WatermarkCheckpoint.Cursor", 4096)
 }
 
+// fastReadWatermarkCheckpoint reads the fields of WatermarkCheckpoint from b[p:] as readWatermarkCheckpoint does, and
+// returns the offset after them, or -1 where readWatermarkCheckpoint would fail.
+func fastReadWatermarkCheckpoint(b []byte, p int, v *WatermarkCheckpoint) int {
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Coordinator = b[q : q+n : q+n]
+		p = q + n
+	}
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.CeilingMs = binary.BigEndian.Uint64(b[p:])
+	v.MinimumMs = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 100000)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 100000)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.Recovery = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.Recovery = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 100000)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 100000)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.Reconcile = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.Reconcile = nil
+	}
+	{
+		n, q := wire.ShortLen(b, p, 4096)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 4096)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Cursor = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
+}
+
 // VersionWatermarkCheckpoint is the version byte that opens every encoded WatermarkCheckpoint.
 const VersionWatermarkCheckpoint = 2
 
@@ -521,6 +842,15 @@ func DecodeWatermarkCheckpoint(b []byte) (WatermarkCheckpoint, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
+	if fastDecodeWatermarkCheckpoint(b, v) {
+		return nil
+	}
+	return readerDecodeWatermarkCheckpoint(b, v)
+}
+
+// readerDecodeWatermarkCheckpoint is DecodeWatermarkCheckpointInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeWatermarkCheckpoint(b []byte, v *WatermarkCheckpoint) error {
 	r := wire.NewReader(b, "WatermarkCheckpoint")
 	r.Version(VersionWatermarkCheckpoint)
 	readWatermarkCheckpoint(&r, v)
@@ -534,6 +864,12 @@ func DecodeWatermarkCheckpointInto(b []byte, v *WatermarkCheckpoint) error {
 		*v = WatermarkCheckpoint{}
 	}
 	return err
+}
+
+// fastDecodeWatermarkCheckpoint decodes b into *v and reports true when b is a valid
+// WatermarkCheckpoint; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeWatermarkCheckpoint(b []byte, v *WatermarkCheckpoint) bool {
+	return len(b) > 0 && b[0] == VersionWatermarkCheckpoint && fastReadWatermarkCheckpoint(b, 1, v) == len(b) && verifyWatermarkCheckpoint(v) == nil
 }
 
 func appendSchedulerLeaseV1(dst []byte, v *SchedulerLeaseV1) []byte {
@@ -552,6 +888,28 @@ func sizeSchedulerLeaseV1(v *SchedulerLeaseV1) int {
 func readSchedulerLeaseV1(r *wire.Reader, v *SchedulerLeaseV1) {
 	v.Owner = r.String("SchedulerLeaseV1.Owner", 128)
 	v.ExpiresAtMs = r.U64("SchedulerLeaseV1.ExpiresAtMs")
+}
+
+// fastReadSchedulerLeaseV1 reads the fields of SchedulerLeaseV1 from b[p:] as readSchedulerLeaseV1 does, and
+// returns the offset after them, or -1 where readSchedulerLeaseV1 would fail.
+func fastReadSchedulerLeaseV1(b []byte, p int, v *SchedulerLeaseV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 128)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 128)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Owner = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.ExpiresAtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
 }
 
 // VersionSchedulerLeaseV1 is the version byte that opens every encoded SchedulerLeaseV1.
@@ -590,6 +948,15 @@ func DecodeSchedulerLeaseV1(b []byte) (SchedulerLeaseV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
+	if fastDecodeSchedulerLeaseV1(b, v) {
+		return nil
+	}
+	return readerDecodeSchedulerLeaseV1(b, v)
+}
+
+// readerDecodeSchedulerLeaseV1 is DecodeSchedulerLeaseV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) error {
 	r := wire.NewReader(b, "SchedulerLeaseV1")
 	r.Version(VersionSchedulerLeaseV1)
 	readSchedulerLeaseV1(&r, v)
@@ -603,4 +970,10 @@ func DecodeSchedulerLeaseV1Into(b []byte, v *SchedulerLeaseV1) error {
 		*v = SchedulerLeaseV1{}
 	}
 	return err
+}
+
+// fastDecodeSchedulerLeaseV1 decodes b into *v and reports true when b is a valid
+// SchedulerLeaseV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) bool {
+	return len(b) > 0 && b[0] == VersionSchedulerLeaseV1 && fastReadSchedulerLeaseV1(b, 1, v) == len(b) && verifySchedulerLeaseV1(v) == nil
 }

@@ -12,6 +12,27 @@ import (
 	"testing"
 )
 
+// mutations returns b and variants of it: every truncation, every byte
+// replaced by 0, 1, 2, 0x7f, 0x80, 0xff and its neighbours, every byte
+// removed, and 0 and 0x80 inserted everywhere (before a length, 0x80
+// makes a two-byte uvarint of it).
+func mutations(b []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i <= len(b); i++ {
+		out = append(out, b[:i:i], slices.Insert(slices.Clone(b), i, 0), slices.Insert(slices.Clone(b), i, 128))
+		if i == len(b) {
+			break
+		}
+		out = append(out, slices.Delete(slices.Clone(b), i, i+1))
+		for _, c := range []byte{0, 1, 2, 127, 128, 255, b[i] + 1, b[i] - 1} {
+			m := slices.Clone(b)
+			m[i] = c
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // invalidU64Value returns U64Value values that break a rule of the schema.
 func invalidU64Value() []U64Value {
 	var out []U64Value
@@ -104,8 +125,9 @@ func TestU64ValueRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzU64Value: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzU64Value: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzU64Value(f *testing.F) {
 	for _, v := range examplesU64Value() {
 		b, err := EncodeU64Value(v)
@@ -117,7 +139,12 @@ func FuzzU64Value(f *testing.F) {
 	for _, b := range malformedU64Value() {
 		f.Add(b)
 	}
+	held, err := EncodeU64Value(examplesU64Value()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeU64Value(t, held, b)
 		v, err := DecodeU64Value(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -165,6 +192,52 @@ func BenchmarkU64Value(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeU64Value decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeU64Value(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow U64Value
+		if reuse {
+			if readerDecodeU64Value(held, &fast) != nil || readerDecodeU64Value(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeU64Value(b, &fast)
+		err := readerDecodeU64Value(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestU64ValueFastPathAgrees holds DecodeU64ValueInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestU64ValueFastPathAgrees(t *testing.T) {
+	examples := examplesU64Value()
+	held, err := EncodeU64Value(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeU64Value(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeU64Value(t, held, m)
+		}
+	}
+	for _, b := range malformedU64Value() {
+		agreeU64Value(t, held, b)
+	}
 }
 
 // invalidRelayV1 returns RelayV1 values that break a rule of the schema.
@@ -299,8 +372,9 @@ func TestRelayV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzRelayV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzRelayV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzRelayV1(f *testing.F) {
 	for _, v := range examplesRelayV1() {
 		b, err := EncodeRelayV1(v)
@@ -312,7 +386,12 @@ func FuzzRelayV1(f *testing.F) {
 	for _, b := range malformedRelayV1() {
 		f.Add(b)
 	}
+	held, err := EncodeRelayV1(examplesRelayV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeRelayV1(t, held, b)
 		v, err := DecodeRelayV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -360,6 +439,52 @@ func BenchmarkRelayV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeRelayV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeRelayV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow RelayV1
+		if reuse {
+			if readerDecodeRelayV1(held, &fast) != nil || readerDecodeRelayV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeRelayV1(b, &fast)
+		err := readerDecodeRelayV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestRelayV1FastPathAgrees holds DecodeRelayV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestRelayV1FastPathAgrees(t *testing.T) {
+	examples := examplesRelayV1()
+	held, err := EncodeRelayV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeRelayV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeRelayV1(t, held, m)
+		}
+	}
+	for _, b := range malformedRelayV1() {
+		agreeRelayV1(t, held, b)
+	}
 }
 
 // invalidRelayScanV1 returns RelayScanV1 values that break a rule of the schema.
@@ -484,8 +609,9 @@ func TestRelayScanV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzRelayScanV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzRelayScanV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzRelayScanV1(f *testing.F) {
 	for _, v := range examplesRelayScanV1() {
 		b, err := EncodeRelayScanV1(v)
@@ -497,7 +623,12 @@ func FuzzRelayScanV1(f *testing.F) {
 	for _, b := range malformedRelayScanV1() {
 		f.Add(b)
 	}
+	held, err := EncodeRelayScanV1(examplesRelayScanV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeRelayScanV1(t, held, b)
 		v, err := DecodeRelayScanV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -545,6 +676,52 @@ func BenchmarkRelayScanV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeRelayScanV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeRelayScanV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow RelayScanV1
+		if reuse {
+			if readerDecodeRelayScanV1(held, &fast) != nil || readerDecodeRelayScanV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeRelayScanV1(b, &fast)
+		err := readerDecodeRelayScanV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestRelayScanV1FastPathAgrees holds DecodeRelayScanV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestRelayScanV1FastPathAgrees(t *testing.T) {
+	examples := examplesRelayScanV1()
+	held, err := EncodeRelayScanV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeRelayScanV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeRelayScanV1(t, held, m)
+		}
+	}
+	for _, b := range malformedRelayScanV1() {
+		agreeRelayScanV1(t, held, b)
+	}
 }
 
 // invalidBacklog returns Backlog values that break a rule of the schema.
@@ -639,8 +816,9 @@ func TestBacklogRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzBacklog: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzBacklog: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzBacklog(f *testing.F) {
 	for _, v := range examplesBacklog() {
 		b, err := EncodeBacklog(v)
@@ -652,7 +830,12 @@ func FuzzBacklog(f *testing.F) {
 	for _, b := range malformedBacklog() {
 		f.Add(b)
 	}
+	held, err := EncodeBacklog(examplesBacklog()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeBacklog(t, held, b)
 		v, err := DecodeBacklog(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -700,6 +883,52 @@ func BenchmarkBacklog(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeBacklog decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeBacklog(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow Backlog
+		if reuse {
+			if readerDecodeBacklog(held, &fast) != nil || readerDecodeBacklog(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeBacklog(b, &fast)
+		err := readerDecodeBacklog(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestBacklogFastPathAgrees holds DecodeBacklogInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestBacklogFastPathAgrees(t *testing.T) {
+	examples := examplesBacklog()
+	held, err := EncodeBacklog(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeBacklog(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeBacklog(t, held, m)
+		}
+	}
+	for _, b := range malformedBacklog() {
+		agreeBacklog(t, held, b)
+	}
 }
 
 // invalidOutcomeTimer returns OutcomeTimer values that break a rule of the schema.
@@ -804,8 +1033,9 @@ func TestOutcomeTimerRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzOutcomeTimer: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzOutcomeTimer: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzOutcomeTimer(f *testing.F) {
 	for _, v := range examplesOutcomeTimer() {
 		b, err := EncodeOutcomeTimer(v)
@@ -817,7 +1047,12 @@ func FuzzOutcomeTimer(f *testing.F) {
 	for _, b := range malformedOutcomeTimer() {
 		f.Add(b)
 	}
+	held, err := EncodeOutcomeTimer(examplesOutcomeTimer()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeOutcomeTimer(t, held, b)
 		v, err := DecodeOutcomeTimer(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -865,6 +1100,52 @@ func BenchmarkOutcomeTimer(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeOutcomeTimer decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeOutcomeTimer(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow OutcomeTimer
+		if reuse {
+			if readerDecodeOutcomeTimer(held, &fast) != nil || readerDecodeOutcomeTimer(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeOutcomeTimer(b, &fast)
+		err := readerDecodeOutcomeTimer(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestOutcomeTimerFastPathAgrees holds DecodeOutcomeTimerInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestOutcomeTimerFastPathAgrees(t *testing.T) {
+	examples := examplesOutcomeTimer()
+	held, err := EncodeOutcomeTimer(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeOutcomeTimer(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeOutcomeTimer(t, held, m)
+		}
+	}
+	for _, b := range malformedOutcomeTimer() {
+		agreeOutcomeTimer(t, held, b)
+	}
 }
 
 // invalidWatermarkCheckpoint returns WatermarkCheckpoint values that break a rule of the schema.
@@ -1009,8 +1290,9 @@ func TestWatermarkCheckpointRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzWatermarkCheckpoint: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzWatermarkCheckpoint: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzWatermarkCheckpoint(f *testing.F) {
 	for _, v := range examplesWatermarkCheckpoint() {
 		b, err := EncodeWatermarkCheckpoint(v)
@@ -1022,7 +1304,12 @@ func FuzzWatermarkCheckpoint(f *testing.F) {
 	for _, b := range malformedWatermarkCheckpoint() {
 		f.Add(b)
 	}
+	held, err := EncodeWatermarkCheckpoint(examplesWatermarkCheckpoint()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeWatermarkCheckpoint(t, held, b)
 		v, err := DecodeWatermarkCheckpoint(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -1070,6 +1357,52 @@ func BenchmarkWatermarkCheckpoint(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeWatermarkCheckpoint decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeWatermarkCheckpoint(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow WatermarkCheckpoint
+		if reuse {
+			if readerDecodeWatermarkCheckpoint(held, &fast) != nil || readerDecodeWatermarkCheckpoint(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeWatermarkCheckpoint(b, &fast)
+		err := readerDecodeWatermarkCheckpoint(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestWatermarkCheckpointFastPathAgrees holds DecodeWatermarkCheckpointInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestWatermarkCheckpointFastPathAgrees(t *testing.T) {
+	examples := examplesWatermarkCheckpoint()
+	held, err := EncodeWatermarkCheckpoint(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeWatermarkCheckpoint(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeWatermarkCheckpoint(t, held, m)
+		}
+	}
+	for _, b := range malformedWatermarkCheckpoint() {
+		agreeWatermarkCheckpoint(t, held, b)
+	}
 }
 
 // invalidSchedulerLeaseV1 returns SchedulerLeaseV1 values that break a rule of the schema.
@@ -1174,8 +1507,9 @@ func TestSchedulerLeaseV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzSchedulerLeaseV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzSchedulerLeaseV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzSchedulerLeaseV1(f *testing.F) {
 	for _, v := range examplesSchedulerLeaseV1() {
 		b, err := EncodeSchedulerLeaseV1(v)
@@ -1187,7 +1521,12 @@ func FuzzSchedulerLeaseV1(f *testing.F) {
 	for _, b := range malformedSchedulerLeaseV1() {
 		f.Add(b)
 	}
+	held, err := EncodeSchedulerLeaseV1(examplesSchedulerLeaseV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeSchedulerLeaseV1(t, held, b)
 		v, err := DecodeSchedulerLeaseV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -1235,4 +1574,50 @@ func BenchmarkSchedulerLeaseV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeSchedulerLeaseV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeSchedulerLeaseV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow SchedulerLeaseV1
+		if reuse {
+			if readerDecodeSchedulerLeaseV1(held, &fast) != nil || readerDecodeSchedulerLeaseV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeSchedulerLeaseV1(b, &fast)
+		err := readerDecodeSchedulerLeaseV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestSchedulerLeaseV1FastPathAgrees holds DecodeSchedulerLeaseV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestSchedulerLeaseV1FastPathAgrees(t *testing.T) {
+	examples := examplesSchedulerLeaseV1()
+	held, err := EncodeSchedulerLeaseV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeSchedulerLeaseV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeSchedulerLeaseV1(t, held, m)
+		}
+	}
+	for _, b := range malformedSchedulerLeaseV1() {
+		agreeSchedulerLeaseV1(t, held, b)
+	}
 }

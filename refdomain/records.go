@@ -427,6 +427,15 @@ func DecodeReservationV1(b []byte) (ReservationV1, error) {
 // strings; earlier results that share the variant see it change. On error *v
 // is nil.
 func DecodeReservationV1Into(b []byte, v *ReservationV1) error {
+	if fastDecodeReservationV1(b, v) {
+		return nil
+	}
+	return readerDecodeReservationV1(b, v)
+}
+
+// readerDecodeReservationV1 is DecodeReservationV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeReservationV1(b []byte, v *ReservationV1) error {
 	r := wire.NewReader(b, "ReservationV1")
 	r.Version(VersionReservationV1)
 	tag := r.U8("ReservationV1")
@@ -487,6 +496,47 @@ func DecodeReservationV1Into(b []byte, v *ReservationV1) error {
 	return err
 }
 
+// fastDecodeReservationV1 decodes b into *v and reports true when b is a valid
+// ReservationV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeReservationV1(b []byte, v *ReservationV1) bool {
+	if len(b) < 2 || b[0] != VersionReservationV1 {
+		return false
+	}
+	switch b[1] {
+	case 1:
+		x, _ := (*v).(*ReservationTicketed)
+		if x == nil {
+			x = new(ReservationTicketed)
+		}
+		if fastReadReservationTicketed(b, 2, x) != len(b) || verifyReservationTicketed(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	case 2:
+		x, _ := (*v).(*ReservationCommitted)
+		if x == nil {
+			x = new(ReservationCommitted)
+		}
+		if fastReadReservationCommitted(b, 2, x) != len(b) || verifyReservationCommitted(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	case 3:
+		x, _ := (*v).(*ReservationAborted)
+		if x == nil {
+			x = new(ReservationAborted)
+		}
+		if fastReadReservationAborted(b, 2, x) != len(b) || verifyReservationAborted(x) != nil {
+			return false
+		}
+		*v = x
+		return true
+	}
+	return false
+}
+
 func appendReservationTicketed(dst []byte, v *ReservationTicketed) []byte {
 	dst = append(dst, v.TicketID[:]...)
 	return dst
@@ -500,6 +550,17 @@ func sizeReservationTicketed(v *ReservationTicketed) int {
 
 func readReservationTicketed(r *wire.Reader, v *ReservationTicketed) {
 	r.Fixed("ReservationTicketed.TicketID", v.TicketID[:])
+}
+
+// fastReadReservationTicketed reads the fields of ReservationTicketed from b[p:] as readReservationTicketed does, and
+// returns the offset after them, or -1 where readReservationTicketed would fail.
+func fastReadReservationTicketed(b []byte, p int, v *ReservationTicketed) int {
+	if len(b)-p < 32 {
+		return -1
+	}
+	copy(v.TicketID[:], b[p:])
+	p += 32
+	return p
 }
 
 func appendReservationCommitted(dst []byte, v *ReservationCommitted) []byte {
@@ -550,6 +611,75 @@ func readReservationCommitted(r *wire.Reader, v *ReservationCommitted) {
 	}
 }
 
+// fastReadReservationCommitted reads the fields of ReservationCommitted from b[p:] as readReservationCommitted does, and
+// returns the offset after them, or -1 where readReservationCommitted would fail.
+func fastReadReservationCommitted(b []byte, p int, v *ReservationCommitted) int {
+	{
+		s, q := wire.NameAt(b, p, &internRepoName, "RepoName", 1, MaxRepoNameBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Repository = RepoName{s}
+		p = q
+	}
+	if len(b)-p < 32 {
+		return -1
+	}
+	v.OccurredAtMs = binary.BigEndian.Uint64(b[p:])
+	v.BytesStored = binary.BigEndian.Uint64(b[p+8:])
+	v.NewToRepo = binary.BigEndian.Uint64(b[p+16:])
+	v.NewToStore = binary.BigEndian.Uint64(b[p+24:])
+	p += 32
+	{
+		n, q := wire.ShortLen(b, p, 64)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 64)
+		}
+		if q < 0 || n > (len(b)-q)/3 {
+			return -1
+		}
+		p = q
+		if cap(v.Refs) >= n {
+			v.Refs = v.Refs[:n]
+		} else {
+			v.Refs = make([]RefUpdate, n)
+		}
+		for i := range v.Refs {
+			{
+				s, q := wire.NameAt(b, p, &internShardRef, "ShardRef", 1, MaxShardRefBytes)
+				if q < 0 {
+					return -1
+				}
+				v.Refs[i].Ref = ShardRef{s}
+				p = q
+			}
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Refs[i].OldOID = b[q : q+n : q+n]
+				p = q + n
+			}
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Refs[i].NewOID = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	return p
+}
+
 func appendRefUpdate(dst []byte, v *RefUpdate) []byte {
 	dst = wire.AppendString(dst, v.Ref.s)
 	dst = wire.AppendBytes(dst, v.OldOID)
@@ -595,6 +725,37 @@ func readReservationAborted(r *wire.Reader, v *ReservationAborted) {
 		v.Reason = AbortReason(b[8])
 	}
 	v.Detail = r.String("ReservationAborted.Detail", 1024)
+}
+
+// fastReadReservationAborted reads the fields of ReservationAborted from b[p:] as readReservationAborted does, and
+// returns the offset after them, or -1 where readReservationAborted would fail.
+func fastReadReservationAborted(b []byte, p int, v *ReservationAborted) int {
+	{
+		s, q := wire.NameAt(b, p, &internRepoName, "RepoName", 1, MaxRepoNameBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Repository = RepoName{s}
+		p = q
+	}
+	if len(b)-p < 9 {
+		return -1
+	}
+	v.OccurredAtMs = binary.BigEndian.Uint64(b[p:])
+	v.Reason = AbortReason(b[p+8])
+	p += 9
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Detail = string(b[q : q+n])
+		p = q + n
+	}
+	return p
 }
 
 func appendLeasedShard(dst []byte, v *LeasedShard) []byte {
@@ -660,6 +821,51 @@ func readLeasedShard(r *wire.Reader, v *LeasedShard) {
 	}
 }
 
+// fastReadLeasedShard reads the fields of LeasedShard from b[p:] as readLeasedShard does, and
+// returns the offset after them, or -1 where readLeasedShard would fail.
+func fastReadLeasedShard(b []byte, p int, v *LeasedShard) int {
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityGeneration = &pi
+	} else {
+		v.AuthorityGeneration = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AckedAuthorityGeneration = &pi
+	} else {
+		v.AckedAuthorityGeneration = nil
+	}
+	if len(b)-p < 40 {
+		return -1
+	}
+	v.Epoch = binary.BigEndian.Uint64(b[p:])
+	v.ExpiresAtMs = binary.BigEndian.Uint64(b[p+8:])
+	v.AckedEpoch = binary.BigEndian.Uint64(b[p+16:])
+	v.RelayWatermarkMs = binary.BigEndian.Uint64(b[p+24:])
+	v.SweepDueMs = binary.BigEndian.Uint64(b[p+32:])
+	p += 40
+	return p
+}
+
 // VersionLeasedShard is the version byte that opens every encoded LeasedShard.
 const VersionLeasedShard = 1
 
@@ -696,6 +902,15 @@ func DecodeLeasedShard(b []byte) (LeasedShard, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
+	if fastDecodeLeasedShard(b, v) {
+		return nil
+	}
+	return readerDecodeLeasedShard(b, v)
+}
+
+// readerDecodeLeasedShard is DecodeLeasedShardInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeLeasedShard(b []byte, v *LeasedShard) error {
 	r := wire.NewReader(b, "LeasedShard")
 	r.Version(VersionLeasedShard)
 	readLeasedShard(&r, v)
@@ -709,6 +924,12 @@ func DecodeLeasedShardInto(b []byte, v *LeasedShard) error {
 		*v = LeasedShard{}
 	}
 	return err
+}
+
+// fastDecodeLeasedShard decodes b into *v and reports true when b is a valid
+// LeasedShard; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeLeasedShard(b []byte, v *LeasedShard) bool {
+	return len(b) > 0 && b[0] == VersionLeasedShard && fastReadLeasedShard(b, 1, v) == len(b) && verifyLeasedShard(v) == nil
 }
 
 func appendLeaseRecovery(dst []byte, v *LeaseRecovery) []byte {
@@ -777,6 +998,62 @@ func readLeaseRecovery(r *wire.Reader, v *LeaseRecovery) {
 	v.ResumedAtMs = r.U64("LeaseRecovery.ResumedAtMs")
 }
 
+// fastReadLeaseRecovery reads the fields of LeaseRecovery from b[p:] as readLeaseRecovery does, and
+// returns the offset after them, or -1 where readLeaseRecovery would fail.
+func fastReadLeaseRecovery(b []byte, p int, v *LeaseRecovery) int {
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityFence = &pi
+	} else {
+		v.AuthorityFence = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi uint64
+		if len(b)-p < 8 {
+			return -1
+		}
+		pi = binary.BigEndian.Uint64(b[p:])
+		p += 8
+		v.AuthorityReady = &pi
+	} else {
+		v.AuthorityReady = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		var pi bool
+		if p >= len(b) || b[p] > 1 {
+			return -1
+		}
+		p++
+		pi = b[p-1] == 1
+		v.ActivationOnly = &pi
+	} else {
+		v.ActivationOnly = nil
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.ResumedAtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
 // VersionLeaseRecovery is the version byte that opens every encoded LeaseRecovery.
 const VersionLeaseRecovery = 1
 
@@ -813,6 +1090,15 @@ func DecodeLeaseRecovery(b []byte) (LeaseRecovery, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
+	if fastDecodeLeaseRecovery(b, v) {
+		return nil
+	}
+	return readerDecodeLeaseRecovery(b, v)
+}
+
+// readerDecodeLeaseRecovery is DecodeLeaseRecoveryInto's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeLeaseRecovery(b []byte, v *LeaseRecovery) error {
 	r := wire.NewReader(b, "LeaseRecovery")
 	r.Version(VersionLeaseRecovery)
 	readLeaseRecovery(&r, v)
@@ -826,4 +1112,10 @@ func DecodeLeaseRecoveryInto(b []byte, v *LeaseRecovery) error {
 		*v = LeaseRecovery{}
 	}
 	return err
+}
+
+// fastDecodeLeaseRecovery decodes b into *v and reports true when b is a valid
+// LeaseRecovery; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeLeaseRecovery(b []byte, v *LeaseRecovery) bool {
+	return len(b) > 0 && b[0] == VersionLeaseRecovery && fastReadLeaseRecovery(b, 1, v) == len(b) && verifyLeaseRecovery(v) == nil
 }

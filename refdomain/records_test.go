@@ -7,9 +7,31 @@ import (
 	"errors"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// mutations returns b and variants of it: every truncation, every byte
+// replaced by 0, 1, 2, 0x7f, 0x80, 0xff and its neighbours, every byte
+// removed, and 0 and 0x80 inserted everywhere (before a length, 0x80
+// makes a two-byte uvarint of it).
+func mutations(b []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i <= len(b); i++ {
+		out = append(out, b[:i:i], slices.Insert(slices.Clone(b), i, 0), slices.Insert(slices.Clone(b), i, 128))
+		if i == len(b) {
+			break
+		}
+		out = append(out, slices.Delete(slices.Clone(b), i, i+1))
+		for _, c := range []byte{0, 1, 2, 127, 128, 255, b[i] + 1, b[i] - 1} {
+			m := slices.Clone(b)
+			m[i] = c
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // invalidReservationV1 returns ReservationV1 values that break a rule of the schema.
 func invalidReservationV1() []ReservationV1 {
@@ -309,8 +331,9 @@ func TestReservationV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzReservationV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzReservationV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzReservationV1(f *testing.F) {
 	for _, v := range examplesReservationV1() {
 		b, err := EncodeReservationV1(v)
@@ -322,7 +345,12 @@ func FuzzReservationV1(f *testing.F) {
 	for _, b := range malformedReservationV1() {
 		f.Add(b)
 	}
+	held, err := EncodeReservationV1(examplesReservationV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeReservationV1(t, held, b)
 		v, err := DecodeReservationV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -370,6 +398,52 @@ func BenchmarkReservationV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeReservationV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeReservationV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow ReservationV1
+		if reuse {
+			if readerDecodeReservationV1(held, &fast) != nil || readerDecodeReservationV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeReservationV1(b, &fast)
+		err := readerDecodeReservationV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestReservationV1FastPathAgrees holds DecodeReservationV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestReservationV1FastPathAgrees(t *testing.T) {
+	examples := examplesReservationV1()
+	held, err := EncodeReservationV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeReservationV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeReservationV1(t, held, m)
+		}
+	}
+	for _, b := range malformedReservationV1() {
+		agreeReservationV1(t, held, b)
+	}
 }
 
 // invalidLeasedShard returns LeasedShard values that break a rule of the schema.
@@ -464,8 +538,9 @@ func TestLeasedShardRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzLeasedShard: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzLeasedShard: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzLeasedShard(f *testing.F) {
 	for _, v := range examplesLeasedShard() {
 		b, err := EncodeLeasedShard(v)
@@ -477,7 +552,12 @@ func FuzzLeasedShard(f *testing.F) {
 	for _, b := range malformedLeasedShard() {
 		f.Add(b)
 	}
+	held, err := EncodeLeasedShard(examplesLeasedShard()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeLeasedShard(t, held, b)
 		v, err := DecodeLeasedShard(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -525,6 +605,52 @@ func BenchmarkLeasedShard(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeLeasedShard decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeLeasedShard(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow LeasedShard
+		if reuse {
+			if readerDecodeLeasedShard(held, &fast) != nil || readerDecodeLeasedShard(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeLeasedShard(b, &fast)
+		err := readerDecodeLeasedShard(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestLeasedShardFastPathAgrees holds DecodeLeasedShardInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestLeasedShardFastPathAgrees(t *testing.T) {
+	examples := examplesLeasedShard()
+	held, err := EncodeLeasedShard(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeLeasedShard(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeLeasedShard(t, held, m)
+		}
+	}
+	for _, b := range malformedLeasedShard() {
+		agreeLeasedShard(t, held, b)
+	}
 }
 
 // invalidLeaseRecovery returns LeaseRecovery values that break a rule of the schema.
@@ -619,8 +745,9 @@ func TestLeaseRecoveryRejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzLeaseRecovery: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzLeaseRecovery: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzLeaseRecovery(f *testing.F) {
 	for _, v := range examplesLeaseRecovery() {
 		b, err := EncodeLeaseRecovery(v)
@@ -632,7 +759,12 @@ func FuzzLeaseRecovery(f *testing.F) {
 	for _, b := range malformedLeaseRecovery() {
 		f.Add(b)
 	}
+	held, err := EncodeLeaseRecovery(examplesLeaseRecovery()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeLeaseRecovery(t, held, b)
 		v, err := DecodeLeaseRecovery(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -680,4 +812,50 @@ func BenchmarkLeaseRecovery(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeLeaseRecovery decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeLeaseRecovery(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow LeaseRecovery
+		if reuse {
+			if readerDecodeLeaseRecovery(held, &fast) != nil || readerDecodeLeaseRecovery(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeLeaseRecovery(b, &fast)
+		err := readerDecodeLeaseRecovery(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestLeaseRecoveryFastPathAgrees holds DecodeLeaseRecoveryInto's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestLeaseRecoveryFastPathAgrees(t *testing.T) {
+	examples := examplesLeaseRecovery()
+	held, err := EncodeLeaseRecovery(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeLeaseRecovery(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeLeaseRecovery(t, held, m)
+		}
+	}
+	for _, b := range malformedLeaseRecovery() {
+		agreeLeaseRecovery(t, held, b)
+	}
 }

@@ -24,6 +24,7 @@ func emitRecords(f *File, s *schema) {
 			f.Var().Id("intern"+d.Name).Qual(wirePkg, "Intern").Index(Struct())
 		}
 	}
+	fast := fastStructs(s)
 	for _, d := range s.Decls {
 		if d.Key || d.Kind == kindIdentity || d.Kind == kindEnum {
 			continue
@@ -33,8 +34,12 @@ func emitRecords(f *File, s *schema) {
 		} else {
 			emitStructCodec(f, d)
 		}
+		if fast[d] {
+			emitFastRead(f, d)
+		}
 		if d.Record {
 			emitRecordAPI(f, d)
+			emitFastDecode(f, d)
 		}
 	}
 }
@@ -187,39 +192,68 @@ func emitStructCodec(f *File, d *decl) {
 			Id(runVar("Maxes", d, k)).Op("=").Index().Int().Values(maxes...),
 		)
 	}
-	fixed := fieldRuns(d, fixedInt)
 	f.Func().Id("read"+d.Name).Params(Id("r").Op("*").Qual(wirePkg, "Reader"), valueParam(d)).BlockFunc(func(g *Group) {
-		for i := 0; i < len(d.Fields); i++ {
-			fl := d.Fields[i]
-			if k := slices.IndexFunc(fixed, func(run []*field) bool { return run[0] == fl }); k >= 0 {
-				readFixedRun(g, d, fixed[k])
-				i += len(fixed[k]) - 1
-				continue
-			}
-			k := slices.IndexFunc(runs, func(run []*field) bool { return run[0] == fl })
-			if k < 0 {
-				decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
-				continue
-			}
-			// a run of names: one allocation for all of them
-			s := "s" + strconv.Itoa(k)
-			g.Var().Id(s).Index(Lit(len(runs[k]))).String()
-			g.Id("r").Dot("Strings").Call(Id(s+"[:]"), Id(runVar("Fields", d, k)), Id(runVar("Maxes", d, k)))
-			for j, fl := range runs[k] {
-				if fl.Type.Kind != refNamed {
-					g.Id("v." + fl.Name).Op("=").Id(s).Index(Lit(j))
-					continue
-				}
-				// names are validated as they are read
-				id := fl.Type.Decl
-				g.Id("v." + fl.Name).Op("=").Id(id.Name).Values(Id(s).Index(Lit(j)))
-				g.If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(id.Name), Id(s).Index(Lit(j)), Lit(id.Min), Lit(id.Max)), Err().Op("!=").Nil()).Block(
-					Id("r").Dot("FailErr").Call(Lit(d.Name+"."+fl.Name), Err()),
-				)
-			}
-			i += len(runs[k]) - 1
+		for _, u := range readUnits(d) {
+			emitReaderUnit(g, d, u)
 		}
 	})
+}
+
+// readUnit is what a struct's reader reads in one step: a run of fixedInt
+// fields (fixed), a run of strings (strings, the k-th of the struct), or
+// one other field.
+type readUnit struct {
+	fields  []*field
+	fixed   bool
+	strings bool
+	k       int
+}
+
+// readUnits splits d's fields into the units its readers read.
+func readUnits(d *decl) []readUnit {
+	fixed, runs := fieldRuns(d, fixedInt), fieldRuns(d, isString)
+	var units []readUnit
+	for i := 0; i < len(d.Fields); {
+		fl := d.Fields[i]
+		u := readUnit{fields: []*field{fl}}
+		if k := slices.IndexFunc(fixed, func(run []*field) bool { return run[0] == fl }); k >= 0 {
+			u = readUnit{fields: fixed[k], fixed: true}
+		} else if k := slices.IndexFunc(runs, func(run []*field) bool { return run[0] == fl }); k >= 0 {
+			u = readUnit{fields: runs[k], strings: true, k: k}
+		}
+		units = append(units, u)
+		i += len(u.fields)
+	}
+	return units
+}
+
+// emitReaderUnit appends the statements that read u, of struct d, with the
+// wire.Reader r.
+func emitReaderUnit(g *Group, d *decl, u readUnit) {
+	switch {
+	case u.fixed:
+		readFixedRun(g, d, u.fields)
+	case u.strings:
+		// a run of names: one allocation for all of them
+		s := "s" + strconv.Itoa(u.k)
+		g.Var().Id(s).Index(Lit(len(u.fields))).String()
+		g.Id("r").Dot("Strings").Call(Id(s+"[:]"), Id(runVar("Fields", d, u.k)), Id(runVar("Maxes", d, u.k)))
+		for j, fl := range u.fields {
+			if fl.Type.Kind != refNamed {
+				g.Id("v." + fl.Name).Op("=").Id(s).Index(Lit(j))
+				continue
+			}
+			// names are validated as they are read
+			id := fl.Type.Decl
+			g.Id("v." + fl.Name).Op("=").Id(id.Name).Values(Id(s).Index(Lit(j)))
+			g.If(Err().Op(":=").Qual(wirePkg, "CheckIdentity").Call(Lit(id.Name), Id(s).Index(Lit(j)), Lit(id.Min), Lit(id.Max)), Err().Op("!=").Nil()).Block(
+				Id("r").Dot("FailErr").Call(Lit(d.Name+"."+fl.Name), Err()),
+			)
+		}
+	default:
+		fl := u.fields[0]
+		decodeValue(g, "v."+fl.Name, fl.Type, fl, d.Name+"."+fl.Name, 0)
+	}
 }
 
 // fixedInt reports whether fl is an integer or an enum: a fixed-size field
@@ -257,31 +291,35 @@ func readFixedRun(g *Group, d *decl, run []*field) {
 		size += n
 	}
 	path := d.Name + "." + run[0].Name + ".." + run[len(run)-1].Name
-	be := func(bits string, at int) *Statement {
-		return Qual("encoding/binary", "BigEndian").Dot("Uint" + bits).Call(Id("b").Index(Lit(at).Op(":")))
-	}
 	g.If(Id("b").Op(":=").Id("r").Dot("Next").Call(Lit(path), Lit(size)), Len(Id("b")).Op("==").Lit(size)).BlockFunc(func(g *Group) {
 		at := 0
 		for _, fl := range run {
-			x := Id("v." + fl.Name)
-			switch t := fl.Type; {
-			case t.Kind == refNamed: // an enum
-				g.Add(x).Op("=").Id(t.Decl.Name).Call(Id("b").Index(Lit(at)))
-			case t.Prim == "uint8":
-				g.Add(x).Op("=").Id("b").Index(Lit(at))
-			case t.Prim == "uint16":
-				g.Add(x).Op("=").Add(be("16", at))
-			case t.Prim == "uint32":
-				g.Add(x).Op("=").Add(be("32", at))
-			case t.Prim == "uint64":
-				g.Add(x).Op("=").Add(be("64", at))
-			case t.Prim == "int64":
-				g.Add(x).Op("=").Int64().Call(be("64", at))
-			}
+			g.Id("v." + fl.Name).Op("=").Add(fixedRead(fl.Type, Id("b"), Lit(at)))
 			n, _ := fixedSize(fl.Type)
 			at += n
 		}
 	})
+}
+
+// fixedRead is the expression that decodes a fixedInt value of type t
+// from buf at offset at.
+func fixedRead(t *typeRef, buf *Statement, at *Statement) *Statement {
+	be := func(bits string) *Statement {
+		return Qual("encoding/binary", "BigEndian").Dot("Uint" + bits).Call(buf.Clone().Index(at.Clone().Op(":")))
+	}
+	switch {
+	case t.Kind == refNamed: // an enum
+		return Id(t.Decl.Name).Call(buf.Clone().Index(at.Clone()))
+	case t.Prim == "uint8":
+		return buf.Clone().Index(at.Clone())
+	case t.Prim == "uint16":
+		return be("16")
+	case t.Prim == "uint32":
+		return be("32")
+	case t.Prim == "int64":
+		return Int64().Call(be("64"))
+	}
+	return be("64")
 }
 
 // identityRead is the call that reads a name of identity d: validated as
@@ -425,7 +463,10 @@ func emitRecordAPI(f *File, d *decl) {
 		f.Comment("capacity of its slices, so a loop decoding into one value allocates only for")
 		f.Comment("strings; earlier results that share the variant see it change. On error *v")
 		f.Comment("is nil.")
-		f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
+		emitDecodeInto(f, name)
+		f.Commentf("readerDecode%s is Decode%sInto's Reader path: it decodes b into", name, name)
+		f.Comment("*v with a wire.Reader, whose error names what fails and where.")
+		f.Func().Id("readerDecode"+name).Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
 			Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
 			Id("r").Dot("Version").Call(Id("Version"+name)),
 			Id("tag").Op(":=").Id("r").Dot("U8").Call(Lit(name)),
@@ -467,7 +508,10 @@ func emitRecordAPI(f *File, d *decl) {
 	f.Comment("and names) v holds when b encodes it again, so a loop decoding into one")
 	f.Comment("value allocates only for strings and new union values. On error *v is")
 	f.Comment("zeroed.")
-	f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
+	emitDecodeInto(f, name)
+	f.Commentf("readerDecode%s is Decode%sInto's Reader path: it decodes b into", name, name)
+	f.Comment("*v with a wire.Reader, whose error names what fails and where.")
+	f.Func().Id("readerDecode"+name).Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
 		Id("r").Op(":=").Qual(wirePkg, "NewReader").Call(Id("b"), Lit(name)),
 		Id("r").Dot("Version").Call(Id("Version"+name)),
 		Id("read"+name).Call(Op("&").Id("r"), Id("v")),
@@ -481,6 +525,16 @@ func emitRecordAPI(f *File, d *decl) {
 			Op("*").Id("v").Op("=").Id(name).Values(),
 		),
 		Return(Err()),
+	)
+}
+
+// emitDecodeInto writes DecodeXInto (its doc comment is written before):
+// the fast path, and on any failure the Reader path from the start, for
+// its error.
+func emitDecodeInto(f *File, name string) {
+	f.Func().Id("Decode"+name+"Into").Params(Id("b").Index().Byte(), Id("v").Op("*").Id(name)).Error().Block(
+		If(Id("fastDecode"+name).Call(Id("b"), Id("v"))).Block(Return(Nil())),
+		Return(Id("readerDecode"+name).Call(Id("b"), Id("v"))),
 	)
 }
 

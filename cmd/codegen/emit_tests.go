@@ -14,9 +14,87 @@ func testingT() *Statement { return Id("t").Op("*").Qual("testing", "T") }
 
 // emitRecordTests writes records_test.go.
 func emitRecordTests(f *File, s *schema) {
+	if len(s.records()) > 0 {
+		emitMutations(f)
+	}
 	for _, d := range s.records() {
 		emitRecordTest(f, d)
+		emitFastPathTest(f, d)
 	}
+}
+
+// emitMutations writes mutations, the inputs of the fast-path tests.
+func emitMutations(f *File) {
+	clone := func() *Statement { return Qual("slices", "Clone").Call(Id("b")) }
+	f.Comment("mutations returns b and variants of it: every truncation, every byte")
+	f.Comment("replaced by 0, 1, 2, 0x7f, 0x80, 0xff and its neighbours, every byte")
+	f.Comment("removed, and 0 and 0x80 inserted everywhere (before a length, 0x80")
+	f.Comment("makes a two-byte uvarint of it).")
+	f.Func().Id("mutations").Params(Id("b").Index().Byte()).Index().Index().Byte().Block(
+		Var().Id("out").Index().Index().Byte(),
+		For(Id("i").Op(":=").Lit(0), Id("i").Op("<=").Len(Id("b")), Id("i").Op("++")).Block(
+			Id("out").Op("=").Append(Id("out"), Id("b").Index(Empty(), Id("i"), Id("i")),
+				Qual("slices", "Insert").Call(clone(), Id("i"), Lit(0)),
+				Qual("slices", "Insert").Call(clone(), Id("i"), Lit(0x80))),
+			If(Id("i").Op("==").Len(Id("b"))).Block(Break()),
+			Id("out").Op("=").Append(Id("out"), Qual("slices", "Delete").Call(clone(), Id("i"), Id("i").Op("+").Lit(1))),
+			For(List(Id("_"), Id("c")).Op(":=").Range().Index().Byte().Values(Lit(0), Lit(1), Lit(2), Lit(0x7f), Lit(0x80), Lit(0xff), Id("b").Index(Id("i")).Op("+").Lit(1), Id("b").Index(Id("i")).Op("-").Lit(1))).Block(
+				Id("m").Op(":=").Add(clone()),
+				Id("m").Index(Id("i")).Op("=").Id("c"),
+				Id("out").Op("=").Append(Id("out"), Id("m")),
+			),
+		),
+		Return(Id("out")),
+	)
+}
+
+// emitFastPathTest writes agreeX, which holds the fast path of DecodeXInto
+// to the Reader path's result, and TestXFastPathAgrees, which runs it on
+// the mutations of every example's encoding and on the malformed inputs
+// (FuzzX runs it on everything the fuzzer finds).
+func emitFastPathTest(f *File, d *decl) {
+	name := d.Name
+	f.Commentf("agree%s decodes b with the fast path and with the Reader path, into", name)
+	f.Comment("a new value and into one that held the decoding of held, and fails t")
+	f.Comment("unless both paths give the same value or both fail.")
+	f.Func().Id("agree"+name).Params(testingT(), Id("held"), Id("b").Index().Byte()).Block(
+		Id("t").Dot("Helper").Call(),
+		For(List(Id("_"), Id("reuse")).Op(":=").Range().Index().Bool().Values(False(), True())).Block(
+			Var().List(Id("fast"), Id("slow")).Id(name),
+			If(Id("reuse")).Block(
+				// two decodings: the values share no slices
+				If(Id("readerDecode"+name).Call(Id("held"), Op("&").Id("fast")).Op("!=").Nil().Op("||").Id("readerDecode"+name).Call(Id("held"), Op("&").Id("slow")).Op("!=").Nil()).Block(
+					Id("t").Dot("Fatalf").Call(Lit("held encoding %x does not decode"), Id("held")),
+				),
+			),
+			Id("ok").Op(":=").Id("fastDecode"+name).Call(Id("b"), Op("&").Id("fast")),
+			Err().Op(":=").Id("readerDecode"+name).Call(Id("b"), Op("&").Id("slow")),
+			If(Id("ok").Op("!=").Parens(Err().Op("==").Nil())).Block(
+				Id("t").Dot("Fatalf").Call(Lit("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v"), Id("b"), Id("reuse"), Id("ok"), Err()),
+			),
+			If(Id("ok").Op("&&").Op("!").Qual("reflect", "DeepEqual").Call(Id("fast"), Id("slow"))).Block(
+				Id("t").Dot("Fatalf").Call(Lit("input %x (reuse %v): fast path decodes %+v, Reader path %+v"), Id("b"), Id("reuse"), Id("fast"), Id("slow")),
+			),
+		),
+	)
+	f.Commentf("Test%sFastPathAgrees holds Decode%sInto's fast path to its Reader", name, name)
+	f.Comment("path on the mutations of every example's encoding and on the malformed")
+	f.Comment("inputs: both decode to the same value or both fail.")
+	f.Func().Id("Test"+name+"FastPathAgrees").Params(testingT()).Block(
+		Id("examples").Op(":=").Id("examples"+name).Call(),
+		List(Id("held"), Err()).Op(":=").Id("Encode"+name).Call(Id("examples").Index(Len(Id("examples")).Op("-").Lit(1))),
+		If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatal").Call(Err())),
+		For(List(Id("_"), Id("v")).Op(":=").Range().Id("examples")).Block(
+			List(Id("b"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
+			If(Err().Op("!=").Nil()).Block(Id("t").Dot("Fatal").Call(Err())),
+			For(List(Id("_"), Id("m")).Op(":=").Range().Id("mutations").Call(Id("b"))).Block(
+				Id("agree"+name).Call(Id("t"), Id("held"), Id("m")),
+			),
+		),
+		For(List(Id("_"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(
+			Id("agree"+name).Call(Id("t"), Id("held"), Id("b")),
+		),
+	)
 }
 
 // recordArg is how a record value passes to its internal size and append
@@ -153,8 +231,9 @@ func emitRecordTest(f *File, d *decl) {
 			),
 		),
 	)
-	f.Commentf("Fuzz%s: arbitrary bytes never panic; whatever decodes re-encodes to", name)
-	f.Comment("exactly the same bytes; everything else fails with wire.ErrCorrupt.")
+	f.Commentf("Fuzz%s: arbitrary bytes never panic; the fast path and the Reader", name)
+	f.Comment("path agree; whatever decodes re-encodes to exactly the same bytes;")
+	f.Comment("everything else fails with wire.ErrCorrupt.")
 	f.Func().Id("Fuzz"+name).Params(Id("f").Op("*").Qual("testing", "F")).Block(
 		For(List(Id("_"), Id("v")).Op(":=").Range().Id("examples"+name).Call()).Block(
 			List(Id("b"), Err()).Op(":=").Id("Encode"+name).Call(Id("v")),
@@ -162,7 +241,10 @@ func emitRecordTest(f *File, d *decl) {
 			Id("f").Dot("Add").Call(Id("b")),
 		),
 		For(List(Id("_"), Id("b")).Op(":=").Range().Id("malformed"+name).Call()).Block(Id("f").Dot("Add").Call(Id("b"))),
+		List(Id("held"), Err()).Op(":=").Id("Encode"+name).Call(Id("examples"+name).Call().Index(Lit(0))),
+		If(Err().Op("!=").Nil()).Block(Id("f").Dot("Fatal").Call(Err())),
 		Id("f").Dot("Fuzz").Call(Func().Params(testingT(), Id("b").Index().Byte()).Block(
+			Id("agree"+name).Call(Id("t"), Id("held"), Id("b")),
 			List(Id("v"), Err()).Op(":=").Id("Decode"+name).Call(Id("b")),
 			If(Err().Op("!=").Nil()).Block(
 				If(Op("!").Qual("errors", "Is").Call(Err(), Qual(wirePkg, "ErrCorrupt"))).Block(

@@ -158,18 +158,51 @@ func (r *Reader) Name(field string, names *Intern[struct{}], typ string, min, ma
 		}
 		return s
 	}
-	e, h := names.Find(r.buf[start : start+n])
 	r.off = start + n
-	if e != nil {
-		return e.Key
-	}
-	s := string(r.buf[start : start+n])
-	if err := CheckIdentity(typ, s, min, max); err != nil {
+	s, err := internName(r.buf[start:start+n], names, typ, min, max)
+	if err != nil {
 		r.FailErr(field, err)
-		return ""
+	}
+	return s
+}
+
+// NameAt reads a length-prefixed identity name at b[at] (at >= 0) as
+// Reader.Name does, interning it alike, and returns it and the offset
+// after it; next is -1 where Reader.Name fails. It is the fast path's
+// Reader.Name, and as safe for concurrent use as names is.
+func NameAt(b []byte, at int, names *Intern[struct{}], typ string, min, max int) (s string, next int) {
+	if n, q := ShortLen(b, at, max); q >= 0 && n <= len(b)-q {
+		s, err := internName(b[q:q+n], names, typ, min, max)
+		if err != nil {
+			return "", -1
+		}
+		return s, q + n
+	}
+	// a long name, or a failure: read and validate, no interning
+	n, q := LenAt(b, at, max)
+	if q < 0 || n > len(b)-q {
+		return "", -1
+	}
+	if s = string(b[q : q+n]); CheckIdentity(typ, s, min, max) != nil {
+		return "", -1
+	}
+	return s, q + n
+}
+
+// internName returns the name whose bytes are b: from names when found
+// there, else validated as CheckIdentity does and added to names when
+// Admit says so.
+func internName(b []byte, names *Intern[struct{}], typ string, min, max int) (string, error) {
+	e, h := names.Find(b)
+	if e != nil {
+		return e.Key, nil
+	}
+	s := string(b)
+	if err := CheckIdentity(typ, s, min, max); err != nil {
+		return "", err
 	}
 	if names.Admit(h) {
 		names.Add(h, s, struct{}{})
 	}
-	return s
+	return s, nil
 }

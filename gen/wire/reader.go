@@ -212,18 +212,10 @@ func (r *Reader) lenSlow(field string, max, minElem int) int {
 // within the bytes left, it returns where the bytes start and the length;
 // otherwise start is -1 and nothing is consumed.
 func (r *Reader) shortLen(max int) (start, n int) {
-	off := r.off
-	if r.err != nil || off >= len(r.buf) {
+	if r.err != nil {
 		return -1, 0
 	}
-	if n = int(r.buf[off]); n < 0x80 {
-		start = off + 1
-	} else if off+1 < len(r.buf) && r.buf[off+1]-1 < 0x7f {
-		n, start = n&0x7f|int(r.buf[off+1])<<7, off+2
-	} else {
-		return -1, 0
-	}
-	if n > max || n > len(r.buf)-start {
+	if n, start = ShortLen(r.buf, r.off, max); start < 0 || n > len(r.buf)-start {
 		return -1, 0
 	}
 	return start, n

@@ -185,6 +185,62 @@ func readOrderV1(r *wire.Reader, v *OrderV1) {
 	v.Note = r.String("OrderV1.Note", 200)
 }
 
+// fastReadOrderV1 reads the fields of OrderV1 from b[p:] as readOrderV1 does, and
+// returns the offset after them, or -1 where readOrderV1 would fail.
+func fastReadOrderV1(b []byte, p int, v *OrderV1) int {
+	if len(b)-p < 3 {
+		return -1
+	}
+	v.Status = Status(b[p])
+	v.Region = binary.BigEndian.Uint16(b[p+1:])
+	p += 3
+	{
+		n, q := wire.ShortLen(b, p, 50)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 50)
+		}
+		if q < 0 || n > (len(b)-q)/5 {
+			return -1
+		}
+		p = q
+		if cap(v.Lines) >= n {
+			v.Lines = v.Lines[:n]
+		} else {
+			v.Lines = make([]Line, n)
+		}
+		for i := range v.Lines {
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Lines[i].SKU = string(b[q : q+n])
+				p = q + n
+			}
+			if len(b)-p < 4 {
+				return -1
+			}
+			v.Lines[i].Quantity = binary.BigEndian.Uint32(b[p:])
+			p += 4
+		}
+	}
+	{
+		n, q := wire.ShortLen(b, p, 200)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 200)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Note = string(b[q : q+n])
+		p = q + n
+	}
+	return p
+}
+
 // VersionOrderV1 is the version byte that opens every encoded OrderV1.
 const VersionOrderV1 = 1
 
@@ -221,6 +277,15 @@ func DecodeOrderV1(b []byte) (OrderV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeOrderV1Into(b []byte, v *OrderV1) error {
+	if fastDecodeOrderV1(b, v) {
+		return nil
+	}
+	return readerDecodeOrderV1(b, v)
+}
+
+// readerDecodeOrderV1 is DecodeOrderV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOrderV1(b []byte, v *OrderV1) error {
 	r := wire.NewReader(b, "OrderV1")
 	r.Version(VersionOrderV1)
 	readOrderV1(&r, v)
@@ -234,6 +299,12 @@ func DecodeOrderV1Into(b []byte, v *OrderV1) error {
 		*v = OrderV1{}
 	}
 	return err
+}
+
+// fastDecodeOrderV1 decodes b into *v and reports true when b is a valid
+// OrderV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOrderV1(b []byte, v *OrderV1) bool {
+	return len(b) > 0 && b[0] == VersionOrderV1 && fastReadOrderV1(b, 1, v) == len(b) && verifyOrderV1(v) == nil
 }
 
 func appendIndexEntryV1(dst []byte, v *IndexEntryV1) []byte {
@@ -254,6 +325,18 @@ func readIndexEntryV1(r *wire.Reader, v *IndexEntryV1) {
 		v.Status = Status(b[0])
 		v.Lines = binary.BigEndian.Uint32(b[1:])
 	}
+}
+
+// fastReadIndexEntryV1 reads the fields of IndexEntryV1 from b[p:] as readIndexEntryV1 does, and
+// returns the offset after them, or -1 where readIndexEntryV1 would fail.
+func fastReadIndexEntryV1(b []byte, p int, v *IndexEntryV1) int {
+	if len(b)-p < 5 {
+		return -1
+	}
+	v.Status = Status(b[p])
+	v.Lines = binary.BigEndian.Uint32(b[p+1:])
+	p += 5
+	return p
 }
 
 // VersionIndexEntryV1 is the version byte that opens every encoded IndexEntryV1.
@@ -292,6 +375,15 @@ func DecodeIndexEntryV1(b []byte) (IndexEntryV1, error) {
 // value allocates only for strings and new union values. On error *v is
 // zeroed.
 func DecodeIndexEntryV1Into(b []byte, v *IndexEntryV1) error {
+	if fastDecodeIndexEntryV1(b, v) {
+		return nil
+	}
+	return readerDecodeIndexEntryV1(b, v)
+}
+
+// readerDecodeIndexEntryV1 is DecodeIndexEntryV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeIndexEntryV1(b []byte, v *IndexEntryV1) error {
 	r := wire.NewReader(b, "IndexEntryV1")
 	r.Version(VersionIndexEntryV1)
 	readIndexEntryV1(&r, v)
@@ -305,6 +397,12 @@ func DecodeIndexEntryV1Into(b []byte, v *IndexEntryV1) error {
 		*v = IndexEntryV1{}
 	}
 	return err
+}
+
+// fastDecodeIndexEntryV1 decodes b into *v and reports true when b is a valid
+// IndexEntryV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeIndexEntryV1(b []byte, v *IndexEntryV1) bool {
+	return len(b) > 0 && b[0] == VersionIndexEntryV1 && fastReadIndexEntryV1(b, 1, v) == len(b) && verifyIndexEntryV1(v) == nil
 }
 
 func appendLine(dst []byte, v *Line) []byte {

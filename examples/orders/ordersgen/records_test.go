@@ -7,9 +7,31 @@ import (
 	"errors"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// mutations returns b and variants of it: every truncation, every byte
+// replaced by 0, 1, 2, 0x7f, 0x80, 0xff and its neighbours, every byte
+// removed, and 0 and 0x80 inserted everywhere (before a length, 0x80
+// makes a two-byte uvarint of it).
+func mutations(b []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i <= len(b); i++ {
+		out = append(out, b[:i:i], slices.Insert(slices.Clone(b), i, 0), slices.Insert(slices.Clone(b), i, 128))
+		if i == len(b) {
+			break
+		}
+		out = append(out, slices.Delete(slices.Clone(b), i, i+1))
+		for _, c := range []byte{0, 1, 2, 127, 128, 255, b[i] + 1, b[i] - 1} {
+			m := slices.Clone(b)
+			m[i] = c
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // invalidOrderV1 returns OrderV1 values that break a rule of the schema.
 func invalidOrderV1() []OrderV1 {
@@ -133,8 +155,9 @@ func TestOrderV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzOrderV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzOrderV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzOrderV1(f *testing.F) {
 	for _, v := range examplesOrderV1() {
 		b, err := EncodeOrderV1(v)
@@ -146,7 +169,12 @@ func FuzzOrderV1(f *testing.F) {
 	for _, b := range malformedOrderV1() {
 		f.Add(b)
 	}
+	held, err := EncodeOrderV1(examplesOrderV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeOrderV1(t, held, b)
 		v, err := DecodeOrderV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -194,6 +222,52 @@ func BenchmarkOrderV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeOrderV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeOrderV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow OrderV1
+		if reuse {
+			if readerDecodeOrderV1(held, &fast) != nil || readerDecodeOrderV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeOrderV1(b, &fast)
+		err := readerDecodeOrderV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestOrderV1FastPathAgrees holds DecodeOrderV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestOrderV1FastPathAgrees(t *testing.T) {
+	examples := examplesOrderV1()
+	held, err := EncodeOrderV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeOrderV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeOrderV1(t, held, m)
+		}
+	}
+	for _, b := range malformedOrderV1() {
+		agreeOrderV1(t, held, b)
+	}
 }
 
 // invalidIndexEntryV1 returns IndexEntryV1 values that break a rule of the schema.
@@ -298,8 +372,9 @@ func TestIndexEntryV1RejectsMalformed(t *testing.T) {
 	}
 }
 
-// FuzzIndexEntryV1: arbitrary bytes never panic; whatever decodes re-encodes to
-// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+// FuzzIndexEntryV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
 func FuzzIndexEntryV1(f *testing.F) {
 	for _, v := range examplesIndexEntryV1() {
 		b, err := EncodeIndexEntryV1(v)
@@ -311,7 +386,12 @@ func FuzzIndexEntryV1(f *testing.F) {
 	for _, b := range malformedIndexEntryV1() {
 		f.Add(b)
 	}
+	held, err := EncodeIndexEntryV1(examplesIndexEntryV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeIndexEntryV1(t, held, b)
 		v, err := DecodeIndexEntryV1(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
@@ -359,4 +439,50 @@ func BenchmarkIndexEntryV1(b *testing.B) {
 			}
 		}
 	})
+}
+
+// agreeIndexEntryV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeIndexEntryV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow IndexEntryV1
+		if reuse {
+			if readerDecodeIndexEntryV1(held, &fast) != nil || readerDecodeIndexEntryV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeIndexEntryV1(b, &fast)
+		err := readerDecodeIndexEntryV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestIndexEntryV1FastPathAgrees holds DecodeIndexEntryV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestIndexEntryV1FastPathAgrees(t *testing.T) {
+	examples := examplesIndexEntryV1()
+	held, err := EncodeIndexEntryV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeIndexEntryV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeIndexEntryV1(t, held, m)
+		}
+	}
+	for _, b := range malformedIndexEntryV1() {
+		agreeIndexEntryV1(t, held, b)
+	}
 }
