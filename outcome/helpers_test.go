@@ -278,3 +278,6 @@ func (m *manualSleep) asked() []time.Duration {
 	defer m.mu.Unlock()
 	return slices.Clone(m.requested)
 }
+
+// contextT shortens handler signatures.
+type contextT = context.Context
