@@ -35,6 +35,7 @@ var ctx = context.Background()
 type env struct {
 	t     testing.TB
 	s     store.Store
+	p     store.Partition // the partition the helpers use
 	clock *clock.Manual
 	logs  *testlog.Buffer
 	log   *slog.Logger
@@ -51,7 +52,7 @@ func newEnvOn(t testing.TB, eng testengine.Engine, nowMs uint64) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}
-	return &env{t: t, s: l, clock: clk, logs: logs, log: slog.New(slog.NewTextHandler(logs, nil))}
+	return &env{t: t, s: l, p: partition, clock: clk, logs: logs, log: slog.New(slog.NewTextHandler(logs, nil))}
 }
 
 func rid(s string) refdomain.ReservationID { return refdomain.MustReservationID(s) }
@@ -86,7 +87,7 @@ func (e *env) seed(ids ...string) {
 	for _, id := range ids {
 		b.Put(reservationKey(t, id), prior)
 	}
-	out, err := e.s.Apply(ctx, partition, b)
+	out, err := e.s.Apply(ctx, e.p, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	e.appendOutcomes(prior, committed(), ids...)
@@ -97,7 +98,7 @@ func (e *env) seed(ids ...string) {
 // created.
 func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1, ids ...string) {
 	t := e.t
-	o, err := outbox.Read(ctx, e.s, partition)
+	o, err := outbox.Read(ctx, e.s, e.p)
 	require.NoError(t, err)
 	bld, err := outbox.NewBuilder(e.s.Capabilities(), clock.NowMs(e.clock), o)
 	require.NoError(t, err)
@@ -118,7 +119,7 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	} else {
 		require.Zero(t, timersPut, "a backlog with rows has its timer")
 	}
-	out, err := e.s.Apply(ctx, partition, b)
+	out, err := e.s.Apply(ctx, e.p, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed(), "%v", out)
 }
@@ -144,13 +145,13 @@ func (e *env) fireWith(d *outcome.Delivery, nowMs uint64) timers.Report {
 	t := e.t
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, e.s, partition, reg, nowMs, timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	rep, err := timers.RunDue(ctx, e.s, e.p, reg, nowMs, timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
 	require.NoError(t, err)
 	return rep
 }
 
 func (e *env) backlog() gen.Backlog {
-	v, _, err := e.s.Get(ctx, partition, outbox.BacklogKey())
+	v, _, err := e.s.Get(ctx, e.p, outbox.BacklogKey())
 	require.NoError(e.t, err)
 	b, err := outbox.DecodeBacklog(v)
 	require.NoError(e.t, err)
@@ -163,7 +164,7 @@ func (e *env) backlogRows() uint64 { return e.backlog().Rows }
 // is none.
 func (e *env) timer() (key store.Key, value store.Value, tk gen.TimerKey, ok bool) {
 	start, end := gen.ClassRange(gen.TagTimerKey)
-	page, err := e.s.Scan(ctx, partition, start, end, nil, 10)
+	page, err := e.s.Scan(ctx, e.p, start, end, nil, 10)
 	require.NoError(e.t, err)
 	for _, kv := range page.Entries {
 		k, err := gen.ParseTimerKey(kv.Key)
@@ -185,7 +186,7 @@ func (e *env) timerDue() uint64 {
 // pending returns the pending index rows.
 func (e *env) pending() []store.KeyValue {
 	start, end := gen.ClassRange(gen.TagOutcomePendingKey)
-	page, err := e.s.Scan(ctx, partition, start, end, nil, 1000)
+	page, err := e.s.Scan(ctx, e.p, start, end, nil, 1000)
 	require.NoError(e.t, err)
 	return page.Entries
 }
@@ -193,7 +194,7 @@ func (e *env) pending() []store.KeyValue {
 // timerRows counts the rows of the timer class.
 func (e *env) timerRows() int {
 	start, end := gen.ClassRange(gen.TagTimerKey)
-	page, err := e.s.Scan(ctx, partition, start, end, nil, 10)
+	page, err := e.s.Scan(ctx, e.p, start, end, nil, 10)
 	require.NoError(e.t, err)
 	return len(page.Entries)
 }
@@ -204,7 +205,7 @@ func (e *env) plan(sink outcome.Sink) (key store.Key, value store.Value, fired t
 	key, value, tk, ok := e.timer()
 	require.True(e.t, ok)
 	d := delivery(e.t, sink)
-	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: partition, NowMs: 100, Clock: e.clock, Logger: e.log},
+	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: e.p, NowMs: 100, Clock: e.clock, Logger: e.log},
 		timers.DueTimer{Key: key, DueAtMs: tk.DueAtMs, Kind: timers.Kind(tk.Kind), Reference: tk.Reference, Value: value})
 	require.NoError(e.t, err)
 	return key, value, fired
@@ -215,7 +216,7 @@ func (e *env) plan(sink outcome.Sink) (key store.Key, value store.Value, fired t
 func (e *env) completion(b *store.Batch, key store.Key, value store.Value) *store.Batch {
 	ref, err := timers.RefKey(timers.KindOutcomeDelivery, "")
 	require.NoError(e.t, err)
-	refValue, _, err := e.s.Get(ctx, partition, ref)
+	refValue, _, err := e.s.Get(ctx, e.p, ref)
 	require.NoError(e.t, err)
 	return b.Require(store.Equals(key, value), store.Equals(ref, refValue)).Delete(key).Delete(ref)
 }
