@@ -48,7 +48,9 @@ type WebhookConfig struct {
 	// DefaultValidity, at most MaxValidity).
 	Validity time.Duration
 	// StandardWebhooks adds the Standard Webhooks headers (see sign.go's
-	// design note), for receivers that verify those.
+	// design note), for receivers that verify those: configure such a
+	// receiver with "whsec_" followed by the base64 HMAC key, or "whpk_"
+	// followed by the base64 Ed25519 public key.
 	StandardWebhooks bool
 	// MaxResponseBytes bounds the response body read (default
 	// DefaultMaxResponseBytes); the rest is not read.
