@@ -417,3 +417,35 @@ func (e *env) seedMore(ids ...string) {
 	require.True(e.t, out.Committed())
 	e.appendOutcomes(prior, committed(), ids...)
 }
+
+// ticking is a clock that moves a second at every reading.
+type ticking struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *ticking) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Second)
+	return c.now
+}
+
+// A fire whose budget is spent before its first sink call starts at that
+// row again next time. (The reference resumed after the page, leaving
+// the page's rows for a whole rotation.)
+func TestABudgetSpentBeforeTheFirstCallSkipsNoRow(t *testing.T) {
+	e := newEnv(t, 100)
+	e.seed("a", "b", "c")
+	sink := &capture{}
+	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+		c.MaxRows = 1
+		c.Clock = &ticking{}
+		c.FireBudget = 500 * time.Millisecond
+	}), 100)
+	assert.Empty(t, sink.outcomes())
+	due := e.timerDue()
+	e.clock.SetMs(due)
+	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1 }), due)
+	assert.Equal(t, []string{"a"}, sink.ids())
+}
