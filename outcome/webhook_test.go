@@ -608,3 +608,47 @@ func TestNewWebhookSinkRejectsBadConfig(t *testing.T) {
 	assert.ErrorIs(t, err, store.ErrInvalid)
 	assert.False(t, errors.Is(err, outcome.ErrRejected))
 }
+
+func TestHandleAnswers(t *testing.T) {
+	key := hmacKey(t, hmacSecret)
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}})
+	require.NoError(t, err)
+	fail := errors.New("the service's table is down")
+	calls := 0
+	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ contextT, o outcome.Outcome) error {
+		calls++
+		if o.ReservationID == "down" {
+			return fail
+		}
+		return nil
+	})))
+	defer srv.Close()
+	sink := webhook(t, srv.URL, key)
+	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "up")))
+	var de *outcome.DeliveryError
+	require.ErrorAs(t, sink.Deliver(ctx, sampleOutcome(t, "down")), &de)
+	assert.Contains(t, de.Reason, "503", "a failing handler asks the sender to retry")
+
+	// A verified body that is not an outcome is a 400, without a call.
+	rec := newRecorder(t, nil)
+	require.NoError(t, webhook(t, rec.srv.URL, key).Deliver(ctx, sampleOutcome(t, "x")))
+	signed := rec.requests()[0]
+	notOutcome := []byte(`{"version":1}`)
+	raw := httptest.NewServer(recv.Wrap(outcome.Handle(func(contextT, outcome.Outcome) error { calls++; return nil })))
+	defer raw.Close()
+	h := signed.header.Clone()
+	// Re-sign the other body with the same nonce, window and key.
+	n, _ := strconv.ParseUint(h.Get(outcome.HeaderCreatedAt), 10, 64)
+	x, _ := strconv.ParseUint(h.Get(outcome.HeaderExpiresAt), 10, 64)
+	sig, err := key.Sign([]byte(fmt.Sprintf("mkit-hook-v1\n%s\n%d\n%d\n%s", h.Get(outcome.HeaderNonce), n, x, notOutcome)))
+	require.NoError(t, err)
+	h.Set(outcome.HeaderSignature, "hmac-sha256="+base64.StdEncoding.EncodeToString(sig))
+	assert.Equal(t, http.StatusBadRequest, post(t, raw.URL, h, notOutcome).StatusCode)
+	assert.Equal(t, 2, calls)
+
+	// Only POST is accepted.
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
