@@ -1,0 +1,223 @@
+package outcome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Defaults of a Config.
+const (
+	// DefaultMaxRows is how many pending rows one fire examines (and so
+	// how many sink calls it attempts).
+	DefaultMaxRows = 16
+	// DefaultSinkTimeout bounds one sink call.
+	DefaultSinkTimeout = 5 * time.Second
+)
+
+// timerOps is what a fire's batch holds beside the acknowledgments and
+// the backlog's guard and write: RunDue's guards of the timer row and its
+// reference entry, a Reschedule's three writes, and a scheduler claim's
+// lease guard.
+const timerOps = 2 + 3 + 1
+
+// MaxRows is the most pending rows one fire examines on a store with
+// caps: each acknowledgment costs outbox.AckOps operations, and with the
+// backlog's (outbox.AckFixedOps) and the timer's own they must fit one
+// batch, so that a fire's acknowledgments land atomically. With the
+// default 100-operation batch it is 30 (the reference, whose
+// acknowledgment cost four operations, had 23). At least 1.
+func MaxRows(caps store.Capabilities) int {
+	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timerOps-outbox.AckFixedOps)/outbox.AckOps, 1)
+}
+
+// Config configures a Delivery. Sink and Audience are required; a zero
+// field takes its default.
+type Config struct {
+	// Sink takes the outcomes.
+	Sink Sink
+	// Audience is the canonical origin of the delivering service, put in
+	// every Outcome (see CanonicalOrigin).
+	Audience string
+	// Metrics receives the backlog gauges and the synthetic-outcome
+	// counter (nil: the run's, timers.Ctx.Metrics).
+	Metrics telemetry.Metrics
+	// SinkTimeout bounds one sink call (default DefaultSinkTimeout): a
+	// call still running then is a failed delivery, and the fire stops.
+	SinkTimeout time.Duration
+	// MaxRows bounds the pending rows one fire examines (default
+	// DefaultMaxRows), clamped to MaxRows of the store's capabilities.
+	MaxRows int
+	// Clock times a fire against FireBudget (nil: the run's,
+	// timers.Ctx.Clock).
+	Clock clock.Clock
+	// FireBudget bounds one fire's wall-clock time (default twice
+	// SinkTimeout): once spent, the fire makes no further sink call and
+	// reschedules itself at once, so that a slow but successful sink
+	// cannot hold a scheduler worker.
+	FireBudget time.Duration
+	// Sleep waits out SinkTimeout, returning nil when it passed and ctx's
+	// error when ctx ended first (nil: clock.Sleep, in real time). Tests
+	// inject their own.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Delivery is the outcome-delivery timer's handler (kind
+// timers.KindOutcomeDelivery): register it in a timers.Registry, and the
+// timers outbox.Builder creates as outcomes are queued fire it. It pushes
+// each partition's terminal outcomes to its Sink, at least once, in
+// sequence order within a fire, and acknowledges (deletes) the delivered
+// ones. It serves partitions of any schema; the records it reads are the
+// reference domain's reservations (refdomain.ReservationKey).
+//
+// A Delivery is immutable once built and safe for concurrent use by runs
+// of different partitions; two runs of one partition race each other's
+// guards (a scheduler's lease keeps them apart), which keeps every
+// acknowledgment exact.
+type Delivery struct {
+	sink     Sink
+	audience string
+	metrics  telemetry.Metrics
+	timeout  time.Duration
+	maxRows  int
+	clock    clock.Clock
+	budget   time.Duration
+	sleep    func(context.Context, time.Duration) error
+}
+
+var _ timers.LibraryHandler = (*Delivery)(nil)
+
+// NewDelivery builds a Delivery. It fails with an error wrapping
+// store.ErrInvalid for a nil sink, an audience that is not an absolute
+// https origin (http only for a loopback host; see CanonicalOrigin), or a
+// negative SinkTimeout, MaxRows or FireBudget.
+func NewDelivery(c Config) (*Delivery, error) {
+	if c.Sink == nil {
+		return nil, fmt.Errorf("outcome: delivery without a sink: %w", store.ErrInvalid)
+	}
+	audience, err := CanonicalOrigin(c.Audience)
+	if err != nil {
+		return nil, err
+	}
+	if c.SinkTimeout < 0 || c.MaxRows < 0 || c.FireBudget < 0 {
+		return nil, fmt.Errorf("outcome: negative sink timeout %v, max rows %d or fire budget %v: %w",
+			c.SinkTimeout, c.MaxRows, c.FireBudget, store.ErrInvalid)
+	}
+	d := &Delivery{sink: c.Sink, audience: audience, metrics: c.Metrics, timeout: c.SinkTimeout,
+		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep}
+	if d.timeout == 0 {
+		d.timeout = DefaultSinkTimeout
+	}
+	if d.maxRows == 0 {
+		d.maxRows = DefaultMaxRows
+	}
+	if d.budget == 0 {
+		d.budget = 2 * d.timeout
+		if d.budget < d.timeout { // overflow
+			d.budget = math.MaxInt64
+		}
+	}
+	if d.sleep == nil {
+		d.sleep = clock.Sleep
+	}
+	return d, nil
+}
+
+// Audience returns the canonical audience the Delivery puts in outcomes.
+func (d *Delivery) Audience() string { return d.audience }
+
+// Kind returns timers.KindOutcomeDelivery.
+func (*Delivery) Kind() timers.Kind { return timers.KindOutcomeDelivery }
+
+// ReservedKind marks Delivery as the library's own (timers.LibraryHandler).
+func (*Delivery) ReservedKind() bool { return true }
+
+// Keys and ranges of the rows a fire reads.
+var (
+	backlogKey               = outbox.BacklogKey()
+	pendingStart, pendingEnd = gen.ClassRange(gen.TagOutcomePendingKey)
+)
+
+// errSinkTimeout is the failure of a sink call cut at the sink timeout.
+var errSinkTimeout = errors.New("the sink did not answer within the sink timeout")
+
+// Fire runs one delivery fire of c.Partition:
+//
+//   - it reads the backlog (and sets the backlog gauges); an empty one
+//     completes the timer, guarded by the backlog as read;
+//   - it decodes the timer value (the backoff attempt and the cursor of
+//     the last row examined) and scans one page of pending rows after the
+//     cursor, wrapping to the head once when the cursor is past the end;
+//   - for each row: an invalid index key, a missing or undecodable
+//     reservation, or one that is not terminal is logged and kept;
+//     synthetic ids ("s:" prefix) are acknowledged locally and counted;
+//     the others go to the sink, each call bounded by the sink timeout.
+//     The first failure or timeout stops the fire; so does the fire
+//     budget, before the next sink call;
+//   - it plans the acknowledgments (outbox.Acks) against the backlog read
+//     again after the sink calls, and guards that value, so that an
+//     outcome queued during the fire fails the guard and the next fire
+//     plans again (and delivers the acknowledged rows again: at least
+//     once).
+//
+// It returns Done when the acknowledgments empty the backlog, else
+// Reschedule: resuming just after the row that failed, or at the first
+// row not tried; the attempt raised only by a failed or hung sink call;
+// due at once after any delivery, else after the backoff (BaseBackoff
+// doubling per attempt plus jitter, or the sink's retry-after hint if
+// longer, at most MaxBackoff).
+//
+// Fire fails with store.ErrCorrupt for a backlog or timer value that does
+// not decode (RunDue then keeps the timer, unchanged, for a later run),
+// with store.ErrInvalid for a nil store or partition or a partition whose
+// identity does not encode, with ctx's error when ctx ends, and with the
+// store's errors. Nothing it planned lands then.
+func (d *Delivery) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	if c == nil || c.Store == nil || c.Partition == nil {
+		return nil, fmt.Errorf("outcome: fire without a store or partition: %w", store.ErrInvalid)
+	}
+	f := &fire{d: d, c: c, s: c.Store, p: c.Partition, log: c.Logger, metrics: d.metrics, clock: d.clock}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	if f.metrics == nil {
+		f.metrics = telemetry.OrNoop(c.Metrics)
+	}
+	if f.clock == nil {
+		f.clock = c.Clock
+	}
+	if f.clock == nil {
+		f.clock = clock.Real{}
+	}
+	id, err := f.p.AppendTuple(nil)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: partition %s: %w", store.PartitionName(f.p), errInvalid(err))
+	}
+	f.id = id
+	return f.run(ctx, t)
+}
+
+// errInvalid returns err, wrapping store.ErrInvalid when it does not
+// already (a partition's AppendTuple may fail with an error of its own).
+func errInvalid(err error) error {
+	if errors.Is(err, store.ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+}
+
+// synthetic reports whether rid is a synthetic reservation, acknowledged
+// without a sink call.
+func synthetic(rid refdomain.ReservationID) bool { return strings.HasPrefix(rid.String(), "s:") }

@@ -1,0 +1,27 @@
+package outcome
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Sentinels of the package, for errors.Is. Configuration and input errors
+// wrap store.ErrInvalid as well, and corrupt stored data store.ErrCorrupt,
+// like the rest of the library.
+var (
+	// ErrNotTerminal says a reservation is not terminal (it is still
+	// Ticketed), so it has no outcome to deliver.
+	ErrNotTerminal = fmt.Errorf("outcome: reservation is not terminal: %w", store.ErrInvalid)
+	// ErrDelivery says a sink did not take an outcome: the sink failed or
+	// did not answer in time. Every *DeliveryError matches it.
+	ErrDelivery = errors.New("outcome: delivery failed")
+	// ErrRejected says a Receiver refused a request: a missing or
+	// malformed header, a signature that does not verify, a request
+	// outside its validity window, or a nonce seen before.
+	ErrRejected = errors.New("outcome: hook request rejected")
+	// ErrBusy says a Receiver cannot take a request now: its store of
+	// seen nonces is full of unexpired ones. The sender retries.
+	ErrBusy = errors.New("outcome: hook receiver busy")
+)

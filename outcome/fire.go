@@ -1,0 +1,332 @@
+package outcome
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// fire is the state of one Fire.
+type fire struct {
+	d       *Delivery
+	c       *timers.Ctx
+	s       store.Store
+	p       store.Partition
+	id      []byte // the partition's tuple identity
+	log     *slog.Logger
+	metrics telemetry.Metrics
+	clock   clock.Clock
+}
+
+// candidate is a pending row that became a deliverable outcome.
+type candidate struct {
+	index int // in the page
+	seq   uint64
+	rid   refdomain.ReservationID
+	value store.Value // the reservation as read: its acknowledgment guards it
+	o     Outcome
+}
+
+// acked is a row to acknowledge.
+type acked struct {
+	rid   refdomain.ReservationID
+	seq   uint64
+	value store.Value
+}
+
+func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error) {
+	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+	}
+	backlog, err := outbox.DecodeBacklog(oc)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	kind := telemetry.Label{Name: telemetry.LabelShardKind, Value: f.p.Kind()}
+	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
+	if backlog.Rows == 0 {
+		// Guarded: an outcome queued meanwhile keeps the timer.
+		return timers.Done{Batch: store.NewBatch().Require(store.Guard(backlogKey, oc)).Delete(backlogKey)}, nil
+	}
+	state, err := decodeTimer(t.Value)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	caps := f.s.Capabilities()
+	caps.ReservedBatchOps += timerOps
+	maxRows := min(f.d.maxRows, MaxRows(caps))
+
+	// The scan cursor names the last row examined; the page is the fire's
+	// row budget, so that no unexamined suffix waits a whole rotation.
+	page, after, err := f.page(ctx, state.cursor, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := f.candidates(ctx, page.Entries[:min(len(page.Entries), maxRows)])
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.deliver(ctx, cands)
+	if err != nil {
+		return nil, err
+	}
+
+	// Acknowledge against the backlog read now, after the slow sink
+	// calls: an outcome queued meanwhile fails this guard, and the next
+	// fire plans again.
+	fresh := oc
+	if len(res.acked) > 0 {
+		if fresh, _, err = f.s.Get(ctx, f.p, backlogKey); err != nil {
+			return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+		}
+	}
+	plan, err := outbox.NewAcks(caps, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	delivered := 0
+	for _, a := range res.acked {
+		if err := Ack(plan, a.rid, a.seq, a.value); err != nil {
+			f.log.Warn("outcome: acknowledgment not planned; retaining the row", "reservation", a.rid.String(), "seq", a.seq, "error", err)
+			continue
+		}
+		delivered++
+	}
+	b := store.NewBatch()
+	if err := plan.Finish(b); err != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	if plan.Remaining().Rows == 0 {
+		return timers.Done{Batch: b}, nil
+	}
+
+	// The next fire resumes just after the failed row. Resuming after the
+	// page instead would, when the page reached the end of the range, wrap
+	// to the head and try the failing row first again, forever, starving
+	// every row behind it. The page's cursor is opaque, so ask the store
+	// for the one after the failed row.
+	resume := page.Next
+	switch {
+	case res.stoppedAt >= 0:
+		resume, err = f.cursorAfter(ctx, after, res.stoppedAt+1)
+	case res.cutAt > 0:
+		resume, err = f.cursorAfter(ctx, after, res.cutAt)
+	case res.cutAt == 0:
+		// Cut before the page's first row: it starts there again. (The
+		// reference resumed after the page, skipping it for a rotation.)
+		resume = after
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Only a failed or hung sink call backs off: a page that delivered
+	// nothing because every row was junk or synthetic is no sink fault.
+	attempt, delay := state.attempt, uint64(0)
+	if delivered > 0 {
+		attempt = 0
+	} else {
+		if res.stoppedAt >= 0 && attempt < math.MaxUint32 {
+			attempt++
+		}
+		delay = min(max(backoffMs(f.id, state.attempt), res.hintMs), uint64(MaxBackoff/time.Millisecond))
+	}
+	value, err := encodeTimer(timerState{attempt: attempt, cursor: resume})
+	if err != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	return timers.Reschedule{DueAtMs: max(addSat(f.c.NowMs, delay), addSat(t.DueAtMs, 1)), Value: value, Batch: b}, nil
+}
+
+// page scans the pending rows after cursor, at most limit, wrapping to the
+// head once when the cursor is past the end. A cursor the store rejects
+// as not its own (the store changed under a stored timer) is logged and
+// dropped: the scan starts at the head, which skips nothing. It returns
+// the page and the cursor it was read after.
+func (f *fire) page(ctx context.Context, cursor store.Cursor, limit int) (store.ScanPage, store.Cursor, error) {
+	after := cursor
+	page, err := f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, limit)
+	if err != nil && after != nil && errors.Is(err, store.ErrInvalid) {
+		f.log.Warn("outcome: the store rejects the timer's scan cursor; scanning from the head", "error", err)
+		after = nil
+		page, err = f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, limit)
+	}
+	if err == nil && len(page.Entries) == 0 && after != nil && page.Next == nil {
+		after = nil
+		page, err = f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, limit)
+	}
+	if err != nil {
+		return store.ScanPage{}, nil, fmt.Errorf("outcome: scan the pending outcomes of %s: %w", store.PartitionName(f.p), err)
+	}
+	return page, after, nil
+}
+
+// cursorAfter returns the cursor after the first n pending rows after
+// after (nil: the range ends there).
+func (f *fire) cursorAfter(ctx context.Context, after store.Cursor, n int) (store.Cursor, error) {
+	page, err := f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: scan the pending outcomes of %s: %w", store.PartitionName(f.p), err)
+	}
+	return page.Next, nil
+}
+
+// candidates resolves a page of pending rows to outcomes, reading their
+// reservations in one snapshot. A row that cannot become an outcome (an
+// invalid index key, a missing, undecodable or non-terminal reservation)
+// is logged and left out: it stays queued, never acknowledged, for a
+// repair.
+func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candidate, error) {
+	cands := make([]candidate, 0, len(rows))
+	keys := make([]store.Key, 0, len(rows))
+	for i, kv := range rows {
+		pk, err := gen.ParseOutcomePendingKey(kv.Key)
+		if err != nil {
+			f.log.Warn("outcome: invalid outcome index row; retaining", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
+			continue
+		}
+		rid, err := ReservationID(pk.ID)
+		if err != nil {
+			f.log.Warn("outcome: invalid outcome index row; retaining", "seq", pk.Seq, "error", err)
+			continue
+		}
+		key, err := refdomain.AppendReservationKey(nil, rid)
+		if err != nil {
+			f.log.Warn("outcome: invalid outcome index row; retaining", "seq", pk.Seq, "error", err)
+			continue
+		}
+		cands = append(cands, candidate{index: i, seq: pk.Seq, rid: rid})
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	values, err := f.s.GetMany(ctx, f.p, keys)
+	if err != nil {
+		return nil, fmt.Errorf("outcome: read the pending reservations of %s: %w", store.PartitionName(f.p), err)
+	}
+	if len(values) != len(keys) {
+		return nil, fmt.Errorf("outcome: read the pending reservations of %s: %d values for %d keys: %w",
+			store.PartitionName(f.p), len(values), len(keys), store.ErrCorrupt)
+	}
+	out := cands[:0]
+	for i, c := range cands {
+		v := values[i]
+		if v == nil {
+			f.log.Warn("outcome: missing terminal outcome row; retaining its index row", "reservation", c.rid.String(), "seq", c.seq)
+			continue
+		}
+		r, err := refdomain.DecodeReservationV1(v)
+		if err != nil {
+			f.log.Warn("outcome: undecodable terminal outcome; retaining", "reservation", c.rid.String(), "seq", c.seq, "error", err)
+			continue
+		}
+		o, err := FromReservation(c.rid, f.d.audience, r)
+		if err != nil {
+			f.log.Warn("outcome: indexed outcome cannot be delivered; retaining", "reservation", c.rid.String(), "seq", c.seq, "error", err)
+			continue
+		}
+		c.value, c.o = v, o
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// delivered is what the sink loop did.
+type delivered struct {
+	acked []acked
+	// stoppedAt is the page index of the row whose sink call failed or
+	// timed out; cutAt of the first row not tried because the fire budget
+	// was spent. -1: none.
+	stoppedAt, cutAt int
+	// hintMs is the longest retry-after hint of a failed call.
+	hintMs uint64
+}
+
+// deliver sends the candidates to the sink in order, until the first
+// failure or the fire budget. Synthetic outcomes are acknowledged without
+// a sink call. It fails only when ctx ends.
+func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error) {
+	res := delivered{stoppedAt: -1, cutAt: -1}
+	started := f.clock.Now()
+	for _, c := range cands {
+		if synthetic(c.rid) {
+			f.metrics.Add(telemetry.MetricSyntheticOutcomesAcked, nil, 1)
+			res.acked = append(res.acked, acked{rid: c.rid, seq: c.seq, value: c.value})
+			continue
+		}
+		if f.clock.Now().Sub(started) >= f.d.budget {
+			res.cutAt = c.index
+			return res, nil
+		}
+		err := f.d.call(ctx, c.o)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
+		}
+		if err == nil {
+			res.acked = append(res.acked, acked{rid: c.rid, seq: c.seq, value: c.value})
+			continue
+		}
+		if errors.Is(err, errSinkTimeout) {
+			f.log.Warn("outcome: outcome delivery timed out", "reservation", c.rid.String(), "timeout", f.d.timeout)
+		} else {
+			var de *DeliveryError
+			if errors.As(err, &de) && de.RetryAfter > 0 {
+				res.hintMs = max(res.hintMs, uint64(min(de.RetryAfter, MaxBackoff)/time.Millisecond))
+			}
+			f.log.Warn("outcome: outcome delivery failed", "reservation", c.rid.String(), "error", err)
+		}
+		// A failing or hung sink is not asked again in this fire.
+		res.stoppedAt = c.index
+		return res, nil
+	}
+	return res, nil
+}
+
+// call delivers o under the sink timeout. A sink that outlives it is
+// abandoned (its context is cancelled) and the call fails with
+// errSinkTimeout; a sink that panics fails the call.
+func (d *Delivery) call(ctx context.Context, o Outcome) error {
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answer := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				answer <- fmt.Errorf("outcome: the sink panicked: %v", v)
+			}
+		}()
+		answer <- d.sink.Deliver(callCtx, o)
+	}()
+	elapsed := make(chan error, 1)
+	go func() { elapsed <- d.sleep(callCtx, d.timeout) }()
+	select {
+	case err := <-answer:
+		return err
+	case err := <-elapsed:
+		if err != nil {
+			return err // ctx ended; the caller sees it
+		}
+		return errSinkTimeout
+	}
+}
+
+// addSat adds without wrapping past math.MaxUint64.
+func addSat(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}

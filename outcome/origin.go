@@ -1,0 +1,99 @@
+package outcome
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// CanonicalOrigin checks that s is an absolute origin, https://host or
+// https://host:port (http only for a loopback host: localhost, 127.0.0.0/8,
+// ::1), and returns its canonical form: scheme and host in lowercase, the
+// scheme's default port dropped. It fails with an error wrapping
+// store.ErrInvalid for anything else: a relative or opaque URL, another
+// scheme, user information, a path other than "/", a query or a
+// fragment, an empty host or an invalid port.
+func CanonicalOrigin(s string) (string, error) {
+	u, err := parseHTTPURL("audience", s)
+	if err != nil {
+		return "", err
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.ForceQuery {
+		return "", fmt.Errorf("outcome: audience %q is not an origin: it has a path or query: %w", s, store.ErrInvalid)
+	}
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if port == defaultPort[u.Scheme] {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return u.Scheme + "://" + host, nil
+}
+
+var defaultPort = map[string]string{"https": "443", "http": "80"}
+
+// parseHTTPURL parses s as an absolute https URL, or http for a loopback
+// host, without user information or fragment; what names s in errors.
+func parseHTTPURL(what, s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("outcome: %s is not a URL: %w", what, store.ErrInvalid)
+	case !u.IsAbs() || u.Opaque != "" || u.Host == "":
+		return nil, fmt.Errorf("outcome: %s %q is not an absolute URL with a host: %w", what, s, store.ErrInvalid)
+	case u.User != nil:
+		// The URL is logged; credentials belong in the signature.
+		return nil, fmt.Errorf("outcome: %s must not carry user information: %w", what, store.ErrInvalid)
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return nil, fmt.Errorf("outcome: %s %q has a fragment: %w", what, s, store.ErrInvalid)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case u.Scheme == "http":
+		return nil, fmt.Errorf("outcome: %s %q: http is allowed for a loopback host only; use https: %w", what, s, store.ErrInvalid)
+	default:
+		return nil, fmt.Errorf("outcome: %s %q: scheme %q, want https: %w", what, s, u.Scheme, store.ErrInvalid)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("outcome: %s %q has an empty host: %w", what, s, store.ErrInvalid)
+	}
+	if p := u.Port(); p != "" {
+		if n, ok := parsePort(p); !ok || n == 0 {
+			return nil, fmt.Errorf("outcome: %s %q: invalid port %q: %w", what, s, p, store.ErrInvalid)
+		}
+	}
+	return u, nil
+}
+
+func parsePort(p string) (int, bool) {
+	if len(p) > 5 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= 65535
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,170 @@
+package outcome
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Design note: the outcome's JSON form is stable.
+//
+// A sink sends an Outcome as JSON (JSON), and receivers in other languages
+// parse it, so its form is a contract: the field names and their order
+// are those of the struct tags below, object ids are lowercase hex, abort
+// reasons snake_case words, and Version says which form it is. Fields may
+// be added in a later version; none is renamed or removed within one.
+// testdata/outcome_*.json hold the golden forms.
+
+// Version is the version of the outcome's JSON form.
+const Version = 1
+
+// Result says how a reservation ended.
+type Result string
+
+// The results an Outcome can carry.
+const (
+	ResultCommitted Result = "committed"
+	ResultAborted   Result = "aborted"
+)
+
+// Outcome is a reservation's terminal outcome, as delivered to a sink. A
+// sink deduplicates by ReservationID: delivery is at least once.
+type Outcome struct {
+	// Version is the JSON form's version (Version).
+	Version int `json:"version"`
+	// ReservationID names the reservation.
+	ReservationID string `json:"reservation_id"`
+	// Audience is the canonical origin of the service that delivers it
+	// (https://host[:port]).
+	Audience string `json:"audience"`
+	// Result is ResultCommitted or ResultAborted; exactly the matching
+	// one of Committed and Aborted is set.
+	Result Result `json:"result"`
+	// Repository is the reservation's repository.
+	Repository string `json:"repository"`
+	// OccurredAtMs is when the reservation ended, in Unix milliseconds.
+	OccurredAtMs uint64     `json:"occurred_at_ms"`
+	Committed    *Committed `json:"committed,omitempty"`
+	Aborted      *Aborted   `json:"aborted,omitempty"`
+}
+
+// Committed is what a committed reservation stored and moved.
+type Committed struct {
+	BytesStored uint64      `json:"bytes_stored"`
+	NewToRepo   uint64      `json:"new_to_repo"`
+	NewToStore  uint64      `json:"new_to_store"`
+	Refs        []RefUpdate `json:"refs"`
+}
+
+// RefUpdate is one ref a committed reservation moved; object ids are
+// lowercase hex, empty when absent.
+type RefUpdate struct {
+	Ref    string `json:"ref"`
+	OldOID string `json:"old_oid"`
+	NewOID string `json:"new_oid"`
+}
+
+// Aborted says why a reservation was aborted.
+type Aborted struct {
+	// Reason is one of ref_conflict, quota_exceeded, expired, rejected,
+	// internal.
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// abortReasons names refdomain's abort reasons in the JSON form.
+var abortReasons = map[refdomain.AbortReason]string{
+	refdomain.AbortReasonRefConflict:   "ref_conflict",
+	refdomain.AbortReasonQuotaExceeded: "quota_exceeded",
+	refdomain.AbortReasonExpired:       "expired",
+	refdomain.AbortReasonRejected:      "rejected",
+	refdomain.AbortReasonInternal:      "internal",
+}
+
+// FromReservation returns the outcome of reservation rid, whose record is
+// r, as delivered on behalf of audience. It fails with ErrNotTerminal for
+// a Ticketed reservation, and with store.ErrInvalid for a nil record or
+// an abort reason it does not know. It does not check audience: Delivery
+// checks it once, when it is built.
+func FromReservation(rid refdomain.ReservationID, audience string, r refdomain.ReservationV1) (Outcome, error) {
+	o := Outcome{Version: Version, ReservationID: rid.String(), Audience: audience}
+	switch v := r.(type) {
+	case *refdomain.ReservationCommitted:
+		if v == nil {
+			break
+		}
+		c := &Committed{BytesStored: v.BytesStored, NewToRepo: v.NewToRepo, NewToStore: v.NewToStore, Refs: make([]RefUpdate, len(v.Refs))}
+		for i, u := range v.Refs {
+			c.Refs[i] = RefUpdate{Ref: u.Ref.String(), OldOID: hex.EncodeToString(u.OldOID), NewOID: hex.EncodeToString(u.NewOID)}
+		}
+		o.Result, o.Repository, o.OccurredAtMs, o.Committed = ResultCommitted, v.Repository.String(), v.OccurredAtMs, c
+		return o, nil
+	case *refdomain.ReservationAborted:
+		if v == nil {
+			break
+		}
+		reason, ok := abortReasons[v.Reason]
+		if !ok {
+			return Outcome{}, fmt.Errorf("outcome: reservation %q: abort reason %d is unknown: %w", rid, uint8(v.Reason), store.ErrInvalid)
+		}
+		o.Result, o.Repository, o.OccurredAtMs = ResultAborted, v.Repository.String(), v.OccurredAtMs
+		o.Aborted = &Aborted{Reason: reason, Detail: v.Detail}
+		return o, nil
+	case *refdomain.ReservationTicketed:
+		if v != nil {
+			return Outcome{}, fmt.Errorf("outcome: reservation %q is ticketed: %w", rid, ErrNotTerminal)
+		}
+	}
+	return Outcome{}, fmt.Errorf("outcome: reservation %q: no reservation record (%T): %w", rid, r, store.ErrInvalid)
+}
+
+// JSON returns the outcome's JSON form (see the design note). It fails
+// only for an outcome that breaks ParseOutcome's rules.
+func (o Outcome) JSON() ([]byte, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(o)
+}
+
+// ParseOutcome parses an outcome's JSON form, as a receiver gets it. It
+// fails with an error wrapping store.ErrInvalid for malformed JSON, a
+// version other than Version, an empty reservation id or audience, or a
+// result whose detail is missing or belongs to the other result. Unknown
+// fields are ignored, so that a receiver keeps working when a later
+// sender adds some within the version.
+func ParseOutcome(b []byte) (Outcome, error) {
+	var o Outcome
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&o); err != nil {
+		return Outcome{}, fmt.Errorf("outcome: malformed outcome JSON: %v: %w", err, store.ErrInvalid)
+	}
+	if d.More() {
+		return Outcome{}, fmt.Errorf("outcome: trailing data after the outcome JSON: %w", store.ErrInvalid)
+	}
+	if err := o.check(); err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
+}
+
+// check checks the rules of the JSON form.
+func (o Outcome) check() error {
+	switch {
+	case o.Version != Version:
+		return fmt.Errorf("outcome: outcome version %d, want %d: %w", o.Version, Version, store.ErrInvalid)
+	case o.ReservationID == "":
+		return fmt.Errorf("outcome: outcome without a reservation id: %w", store.ErrInvalid)
+	case o.Audience == "":
+		return fmt.Errorf("outcome: outcome %q without an audience: %w", o.ReservationID, store.ErrInvalid)
+	case o.Result == ResultCommitted && o.Committed != nil && o.Aborted == nil:
+	case o.Result == ResultAborted && o.Aborted != nil && o.Committed == nil:
+	default:
+		return fmt.Errorf("outcome: outcome %q: result %q does not match its details: %w", o.ReservationID, o.Result, store.ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package outcome
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Defaults and bounds of a WebhookConfig.
+const (
+	// DefaultValidity is how long a signed request is valid.
+	DefaultValidity = 5 * time.Minute
+	// MaxValidity bounds a signed request's validity window, for senders
+	// and receivers alike.
+	MaxValidity = time.Hour
+	// DefaultMaxResponseBytes bounds the response body a sink reads.
+	DefaultMaxResponseBytes = 64 << 10
+)
+
+// WebhookConfig configures a WebhookSink. URL and Signer are required; a
+// zero field takes its default.
+type WebhookConfig struct {
+	// URL is where outcomes are POSTed: https, or http for a loopback
+	// host only; no user information or fragment.
+	URL string
+	// Signer signs every attempt (HMACKey or Ed25519Signer).
+	Signer Signer
+	// Client sends the requests (nil: a client of its own). It is copied
+	// and never follows redirects: a signed request goes where configured
+	// or nowhere.
+	Client *http.Client
+	// Clock stamps the signatures (nil: clock.Real).
+	Clock clock.Clock
+	// Validity is each signature's validity window (default
+	// DefaultValidity, at most MaxValidity).
+	Validity time.Duration
+	// StandardWebhooks adds the Standard Webhooks headers (see sign.go's
+	// design note), for receivers that verify those: configure such a
+	// receiver with "whsec_" followed by the base64 HMAC key, or "whpk_"
+	// followed by the base64 Ed25519 public key.
+	StandardWebhooks bool
+	// MaxResponseBytes bounds the response body read (default
+	// DefaultMaxResponseBytes); the rest is not read.
+	MaxResponseBytes int64
+	// Rand is the source of nonces (nil: crypto/rand).
+	Rand io.Reader
+}
+
+// WebhookSink is a Sink that POSTs each outcome's JSON form (Outcome.JSON)
+// to a URL, every attempt signed afresh (see sign.go's design note). A 2xx
+// answer delivers the outcome. 408, 429, 5xx and network failures are
+// retryable, with the answer's Retry-After honoured as the DeliveryError's
+// hint; other answers are a DeliveryError naming the status. Neither the
+// body nor a key ever appears in an error. A WebhookSink is safe for
+// concurrent use.
+type WebhookSink struct {
+	url      string
+	signer   Signer
+	client   *http.Client
+	clock    clock.Clock
+	validity time.Duration
+	standard bool
+	maxResp  int64
+	rand     io.Reader
+}
+
+var _ Sink = (*WebhookSink)(nil)
+
+// NewWebhookSink builds a WebhookSink. It fails with an error wrapping
+// store.ErrInvalid for a URL that is not https (or http to a loopback
+// host) or carries user information or a fragment, a nil signer, or a
+// negative or over-long Validity or a negative MaxResponseBytes.
+func NewWebhookSink(c WebhookConfig) (*WebhookSink, error) {
+	u, err := parseHTTPURL("webhook URL", c.URL)
+	if err != nil {
+		return nil, err
+	}
+	if c.Signer == nil {
+		return nil, fmt.Errorf("outcome: webhook sink without a signer: %w", store.ErrInvalid)
+	}
+	if c.Validity < 0 || c.Validity > MaxValidity || c.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("outcome: webhook validity %v (want up to %v) or response bound %d: %w",
+			c.Validity, MaxValidity, c.MaxResponseBytes, store.ErrInvalid)
+	}
+	w := &WebhookSink{url: u.String(), signer: c.Signer, clock: c.Clock, validity: c.Validity,
+		standard: c.StandardWebhooks, maxResp: c.MaxResponseBytes, rand: c.Rand}
+	client := &http.Client{}
+	if c.Client != nil {
+		cp := *c.Client
+		client = &cp
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	w.client = client
+	if w.clock == nil {
+		w.clock = clock.Real{}
+	}
+	if w.validity == 0 {
+		w.validity = DefaultValidity
+	}
+	if w.maxResp == 0 {
+		w.maxResp = DefaultMaxResponseBytes
+	}
+	if w.rand == nil {
+		w.rand = rand.Reader
+	}
+	return w, nil
+}
+
+// Deliver POSTs o, signed afresh, and reads at most MaxResponseBytes of
+// the answer. It returns nil for a 2xx answer, a *DeliveryError for any
+// other answer or a failed request, and an error wrapping
+// store.ErrInvalid for an outcome that breaks ParseOutcome's rules.
+func (w *WebhookSink) Deliver(ctx context.Context, o Outcome) error {
+	body, err := o.JSON()
+	if err != nil {
+		return err
+	}
+	var raw [16]byte
+	if _, err := io.ReadFull(w.rand, raw[:]); err != nil {
+		return &DeliveryError{Reason: "no nonce: " + err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return &DeliveryError{Reason: "build the webhook request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	created := clock.NowMs(w.clock)
+	webhookID := ""
+	if w.standard {
+		webhookID = messageID(o)
+	}
+	if err := sign(req.Header, w.signer, hex.EncodeToString(raw[:]), created, created+uint64(w.validity/time.Millisecond), body, webhookID); err != nil {
+		return &DeliveryError{Reason: err.Error()}
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		reason := "webhook request failed"
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) && ue.Unwrap() != nil {
+			reason += ": " + ue.Unwrap().Error()
+		}
+		return &DeliveryError{Reason: reason}
+	}
+	defer resp.Body.Close()
+	// The answer's body is not needed; reading a bounded part of it lets
+	// a small answer's connection be reused, and a large one is cut.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, w.maxResp))
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		return nil
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return &DeliveryError{Reason: fmt.Sprintf("webhook answered %s", resp.Status),
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), w.clock.Now())}
+	default:
+		return &DeliveryError{Reason: fmt.Sprintf("webhook answered %s: not retryable without a change at the receiver", resp.Status)}
+	}
+}
+
+// messageID is the Standard Webhooks message id of o: stable per
+// delivering service and reservation, so that retries carry it unchanged.
+func messageID(o Outcome) string {
+	sum := blake3.Sum256([]byte(o.Audience + "\x00" + o.ReservationID))
+	return "msg_" + hex.EncodeToString(sum[:16])
+}
+
+// retryAfter parses a Retry-After value, delay-seconds or an HTTP date,
+// as a duration from now; 0 for none or nonsense.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
