@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
@@ -140,7 +141,10 @@ func checkpointError(part string, err error) error {
 		return fmt.Errorf("%w: %s%v", ErrCheckpoint, part, err)
 	}
 	where := de.Record
-	if de.Field != "" {
+	switch {
+	case strings.HasPrefix(de.Field, de.Record+"."): // a field path that names its record
+		where = de.Field
+	case de.Field != "":
 		where += "." + de.Field
 	}
 	if de.Offset >= 0 {

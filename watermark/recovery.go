@@ -89,17 +89,28 @@ func recoveryTime(r refdomain.LeaseRecovery) (uint64, bool) {
 	return r.ResumedAtMs, true
 }
 
-// String describes the markers for error messages: their sizes, never
-// their bytes.
+// String describes the markers for error messages: each one's time, or
+// that it is absent or does not decode.
 func (g Generation) String() string {
-	return fmt.Sprintf("{recovery: %s, reconcile: %s}", markerSize(g.Recovery), markerSize(g.Reconcile))
-}
-
-func markerSize(v store.Value) string {
-	if v == nil {
-		return "absent"
+	recovery := "absent"
+	if g.Recovery != nil {
+		if r, err := refdomain.DecodeLeaseRecovery(g.Recovery); err != nil {
+			recovery = fmt.Sprintf("%d undecodable bytes", len(g.Recovery))
+		} else if at, ok := recoveryTime(r); ok {
+			recovery = fmt.Sprintf("at %d ms", at)
+		} else {
+			recovery = "first activation"
+		}
 	}
-	return fmt.Sprintf("%d bytes", len(v))
+	reconcile := "absent"
+	if g.Reconcile != nil {
+		if v, err := gen.DecodeU64Value(g.Reconcile); err != nil {
+			reconcile = fmt.Sprintf("%d undecodable bytes", len(g.Reconcile))
+		} else {
+			reconcile = fmt.Sprintf("at %d ms", v.Value)
+		}
+	}
+	return fmt.Sprintf("{recovery %s, reconcile %s}", recovery, reconcile)
 }
 
 // MarkLeaseTableReconciled records that the recovery p's recovery marker

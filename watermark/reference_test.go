@@ -79,17 +79,18 @@ func TestResumeRejectsANewRecoveryGeneration(t *testing.T) {
 		// A new recovery, reconciled: not recovering, but another generation.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 110)).Put(reconcileKey, reconciled(t, 111)))
 		_, _, err = e.step(120, checkpoint, 1)
-		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged})
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged},
+			"started with {recovery at 90 ms, reconcile at 91 ms}", "now {recovery at 110 ms, reconcile at 111 ms}")
 
 		// A newer recovery with the reconcile marker deleted.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 130)).Delete(reconcileKey))
 		_, _, err = e.step(140, checkpoint, 1)
-		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "reconcile: absent")
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery at 130 ms, reconcile absent}")
 
 		// A marker that does not decode is a change too, found before decoding.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, store.Value("corrupt marker")))
 		_, _, err = e.step(150, checkpoint, 1)
-		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged})
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery 14 undecodable bytes")
 	})
 }
 
@@ -118,7 +119,7 @@ func TestFinalPageRechecksRecoveryGeneration(t *testing.T) {
 		if next != nil {
 			t.Fatalf("step returned a checkpoint; want the last page to fail")
 		}
-		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "recovery: absent")
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "started with {recovery absent, reconcile absent}", "now {recovery at 110 ms")
 		if value != 0 {
 			t.Fatalf("failed step returned watermark %d", value)
 		}
