@@ -129,14 +129,8 @@ func TestCheckpointRoundTrips(t *testing.T) {
 			if !first.Generation().Equal(c.want) {
 				t.Fatalf("generation %s; want %s", first.Generation(), c.want)
 			}
-			encoded, err := first.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			decoded, err := watermark.Decode(encoded)
-			if err != nil {
-				t.Fatal(err)
-			}
+			encoded := mustEncode(t, first)
+			decoded := mustDecode(t, encoded)
 			again, err := decoded.Encode()
 			if err != nil || !bytes.Equal(again, encoded) {
 				t.Fatalf("re-encoded %x, %v; want %x", again, err, encoded)
@@ -199,9 +193,8 @@ func (s longCursors) Scan(ctx context.Context, p store.Partition, start, end sto
 	return page, err
 }
 
-// TestEncodeRefusesACursorOverItsBound: a store cursor longer than the
-// record's 4,096 bytes resumes a scan in process but cannot be carried;
-// Encode says so.
+// TestEncodeRefusesACursorOverItsBound: a checkpoint of a store cursor
+// longer than the record's 4,096 bytes cannot be carried; Encode says so.
 func TestEncodeRefusesACursorOverItsBound(t *testing.T) {
 	e := newEnv(t, testengine.Memory)
 	e.putLease(t, 0, 40, 200)

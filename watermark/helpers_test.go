@@ -148,6 +148,32 @@ func (e *env) mustComplete(t testing.TB, nowMs uint64, c *watermark.Checkpoint, 
 	return value
 }
 
+// mustEncode encodes c, failing t on error.
+func mustEncode(t testing.TB, c *watermark.Checkpoint) []byte {
+	t.Helper()
+	b, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// mustDecode decodes b, failing t on error.
+func mustDecode(t testing.TB, b []byte) *watermark.Checkpoint {
+	t.Helper()
+	c, err := watermark.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// carried returns c as a later request gets it: encoded, then decoded.
+func carried(t testing.TB, c *watermark.Checkpoint) *watermark.Checkpoint {
+	t.Helper()
+	return mustDecode(t, mustEncode(t, c))
+}
+
 // requireErr fails t unless err wraps every one of want and its message
 // holds every one of says.
 func requireErr(t testing.TB, err error, want []error, says ...string) {

@@ -20,22 +20,14 @@ func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 2, 90, 200)
-		first := e.mustPending(t, 100, nil, 1)
-		encoded, err := first.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkpoint, err := watermark.Decode(encoded)
-		if err != nil {
-			t.Fatal(err)
-		}
+		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
 		if checkpoint.CeilingMs() != 100 || checkpoint.MinimumMs() != 40 || checkpoint.Coordinator() != coordinator {
 			t.Fatalf("decoded checkpoint: ceiling %d, minimum %d, coordinator %s; want 100, 40, %s",
 				checkpoint.CeilingMs(), checkpoint.MinimumMs(), checkpoint.Coordinator(), coordinator)
 		}
 
 		other := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("another")}
-		_, _, err = watermark.Step(e.ctx, e.s, other, 150, checkpoint, 1)
+		_, _, err := watermark.Step(e.ctx, e.s, other, 150, checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "coordinator(default)", "not coordinator(another)")
 
 		e.putLease(t, 1, 70, 200) // ahead of the cursor: read, and lower than 90
@@ -66,19 +58,11 @@ func TestResumeRejectsANewRecoveryGeneration(t *testing.T) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 1, 90, 200)
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 90)).Put(reconcileKey, reconciled(t, 91)))
-		first := e.mustPending(t, 100, nil, 1)
-		encoded, err := first.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkpoint, err := watermark.Decode(encoded)
-		if err != nil {
-			t.Fatal(err)
-		}
+		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
 
 		// A new recovery, reconciled: not recovering, but another generation.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 110)).Put(reconcileKey, reconciled(t, 111)))
-		_, _, err = e.step(120, checkpoint, 1)
+		_, _, err := e.step(120, checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged},
 			"started with {recovery at 90 ms, reconcile at 91 ms}", "now {recovery at 110 ms, reconcile at 111 ms}")
 
