@@ -3,6 +3,7 @@ package watermark_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -232,4 +233,50 @@ func TestStepPassesStoreFailuresOn(t *testing.T) {
 			requireErr(t, err, []error{storetest.ErrInjected, store.ErrUnavailable})
 		})
 	}
+}
+
+// TestACheckpointIsSafeToShare: goroutines resuming one Checkpoint at once,
+// while another writes leases behind and ahead of its cursor, each finish
+// the scan, and none reads below the scan's ceiling a row written behind
+// the cursor. Run with -race.
+func TestACheckpointIsSafeToShare(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		const shards = 40
+		e.putLeases(t, shards, rand.New(rand.NewPCG(7, 8)))
+		e.putLease(t, 20, 50, 200) // the least, ahead of the cursor
+		checkpoint := e.mustPending(t, 100, nil, 10)
+		var wg sync.WaitGroup
+		results := make([]uint64, 8)
+		errs := make([]error, len(results))
+		for i := range results {
+			wg.Go(func() {
+				cp := checkpoint
+				for {
+					next, value, err := watermark.Step(e.ctx, e.s, coordinator, 1_000, cp, 7)
+					if err != nil || next == nil {
+						results[i], errs[i] = value, err
+						return
+					}
+					cp = next
+				}
+			})
+		}
+		// Behind the cursor, never read: the first page of 10 rows is, in
+		// key order, r0, r1, r10 ... r17.
+		behind := store.NewBatch()
+		for _, n := range []int{0, 1, 10, 11, 17} {
+			behind.Put(leaseKey(t, n), lease(t, 10, 200))
+		}
+		wg.Go(func() {
+			if out, err := e.s.Inner().Apply(e.ctx, coordinator, behind); err != nil || !out.Committed() {
+				t.Errorf("write behind the cursor: %v, %v", out, err)
+			}
+		})
+		wg.Wait()
+		for i, got := range results {
+			if errs[i] != nil || got != 50 {
+				t.Errorf("goroutine %d: watermark %d, %v; want 50", i, got, errs[i])
+			}
+		}
+	})
 }
