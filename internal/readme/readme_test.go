@@ -65,6 +65,7 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'RelayVsBaseline/memory' -count 10 ./bench":                {run: runOnce},
 	"go test -run '^$' -bench 'SchedulerTickScaling' -benchtime 200x -count 10 ./timers": {run: runOnce},
 	"go test -run '^$' -bench SchedulerCommits -benchtime 20x ./timers":                  {run: runOnce},
+	"go test -run '^$' -bench 'WatermarkScaling' -count 6 ./watermark":                   {run: runOnce},
 
 	"make lint":     {ci: true}, // make test's first prerequisite
 	"make generate": {run: runGenerate},

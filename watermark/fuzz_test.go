@@ -1,0 +1,51 @@
+package watermark_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/watermark"
+)
+
+// FuzzDecode: Decode never panics; every input it accepts encodes back to
+// the same bytes; every input it refuses fails with ErrCheckpoint (so
+// store.ErrInvalid), never store.ErrCorrupt.
+func FuzzDecode(f *testing.F) {
+	full := validRecord(f)
+	bare := full
+	bare.Recovery, bare.Reconcile = nil, nil
+	activation := full
+	activation.Recovery = recoveryOf(f, refdomain.LeaseRecovery{ActivationOnly: ptr(true), AuthorityFence: ptr[uint64](9), ResumedAtMs: 5})
+	activation.MinimumMs = activation.CeilingMs
+	for _, r := range []gen.WatermarkCheckpoint{full, bare, activation} {
+		b := encodeRecord(f, r)
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Add([]byte{})
+	f.Add([]byte{2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := bytes.Clone(b)
+		cp, err := watermark.Decode(b)
+		if !bytes.Equal(in, b) {
+			t.Fatalf("Decode modified its input")
+		}
+		if err != nil {
+			if cp != nil || !errors.Is(err, watermark.ErrCheckpoint) || !errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("Decode(%x) = %v, %v; want nil and an error wrapping ErrCheckpoint alone", b, cp, err)
+			}
+			return
+		}
+		again, err := cp.Encode()
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("Decode(%x) re-encodes to %x, %v", b, again, err)
+		}
+		if cp.MinimumMs() > cp.CeilingMs() {
+			t.Fatalf("accepted minimum %d above ceiling %d", cp.MinimumMs(), cp.CeilingMs())
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package watermark_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/watermark"
+)
+
+// The reference's test module, one test per Rust test, same scenario and
+// assertions, on every engine. Where the reference matched
+// StoreError::Invalid, these check store.ErrInvalid and the package's
+// sentinel that says which invalid input it was.
+
+// pages_and_inserts_preserve_scan_start_ceiling
+func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.putLease(t, 0, 40, 200)
+		e.putLease(t, 2, 90, 200)
+		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
+		if checkpoint.CeilingMs() != 100 || checkpoint.MinimumMs() != 40 || checkpoint.Coordinator() != coordinator {
+			t.Fatalf("decoded checkpoint: ceiling %d, minimum %d, coordinator %s; want 100, 40, %s",
+				checkpoint.CeilingMs(), checkpoint.MinimumMs(), checkpoint.Coordinator(), coordinator)
+		}
+
+		other := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("another")}
+		_, _, err := watermark.Step(e.ctx, e.s, other, 150, checkpoint, 1)
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "coordinator(default)", "not coordinator(another)")
+
+		e.putLease(t, 1, 70, 200) // ahead of the cursor: read, and lower than 90
+		checkpoint = e.mustPending(t, 150, checkpoint, 1)
+		if checkpoint.CeilingMs() != 100 {
+			t.Fatalf("second page: ceiling %d; want the scan start's 100", checkpoint.CeilingMs())
+		}
+		if got := e.mustComplete(t, 150, checkpoint, 1); got != 40 {
+			t.Fatalf("watermark %d; want 40", got)
+		}
+
+		page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Shards) != 1 || page.Shards[0] != source(0) {
+			t.Fatalf("shards %v; want [%s]", page.Shards, source(0))
+		}
+		if page.Next == nil {
+			t.Fatal("first shard page has no next cursor")
+		}
+	})
+}
+
+// resume_rejects_a_new_recovery_generation
+func TestResumeRejectsANewRecoveryGeneration(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.putLease(t, 0, 40, 200)
+		e.putLease(t, 1, 90, 200)
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 90)).Put(reconcileKey, reconciled(t, 91)))
+		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
+
+		// A new recovery, reconciled: not recovering, but another generation.
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 110)).Put(reconcileKey, reconciled(t, 111)))
+		_, _, err := e.step(120, checkpoint, 1)
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged},
+			"started with {recovery at 90 ms, reconcile at 91 ms}", "now {recovery at 110 ms, reconcile at 111 ms}")
+
+		// A newer recovery with the reconcile marker deleted.
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 130)).Delete(reconcileKey))
+		_, _, err = e.step(140, checkpoint, 1)
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery at 130 ms, reconcile absent}")
+
+		// A marker that does not decode is a change too, found before decoding.
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, store.Value("corrupt marker")))
+		_, _, err = e.step(150, checkpoint, 1)
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery 14 undecodable bytes")
+	})
+}
+
+// final_page_rechecks_recovery_generation: a recovery lands between the
+// last page's scan and the end of the step (the reference's
+// RecoverDuringScan store).
+func TestFinalPageRechecksRecoveryGeneration(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.putLease(t, 0, 40, 200)
+		recovered := false
+		e.s.AfterRead(func(ctx context.Context, c storetest.Call) error {
+			if c.Method != storetest.MethodScan || recovered {
+				return nil
+			}
+			recovered = true
+			out, err := e.s.Inner().Apply(ctx, c.Partition, store.NewBatch().Put(recoveryKey, recovery(t, 110)))
+			if err == nil && !out.Committed() {
+				t.Errorf("inject recovery: %v", out)
+			}
+			return err
+		})
+		next, value, err := e.step(100, nil, 10)
+		if !recovered {
+			t.Fatal("the step scanned nothing: no recovery injected")
+		}
+		if next != nil {
+			t.Fatalf("step returned a checkpoint; want the last page to fail")
+		}
+		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "started with {recovery absent, reconcile absent}", "now {recovery at 110 ms")
+		if value != 0 {
+			t.Fatalf("failed step returned watermark %d", value)
+		}
+	})
+}
+
+// a_new_row_behind_the_cursor_is_excluded_by_the_scan_ceiling
+func TestANewRowBehindTheCursorIsExcludedByTheScanCeiling(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.putLease(t, 1, 80, 200)
+		e.putLease(t, 2, 90, 200)
+		checkpoint := e.mustPending(t, 100, nil, 1)
+		e.putLease(t, 0, 0, 200) // behind the cursor
+		value := e.mustComplete(t, 120, checkpoint, 1)
+		if value != 80 {
+			t.Fatalf("watermark %d; want 80", value)
+		}
+		if value > 100 {
+			t.Fatalf("watermark %d above the scan-start ceiling 100", value)
+		}
+	})
+}
+
+// corruption_and_recovery_fail_closed
+func TestCorruptionAndRecoveryFailClosed(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.apply(t, coordinator, store.NewBatch().Put(leaseKey(t, 0), store.Value("bad")))
+		_, err := watermark.Watermark(e.ctx, e.s, coordinator, 100)
+		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard", "r0")
+		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 10)
+		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
+
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
+		_, err = watermark.Watermark(e.ctx, e.s, coordinator, 200)
+		requireErr(t, err, []error{watermark.ErrRecovering}, "recovered at 100 ms")
+
+		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, 101); err != nil {
+			t.Fatal(err)
+		}
+		_, err = watermark.Watermark(e.ctx, e.s, coordinator, 200)
+		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
+	})
+}

@@ -1,0 +1,168 @@
+package watermark
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// PageSize is the page Watermark reads the lease table in: the reference's
+// 128 rows, at most about 60 KB of lease rows, far below what one
+// FoundationDB read may return. A step costs two store calls (the fence's
+// GetMany and the page's Scan), and the last one a third. Step takes any
+// page size.
+const PageSize = 128
+
+// The lease table: every LeasedShardKey of a coordinator partition.
+var shardStart, shardEnd = refdomain.ClassRange(refdomain.TagLeasedShardKey)
+
+// readLease decodes one row of coordinator's lease table, key and value:
+// a row that does not decode fails with an error wrapping store.ErrCorrupt.
+func readLease(coordinator refdomain.CoordinatorPartition, row store.KeyValue) (refdomain.LeasedShardKey, refdomain.LeasedShard, error) {
+	key, err := refdomain.ParseLeasedShardKey(row.Key)
+	if err != nil {
+		return key, refdomain.LeasedShard{}, fmt.Errorf("watermark: lease table of %s: %w", coordinator, err)
+	}
+	lease, err := refdomain.DecodeLeasedShard(row.Value)
+	if err != nil {
+		return key, lease, fmt.Errorf("watermark: lease table of %s, shard %s %s: %w", coordinator, key.Repo, key.ShardRef, err)
+	}
+	return key, lease, nil
+}
+
+// Step reads one page of at most limit lease rows (at least 1) of
+// coordinator's lease table. With a nil checkpoint it starts a scan whose
+// ceiling and starting minimum are nowMs; with one (from an earlier Step
+// or Decode) it resumes that scan, keeping its ceiling and minimum and
+// ignoring nowMs. When more rows remain it returns the checkpoint to
+// resume from; after the last page it returns a nil checkpoint and the
+// watermark: the minimum of the ceiling and every lease row's relay
+// watermark.
+//
+// Every step checks the recovery fence first (CheckRecovery), and a
+// resumed step checks that the markers are the ones its scan started
+// with; the last step checks them again after its page, so a recovery
+// during the scan fails it. A new shard inserted behind the cursor is not
+// read: it entered after a new lease grant, so its first relay commit is
+// after the ceiling.
+//
+// It fails with an error wrapping ErrCheckpoint for a checkpoint of
+// another coordinator; with ErrRecovering or ErrGenerationChanged as
+// CheckRecovery does; with an error wrapping store.ErrCorrupt for a lease
+// row whose key or value does not decode (the scan fails closed, never
+// skipping it); and with the store's error when a read fails (a cursor
+// the store does not accept wraps store.ErrInvalid).
+func Step(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, nowMs uint64, checkpoint *Checkpoint, limit int) (*Checkpoint, uint64, error) {
+	id, err := coordinator.AppendTuple(nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark: coordinator: %w", err)
+	}
+	var (
+		expected *Generation
+		cursor   store.Cursor
+		ceiling  = nowMs
+		minimum  = nowMs
+	)
+	if checkpoint != nil {
+		if !bytes.Equal(checkpoint.rec.Coordinator, id) {
+			return nil, 0, fmt.Errorf("%w: it belongs to %s, not %s", ErrCheckpoint, checkpointOwner(checkpoint), coordinator)
+		}
+		g := checkpoint.Generation()
+		expected = &g
+		cursor, ceiling, minimum = checkpoint.rec.Cursor, checkpoint.rec.CeilingMs, checkpoint.rec.MinimumMs
+	}
+	g, err := CheckRecovery(ctx, s, coordinator, expected)
+	if err != nil {
+		return nil, 0, err
+	}
+	page, err := s.Scan(ctx, coordinator, shardStart, shardEnd, cursor, max(limit, 1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark: scan lease table of %s: %w", coordinator, err)
+	}
+	for _, row := range page.Entries {
+		_, lease, err := readLease(coordinator, row)
+		if err != nil {
+			return nil, 0, err
+		}
+		minimum = min(minimum, lease.RelayWatermarkMs)
+	}
+	if page.Next != nil {
+		next := &Checkpoint{coordinator: coordinator}
+		next.rec.Coordinator = id
+		next.rec.CeilingMs, next.rec.MinimumMs = ceiling, minimum
+		next.rec.Recovery, next.rec.Reconcile = g.Recovery, g.Reconcile
+		next.rec.Cursor = page.Next
+		return next, 0, nil
+	}
+	if _, err := CheckRecovery(ctx, s, coordinator, &g); err != nil {
+		return nil, 0, err
+	}
+	return nil, minimum, nil
+}
+
+// checkpointOwner names the coordinator of c, or says it has none (the
+// zero Checkpoint).
+func checkpointOwner(c *Checkpoint) string {
+	if c.rec.Coordinator == nil {
+		return "no coordinator (the zero Checkpoint)"
+	}
+	return c.coordinator.String()
+}
+
+// Watermark runs a whole scan of coordinator's lease table (Step, PageSize
+// rows a step, with nowMs as its ceiling) and returns the watermark: the
+// minimum of nowMs and every lease row's relay watermark. For callers
+// that can scan at once; callers bounded per request use Step. It fails
+// as Step does. The result can decrease between calls: a new shard's
+// first report may be stale-low, and a restore resets the maxima.
+func Watermark(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, nowMs uint64) (uint64, error) {
+	var checkpoint *Checkpoint
+	for {
+		next, watermark, err := Step(ctx, s, coordinator, nowMs, checkpoint, PageSize)
+		if err != nil || next == nil {
+			return watermark, err
+		}
+		checkpoint = next
+	}
+}
+
+// ShardsPage is one page of ActiveShards.
+type ShardsPage struct {
+	// Shards are the ref shards of the page's lease rows, in key order.
+	Shards []refdomain.RefPartition
+	// Next resumes the listing after the page; nil after the last page.
+	Next store.Cursor
+}
+
+// ActiveShards lists one page of at most limit (at least 1) of the ref
+// shards coordinator holds a lease row for, after cursor (nil: from the
+// start): every shard, expired leases kept for an undelivered outbox
+// included, which is the shard set a garbage collector must keep. Each
+// shard is a refdomain.RefPartition of the coordinator's namespace.
+//
+// It checks the recovery fence first and fails with ErrRecovering while
+// the table is recovering; with an error wrapping store.ErrCorrupt for a
+// lease row whose key or value does not decode; and with the store's
+// error when a read fails (a cursor the store does not accept wraps
+// store.ErrInvalid).
+func ActiveShards(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, cursor store.Cursor, limit int) (ShardsPage, error) {
+	if _, err := CheckRecovery(ctx, s, coordinator, nil); err != nil {
+		return ShardsPage{}, err
+	}
+	page, err := s.Scan(ctx, coordinator, shardStart, shardEnd, cursor, max(limit, 1))
+	if err != nil {
+		return ShardsPage{}, fmt.Errorf("watermark: scan lease table of %s: %w", coordinator, err)
+	}
+	shards := make([]refdomain.RefPartition, 0, len(page.Entries))
+	for _, row := range page.Entries {
+		key, _, err := readLease(coordinator, row)
+		if err != nil {
+			return ShardsPage{}, err
+		}
+		shards = append(shards, refdomain.RefPartition{NS: coordinator.NS, Repo: key.Repo, ShardRef: key.ShardRef})
+	}
+	return ShardsPage{Shards: shards, Next: page.Next}, nil
+}

@@ -1,0 +1,282 @@
+package watermark_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/watermark"
+)
+
+// putLeases writes n leases (repositories 0..n-1) with watermarks from
+// rng, in batches the store accepts, and returns their minimum.
+func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) uint64 {
+	t.Helper()
+	least := uint64(1 << 63)
+	b := store.NewBatch()
+	for i := range n {
+		w := 1_000 + rng.Uint64N(1_000_000)
+		least = min(least, w)
+		b.Put(leaseKey(t, i), lease(t, w, 2_000_000))
+		if b.Ops() == 100 || i == n-1 {
+			e.apply(t, coordinator, b)
+			b = store.NewBatch()
+		}
+	}
+	return least
+}
+
+// TestWatermarkIsTheMinimumOverEveryPage: over several pages, the
+// watermark is the least lease watermark, capped by nowMs, and Step's
+// pages give the same as Watermark's whatever the page size.
+func TestWatermarkIsTheMinimumOverEveryPage(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, 500); err != nil || got != 500 {
+			t.Fatalf("empty table: %d, %v; want nowMs 500", got, err)
+		}
+		least := e.putLeases(t, 3*watermark.PageSize+5, rand.New(rand.NewPCG(1, 2)))
+		scans := e.s.Calls(storetest.MethodScan)
+		got, err := watermark.Watermark(e.ctx, e.s, coordinator, 5_000_000)
+		if err != nil || got != least {
+			t.Fatalf("watermark %d, %v; want the least lease watermark %d", got, err, least)
+		}
+		if pages := e.s.Calls(storetest.MethodScan) - scans; pages != 4 {
+			t.Fatalf("%d pages of %d rows for %d leases; want 4", pages, watermark.PageSize, 3*watermark.PageSize+5)
+		}
+		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, least-1); err != nil || got != least-1 {
+			t.Fatalf("nowMs below every lease: %d, %v; want %d", got, err, least-1)
+		}
+		for _, limit := range []int{-1, 0, 1, 7, 1000} {
+			t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
+				var cp *watermark.Checkpoint
+				steps := 0
+				for {
+					next, value, err := e.step(5_000_000, cp, limit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					steps++
+					if next == nil {
+						if value != least {
+							t.Fatalf("watermark %d; want %d", value, least)
+						}
+						break
+					}
+					cp = next
+				}
+				if want := (3*watermark.PageSize + 5 + max(limit, 1) - 1) / max(limit, 1); steps != want && steps != want+1 {
+					t.Fatalf("%d steps at limit %d; want %d (or one more for an empty last page)", steps, limit, want)
+				}
+			})
+		}
+	})
+}
+
+// TestActiveShardsListsEveryShardOnce: paging through ActiveShards lists
+// every leased shard once, in key order, as ref shards of the
+// coordinator's namespace; expired leases are listed too.
+func TestActiveShardsListsEveryShardOnce(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		const n = 23
+		want := map[refdomain.RefPartition]bool{}
+		for i := range n {
+			e.putLease(t, i, 10, uint64(i)) // expiries long past
+			want[source(i)] = true
+		}
+		var cursor store.Cursor
+		var last []byte
+		seen := 0
+		for pages := 0; ; pages++ {
+			if pages > n {
+				t.Fatal("the listing does not end")
+			}
+			page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, cursor, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Shards) > 5 {
+				t.Fatalf("page of %d shards at limit 5", len(page.Shards))
+			}
+			for _, p := range page.Shards {
+				if !want[p] {
+					t.Fatalf("listed %s: not a leased shard, or listed twice", p)
+				}
+				delete(want, p)
+				seen++
+				k := leaseKey(t, mustRepoIndex(t, p))
+				if string(k) <= string(last) {
+					t.Fatalf("%s listed out of key order", p)
+				}
+				last = k
+			}
+			if page.Next == nil {
+				break
+			}
+			cursor = page.Next
+		}
+		if seen != n || len(want) != 0 {
+			t.Fatalf("listed %d shards, missed %v", seen, want)
+		}
+	})
+}
+
+// mustRepoIndex returns n for the shard of repository "r<n>".
+func mustRepoIndex(t testing.TB, p refdomain.RefPartition) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(p.Repo.String(), "r%d", &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestScansFailClosed: a lease row whose key or value does not decode
+// fails Step and ActiveShards with store.ErrCorrupt, wherever in the
+// scan it is; a recovering table fails them with ErrRecovering.
+func TestScansFailClosed(t *testing.T) {
+	start, _ := refdomain.ClassRange(refdomain.TagLeasedShardKey)
+	cases := []struct {
+		name  string
+		key   store.Key
+		value func(t testing.TB) store.Value
+		says  string
+	}{
+		{"key with a field missing", tuple.AppendString(append([]byte{}, start...), "r5"), func(t testing.TB) store.Value { return lease(t, 1, 1) }, "LeasedShardKey"},
+		{"key of an empty repository name", tuple.AppendString(tuple.AppendString(append([]byte{}, start...), ""), "refs/heads/main"), func(t testing.TB) store.Value { return lease(t, 1, 1) }, "Repo"},
+		{"value of another record", nil, func(t testing.TB) store.Value { return recovery(t, 1) }, "LeasedShard"},
+		{"value truncated", nil, func(t testing.TB) store.Value { v := lease(t, 1, 1); return v[:len(v)-1] }, "truncated"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, testengine.Memory)
+			e.putLeases(t, 10, rand.New(rand.NewPCG(3, 4)))
+			key := c.key
+			if key == nil {
+				key = leaseKey(t, 5)
+			}
+			e.apply(t, coordinator, store.NewBatch().Put(key, c.value(t)))
+			_, err := watermark.Watermark(e.ctx, e.s, coordinator, 100)
+			requireErr(t, err, []error{store.ErrCorrupt}, "lease table of coordinator(default)", c.says)
+			var cursor store.Cursor
+			for {
+				page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, cursor, 3)
+				if err != nil {
+					requireErr(t, err, []error{store.ErrCorrupt}, c.says)
+					break
+				}
+				if page.Next == nil {
+					t.Fatal("ActiveShards listed every page past a corrupt row")
+				}
+				cursor = page.Next
+			}
+		})
+	}
+	t.Run("recovering", func(t *testing.T) {
+		e := newEnv(t, testengine.Memory)
+		e.putLeases(t, 10, rand.New(rand.NewPCG(5, 6)))
+		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
+		scans := e.s.Calls(storetest.MethodScan)
+		_, _, err := e.step(200, nil, 3)
+		requireErr(t, err, []error{watermark.ErrRecovering})
+		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 3)
+		requireErr(t, err, []error{watermark.ErrRecovering})
+		if e.s.Calls(storetest.MethodScan) != scans {
+			t.Fatal("a recovering table was scanned")
+		}
+	})
+}
+
+// TestStepRejectsAForgedCursor: a checkpoint whose cursor the store did
+// not issue for this table fails with store.ErrInvalid: the scan never
+// restarts silently.
+func TestStepRejectsAForgedCursor(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.putLease(t, 0, 40, 200)
+		e.putLease(t, 1, 50, 200)
+		rec, err := gen.DecodeWatermarkCheckpoint(mustEncode(t, e.mustPending(t, 100, nil, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Cursor[len(rec.Cursor)-1] ^= 1 // the record aliases mustEncode's bytes, no one else's
+		_, _, err = e.step(100, mustDecode(t, encodeRecord(t, rec)), 1)
+		requireErr(t, err, []error{store.ErrInvalid}, "scan lease table of coordinator(default)")
+	})
+}
+
+// TestStepPassesStoreFailuresOn: a failed read fails the step with the
+// store's error, at each of its reads.
+func TestStepPassesStoreFailuresOn(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    storetest.Method
+		nth  int
+	}{
+		{"markers", storetest.MethodGetMany, 1},
+		{"page", storetest.MethodScan, 1},
+		{"markers after the last page", storetest.MethodGetMany, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, testengine.Memory)
+			e.putLease(t, 0, 40, 200)
+			e.s.FailNth(c.m, c.nth, nil)
+			next, value, err := e.step(100, nil, 10)
+			if next != nil || value != 0 {
+				t.Fatalf("failed step returned %v, %d", next, value)
+			}
+			requireErr(t, err, []error{storetest.ErrInjected, store.ErrUnavailable})
+		})
+	}
+}
+
+// TestACheckpointIsSafeToShare: goroutines resuming one Checkpoint at once,
+// while another writes leases behind and ahead of its cursor, each finish
+// the scan, and none reads below the scan's ceiling a row written behind
+// the cursor. Run with -race.
+func TestACheckpointIsSafeToShare(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		const shards = 40
+		e.putLeases(t, shards, rand.New(rand.NewPCG(7, 8)))
+		e.putLease(t, 20, 50, 200) // the least, ahead of the cursor
+		checkpoint := e.mustPending(t, 100, nil, 10)
+		var wg sync.WaitGroup
+		results := make([]uint64, 8)
+		errs := make([]error, len(results))
+		for i := range results {
+			wg.Go(func() {
+				cp := checkpoint
+				for {
+					next, value, err := watermark.Step(e.ctx, e.s, coordinator, 1_000, cp, 7)
+					if err != nil || next == nil {
+						results[i], errs[i] = value, err
+						return
+					}
+					cp = next
+				}
+			})
+		}
+		// Behind the cursor, never read: the first page of 10 rows is, in
+		// key order, r0, r1, r10 ... r17.
+		behind := store.NewBatch()
+		for _, n := range []int{0, 1, 10, 11, 17} {
+			behind.Put(leaseKey(t, n), lease(t, 10, 200))
+		}
+		wg.Go(func() {
+			if out, err := e.s.Inner().Apply(e.ctx, coordinator, behind); err != nil || !out.Committed() {
+				t.Errorf("write behind the cursor: %v, %v", out, err)
+			}
+		})
+		wg.Wait()
+		for i, got := range results {
+			if errs[i] != nil || got != 50 {
+				t.Errorf("goroutine %d: watermark %d, %v; want 50", i, got, errs[i])
+			}
+		}
+	})
+}
