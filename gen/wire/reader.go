@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // Reader decodes one record's bytes field by field with a sticky error:
@@ -381,15 +382,22 @@ type DecodeError struct {
 
 func (e *DecodeError) Error() string {
 	if e.Offset < 0 {
-		if e.Field == "" {
-			return fmt.Sprintf("decode %s: %s: %v", e.Record, e.Reason, ErrCorrupt)
-		}
-		return fmt.Sprintf("decode %s.%s: %s: %v", e.Record, e.Field, e.Reason, ErrCorrupt)
+		return fmt.Sprintf("decode %s: %s: %v", e.path(), e.Reason, ErrCorrupt)
 	}
-	if e.Field == "" {
-		return fmt.Sprintf("decode %s at offset %d: %s: %v", e.Record, e.Offset, e.Reason, ErrCorrupt)
+	return fmt.Sprintf("decode %s at offset %d: %s: %v", e.path(), e.Offset, e.Reason, ErrCorrupt)
+}
+
+// path is the record and the field path, the record named once: a
+// reader's field paths start with the type that declares the field
+// ("RelayV1.Target", "RelayPut.Key"), a checker's do not ("Target").
+func (e *DecodeError) path() string {
+	switch {
+	case e.Field == "":
+		return e.Record
+	case strings.HasPrefix(e.Field, e.Record+"."):
+		return e.Field
 	}
-	return fmt.Sprintf("decode %s.%s at offset %d: %s: %v", e.Record, e.Field, e.Offset, e.Reason, ErrCorrupt)
+	return e.Record + "." + e.Field
 }
 
 // Unwrap returns ErrCorrupt.

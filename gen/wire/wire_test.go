@@ -205,3 +205,23 @@ func TestMatchConsumesOnlyWhatMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDecodeErrorNamesTheRecordOnce: a reader's field path starts with the
+// declaring type, a checker's does not; the message names the record once
+// either way, and a nested type's path keeps both names.
+func TestDecodeErrorNamesTheRecordOnce(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		want  string
+	}{
+		{"RelayV1.Target", "decode RelayV1.Target at offset 3: short: "},
+		{"Target", "decode RelayV1.Target at offset 3: short: "},
+		{"RelayPut.Key", "decode RelayV1.RelayPut.Key at offset 3: short: "},
+		{"", "decode RelayV1 at offset 3: short: "},
+	} {
+		err := &DecodeError{Record: "RelayV1", Field: tc.field, Offset: 3, Reason: "short"}
+		if got := err.Error(); got != tc.want+ErrCorrupt.Error() {
+			t.Errorf("field %q: %q, want %q", tc.field, got, tc.want+ErrCorrupt.Error())
+		}
+	}
+}
