@@ -28,7 +28,7 @@ import (
 )
 
 // Design note: the randomized model test of the outbox writer, the
-// scheduler and the relay.
+// scheduler, the relay and outcome delivery (model_outcomes_test.go).
 //
 // One seed drives a world of a few source and target partitions in one
 // store: producers queue relay rows through outbox.Builder, schedulers
@@ -61,6 +61,9 @@ type modelConfig struct {
 	// mutant replaces the relay's Done with one whose guard is dropped:
 	// the model must catch it.
 	mutant bool
+	// lyingSink makes the sink report its refusals as deliveries: the
+	// model must see outcomes acknowledged that the sink never took.
+	lyingSink bool
 }
 
 const (
@@ -113,12 +116,19 @@ type world struct {
 	quiet     bool // no faults, crashes or interleavings: the final drain
 	trace     []string
 	seen      modelStats
+
+	// Outcomes (model_outcomes_test.go): every one a producer landed, by
+	// id; what the sink took, by id; reservations ticketed so far.
+	outcomes     map[string]modelOutcome
+	taken        map[string]int
+	reservations int
 }
 
 // modelStats counts what a run exercised, so that TestRelayModel can
 // check that the seeds, together, staged every race they are meant to.
 type modelStats struct {
 	faults, unknown, crashes, interleaved, overlaps, raced, leaseLost, recovered, corrupt, held int
+	outcomes, sinkFailures                                                                      int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -132,6 +142,8 @@ func (s *modelStats) add(o modelStats) {
 	s.recovered += o.recovered
 	s.corrupt += o.corrupt
 	s.held += o.held
+	s.outcomes += o.outcomes
+	s.sinkFailures += o.sinkFailures
 }
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
@@ -150,6 +162,9 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 		log:   slog.New(slog.DiscardHandler),
 		audit: &modelAudit{},
 		rows:  make([][]modelRow, modelSources),
+
+		outcomes: map[string]modelOutcome{},
+		taken:    map[string]int{},
 	}
 	for i := range modelSources {
 		w.sources = append(w.sources, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("src%d", i))})
@@ -200,17 +215,26 @@ func (w *world) drain() error {
 	for len(w.corrupted) > 0 {
 		w.repair()
 	}
-	for range 200 {
+	// A second each at first; then longer steps, past the delivery's
+	// backoff after the sink's refusals (up to 15 minutes).
+	for i := range 240 {
 		if err := w.check(); err != nil {
 			return w.fail(fmt.Errorf("draining: %w", err))
 		}
 		if w.drained() {
+			if err := w.everyOutcomeTaken(); err != nil {
+				return w.fail(err)
+			}
 			return nil
 		}
-		w.advance(time.Second)
+		if i < 200 {
+			w.advance(time.Second)
+		} else {
+			w.advance(time.Minute)
+		}
 		w.tick(0, false)
 	}
-	return w.fail(errors.New("queues not drained after 200 s of ticks"))
+	return w.fail(errors.New("queues and backlogs not drained after 240 ticks"))
 }
 
 func (w *world) fail(err error) error {
@@ -240,7 +264,7 @@ func (w *world) newWorker() *worker {
 	if w.cfg.mutant {
 		h = unguardedDone{h}
 	}
-	reg, err := timers.NewRegistry(h, userTimer{})
+	reg, err := timers.NewRegistry(h, w.newDelivery(), userTimer{})
 	if err != nil {
 		panic(err)
 	}
@@ -314,6 +338,11 @@ func (w *world) produce(src int, via store.Store) {
 		}
 		rows = append(rows, r)
 	}
+	last := rows[len(rows)-1].seq
+	landedOutcome, seq := w.appendOutcome(src, b)
+	if landedOutcome != nil {
+		last = seq
+	}
 	batch := store.NewBatch()
 	if err := b.Finish(batch); err != nil {
 		panic(err)
@@ -328,11 +357,15 @@ func (w *world) produce(src int, via store.Store) {
 		if gerr != nil || derr != nil {
 			panic(fmt.Sprintf("read sequence: %v %v", gerr, derr))
 		}
-		landed = seq == rows[len(rows)-1].seq
+		landed = seq == last
 	}
-	w.note("produce src%d seqs %d..%d: %v (landed %v)", src, rows[0].seq, rows[len(rows)-1].seq, err, landed)
+	w.note("produce src%d seqs %d..%d: %v (landed %v)", src, rows[0].seq, last, err, landed)
 	if landed {
 		w.rows[src] = append(w.rows[src], rows...)
+		if landedOutcome != nil {
+			w.outcomes[landedOutcome.id.String()] = *landedOutcome
+			w.seen.outcomes++
+		}
 	}
 }
 
@@ -484,6 +517,9 @@ func (w *world) check() error {
 				return err
 			}
 		}
+		if err := w.checkOutcomes(src); err != nil {
+			return err
+		}
 	}
 	for t := range w.targets {
 		if err := w.checkTarget(t); err != nil {
@@ -613,8 +649,11 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// drained reports whether every queue is empty and every row delivered.
+// drained reports whether every queue and backlog is empty.
 func (w *world) drained() bool {
+	if !w.outcomesDrained() {
+		return false
+	}
 	for _, p := range w.sources {
 		q, err := w.queue(p)
 		if err != nil || len(q) > 0 {
@@ -859,6 +898,7 @@ func TestRelayModel(t *testing.T) {
 			"interleaved actors": seen.interleaved, "lease takeovers mid-fire": seen.overlaps,
 			"raced outcomes": seen.raced, "lost leases": seen.leaseLost, "recovered leases": seen.recovered,
 			"corruptions": seen.corrupt, "held timers": seen.held,
+			"outcomes": seen.outcomes, "sink refusals": seen.sinkFailures,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)
@@ -885,4 +925,21 @@ func TestRelayModelCatchesAnUnguardedDone(t *testing.T) {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// TestRelayModelCatchesALyingSink proves the outcome checks bite: with a
+// sink that reports its refusals as deliveries, some seed must see an
+// outcome acknowledged without a successful sink call.
+func TestRelayModelCatchesALyingSink(t *testing.T) {
+	for seed := range uint64(100) {
+		w := newWorld(t, modelConfig{seed: seed, steps: 80, engine: testengine.Memory, lyingSink: true})
+		if err := w.run(); err != nil {
+			if !strings.Contains(err.Error(), "without a successful sink call") {
+				t.Fatalf("seed %d failed otherwise: %v", seed, err)
+			}
+			t.Logf("seed %d caught the lying sink: %v", seed, firstLine(err))
+			return
+		}
+	}
+	t.Fatal("no seed of 100 caught a sink that reports refusals as deliveries")
 }
