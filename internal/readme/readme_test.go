@@ -66,6 +66,7 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'SchedulerTickScaling' -benchtime 200x -count 10 ./timers": {run: runOnce},
 	"go test -run '^$' -bench SchedulerCommits -benchtime 20x ./timers":                  {run: runOnce},
 	"go test -run '^$' -bench 'WatermarkScaling' -count 6 ./watermark":                   {run: runOnce},
+	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                         {run: runOnce},
 	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                 {run: runOnce},
 
 	"make lint":     {ci: true}, // make test's first prerequisite
