@@ -6,21 +6,23 @@ import (
 	"testing"
 )
 
-// TestLessItemIsKeyOrder: the items' inline copies of the first 16 key
+// TestLessItemIsKeyOrder: the items' inline copies of the first 32 key
 // bytes order them exactly as their keys, for keys of every length around
-// 16 and runs of zero bytes where the zero padding could mislead.
+// 8, 16, 24 and 32 and runs of zero bytes where the zero padding could
+// mislead.
 func TestLessItemIsKeyOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte{0, 1, 0x7f, 0xff}
 	var keys [][]byte
 	for range 3000 {
-		k := make([]byte, rng.IntN(20))
+		k := make([]byte, rng.IntN(40))
 		for i := range k {
 			k[i] = alphabet[rng.IntN(len(alphabet))]
 		}
 		keys = append(keys, k)
 	}
-	keys = append(keys, []byte{}, []byte{0}, make([]byte, 16), make([]byte, 17), append(make([]byte, 16), 1))
+	keys = append(keys, []byte{}, []byte{0}, make([]byte, 16), make([]byte, 17), append(make([]byte, 16), 1),
+		make([]byte, 32), make([]byte, 33), append(make([]byte, 32), 1), append(make([]byte, 31), 1))
 	items := make([]memItem, len(keys))
 	for i, k := range keys {
 		items[i] = keyItem(k)
