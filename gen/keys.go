@@ -470,16 +470,18 @@ func readOutcomePendingKey(r *tuple.Reader) (k OutcomePendingKey, err error) {
 		return
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ID, err = NewOutcomeID(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internOutcomeID, "OutcomeID", 1, MaxOutcomeIDBytes); err != nil {
 			err = wire.Within("ID", err)
 			return
 		}
+		k.ID = OutcomeID{s}
 	}
 	if err = finishKey(r); err != nil {
 		return

@@ -280,156 +280,178 @@ func readPartitionTuple(r *tuple.Reader) (Partition, error) {
 
 func readRefPartitionTuple(r *tuple.Reader) (k RefPartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("RefPartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internRepoName, "RepoName", 1, MaxRepoNameBytes); err != nil {
 			err = wire.Within("RefPartition.Repo", err)
 			return
 		}
+		k.Repo = RepoName{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internShardRef, "ShardRef", 1, MaxShardRefBytes); err != nil {
 			err = wire.Within("RefPartition.ShardRef", err)
 			return
 		}
+		k.ShardRef = ShardRef{s}
 	}
 	return k, checkRefPartition(&k)
 }
 
 func readNamespacePartitionTuple(r *tuple.Reader) (k NamespacePartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("NamespacePartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	return k, checkNamespacePartition(&k)
 }
 
 func readCoordinatorPartitionTuple(r *tuple.Reader) (k CoordinatorPartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("CoordinatorPartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	return k, checkCoordinatorPartition(&k)
 }
 
 func readRepoIndexPartitionTuple(r *tuple.Reader) (k RepoIndexPartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("RepoIndexPartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internRepoName, "RepoName", 1, MaxRepoNameBytes); err != nil {
 			err = wire.Within("RepoIndexPartition.Repo", err)
 			return
 		}
+		k.Repo = RepoName{s}
 	}
 	return k, checkRepoIndexPartition(&k)
 }
 
 func readRefIndexPartitionTuple(r *tuple.Reader) (k RefIndexPartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("RefIndexPartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internRepoName, "RepoName", 1, MaxRepoNameBytes); err != nil {
 			err = wire.Within("RefIndexPartition.Repo", err)
 			return
 		}
+		k.Repo = RepoName{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internShardRef, "ShardRef", 1, MaxShardRefBytes); err != nil {
 			err = wire.Within("RefIndexPartition.ShardRef", err)
 			return
 		}
+		k.ShardRef = ShardRef{s}
 	}
 	return k, checkRefIndexPartition(&k)
 }
 
 func readContentShardPartitionTuple(r *tuple.Reader) (k ContentShardPartition, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.NS, err = NewNamespaceKey(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internNamespaceKey, "NamespaceKey", 1, MaxNamespaceKeyBytes); err != nil {
 			err = wire.Within("ContentShardPartition.NS", err)
 			return
 		}
+		k.NS = NamespaceKey{s}
 	}
 	{
 		var v uint64
@@ -497,16 +519,18 @@ func AppendReservationKey(dst []byte, id ReservationID) ([]byte, error) {
 
 func readReservationKey(r *tuple.Reader) (k ReservationKey, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ID, err = NewReservationID(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internReservationID, "ReservationID", 1, MaxReservationIDBytes); err != nil {
 			err = wire.Within("ID", err)
 			return
 		}
+		k.ID = ReservationID{s}
 	}
 	if err = finishKey(r); err != nil {
 		return
@@ -574,28 +598,32 @@ func AppendLeasedShardKey(dst []byte, repo RepoName, shardRef ShardRef) ([]byte,
 
 func readLeasedShardKey(r *tuple.Reader) (k LeasedShardKey, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Repo, err = NewRepoName(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internRepoName, "RepoName", 1, MaxRepoNameBytes); err != nil {
 			err = wire.Within("Repo", err)
 			return
 		}
+		k.Repo = RepoName{s}
 	}
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.ShardRef, err = NewShardRef(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internShardRef, "ShardRef", 1, MaxShardRefBytes); err != nil {
 			err = wire.Within("ShardRef", err)
 			return
 		}
+		k.ShardRef = ShardRef{s}
 	}
 	if err = finishKey(r); err != nil {
 		return

@@ -236,14 +236,17 @@ func tupleRead(g *Group, x string, t *typeRef, path string) {
 		switch t.Decl.Kind {
 		case kindIdentity:
 			g.BlockFunc(func(g *Group) {
-				g.Var().Id("s").String()
-				g.List(Id("s"), Err()).Op("=").Id("r").Dot("ReadString").Call()
+				d := t.Decl
+				g.Var().Id("b").Index().Byte()
+				g.List(Id("b"), Err()).Op("=").Id("r").Dot("ReadStringBytes").Call()
 				g.Add(onErr)
-				g.Comment("validated in full here: the key's own check rejects only the zero value")
-				g.If(List(Id(x), Err()).Op("=").Id("New"+t.Decl.Name).Call(Id("s")), Err().Op("!=").Nil()).Block(
+				g.Var().Id("s").String()
+				g.Comment("validated in full here, or found among the names validated before: the key's own check rejects only the zero value")
+				g.If(List(Id("s"), Err()).Op("=").Qual(wirePkg, "InternName").Call(Id("b"), Op("&").Id("intern"+d.Name), Lit(d.Name), Lit(d.Min), Id("Max"+d.Name+"Bytes")), Err().Op("!=").Nil()).Block(
 					Err().Op("=").Qual(wirePkg, "Within").Call(Lit(path), Err()),
 					Return(),
 				)
+				g.Id(x).Op("=").Id(d.Name).Values(Id("s"))
 			})
 		case kindEnum:
 			g.BlockFunc(func(g *Group) {

@@ -259,6 +259,8 @@ func TestAllocs(t *testing.T) {
 		{"ReadBytes escaped", 1, func() { r := NewReader(escapedBytesEnc); _, _ = r.ReadBytes() }},
 		{"ReadString plain", 1, func() { r := NewReader(stringEnc); _, _ = r.ReadString() }},
 		{"ReadString escaped", 1, func() { r := NewReader(escapedEnc); _, _ = r.ReadString() }},
+		{"ReadStringBytes plain", 0, func() { r := NewReader(stringEnc); _, _ = r.ReadStringBytes() }},
+		{"ReadStringBytes escaped", 1, func() { r := NewReader(escapedEnc); _, _ = r.ReadStringBytes() }},
 	}
 	for _, tt := range tests {
 		if got := testing.AllocsPerRun(100, tt.fn); got != tt.want {

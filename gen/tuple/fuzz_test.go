@@ -93,8 +93,13 @@ func FuzzReader(f *testing.F) {
 				}
 			case 2:
 				var s string
+				twin := r // ReadStringBytes must read what ReadString reads
+				raw, rawErr := twin.ReadStringBytes()
 				if s, err = r.ReadString(); err == nil {
 					out = AppendString(out, s)
+				}
+				if (err == nil) != (rawErr == nil) || string(raw) != s || twin.Offset() != r.Offset() {
+					t.Fatalf("ReadStringBytes %q, %v at %d; ReadString %q, %v at %d", raw, rawErr, twin.Offset(), s, err, r.Offset())
 				}
 			case 3:
 				var v int64

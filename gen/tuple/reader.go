@@ -118,6 +118,22 @@ func (r *Reader) readBytes() (b []byte, fresh bool, err error) {
 	return unescape(make([]byte, 0, end-start-escapes), r.b[start:end]), true, nil
 }
 
+// ReadStringBytes consumes a string element (type code 0x02) and returns
+// its content as bytes: the input's own bytes when the content holds no
+// escaped 0x00 (no allocation), else an unescaped copy. It fails as
+// ReadString does.
+func (r *Reader) ReadStringBytes() ([]byte, error) {
+	start, end, escapes, err := r.scanEscaped(CodeString, "string")
+	if err != nil {
+		return nil, err
+	}
+	r.off = end + 1
+	if escapes == 0 {
+		return r.b[start:end:end], nil
+	}
+	return unescape(make([]byte, 0, end-start-escapes), r.b[start:end]), nil
+}
+
 // ReadString consumes a string element (type code 0x02) and returns its
 // content, making at most one allocation (the string's bytes). It does not
 // check UTF-8: Go strings hold any bytes and re-encode to the same element.

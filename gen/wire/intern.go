@@ -159,7 +159,7 @@ func (r *Reader) Name(field string, names *Intern[struct{}], typ string, min, ma
 		return s
 	}
 	r.off = start + n
-	s, err := internName(r.buf[start:start+n], names, typ, min, max)
+	s, err := InternName(r.buf[start:start+n], names, typ, min, max)
 	if err != nil {
 		r.FailErr(field, err)
 	}
@@ -172,7 +172,7 @@ func (r *Reader) Name(field string, names *Intern[struct{}], typ string, min, ma
 // Reader.Name, and as safe for concurrent use as names is.
 func NameAt(b []byte, at int, names *Intern[struct{}], typ string, min, max int) (s string, next int) {
 	if n, q := ShortLen(b, at, max); q >= 0 && n <= len(b)-q {
-		s, err := internName(b[q:q+n], names, typ, min, max)
+		s, err := InternName(b[q:q+n], names, typ, min, max)
 		if err != nil {
 			return "", -1
 		}
@@ -189,10 +189,11 @@ func NameAt(b []byte, at int, names *Intern[struct{}], typ string, min, max int)
 	return s, q + n
 }
 
-// internName returns the name whose bytes are b: from names when found
-// there, else validated as CheckIdentity does and added to names when
-// Admit says so.
-func internName(b []byte, names *Intern[struct{}], typ string, min, max int) (string, error) {
+// InternName returns the name whose bytes are b: from names when found
+// there (no allocation), else validated as CheckIdentity does (failing
+// with its error) and added to names when Admit says so. Generated record
+// decoders and key parsers read identity names through it.
+func InternName(b []byte, names *Intern[struct{}], typ string, min, max int) (string, error) {
 	e, h := names.Find(b)
 	if e != nil {
 		return e.Key, nil

@@ -176,16 +176,18 @@ func readRegionShardTuple(r *tuple.Reader) (k RegionShard, err error) {
 
 func readCustomerShardTuple(r *tuple.Reader) (k CustomerShard, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Customer, err = NewCustomerID(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internCustomerID, "CustomerID", 1, MaxCustomerIDBytes); err != nil {
 			err = wire.Within("CustomerShard.Customer", err)
 			return
 		}
+		k.Customer = CustomerID{s}
 	}
 	return k, checkCustomerShard(&k)
 }
@@ -249,16 +251,18 @@ func AppendOrderKey(dst []byte, customer CustomerID, placedAtMs uint64) ([]byte,
 
 func readOrderKey(r *tuple.Reader) (k OrderKey, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Customer, err = NewCustomerID(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internCustomerID, "CustomerID", 1, MaxCustomerIDBytes); err != nil {
 			err = wire.Within("Customer", err)
 			return
 		}
+		k.Customer = CustomerID{s}
 	}
 	if k.PlacedAtMs, err = r.ReadUint(); err != nil {
 		return
@@ -326,16 +330,18 @@ func AppendRegionOrderKey(dst []byte, customer CustomerID, placedAtMs uint64) ([
 
 func readRegionOrderKey(r *tuple.Reader) (k RegionOrderKey, err error) {
 	{
-		var s string
-		s, err = r.ReadString()
+		var b []byte
+		b, err = r.ReadStringBytes()
 		if err != nil {
 			return
 		}
-		// validated in full here: the key's own check rejects only the zero value
-		if k.Customer, err = NewCustomerID(s); err != nil {
+		var s string
+		// validated in full here, or found among the names validated before: the key's own check rejects only the zero value
+		if s, err = wire.InternName(b, &internCustomerID, "CustomerID", 1, MaxCustomerIDBytes); err != nil {
 			err = wire.Within("Customer", err)
 			return
 		}
+		k.Customer = CustomerID{s}
 	}
 	if k.PlacedAtMs, err = r.ReadUint(); err != nil {
 		return
