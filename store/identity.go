@@ -29,11 +29,11 @@ const IdentityKind = "identity"
 // naming the offset, for anything else: no partition's AppendTuple writes
 // it, so no partition can be addressed by it. b is copied.
 func ParseIdentity(b []byte) (Identity, error) {
-	t, err := tuple.Unpack(b)
+	n, err := tuple.Check(b)
 	switch {
 	case err != nil:
 		return Identity{}, fmt.Errorf("%w: partition identity %x: %w", ErrCorrupt, b, err)
-	case len(t) == 0:
+	case n == 0:
 		return Identity{}, fmt.Errorf("%w: empty partition identity", ErrCorrupt)
 	}
 	return Identity{b: string(b)}, nil

@@ -238,6 +238,11 @@ func TestAllocs(t *testing.T) {
 	escapedBytesEnc := AppendBytes(nil, []byte(benchEscaped))
 	intEnc := AppendInt(nil, math.MinInt64)
 	uintEnc := AppendUint(nil, math.MaxUint64)
+	// An identity of every kind of element: what store.ParseIdentity checks.
+	identityEnc := AppendBool(AppendNestedEnd(AppendNestedNull(AppendNestedStart(AppendInt(AppendBytes(escapedEnc, []byte(benchEscaped)), math.MinInt64)))), true)
+	if n, err := Check(identityEnc); n != 5 || err != nil {
+		t.Fatalf("Check(the identity) = %d, %v, want 5 elements", n, err)
+	}
 	tests := []struct {
 		name string
 		want float64
@@ -259,6 +264,7 @@ func TestAllocs(t *testing.T) {
 		{"ReadBytes escaped", 1, func() { r := NewReader(escapedBytesEnc); _, _ = r.ReadBytes() }},
 		{"ReadString plain", 1, func() { r := NewReader(stringEnc); _, _ = r.ReadString() }},
 		{"ReadString escaped", 1, func() { r := NewReader(escapedEnc); _, _ = r.ReadString() }},
+		{"Check", 0, func() { _, _ = Check(identityEnc) }},
 		{"ReadStringBytes plain", 0, func() { r := NewReader(stringEnc); _, _ = r.ReadStringBytes() }},
 		{"ReadStringBytes escaped", 1, func() { r := NewReader(escapedEnc); _, _ = r.ReadStringBytes() }},
 	}

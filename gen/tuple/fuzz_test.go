@@ -3,6 +3,7 @@ package tuple
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/gen/wire"
@@ -30,13 +31,18 @@ func fuzzSeeds() [][]byte {
 
 // FuzzUnpack checks that Unpack never panics, fails only with
 // wire.ErrCorrupt, and accepts only canonical bytes: whatever it decodes
-// packs back to exactly the input. The Reader must agree with it.
+// packs back to exactly the input. The Reader must agree with it, and
+// Check must accept what it accepts, count its elements and fail with its
+// error.
 func FuzzUnpack(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		tup, err := Unpack(in)
+		if n, cerr := Check(in); fmt.Sprint(cerr) != fmt.Sprint(err) || (err == nil && n != len(tup)) {
+			t.Fatalf("Check(% x) = %d, %v; Unpack gave %d elements, %v", in, n, cerr, len(tup), err)
+		}
 		if err != nil {
 			if !errors.Is(err, wire.ErrCorrupt) {
 				t.Fatalf("Unpack(% x): error %v does not wrap wire.ErrCorrupt", in, err)

@@ -129,7 +129,7 @@ func Unpack(b []byte) (Tuple, error) {
 	r := NewReader(b)
 	var t Tuple
 	for !r.Done() {
-		e, err := r.readElem()
+		e, err := r.readElem(true)
 		if err != nil {
 			return nil, err
 		}
@@ -138,31 +138,71 @@ func Unpack(b []byte) (Tuple, error) {
 	return t, nil
 }
 
-// readElem decodes the element at r.off, which must exist, for Unpack.
-func (r *Reader) readElem() (any, error) {
+// Check reports how many top-level elements b holds, failing exactly where
+// Unpack fails, with the same error, but without building the elements: it
+// allocates nothing for valid input. A partition identity is checked this
+// way (store.ParseIdentity).
+func Check(b []byte) (int, error) {
+	r := NewReader(b)
+	n := 0
+	for ; !r.Done(); n++ {
+		if _, err := r.readElem(false); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// readElem decodes the element at r.off, which must exist, for Unpack;
+// with keep false it only checks it (for Check) and returns nil.
+func (r *Reader) readElem(keep bool) (any, error) {
 	code := r.b[r.off]
 	switch {
 	case code == CodeNull:
 		return nil, r.ReadNull()
-	case code == CodeBytes:
+	case code == CodeBytes || code == CodeString:
+		if !keep {
+			what := "bytes"
+			if code == CodeString {
+				what = "string"
+			}
+			_, end, _, err := r.scanEscaped(code, what)
+			if err != nil {
+				return nil, err
+			}
+			r.off = end + 1
+			return nil, nil
+		}
+		if code == CodeString {
+			return r.ReadString()
+		}
 		b, fresh, err := r.readBytes()
 		if err != nil || fresh {
 			return b, err
 		}
 		return bytes.Clone(b), nil
-	case code == CodeString:
-		return r.ReadString()
 	case code == CodeNested:
-		return r.readNested()
+		return r.readNested(keep)
 	case code >= CodeNegBigInt && code <= CodePosBigInt:
+		if !keep {
+			_, _, next, err := r.scanInt("integer")
+			if err == nil {
+				r.off = next
+			}
+			return nil, err
+		}
 		return r.readInteger()
 	case code == CodeFalse || code == CodeTrue:
-		return r.ReadBool()
+		v, err := r.ReadBool()
+		if !keep {
+			return nil, err
+		}
+		return v, err
 	}
 	return nil, errAt(r.off, "expected a null, bytes, string, nested tuple, integer or boolean, found %s", r.found())
 }
 
-func (r *Reader) readNested() (Tuple, error) {
+func (r *Reader) readNested(keep bool) (Tuple, error) {
 	start := r.off
 	if r.depth+1 > MaxDepth {
 		return nil, errAt(start, "nested tuple deeper than %d", MaxDepth)
@@ -175,11 +215,13 @@ func (r *Reader) readNested() (Tuple, error) {
 		if r.Done() {
 			return nil, errAt(start, "expected nested tuple terminated by 0x00, found end of input at offset %d", len(r.b))
 		}
-		e, err := r.readElem()
+		e, err := r.readElem(keep)
 		if err != nil {
 			return nil, err
 		}
-		t = append(t, e)
+		if keep {
+			t = append(t, e)
+		}
 	}
 	return t, r.ExitNested()
 }
