@@ -32,16 +32,17 @@ type fire struct {
 // candidate is a pending row that became a deliverable outcome.
 type candidate struct {
 	index int // in the page
-	seq   uint64
-	rid   refdomain.ReservationID
-	value store.Value // the reservation as read: its acknowledgment guards it
-	o     Outcome
+	acked
+	o Outcome
 }
 
-// acked is a row to acknowledge.
+// acked is a row to acknowledge: its pending index entry (id, seq), its
+// reservation's id, key and value as read (the acknowledgment guards it).
 type acked struct {
-	rid   refdomain.ReservationID
+	id    gen.OutcomeID
 	seq   uint64
+	rid   refdomain.ReservationID
+	key   store.Key
 	value store.Value
 }
 
@@ -99,7 +100,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	}
 	delivered := 0
 	for _, a := range res.acked {
-		if err := Ack(plan, a.rid, a.seq, a.value); err != nil {
+		// The candidates checked the id, the key and the terminal value.
+		if err := plan.Ack(a.id, a.seq, a.key, a.value); err != nil {
 			f.log.Warn("outcome: acknowledgment not planned; retaining the row", "reservation", a.rid.String(), "seq", a.seq, "error", err)
 			continue
 		}
@@ -207,7 +209,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			f.log.Warn("outcome: invalid outcome index row; retaining", "seq", pk.Seq, "error", err)
 			continue
 		}
-		cands = append(cands, candidate{index: i, seq: pk.Seq, rid: rid})
+		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, rid: rid, key: key}})
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
@@ -264,7 +266,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 	for _, c := range cands {
 		if synthetic(c.rid) {
 			f.metrics.Add(telemetry.MetricSyntheticOutcomesAcked, nil, 1)
-			res.acked = append(res.acked, acked{rid: c.rid, seq: c.seq, value: c.value})
+			res.acked = append(res.acked, c.acked)
 			continue
 		}
 		if f.clock.Now().Sub(started) >= f.d.budget {
@@ -276,7 +278,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
 		}
 		if err == nil {
-			res.acked = append(res.acked, acked{rid: c.rid, seq: c.seq, value: c.value})
+			res.acked = append(res.acked, c.acked)
 			continue
 		}
 		if errors.Is(err, errSinkTimeout) {
