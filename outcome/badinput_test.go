@@ -191,7 +191,7 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first := true
-	sink := outcome.SinkFunc(func(c context.Context, o outcome.Outcome) error {
+	sink := outcome.SinkFunc(func(c context.Context, _ outcome.Envelope) error {
 		if first {
 			first = false
 			return nil // a delivered, but not acknowledged yet
@@ -213,7 +213,7 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 func TestPanickingSinkKeepsTheRow(t *testing.T) {
 	e := newEnv(t, 100)
 	e.seed("a")
-	rep := e.fire(outcome.SinkFunc(func(context.Context, outcome.Outcome) error { panic("sink bug") }), 100)
+	rep := e.fire(outcome.SinkFunc(func(context.Context, outcome.Envelope) error { panic("sink bug") }), 100)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 	assert.GreaterOrEqual(t, e.timerDue(), uint64(1_100))

@@ -25,13 +25,13 @@ func BenchmarkDeliveryFire(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(context.Context, outcome.Outcome) error { return nil })))
+	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(context.Context, outcome.Envelope) error { return nil })))
 	defer srv.Close()
 	sinks := []struct {
 		name string
 		sink outcome.Sink
 	}{
-		{"inprocess", outcome.SinkFunc(func(context.Context, outcome.Outcome) error { return nil })},
+		{"inprocess", outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })},
 		{"webhook", webhook(b, srv.URL, key)},
 	}
 	ids := make([]string, rows)
@@ -64,7 +64,7 @@ func BenchmarkDeliveryFire(b *testing.B) {
 			b.ReportMetric(float64(commits)/float64(b.N*rows), "commits/outcome")
 		})
 		b.Run(s.name+"/baseline", func(b *testing.B) {
-			o := sampleOutcome(b, "r00")
+			o := sampleEnvelope(b, "r00")
 			b.ReportAllocs()
 			for range b.N {
 				for range rows {

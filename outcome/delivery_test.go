@@ -25,7 +25,8 @@ import (
 // outcome ("second", aborted) is queued.
 type appendDuringAck struct{ e *env }
 
-func (a appendDuringAck) Deliver(_ context.Context, o outcome.Outcome) error {
+func (a appendDuringAck) Deliver(_ context.Context, env outcome.Envelope) error {
+	o := reservationOf(env)
 	e := a.e
 	if o.ReservationID != "first" {
 		return fmt.Errorf("appendDuringAck: delivered %q, want first", o.ReservationID)
@@ -74,7 +75,7 @@ func TestAppendAfterFreshReadFailsTheGuardAndReplansDelivery(t *testing.T) {
 	assert.Contains(t, done.Batch.Preconditions, store.Equals(outbox.BacklogKey(), priorBacklog))
 
 	// An append after the handler's fresh read and before its Done lands.
-	require.NoError(t, appendDuringAck{e}.Deliver(ctx, sink.outcomes()[0]))
+	require.NoError(t, appendDuringAck{e}.Deliver(ctx, sink.envelopes()[0]))
 	out, err := e.s.Apply(ctx, partition, e.completion(done.Batch, key, value))
 	require.NoError(t, err)
 	assert.Equal(t, store.PreconditionFailed, out.Outcome)
@@ -190,7 +191,7 @@ type hang struct {
 
 func newHang() *hang { return &hang{entered: make(chan struct{})} }
 
-func (h *hang) Deliver(ctx context.Context, _ outcome.Outcome) error {
+func (h *hang) Deliver(ctx context.Context, _ outcome.Envelope) error {
 	h.mu.Lock()
 	h.calls++
 	if h.calls == 1 {
@@ -214,8 +215,8 @@ type slow struct {
 	capture
 }
 
-func (s *slow) Deliver(ctx context.Context, o outcome.Outcome) error {
-	err := s.capture.Deliver(ctx, o)
+func (s *slow) Deliver(ctx context.Context, env outcome.Envelope) error {
+	err := s.capture.Deliver(ctx, env)
 	s.clock.Advance(s.step)
 	return err
 }
@@ -315,11 +316,12 @@ func TestFirstFailureStopsTheFireAndNoRowIsLost(t *testing.T) {
 // picky is a sink that refuses reservation b and takes the rest.
 type picky struct{ capture }
 
-func (p *picky) Deliver(ctx context.Context, o outcome.Outcome) error {
+func (p *picky) Deliver(ctx context.Context, env outcome.Envelope) error {
+	o := reservationOf(env)
 	if o.ReservationID == "b" {
 		return &outcome.DeliveryError{Reason: "rejected"}
 	}
-	return p.capture.Deliver(ctx, o)
+	return p.capture.Deliver(ctx, env)
 }
 
 // a_refused_row_does_not_starve_the_rows_behind_it: the fire stops at the

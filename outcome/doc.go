@@ -21,17 +21,19 @@
 // backs off (1 s doubling to 15 min, with jitter, or the sink's
 // Retry-After); a row that cannot become an outcome (corrupt, missing) is
 // logged and kept, never dropped, and never holds up the rows behind it.
-// Delivery is at least once: a sink deduplicates by reservation id.
+// Delivery is at least once: a sink deduplicates by Envelope.ID.
 //
 // # Webhooks
 //
-// WebhookSink POSTs each outcome's JSON form (Outcome.JSON, stable within
-// Version) to an https URL, each attempt signed afresh with HMAC-SHA256
-// (HMACKey) or Ed25519 (Ed25519Signer), optionally with the Standard
-// Webhooks headers as well. On the receiving side, Receiver verifies the
+// Each outcome reaches its sink as an Envelope (id, type, timestamp and
+// the payload as data; its JSON form is stable within EnvelopeVersion).
+// WebhookSink POSTs each envelope's JSON form to an https URL, each
+// attempt signed afresh with HMAC-SHA256 (HMACKey) or Ed25519
+// (Ed25519Signer), optionally with the Standard Webhooks headers as well. On the receiving side, Receiver verifies the
 // signature, the validity window and the nonce (so that no request is
 // accepted twice) as http.Handler middleware, and Handle turns verified
-// requests into calls of the service's own function:
+// requests into calls of the service's own function, which deduplicates
+// by Envelope.ID:
 //
 //	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}})
 //	http.Handle("/outcomes", recv.Wrap(outcome.Handle(record)))

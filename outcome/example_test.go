@@ -57,8 +57,8 @@ func ExampleDelivery() {
 
 	d, err := outcome.NewDelivery(outcome.Config{
 		Audience: "https://git.example.com",
-		Sink: outcome.SinkFunc(func(_ context.Context, o outcome.Outcome) error {
-			fmt.Println("delivered", o.ReservationID, o.Result, "for", o.Audience)
+		Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
+			fmt.Println("delivered", e.ID, e.Type)
 			return nil
 		}),
 	})
@@ -75,7 +75,7 @@ func ExampleDelivery() {
 	}
 	fmt.Println("fired", rep.Fired)
 	// Output:
-	// delivered res-1 committed for https://git.example.com
+	// delivered res-1 reservation.committed
 	// fired 1
 }
 
@@ -92,9 +92,9 @@ func ExampleReceiver() {
 	if err != nil {
 		panic(err)
 	}
-	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ context.Context, o outcome.Outcome) error {
-		fmt.Println("received", o.ReservationID, o.Result)
-		return nil // deduplicate by o.ReservationID: delivery is at least once
+	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ context.Context, e outcome.Envelope) error {
+		fmt.Println("received", e.ID, e.Type)
+		return nil // deduplicate by e.ID: delivery is at least once
 	})))
 	defer srv.Close()
 
@@ -107,8 +107,12 @@ func ExampleReceiver() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("error:", sink.Deliver(context.Background(), o))
+	e, err := o.Envelope()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("error:", sink.Deliver(context.Background(), e))
 	// Output:
-	// received res-2 aborted
+	// received res-2 reservation.aborted
 	// error: <nil>
 }

@@ -33,7 +33,7 @@ type fire struct {
 type candidate struct {
 	index int // in the page
 	acked
-	o Outcome
+	e Envelope
 }
 
 // acked is a row to acknowledge: its pending index entry (id, seq), its
@@ -236,11 +236,15 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			continue
 		}
 		o, err := FromReservation(c.rid, f.d.audience, r)
+		var e Envelope
+		if err == nil {
+			e, err = o.Envelope()
+		}
 		if err != nil {
 			f.log.Warn("outcome: indexed outcome cannot be delivered; retaining", "reservation", c.rid.String(), "seq", c.seq, "error", err)
 			continue
 		}
-		c.value, c.o = v, o
+		c.value, c.e = v, e
 		out = append(out, c)
 	}
 	return out, nil
@@ -273,7 +277,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			res.cutAt = c.index
 			return res, nil
 		}
-		err := f.d.call(ctx, c.o)
+		err := f.d.call(ctx, c.e)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
 		}
@@ -297,10 +301,10 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 	return res, nil
 }
 
-// call delivers o under the sink timeout. A sink that outlives it is
+// call delivers e under the sink timeout. A sink that outlives it is
 // abandoned (its context is cancelled) and the call fails with
 // errSinkTimeout; a sink that panics fails the call.
-func (d *Delivery) call(ctx context.Context, o Outcome) error {
+func (d *Delivery) call(ctx context.Context, e Envelope) error {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answer := make(chan error, 1)
@@ -310,7 +314,7 @@ func (d *Delivery) call(ctx context.Context, o Outcome) error {
 				answer <- fmt.Errorf("outcome: the sink panicked: %v", v)
 			}
 		}()
-		answer <- d.sink.Deliver(callCtx, o)
+		answer <- d.sink.Deliver(callCtx, e)
 	}()
 	elapsed := make(chan error, 1)
 	go func() { elapsed <- d.sleep(callCtx, d.timeout) }()

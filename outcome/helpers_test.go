@@ -225,24 +225,34 @@ func (e *env) completion(b *store.Batch, key store.Key, value store.Value) *stor
 // when fail is set.
 type capture struct {
 	mu   sync.Mutex
-	seen []outcome.Outcome
+	seen []outcome.Envelope
 	fail bool
 }
 
-func (c *capture) Deliver(_ context.Context, o outcome.Outcome) error {
+func (c *capture) Deliver(_ context.Context, env outcome.Envelope) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seen = append(c.seen, o)
+	c.seen = append(c.seen, env)
 	if c.fail {
 		return &outcome.DeliveryError{Reason: "secret sink failure"}
 	}
 	return nil
 }
 
-func (c *capture) outcomes() []outcome.Outcome {
+// envelopes are the envelopes the sink was given, in order.
+func (c *capture) envelopes() []outcome.Envelope {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.seen)
+}
+
+// outcomes are the reservation outcomes the envelopes carry.
+func (c *capture) outcomes() []outcome.Outcome {
+	var os []outcome.Outcome
+	for _, e := range c.envelopes() {
+		os = append(os, reservationOf(e))
+	}
+	return os
 }
 
 func (c *capture) ids() []string {
@@ -282,3 +292,10 @@ func (m *manualSleep) asked() []time.Duration {
 
 // contextT shortens handler signatures.
 type contextT = context.Context
+
+// reservationOf is the reservation outcome an envelope carries (the zero
+// Outcome when its data is not one).
+func reservationOf(e outcome.Envelope) outcome.Outcome {
+	o, _ := outcome.ParseOutcome(e.Data)
+	return o
+}

@@ -133,7 +133,8 @@ func (m *omodel) newWorker() *oworker {
 		}
 		return nil
 	})
-	sink := outcome.SinkFunc(func(_ context.Context, o outcome.Outcome) error {
+	sink := outcome.SinkFunc(func(_ context.Context, env outcome.Envelope) error {
+		o := reservationOf(env)
 		if !m.quiet && m.depth == 0 && m.rng.IntN(6) == 0 {
 			m.interleave(nil)
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -120,6 +122,24 @@ func FromReservation(rid refdomain.ReservationID, audience string, r refdomain.R
 		}
 	}
 	return Outcome{}, fmt.Errorf("outcome: reservation %q: no reservation record (%T): %w", rid, r, store.ErrInvalid)
+}
+
+// Envelope returns the Envelope that carries o to a sink: its
+// reservation id (path-escaped, so that any id is visible ASCII) as the
+// envelope's id, "reservation.committed" or "reservation.aborted" as its
+// type, OccurredAtMs as its timestamp and o's JSON form as its data. It
+// fails only for an outcome that breaks ParseOutcome's rules.
+func (o Outcome) Envelope() (Envelope, error) {
+	data, err := o.JSON()
+	if err != nil {
+		return Envelope{}, err
+	}
+	return Envelope{
+		ID:        url.PathEscape(o.ReservationID),
+		Type:      "reservation." + string(o.Result),
+		Timestamp: time.UnixMilli(int64(min(o.OccurredAtMs, 1<<62))).UTC(),
+		Data:      data,
+	}, nil
 }
 
 // JSON returns the outcome's JSON form (see the design note). It fails

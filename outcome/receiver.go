@@ -58,7 +58,7 @@ type ReceiverConfig struct {
 // Receiver verifies signed hook requests (see sign.go's design note): the
 // signature, under any of its Verifiers; the validity window; and that
 // the nonce was not seen before. Wrap makes it an http.Handler middleware,
-// and Handle turns verified requests into Outcomes, so a service
+// and Handle turns verified requests into Envelopes, so a service
 // receiving outcomes writes only its handler. A Receiver is safe for
 // concurrent use.
 type Receiver struct {
@@ -198,23 +198,23 @@ func (r *Receiver) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Handle returns a handler that parses each request body as an Outcome
-// (ParseOutcome) and calls fn: 204 when fn returns nil, 503 when it fails
-// (the sender retries), 400 for a body that is not an outcome. Serve it
-// behind Wrap: it verifies nothing. fn deduplicates by ReservationID.
-func Handle(fn func(ctx context.Context, o Outcome) error) http.Handler {
+// Handle returns a handler that parses each request body as an Envelope
+// (ParseEnvelope) and calls fn: 204 when fn returns nil, 503 when it fails
+// (the sender retries), 400 for a body that is not an envelope. Serve it
+// behind Wrap: it verifies nothing. fn deduplicates by Envelope.ID.
+func Handle(fn func(ctx context.Context, e Envelope) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(req.Body, DefaultMaxBodyBytes+1))
 		if err != nil || len(body) > DefaultMaxBodyBytes {
 			http.Error(w, http.StatusText(http.StatusBadRequest), http.StatusBadRequest)
 			return
 		}
-		o, err := ParseOutcome(body)
+		e, err := ParseEnvelope(body)
 		if err != nil {
 			http.Error(w, http.StatusText(http.StatusBadRequest), http.StatusBadRequest)
 			return
 		}
-		if err := fn(req.Context(), o); err != nil {
+		if err := fn(req.Context(), e); err != nil {
 			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 			return
 		}

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -59,7 +57,7 @@ type WebhookConfig struct {
 	Rand io.Reader
 }
 
-// WebhookSink is a Sink that POSTs each outcome's JSON form (Outcome.JSON)
+// WebhookSink is a Sink that POSTs each envelope's JSON form (Envelope.JSON)
 // to a URL, every attempt signed afresh (see sign.go's design note). A 2xx
 // answer delivers the outcome. 408, 429, 5xx and network failures are
 // retryable, with the answer's Retry-After honoured as the DeliveryError's
@@ -119,12 +117,13 @@ func NewWebhookSink(c WebhookConfig) (*WebhookSink, error) {
 	return w, nil
 }
 
-// Deliver POSTs o, signed afresh, and reads at most MaxResponseBytes of
-// the answer. It returns nil for a 2xx answer, a *DeliveryError for any
-// other answer or a failed request, and an error wrapping
-// store.ErrInvalid for an outcome that breaks ParseOutcome's rules.
-func (w *WebhookSink) Deliver(ctx context.Context, o Outcome) error {
-	body, err := o.JSON()
+// Deliver POSTs e's JSON form, signed afresh, and reads at most
+// MaxResponseBytes of the answer. It returns nil for a 2xx answer, a
+// *DeliveryError for any other answer or a failed request, and an error
+// wrapping store.ErrInvalid for an envelope that breaks ParseEnvelope's
+// rules.
+func (w *WebhookSink) Deliver(ctx context.Context, e Envelope) error {
+	body, err := e.JSON()
 	if err != nil {
 		return err
 	}
@@ -140,7 +139,7 @@ func (w *WebhookSink) Deliver(ctx context.Context, o Outcome) error {
 	created := clock.NowMs(w.clock)
 	webhookID := ""
 	if w.standard {
-		webhookID = messageID(o)
+		webhookID = e.ID
 	}
 	if err := sign(req.Header, w.signer, hex.EncodeToString(raw[:]), created, created+uint64(w.validity/time.Millisecond), body, webhookID); err != nil {
 		return &DeliveryError{Reason: err.Error()}
@@ -167,13 +166,6 @@ func (w *WebhookSink) Deliver(ctx context.Context, o Outcome) error {
 	default:
 		return &DeliveryError{Reason: fmt.Sprintf("webhook answered %s: not retryable without a change at the receiver", resp.Status)}
 	}
-}
-
-// messageID is the Standard Webhooks message id of o: stable per
-// delivering service and reservation, so that retries carry it unchanged.
-func messageID(o Outcome) string {
-	sum := blake3.Sum256([]byte(o.Audience + "\x00" + o.ReservationID))
-	return "msg_" + hex.EncodeToString(sum[:16])
 }
 
 // retryAfter parses a Retry-After value, delay-seconds or an HTTP date,

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,18 @@ func sampleOutcome(t testing.TB, id string) outcome.Outcome {
 	return o
 }
 
+// sampleEnvelope is sampleOutcome's envelope.
+func sampleEnvelope(t testing.TB, id string) outcome.Envelope {
+	return envelopeOf(t, sampleOutcome(t, id))
+}
+
+// envelopeOf is o's envelope.
+func envelopeOf(t testing.TB, o outcome.Outcome) outcome.Envelope {
+	e, err := o.Envelope()
+	require.NoError(t, err)
+	return e
+}
+
 // request is what a test server saw of one request.
 type request struct {
 	header http.Header
@@ -110,7 +123,7 @@ func webhook(t testing.TB, url string, signer outcome.Signer, cfg ...func(*outco
 // outcomes its handler gets.
 type receiverServer struct {
 	mu   sync.Mutex
-	got  []outcome.Outcome
+	got  []outcome.Envelope
 	srv  *httptest.Server
 	recv *outcome.Receiver
 }
@@ -120,20 +133,20 @@ func newReceiverServer(t testing.TB, cfg outcome.ReceiverConfig) *receiverServer
 	recv, err := outcome.NewReceiver(cfg)
 	require.NoError(t, err)
 	rs.recv = recv
-	rs.srv = httptest.NewServer(recv.Wrap(outcome.Handle(func(_ contextT, o outcome.Outcome) error {
+	rs.srv = httptest.NewServer(recv.Wrap(outcome.Handle(func(_ contextT, env outcome.Envelope) error {
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
-		rs.got = append(rs.got, o)
+		rs.got = append(rs.got, env)
 		return nil
 	})))
 	t.Cleanup(rs.srv.Close)
 	return rs
 }
 
-func (rs *receiverServer) outcomes() []outcome.Outcome {
+func (rs *receiverServer) envelopes() []outcome.Envelope {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return append([]outcome.Outcome(nil), rs.got...)
+	return append([]outcome.Envelope(nil), rs.got...)
 }
 
 // post sends a recorded request again, as an attacker replaying it would.
@@ -154,7 +167,9 @@ func verifyStandardWebhooks(t testing.TB, h http.Header, body []byte, secret []b
 	t.Helper()
 	id, ts, sig := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	require.NotEmpty(t, id)
-	require.True(t, strings.HasPrefix(id, "msg_"), id)
+	var env struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &env))
+	require.Equal(t, env.ID, id, "the message id is the envelope's")
 	_, err := strconv.ParseInt(ts, 10, 64)
 	require.NoError(t, err, "timestamp in seconds")
 	content := []byte(id + "." + ts + "." + string(body))
@@ -200,10 +215,10 @@ func TestWebhookSignaturesVerify(t *testing.T) {
 				}))
 				defer proxy.Close()
 				sink := webhook(t, proxy.URL, tc.signer, func(c *outcome.WebhookConfig) { c.StandardWebhooks = standard })
-				o := sampleOutcome(t, "r1")
+				o := sampleEnvelope(t, "r1")
 				require.NoError(t, sink.Deliver(ctx, o))
 				require.NoError(t, sink.Deliver(ctx, o), "a second attempt is signed afresh, not a replay")
-				assert.Equal(t, []outcome.Outcome{o, o}, rs.outcomes())
+				assert.Equal(t, []outcome.Envelope{o, o}, rs.envelopes())
 				require.Len(t, seen, 2)
 				assert.NotEqual(t, seen[0].header.Get(outcome.HeaderNonce), seen[1].header.Get(outcome.HeaderNonce))
 				assert.True(t, strings.HasPrefix(seen[0].header.Get(outcome.HeaderSignature), tc.name+"="))
@@ -224,17 +239,17 @@ func TestWebhookOverTLS(t *testing.T) {
 	rs := &receiverServer{}
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}})
 	require.NoError(t, err)
-	srv := httptest.NewTLSServer(recv.Wrap(outcome.Handle(func(_ contextT, o outcome.Outcome) error {
+	srv := httptest.NewTLSServer(recv.Wrap(outcome.Handle(func(_ contextT, env outcome.Envelope) error {
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
-		rs.got = append(rs.got, o)
+		rs.got = append(rs.got, env)
 		return nil
 	})))
 	defer srv.Close()
 	require.True(t, strings.HasPrefix(srv.URL, "https://"))
 	sink := webhook(t, srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Client = srv.Client() })
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "tls")))
-	assert.Len(t, rs.outcomes(), 1)
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "tls")))
+	assert.Len(t, rs.envelopes(), 1)
 }
 
 func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
@@ -245,8 +260,8 @@ func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	})
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "a")))
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "b")))
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "a")))
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "b")))
 	reqs := rec.requests()
 	require.Len(t, reqs, 2)
 
@@ -263,11 +278,11 @@ func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
 	// One made in the future, beyond the skew, too.
 	future := clock.NewManualMs(clock.NowMs(clk) + 5_000)
 	ahead := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = future })
-	require.NoError(t, ahead.Deliver(ctx, sampleOutcome(t, "c")))
+	require.NoError(t, ahead.Deliver(ctx, sampleEnvelope(t, "c")))
 	last := rec.requests()[2]
 	resp = post(t, rs.srv.URL, last.header, last.body)
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a request from the future is rejected")
-	assert.Len(t, rs.outcomes(), 1, "the handler saw the original only")
+	assert.Len(t, rs.envelopes(), 1, "the handler saw the original only")
 }
 
 func TestReceiverAnswers401AndNeverCallsTheHandler(t *testing.T) {
@@ -277,7 +292,7 @@ func TestReceiverAnswers401AndNeverCallsTheHandler(t *testing.T) {
 	rec := newRecorder(t, nil)
 	sign := func(s outcome.Signer) request {
 		n := len(rec.requests())
-		require.NoError(t, webhook(t, rec.srv.URL, s).Deliver(ctx, sampleOutcome(t, "x")))
+		require.NoError(t, webhook(t, rec.srv.URL, s).Deliver(ctx, sampleEnvelope(t, "x")))
 		return rec.requests()[n]
 	}
 	without := func(name string) func(r request) request {
@@ -322,7 +337,7 @@ func TestReceiverAnswers401AndNeverCallsTheHandler(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		})
 	}
-	assert.Empty(t, rs.outcomes(), "the handler was never called")
+	assert.Empty(t, rs.envelopes(), "the handler was never called")
 	// The untouched requests of both schemes are accepted.
 	for _, s := range []outcome.Signer{hmacKey(t, hmacSecret), signer} {
 		r := sign(s)
@@ -338,22 +353,22 @@ func TestReceiverBoundsBodyAndNonces(t *testing.T) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	})
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "first")))
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "first")))
 	// The one nonce remembered is unexpired: the next request waits.
-	err := sink.Deliver(ctx, sampleOutcome(t, "second"))
+	err := sink.Deliver(ctx, sampleEnvelope(t, "second"))
 	var de *outcome.DeliveryError
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, de.Reason, "503")
 	assert.Equal(t, time.Second, de.RetryAfter)
 	clk.Advance(time.Minute + 2*time.Second)
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "second")), "accepted once the first nonce expired")
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "second")), "accepted once the first nonce expired")
 
 	big := sampleOutcome(t, "big")
 	big.Result, big.Committed, big.Aborted = outcome.ResultAborted, nil, &outcome.Aborted{Reason: "internal", Detail: strings.Repeat("d", 4096)}
-	err = sink.Deliver(ctx, big)
+	err = sink.Deliver(ctx, envelopeOf(t, big))
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, de.Reason, "413")
-	assert.Len(t, rs.outcomes(), 2)
+	assert.Len(t, rs.envelopes(), 2)
 }
 
 func TestWebhookAnswers(t *testing.T) {
@@ -371,7 +386,7 @@ func TestWebhookAnswers(t *testing.T) {
 				w.Header().Set("Retry-After", "3")
 				w.WriteHeader(tc.status)
 			})
-			err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)).Deliver(ctx, sampleOutcome(t, "r"))
+			err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)).Deliver(ctx, sampleEnvelope(t, "r"))
 			assert.Len(t, rec.requests(), 1, "no redirect followed")
 			if tc.status < 300 {
 				assert.NoError(t, err)
@@ -397,7 +412,7 @@ func TestWebhookRetryAfterDate(t *testing.T) {
 		w.Header().Set("Retry-After", clk.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = clk }).Deliver(ctx, sampleOutcome(t, "r"))
+	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "r"))
 	var de *outcome.DeliveryError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, 90*time.Second, de.RetryAfter)
@@ -412,7 +427,7 @@ func TestWebhook503RetryAfter7(t *testing.T) {
 	})
 	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret))
 	var de *outcome.DeliveryError
-	require.ErrorAs(t, sink.Deliver(ctx, sampleOutcome(t, "r")), &de)
+	require.ErrorAs(t, sink.Deliver(ctx, sampleEnvelope(t, "r")), &de)
 	assert.Equal(t, 7*time.Second, de.RetryAfter)
 
 	e := newEnv(t, 100)
@@ -502,7 +517,7 @@ func TestWebhookLargeResponseIsNotReadWhole(t *testing.T) {
 			c.Client = &http.Client{Transport: ct}
 			c.MaxResponseBytes = limit
 		})
-		require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "big")))
+		require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "big")))
 		want := limit
 		if want == 0 {
 			want = outcome.DefaultMaxResponseBytes
@@ -522,7 +537,7 @@ func TestWebhookErrorsAndFormattingHoldNoSecrets(t *testing.T) {
 	key := hmacKey(t, hmacSecret)
 	o := sampleOutcome(t, "r")
 	o.Result, o.Committed, o.Aborted = outcome.ResultAborted, nil, &outcome.Aborted{Reason: "internal", Detail: "top-secret-detail"}
-	err := webhook(t, rec.srv.URL, key).Deliver(ctx, o)
+	err := webhook(t, rec.srv.URL, key).Deliver(ctx, envelopeOf(t, o))
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "top-secret-detail")
 	assert.NotContains(t, err.Error(), string(hmacSecret))
@@ -541,7 +556,7 @@ func TestWebhookErrorsAndFormattingHoldNoSecrets(t *testing.T) {
 
 func TestWebhookNetworkFailureIsADeliveryError(t *testing.T) {
 	rec := newRecorder(t, func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
-	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)).Deliver(ctx, sampleOutcome(t, "r"))
+	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)).Deliver(ctx, sampleEnvelope(t, "r"))
 	var de *outcome.DeliveryError
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, de.Reason, "webhook request failed")
@@ -615,26 +630,26 @@ func TestHandleAnswers(t *testing.T) {
 	require.NoError(t, err)
 	fail := errors.New("the service's table is down")
 	calls := 0
-	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ contextT, o outcome.Outcome) error {
+	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ contextT, env outcome.Envelope) error {
 		calls++
-		if o.ReservationID == "down" {
+		if env.ID == "down" {
 			return fail
 		}
 		return nil
 	})))
 	defer srv.Close()
 	sink := webhook(t, srv.URL, key)
-	require.NoError(t, sink.Deliver(ctx, sampleOutcome(t, "up")))
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "up")))
 	var de *outcome.DeliveryError
-	require.ErrorAs(t, sink.Deliver(ctx, sampleOutcome(t, "down")), &de)
+	require.ErrorAs(t, sink.Deliver(ctx, sampleEnvelope(t, "down")), &de)
 	assert.Contains(t, de.Reason, "503", "a failing handler asks the sender to retry")
 
 	// A verified body that is not an outcome is a 400, without a call.
 	rec := newRecorder(t, nil)
-	require.NoError(t, webhook(t, rec.srv.URL, key).Deliver(ctx, sampleOutcome(t, "x")))
+	require.NoError(t, webhook(t, rec.srv.URL, key).Deliver(ctx, sampleEnvelope(t, "x")))
 	signed := rec.requests()[0]
 	notOutcome := []byte(`{"version":1}`)
-	raw := httptest.NewServer(recv.Wrap(outcome.Handle(func(contextT, outcome.Outcome) error { calls++; return nil })))
+	raw := httptest.NewServer(recv.Wrap(outcome.Handle(func(contextT, outcome.Envelope) error { calls++; return nil })))
 	defer raw.Close()
 	h := signed.header.Clone()
 	// Re-sign the other body with the same nonce, window and key.

@@ -39,7 +39,11 @@ type modelOutcome struct {
 // call at a time, so its random choices keep a seed's replay exact.
 type modelSink struct{ w *world }
 
-func (s modelSink) Deliver(_ context.Context, o outcome.Outcome) error {
+func (s modelSink) Deliver(_ context.Context, env outcome.Envelope) error {
+	o, err := outcome.ParseOutcome(env.Data)
+	if err != nil {
+		return err
+	}
 	w := s.w
 	if !w.quiet && w.rng.IntN(5) == 0 {
 		w.seen.sinkFailures++
