@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
@@ -102,9 +103,19 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 }
 
 // Replicas racing on the same requests, over an engine whose overlapping
-// transactions conflict as FoundationDB's do, accept each exactly once.
+// transactions conflict as FoundationDB's do, accept each exactly once;
+// also when commits report unknown results (landed or not), which a
+// claim resolves by its token or refuses with ErrBusy, never by
+// accepting twice.
 func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
-	eng := testengine.MVCC
+	for _, eng := range []testengine.Engine{testengine.MVCC, {Name: "mvcc-unknown-results", Open: func(testing.TB, string) fdblayer.Engine {
+		return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
+	}}} {
+		t.Run(eng.Name, func(t *testing.T) { raceReplicas(t, eng) })
+	}
+}
+
+func raceReplicas(t *testing.T, eng testengine.Engine) {
 	e := newEnvOn(t, eng, 1_700_000_000_000)
 	key := hmacKey(t, hmacSecret)
 	const replicas, requests = 4, 24
@@ -133,6 +144,8 @@ func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
 				switch {
 				case err == nil:
 					accepted[i].Add(1)
+				case errors.Is(err, outcome.ErrBusy) && eng.Name != testengine.MVCC.Name:
+					// The store could not tell: refused, the sender retries.
 				case !errors.Is(err, outcome.ErrReplayed):
 					t.Errorf("request %d: %v", i, err)
 				}
