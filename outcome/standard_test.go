@@ -409,3 +409,37 @@ func TestWebhookKeyStrings(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// FuzzReceiverVerify feeds a Receiver holding keys of both schemes
+// requests whose signature headers and body are arbitrary: it never
+// panics, and accepts only a body some key signed.
+func FuzzReceiverVerify(f *testing.F) {
+	clk := clock.NewManualMs(1_700_000_000_000)
+	key := webhookSecret(f, whsec(32, 3))
+	rec := newRecorder(f, nil)
+	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookConfig) {
+		c.Clock = clk
+		c.StandardWebhooks = true
+	}).Deliver(ctx, sampleEnvelope(f, "msg_fuzz")))
+	signed := rec.requests()[0]
+	h := signed.header
+	f.Add(h.Get(outcome.HeaderEndpoint), h.Get(outcome.HeaderNonce), h.Get(outcome.HeaderCreatedAt), h.Get(outcome.HeaderExpiresAt),
+		h.Get(outcome.HeaderSignature), "", "", "", signed.body)
+	f.Add("", "", "", "", "", h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), signed.body)
+	f.Add("", "", "", "", "", "msg", "1700000000", "v1,AAAA v1a,AAAA x,y v1,", []byte("{}"))
+	f.Fuzz(func(t *testing.T, endpoint, nonce, created, expires, sig, id, ts, stdSig string, body []byte) {
+		recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk})
+		require.NoError(t, err)
+		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		for name, v := range map[string]string{outcome.HeaderEndpoint: endpoint, outcome.HeaderNonce: nonce, outcome.HeaderCreatedAt: created,
+			outcome.HeaderExpiresAt: expires, outcome.HeaderSignature: sig, "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": stdSig} {
+			if v != "" {
+				req.Header[http.CanonicalHeaderKey(name)] = []string{v}
+			}
+		}
+		v, err := recv.Verify(req)
+		if err == nil {
+			assert.Equal(t, signed.body, v.Body, "only a signed body is accepted")
+		}
+	})
+}
