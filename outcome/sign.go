@@ -390,7 +390,7 @@ type signature struct {
 // signatures, each "<scheme><sep><standard base64>". Entries of another
 // form are skipped, as the Standard Webhooks libraries skip them, so
 // that a later version can add some; ok is false for a header with none
-// this form, or more than MaxSignatures entries.
+// of this form, or with more than MaxSignatures entries.
 func parseSignatures(v string, sep string) (sigs []signature, ok bool) {
 	fields := strings.Fields(v)
 	if len(fields) == 0 || len(fields) > MaxSignatures {
