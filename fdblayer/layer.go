@@ -115,6 +115,9 @@ func (l *Layer) Stats(ctx context.Context, p store.Partition) (store.PartitionSt
 		return store.PartitionStats{}, err
 	}
 	end := append(bytes.Clone(sub), partitionEnd)
+	if err := l.notNested(ctx, "stats of", p); err != nil {
+		return store.PartitionStats{}, err
+	}
 	n, err := l.engine.EstimateRangeSize(ctx, sub, end)
 	if err != nil {
 		return store.PartitionStats{}, wrapError("fdblayer: stats of "+store.PartitionName(p), store.ErrUnavailable, err)
@@ -125,6 +128,9 @@ func (l *Layer) Stats(ctx context.Context, p store.Partition) (store.PartitionSt
 // Probe checks that the engine answers, bounded by ctx. It fails with
 // store.ErrUnavailable (wrapping the cause, ctx's error among them).
 func (l *Layer) Probe(ctx context.Context) error {
+	if err := l.notNested(ctx, "probe", nil); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return wrapError("fdblayer: probe", store.ErrUnavailable, err)
 	}

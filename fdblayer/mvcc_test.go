@@ -62,7 +62,7 @@ func TestMVCCSnapshots(t *testing.T) {
 	require.Equal(t, []byte("v1"), mvccGet(t, old, "k"))
 	require.Nil(t, mvccGet(t, old, "new"), "a later commit's insert is invisible")
 	require.Equal(t, []byte("v1"), mvccGet(t, reader, "k"))
-	rows, err := reader.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	rows, err := reader.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10, 0)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 
@@ -98,7 +98,9 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 	require.NoError(t, t2.OnError(err), "OnError retries a conflict")
 	require.Equal(t, []byte("0"), mvccGet(t, t2, "x"), "the retry reads the later version")
 	require.Equal(t, []byte("1"), mvccGet(t, t2, "y"), "the refused write did not land")
-	require.Equal(t, MVCCStats{Commits: 2, Conflicts: 1, Retries: 1}, e.Stats())
+	// The seed and the two transactions took read versions, and so did the
+	// retry; x and y were read by each, then each once more.
+	require.Equal(t, MVCCStats{Begun: 3, Reads: 4, KeysRead: 6, Commits: 2, Conflicts: 1, Retries: 1}, e.Stats())
 }
 
 // TestMVCCPhantom: an insert into a range another transaction read fails
@@ -128,7 +130,7 @@ func TestMVCCPhantom(t *testing.T) {
 			reader, err := e.Begin(t.Context())
 			require.NoError(t, err)
 			defer reader.Close()
-			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit)
+			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit, 0)
 			require.NoError(t, err)
 			require.Len(t, rows, min(tc.limit, 3))
 
@@ -159,7 +161,7 @@ func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
 	require.NoError(t, err)
 	defer blind.Close()
 	mvccGet(t, rw, "k")
-	_, err = rw.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	_, err = rw.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10, 0)
 	require.NoError(t, err)
 	mvccGet(t, ro, "k")
 
@@ -200,7 +202,7 @@ func TestMVCCTransactionTooOld(t *testing.T) {
 	defer ro.Close()
 	require.Equal(t, []byte("3"), mvccGet(t, ro, "k"), "the too-old write never landed")
 	clk.Advance(MVCCLifetime + time.Millisecond)
-	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1, 0)
 	requireCode(t, err, fdbTransactionTooOld)
 }
 
@@ -240,7 +242,7 @@ func TestMVCCLimits(t *testing.T) {
 		}, fdbTransactionTooLarge},
 		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn Txn) {
 			fill(txn)
-			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1)
+			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1, 0)
 			require.NoError(t, err)
 		}, fdbTransactionTooLarge},
 		{"transaction over the limit by a clear", func(_ *testing.T, txn Txn) {
@@ -371,7 +373,7 @@ func TestMVCCLatencyIsInjected(t *testing.T) {
 			case "get":
 				_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
 			case "range":
-				_, err = txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+				_, err = txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1, 0)
 			case "commit":
 				err = txn.Commit()
 			}
@@ -501,7 +503,7 @@ func TestMVCCSnapshotsMatchModel(t *testing.T) {
 				}
 				require.Equal(t, v, string(vals[i]), "seed %d key %s at version %d", seed, k, o.version)
 			}
-			rows, err := o.txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 100)
+			rows, err := o.txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 100, 0)
 			require.NoError(t, err)
 			require.Len(t, rows, len(want), "seed %d range at version %d", seed, o.version)
 			for _, r := range rows {
