@@ -281,6 +281,12 @@ func (m *model) notNested(ctx context.Context) error {
 // between its reads and its batch: every read is of one snapshot, and the
 // batch is applied on it.
 func (m *model) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
+	return m.transact(ctx, p, fn, true, true)
+}
+
+// transact is TransactOnce; mutants turn off marking the function's
+// context (nested calls then wait for the lock) or ending its Reader.
+func (m *model) transact(ctx context.Context, p store.Partition, fn store.TransactFunc, mark, endReader bool) (store.BatchOutcome, error) {
 	if fn == nil {
 		return store.BatchOutcome{}, modelErr(p, fmt.Errorf("%w: nil function", store.ErrInvalid))
 	}
@@ -291,8 +297,14 @@ func (m *model) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := &modelReader{m: m, p: p, id: id, live: true}
-	b, err := fn(context.WithValue(ctx, modelTxnKey{}, m), r)
-	r.end()
+	fnCtx := ctx
+	if mark {
+		fnCtx = context.WithValue(ctx, modelTxnKey{}, m)
+	}
+	b, err := fn(fnCtx, r)
+	if endReader {
+		r.end()
+	}
 	if err != nil {
 		return store.BatchOutcome{}, err
 	}
