@@ -105,24 +105,29 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 
 // TestMVCCPhantom: an insert into a range another transaction read fails
 // that transaction's commit; the conflict range of a read that stopped at
-// its limit ends just after its last row.
+// its limit or its byte budget ends just after its last row.
 func TestMVCCPhantom(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		limit    int
+		maxBytes int
 		insert   string
 		conflict bool
 	}{
-		{"whole range read, insert inside", 10, "m", true},
-		{"whole range read, insert at its begin", 10, "a", true},
-		{"whole range read, insert before", 10, "0", false},
-		{"whole range read, insert at its end", 10, "q", false},
-		{"limit hit, insert before the last row", 2, "b0", true},
-		{"limit hit, insert replaces the last row", 2, "c", true},
-		{"limit hit, insert just past the last row", 2, "c\x00", false},
-		{"limit hit, insert past the last row", 2, "m", false},
-		{"limit hit by the last row", 3, "p", false},
-		{"limit not hit", 4, "p", true},
+		{"whole range read, insert inside", 10, 0, "m", true},
+		{"whole range read, insert at its begin", 10, 0, "a", true},
+		{"whole range read, insert before", 10, 0, "0", false},
+		{"whole range read, insert at its end", 10, 0, "q", false},
+		{"limit hit, insert before the last row", 2, 0, "b0", true},
+		{"limit hit, insert replaces the last row", 2, 0, "c", true},
+		{"limit hit, insert just past the last row", 2, 0, "c\x00", false},
+		{"limit hit, insert past the last row", 2, 0, "m", false},
+		{"limit hit by the last row", 3, 0, "p", false},
+		{"limit not hit", 4, 0, "p", true},
+		// Each row holds 5 bytes: the budget of 6 stops the read at c.
+		{"budget hit, insert before the last row", 10, 6, "b0", true},
+		{"budget hit, insert past the last row", 10, 6, "c\x00", false},
+		{"budget not hit", 10, 15, "p", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := NewMVCCEngine(MVCCOptions{})
@@ -130,9 +135,11 @@ func TestMVCCPhantom(t *testing.T) {
 			reader, err := e.Begin(t.Context())
 			require.NoError(t, err)
 			defer reader.Close()
-			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit, 0)
+			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit, tc.maxBytes)
 			require.NoError(t, err)
-			require.Len(t, rows, min(tc.limit, 3))
+			if tc.maxBytes == 0 {
+				require.Len(t, rows, min(tc.limit, 3))
+			}
 
 			mvccSeed(t, e, tc.insert, "phantom")
 			reader.Set(mvccKey("count"), []byte{byte(len(rows))})
