@@ -8,6 +8,13 @@
 // against the snapshot the writes commit on, and either every write lands
 // or none does.
 //
+// A store may offer extensions, which callers ask for with a type
+// assertion and do without when it has none: DueIndex (the due index a
+// scheduler lists), ScanAppender (scan pages read into the caller's
+// memory) and Transactor (a function's reads and the batch built from
+// them in one transaction; Transact and TransactOnce use it when they
+// can).
+//
 // Implementations live elsewhere (package fdblayer); store/storetest holds
 // the conformance suite every implementation passes, and the fault-injecting
 // wrapper that handler tests use.
