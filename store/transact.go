@@ -42,9 +42,9 @@ const (
 // function guards what it relies on either way, and the guards make the
 // batch commit only on the state it read (a guard on a key the function
 // read costs no read of its own on a Transactor). The Reader of a store
-// with a due index is also a WakeReader. A Reader is valid only while the
-// function it was handed to runs, and is used by that function's
-// goroutine.
+// with a due index is also a WakeReader. A Reader is safe for concurrent
+// use and valid only while the function it was handed to runs: afterwards
+// its reads fail with ErrInvalid.
 type Reader interface {
 	// Partition is the partition the reads go to and the batch is applied to.
 	Partition() Partition
