@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -270,7 +271,9 @@ func TransactOnce(ctx context.Context, s Store, p Partition, fn TransactFunc) (B
 	if t, ok := s.(Transactor); ok {
 		return t.TransactOnce(ctx, p, fn)
 	}
-	b, err := fn(ctx, newReader(s, p))
+	r, end := newReader(s, p)
+	b, err := fn(ctx, r)
+	end()
 	if err != nil {
 		return BatchOutcome{}, err
 	}
@@ -305,42 +308,66 @@ func jitter(lo, hi time.Duration, n int) time.Duration {
 	return rand.N(ceil)
 }
 
-// newReader returns the Reader of the fallback path: each read its own
-// call to s, and a WakeReader when s keeps a due index.
-func newReader(s Store, p Partition) Reader {
-	r := partitionReader{s: s, p: p}
+// newReader returns the Reader of the fallback path, each read its own
+// call to s (a WakeReader when s keeps a due index), and the function
+// that ends it.
+func newReader(s Store, p Partition) (Reader, func()) {
+	r := &partitionReader{s: s, p: p}
 	if di, ok := s.(DueIndex); ok {
-		return dueReader{partitionReader: r, di: di}
+		return &dueReader{partitionReader: r, di: di}, r.end
 	}
-	return r
+	return r, r.end
 }
 
 // partitionReader is the Reader of the fallback path.
 type partitionReader struct {
-	s Store
-	p Partition
+	s     Store
+	p     Partition
+	ended atomic.Bool
 }
 
-func (r partitionReader) Partition() Partition { return r.p }
+func (r *partitionReader) end() { r.ended.Store(true) }
 
-func (r partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
+// check fails a read made after the function returned.
+func (r *partitionReader) check(what string) error {
+	if r.ended.Load() {
+		return fmt.Errorf("%w: store: %s in a transaction of %s: the Reader was used after its function returned", ErrInvalid, what, PartitionName(r.p))
+	}
+	return nil
+}
+
+func (r *partitionReader) Partition() Partition { return r.p }
+
+func (r *partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
+	if err := r.check("get"); err != nil {
+		return nil, false, err
+	}
 	return r.s.Get(ctx, r.p, key)
 }
 
-func (r partitionReader) GetMany(ctx context.Context, keys []Key) ([]Value, error) {
+func (r *partitionReader) GetMany(ctx context.Context, keys []Key) ([]Value, error) {
+	if err := r.check("get"); err != nil {
+		return nil, err
+	}
 	return r.s.GetMany(ctx, r.p, keys)
 }
 
-func (r partitionReader) Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error) {
+func (r *partitionReader) Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error) {
+	if err := r.check("scan"); err != nil {
+		return ScanPage{}, err
+	}
 	return r.s.Scan(ctx, r.p, start, end, after, limit)
 }
 
 // dueReader is the fallback path's Reader of a store with a due index.
 type dueReader struct {
-	partitionReader
+	*partitionReader
 	di DueIndex
 }
 
-func (r dueReader) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *dueReader) NextWake(ctx context.Context) (uint64, bool, error) {
+	if err := r.check("next wake"); err != nil {
+		return 0, false, err
+	}
 	return r.di.NextWake(ctx, r.p)
 }

@@ -36,7 +36,10 @@ type txnFixture struct {
 
 // storeOnly hides every extension of the store it holds but the due
 // index: Transact falls back on reads and Apply over it.
-type storeOnly struct{ store.Store }
+type storeOnly struct {
+	store.Store
+	store.DueIndex
+}
 
 func newTxnFixture(t *testing.T) *txnFixture { return newTxnFixtureOf(t, false) }
 
@@ -46,7 +49,7 @@ func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	var s store.Store = storeOnly{l}
+	var s store.Store = storeOnly{l, l}
 	if transactor {
 		s = l
 	}
@@ -712,4 +715,65 @@ func ExampleTransact() {
 	// b committed
 	// c had nothing to write
 	// visits: 12 after 4 transactions
+}
+
+// TestTransactOnce: one attempt on either path: a failed guard is
+// reported, not retried; fn's error comes back as it is; the Reader ends
+// with fn; a nil store or function is ErrInvalid.
+func TestTransactOnce(t *testing.T) {
+	for _, transactor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactor=%v", transactor), func(t *testing.T) {
+			f := newTxnFixtureOf(t, transactor)
+			out, err := store.TransactOnce(t.Context(), f.faults, txnP, f.gated)
+			require.NoError(t, err)
+			require.Equal(t, store.PreconditionFailed, out.Outcome)
+			require.Equal(t, 1, out.FailedIndex, "the gate's guard")
+			require.Equal(t, 1, f.runs, "a failed guard is the caller's to retry")
+
+			f.openGate()
+			out, err = store.TransactOnce(t.Context(), f.faults, txnP, f.gated)
+			require.NoError(t, err)
+			require.Equal(t, store.Committed, out.Outcome)
+			require.Equal(t, "mine", f.stored(t, txnKey))
+
+			var kept store.Reader
+			_, err = store.TransactOnce(t.Context(), f.faults, txnP, func(_ context.Context, r store.Reader) (*store.Batch, error) {
+				kept = r
+				return nil, errFn
+			})
+			require.Same(t, errFn, err)
+			_, _, err = kept.Get(t.Context(), txnKey)
+			require.ErrorIs(t, err, store.ErrInvalid, "a Reader used after its function returned")
+			_, isWake := kept.(store.WakeReader)
+			require.True(t, isWake, "the Reader of a store with a due index is a store.WakeReader")
+		})
+	}
+	t.Run("a store that is no Transactor", func(t *testing.T) {
+		// Not behind Faults, which is a store.Transactor over any store:
+		// store.TransactOnce's own reads and Apply.
+		l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+		require.NoError(t, err)
+		defer l.Close()
+		s := storeOnly{l, l}
+		var kept store.Reader
+		out, err := store.TransactOnce(t.Context(), s, txnP, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+			kept = r
+			at, ok, err := r.(store.WakeReader).NextWake(ctx)
+			if err != nil || ok {
+				return nil, fmt.Errorf("wake %d, %v, %v", at, ok, err)
+			}
+			return store.NewBatch().Put(txnKey, txnMine).SetWake(0, 5000), nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, store.Committed, out.Outcome)
+		at, _, err := l.NextWake(t.Context(), txnP)
+		require.NoError(t, err)
+		require.Equal(t, uint64(5000), at)
+		_, err = kept.Scan(t.Context(), nil, nil, nil, 1)
+		require.ErrorIs(t, err, store.ErrInvalid, "a Reader used after its function returned")
+	})
+	_, err := store.TransactOnce(t.Context(), nil, txnP, func(context.Context, store.Reader) (*store.Batch, error) { return nil, nil })
+	require.ErrorIs(t, err, store.ErrInvalid)
+	_, err = store.TransactOnce(t.Context(), newTxnFixture(t).faults, txnP, nil)
+	require.ErrorIs(t, err, store.ErrInvalid)
 }
