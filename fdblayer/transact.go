@@ -248,7 +248,7 @@ func (r *txnReader) GetMany(ctx context.Context, keys []store.Key) ([]store.Valu
 	if len(keys) == 0 {
 		return []store.Value{}, nil
 	}
-	full := r.l.fullKeys(r.s, r.sub, keys)
+	full := r.l.fullKeys(r.s, append(r.s.buf[:0], r.sub...), keys)
 	vals, err := r.txn.GetMany(r.s.vals[:0], full)
 	r.s.vals = vals
 	if err != nil {
