@@ -186,7 +186,7 @@ func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.B
 			}
 		}
 		if b.Wakeup != nil {
-			if cur.at, cur.ceil, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
+			if cur.at, cur.ceil, err = decodeWake(vals[wakeRead(b)]); err != nil {
 				return out, false, err
 			}
 			next.at, next.ceil = b.Wakeup.Next(cur.at, cur.ceil)
@@ -236,10 +236,26 @@ func (l *Layer) opError(what string, p store.Partition, unknown, err error) erro
 	return wrapError(what, store.ErrUnknownResult, err)
 }
 
+// wakeRead is the index, among the keys batchKeys builds, of the read
+// of the partition's wake key that b's Wakeup starts from: the first
+// WakeIs's, or one past the preconditions when b has none (batchKeys adds
+// the wake key there), or -1 when b carries no Wakeup.
+func wakeRead(b *store.Batch) int {
+	if b.Wakeup == nil {
+		return -1
+	}
+	for i, c := range b.Preconditions {
+		if c.Op == store.MustWakeAt {
+			return i
+		}
+	}
+	return len(b.Preconditions)
+}
+
 // batchKeys writes the partition's subspace and the full engine keys of
-// b's preconditions (the partition's wake key for a WakeIs, and once more,
-// last, when b carries a Wakeup) into s, one buffer for all of them, and
-// returns them.
+// b's preconditions (the partition's wake key for a WakeIs; and once
+// more, last, when b carries a Wakeup and no WakeIs: see wakeRead) into
+// s, one buffer for all of them, and returns them.
 // Writes' keys are built one at a time when they are set (the engine
 // copies each key). b must have passed Validate (no empty keys). It fails
 // with store.ErrInvalid when p cannot encode or a key starts with 0xFF.
@@ -253,10 +269,7 @@ func (l *Layer) batchKeys(s *scratch, p store.Partition, b *store.Batch) (sub []
 			return nil, nil, fmt.Errorf("%w: fdblayer: write %d key starts with 0xff, which ends a partition's subspace", store.ErrInvalid, i)
 		}
 	}
-	reads := len(b.Preconditions)
-	if b.Wakeup != nil {
-		reads++
-	}
+	reads := len(b.Preconditions) + 1 // room for the wake key, if wakeRead adds it
 	need := len(sub)*(1+reads) + reads
 	for i, c := range b.Preconditions {
 		if c.Op != store.MustWakeAt && c.Key[0] == partitionEnd {
@@ -280,7 +293,7 @@ func (l *Layer) batchKeys(s *scratch, p store.Partition, b *store.Batch) (sub []
 		}
 		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
-	if b.Wakeup != nil {
+	if wakeRead(b) == len(b.Preconditions) {
 		start := len(buf)
 		buf = append(append(buf, sub...), partitionEnd)
 		keys = append(keys, buf[start:len(buf):len(buf)])
