@@ -97,10 +97,11 @@ type Transactor interface {
 	// fn again (see Store.Apply for what a batch landing twice does).
 	//
 	// Limits: the batch is validated as Apply validates it (ErrInvalid,
-	// nothing written). The reads of one run hold at most
+	// nothing written). The reads of one run share
 	// Capabilities().MaxTransactReadBytes: each Scan page is cut to what
-	// the earlier reads left (still one row at least), and a read made
-	// once the reads hold that much fails with ErrInvalid.
+	// the earlier reads left (still one row at least, and a GetMany reads
+	// every key it asks for, so the last read may pass it), and a read
+	// made once the reads hold that much fails with ErrInvalid.
 	//
 	// fn runs inside the transaction: on a store whose write transactions
 	// serialize (one writer at a time) every other writer waits for it. It
