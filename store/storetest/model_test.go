@@ -428,6 +428,9 @@ func (d dueModel) ScanDue(ctx context.Context, untilMs uint64, after *store.DueE
 	if limit < 1 {
 		return nil, fmt.Errorf("model: due index: %w: limit %d", store.ErrInvalid, limit)
 	}
+	if err := d.notNested(ctx); err != nil {
+		return nil, fmt.Errorf("model: due index: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("model: due index: %w: %w", store.ErrUnavailable, err)
 	}

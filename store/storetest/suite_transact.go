@@ -394,6 +394,10 @@ func testTransactNested(t *testing.T, f *fixture) {
 			return err
 		},
 	}
+	if di, ok := f.s.(store.DueIndex); ok {
+		calls["ScanDue"] = func(ctx context.Context) error { _, err := di.ScanDue(ctx, 1, nil, 1); return err }
+		calls["NextWake"] = func(ctx context.Context) error { _, _, err := di.NextWake(ctx, f.p); return err }
+	}
 	for name, call := range calls {
 		done := make(chan error, 1)
 		go func() {
