@@ -16,9 +16,9 @@ import (
 // when the Layer's clock reads past it at the start of an attempt.
 //
 // A batch's Wakeup changes the partition's wake time and its due index
-// entry (see ScanDue) in the same transaction: WakeAt lowers it, SetWake
-// replaces it when the current one is the expected one, and otherwise the
-// batch fails with FailedIndex store.WakeupPrecondition, writing nothing.
+// entry (see ScanDue) in the same transaction: WakeAt lowers it, an Exact
+// one replaces it. A WakeIs precondition reads the wake time in the same
+// transaction and fails like any other precondition, with its index.
 //
 // It fails with store.ErrInvalid, before any I/O, for a batch that fails
 // Validate(Capabilities().Full()), a key starting with 0xFF (see the
@@ -75,6 +75,9 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if err != nil {
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: apply: %w", err)
 	}
+	if err := l.notNested(ctx, "apply to", p); err != nil {
+		return store.BatchOutcome{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.BatchOutcome{}, l.applyError(p, nil, err)
 	}
@@ -101,60 +104,92 @@ func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partitio
 			}
 			return out, nil
 		}
-		if committing && (errors.Is(err, store.ErrUnknownResult) || ctx.Err() != nil) {
-			if unknown == nil {
-				unknown = err
-			}
-			l.log.Warn("fdblayer: commit result unknown; a retry's preconditions decide",
-				"partition", store.PartitionName(p), "attempt", attempt, "err", err)
+		if err := l.giveUp(ctx, txn, "apply to", p, attempt, committing, err, &unknown); err != nil {
+			return store.BatchOutcome{}, err
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			if !errors.Is(err, ctxErr) {
-				err = fmt.Errorf("%w: %w", ctxErr, err)
-			}
-			return store.BatchOutcome{}, l.applyError(p, unknown, err)
-		}
-		if attempt == l.retryLimit {
-			l.log.Warn("fdblayer: apply retries exhausted",
-				"partition", store.PartitionName(p), "attempts", attempt+1, "unknown_result", unknown != nil, "err", err)
-			return store.BatchOutcome{}, l.applyError(p, unknown, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, err))
-		}
-		if fatal := txn.OnError(err); fatal != nil {
-			return store.BatchOutcome{}, l.applyError(p, unknown, fatal)
-		}
-		l.log.Debug("fdblayer: apply retrying", "partition", store.PartitionName(p), "attempt", attempt, "err", err)
 	}
 }
 
-// attempt runs one try of a batch in txn: deadline, reads, comparison,
-// writes, commit. pre are the preconditions' engine keys, sub the prefix
-// of the writes' keys. committing reports that err came from Commit.
+// giveUp decides what follows attempt's failure with err (committing:
+// err came from Commit): nil when the engine has reset txn for another
+// attempt, else the error to give up with, named "fdblayer: what p". It
+// records in *unknown the first error after which a batch may have
+// landed: a commit whose result is unknown, or one the context ended.
+func (l *Layer) giveUp(ctx context.Context, txn Txn, what string, p store.Partition, attempt int, committing bool, err error, unknown *error) error {
+	if committing && (errors.Is(err, store.ErrUnknownResult) || ctx.Err() != nil) {
+		if *unknown == nil {
+			*unknown = err
+		}
+		l.log.Warn("fdblayer: commit result unknown; a retry decides",
+			"partition", store.PartitionName(p), "attempt", attempt, "err", err)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %w", ctxErr, err)
+		}
+		return l.opError(what, p, *unknown, err)
+	}
+	if attempt == l.retryLimit {
+		l.log.Warn("fdblayer: retries exhausted", "op", what,
+			"partition", store.PartitionName(p), "attempts", attempt+1, "unknown_result", *unknown != nil, "err", err)
+		return l.opError(what, p, *unknown, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt+1, err))
+	}
+	if fatal := txn.OnError(err); fatal != nil {
+		return l.opError(what, p, *unknown, fatal)
+	}
+	l.log.Debug("fdblayer: retrying", "op", what, "partition", store.PartitionName(p), "attempt", attempt, "err", err)
+	return nil
+}
+
+// attempt runs one try of a batch in txn: deadline, then commitBatch.
+// pre are the preconditions' engine keys, sub the prefix of the writes'
+// keys. committing reports that err came from Commit.
 func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte) (out store.BatchOutcome, committing bool, err error) {
 	if !b.Deadline.IsZero() {
 		if now := l.clock.Now(); now.After(b.Deadline) {
 			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
 		}
 	}
+	return l.commitBatch(ctx, txn, s, b, sub, pre, nil)
+}
+
+// commitBatch reads b's preconditions in txn (every read issued before
+// any is awaited; those in known, read earlier in txn, are not read
+// again), compares, writes and commits. committing reports that err came
+// from Commit.
+func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	var cur, next wake
 	if len(pre) > 0 {
-		vals, err := txn.GetMany(s.vals[:0], pre)
+		var vals [][]byte
+		if known == nil {
+			vals, err = txn.GetMany(s.vals[:0], pre)
+		} else {
+			vals, err = known.getMany(txn, s.vals[:0], pre)
+		}
 		s.vals = vals
 		if err != nil {
 			return out, false, err
 		}
 		for i, c := range b.Preconditions {
-			if !c.Holds(vals[i]) {
+			holds := false
+			if c.Op == store.MustWakeAt {
+				at, _, err := decodeWake(vals[i])
+				if err != nil {
+					return out, false, err
+				}
+				holds = at == c.WakeMs
+			} else {
+				holds = c.Holds(vals[i])
+			}
+			if !holds {
 				return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, false, nil
 			}
 		}
 		if b.Wakeup != nil {
-			if cur.at, cur.ceil, err = decodeWake(vals[len(b.Preconditions)]); err != nil {
+			if cur.at, cur.ceil, err = decodeWake(vals[wakeRead(b)]); err != nil {
 				return out, false, err
 			}
-			var ok bool
-			if next.at, next.ceil, ok = b.Wakeup.Next(cur.at, cur.ceil); !ok {
-				return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, false, nil
-			}
+			next.at, next.ceil = b.Wakeup.Next(cur.at, cur.ceil)
 		}
 	}
 	key := append(s.key[:0], sub...)
@@ -182,10 +217,16 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 	return store.BatchOutcome{Outcome: store.Committed}, false, nil
 }
 
-// applyError wraps the error Apply gives up with: store.ErrUnknownResult
-// when an earlier attempt may have landed, store.ErrUnavailable otherwise.
+// applyError wraps the error Apply gives up with: see opError.
 func (l *Layer) applyError(p store.Partition, unknown, err error) error {
-	what := "fdblayer: apply to " + store.PartitionName(p)
+	return l.opError("apply to", p, unknown, err)
+}
+
+// opError wraps the error a writing operation gives up with, named
+// "fdblayer: what p": store.ErrUnknownResult when an earlier attempt may
+// have landed, store.ErrUnavailable otherwise.
+func (l *Layer) opError(what string, p store.Partition, unknown, err error) error {
+	what = "fdblayer: " + what + " " + store.PartitionName(p)
 	if unknown == nil {
 		return wrapError(what, store.ErrUnavailable, err)
 	}
@@ -195,9 +236,26 @@ func (l *Layer) applyError(p store.Partition, unknown, err error) error {
 	return wrapError(what, store.ErrUnknownResult, err)
 }
 
+// wakeRead is the index, among the keys batchKeys builds, of the read
+// of the partition's wake key that b's Wakeup starts from: the first
+// WakeIs's, or one past the preconditions when b has none (batchKeys adds
+// the wake key there), or -1 when b carries no Wakeup.
+func wakeRead(b *store.Batch) int {
+	if b.Wakeup == nil {
+		return -1
+	}
+	for i, c := range b.Preconditions {
+		if c.Op == store.MustWakeAt {
+			return i
+		}
+	}
+	return len(b.Preconditions)
+}
+
 // batchKeys writes the partition's subspace and the full engine keys of
-// b's preconditions (and the partition's wake key, last, when b carries a
-// Wakeup) into s, one buffer for all of them, and returns them.
+// b's preconditions (the partition's wake key for a WakeIs; and once
+// more, last, when b carries a Wakeup and no WakeIs: see wakeRead) into
+// s, one buffer for all of them, and returns them.
 // Writes' keys are built one at a time when they are set (the engine
 // copies each key). b must have passed Validate (no empty keys). It fails
 // with store.ErrInvalid when p cannot encode or a key starts with 0xFF.
@@ -211,13 +269,10 @@ func (l *Layer) batchKeys(s *scratch, p store.Partition, b *store.Batch) (sub []
 			return nil, nil, fmt.Errorf("%w: fdblayer: write %d key starts with 0xff, which ends a partition's subspace", store.ErrInvalid, i)
 		}
 	}
-	reads := len(b.Preconditions)
-	if b.Wakeup != nil {
-		reads++
-	}
-	need := len(sub)*(1+reads) + 1
+	reads := len(b.Preconditions) + 1 // room for the wake key, if wakeRead adds it
+	need := len(sub)*(1+reads) + reads
 	for i, c := range b.Preconditions {
-		if c.Key[0] == partitionEnd {
+		if c.Op != store.MustWakeAt && c.Key[0] == partitionEnd {
 			return nil, nil, fmt.Errorf("%w: fdblayer: precondition %d key starts with 0xff, which ends a partition's subspace", store.ErrInvalid, i)
 		}
 		need += len(c.Key)
@@ -230,10 +285,15 @@ func (l *Layer) batchKeys(s *scratch, p store.Partition, b *store.Batch) (sub []
 	buf, keys := sub, s.keys[:0]
 	for _, c := range b.Preconditions {
 		start := len(buf)
-		buf = append(append(buf, sub...), c.Key...)
+		buf = append(buf, sub...)
+		if c.Op == store.MustWakeAt {
+			buf = append(buf, partitionEnd) // the wake key: see due.go
+		} else {
+			buf = append(buf, c.Key...)
+		}
 		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
-	if b.Wakeup != nil {
+	if wakeRead(b) == len(b.Preconditions) {
 		start := len(buf)
 		buf = append(append(buf, sub...), partitionEnd)
 		keys = append(keys, buf[start:len(buf):len(buf)])

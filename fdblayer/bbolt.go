@@ -115,15 +115,17 @@ func (t *boltTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 }
 
 // GetRange returns slices of bbolt's memory map, valid until Close.
-func (t *boltTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+func (t *boltTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
 	c := t.b.Cursor()
-	n := 0
-	for k, v := c.Seek(begin); k != nil && n < limit && bytes.Compare(k, end) < 0; k, v = c.Next() {
+	n, size := 0, 0
+	for k, v := c.Seek(begin); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
 		dst = append(dst, KeyValue{Key: k, Value: v})
-		n++
+		if n, size = n+1, size+len(k)+len(v); rangeStop(n, size, limit, maxBytes) {
+			break
+		}
 	}
 	return dst, nil
 }

@@ -215,7 +215,7 @@ func (s *scanBench) raw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer txn.Close()
-	if s.rows, err = txn.GetRange(s.rows[:0], s.begin, s.stop, benchScanRows+1); err != nil || len(s.rows) != benchScanRows+1 {
+	if s.rows, err = txn.GetRange(s.rows[:0], s.begin, s.stop, benchScanRows+1, 0); err != nil || len(s.rows) != benchScanRows+1 {
 		b.Fatalf("GetRange: %d rows, %v", len(s.rows), err)
 	}
 	prefixLen := len(s.begin) - len(s.start)

@@ -56,7 +56,7 @@ func (l *Layer) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEnt
 	}
 	var entries []store.DueEntry
 	err := l.read(ctx, nil, "scan due", func(txn ReadTxn) error {
-		rows, err := txn.GetRange(nil, begin, end, limit)
+		rows, err := txn.GetRange(nil, begin, end, limit, 0)
 		if err != nil {
 			return err
 		}

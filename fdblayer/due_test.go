@@ -44,7 +44,7 @@ func TestDueIndexBesidePartitions(t *testing.T) {
 
 // TestWakeupUnknownResult: after an unknown commit result the retry's
 // wake guard decides like any precondition: an exact SetWake that landed
-// fails its guard (FailedIndex WakeupPrecondition), a WakeAt that landed
+// fails its WakeIs (FailedIndex 0, its index), a WakeAt that landed
 // commits again; either way the index holds one entry.
 func TestWakeupUnknownResult(t *testing.T) {
 	for _, tc := range []struct {
@@ -61,7 +61,8 @@ func TestWakeupUnknownResult(t *testing.T) {
 			out := mustApply(t, l, faultP, tc.b)
 			require.Equal(t, tc.want, out.Outcome)
 			if tc.want == store.PreconditionFailed {
-				require.Equal(t, store.WakeupPrecondition, out.FailedIndex)
+				require.Equal(t, 0, out.FailedIndex)
+				require.Equal(t, store.WakeIs(0), out.Failed)
 			}
 			es, err := l.ScanDue(t.Context(), math.MaxUint64, nil, 10)
 			require.NoError(t, err)
@@ -87,10 +88,15 @@ func TestCorruptWakeData(t *testing.T) {
 
 	_, _, err = l.NextWake(t.Context(), p)
 	require.ErrorIs(t, err, store.ErrCorrupt)
-	_, err = l.Apply(t.Context(), p, store.NewBatch().Put(k("t"), v("x")).WakeAt(1000))
-	require.ErrorIs(t, err, store.ErrCorrupt)
-	require.NotErrorIs(t, err, store.ErrUnavailable)
-	require.Nil(t, mustGet(t, l, p, k("t")))
+	for _, b := range []*store.Batch{
+		store.NewBatch().Put(k("t"), v("x")).WakeAt(1000),
+		store.NewBatch().Require(store.WakeIs(1000)).Put(k("t"), v("x")),
+	} {
+		_, err = l.Apply(t.Context(), p, b)
+		require.ErrorIs(t, err, store.ErrCorrupt)
+		require.NotErrorIs(t, err, store.ErrUnavailable)
+		require.Nil(t, mustGet(t, l, p, k("t")))
+	}
 	_, err = l.ScanDue(t.Context(), math.MaxUint64, nil, 10)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 }

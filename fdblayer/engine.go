@@ -53,8 +53,11 @@ type ReadTxn interface {
 	GetMany(dst [][]byte, keys [][]byte) ([][]byte, error)
 
 	// GetRange appends to dst the rows with keys in [begin, end), in key
-	// order, at most limit of them (limit >= 1).
-	GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error)
+	// order: at most limit of them (limit >= 1) and, when maxBytes > 0,
+	// none after the first row with which the rows' keys and values come
+	// to more than maxBytes bytes (that row is appended: it tells the
+	// caller the range goes on). See rangeStop.
+	GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error)
 
 	// OnError decides what to do about err, returned by this transaction.
 	// It returns nil when the caller should retry: the engine has waited
@@ -130,4 +133,11 @@ func fdbLimits() Limits {
 // transaction with a later deadline).
 func fdbTimeoutMs(d time.Duration) int64 {
 	return min(max(d.Milliseconds(), 1), math.MaxInt32)
+}
+
+// rangeStop is GetRange's stopping rule for every engine: after n rows
+// holding size bytes of keys and values, a read bounded by limit rows and
+// maxBytes bytes (0: rows only) stops.
+func rangeStop(n, size, limit, maxBytes int) bool {
+	return n >= limit || maxBytes > 0 && size > maxBytes
 }

@@ -55,12 +55,33 @@ func TestEngineContract(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, [][]byte{[]byte("1"), {}, nil, []byte("last"), []byte("1")}, vals)
 			require.NotNil(t, vals[1])
-			rows, err := rt.GetRange(nil, key("b"), key("d"), 10)
+			rows, err := rt.GetRange(nil, key("b"), key("d"), 10, 0)
 			require.NoError(t, err)
 			require.Equal(t, []KeyValue{{key("b"), []byte{}}, {key("c"), []byte("3")}}, rows)
-			rows, err = rt.GetRange(rows[:0], key(""), key("z"), 2)
+			rows, err = rt.GetRange(rows[:0], key(""), key("z"), 2, 0)
 			require.NoError(t, err)
 			require.Equal(t, []KeyValue{{key("a"), []byte("1")}, {key("b"), []byte{}}}, rows)
+			// A byte budget stops the read at the first row that passes
+			// it, that row included: a holds len(root)+2 bytes.
+			rowA := len(cfg.root) + 2
+			for _, tc := range []struct {
+				maxBytes, limit int
+				want            []string
+			}{
+				{1, 10, []string{"a"}},
+				{rowA, 10, []string{"a", "b"}},
+				{rowA + len(cfg.root) + 1, 10, []string{"a", "b", "c"}},
+				{rowA + len(cfg.root) + 1, 2, []string{"a", "b"}},
+				{1 << 20, 10, []string{"a", "b", "c", "d", "x"}},
+			} {
+				rows, err = rt.GetRange(rows[:0], key(""), key("z"), tc.limit, tc.maxBytes)
+				require.NoError(t, err)
+				var got []string
+				for _, r := range rows {
+					got = append(got, string(r.Key[len(cfg.root):]))
+				}
+				require.Equal(t, tc.want, got, "limit %d, %d bytes", tc.limit, tc.maxBytes)
+			}
 			rt.Close()
 
 			n, err := e.EstimateRangeSize(ctx, key(""), key("z"))

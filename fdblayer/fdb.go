@@ -184,14 +184,34 @@ func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return dst, nil
 }
 
-func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+// GetRange reads a row limit in one request (StreamingModeExact) when it
+// has no byte budget. With one it iterates in StreamingModeWantAll,
+// which transfers as much of the limit per request as the cluster allows,
+// and stops at the budget (see rangeStop): the binding's range options
+// carry no target bytes.
+func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	r := fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}
-	kvs, err := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit}).GetSliceWithError()
-	if err != nil {
-		return dst, err
+	if maxBytes <= 0 {
+		kvs, err := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit}).GetSliceWithError()
+		if err != nil {
+			return dst, err
+		}
+		for _, kv := range kvs {
+			dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
+		}
+		return dst, nil
 	}
-	for _, kv := range kvs {
+	it := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit, Mode: fdb.StreamingModeWantAll}).Iterator()
+	n, size := 0, 0
+	for it.Advance() {
+		kv, err := it.Get()
+		if err != nil {
+			return dst, err
+		}
 		dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
+		if n, size = n+1, size+len(kv.Key)+len(kv.Value); rangeStop(n, size, limit, maxBytes) {
+			break
+		}
 	}
 	return dst, nil
 }

@@ -24,7 +24,9 @@
 //
 // The Layer also keeps the due index of store.DueIndex: each partition's
 // wake time at root+identity+0xFF, just past its subspace, and the index
-// entries under root+0xFF, where no identity starts (see due.go).
+// entries under root+0xFF, where no identity starts (see due.go). Its
+// TransactOnce runs a function's reads and the batch it returns in one
+// engine transaction (see transact.go).
 //
 // Design note: the Layer does not use FoundationDB's automatic_idempotency
 // option (documented as experimental) nor a per-batch marker key to resolve
@@ -43,9 +45,9 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Layer is the store.Store, and store.DueIndex, of this library over one
-// Engine. It is safe for concurrent use; its configuration is fixed at
-// Open.
+// Layer is the store.Store of this library over one Engine, with every
+// extension: store.DueIndex, store.ScanAppender and store.Transactor. It
+// is safe for concurrent use; its configuration is fixed at Open.
 type Layer struct {
 	engine      Engine
 	root        []byte
@@ -115,6 +117,9 @@ func (l *Layer) Stats(ctx context.Context, p store.Partition) (store.PartitionSt
 		return store.PartitionStats{}, err
 	}
 	end := append(bytes.Clone(sub), partitionEnd)
+	if err := l.notNested(ctx, "stats of", p); err != nil {
+		return store.PartitionStats{}, err
+	}
 	n, err := l.engine.EstimateRangeSize(ctx, sub, end)
 	if err != nil {
 		return store.PartitionStats{}, wrapError("fdblayer: stats of "+store.PartitionName(p), store.ErrUnavailable, err)
@@ -125,6 +130,9 @@ func (l *Layer) Stats(ctx context.Context, p store.Partition) (store.PartitionSt
 // Probe checks that the engine answers, bounded by ctx. It fails with
 // store.ErrUnavailable (wrapping the cause, ctx's error among them).
 func (l *Layer) Probe(ctx context.Context) error {
+	if err := l.notNested(ctx, "probe", nil); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return wrapError("fdblayer: probe", store.ErrUnavailable, err)
 	}

@@ -21,13 +21,19 @@ func TestCapabilities(t *testing.T) {
 		MaxKeyBytes:   10_000 - len(DefaultRootPrefix) - DefaultMaxPartitionBytes,
 		MaxValueBytes: 100_000,
 		MaxBatchBytes: 10_000_000 - (100+4)*3*10_001,
+
+		MaxScanBytes:         1 << 20,
+		MaxTransactReadBytes: 4 << 20,
 	}, l.Capabilities())
 
-	l = openLayer(t, NewMemoryEngine(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10))
+	l = openLayer(t, NewMemoryEngine(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10),
+		WithMaxScanBytes(1000), WithMaxTransactReadBytes(3000))
 	caps := l.Capabilities()
 	require.Equal(t, 9_900, caps.MaxKeyBytes)
 	require.Equal(t, 10, caps.MaxBatchOps)
 	require.Equal(t, 10_000_000-(10+4)*3*10_001, caps.MaxBatchBytes)
+	require.Equal(t, 1000, caps.MaxScanBytes)
+	require.Equal(t, 3000, caps.MaxTransactReadBytes)
 }
 
 func TestOpenRejectsBadOptions(t *testing.T) {
@@ -39,6 +45,8 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 		"identity fills keys":    WithMaxPartitionBytes(10_000),
 		"negative retries":       WithRetryLimit(-1),
 		"no scan rows":           WithMaxScanRows(0),
+		"no scan bytes":          WithMaxScanBytes(0),
+		"no transact read bytes": WithMaxTransactReadBytes(0),
 		"nil clock":              WithClock(nil),
 		"nil logger":             WithLogger(nil),
 	} {
@@ -194,11 +202,11 @@ func (t *flakyTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return t.ReadTxn.GetMany(dst, keys)
 }
 
-func (t *flakyTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+func (t *flakyTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	if err := t.fail(); err != nil {
 		return dst, err
 	}
-	return t.ReadTxn.GetRange(dst, begin, end, limit)
+	return t.ReadTxn.GetRange(dst, begin, end, limit, maxBytes)
 }
 
 func (t *flakyTxn) OnError(err error) error {

@@ -336,20 +336,21 @@ func treeGetMany(tr *btree.BTreeG[memItem], dst [][]byte, keys [][]byte) [][]byt
 	return dst
 }
 
-func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
-	return treeGetRange(t.e.tree, dst, begin, end, limit), nil
+	return treeGetRange(t.e.tree, dst, begin, end, limit, maxBytes), nil
 }
 
-// treeGetRange appends to dst the rows of tr in [begin, end), at most limit.
-func treeGetRange(tr *btree.BTreeG[memItem], dst []KeyValue, begin, end []byte, limit int) []KeyValue {
-	n := 0
+// treeGetRange appends to dst the rows of tr in [begin, end), as far as
+// rangeStop lets it.
+func treeGetRange(tr *btree.BTreeG[memItem], dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
+	n, size := 0, 0
 	tr.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
 		dst = append(dst, KeyValue{Key: it.key(), Value: it.value()})
-		n++
-		return n < limit
+		n, size = n+1, size+len(it.kv)
+		return !rangeStop(n, size, limit, maxBytes)
 	})
 	return dst
 }

@@ -60,6 +60,7 @@ type MVCCEngine struct {
 	rngM sync.Mutex
 	rng  *rand.Rand // under rngM
 
+	begun, reads, keysRead                       atomic.Uint64
 	commits, conflicts, retries, tooOld, unknown atomic.Uint64
 }
 
@@ -126,10 +127,22 @@ func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
 	}
 }
 
-// MVCCStats counts what an MVCCEngine's transactions did.
+// MVCCStats counts what an MVCCEngine's transactions did: the round trips
+// a FoundationDB cluster would serve, counted rather than timed.
 type MVCCStats struct {
+	// Begun counts transactions begun (Begin and BeginRead). Each takes a
+	// read version, and so does each retry (Retries): Begun plus Retries
+	// are the read versions the engine handed out.
+	Begun uint64
+	// Reads counts read round trips: each GetMany call and each GetRange
+	// call, whatever it read.
+	Reads uint64
+	// KeysRead counts the keys GetMany calls asked for plus the rows
+	// GetRange calls returned.
+	KeysRead uint64
 	// Commits counts read-write commits that wrote (those reported as
-	// unknown results among them).
+	// unknown results among them). A transaction that wrote nothing
+	// commits nothing and is not counted.
 	Commits uint64
 	// Conflicts counts commits refused with not_committed (1020),
 	// injected ones included.
@@ -145,6 +158,7 @@ type MVCCStats struct {
 // Stats returns the counts since the engine was created.
 func (e *MVCCEngine) Stats() MVCCStats {
 	return MVCCStats{
+		Begun: e.begun.Load(), Reads: e.reads.Load(), KeysRead: e.keysRead.Load(),
 		Commits: e.commits.Load(), Conflicts: e.conflicts.Load(), Retries: e.retries.Load(),
 		TooOld: e.tooOld.Load(), Unknown: e.unknown.Load(),
 	}
@@ -165,6 +179,7 @@ func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
 	if err := t.reset(); err != nil {
 		return nil, err
 	}
+	e.begun.Add(1)
 	return t, nil
 }
 

@@ -120,7 +120,7 @@ func (s *cowStore) commit(ws []memWrite) {
 
 func (c cowSnap) getMany(dst [][]byte, keys [][]byte) [][]byte { return treeGetMany(c.t, dst, keys) }
 func (c cowSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue {
-	return treeGetRange(c.t, dst, begin, end, limit)
+	return treeGetRange(c.t, dst, begin, end, limit, 0)
 }
 func (cowSnap) done() {}
 
@@ -159,7 +159,8 @@ func (v versionedSnap) getMany(dst [][]byte, keys [][]byte) [][]byte {
 func (v versionedSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
-	return v.s.s.rows.getRange(dst, begin, end, limit, v.rv)
+	dst, _ = v.s.s.rows.getRange(dst, begin, end, limit, 0, v.rv)
+	return dst
 }
 
 // commit commits as the engine does: the committing transaction is open

@@ -44,5 +44,5 @@ func ExampleNewMVCCEngine() {
 	// a: <nil>
 	// b: true 1020
 	// b retried: <nil>
-	// {Commits:2 Conflicts:1 Retries:1 TooOld:0 Unknown:0}
+	// {Begun:2 Reads:3 KeysRead:3 Commits:2 Conflicts:1 Retries:1 TooOld:0 Unknown:0}
 }

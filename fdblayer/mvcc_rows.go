@@ -100,15 +100,17 @@ func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memItem) bool) {
 	})
 }
 
-// getRange appends the rows at rv in [begin, end), at most limit.
-func (r *mvccRows) getRange(dst []KeyValue, begin, end []byte, limit int, rv uint64) []KeyValue {
-	n := 0
+// getRange appends the rows at rv in [begin, end), as far as rangeStop
+// lets it; stopped reports that it stopped there, before the range's end.
+func (r *mvccRows) getRange(dst []KeyValue, begin, end []byte, limit, maxBytes int, rv uint64) (_ []KeyValue, stopped bool) {
+	n, size := 0, 0
 	r.ascend(begin, end, rv, func(it memItem) bool {
 		dst = append(dst, KeyValue{Key: it.key(), Value: it.value()})
-		n++
-		return n < limit
+		n, size = n+1, size+len(it.kv)
+		stopped = rangeStop(n, size, limit, maxBytes)
+		return !stopped
 	})
-	return dst
+	return dst, stopped
 }
 
 // rangeBytes counts the bytes of the keys and values at rv in [begin, end).

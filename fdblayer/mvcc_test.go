@@ -62,7 +62,7 @@ func TestMVCCSnapshots(t *testing.T) {
 	require.Equal(t, []byte("v1"), mvccGet(t, old, "k"))
 	require.Nil(t, mvccGet(t, old, "new"), "a later commit's insert is invisible")
 	require.Equal(t, []byte("v1"), mvccGet(t, reader, "k"))
-	rows, err := reader.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	rows, err := reader.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10, 0)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 
@@ -98,29 +98,36 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 	require.NoError(t, t2.OnError(err), "OnError retries a conflict")
 	require.Equal(t, []byte("0"), mvccGet(t, t2, "x"), "the retry reads the later version")
 	require.Equal(t, []byte("1"), mvccGet(t, t2, "y"), "the refused write did not land")
-	require.Equal(t, MVCCStats{Commits: 2, Conflicts: 1, Retries: 1}, e.Stats())
+	// The seed and the two transactions took read versions, and so did the
+	// retry; x and y were read by each, then each once more.
+	require.Equal(t, MVCCStats{Begun: 3, Reads: 4, KeysRead: 6, Commits: 2, Conflicts: 1, Retries: 1}, e.Stats())
 }
 
 // TestMVCCPhantom: an insert into a range another transaction read fails
 // that transaction's commit; the conflict range of a read that stopped at
-// its limit ends just after its last row.
+// its limit or its byte budget ends just after its last row.
 func TestMVCCPhantom(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		limit    int
+		maxBytes int
 		insert   string
 		conflict bool
 	}{
-		{"whole range read, insert inside", 10, "m", true},
-		{"whole range read, insert at its begin", 10, "a", true},
-		{"whole range read, insert before", 10, "0", false},
-		{"whole range read, insert at its end", 10, "q", false},
-		{"limit hit, insert before the last row", 2, "b0", true},
-		{"limit hit, insert replaces the last row", 2, "c", true},
-		{"limit hit, insert just past the last row", 2, "c\x00", false},
-		{"limit hit, insert past the last row", 2, "m", false},
-		{"limit hit by the last row", 3, "p", false},
-		{"limit not hit", 4, "p", true},
+		{"whole range read, insert inside", 10, 0, "m", true},
+		{"whole range read, insert at its begin", 10, 0, "a", true},
+		{"whole range read, insert before", 10, 0, "0", false},
+		{"whole range read, insert at its end", 10, 0, "q", false},
+		{"limit hit, insert before the last row", 2, 0, "b0", true},
+		{"limit hit, insert replaces the last row", 2, 0, "c", true},
+		{"limit hit, insert just past the last row", 2, 0, "c\x00", false},
+		{"limit hit, insert past the last row", 2, 0, "m", false},
+		{"limit hit by the last row", 3, 0, "p", false},
+		{"limit not hit", 4, 0, "p", true},
+		// Each row holds 5 bytes: the budget of 6 stops the read at c.
+		{"budget hit, insert before the last row", 10, 6, "b0", true},
+		{"budget hit, insert past the last row", 10, 6, "c\x00", false},
+		{"budget not hit", 10, 15, "p", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := NewMVCCEngine(MVCCOptions{})
@@ -128,9 +135,11 @@ func TestMVCCPhantom(t *testing.T) {
 			reader, err := e.Begin(t.Context())
 			require.NoError(t, err)
 			defer reader.Close()
-			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit)
+			rows, err := reader.GetRange(nil, mvccKey("a"), mvccKey("q"), tc.limit, tc.maxBytes)
 			require.NoError(t, err)
-			require.Len(t, rows, min(tc.limit, 3))
+			if tc.maxBytes == 0 {
+				require.Len(t, rows, min(tc.limit, 3))
+			}
 
 			mvccSeed(t, e, tc.insert, "phantom")
 			reader.Set(mvccKey("count"), []byte{byte(len(rows))})
@@ -159,7 +168,7 @@ func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
 	require.NoError(t, err)
 	defer blind.Close()
 	mvccGet(t, rw, "k")
-	_, err = rw.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10)
+	_, err = rw.GetRange(nil, mvccKey(""), mvccKey("\xff"), 10, 0)
 	require.NoError(t, err)
 	mvccGet(t, ro, "k")
 
@@ -200,7 +209,7 @@ func TestMVCCTransactionTooOld(t *testing.T) {
 	defer ro.Close()
 	require.Equal(t, []byte("3"), mvccGet(t, ro, "k"), "the too-old write never landed")
 	clk.Advance(MVCCLifetime + time.Millisecond)
-	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1, 0)
 	requireCode(t, err, fdbTransactionTooOld)
 }
 
@@ -240,7 +249,7 @@ func TestMVCCLimits(t *testing.T) {
 		}, fdbTransactionTooLarge},
 		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn Txn) {
 			fill(txn)
-			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1)
+			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1, 0)
 			require.NoError(t, err)
 		}, fdbTransactionTooLarge},
 		{"transaction over the limit by a clear", func(_ *testing.T, txn Txn) {
@@ -371,7 +380,7 @@ func TestMVCCLatencyIsInjected(t *testing.T) {
 			case "get":
 				_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
 			case "range":
-				_, err = txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1)
+				_, err = txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1, 0)
 			case "commit":
 				err = txn.Commit()
 			}
@@ -501,7 +510,7 @@ func TestMVCCSnapshotsMatchModel(t *testing.T) {
 				}
 				require.Equal(t, v, string(vals[i]), "seed %d key %s at version %d", seed, k, o.version)
 			}
-			rows, err := o.txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 100)
+			rows, err := o.txn.GetRange(nil, mvccKey(""), mvccKey("\xff"), 100, 0)
 			require.NoError(t, err)
 			require.Len(t, rows, len(want), "seed %d range at version %d", seed, o.version)
 			for _, r := range rows {

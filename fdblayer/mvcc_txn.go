@@ -100,27 +100,31 @@ func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 			t.addRead(keyRange{begin: end[:len(k)], end: end, point: true})
 		}
 	}
+	t.e.reads.Add(1)
+	t.e.keysRead.Add(uint64(len(keys)))
 	t.e.mu.RLock()
 	defer t.e.mu.RUnlock()
 	return t.e.store.rows.getMany(dst, keys, t.rv), nil
 }
 
-// GetRange reads [begin, end) at t's version, at most limit rows; a
-// read-write transaction adds the range it covered as a read conflict
-// range: up to just after the last row when it stopped at limit, the whole
-// range otherwise.
-func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit int) ([]KeyValue, error) {
+// GetRange reads [begin, end) at t's version, as far as rangeStop lets
+// it; a read-write transaction adds the range it covered as a read
+// conflict range: up to just after the last row when it stopped at its
+// limit or byte budget, the whole range otherwise.
+func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	if err := t.beforeRead(); err != nil {
 		return dst, err
 	}
 	n := len(dst)
 	t.e.mu.RLock()
-	dst = t.e.store.rows.getRange(dst, begin, end, limit, t.rv)
+	dst, stopped := t.e.store.rows.getRange(dst, begin, end, limit, maxBytes, t.rv)
 	t.e.mu.RUnlock()
+	t.e.reads.Add(1)
+	t.e.keysRead.Add(uint64(len(dst) - n))
 	if t.write {
 		start := len(t.arena)
 		t.arena = append(t.arena, begin...)
-		if len(dst)-n == limit {
+		if stopped {
 			// The key just after the last one returned: nothing past it
 			// was read.
 			t.arena = append(append(t.arena, dst[len(dst)-1].Key...), 0x00)

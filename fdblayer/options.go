@@ -29,6 +29,18 @@ const (
 	// DefaultMaxScanRows bounds the rows of one Scan page whatever limit
 	// the caller asks for; a longer scan continues with Next.
 	DefaultMaxScanRows = 10_000
+
+	// DefaultMaxScanBytes bounds the bytes of one Scan page after its
+	// first row (store.Capabilities.MaxScanBytes): 1 MiB, a tenth of what
+	// one FoundationDB transaction may write, so that a handler that
+	// writes what it read (a relay copying rows) stays far within it.
+	DefaultMaxScanBytes = 1 << 20
+
+	// DefaultMaxTransactReadBytes bounds the bytes the reads of one
+	// TransactOnce run hold together
+	// (store.Capabilities.MaxTransactReadBytes): four full pages, read well
+	// within FoundationDB's five seconds.
+	DefaultMaxTransactReadBytes = 4 << 20
 )
 
 // Option configures a Layer at Open.
@@ -40,6 +52,8 @@ type config struct {
 	maxPartitionBytes int
 	retryLimit        int
 	maxScanRows       int
+	maxScanBytes      int
+	maxTxnReadBytes   int
 	clock             clock.Clock
 	logger            *slog.Logger
 }
@@ -51,6 +65,8 @@ func defaultConfig() config {
 		maxPartitionBytes: DefaultMaxPartitionBytes,
 		retryLimit:        DefaultRetryLimit,
 		maxScanRows:       DefaultMaxScanRows,
+		maxScanBytes:      DefaultMaxScanBytes,
+		maxTxnReadBytes:   DefaultMaxTransactReadBytes,
 		clock:             clock.Real{},
 		logger:            slog.Default(),
 	}
@@ -84,6 +100,16 @@ func WithRetryLimit(n int) Option { return func(c *config) { c.retryLimit = n } 
 // DefaultMaxScanRows).
 func WithMaxScanRows(n int) Option { return func(c *config) { c.maxScanRows = n } }
 
+// WithMaxScanBytes sets the most bytes of keys and values (keys counted
+// with their partition's prefix) one Scan page holds after its first row
+// (default DefaultMaxScanBytes): store.Capabilities.MaxScanBytes.
+func WithMaxScanBytes(n int) Option { return func(c *config) { c.maxScanBytes = n } }
+
+// WithMaxTransactReadBytes sets the most bytes the reads of one
+// TransactOnce run hold together (default DefaultMaxTransactReadBytes):
+// store.Capabilities.MaxTransactReadBytes.
+func WithMaxTransactReadBytes(n int) Option { return func(c *config) { c.maxTxnReadBytes = n } }
+
 // WithClock sets the clock batch deadlines are checked against (default
 // clock.Real{}).
 func WithClock(clk clock.Clock) Option { return func(c *config) { c.clock = clk } }
@@ -105,6 +131,10 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: fdblayer: retry limit %d < 0", store.ErrInvalid, c.retryLimit)
 	case c.maxScanRows < 1:
 		return fmt.Errorf("%w: fdblayer: max scan rows %d < 1", store.ErrInvalid, c.maxScanRows)
+	case c.maxScanBytes < 1:
+		return fmt.Errorf("%w: fdblayer: max scan bytes %d < 1", store.ErrInvalid, c.maxScanBytes)
+	case c.maxTxnReadBytes < 1:
+		return fmt.Errorf("%w: fdblayer: max transact read bytes %d < 1", store.ErrInvalid, c.maxTxnReadBytes)
 	case c.clock == nil:
 		return fmt.Errorf("%w: fdblayer: nil clock", store.ErrInvalid)
 	case c.logger == nil:
@@ -129,6 +159,9 @@ func (c *config) capabilities(lim Limits) (store.Capabilities, error) {
 		MaxKeyBytes:   lim.MaxKeyBytes - len(c.root) - c.maxPartitionBytes,
 		MaxValueBytes: lim.MaxValueBytes,
 		MaxBatchBytes: lim.MaxTxnBytes - (c.maxBatchOps+wakeOpsCost)*3*(lim.MaxKeyBytes+1),
+
+		MaxScanBytes:         c.maxScanBytes,
+		MaxTransactReadBytes: c.maxTxnReadBytes,
 	}
 	if caps.MaxKeyBytes < 1 {
 		return caps, fmt.Errorf("%w: fdblayer: engine key limit %d leaves no room for keys after a %d-byte root and %d-byte partitions",

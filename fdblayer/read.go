@@ -58,15 +58,38 @@ func (l *Layer) GetMany(ctx context.Context, p store.Partition, keys []store.Key
 	if err != nil {
 		return nil, fmt.Errorf("fdblayer: get: %w", err)
 	}
-	need := len(sub) * (1 + len(keys))
 	for i, k := range keys {
 		if err := l.checkKey(k); err != nil {
 			return nil, fmt.Errorf("fdblayer: get from %s: key %d: %w", store.PartitionName(p), i, err)
 		}
-		need += len(k)
 	}
 	if len(keys) == 0 {
 		return []store.Value{}, nil
+	}
+	full := l.fullKeys(s, sub, keys)
+	var out []store.Value
+	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
+		vals, err := txn.GetMany(s.vals[:0], full)
+		s.vals = vals
+		if err != nil {
+			return err
+		}
+		out = copyValues(vals)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fullKeys writes the engine keys of keys, in partition subspace sub (at
+// the start of s.buf), into s's buffers, one buffer for all of them, and
+// returns them. The keys must have passed checkKey.
+func (l *Layer) fullKeys(s *scratch, sub []byte, keys []store.Key) [][]byte {
+	need := len(sub) * (1 + len(keys))
+	for _, k := range keys {
+		need += len(k)
 	}
 	if cap(sub) < need {
 		sub = append(make([]byte, 0, need), sub...)
@@ -78,36 +101,28 @@ func (l *Layer) GetMany(ctx context.Context, p store.Partition, keys []store.Key
 		full = append(full, buf[start:len(buf):len(buf)])
 	}
 	s.buf, s.keys = buf, full
+	return full
+}
 
-	out := make([]store.Value, len(keys))
-	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
-		vals, err := txn.GetMany(s.vals[:0], full)
-		s.vals = vals
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, v := range vals {
-			n += len(v)
-		}
-		// One allocation holds every value; each entry is capped so that
-		// appending to one cannot overwrite the next.
-		arena := make([]byte, 0, n)
-		for i, v := range vals {
-			if v == nil {
-				out[i] = nil
-				continue
-			}
-			start := len(arena)
-			arena = append(arena, v...)
-			out[i] = arena[start:len(arena):len(arena)]
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+// copyValues copies engine values into caller-owned ones, nil for absent,
+// in one allocation; each is capped so that appending to one cannot
+// overwrite the next.
+func copyValues(vals [][]byte) []store.Value {
+	n := 0
+	for _, v := range vals {
+		n += len(v)
 	}
-	return out, nil
+	out := make([]store.Value, len(vals))
+	arena := make([]byte, 0, n)
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		start := len(arena)
+		arena = append(arena, v...)
+		out[i] = arena[start:len(arena):len(arena)]
+	}
+	return out
 }
 
 // checkKey rejects a key no row can have.
@@ -135,6 +150,9 @@ func (l *Layer) read(ctx context.Context, p store.Partition, what string, fn fun
 			what += " " + store.PartitionName(p)
 		}
 		return wrapError(what, store.ErrUnavailable, err)
+	}
+	if err := l.notNested(ctx, what, p); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)

@@ -208,3 +208,61 @@ func TestRootPrefixIsolation(t *testing.T) {
 	require.Equal(t, []string{"k"}, rowKeys(scanAllRows(t, a, p, nil, nil, 10)))
 	require.Equal(t, []string{"k", "only-b"}, rowKeys(scanAllRows(t, b, p, nil, nil, 10)))
 }
+
+// TestCutPage: a page holds its first row, then rows while it holds at
+// most n rows and maxBytes bytes; the range goes on when a row was left
+// out, or when a lone first row over the budget stopped the read.
+func TestCutPage(t *testing.T) {
+	rowsOf := func(sizes ...int) []KeyValue {
+		out := make([]KeyValue, len(sizes))
+		for i, n := range sizes {
+			out[i] = KeyValue{Key: []byte{byte(i)}, Value: make([]byte, n-1)}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		got         []KeyValue
+		n, maxBytes int
+		keep        int
+		more        bool
+	}{
+		{"empty", nil, 3, 10, 0, false},
+		{"fits", rowsOf(2, 2), 3, 10, 2, false},
+		{"row limit, the lookahead row left out", rowsOf(2, 2, 2, 2), 3, 0, 3, true},
+		{"budget reached exactly", rowsOf(5, 5, 1), 3, 10, 2, true},
+		{"row past the budget left out", rowsOf(5, 6), 3, 10, 1, true},
+		{"lone row over the budget", rowsOf(11), 3, 10, 1, true},
+		{"lone row within the budget", rowsOf(10), 3, 10, 1, false},
+		{"no budget", rowsOf(100, 100), 3, 0, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keep, more := cutPage(tc.got, tc.n, tc.maxBytes)
+			require.Equal(t, tc.keep, keep)
+			require.Equal(t, tc.more, more)
+		})
+	}
+}
+
+// TestScanByteBudgetNext: a page that ended at the byte budget hands out
+// a cursor only when a row follows, except after a lone row over the
+// budget, whose read stopped before it could tell: the next page, empty,
+// ends the scan.
+func TestScanByteBudgetNext(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, l *Layer) {
+		p := testPartition("p")
+		mustApply(t, l, p, store.NewBatch().Put(k("a"), make(store.Value, 40)).Put(k("b"), make(store.Value, 40)).Put(k("c"), make(store.Value, 200)))
+		var pages [][]string
+		var after store.Cursor
+		for range 10 {
+			page, err := l.Scan(t.Context(), p, nil, nil, after, 100)
+			require.NoError(t, err)
+			pages = append(pages, rowKeys(page.Entries))
+			if page.Next == nil {
+				break
+			}
+			after = page.Next
+		}
+		require.Equal(t, [][]string{{"a", "b"}, {"c"}, {}}, pages)
+	}, WithMaxScanBytes(100))
+}

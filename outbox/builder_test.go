@@ -320,3 +320,35 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 		})
 	}
 }
+
+// TestReadInReadsInTheTransaction: a store.Transact function reads the
+// outbox through its Reader with ReadIn, which returns what Read returns,
+// and a builder made from it appends in the function's batch.
+func TestReadInReadsInTheTransaction(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		ob := e.builder(t)
+		_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+		require.NoError(t, err)
+		e.finish(t, ob)
+		want, err := outbox.Read(e.ctx, e.inner, e.p)
+		require.NoError(t, err)
+		_, err = store.Transact(e.ctx, e.faults, e.p, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+			got, err := outbox.ReadIn(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			assert.Equal(t, want, got)
+			ob, err := outbox.NewBuilder(e.caps, 1, got)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil); err != nil {
+				return nil, err
+			}
+			b := store.NewBatch()
+			return b, ob.Finish(b)
+		})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), e.sequence(t))
+	})
+}

@@ -80,9 +80,28 @@ func SequenceKey() store.Key { return sequenceKey }
 func BacklogKey() store.Key { return backlogKey }
 
 // Read reads what a Builder needs from partition p, in one snapshot. It
-// fails with the store's errors.
+// fails with the store's errors. A store.Transact function reads it with
+// ReadIn instead.
 func Read(ctx context.Context, s store.Store, p store.Partition) (Observed, error) {
-	vs, err := s.GetMany(ctx, p, []store.Key{sequenceKey, backlogKey, relayTimerRef})
+	vs, err := s.GetMany(ctx, p, outboxKeys())
+	return observed(p, vs, err)
+}
+
+// ReadIn reads what a Builder needs from the partition of r, the Reader a
+// store.Transact or store.TransactOnce function gets: in the function's
+// transaction on a store.Transactor, so that a Builder's guards on it
+// cost no read of their own. It fails with r's errors.
+func ReadIn(ctx context.Context, r store.Reader) (Observed, error) {
+	vs, err := r.GetMany(ctx, outboxKeys())
+	return observed(r.Partition(), vs, err)
+}
+
+// outboxKeys are the keys Read reads, in a slice of their own: a store
+// does not retain it, but a fault wrapper's hooks may look at it.
+func outboxKeys() []store.Key { return []store.Key{sequenceKey, backlogKey, relayTimerRef} }
+
+// observed makes Read's result of the values read for outboxKeys.
+func observed(p store.Partition, vs []store.Value, err error) (Observed, error) {
 	if err != nil {
 		return Observed{}, fmt.Errorf("outbox: read %s: %w", store.PartitionName(p), err)
 	}

@@ -4,6 +4,7 @@ package outcome_test
 // test: each Go test names the Rust test it ports.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -450,4 +452,58 @@ func TestABudgetSpentBeforeTheFirstCallSkipsNoRow(t *testing.T) {
 	e.clock.SetMs(due)
 	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1 }), due)
 	assert.Equal(t, []string{"a"}, sink.ids())
+}
+
+// shortSecondPages is a store whose every second scan of the pending
+// outcomes holds one row, however many its limit allows, as a store's
+// byte budget may cut a page: the contract says only a nil Next ends a
+// range.
+type shortSecondPages struct {
+	store.Store
+	mu    sync.Mutex
+	scans int
+}
+
+func (s *shortSecondPages) Scan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int) (store.ScanPage, error) {
+	pendingStart, _ := gen.ClassRange(gen.TagOutcomePendingKey)
+	s.mu.Lock()
+	short := bytes.Equal(start, pendingStart) && s.scans%2 == 1
+	if bytes.Equal(start, pendingStart) {
+		s.scans++
+	}
+	s.mu.Unlock()
+	if !short || limit == 1 {
+		return s.Store.Scan(ctx, p, start, end, after, limit)
+	}
+	return s.Store.Scan(ctx, p, start, end, after, 1)
+}
+
+// A refused row is skipped by its position, whatever pages the store
+// reads it in: the fire that refused c resumes after c even when the scan
+// that finds the cursor after it returns short pages.
+func TestARefusedRowIsSkippedWhateverThePages(t *testing.T) {
+	e := newEnv(t, 100)
+	e.s = &shortSecondPages{Store: e.s}
+	e.seed("a", "b", "c", "d")
+	sink := &refuses{id: "c"}
+	now := uint64(100)
+	for range 2 {
+		e.fire(sink, now)
+		now += 1_000_000
+		e.clock.SetMs(now)
+	}
+	assert.Equal(t, []string{"a", "b", "d"}, sink.ids(), "the second fire starts after the refused c")
+}
+
+// refuses is a sink that refuses one reservation and takes the rest.
+type refuses struct {
+	capture
+	id string
+}
+
+func (r *refuses) Deliver(ctx context.Context, env outcome.Envelope) error {
+	if reservationOf(env).ReservationID == r.id {
+		return &outcome.DeliveryError{Reason: "rejected"}
+	}
+	return r.capture.Deliver(ctx, env)
 }

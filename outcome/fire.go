@@ -176,13 +176,20 @@ func (f *fire) page(ctx context.Context, cursor store.Cursor, limit int) (store.
 }
 
 // cursorAfter returns the cursor after the first n pending rows after
-// after (nil: the range ends there).
+// after (nil: the range ends there). A page may end short of its limit
+// (the store's byte budget): it reads on until it passed n rows.
 func (f *fire) cursorAfter(ctx context.Context, after store.Cursor, n int) (store.Cursor, error) {
-	page, err := f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, n)
-	if err != nil {
-		return nil, fmt.Errorf("outcome: scan the pending outcomes of %s: %w", store.PartitionName(f.p), err)
+	for n > 0 {
+		page, err := f.s.Scan(ctx, f.p, pendingStart, pendingEnd, after, n)
+		if err != nil {
+			return nil, fmt.Errorf("outcome: scan the pending outcomes of %s: %w", store.PartitionName(f.p), err)
+		}
+		if page.Next == nil {
+			return nil, nil
+		}
+		n, after = n-len(page.Entries), page.Next
 	}
-	return page.Next, nil
+	return after, nil
 }
 
 // candidates resolves a page of pending rows to outcomes, reading their

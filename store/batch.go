@@ -17,11 +17,13 @@ const (
 )
 
 // Precondition is one guard of a Batch, checked against the snapshot the
-// batch's writes commit on.
+// batch's writes commit on: a row's value (MustEqual, MustBeAbsent), or
+// the partition's wake time in the due index (MustWakeAt, see WakeIs).
 type Precondition struct {
-	Op    PreconditionOp
-	Key   Key
-	Value Value // for MustEqual only
+	Op     PreconditionOp
+	Key    Key    // for MustEqual and MustBeAbsent
+	Value  Value  // for MustEqual only
+	WakeMs uint64 // for MustWakeAt only
 }
 
 // Equals requires key to hold exactly value (an empty value is a value).
@@ -44,8 +46,10 @@ func Guard(key Key, observed Value) Precondition {
 	return Equals(key, observed)
 }
 
-// Holds reports whether the precondition holds for the row's current
-// state (value nil when absent).
+// Holds reports whether a row precondition (MustEqual, MustBeAbsent)
+// holds for the row's current state (value nil when absent). It is false
+// for a MustWakeAt precondition, which a store evaluates against the wake
+// time.
 func (c Precondition) Holds(current Value) bool {
 	switch c.Op {
 	case MustEqual:
@@ -63,6 +67,8 @@ func (c Precondition) String() string {
 		return fmt.Sprintf("equals(%x, %d bytes)", []byte(c.Key), len(c.Value))
 	case MustBeAbsent:
 		return fmt.Sprintf("absent(%x)", []byte(c.Key))
+	case MustWakeAt:
+		return fmt.Sprintf("wake(%d)", c.WakeMs)
 	}
 	return fmt.Sprintf("precondition(op %d)", c.Op)
 }
@@ -113,7 +119,8 @@ type Batch struct {
 	Deadline time.Time
 	// Wakeup, when set, changes the partition's wake time in the store's
 	// due index in the same transaction (see DueIndex). Stores without a
-	// due index reject batches that carry one with ErrInvalid.
+	// due index reject batches that carry one, or a WakeIs precondition,
+	// with ErrInvalid.
 	Wakeup *Wakeup
 }
 
@@ -215,7 +222,14 @@ func (b *Batch) Validate(caps Capabilities) error {
 		return fmt.Errorf("%w: batch has %d operations, limit %d (%d reserved)", ErrInvalid, ops, limit, caps.ReservedBatchOps)
 	}
 	for i, c := range b.Preconditions {
-		if c.Op != MustEqual && c.Op != MustBeAbsent {
+		switch c.Op {
+		case MustEqual, MustBeAbsent:
+		case MustWakeAt:
+			if c.Key != nil || c.Value != nil {
+				return fmt.Errorf("%w: precondition %d on the wake time has a key or value", ErrInvalid, i)
+			}
+			continue
+		default:
 			return fmt.Errorf("%w: precondition %d has unknown op %d", ErrInvalid, i, c.Op)
 		}
 		if err := caps.checkRow("precondition", i, c.Key, c.Value); err != nil {

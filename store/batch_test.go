@@ -67,8 +67,11 @@ func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
 
 func TestWakeAtKeepsExactness(t *testing.T) {
 	b := NewBatch().SetWake(7, 0).WakeAt(100)
-	if w := b.Wakeup; !w.Exact || w.ExpectMs != 7 || w.AtMs != 100 {
+	if w := b.Wakeup; !w.Exact || w.AtMs != 100 {
 		t.Fatalf("WakeAt after SetWake(7, none) = %+v", w)
+	}
+	if len(b.Preconditions) != 1 || b.Preconditions[0].Op != MustWakeAt || b.Preconditions[0].WakeMs != 7 {
+		t.Fatalf("SetWake(7, none) guards with %v, want WakeIs(7)", b.Preconditions)
 	}
 	b.WakeAt(200)
 	if b.Wakeup.AtMs != 100 {

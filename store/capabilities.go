@@ -25,6 +25,17 @@ type Capabilities struct {
 	MaxValueBytes int
 	// MaxBatchBytes bounds the key and value bytes of one batch.
 	MaxBatchBytes int
+	// MaxScanBytes bounds the bytes of keys and values one Scan page holds
+	// after its first row, counted as the store holds them (a store may
+	// count a key with its partition's prefix): a page that would pass it
+	// ends early, with a Next cursor, so that only Next == nil ends a scan.
+	// A page holds at least one row when the range has one, however large.
+	// 0: pages are bounded by rows only.
+	MaxScanBytes int
+	// MaxTransactReadBytes bounds the bytes the reads of one Transactor
+	// transaction hold together (see Transactor). 0: no bound beyond
+	// MaxScanBytes per page.
+	MaxTransactReadBytes int
 }
 
 // Full returns the capabilities with no operations reserved: the most one

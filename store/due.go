@@ -12,34 +12,38 @@ import (
 // store keeps, beside the partitions, one due index ordered by
 // (wake time, partition identity), and each partition one wake time: the
 // earliest time a scheduler should look at it. The two are only ever
-// changed together, by the layer, inside the transaction of a batch that
+// changed together, by the store, inside the transaction of a batch that
 // carries a Wakeup; a caller never writes index entries itself, so an
 // entry can never commit without the timer write it stands for (or the
-// reverse). Lowering the wake time (Wakeup.At with Exact unset) is what
-// every timer write does; it needs no guard because the layer reads the
-// current wake time inside the same transaction. Replacing it (Exact),
-// guarded by the wake time last seen, is what a scheduler does: it parks
-// the wake time at the far future when it claims a partition, so that any
-// timer written while it fires lowers it again, and after firing it
-// replaces the parked time (failing, and re-reading, if a write lowered
-// it meanwhile). A timer written during a fire is never forgotten. The
-// parked time carries a ceiling, the claim's expiry: the write that lowers
-// it lowers it to at most the ceiling, so that if the scheduler dies
-// before it releases the partition, a timer written meanwhile (however far
-// ahead) still leaves the partition due by the time another scheduler may
-// claim it.
+// reverse).
+//
+// Two kinds of writer change wake times. A timer writer only lowers it
+// (WakeAt): it needs no guard, because the store reads the current wake
+// time inside the same transaction. A scheduler replaces it (an Exact
+// wakeup, guarded by WakeIs: SetWake), which is what the rest of this
+// note is about: it parks the wake time at the far future when it claims
+// a partition, so that any timer written while it fires lowers it again,
+// and after firing it replaces the parked time (failing its WakeIs, and
+// re-reading, if a write lowered it meanwhile). A timer written during a
+// fire is never forgotten. The parked time carries a ceiling, the claim's
+// expiry: the write that lowers it lowers it to at most the ceiling, so
+// that if the scheduler dies before it releases the partition, a timer
+// written meanwhile (however far ahead) still leaves the partition due by
+// the time another scheduler may claim it. A failed WakeIs is an ordinary
+// failed precondition, named by its index like any other.
 
 // Wakeup changes a partition's wake time in the store's due index,
-// atomically with the batch that carries it.
+// atomically with the batch that carries it. Every store with a due index
+// honours it; a store without one rejects a batch carrying it with
+// ErrInvalid.
 type Wakeup struct {
 	// AtMs is the wake time in milliseconds since the Unix epoch.
 	AtMs uint64
 	// Exact replaces the wake time with AtMs (AtMs 0: none) instead of
-	// lowering it, and only if the current wake time is ExpectMs (0:
-	// none); otherwise the batch fails with PreconditionFailed and
-	// FailedIndex WakeupPrecondition.
-	Exact    bool
-	ExpectMs uint64
+	// lowering it, whatever the wake time is: a batch that must not
+	// replace a time it did not see guards it with WakeIs, as SetWake
+	// does.
+	Exact bool
 	// CeilingMs, with Exact and a wake time above it, bounds the next
 	// lowering: the first WakeAt that follows sets the wake time to at
 	// most CeilingMs, and the ceiling is gone. 0: none. An Exact wakeup
@@ -47,14 +51,22 @@ type Wakeup struct {
 	CeilingMs uint64
 }
 
-// WakeupPrecondition is the BatchOutcome.FailedIndex of a batch whose
-// Exact wakeup found another wake time than it expected.
-const WakeupPrecondition = -1
+// MustWakeAt is the op of a WakeIs precondition: it requires the
+// partition's wake time to be Precondition.WakeMs (0: none). Only a store
+// with a due index evaluates it; another rejects a batch carrying it with
+// ErrInvalid. It fails like any precondition: PreconditionFailed, with
+// its own index in FailedIndex.
+const MustWakeAt PreconditionOp = MustBeAbsent + 1
+
+// WakeIs requires the partition's wake time to be atMs (0: none): the
+// guard of a batch that replaces a wake time it read (see SetWake).
+func WakeIs(atMs uint64) Precondition { return Precondition{Op: MustWakeAt, WakeMs: atMs} }
 
 // WakeAt asks the store to wake the partition no later than atMs: the
 // wake time becomes min(current, atMs, the ceiling SetWakeCeiling left).
-// It fails validation for atMs 0. Combined with an earlier wakeup of the
-// batch it keeps the earlier time (and an Exact wakeup stays exact).
+// It is what every timer write does, and needs no guard. It fails
+// validation for atMs 0. Combined with an earlier wakeup of the batch it
+// keeps the earlier time (and an Exact wakeup stays exact).
 func (b *Batch) WakeAt(atMs uint64) *Batch {
 	switch w := b.Wakeup; {
 	case w == nil:
@@ -64,15 +76,17 @@ func (b *Batch) WakeAt(atMs uint64) *Batch {
 		if ceil >= atMs {
 			ceil = 0
 		}
-		b.Wakeup = &Wakeup{AtMs: atMs, Exact: w.Exact, ExpectMs: w.ExpectMs, CeilingMs: ceil}
+		b.Wakeup = &Wakeup{AtMs: atMs, Exact: w.Exact, CeilingMs: ceil}
 	}
 	return b
 }
 
 // SetWake replaces the partition's wake time with atMs (0: none) if it
-// still is expectMs (0: none).
+// still is expectMs (0: none): it appends WakeIs(expectMs) to the
+// preconditions and sets an Exact wakeup.
 func (b *Batch) SetWake(expectMs, atMs uint64) *Batch {
-	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true, ExpectMs: expectMs}
+	b.Preconditions = append(b.Preconditions, WakeIs(expectMs))
+	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true}
 	return b
 }
 
@@ -80,7 +94,8 @@ func (b *Batch) SetWake(expectMs, atMs uint64) *Batch {
 // next WakeAt lowers the wake time atMs to at most ceilingMs. It fails
 // validation unless 0 < ceilingMs < atMs.
 func (b *Batch) SetWakeCeiling(expectMs, atMs, ceilingMs uint64) *Batch {
-	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true, ExpectMs: expectMs, CeilingMs: ceilingMs}
+	b.Preconditions = append(b.Preconditions, WakeIs(expectMs))
+	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true, CeilingMs: ceilingMs}
 	return b
 }
 
@@ -96,24 +111,37 @@ func (w *Wakeup) validate() error {
 }
 
 // Next is the wake time and ceiling w leaves a partition whose wake time
-// is cur (0: none) with ceiling ceil (0: none); ok is false when w is
-// exact and cur is not what it expects. It is the rule every store with a
-// due index applies.
-func (w *Wakeup) Next(cur, ceil uint64) (next, nextCeil uint64, ok bool) {
+// is cur (0: none) with ceiling ceil (0: none). It is the rule every
+// store with a due index applies.
+func (w *Wakeup) Next(cur, ceil uint64) (next, nextCeil uint64) {
 	if w.Exact {
 		if w.AtMs == 0 {
-			return 0, 0, cur == w.ExpectMs
+			return 0, 0
 		}
-		return w.AtMs, w.CeilingMs, cur == w.ExpectMs
+		return w.AtMs, w.CeilingMs
 	}
 	at := w.AtMs
 	if ceil != 0 {
 		at = min(at, ceil)
 	}
 	if cur == 0 || at < cur {
-		return at, 0, true
+		return at, 0
 	}
-	return cur, ceil, true
+	return cur, ceil
+}
+
+// NeedsDueIndex reports whether b needs a store with a due index: it
+// carries a Wakeup or a WakeIs precondition.
+func (b *Batch) NeedsDueIndex() bool {
+	if b.Wakeup != nil {
+		return true
+	}
+	for _, c := range b.Preconditions {
+		if c.Op == MustWakeAt {
+			return true
+		}
+	}
+	return false
 }
 
 // DueEntry is one entry of the due index: a partition to look at from
@@ -124,8 +152,10 @@ type DueEntry struct {
 	Partition []byte
 }
 
-// DueIndex is implemented by stores that keep the due index. Scheduler
-// code asks for it with a type assertion, as io code asks for io.WriterTo.
+// DueIndex is implemented by stores that keep the due index: they honour
+// a batch's Wakeup and evaluate its WakeIs preconditions, which a store
+// without one rejects with ErrInvalid. Scheduler code asks for it with a
+// type assertion, as io code asks for io.WriterTo.
 type DueIndex interface {
 	// ScanDue lists the entries with AtMs <= untilMs, oldest first, then by
 	// partition identity, strictly after the entry after (nil: from the
@@ -134,4 +164,16 @@ type DueIndex interface {
 	ScanDue(ctx context.Context, untilMs uint64, after *DueEntry, limit int) ([]DueEntry, error)
 	// NextWake reads partition p's wake time; ok is false when it has none.
 	NextWake(ctx context.Context, p Partition) (atMs uint64, ok bool, err error)
+}
+
+// WakeReader is implemented by the Reader a store with a due index hands
+// a TransactFunc: it reads the partition's wake time as the function's
+// other reads are read (from the transaction's snapshot on a Transactor).
+// A batch that replaces a wake time it read guards it with WakeIs
+// (SetWake), which on a Transactor costs no read of its own. Callers ask
+// for it with a type assertion.
+type WakeReader interface {
+	// NextWake reads the partition's wake time; ok is false when it has
+	// none. It fails as DueIndex.NextWake does.
+	NextWake(ctx context.Context) (atMs uint64, ok bool, err error)
 }

@@ -8,6 +8,13 @@
 // against the snapshot the writes commit on, and either every write lands
 // or none does.
 //
+// A store may offer extensions, which callers ask for with a type
+// assertion and do without when it has none: DueIndex (the due index a
+// scheduler lists), ScanAppender (scan pages read into the caller's
+// memory) and Transactor (a function's reads and the batch built from
+// them in one transaction; Transact and TransactOnce use it when they
+// can).
+//
 // Implementations live elsewhere (package fdblayer); store/storetest holds
 // the conformance suite every implementation passes, and the fault-injecting
 // wrapper that handler tests use.
@@ -66,11 +73,14 @@ type Store interface {
 
 	// Scan reads rows with keys in [start, end) of partition p, in key
 	// order, strictly after the cursor when after is non-nil, at most limit
-	// rows (limit >= 1). The page's Next cursor is nil when the range is
+	// rows (limit >= 1), and no more bytes after the first row than
+	// Capabilities().MaxScanBytes: a page may end early, short of limit,
+	// with the range going on. Only a nil Next cursor says the range is
 	// exhausted; otherwise passing it back resumes after the page's last
-	// row, whatever was inserted or deleted meanwhile. A cursor issued for
-	// another partition or range, or malformed, fails with ErrInvalid:
-	// never a silent restart.
+	// row, whatever was inserted or deleted meanwhile (the next page may
+	// then be empty, with Next nil). A page holds at least one row when
+	// the range has one. A cursor issued for another partition or range,
+	// or malformed, fails with ErrInvalid: never a silent restart.
 	Scan(ctx context.Context, p Partition, start, end Key, after Cursor, limit int) (ScanPage, error)
 
 	// Apply applies a guarded batch atomically; see Batch. The outcome is
@@ -98,7 +108,7 @@ type Store interface {
 	//     writer put after the first landing, and an unguarded delete can
 	//     delete a row another writer recreated meanwhile;
 	//   - a replayed WakeAt lowers the wake time again, at worst waking the
-	//     partition early; an Exact wakeup is guarded by its ExpectMs.
+	//     partition early; an Exact wakeup is guarded by its WakeIs.
 	// A batch that guards every key it writes with what its builder read
 	// (Guard) is therefore never applied over another writer's change.
 	// Transact re-runs its function after an unknown result instead of
@@ -125,7 +135,8 @@ type ScanPage struct {
 	// Entries are the page's rows in key order.
 	Entries []KeyValue
 	// Next resumes the scan after the last entry; nil when the range is
-	// exhausted.
+	// exhausted. A page shorter than its limit does not say the range
+	// ended: only a nil Next does.
 	Next Cursor
 }
 

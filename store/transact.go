@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -32,14 +33,19 @@ const (
 	DefaultBackoffMax = 500 * time.Millisecond
 )
 
-// Reader reads one partition: what Transact hands its function, bound to
-// the partition the batch will be applied to, so that the function reads
-// what its guards can protect and cannot apply anything itself. Its
-// methods are the Store's, with the partition left out, and fail as they
-// do. Reads are not taken from one snapshot: the function guards what it
-// relies on, and the guards make the batch commit only on the state it
-// read. A Reader is safe for concurrent use and valid only while the
-// function it was handed to runs.
+// Reader reads one partition: what Transact and TransactOnce hand their
+// function, bound to the partition the batch will be applied to, so that
+// the function reads what its guards can protect and cannot apply
+// anything itself. Its methods are the Store's, with the partition left
+// out, and fail as they do. On a Transactor the reads of one run come from
+// the transaction's snapshot and the store checks them at commit (see
+// Transactor); on another store each read is its own snapshot. The
+// function guards what it relies on either way, and the guards make the
+// batch commit only on the state it read (a guard on a key the function
+// read costs no read of its own on a Transactor). The Reader of a store
+// with a due index is also a WakeReader. A Reader is safe for concurrent
+// use and valid only while the function it was handed to runs: afterwards
+// its reads fail with ErrInvalid.
 type Reader interface {
 	// Partition is the partition the reads go to and the batch is applied to.
 	Partition() Partition
@@ -60,7 +66,50 @@ type Reader interface {
 // done (for example, guard a put with Absent of the key it creates, or
 // record the id of the request it applies), or a re-run does the work
 // twice. It must have no effect other than through the batch it returns.
+// On a Transactor it runs while the store holds a transaction open, so it
+// must be short, and it must not call the store itself (see
+// Transactor): it reads through r only.
 type TransactFunc func(ctx context.Context, r Reader) (*Batch, error)
+
+// Transactor is implemented by stores that run a TransactFunc and apply
+// the batch it returns in one transaction: FoundationDB's
+// Database.Transact, bbolt's DB.Update. Transact and TransactOnce ask for
+// it with a type assertion and fall back on reads and Apply without it.
+type Transactor interface {
+	// TransactOnce runs fn in one transaction of partition p and applies
+	// the batch fn returns in the same transaction:
+	//
+	//   - fn's reads come from the transaction's snapshot; a row fn read
+	//     (a key it got, a range it scanned as far as its page reached) that
+	//     another writer changes before the commit makes the commit fail,
+	//     and the store runs fn again on a fresh snapshot, within its retry
+	//     limit, as Apply retries a conflict;
+	//   - the batch's preconditions are then checked at that snapshot and
+	//     the outcome is Apply's: Committed, PreconditionFailed (nothing
+	//     written, not retried: Transact decides that) or DeadlinePassed;
+	//   - fn's error is returned as it is, with nothing written; a nil or
+	//     empty batch returns the zero BatchOutcome, with nothing written.
+	//
+	// After an unknown commit result the store runs fn again, as after a
+	// conflict, so fn meets its earlier batch possibly landed, as
+	// TransactFunc says; it never reports Committed for a batch that may
+	// not have landed, and fails with ErrUnknownResult when it cannot run
+	// fn again (see Store.Apply for what a batch landing twice does).
+	//
+	// Limits: the batch is validated as Apply validates it (ErrInvalid,
+	// nothing written). The reads of one run share
+	// Capabilities().MaxTransactReadBytes: each Scan page is cut to what
+	// the earlier reads left (still one row at least, and a GetMany reads
+	// every key it asks for, so the last read may pass it), and a read
+	// made once the reads hold that much fails with ErrInvalid.
+	//
+	// fn runs inside the transaction: on a store whose write transactions
+	// serialize (one writer at a time) every other writer waits for it. It
+	// must not call the store: such a call made with the context fn was
+	// given fails with ErrInvalid, and one made with another context may
+	// deadlock. A nil fn, or a ctx already ended, fails before any I/O.
+	TransactOnce(ctx context.Context, p Partition, fn TransactFunc) (BatchOutcome, error)
+}
 
 // TransactOption configures one Transact call.
 type TransactOption func(*transactConfig)
@@ -97,16 +146,19 @@ func (c *transactConfig) check() error {
 
 // Transact runs fn and applies the batch it returns to partition p of s,
 // the guarded read-modify-write that FoundationDB's Database.Transact and
-// bbolt's DB.Update run: when the batch fails a precondition, because
-// another writer changed a row fn read, Transact waits a jittered,
-// exponentially growing backoff (see WithBackoff) and runs fn again, up to
-// WithRetries times. fn never sees a failed precondition; its contract is
-// TransactFunc's.
+// bbolt's DB.Update run. Each attempt is one TransactOnce: one transaction
+// when s is a Transactor (which runs fn again itself when a row fn read
+// changed before the commit), reads and an Apply otherwise. When the
+// batch fails a precondition, because another writer changed a row fn
+// read (or, on a Transactor, a row fn guards without reading it),
+// Transact waits a jittered, exponentially growing backoff (see
+// WithBackoff) and runs fn again, up to WithRetries times. fn never sees
+// a failed precondition; its contract is TransactFunc's.
 //
-// It returns the last outcome Apply reported (the zero BatchOutcome when
-// fn had nothing to write) and a nil error once a batch committed or fn
-// returned nothing to write. Otherwise the error says why, naming the
-// partition, never a value:
+// It returns the last outcome reported (the zero BatchOutcome when fn had
+// nothing to write) and a nil error once a batch committed or fn returned
+// nothing to write. Otherwise the error says why, naming the partition,
+// never a value:
 //
 //   - fn failed: fn's error, as it is, after no write of this attempt;
 //   - every attempt failed a precondition: an error wrapping
@@ -117,27 +169,23 @@ func (c *transactConfig) check() error {
 //     earlier;
 //   - ctx ended (checked before each attempt and during each backoff):
 //     an error wrapping ctx's error;
-//   - Apply failed otherwise (ErrInvalid, ErrUnavailable, ErrCorrupt from
-//     a read): that error, wrapped, not retried; invalid options:
+//   - the store failed otherwise (ErrInvalid, ErrUnavailable, ErrCorrupt
+//     from a read): that error, wrapped, not retried; invalid options:
 //     ErrInvalid, before any I/O.
 //
-// Unknown commit results: when Apply reports ErrUnknownResult, the batch
-// may have landed. Transact re-runs fn, as after a failed precondition and
-// within the same retry budget, rather than replay a batch built for a
-// state that may be gone: fn re-reads, and finds its work done (returning
-// nil) or builds its batch afresh. That is only safe for a function that
-// recognises its own work (see TransactFunc): one that does not, such as
-// an increment guarded by the counter alone, applies twice when its first
-// batch landed. The same holds when the store resolves an unknown commit
-// itself by replaying the batch and reports PreconditionFailed for a batch
-// that committed (see Store.Apply): Transact re-runs fn then too. A key
-// the batch writes without guarding it can be written twice, with another
-// writer's commit in between, by the store's replay or by a re-run that
-// builds the same unguarded write: an unguarded put can overwrite that
-// writer's later value, and an unguarded delete can delete a row that
-// writer recreated. A key the batch guards cannot: a batch commits only
-// where every guard still holds. When Transact ends with an error other
-// than fn's after an unknown result, the error also wraps
+// Unknown commit results: when an attempt ends with ErrUnknownResult, its
+// batch may have landed. Transact runs fn again, as after a failed
+// precondition and within the same retry budget, rather than replay a
+// batch built for a state that may be gone: fn re-reads, and finds its
+// work done (returning nil) or builds its batch afresh. That is only safe
+// for a function that recognises its own work (see TransactFunc): one
+// that does not, such as an increment guarded by the counter alone,
+// applies twice when its first batch landed. The same holds when the
+// store resolves an unknown commit itself (a Transactor running fn again,
+// or Apply replaying a batch and reporting PreconditionFailed for a batch
+// that committed: see Store.Apply, which also says what a key the batch
+// writes without guarding it risks). When Transact ends with an error
+// other than fn's after an unknown result, the error also wraps
 // ErrUnknownResult: an earlier batch may have landed, so the failure never
 // reads as "nothing written".
 //
@@ -154,7 +202,13 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 	if s == nil || fn == nil {
 		return BatchOutcome{}, fmt.Errorf("%w: transact on %s: nil store or function", ErrInvalid, PartitionName(p))
 	}
-	r := partitionReader{s: s, p: p}
+	// fnErr is the error fn last returned: Transact returns it as it is.
+	var fnErr error
+	run := func(ctx context.Context, r Reader) (*Batch, error) {
+		b, err := fn(ctx, r)
+		fnErr = err
+		return b, err
+	}
 	var (
 		last    BatchOutcome
 		unknown error // the latest ErrUnknownResult an attempt ended with
@@ -168,15 +222,11 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 		if err := ctx.Err(); err != nil {
 			return last, transactError(p, attempt, unknown, "%w", err)
 		}
-		b, err := fn(ctx, r)
-		if err != nil {
-			return last, err
-		}
-		if b == nil || b.Ops() == 0 && b.Wakeup == nil {
-			return BatchOutcome{}, nil
-		}
-		out, err := s.Apply(ctx, p, b)
+		fnErr = nil
+		out, err := TransactOnce(ctx, s, p, run)
 		switch {
+		case err != nil && err == fnErr:
+			return last, err
 		case errors.Is(err, ErrUnknownResult):
 			unknown, last = err, BatchOutcome{}
 			if ctx.Err() != nil || attempt == cfg.retries {
@@ -185,6 +235,8 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 			continue
 		case err != nil:
 			return out, transactError(p, attempt+1, unknown, "%w", err)
+		case out.Outcome == 0:
+			return out, nil // nothing to write
 		}
 		last = out
 		switch out.Outcome {
@@ -200,6 +252,36 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 			return out, transactError(p, attempt+1, unknown, "%w: store reported %v", ErrUnavailable, out.Outcome)
 		}
 	}
+}
+
+// TransactOnce runs fn and applies the batch it returns to partition p of
+// s once: in one transaction when s is a Transactor (see
+// Transactor.TransactOnce), else by running fn on reads of s and applying
+// its batch with Apply. It reports what the store decided: a failed
+// precondition is an outcome, which Transact retries and TransactOnce
+// does not. fn's error is returned as it is, with nothing written; a nil
+// or empty batch returns the zero BatchOutcome. After an unknown commit
+// result a Transactor runs fn again itself, while the fallback returns
+// Apply's ErrUnknownResult: either way it reports Committed only for a
+// batch that landed. It fails with ErrInvalid for a nil store or fn, and
+// is safe for concurrent use.
+func TransactOnce(ctx context.Context, s Store, p Partition, fn TransactFunc) (BatchOutcome, error) {
+	if s == nil || fn == nil {
+		return BatchOutcome{}, fmt.Errorf("%w: transact on %s: nil store or function", ErrInvalid, PartitionName(p))
+	}
+	if t, ok := s.(Transactor); ok {
+		return t.TransactOnce(ctx, p, fn)
+	}
+	r, end := newReader(s, p)
+	b, err := fn(ctx, r)
+	end()
+	if err != nil {
+		return BatchOutcome{}, err
+	}
+	if b == nil || b.Ops() == 0 && b.Wakeup == nil {
+		return BatchOutcome{}, nil
+	}
+	return s.Apply(ctx, p, b)
 }
 
 // transactError formats Transact's error after attempts attempts: the
@@ -227,22 +309,66 @@ func jitter(lo, hi time.Duration, n int) time.Duration {
 	return rand.N(ceil)
 }
 
-// partitionReader is the Reader Transact hands its function.
-type partitionReader struct {
-	s Store
-	p Partition
+// newReader returns the Reader of the fallback path, each read its own
+// call to s (a WakeReader when s keeps a due index), and the function
+// that ends it.
+func newReader(s Store, p Partition) (Reader, func()) {
+	r := &partitionReader{s: s, p: p}
+	if di, ok := s.(DueIndex); ok {
+		return &dueReader{partitionReader: r, di: di}, r.end
+	}
+	return r, r.end
 }
 
-func (r partitionReader) Partition() Partition { return r.p }
+// partitionReader is the Reader of the fallback path.
+type partitionReader struct {
+	s     Store
+	p     Partition
+	ended atomic.Bool
+}
 
-func (r partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
+func (r *partitionReader) end() { r.ended.Store(true) }
+
+// check fails a read made after the function returned.
+func (r *partitionReader) check(what string) error {
+	if r.ended.Load() {
+		return fmt.Errorf("%w: store: %s in a transaction of %s: the Reader was used after its function returned", ErrInvalid, what, PartitionName(r.p))
+	}
+	return nil
+}
+
+func (r *partitionReader) Partition() Partition { return r.p }
+
+func (r *partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
+	if err := r.check("get"); err != nil {
+		return nil, false, err
+	}
 	return r.s.Get(ctx, r.p, key)
 }
 
-func (r partitionReader) GetMany(ctx context.Context, keys []Key) ([]Value, error) {
+func (r *partitionReader) GetMany(ctx context.Context, keys []Key) ([]Value, error) {
+	if err := r.check("get"); err != nil {
+		return nil, err
+	}
 	return r.s.GetMany(ctx, r.p, keys)
 }
 
-func (r partitionReader) Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error) {
+func (r *partitionReader) Scan(ctx context.Context, start, end Key, after Cursor, limit int) (ScanPage, error) {
+	if err := r.check("scan"); err != nil {
+		return ScanPage{}, err
+	}
 	return r.s.Scan(ctx, r.p, start, end, after, limit)
+}
+
+// dueReader is the fallback path's Reader of a store with a due index.
+type dueReader struct {
+	*partitionReader
+	di DueIndex
+}
+
+func (r *dueReader) NextWake(ctx context.Context) (uint64, bool, error) {
+	if err := r.check("next wake"); err != nil {
+		return 0, false, err
+	}
+	return r.di.NextWake(ctx, r.p)
 }

@@ -25,20 +25,35 @@ var (
 )
 
 // txnFixture is a memory store behind a Faults, with a manual clock, and a
-// count of how often the function under test ran.
+// count of how often the function under test ran. Its store is a
+// store.Transactor (the Layer) or, for the fallback path, only a
+// store.Store over the same Layer.
 type txnFixture struct {
 	clk    *clock.Manual
 	faults *storetest.Faults
 	runs   int
 }
 
-func newTxnFixture(t *testing.T) *txnFixture {
+// storeOnly hides every extension of the store it holds but the due
+// index: Transact falls back on reads and Apply over it.
+type storeOnly struct {
+	store.Store
+	store.DueIndex
+}
+
+func newTxnFixture(t *testing.T) *txnFixture { return newTxnFixtureOf(t, false) }
+
+func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	t.Helper()
 	clk := clock.NewManualMs(1_000_000)
 	l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	return &txnFixture{clk: clk, faults: storetest.WithFaults(l)}
+	var s store.Store = storeOnly{l, l}
+	if transactor {
+		s = l
+	}
+	return &txnFixture{clk: clk, faults: storetest.WithFaults(s)}
 }
 
 // claim is the function most cases run: it puts txnMine at txnKey,
@@ -281,6 +296,171 @@ func TestTransact(t *testing.T) {
 	}
 }
 
+// gate is the key the gated function guards without reading it: on a
+// store.Transactor only such a guard can fail, since a row the function
+// read and another writer changed makes the store run it again.
+var gate = store.Key("gate")
+
+// gated puts txnMine at txnKey, guarded by what it read there and by the
+// gate being open, which it does not read.
+func (f *txnFixture) gated(ctx context.Context, r store.Reader) (*store.Batch, error) {
+	b, err := f.claim(ctx, r)
+	if b != nil {
+		b.Require(store.Equals(gate, store.Value("open")))
+	}
+	return b, err
+}
+
+// openGate opens the gate.
+func (f *txnFixture) openGate() {
+	if _, err := f.faults.Inner().Apply(context.Background(), txnP, store.NewBatch().Put(gate, store.Value("open"))); err != nil {
+		panic(err)
+	}
+}
+
+// openGateAfter opens the gate once n TransactOnce calls have been made.
+func (f *txnFixture) openGateAfter(n int) {
+	f.faults.BeforeApply(func(ctx context.Context, p store.Partition, _ *store.Batch) error {
+		if f.faults.Calls(storetest.MethodTransact) != n+1 {
+			return nil
+		}
+		_, err := f.faults.Inner().Apply(ctx, p, store.NewBatch().Put(gate, store.Value("open")))
+		return err
+	})
+}
+
+// TestTransactOnATransactor: over a store.Transactor each attempt is one
+// TransactOnce, and the retry contract is the same: a failed guard backs
+// off and runs the function again, an unknown result runs it again, a
+// deadline or the function's error ends it. A writer that changes a row
+// the function read does not fail a guard there: the store runs the
+// function again within the attempt.
+func TestTransactOnATransactor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *txnFixture)
+		fn    func(f *txnFixture) store.TransactFunc // nil: f.gated
+		opts  []store.TransactOption
+		// want
+		err       []error // nil: success
+		outcome   store.Outcome
+		runs      int
+		transacts int
+		stored    string
+	}{
+		{
+			name:    "commits at once",
+			setup:   func(f *txnFixture) { f.openGate() },
+			outcome: store.Committed, runs: 1, transacts: 1, stored: "mine",
+		},
+		{
+			name:    "a row the function read changes twice: run again within the attempt",
+			setup:   func(f *txnFixture) { f.openGate(); f.interfere(2) },
+			outcome: store.Committed, runs: 3, transacts: 1, stored: "mine",
+		},
+		{
+			name:    "guard fails twice, third attempt commits",
+			setup:   func(f *txnFixture) { f.openGateAfter(2) },
+			opts:    []store.TransactOption{store.WithRetries(2)},
+			outcome: store.Committed, runs: 3, transacts: 3, stored: "mine",
+		},
+		{
+			name:    "retries exhausted",
+			opts:    []store.TransactOption{store.WithRetries(3)},
+			err:     []error{store.ErrPreconditionFailed},
+			outcome: store.PreconditionFailed, runs: 4, transacts: 4, stored: "",
+		},
+		{
+			name: "nothing to write",
+			fn: func(f *txnFixture) store.TransactFunc {
+				return func(context.Context, store.Reader) (*store.Batch, error) { f.runs++; return store.NewBatch(), nil }
+			},
+			runs: 1, transacts: 1, stored: "",
+		},
+		{
+			name: "fn error is returned, not retried",
+			fn: func(f *txnFixture) store.TransactFunc {
+				return func(context.Context, store.Reader) (*store.Batch, error) { f.runs++; return nil, errFn }
+			},
+			err:  []error{errFn},
+			runs: 1, transacts: 1, stored: "",
+		},
+		{
+			name:  "deadline passed is not retried",
+			setup: func(f *txnFixture) { f.openGate() },
+			fn: func(f *txnFixture) store.TransactFunc {
+				return func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+					b, err := f.gated(ctx, r)
+					return b.WithDeadline(f.clk.Now().Add(-time.Millisecond)), err
+				}
+			},
+			err:     []error{store.ErrDeadlinePassed},
+			outcome: store.DeadlinePassed, runs: 1, transacts: 1, stored: "",
+		},
+		{
+			name:    "store failure is returned, not retried",
+			setup:   func(f *txnFixture) { f.faults.FailNth(storetest.MethodTransact, 1, nil) },
+			err:     []error{store.ErrUnavailable, storetest.ErrInjected},
+			outcome: 0, runs: 1, transacts: 1, stored: "",
+		},
+		{
+			name: "invalid batch is returned, not retried",
+			fn: func(f *txnFixture) store.TransactFunc {
+				return func(context.Context, store.Reader) (*store.Batch, error) {
+					f.runs++
+					return store.NewBatch().Put(store.Key{0xFF}, nil), nil
+				}
+			},
+			err:     []error{store.ErrInvalid},
+			outcome: 0, runs: 1, transacts: 1, stored: "",
+		},
+		{
+			name:    "unknown result, re-run finds its work done",
+			setup:   func(f *txnFixture) { f.openGate(); f.faults.CommitThenFailTransactNth(1) },
+			outcome: 0, runs: 2, transacts: 2, stored: "mine",
+		},
+		{
+			name: "unknown result without landing, re-run commits",
+			setup: func(f *txnFixture) {
+				f.openGate()
+				f.faults.FailNth(storetest.MethodTransact, 1, fmt.Errorf("lost in flight: %w", store.ErrUnknownResult))
+			},
+			outcome: store.Committed, runs: 2, transacts: 2, stored: "mine",
+		},
+		{
+			name:    "unknown result, then retries exhausted: both reported",
+			setup:   func(f *txnFixture) { f.faults.FailNth(storetest.MethodTransact, 1, store.ErrUnknownResult) },
+			opts:    []store.TransactOption{store.WithRetries(2)},
+			err:     []error{store.ErrPreconditionFailed, store.ErrUnknownResult},
+			outcome: store.PreconditionFailed, runs: 3, transacts: 3, stored: "",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTxnFixtureOf(t, true)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			fn := store.TransactFunc(f.gated)
+			if tc.fn != nil {
+				fn = tc.fn(f)
+			}
+			out, err := store.Transact(t.Context(), f.faults, txnP, fn, append([]store.TransactOption{fast}, tc.opts...)...)
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				for _, want := range tc.err {
+					require.ErrorIs(t, err, want)
+				}
+			}
+			require.Equal(t, tc.outcome, out.Outcome, "outcome")
+			require.Equal(t, tc.runs, f.runs, "function runs")
+			require.Equal(t, tc.transacts, f.faults.Calls(storetest.MethodTransact), "TransactOnce calls")
+			require.Zero(t, f.faults.Calls(storetest.MethodApply), "Applies")
+			require.Equal(t, tc.stored, f.stored(t, txnKey), "stored value")
+		})
+	}
+}
+
 // TestTransactErrorNamesPartitionAndPrecondition: the exhausted error
 // names the partition and the failed precondition's key, never the value
 // the guard expected.
@@ -376,7 +556,13 @@ func TestTransactContext(t *testing.T) {
 // TestTransactReaderIsBoundToPartition: the function reads through r the
 // partition the batch goes to, and only that one.
 func TestTransactReaderIsBoundToPartition(t *testing.T) {
-	f := newTxnFixture(t)
+	for _, transactor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactor=%v", transactor), func(t *testing.T) { testReaderIsBoundToPartition(t, transactor) })
+	}
+}
+
+func testReaderIsBoundToPartition(t *testing.T, transactor bool) {
+	f := newTxnFixtureOf(t, transactor)
 	other := storetest.Partition{Name: "other"}
 	for _, p := range []storetest.Partition{txnP, other} {
 		b := store.NewBatch().Put(store.Key("a"), store.Value(p.Name+"-a")).Put(store.Key("b"), store.Value(p.Name+"-b"))
@@ -501,7 +687,9 @@ func ExampleTransact() {
 	report("a", out, err)
 
 	// Another writer sets the counter to 10 between the next read and its
-	// batch: the guard fails, and Transact runs the function again.
+	// commit: the store sees the row it read changed and runs the function
+	// again (a store that is no store.Transactor fails the batch's guard
+	// instead, and Transact runs it again).
 	raced := false
 	s.BeforeApply(func(ctx context.Context, p store.Partition, _ *store.Batch) error {
 		if raced {
@@ -516,15 +704,76 @@ func ExampleTransact() {
 
 	// The next commit lands but its result is lost: the re-run finds the
 	// visit counted and has nothing to write.
-	s.CommitThenFailNext()
+	s.CommitThenFailTransactNext()
 	out, err = store.Transact(ctx, s, p, count("c"))
 	report("c", out, err)
 
 	v, _, _ := l.Get(ctx, p, total)
-	fmt.Println("visits:", string(v), "after", s.Calls(storetest.MethodApply), "applies")
+	fmt.Println("visits:", string(v), "after", s.Calls(storetest.MethodTransact), "transactions")
 	// Output:
 	// a committed
 	// b committed
 	// c had nothing to write
-	// visits: 12 after 4 applies
+	// visits: 12 after 4 transactions
+}
+
+// TestTransactOnce: one attempt on either path: a failed guard is
+// reported, not retried; fn's error comes back as it is; the Reader ends
+// with fn; a nil store or function is ErrInvalid.
+func TestTransactOnce(t *testing.T) {
+	for _, transactor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactor=%v", transactor), func(t *testing.T) {
+			f := newTxnFixtureOf(t, transactor)
+			out, err := store.TransactOnce(t.Context(), f.faults, txnP, f.gated)
+			require.NoError(t, err)
+			require.Equal(t, store.PreconditionFailed, out.Outcome)
+			require.Equal(t, 1, out.FailedIndex, "the gate's guard")
+			require.Equal(t, 1, f.runs, "a failed guard is the caller's to retry")
+
+			f.openGate()
+			out, err = store.TransactOnce(t.Context(), f.faults, txnP, f.gated)
+			require.NoError(t, err)
+			require.Equal(t, store.Committed, out.Outcome)
+			require.Equal(t, "mine", f.stored(t, txnKey))
+
+			var kept store.Reader
+			_, err = store.TransactOnce(t.Context(), f.faults, txnP, func(_ context.Context, r store.Reader) (*store.Batch, error) {
+				kept = r
+				return nil, errFn
+			})
+			require.Same(t, errFn, err)
+			_, _, err = kept.Get(t.Context(), txnKey)
+			require.ErrorIs(t, err, store.ErrInvalid, "a Reader used after its function returned")
+			_, isWake := kept.(store.WakeReader)
+			require.True(t, isWake, "the Reader of a store with a due index is a store.WakeReader")
+		})
+	}
+	t.Run("a store that is no Transactor", func(t *testing.T) {
+		// Not behind Faults, which is a store.Transactor over any store:
+		// store.TransactOnce's own reads and Apply.
+		l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+		require.NoError(t, err)
+		defer l.Close()
+		s := storeOnly{l, l}
+		var kept store.Reader
+		out, err := store.TransactOnce(t.Context(), s, txnP, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+			kept = r
+			at, ok, err := r.(store.WakeReader).NextWake(ctx)
+			if err != nil || ok {
+				return nil, fmt.Errorf("wake %d, %v, %v", at, ok, err)
+			}
+			return store.NewBatch().Put(txnKey, txnMine).SetWake(0, 5000), nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, store.Committed, out.Outcome)
+		at, _, err := l.NextWake(t.Context(), txnP)
+		require.NoError(t, err)
+		require.Equal(t, uint64(5000), at)
+		_, err = kept.Scan(t.Context(), nil, nil, nil, 1)
+		require.ErrorIs(t, err, store.ErrInvalid, "a Reader used after its function returned")
+	})
+	_, err := store.TransactOnce(t.Context(), nil, txnP, func(context.Context, store.Reader) (*store.Batch, error) { return nil, nil })
+	require.ErrorIs(t, err, store.ErrInvalid)
+	_, err = store.TransactOnce(t.Context(), newTxnFixture(t).faults, txnP, nil)
+	require.ErrorIs(t, err, store.ErrInvalid)
 }

@@ -53,18 +53,20 @@ func (h *claimHold) apply(ctx context.Context, r *run, t change, b *store.Batch,
 	np, nw, own := len(b.Preconditions), len(b.Writes), b.Wakeup
 	release := t.last && (own == nil || !own.Exact) && h.fits(b)
 	b.Require(store.Equals(h.leaseKey, h.lease))
+	wakeGuard := -1 // the index of the release's WakeIs
 	if release {
 		next := earlierWake(r.report.NextDueMs, newDue)
 		if own != nil {
 			next = earlierWake(next, own.AtMs)
 		}
+		wakeGuard = len(b.Preconditions)
 		b.Delete(h.leaseKey).SetWake(ParkedWakeMs, next)
 	}
 	out, err = r.s.Apply(ctx, r.p, b)
 	if err == nil && out.Outcome == store.PreconditionFailed &&
-		(out.FailedIndex == np || out.FailedIndex == store.WakeupPrecondition) {
+		(out.FailedIndex == np || out.FailedIndex == wakeGuard) {
 		h.lost = h.lost || out.FailedIndex == np
-		h.wakeMoved = h.wakeMoved || out.FailedIndex == store.WakeupPrecondition
+		h.wakeMoved = h.wakeMoved || out.FailedIndex == wakeGuard
 		b.Preconditions, b.Writes, b.Wakeup = b.Preconditions[:np], b.Writes[:nw], own
 		return out, nil, false
 	}
@@ -72,9 +74,10 @@ func (h *claimHold) apply(ctx context.Context, r *run, t change, b *store.Batch,
 	return out, err, true
 }
 
-// fits reports whether b, with the lease guard and the release, still
-// passes the store's limits.
+// fits reports whether b, with the lease guard and the release (the
+// lease's delete and the wake time's WakeIs), still passes the store's
+// limits.
 func (h *claimHold) fits(b *store.Batch) bool {
-	return b.Ops()+2 <= h.full.MaxBatchOps &&
+	return b.Ops()+3 <= h.full.MaxBatchOps &&
 		b.Bytes()+2*len(h.leaseKey)+len(h.lease) <= h.full.MaxBatchBytes
 }

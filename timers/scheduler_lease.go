@@ -180,7 +180,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
 			}
 			return &claim{lease: lease, nowMs: nowMs}, nil
-		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
+		case wakeMoved(out):
 			// A timer write lowered the wake time, or a worker fired the
 			// partition, since it was listed: look again.
 			attempt++
@@ -269,7 +269,7 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 			return fmt.Errorf("finish: %w", err)
 		case out.Committed():
 			return nil
-		case out.Outcome == store.PreconditionFailed && out.FailedIndex == store.WakeupPrecondition:
+		case wakeMoved(out):
 			m, err := s.wakeOf(ctx, p)
 			if err != nil {
 				return err
@@ -290,6 +290,13 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 			return fmt.Errorf("finish: unexpected outcome %v", out)
 		}
 	}
+}
+
+// wakeMoved reports whether out is the failure of a batch's WakeIs: the
+// wake time is no longer the one the batch expected. The scheduler's
+// batches carry one WakeIs at most.
+func wakeMoved(out store.BatchOutcome) bool {
+	return out.Outcome == store.PreconditionFailed && out.Failed.Op == store.MustWakeAt
 }
 
 // wakeOf reads p's wake time, 0 when it has none.

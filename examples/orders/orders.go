@@ -65,8 +65,12 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			exists = ok
 			return nil, err
 		}
+		observed, err := outbox.ReadIn(ctx, r)
+		if err != nil {
+			return nil, err
+		}
 		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
-		if err := relayIndex(ctx, s.Store, shard, customer, placedAtMs, order, placedAtMs, b); err != nil {
+		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAtMs, b); err != nil {
 			return nil, err
 		}
 		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAtMs: placedAtMs + uint64(s.ShipDelay.Milliseconds())}
@@ -125,8 +129,12 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 	if err != nil {
 		return nil, err
 	}
+	observed, err := outbox.Read(ctx, c.Store, c.Partition)
+	if err != nil {
+		return nil, err
+	}
 	b := store.NewBatch().Require(store.Equals(key, stored)).Put(key, value)
-	if err := relayIndex(ctx, c.Store, c.Partition, customer, placedAtMs, order, c.NowMs, b); err != nil {
+	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.NowMs, b); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -134,9 +142,10 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 
 // relayIndex adds to b, a batch of the customer's shard, a relay row that
 // writes the order's index entry into its region's shard, with the outbox
-// guards that make the append atomic (read now, in the batch's snapshot's
-// stead: a concurrent append fails the batch's guards).
-func relayIndex(ctx context.Context, s store.Store, shard store.Partition, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch) error {
+// guards that make the append atomic: observed is the shard's outbox
+// state as the batch's builder read it (a concurrent append fails the
+// batch's guards).
+func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
@@ -145,11 +154,7 @@ func relayIndex(ctx context.Context, s store.Store, shard store.Partition, custo
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	observed, err := outbox.Read(ctx, s, shard)
-	if err != nil {
-		return err
-	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), nowMs, observed)
+	ob, err := outbox.NewBuilder(caps, nowMs, observed)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 // Method names a store.Store method that Faults intercepts.
 type Method uint8
 
-// The methods Faults intercepts: those of store.Store and store.DueIndex.
-// Capabilities is passed through untouched.
+// The methods Faults intercepts: those of store.Store, store.DueIndex and
+// store.Transactor. Capabilities is passed through untouched.
 const (
 	MethodGet Method = iota + 1
 	MethodGetMany
@@ -25,6 +25,9 @@ const (
 	MethodProbe
 	MethodScanDue
 	MethodNextWake
+	// MethodTransact is store.Transactor's TransactOnce; the reads its
+	// function makes are counted and faulted as reads (MethodGet, ...).
+	MethodTransact
 	methodCount
 )
 
@@ -46,6 +49,8 @@ func (m Method) String() string {
 		return "ScanDue"
 	case MethodNextWake:
 		return "NextWake"
+	case MethodTransact:
+		return "TransactOnce"
 	}
 	return fmt.Sprintf("Method(%d)", uint8(m))
 }
@@ -68,12 +73,13 @@ type Call struct {
 	End       store.Key       // Scan
 	After     store.Cursor    // Scan
 	Limit     int             // Scan, ScanDue
-	Batch     *store.Batch    // Apply
+	Batch     *store.Batch    // Apply; TransactOnce once its function returned (nil before)
 	UntilMs   uint64          // ScanDue
 	AfterDue  *store.DueEntry // ScanDue
 }
 
-// rule is one configured fault: a failure, or a commit-then-fail.
+// rule is one configured fault: a failure, or a commit-then-fail (of
+// Apply or TransactOnce: method says which).
 type rule struct {
 	method         Method
 	nth            int             // 0: any call number
@@ -97,7 +103,8 @@ func (r *rule) matches(c Call) bool {
 // Faults wraps a store.Store and injects faults into it: failed calls,
 // commits whose result is lost, delays, and hooks that change the store
 // between a caller's reads and its write. With nothing configured it is
-// transparent. *Faults implements store.Store, store.ScanAppender and
+// transparent. *Faults implements store.Store, store.ScanAppender,
+// store.Transactor (see TransactOnce: over any inner store) and
 // store.DueIndex (whose methods fail with store.ErrInvalid when the inner
 // store keeps no due index: wrap such a store only where no code asserts
 // DueIndex). It and
@@ -109,7 +116,8 @@ func (r *rule) matches(c Call) bool {
 // out (or the context ends it), a matching failure rule fails it without
 // reaching the inner store, BeforeApply hooks run (Apply), the inner store
 // is called, AfterRead hooks run (reads), and a matching commit-then-fail
-// rule replaces a committed outcome with an ErrUnknownResult error (Apply).
+// rule replaces a committed outcome with an ErrUnknownResult error (Apply;
+// TransactOnce orders these steps around its function: see there).
 // Predicates and hooks run outside the lock and may call the Faults or
 // Inner; calls through the Faults are counted and faulted like any other.
 type Faults struct {
@@ -249,6 +257,7 @@ func (f *Faults) Clear() {
 // plan is what happens to one call, fixed when it starts.
 type plan struct {
 	delay          time.Duration
+	rules          []*rule
 	fail           error
 	commitThenFail bool
 	beforeApply    []func(ctx context.Context, p store.Partition, b *store.Batch) error
@@ -257,14 +266,27 @@ type plan struct {
 
 // start counts c, numbers it, and plans it.
 func (f *Faults) start(c *Call) plan {
+	pl := f.count(c)
+	pl.match(c)
+	return pl
+}
+
+// count counts c, numbers it, and takes the configuration of the moment,
+// without matching its rules yet (a TransactOnce matches them once its
+// function returned its batch).
+func (f *Faults) count(c *Call) plan {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls[c.Method]++
 	c.N = f.calls[c.Method]
-	rules := f.rules
-	pl := plan{delay: f.delays[c.Method], beforeApply: f.beforeApply, afterRead: f.afterRead}
-	f.mu.Unlock()
+	return plan{delay: f.delays[c.Method], rules: f.rules, beforeApply: f.beforeApply, afterRead: f.afterRead}
+}
 
-	for _, r := range rules {
+// match sets the failure and commit-then-fail steps of the plan's rules
+// that match c.
+func (pl *plan) match(c *Call) {
+	pl.fail, pl.commitThenFail = nil, false
+	for _, r := range pl.rules {
 		if !r.matches(*c) {
 			continue
 		}
@@ -274,7 +296,6 @@ func (f *Faults) start(c *Call) plan {
 			pl.fail = fmt.Errorf("storetest: %s: %w", c.describe(), r.err)
 		}
 	}
-	return pl
 }
 
 // enter runs the delay and failure steps of a call; a non-nil error ends

@@ -50,6 +50,11 @@ func (ff *faultsFixture) call(m Method) error {
 		_, err = ff.f.ScanDue(ff.ctx, 10_000, nil, 10)
 	case MethodNextWake:
 		_, _, err = ff.f.NextWake(ff.ctx, ff.p)
+	case MethodTransact:
+		n := ff.f.Calls(MethodTransact) + 1
+		_, err = ff.f.TransactOnce(ff.ctx, ff.p, func(context.Context, store.Reader) (*store.Batch, error) {
+			return store.NewBatch().Put(store.Key("t"+string(rune('0'+n))), store.Value("x")), nil
+		})
 	}
 	return err
 }
@@ -62,7 +67,7 @@ func (ff *faultsFixture) innerHas(t *testing.T, key string) bool {
 	return ok
 }
 
-var allMethods = []Method{MethodGet, MethodGetMany, MethodScan, MethodApply, MethodStats, MethodProbe, MethodScanDue, MethodNextWake}
+var allMethods = []Method{MethodGet, MethodGetMany, MethodScan, MethodApply, MethodStats, MethodProbe, MethodScanDue, MethodNextWake, MethodTransact}
 
 func TestFaultsFailNth(t *testing.T) {
 	for _, m := range allMethods {
@@ -83,6 +88,9 @@ func TestFaultsFailNth(t *testing.T) {
 			}
 			if m == MethodApply && (!ff.innerHas(t, "w1") || ff.innerHas(t, "w2") || !ff.innerHas(t, "w3")) {
 				t.Fatal("a failed Apply reached the inner store, or a passing one did not")
+			}
+			if m == MethodTransact && (!ff.innerHas(t, "t1") || ff.innerHas(t, "t2") || !ff.innerHas(t, "t3")) {
+				t.Fatal("a failed TransactOnce wrote, or a passing one did not")
 			}
 		})
 	}
@@ -349,11 +357,12 @@ func TestFaultsClear(t *testing.T) {
 func TestFaultsRejectsBadConfiguration(t *testing.T) {
 	f := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	for name, configure := range map[string]func(){
-		"FailNth(Get, 0)":      func() { f.FailNth(MethodGet, 0, nil) },
-		"FailNth(Method(0))":   func() { f.FailNth(Method(0), 1, nil) },
-		"FailWhen(Method(99))": func() { f.FailWhen(Method(99), nil, nil) },
-		"CommitThenFailNth(0)": func() { f.CommitThenFailNth(0) },
-		"Delay(Method(0))":     func() { f.Delay(Method(0), time.Second) },
+		"FailNth(Get, 0)":              func() { f.FailNth(MethodGet, 0, nil) },
+		"FailNth(Method(0))":           func() { f.FailNth(Method(0), 1, nil) },
+		"FailWhen(Method(99))":         func() { f.FailWhen(Method(99), nil, nil) },
+		"CommitThenFailNth(0)":         func() { f.CommitThenFailNth(0) },
+		"CommitThenFailTransactNth(0)": func() { f.CommitThenFailTransactNth(0) },
+		"Delay(Method(0))":             func() { f.Delay(Method(0), time.Second) },
 	} {
 		func() {
 			defer func() {

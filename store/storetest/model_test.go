@@ -33,8 +33,10 @@ type model struct {
 // fdbLikeCaps mirror FoundationDB's limits; smallCaps make every limit
 // reachable in a few bytes and reserve operations.
 var (
-	fdbLikeCaps = store.Capabilities{MaxBatchOps: 100, MaxKeyBytes: 9_900, MaxValueBytes: 100_000, MaxBatchBytes: 10_000_000}
-	smallCaps   = store.Capabilities{MaxBatchOps: 20, ReservedBatchOps: 5, MaxKeyBytes: 64, MaxValueBytes: 512, MaxBatchBytes: 4096}
+	fdbLikeCaps = store.Capabilities{MaxBatchOps: 100, MaxKeyBytes: 9_900, MaxValueBytes: 100_000, MaxBatchBytes: 10_000_000,
+		MaxScanBytes: 1 << 20, MaxTransactReadBytes: 4 << 20}
+	smallCaps = store.Capabilities{MaxBatchOps: 20, ReservedBatchOps: 5, MaxKeyBytes: 64, MaxValueBytes: 512, MaxBatchBytes: 4096,
+		MaxScanBytes: 256, MaxTransactReadBytes: 1024}
 )
 
 func newModel(clk clock.Clock, caps store.Capabilities) *model {
@@ -78,6 +80,9 @@ func (m *model) begin(ctx context.Context, p store.Partition) (string, error) {
 	id, err := partitionID(p)
 	if err != nil {
 		return "", err
+	}
+	if err := m.notNested(ctx); err != nil {
+		return "", modelErr(p, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", modelErr(p, fmt.Errorf("%w: %w", store.ErrUnavailable, err))
@@ -133,6 +138,9 @@ func (m *model) GetMany(ctx context.Context, p store.Partition, keys []store.Key
 	return out, nil
 }
 
+// rowBytes is what a row counts against a byte budget.
+func rowBytes(kv store.KeyValue) int { return len(kv.Key) + len(kv.Value) }
+
 func (m *model) Scan(ctx context.Context, p store.Partition, start, end store.Key, after store.Cursor, limit int) (store.ScanPage, error) {
 	id, err := partitionID(p)
 	if err != nil {
@@ -158,6 +166,13 @@ func (m *model) Scan(ctx context.Context, p store.Partition, start, end store.Ke
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.scanLocked(id, start, end, last, limit, m.caps.MaxScanBytes), nil
+}
+
+// scanLocked reads a page of partition id after last (nil: from start):
+// the first row, then rows while the page holds at most limit rows and
+// maxBytes bytes (0: no byte bound). m.mu is held.
+func (m *model) scanLocked(id string, start, end, last []byte, limit, maxBytes int) store.ScanPage {
 	rows := m.parts[id]
 	var ks []string
 	for k := range rows {
@@ -168,44 +183,61 @@ func (m *model) Scan(ctx context.Context, p store.Partition, start, end store.Ke
 	}
 	slices.Sort(ks)
 	var page store.ScanPage
-	for _, k := range ks[:min(limit, len(ks))] {
-		page.Entries = append(page.Entries, store.KeyValue{Key: store.Key(k), Value: read(rows, []byte(k))})
+	size := 0
+	for i, k := range ks {
+		kv := store.KeyValue{Key: store.Key(k), Value: read(rows, []byte(k))}
+		size += rowBytes(kv)
+		if i > 0 && (i >= limit || maxBytes > 0 && size > maxBytes) {
+			page.Next = encodeModelCursor(modelCursor{part: id, start: start, end: end, last: []byte(ks[i-1])})
+			break
+		}
+		page.Entries = append(page.Entries, kv)
 	}
-	if len(ks) > limit {
-		page.Next = encodeModelCursor(modelCursor{part: id, start: start, end: end, last: []byte(ks[limit-1])})
-	}
-	return page, nil
+	return page
 }
 
 func (m *model) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
 	if _, err := partitionID(p); err != nil {
 		return store.BatchOutcome{}, err
 	}
-	if err := b.Validate(m.caps.Full()); err != nil {
-		return store.BatchOutcome{}, modelErr(p, err)
-	}
-	if b.Wakeup != nil && !m.due {
-		return store.BatchOutcome{}, modelErr(p, fmt.Errorf("%w: a wakeup, but the store keeps no due index", store.ErrInvalid))
+	if err := m.check(p, b); err != nil {
+		return store.BatchOutcome{}, err
 	}
 	id, err := m.begin(ctx, p)
 	if err != nil {
 		return store.BatchOutcome{}, err
 	}
-
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.applyLocked(id, b), nil
+}
+
+// check validates b as Apply does.
+func (m *model) check(p store.Partition, b *store.Batch) error {
+	if err := b.Validate(m.caps.Full()); err != nil {
+		return modelErr(p, err)
+	}
+	if b.NeedsDueIndex() && !m.due {
+		return modelErr(p, fmt.Errorf("%w: a wakeup, but the store keeps no due index", store.ErrInvalid))
+	}
+	return nil
+}
+
+// applyLocked applies a valid batch to partition id; m.mu is held.
+func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 	if now := m.clk.Now(); !b.Deadline.IsZero() && now.After(b.Deadline) {
-		return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, nil
+		return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}
 	}
 	rows := m.parts[id]
+	cur := m.wake[id]
 	for i, c := range b.Preconditions {
-		if !c.Holds(read(rows, c.Key)) {
-			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, nil
+		holds := c.Holds(read(rows, c.Key))
+		if c.Op == store.MustWakeAt {
+			holds = cur == c.WakeMs
 		}
-	}
-	cur, hasWake := m.wake[id]
-	if w := b.Wakeup; w != nil && w.Exact && cur != w.ExpectMs {
-		return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, nil
+		if !holds {
+			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}
+		}
 	}
 	if rows == nil {
 		rows = map[string]string{}
@@ -218,33 +250,186 @@ func (m *model) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 			delete(rows, string(w.Key))
 		}
 	}
-	switch w := b.Wakeup; {
-	case w == nil:
-	case w.Exact && w.AtMs == 0:
+	if w := b.Wakeup; w != nil {
+		at, ceil := w.Next(cur, m.ceil[id])
 		delete(m.wake, id)
 		delete(m.ceil, id)
-	case w.Exact:
-		m.wake[id] = w.AtMs
-		delete(m.ceil, id)
-		if w.CeilingMs != 0 {
-			m.ceil[id] = w.CeilingMs
-		}
-	default:
-		at := w.AtMs
-		if c, ok := m.ceil[id]; ok && c < at {
-			at = c
-		}
-		if !hasWake || at < cur {
+		if at != 0 {
 			m.wake[id] = at
-			delete(m.ceil, id)
+		}
+		if ceil != 0 {
+			m.ceil[id] = ceil
 		}
 	}
-	return store.BatchOutcome{Outcome: store.Committed}, nil
+	return store.BatchOutcome{Outcome: store.Committed}
+}
+
+// modelTxnKey marks the context the model's TransactOnce hands its
+// function, holding the model.
+type modelTxnKey struct{}
+
+// notNested refuses a call made with the context of the model's own
+// TransactOnce, whose lock the call would wait for.
+func (m *model) notNested(ctx context.Context) error {
+	if held, _ := ctx.Value(modelTxnKey{}).(*model); held == m {
+		return fmt.Errorf("%w: called from inside the store's own TransactOnce", store.ErrInvalid)
+	}
+	return nil
+}
+
+// TransactOnce runs fn under the model's lock, so that nothing changes
+// between its reads and its batch: every read is of one snapshot, and the
+// batch is applied on it.
+func (m *model) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
+	return m.transact(ctx, p, fn, true, true)
+}
+
+// transact is TransactOnce; mutants turn off marking the function's
+// context (nested calls then wait for the lock) or ending its Reader.
+func (m *model) transact(ctx context.Context, p store.Partition, fn store.TransactFunc, mark, endReader bool) (store.BatchOutcome, error) {
+	if fn == nil {
+		return store.BatchOutcome{}, modelErr(p, fmt.Errorf("%w: nil function", store.ErrInvalid))
+	}
+	id, err := m.begin(ctx, p)
+	if err != nil {
+		return store.BatchOutcome{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := &modelReader{m: m, p: p, id: id, live: true}
+	fnCtx := ctx
+	if mark {
+		fnCtx = context.WithValue(ctx, modelTxnKey{}, m)
+	}
+	b, err := fn(fnCtx, r)
+	if endReader {
+		r.end()
+	}
+	if err != nil {
+		return store.BatchOutcome{}, err
+	}
+	if b == nil || b.Ops() == 0 && b.Wakeup == nil {
+		return store.BatchOutcome{}, nil
+	}
+	if err := m.check(p, b); err != nil {
+		return store.BatchOutcome{}, err
+	}
+	return m.applyLocked(id, b), nil
+}
+
+// modelReader is the Reader of the model's TransactOnce: reads of the
+// state under the lock its TransactOnce holds, counted against
+// MaxTransactReadBytes.
+type modelReader struct {
+	m     *model
+	p     store.Partition
+	id    string
+	mu    sync.Mutex
+	live  bool
+	spent int
+}
+
+func (r *modelReader) end() {
+	r.mu.Lock()
+	r.live = false
+	r.mu.Unlock()
+}
+
+// begin checks that a read may run; r.mu is held.
+func (r *modelReader) begin(ctx context.Context) error {
+	switch max := r.m.caps.MaxTransactReadBytes; {
+	case !r.live:
+		return modelErr(r.p, fmt.Errorf("%w: reader used after its function returned", store.ErrInvalid))
+	case max > 0 && r.spent >= max:
+		return modelErr(r.p, fmt.Errorf("%w: the transaction's reads hold %d bytes, limit %d", store.ErrInvalid, r.spent, max))
+	}
+	if err := ctx.Err(); err != nil {
+		return modelErr(r.p, fmt.Errorf("%w: %w", store.ErrUnavailable, err))
+	}
+	return nil
+}
+
+func (r *modelReader) Partition() store.Partition { return r.p }
+
+func (r *modelReader) Get(ctx context.Context, key store.Key) (store.Value, bool, error) {
+	vs, err := r.GetMany(ctx, []store.Key{key})
+	if err != nil {
+		return nil, false, err
+	}
+	return vs[0], vs[0] != nil, nil
+}
+
+func (r *modelReader) GetMany(ctx context.Context, keys []store.Key) ([]store.Value, error) {
+	for _, k := range keys {
+		if err := r.m.checkKey(r.p, k); err != nil {
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.begin(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]store.Value, len(keys))
+	for i, k := range keys {
+		out[i] = read(r.m.parts[r.id], k)
+		r.spent += len(k) + len(out[i])
+	}
+	return out, nil
+}
+
+func (r *modelReader) Scan(ctx context.Context, start, end store.Key, after store.Cursor, limit int) (store.ScanPage, error) {
+	if limit < 1 {
+		return store.ScanPage{}, modelErr(r.p, fmt.Errorf("%w: scan limit %d", store.ErrInvalid, limit))
+	}
+	var last []byte
+	if len(after) > 0 {
+		c, err := decodeModelCursor(after)
+		if err == nil && (c.part != r.id || !bytes.Equal(c.start, start) || !bytes.Equal(c.end, end)) {
+			err = errors.New("cursor of another partition or range")
+		}
+		if err != nil {
+			return store.ScanPage{}, modelErr(r.p, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		}
+		last = c.last
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.begin(ctx); err != nil {
+		return store.ScanPage{}, err
+	}
+	budget := r.m.caps.MaxScanBytes
+	if max := r.m.caps.MaxTransactReadBytes; max > 0 && (budget == 0 || max-r.spent < budget) {
+		budget = max - r.spent
+	}
+	page := r.m.scanLocked(r.id, start, end, last, limit, budget)
+	for _, kv := range page.Entries {
+		r.spent += rowBytes(kv)
+	}
+	return page, nil
+}
+
+// NextWake makes the model's reader a store.WakeReader; without a due
+// index it fails with ErrInvalid.
+func (r *modelReader) NextWake(ctx context.Context) (uint64, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.begin(ctx); err != nil {
+		return 0, false, err
+	}
+	if !r.m.due {
+		return 0, false, modelErr(r.p, fmt.Errorf("%w: the store keeps no due index", store.ErrInvalid))
+	}
+	at, ok := r.m.wake[r.id]
+	return at, ok, nil
 }
 
 func (d dueModel) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("model: due index: %w: limit %d", store.ErrInvalid, limit)
+	}
+	if err := d.notNested(ctx); err != nil {
+		return nil, fmt.Errorf("model: due index: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("model: due index: %w: %w", store.ErrUnavailable, err)
@@ -354,6 +539,8 @@ func decodeModelCursor(b []byte) (modelCursor, error) {
 }
 
 var (
-	_ store.Store    = (*model)(nil)
-	_ store.DueIndex = dueModel{}
+	_ store.Store      = (*model)(nil)
+	_ store.Transactor = (*model)(nil)
+	_ store.DueIndex   = dueModel{}
+	_ store.WakeReader = (*modelReader)(nil)
 )

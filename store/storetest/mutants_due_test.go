@@ -47,13 +47,18 @@ func (s ignoresWakeup) Apply(ctx context.Context, p store.Partition, b *store.Ba
 	return s.model.Apply(ctx, p, nb)
 }
 
-// forceWake rewrites b's Wakeup to an Exact one expecting p's current wake
-// time, so it always applies.
-func forceWake(ctx context.Context, d dueModel, p store.Partition, b *store.Batch, at uint64) *store.Batch {
-	cur, _, _ := d.NextWake(ctx, p)
+// forceWake rewrites b's Wakeup to an Exact one at at and drops its
+// WakeIs preconditions, so it always applies.
+func forceWake(_ context.Context, _ dueModel, _ store.Partition, b *store.Batch, at uint64) *store.Batch {
 	nb := b.Clone()
-	nb.Wakeup = &store.Wakeup{AtMs: at, Exact: true, ExpectMs: cur}
+	nb.Preconditions = slices.DeleteFunc(nb.Preconditions, func(c store.Precondition) bool { return c.Op == store.MustWakeAt })
+	nb.Wakeup = &store.Wakeup{AtMs: at, Exact: true}
 	return nb
+}
+
+// wakeGuard returns the index of b's WakeIs precondition, -1 for none.
+func wakeGuard(b *store.Batch) int {
+	return slices.IndexFunc(b.Preconditions, func(c store.Precondition) bool { return c.Op == store.MustWakeAt })
 }
 
 type wakeAtRaises struct{ dueModel }
@@ -172,11 +177,15 @@ func (s wakeAtReadThenSet) Apply(ctx context.Context, p store.Partition, b *stor
 type setWakeCheckThenSet struct{ dueModel }
 
 func (s setWakeCheckThenSet) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
-	if b == nil || b.Wakeup == nil || !b.Wakeup.Exact {
+	i := -1
+	if b != nil {
+		i = wakeGuard(b)
+	}
+	if i < 0 {
 		return s.dueModel.Apply(ctx, p, b)
 	}
-	if cur, _, err := s.NextWake(ctx, p); err != nil || cur != b.Wakeup.ExpectMs {
-		return store.BatchOutcome{Outcome: store.PreconditionFailed, FailedIndex: store.WakeupPrecondition}, err
+	if cur, _, err := s.NextWake(ctx, p); err != nil || cur != b.Preconditions[i].WakeMs {
+		return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: b.Preconditions[i], FailedIndex: i}, err
 	}
 	time.Sleep(time.Millisecond) // wide enough that racing batches overlap even on a loaded machine
 	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, b.Wakeup.AtMs))

@@ -56,7 +56,8 @@ type group struct {
 // (for example "Apply/PreconditionFailedWritesNothing"), each on its own
 // fresh store and manual clock, in parallel. A store that implements
 // store.DueIndex is held to it ("Due/..."); one that does not must reject
-// batches carrying a Wakeup.
+// batches carrying a Wakeup or a WakeIs. A store that implements
+// store.Transactor is held to it ("Transact/...").
 func Run(t *testing.T, newStore NewStore) {
 	t.Helper()
 	groups := []group{
@@ -73,6 +74,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Context", contextChecks},
 		{"Errors", errorChecks},
 		{"Due", dueChecks},
+		{"Transact", transactChecks},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -104,7 +104,8 @@ func (f *fixture) wantDue(t testing.TB, di store.DueIndex, untilMs uint64, want 
 }
 
 // testWakeupRejectedWithoutIndex: a store without a due index rejects
-// every batch carrying a Wakeup with ErrInvalid, writing nothing.
+// every batch carrying a Wakeup or a WakeIs with ErrInvalid, writing
+// nothing.
 func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 	if _, ok := f.s.(store.DueIndex); ok {
 		t.Skip("the store keeps a due index")
@@ -112,6 +113,7 @@ func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(1000), "Put with WakeAt")
 	f.rejects(t, store.NewBatch().WakeAt(1000), "WakeAt alone")
 	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(0, 1000), "Put with SetWake")
+	f.rejects(t, store.NewBatch().Require(store.WakeIs(0)).Put(store.Key("k"), store.Value("v")), "Put guarded by WakeIs")
 }
 
 // testWakeAtLowers: WakeAt sets a partition's wake time to the earlier of
@@ -134,14 +136,16 @@ func testWakeAtLowers(t *testing.T, f *fixture) {
 
 // testSetWakeGuarded: SetWake replaces the wake time (raising, lowering or
 // clearing it) only when the current one is the expected one; otherwise
-// the batch fails with FailedIndex WakeupPrecondition and writes nothing.
+// its WakeIs precondition fails like any other, named by its index, and
+// the batch writes nothing.
 func testSetWakeGuarded(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	wantWakeFailed := func(b *store.Batch, what string) {
 		t.Helper()
+		i := len(b.Preconditions) - 1 // SetWake appended its WakeIs last
 		out := f.apply(t, f.p, b, store.PreconditionFailed, what)
-		if out.FailedIndex != store.WakeupPrecondition {
-			t.Fatalf("%s: FailedIndex %d, want WakeupPrecondition (%d)", what, out.FailedIndex, store.WakeupPrecondition)
+		if out.FailedIndex != i || !samePrecondition(out.Failed, b.Preconditions[i]) {
+			t.Fatalf("%s: failed precondition %d %v, want %d %v", what, out.FailedIndex, out.Failed, i, b.Preconditions[i])
 		}
 	}
 	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(1, 4000), "SetWake expecting 1 when none")
@@ -150,6 +154,17 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 
 	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(999, 5000), "SetWake expecting 999 at 4000")
 	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(0, 5000), "SetWake expecting none at 4000")
+	// Preconditions are checked in order: a row guard before the WakeIs
+	// that holds, then the WakeIs that fails at index 1, before a row
+	// guard that would fail too.
+	f.put(t, f.p, "g", "1")
+	b := store.NewBatch().Require(store.Equals(store.Key("g"), store.Value("1"))).SetWake(999, 5000).Require(store.Absent(store.Key("g"))).Put(store.Key("w"), store.Value("x"))
+	out := f.apply(t, f.p, b, store.PreconditionFailed, "row guard, failing WakeIs, failing row guard")
+	if out.FailedIndex != 1 || !samePrecondition(out.Failed, store.WakeIs(999)) {
+		t.Fatalf("row guard, failing WakeIs, failing row guard: failed precondition %d %v, want 1 %v", out.FailedIndex, out.Failed, store.WakeIs(999))
+	}
+	f.apply(t, f.p, store.NewBatch().Require(store.WakeIs(4000)).Put(store.Key("checked"), store.Value("x")), store.Committed, "WakeIs(4000) alone guarding a put")
+	f.wantValue(t, f.p, store.Key("checked"), store.Value("x"))
 	f.wantAbsent(t, f.p, store.Key("w"))
 	f.wantWake(t, di, f.p, 4000)
 
@@ -394,7 +409,7 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 						unknown.Add(1)
 						break
 					}
-					if err != nil || (!out.Committed() && out.FailedIndex != store.WakeupPrecondition) {
+					if err != nil || (!out.Committed() && out.Failed.Op != store.MustWakeAt) {
 						t.Errorf("worker %d: SetWake(%d, %d): %v, %v", w, at, at+1, out, err)
 						return
 					}
@@ -417,4 +432,9 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 	if final < c || final > c+u {
 		t.Fatalf("wake time advanced %d for %d committed advances (%d unknown)", final, c, u)
 	}
+}
+
+// samePrecondition reports whether a and b are the same precondition.
+func samePrecondition(a, b store.Precondition) bool {
+	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && sameValue(a.Value, b.Value) && a.WakeMs == b.WakeMs
 }

@@ -27,6 +27,7 @@ var scanChecks = []check{
 	{"ResumesAcrossInsertsAndDeletes", testScanResumes},
 	{"LimitBelowOneInvalid", testScanLimitBelowOne},
 	{"AppendScanAppendsWhatScanReads", testAppendScan},
+	{"PageEndsAtByteBudget", testScanByteBudget},
 }
 
 // scanPages pages through [start, end) of p, limit rows a page, checking
@@ -290,4 +291,113 @@ func testScanLimitBelowOne(t *testing.T, f *fixture) {
 		_, err := f.s.Scan(f.ctx, f.p, fullStart, fullEnd, nil, limit)
 		wantSentinel(t, err, store.ErrInvalid, fmt.Sprintf("Scan limit %d", limit))
 	}
+}
+
+// bigRows writes n rows "big/00", "big/01", ... of value bytes each (a
+// byte per row repeated, so that rows differ) and one more, "big/05+",
+// of over bytes when over > 0, and returns them in key order.
+func bigRows(t testing.TB, f *fixture, p store.Partition, n, value, over int) []store.KeyValue {
+	t.Helper()
+	var kvs []string
+	for i := range n {
+		kvs = append(kvs, fmt.Sprintf("big/%02d", i), string(bytes.Repeat([]byte{byte('a' + i%26)}, value)))
+	}
+	if over > 0 {
+		kvs = append(kvs, "big/05+", string(bytes.Repeat([]byte{'+'}, over)))
+	}
+	f.put(t, p, kvs...)
+	want := rows(kvs...)
+	slices.SortFunc(want, func(a, b store.KeyValue) int { return bytes.Compare(a.Key, b.Key) })
+	return want
+}
+
+// testScanByteBudget: a page whose rows add up past the store's
+// MaxScanBytes ends early, short of its limit, with a Next cursor, and the
+// next page resumes after its last row: every row once, in order,
+// through Scan and AppendScan. A page of more than one row holds at most
+// MaxScanBytes of keys and values; a row over the budget is a page of its
+// own. Stores reporting no budget skip it.
+func testScanByteBudget(t *testing.T, f *fixture) {
+	caps := f.s.Capabilities()
+	budget := caps.MaxScanBytes
+	if budget <= 0 {
+		t.Skip("the store reports no MaxScanBytes")
+	}
+	value := min(caps.MaxValueBytes, budget/3)
+	over := 0
+	if caps.MaxValueBytes > budget {
+		over = budget + 1
+	}
+	want := bigRows(t, f, f.p, max(12, 2*budget/value+5), value, over)
+	perPage := budget / (value + len("big/00"))
+	sa, _ := f.s.(store.ScanAppender)
+	for _, limit := range []int{perPage + 1, 1000} {
+		for _, appendScan := range []bool{false, true} {
+			if appendScan && sa == nil {
+				continue
+			}
+			what := fmt.Sprintf("limit %d, AppendScan %v", limit, appendScan)
+			var (
+				got   []store.KeyValue
+				after store.Cursor
+				early bool
+			)
+			for pages := 0; ; pages++ {
+				if pages > len(want)+1 {
+					t.Fatalf("%s: no end after %d pages", what, pages)
+				}
+				var page store.ScanPage
+				var err error
+				if appendScan {
+					page, _, err = sa.AppendScan(f.ctx, f.p, fullStart, fullEnd, after, limit, nil, nil)
+				} else {
+					page, err = f.s.Scan(f.ctx, f.p, fullStart, fullEnd, after, limit)
+				}
+				noErr(t, err, fmt.Sprintf("%s: page %d", what, pages))
+				size := 0
+				for _, e := range page.Entries {
+					size += len(e.Key) + len(e.Value)
+				}
+				switch {
+				case len(page.Entries) > limit:
+					t.Fatalf("%s: page %d holds %d rows", what, pages, len(page.Entries))
+				case len(page.Entries) > 1 && size > budget:
+					t.Fatalf("%s: page %d holds %d rows of %d bytes, over the budget of %d", what, pages, len(page.Entries), size, budget)
+				case len(page.Entries) == 0 && page.Next != nil:
+					t.Fatalf("%s: page %d is empty but has a Next cursor", what, pages)
+				}
+				for _, e := range page.Entries {
+					if len(e.Value) == over && len(page.Entries) != 1 {
+						t.Fatalf("%s: page %d holds the row over the budget with %d others", what, pages, len(page.Entries)-1)
+					}
+				}
+				early = early || page.Next != nil && len(page.Entries) < limit
+				for _, e := range page.Entries {
+					got = append(got, store.KeyValue{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
+				}
+				if page.Next == nil {
+					break
+				}
+				after = page.Next
+			}
+			if !sameRows(got, want) {
+				t.Fatalf("%s: read %d rows %s\nwant %d rows %s", what, len(got), showKeys(got), len(want), showKeys(want))
+			}
+			if !early {
+				t.Fatalf("%s: no page ended early, though %d rows of %d bytes pass the budget of %d", what, len(want), value, budget)
+			}
+		}
+	}
+}
+
+// showKeys lists rows' keys, for rows too large to print.
+func showKeys(rows []store.KeyValue) string {
+	var b bytes.Buffer
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%q", []byte(r.Key))
+	}
+	return b.String()
 }
