@@ -179,6 +179,7 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "down")))
 	down := rec.requests()[1]
 	faults.FailWhen(storetest.MethodApply, nil, nil)
+	faults.FailWhen(storetest.MethodTransact, nil, nil)
 	faults.FailWhen(storetest.MethodGet, nil, nil)
 	resp := post(t, rs.srv.URL, down.header, down.body)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -391,7 +392,7 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 					faults.CommitThenFailNext()
 					fault = "unknown"
 				case 1:
-					faults.FailNext(storetest.MethodApply, nil)
+					faults.FailNext(storetest.MethodTransact, nil)
 					fault = "fail"
 				}
 			}

@@ -416,7 +416,7 @@ func TestTransactOnATransactor(t *testing.T) {
 		},
 		{
 			name:    "unknown result, re-run finds its work done",
-			setup:   func(f *txnFixture) { f.openGate(); f.faults.CommitThenFailTransactNth(1) },
+			setup:   func(f *txnFixture) { f.openGate(); f.faults.CommitThenFailNth(1) },
 			outcome: 0, runs: 2, transacts: 2, stored: "mine",
 		},
 		{
@@ -704,7 +704,7 @@ func ExampleTransact() {
 
 	// The next commit lands but its result is lost: the re-run finds the
 	// visit counted and has nothing to write.
-	s.CommitThenFailTransactNext()
+	s.CommitThenFailNext()
 	out, err = store.Transact(ctx, s, p, count("c"))
 	report("c", out, err)
 

@@ -65,7 +65,11 @@ type Call struct {
 	Method Method
 	// N numbers the call among all calls of Method on this Faults, from 1,
 	// including calls that were failed or delayed.
-	N         int
+	N int
+	// Commit numbers an Apply or TransactOnce among all calls of either on
+	// this Faults, from 1 (0 for other methods): the calls that may
+	// commit, which the commit-then-fail rules count.
+	Commit    int
 	Partition store.Partition // nil for Probe and ScanDue
 	Key       store.Key       // Get
 	Keys      []store.Key     // GetMany
@@ -78,11 +82,12 @@ type Call struct {
 	AfterDue  *store.DueEntry // ScanDue
 }
 
-// rule is one configured fault: a failure, or a commit-then-fail (of
-// Apply or TransactOnce: method says which).
+// rule is one configured fault: a failure of one method's calls, or a
+// commit-then-fail of the calls that may commit (Apply and TransactOnce,
+// numbered together by Call.Commit).
 type rule struct {
-	method         Method
-	nth            int             // 0: any call number
+	method         Method          // of a failure
+	nth            int             // 0: any call number (Call.N, or Call.Commit for a commit-then-fail)
 	match          func(Call) bool // nil: any call
 	err            error           // failure to inject, when !commitThenFail
 	commitThenFail bool
@@ -97,7 +102,16 @@ func (c *Call) describe() string {
 }
 
 func (r *rule) matches(c Call) bool {
-	return r.method == c.Method && (r.nth == 0 || r.nth == c.N) && (r.match == nil || r.match(c))
+	n := c.N
+	if r.commitThenFail {
+		if c.Commit == 0 {
+			return false
+		}
+		n = c.Commit
+	} else if r.method != c.Method {
+		return false
+	}
+	return (r.nth == 0 || r.nth == n) && (r.match == nil || r.match(c))
 }
 
 // Faults wraps a store.Store and injects faults into it: failed calls,
@@ -125,6 +139,7 @@ type Faults struct {
 
 	mu          sync.Mutex
 	calls       [methodCount]int
+	commits     int // Apply and TransactOnce calls, counted together (Call.Commit)
 	rules       []*rule
 	delays      [methodCount]time.Duration
 	beforeApply []func(ctx context.Context, p store.Partition, b *store.Batch) error
@@ -139,7 +154,7 @@ func WithFaults(inner store.Store) *Faults { return &Faults{inner: inner} }
 func (f *Faults) Inner() store.Store { return f.inner }
 
 func (f *Faults) addRule(r *rule) *Faults {
-	if r.method < MethodGet || r.method >= methodCount {
+	if !r.commitThenFail && (r.method < MethodGet || r.method >= methodCount) {
 		panic(fmt.Sprintf("storetest: Faults: no method %v", r.method))
 	}
 	if r.err == nil {
@@ -174,8 +189,9 @@ func (f *Faults) FailWhen(m Method, match func(Call) bool, err error) *Faults {
 	return f.addRule(&rule{method: m, match: match, err: err})
 }
 
-// CommitThenFailNth makes Apply call number n (from 1) reach the inner
-// store and then, if the batch committed, return an error wrapping
+// CommitThenFailNth makes commit number n (from 1: the n-th Apply or
+// TransactOnce, counted together, see Call.Commit) reach the inner store
+// and then, if its batch committed, return an error wrapping
 // store.ErrUnknownResult instead of the outcome: FoundationDB's
 // commit_unknown_result after a commit that landed. A batch that did not
 // commit reports its outcome as usual. It panics when n < 1.
@@ -183,18 +199,23 @@ func (f *Faults) CommitThenFailNth(n int) *Faults {
 	if n < 1 {
 		panic(fmt.Sprintf("storetest: CommitThenFailNth(%d): calls count from 1", n))
 	}
-	return f.addRule(&rule{method: MethodApply, nth: n, commitThenFail: true})
+	return f.addRule(&rule{nth: n, commitThenFail: true})
 }
 
-// CommitThenFailNext does what CommitThenFailNth does to the next Apply.
+// CommitThenFailNext does what CommitThenFailNth does to the next Apply or
+// TransactOnce, whichever comes first.
 func (f *Faults) CommitThenFailNext() *Faults {
-	return f.CommitThenFailNth(f.Calls(MethodApply) + 1)
+	f.mu.Lock()
+	next := f.commits + 1
+	f.mu.Unlock()
+	return f.CommitThenFailNth(next)
 }
 
-// CommitThenFailWhen does what CommitThenFailNth does to every Apply for
-// which match returns true (a nil match matches every Apply).
+// CommitThenFailWhen does what CommitThenFailNth does to every Apply and
+// TransactOnce for which match returns true (a nil match matches every
+// one; a TransactOnce's Call.Batch is the batch its function returned).
 func (f *Faults) CommitThenFailWhen(match func(Call) bool) *Faults {
-	return f.addRule(&rule{method: MethodApply, match: match, commitThenFail: true})
+	return f.addRule(&rule{match: match, commitThenFail: true})
 }
 
 // Delay makes every call of m wait d (real time) before anything else
@@ -279,6 +300,10 @@ func (f *Faults) count(c *Call) plan {
 	defer f.mu.Unlock()
 	f.calls[c.Method]++
 	c.N = f.calls[c.Method]
+	if c.Method == MethodApply || c.Method == MethodTransact {
+		f.commits++
+		c.Commit = f.commits
+	}
 	return plan{delay: f.delays[c.Method], rules: f.rules, beforeApply: f.beforeApply, afterRead: f.afterRead}
 }
 

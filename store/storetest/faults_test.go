@@ -357,12 +357,11 @@ func TestFaultsClear(t *testing.T) {
 func TestFaultsRejectsBadConfiguration(t *testing.T) {
 	f := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	for name, configure := range map[string]func(){
-		"FailNth(Get, 0)":              func() { f.FailNth(MethodGet, 0, nil) },
-		"FailNth(Method(0))":           func() { f.FailNth(Method(0), 1, nil) },
-		"FailWhen(Method(99))":         func() { f.FailWhen(Method(99), nil, nil) },
-		"CommitThenFailNth(0)":         func() { f.CommitThenFailNth(0) },
-		"CommitThenFailTransactNth(0)": func() { f.CommitThenFailTransactNth(0) },
-		"Delay(Method(0))":             func() { f.Delay(Method(0), time.Second) },
+		"FailNth(Get, 0)":      func() { f.FailNth(MethodGet, 0, nil) },
+		"FailNth(Method(0))":   func() { f.FailNth(Method(0), 1, nil) },
+		"FailWhen(Method(99))": func() { f.FailWhen(Method(99), nil, nil) },
+		"CommitThenFailNth(0)": func() { f.CommitThenFailNth(0) },
+		"Delay(Method(0))":     func() { f.Delay(Method(0), time.Second) },
 	} {
 		func() {
 			defer func() {

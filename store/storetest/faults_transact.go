@@ -42,30 +42,6 @@ var (
 	errFnFailed = errors.New("storetest: function failed")
 )
 
-// CommitThenFailTransactNth makes TransactOnce call number n (from 1)
-// reach the inner store and then, if its batch committed, return an error
-// wrapping store.ErrUnknownResult instead of the outcome. It panics when
-// n < 1.
-func (f *Faults) CommitThenFailTransactNth(n int) *Faults {
-	if n < 1 {
-		panic(fmt.Sprintf("storetest: CommitThenFailTransactNth(%d): calls count from 1", n))
-	}
-	return f.addRule(&rule{method: MethodTransact, nth: n, commitThenFail: true})
-}
-
-// CommitThenFailTransactNext does what CommitThenFailTransactNth does to
-// the next TransactOnce.
-func (f *Faults) CommitThenFailTransactNext() *Faults {
-	return f.CommitThenFailTransactNth(f.Calls(MethodTransact) + 1)
-}
-
-// CommitThenFailTransactWhen does what CommitThenFailTransactNth does to
-// every TransactOnce for which match returns true (a nil match matches
-// every one); match sees the batch the function returned.
-func (f *Faults) CommitThenFailTransactWhen(match func(Call) bool) *Faults {
-	return f.addRule(&rule{method: MethodTransact, match: match, commitThenFail: true})
-}
-
 // TransactOnce implements store.Transactor, over any inner store. The call
 // is counted and delayed as the others are; its failure and
 // commit-then-fail rules are matched once the function has returned its

@@ -79,13 +79,13 @@ func TestFaultsTransactRulesSeeTheBatch(t *testing.T) {
 	_, err = ff.f.TransactOnce(ff.ctx, ff.p, put("fine"))
 	noErr(t, err, "TransactOnce of another batch")
 
-	ff.f.CommitThenFailTransactNext()
+	ff.f.CommitThenFailNext()
 	_, err = ff.f.TransactOnce(ff.ctx, ff.p, put("lost"))
 	wantSentinel(t, err, store.ErrUnknownResult, "TransactOnce with its result withheld")
 	if !ff.innerHas(t, "lost") {
 		t.Fatal("TransactOnce reported an unknown result but did not commit")
 	}
-	ff.f.CommitThenFailTransactWhen(nil)
+	ff.f.CommitThenFailWhen(nil)
 	out, err := ff.f.TransactOnce(ff.ctx, ff.p, func(context.Context, store.Reader) (*store.Batch, error) {
 		return store.NewBatch().Require(store.Absent(store.Key("k"))).Put(store.Key("z"), store.Value("z")), nil
 	})
