@@ -407,6 +407,27 @@ func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T
 	}
 }
 
+// One fire examines exactly MaxRows rows when configured above it: the
+// timer's own operations are reserved once, not twice.
+func TestOneFireExaminesMaxRows(t *testing.T) {
+	e := newEnv(t, 100)
+	ceiling := outcome.MaxRows(e.s.Capabilities())
+	var ids []string
+	for i := range ceiling + 1 {
+		ids = append(ids, fmt.Sprintf("row-%02d", i))
+	}
+	e.seed(ids[:20]...)
+	e.seedMore(ids[20:]...)
+	limited := &limitedStore{Store: e.s, t: t, maxOps: e.s.Capabilities().MaxBatchOps}
+	e.s = limited
+	sink := &capture{}
+	rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1000 }), 100)
+	require.Zero(t, rep.Failed)
+	assert.Len(t, sink.outcomes(), ceiling, "one fire delivers MaxRows outcomes")
+	assert.Equal(t, uint64(1), e.backlogRows())
+	assert.LessOrEqual(t, limited.largest, e.s.Capabilities().MaxBatchOps)
+}
+
 // seedMore queues further outcomes on a backlog that has rows.
 func (e *env) seedMore(ids ...string) {
 	prior := encode(e.t, &refdomain.ReservationTicketed{TicketID: [32]byte{7}})

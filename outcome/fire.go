@@ -66,9 +66,11 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
+	// MaxRows reserves the timer's own operations; the acknowledgments'
+	// plan reserves them as well, from the store's capabilities as they are.
 	caps := f.s.Capabilities()
-	caps.ReservedBatchOps += timerOps
 	maxRows := min(f.d.maxRows, MaxRows(caps))
+	caps.ReservedBatchOps += timerOps
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
