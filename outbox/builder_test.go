@@ -252,7 +252,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 				// Each failed attempt means another writer landed, so 2*writers
 				// attempts are plenty; more means a guard can never hold.
 				for range 2 * writers {
-					o, err := outbox.Read(e.ctx, e.inner, e.p)
+					o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 					if !assert.NoError(t, err) {
 						return
 					}

@@ -49,7 +49,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine) *env {
 // builder reads the outbox state and returns a builder over it.
 func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
-	o, err := outbox.Read(e.ctx, e.inner, e.p)
+	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
 	b, err := outbox.NewBuilder(e.caps, now, o)
 	require.NoError(t, err)

@@ -79,10 +79,13 @@ func SequenceKey() store.Key { return sequenceKey }
 // BacklogKey returns the key of the outcome backlog.
 func BacklogKey() store.Key { return backlogKey }
 
-// Read reads what a Builder needs from partition p, in one snapshot. It
-// fails with the store's errors.
-func Read(ctx context.Context, s store.Store, p store.Partition) (Observed, error) {
-	vs, err := s.GetMany(ctx, p, []store.Key{sequenceKey, backlogKey, relayTimerRef})
+// Read reads what a Builder needs from r's partition, in one GetMany (one
+// snapshot). r is the Reader store.Transact hands its function, so that
+// an outbox append can be a Transact step, or store.ReaderOf(s, p)
+// outside Transact. It fails with the store's errors.
+func Read(ctx context.Context, r store.Reader) (Observed, error) {
+	p := r.Partition()
+	vs, err := r.GetMany(ctx, []store.Key{sequenceKey, backlogKey, relayTimerRef})
 	if err != nil {
 		return Observed{}, fmt.Errorf("outbox: read %s: %w", store.PartitionName(p), err)
 	}

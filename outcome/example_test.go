@@ -36,7 +36,7 @@ func ExampleDelivery() {
 		panic(err)
 	}
 	// ...commits, and its outcome is queued in the same batch.
-	o, err := outbox.Read(ctx, s, p)
+	o, err := outbox.Read(ctx, store.ReaderOf(s, p))
 	if err != nil {
 		panic(err)
 	}

@@ -98,7 +98,7 @@ func (e *env) seed(ids ...string) {
 // created.
 func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1, ids ...string) {
 	t := e.t
-	o, err := outbox.Read(ctx, e.s, e.p)
+	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
 	bld, err := outbox.NewBuilder(e.s.Capabilities(), clock.NowMs(e.clock), o)
 	require.NoError(t, err)

@@ -281,7 +281,7 @@ func (m *omodel) produce(i int) {
 	if out, err := m.layer.Apply(ctx, p, put); err != nil || !out.Committed() {
 		panic(fmt.Sprintf("produce: %v %v", out, err))
 	}
-	o, err := outbox.Read(ctx, m.layer, p)
+	o, err := outbox.Read(ctx, store.ReaderOf(m.layer, p))
 	if err != nil {
 		panic(err)
 	}

@@ -311,7 +311,7 @@ func (w *world) tick(i int, chaotic bool) {
 // produce queues one or two rows in source src through via.
 func (w *world) produce(src int, via store.Store) {
 	p := w.sources[src]
-	o, err := outbox.Read(w.ctx, via, p)
+	o, err := outbox.Read(w.ctx, store.ReaderOf(via, p))
 	if err != nil {
 		w.note("produce src%d: read: %v", src, err)
 		return

@@ -154,7 +154,7 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 	if s == nil || fn == nil {
 		return BatchOutcome{}, fmt.Errorf("%w: transact on %s: nil store or function", ErrInvalid, PartitionName(p))
 	}
-	r := partitionReader{s: s, p: p}
+	r := ReaderOf(s, p)
 	var (
 		last    BatchOutcome
 		unknown error // the latest ErrUnknownResult an attempt ended with
@@ -226,6 +226,12 @@ func jitter(lo, hi time.Duration, n int) time.Duration {
 	}
 	return rand.N(ceil)
 }
+
+// ReaderOf returns a Reader of partition p of s: the Reader Transact hands
+// its function, for code that reads what it will guard outside Transact
+// (outbox.Read takes one, inside Transact or not). It is valid as long as
+// s is open.
+func ReaderOf(s Store, p Partition) Reader { return partitionReader{s: s, p: p} }
 
 // partitionReader is the Reader Transact hands its function.
 type partitionReader struct {

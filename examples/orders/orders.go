@@ -145,7 +145,7 @@ func relayIndex(ctx context.Context, s store.Store, shard store.Partition, custo
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	observed, err := outbox.Read(ctx, s, shard)
+	observed, err := outbox.Read(ctx, store.ReaderOf(s, shard))
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	t.Helper()
 	ctx := context.Background()
 	want := map[string]string{}
-	obs, err := outbox.Read(ctx, s, source)
+	obs, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	if err != nil {
 		t.Fatal(err)
 	}
