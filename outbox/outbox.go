@@ -1,8 +1,8 @@
 // Package outbox writes a partition's outbox: relay rows (writes queued
 // for a target partition, delivered in sequence order by the relay) and
-// terminal outcome rows (records of the service's schema that reached a
-// terminal state, such as the reference domain's reservations, pushed to a
-// sink by outcome delivery), and plans the acknowledgment of
+// terminal outcome rows (records of the service's own schema that reached
+// a terminal state, queued by an outcome source and pushed to a sink by
+// outcome delivery: package outcome), and plans the acknowledgment of
 // delivered outcomes (Acks).
 //
 // # Rows
@@ -10,7 +10,9 @@
 //	OutboxSequenceKey                 U64Value: the last sequence allocated
 //	RelayKey(seq)                     RelayV1: one queued relay row
 //	(the record's own key)            the service's record, made terminal
-//	OutcomePendingKey(seq, id)        empty: an undelivered terminal outcome
+//	OutcomePendingKey(seq, id)        OutcomePendingV1: an undelivered terminal
+//	                                  outcome, its source and record key (empty
+//	                                  in rows written before sources existed)
 //	OutcomeBacklogKey                 Backlog: rows and bytes undelivered
 //	TimerRefKey(KindRelay, "")        the relay timer (package timers)
 //	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer

@@ -17,6 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -57,7 +58,7 @@ func TestAppendDuringAckKeepsATimerAndDeliversOnTheNextFire(t *testing.T) {
 	require.Equal(t, 1, e.fire(sink, due).Fired)
 	require.Len(t, sink.outcomes(), 1)
 	assert.Equal(t, "second", sink.outcomes()[0].ReservationID)
-	assert.Equal(t, outcome.ResultAborted, sink.outcomes()[0].Result)
+	assert.Equal(t, reservations.ResultAborted, sink.outcomes()[0].Result)
 	assert.Equal(t, uint64(0), e.backlogRows())
 	assert.Empty(t, e.pending())
 }
@@ -135,7 +136,7 @@ func TestDeliversInSequenceAndAcksSyntheticLocally(t *testing.T) {
 	require.Equal(t, 1, e.fire(sink, 100).Fired)
 	assert.Equal(t, []string{"one", "three"}, sink.ids())
 	for _, o := range sink.outcomes() {
-		assert.Equal(t, outcome.ResultCommitted, o.Result)
+		assert.Equal(t, reservations.ResultCommitted, o.Result)
 	}
 	v, ok, err := e.s.Get(ctx, partition, outbox.BacklogKey())
 	require.NoError(t, err)

@@ -128,11 +128,20 @@ func (e Envelope) check() error {
 	case e.Timestamp.UTC().Year() > 9999 || e.Timestamp.UTC().Year() < 1:
 		return fmt.Errorf("outcome: envelope %q: timestamp %v out of RFC 3339's range: %w", e.ID, e.Timestamp, store.ErrInvalid)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(e.Data, &obj); err != nil || obj == nil {
+	if !isJSONObject(e.Data) {
 		return fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
 	}
 	return nil
+}
+
+// isJSONObject reports whether b is one JSON object (with white space
+// around it), without decoding it.
+func isJSONObject(b []byte) bool {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i < len(b) && b[i] == '{' && json.Valid(b)
 }
 
 // visibleASCII reports whether s has 1 to max bytes, each a visible

@@ -27,6 +27,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"schema", "gen", "gen"},
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
+		{"internal/bank/schema", "internal/bank/bankgen", "bankgen"},
 	} {
 		files, err := generate(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
