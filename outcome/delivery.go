@@ -178,17 +178,21 @@ var errSinkTimeout = errors.New("the sink did not answer within the sink timeout
 //   - it decodes the timer value (the backoff attempt and the cursor of
 //     the last row examined) and scans one page of pending rows after the
 //     cursor, wrapping to the head once when the cursor is past the end;
-//   - for each row: an invalid index key, a missing or undecodable
-//     reservation, or one that is not terminal is logged and kept;
-//     synthetic ids ("s:" prefix) are acknowledged locally and counted;
-//     the others go to the sink, each call bounded by the sink timeout.
+//   - for each row: an invalid index key or value, a source the Delivery
+//     does not have, a missing or undecodable record, or one its source
+//     cannot make an outcome of (not terminal, an invalid envelope) is
+//     logged and kept; the records of the others are read in one GetMany;
+//     synthetic outcomes (SourceConfig.Synthetic) are acknowledged locally
+//     and counted; the others go to the sink, each call bounded by the
+//     sink timeout.
 //     The first failure or timeout stops the fire; so does the fire
 //     budget, before the next sink call;
 //   - it plans the acknowledgments (outbox.Acks) against the backlog read
 //     again after the sink calls, and guards that value, so that an
 //     outcome queued during the fire fails the guard and the next fire
 //     plans again (and delivers the acknowledged rows again: at least
-//     once).
+//     once). Each acknowledgment deletes the pending row, and the record
+//     unless its source keeps it (SourceConfig.OnAck).
 //
 // It returns Done when the acknowledgments empty the backlog, else
 // Reschedule: resuming just after the row that failed, or at the first
