@@ -318,11 +318,16 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 // call delivers e under the sink timeout. A sink that outlives it is
 // abandoned (its context is cancelled) and the call fails with
 // errSinkTimeout; a sink that panics fails the call.
+//
+// The sink runs in a goroutine of its own and the timeout's sleep in the
+// caller's: the sink's goroutine cancels the sleep's context once it has
+// answered, so a call costs one goroutine, not two.
 func (d *Delivery) call(ctx context.Context, e Envelope) error {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answer := make(chan error, 1)
 	go func() {
+		defer cancel() // after the answer is sent: it ends the sleep
 		defer func() {
 			if v := recover(); v != nil {
 				answer <- fmt.Errorf("outcome: the sink panicked: %v", v)
@@ -330,17 +335,16 @@ func (d *Delivery) call(ctx context.Context, e Envelope) error {
 		}()
 		answer <- d.sink.Deliver(callCtx, e)
 	}()
-	elapsed := make(chan error, 1)
-	go func() { elapsed <- d.sleep(callCtx, d.timeout) }()
+	slept := d.sleep(callCtx, d.timeout)
 	select {
 	case err := <-answer:
 		return err
-	case err := <-elapsed:
-		if err != nil {
-			return err // ctx ended; the caller sees it
-		}
-		return errSinkTimeout
+	default:
 	}
+	if slept != nil {
+		return slept // ctx ended; the caller sees it
+	}
+	return errSinkTimeout
 }
 
 // addSat adds without wrapping past math.MaxUint64.

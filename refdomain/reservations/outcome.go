@@ -145,7 +145,15 @@ func (o Outcome) Envelope() (outcome.Envelope, error) {
 func envelopeID(rid string) string { return url.PathEscape(rid) }
 
 // eventType is the envelope type of o.
-func (o Outcome) eventType() string { return "reservation." + string(o.Result) }
+func (o Outcome) eventType() string {
+	switch o.Result {
+	case ResultCommitted:
+		return "reservation.committed"
+	case ResultAborted:
+		return "reservation.aborted"
+	}
+	return "reservation." + string(o.Result)
+}
 
 // timestamp is the envelope timestamp of o.
 func (o Outcome) timestamp() time.Time {

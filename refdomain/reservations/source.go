@@ -19,7 +19,6 @@
 package reservations
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/mkit-dev/mkitfdb/outcome"
@@ -51,15 +50,13 @@ func NewSource(audience string) (*Source, error) {
 		Terminal: IsTerminal,
 		ID:       func(k refdomain.ReservationKey, _ refdomain.ReservationV1) string { return envelopeID(k.ID.String()) },
 		Event: func(k refdomain.ReservationKey, r refdomain.ReservationV1) (outcome.Event, error) {
+			// FromReservation makes only outcomes that keep the JSON form's
+			// rules: the Delivery encodes it as it is.
 			o, err := FromReservation(k.ID, audience, r)
 			if err != nil {
 				return outcome.Event{}, err
 			}
-			data, err := o.JSON()
-			if err != nil {
-				return outcome.Event{}, err
-			}
-			return outcome.Event{Type: o.eventType(), Time: o.timestamp(), Data: json.RawMessage(data)}, nil
+			return outcome.Event{Type: o.eventType(), Time: o.timestamp(), Data: &o}, nil
 		},
 		Synthetic: func(k refdomain.ReservationKey, _ refdomain.ReservationV1) bool { return IsSynthetic(k.ID) },
 		OnAck:     outcome.DeleteRecord,
