@@ -118,6 +118,17 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 
 // check checks the rules of the JSON form.
 func (e Envelope) check() error {
+	if err := e.checkFields(); err != nil {
+		return err
+	}
+	if !isJSONObject(e.Data) {
+		return fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
+	}
+	return nil
+}
+
+// checkFields checks the rules of the JSON form but data's.
+func (e Envelope) checkFields() error {
 	switch {
 	case !visibleASCII(e.ID, MaxEnvelopeIDBytes):
 		return fmt.Errorf("outcome: envelope id %q: want 1 to %d bytes of visible ASCII: %w", e.ID, MaxEnvelopeIDBytes, store.ErrInvalid)
@@ -127,9 +138,6 @@ func (e Envelope) check() error {
 		return fmt.Errorf("outcome: envelope %q without a timestamp: %w", e.ID, store.ErrInvalid)
 	case e.Timestamp.UTC().Year() > 9999 || e.Timestamp.UTC().Year() < 1:
 		return fmt.Errorf("outcome: envelope %q: timestamp %v out of RFC 3339's range: %w", e.ID, e.Timestamp, store.ErrInvalid)
-	}
-	if !isJSONObject(e.Data) {
-		return fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
 	}
 	return nil
 }

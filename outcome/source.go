@@ -48,9 +48,19 @@ type Event struct {
 	// it was given (which pending rows queued before sources existed do
 	// not record: theirs must come from the record).
 	Time time.Time
-	// Data is the payload: a value encoding/json encodes as a JSON object,
-	// or a json.RawMessage holding one, taken as it is.
+	// Data is the payload: a value encoding/json encodes as a JSON object;
+	// a json.RawMessage holding one, taken as it is once checked; or a
+	// JSONAppender, which encodes itself.
 	Data any
+}
+
+// JSONAppender is a payload that encodes itself, without reflection:
+// AppendJSON appends its JSON form, one JSON object, to dst. A Delivery
+// trusts it as it trusts encoding/json's output, checking its first byte
+// only, so an appender must produce valid JSON (test it against
+// encoding/json), and fail rather than append anything else.
+type JSONAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
 }
 
 // MaxSourceNameBytes bounds a source's name.
@@ -248,10 +258,18 @@ func (s *TypedSource[K, R]) resolve(key store.Key, value store.Value, queued tim
 	if err != nil {
 		return Envelope{}, false, fmt.Errorf("event: %w", err)
 	}
+	// Data encoded here, by encoding/json or the payload's own appender,
+	// is valid JSON by construction: only its first byte is checked. A
+	// json.RawMessage is checked whole.
 	var data []byte
+	trusted := true
 	switch d := ev.Data.(type) {
 	case json.RawMessage:
-		data = d
+		data, trusted = d, false
+	case JSONAppender:
+		if data, err = d.AppendJSON(nil); err != nil {
+			return Envelope{}, false, fmt.Errorf("event data: %w", errInvalid(err))
+		}
 	default:
 		if data, err = json.Marshal(d); err != nil {
 			return Envelope{}, false, fmt.Errorf("event data: %v: %w", err, store.ErrInvalid)
@@ -261,7 +279,14 @@ func (s *TypedSource[K, R]) resolve(key store.Key, value store.Value, queued tim
 		ev.Time = queued
 	}
 	e := Envelope{ID: id.String(), Type: ev.Type, Timestamp: ev.Time, Data: data}
-	if err := e.check(); err != nil {
+	if trusted {
+		if err := e.checkFields(); err != nil {
+			return Envelope{}, false, err
+		}
+		if len(data) == 0 || data[0] != '{' {
+			return Envelope{}, false, fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
+		}
+	} else if err := e.check(); err != nil {
 		return Envelope{}, false, err
 	}
 	synthetic := s.c.Synthetic != nil && s.c.Synthetic(k, r)

@@ -156,9 +156,10 @@ func (o Outcome) eventType() string {
 }
 
 // timestamp is the envelope timestamp of o.
-func (o Outcome) timestamp() time.Time {
-	return time.UnixMilli(int64(min(o.OccurredAtMs, 1<<62))).UTC()
-}
+func (o Outcome) timestamp() time.Time { return msTime(o.OccurredAtMs) }
+
+// msTime is the time of Unix milliseconds ms.
+func msTime(ms uint64) time.Time { return time.UnixMilli(int64(min(ms, 1<<62))).UTC() }
 
 // JSON returns the outcome's JSON form (see the design note). It fails
 // only for an outcome that breaks ParseOutcome's rules.

@@ -50,13 +50,7 @@ func NewSource(audience string) (*Source, error) {
 		Terminal: IsTerminal,
 		ID:       func(k refdomain.ReservationKey, _ refdomain.ReservationV1) string { return envelopeID(k.ID.String()) },
 		Event: func(k refdomain.ReservationKey, r refdomain.ReservationV1) (outcome.Event, error) {
-			// FromReservation makes only outcomes that keep the JSON form's
-			// rules: the Delivery encodes it as it is.
-			o, err := FromReservation(k.ID, audience, r)
-			if err != nil {
-				return outcome.Event{}, err
-			}
-			return outcome.Event{Type: o.eventType(), Time: o.timestamp(), Data: &o}, nil
+			return event(k.ID, audience, r)
 		},
 		Synthetic: func(k refdomain.ReservationKey, _ refdomain.ReservationV1) bool { return IsSynthetic(k.ID) },
 		OnAck:     outcome.DeleteRecord,
