@@ -73,6 +73,19 @@ func examplesTimerRefKey() []TimerRefKey {
 	}}
 }
 
+// examplesReceiverNonceKey returns valid ReceiverNonceKey values, minimal first, typical last.
+func examplesReceiverNonceKey() []ReceiverNonceKey {
+	return []ReceiverNonceKey{ReceiverNonceKey{}, ReceiverNonceKey{Key: "ssssssssssss"}}
+}
+
+// examplesReceiverNonceExpiryKey returns valid ReceiverNonceExpiryKey values, minimal first, typical last.
+func examplesReceiverNonceExpiryKey() []ReceiverNonceExpiryKey {
+	return []ReceiverNonceExpiryKey{ReceiverNonceExpiryKey{}, ReceiverNonceExpiryKey{
+		Key:     "ssssssssssss",
+		UntilMs: uint64(1099511627783),
+	}}
+}
+
 // examplesU64Value returns valid U64Value values, minimal first, typical last.
 func examplesU64Value() []U64Value {
 	return []U64Value{U64Value{}, U64Value{Value: uint64(1099511627783)}}
@@ -153,5 +166,13 @@ func examplesSchedulerLeaseV1() []SchedulerLeaseV1 {
 	return []SchedulerLeaseV1{SchedulerLeaseV1{}, SchedulerLeaseV1{
 		ExpiresAtMs: uint64(1099511627783),
 		Owner:       "ssssssssssss",
+	}}
+}
+
+// examplesReceiverNonceV1 returns valid ReceiverNonceV1 values, minimal first, typical last.
+func examplesReceiverNonceV1() []ReceiverNonceV1 {
+	return []ReceiverNonceV1{ReceiverNonceV1{}, ReceiverNonceV1{
+		Token:   uint64(1099511627783),
+		UntilMs: uint64(1099511627783),
 	}}
 }

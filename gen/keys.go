@@ -21,15 +21,17 @@ type ParsedKey interface {
 
 // Class tags.
 const (
-	TagOutboxSequenceKey Tag = 1
-	TagRelayScanKey      Tag = 2
-	TagOutcomeBacklogKey Tag = 3
-	TagRelayKey          Tag = 16
-	TagTimerKey          Tag = 17
-	TagOutcomePendingKey Tag = 18
-	TagRelayHighWaterKey Tag = 20
-	TagSchedulerLeaseKey Tag = 6
-	TagTimerRefKey       Tag = 7
+	TagOutboxSequenceKey      Tag = 1
+	TagRelayScanKey           Tag = 2
+	TagOutcomeBacklogKey      Tag = 3
+	TagRelayKey               Tag = 16
+	TagTimerKey               Tag = 17
+	TagOutcomePendingKey      Tag = 18
+	TagRelayHighWaterKey      Tag = 20
+	TagSchedulerLeaseKey      Tag = 6
+	TagTimerRefKey            Tag = 7
+	TagReceiverNonceKey       Tag = 40
+	TagReceiverNonceExpiryKey Tag = 41
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -99,6 +101,18 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readTimerRefKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("TimerRefKey", err)
+		}
+		return k, nil
+	case TagReceiverNonceKey:
+		k, err := readReceiverNonceKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("ReceiverNonceKey", err)
+		}
+		return k, nil
+	case TagReceiverNonceExpiryKey:
+		k, err := readReceiverNonceExpiryKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("ReceiverNonceExpiryKey", err)
 		}
 		return k, nil
 	}
@@ -691,6 +705,135 @@ func ParseTimerRefKey(b []byte) (TimerRefKey, error) {
 	k, err := readTimerRefKey(&r)
 	if err != nil {
 		return TimerRefKey{}, wire.KeyError("TimerRefKey", err)
+	}
+	return k, nil
+}
+
+func (ReceiverNonceKey) Tag() Tag {
+	return TagReceiverNonceKey
+}
+
+func appendReceiverNonceKey(dst []byte, k *ReceiverNonceKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagReceiverNonceKey))
+	dst = tuple.AppendString(dst, k.Key)
+	return dst
+}
+
+func checkReceiverNonceKey(k *ReceiverNonceKey) error {
+	if len(k.Key) > 320 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 320))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k ReceiverNonceKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkReceiverNonceKey(&k); err != nil {
+		return dst, wire.Within("ReceiverNonceKey", err)
+	}
+	return appendReceiverNonceKey(dst, &k), nil
+}
+
+// AppendReceiverNonceKey appends the ReceiverNonceKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendReceiverNonceKey(dst []byte, key string) ([]byte, error) {
+	return ReceiverNonceKey{Key: key}.AppendKey(dst)
+}
+
+func readReceiverNonceKey(r *tuple.Reader) (k ReceiverNonceKey, err error) {
+	if k.Key, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkReceiverNonceKey(&k)
+}
+
+// ParseReceiverNonceKey parses a key of class ReceiverNonceKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseReceiverNonceKey(b []byte) (ReceiverNonceKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagReceiverNonceKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagReceiverNonceKey)
+	}
+	if err != nil {
+		return ReceiverNonceKey{}, wire.KeyError("ReceiverNonceKey", err)
+	}
+	k, err := readReceiverNonceKey(&r)
+	if err != nil {
+		return ReceiverNonceKey{}, wire.KeyError("ReceiverNonceKey", err)
+	}
+	return k, nil
+}
+
+func (ReceiverNonceExpiryKey) Tag() Tag {
+	return TagReceiverNonceExpiryKey
+}
+
+func appendReceiverNonceExpiryKey(dst []byte, k *ReceiverNonceExpiryKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagReceiverNonceExpiryKey))
+	dst = tuple.AppendUint(dst, uint64(k.UntilMs))
+	dst = tuple.AppendString(dst, k.Key)
+	return dst
+}
+
+func checkReceiverNonceExpiryKey(k *ReceiverNonceExpiryKey) error {
+	if len(k.Key) > 320 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 320))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k ReceiverNonceExpiryKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkReceiverNonceExpiryKey(&k); err != nil {
+		return dst, wire.Within("ReceiverNonceExpiryKey", err)
+	}
+	return appendReceiverNonceExpiryKey(dst, &k), nil
+}
+
+// AppendReceiverNonceExpiryKey appends the ReceiverNonceExpiryKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendReceiverNonceExpiryKey(dst []byte, untilMs uint64, key string) ([]byte, error) {
+	return ReceiverNonceExpiryKey{
+		Key:     key,
+		UntilMs: untilMs,
+	}.AppendKey(dst)
+}
+
+func readReceiverNonceExpiryKey(r *tuple.Reader) (k ReceiverNonceExpiryKey, err error) {
+	if k.UntilMs, err = r.ReadUint(); err != nil {
+		return
+	}
+	if k.Key, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkReceiverNonceExpiryKey(&k)
+}
+
+// ParseReceiverNonceExpiryKey parses a key of class ReceiverNonceExpiryKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseReceiverNonceExpiryKey(b []byte) (ReceiverNonceExpiryKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagReceiverNonceExpiryKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagReceiverNonceExpiryKey)
+	}
+	if err != nil {
+		return ReceiverNonceExpiryKey{}, wire.KeyError("ReceiverNonceExpiryKey", err)
+	}
+	k, err := readReceiverNonceExpiryKey(&r)
+	if err != nil {
+		return ReceiverNonceExpiryKey{}, wire.KeyError("ReceiverNonceExpiryKey", err)
 	}
 	return k, nil
 }

@@ -1097,3 +1097,101 @@ func readerDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) error {
 func fastDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) bool {
 	return len(b) > 0 && b[0] == VersionSchedulerLeaseV1 && fastReadSchedulerLeaseV1(b, 1, v) == len(b) && verifySchedulerLeaseV1(v) == nil
 }
+
+func appendReceiverNonceV1(dst []byte, v *ReceiverNonceV1) []byte {
+	dst = wire.AppendU64(dst, v.UntilMs)
+	dst = wire.AppendU64(dst, v.Token)
+	return dst
+}
+
+func sizeReceiverNonceV1(v *ReceiverNonceV1) int {
+	n := 0
+	n += 8
+	n += 8
+	return n
+}
+
+func readReceiverNonceV1(r *wire.Reader, v *ReceiverNonceV1) {
+	if b := r.Next("ReceiverNonceV1.UntilMs..Token", 16); len(b) == 16 {
+		v.UntilMs = binary.BigEndian.Uint64(b[0:])
+		v.Token = binary.BigEndian.Uint64(b[8:])
+	}
+}
+
+// fastReadReceiverNonceV1 reads the fields of ReceiverNonceV1 from b[p:] as readReceiverNonceV1 does, and
+// returns the offset after them, or -1 where readReceiverNonceV1 would fail.
+func fastReadReceiverNonceV1(b []byte, p int, v *ReceiverNonceV1) int {
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.UntilMs = binary.BigEndian.Uint64(b[p:])
+	v.Token = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	return p
+}
+
+// VersionReceiverNonceV1 is the version byte that opens every encoded ReceiverNonceV1.
+const VersionReceiverNonceV1 = 1
+
+// AppendReceiverNonceV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendReceiverNonceV1(dst []byte, v ReceiverNonceV1) ([]byte, error) {
+	if !validReceiverNonceV1(&v) {
+		return dst, wire.Within("ReceiverNonceV1", checkReceiverNonceV1(&v))
+	}
+	return appendReceiverNonceV1(append(dst, VersionReceiverNonceV1), &v), nil
+}
+
+// EncodeReceiverNonceV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendReceiverNonceV1 does.
+func EncodeReceiverNonceV1(v ReceiverNonceV1) ([]byte, error) {
+	return AppendReceiverNonceV1(make([]byte, 0, 1+sizeReceiverNonceV1(&v)), v)
+}
+
+// DecodeReceiverNonceV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeReceiverNonceV1(b []byte) (ReceiverNonceV1, error) {
+	var v ReceiverNonceV1
+	err := DecodeReceiverNonceV1Into(b, &v)
+	return v, err
+}
+
+// DecodeReceiverNonceV1Into decodes b into *v as DecodeReceiverNonceV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeReceiverNonceV1Into(b []byte, v *ReceiverNonceV1) error {
+	if fastDecodeReceiverNonceV1(b, v) {
+		return nil
+	}
+	return readerDecodeReceiverNonceV1(b, v)
+}
+
+// readerDecodeReceiverNonceV1 is DecodeReceiverNonceV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeReceiverNonceV1(b []byte, v *ReceiverNonceV1) error {
+	r := wire.NewReader(b, "ReceiverNonceV1")
+	r.Version(VersionReceiverNonceV1)
+	readReceiverNonceV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyReceiverNonceV1(v); err != nil {
+			err = wire.DecodeRule("ReceiverNonceV1", err)
+		}
+	}
+	if err != nil {
+		*v = ReceiverNonceV1{}
+	}
+	return err
+}
+
+// fastDecodeReceiverNonceV1 decodes b into *v and reports true when b is a valid
+// ReceiverNonceV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeReceiverNonceV1(b []byte, v *ReceiverNonceV1) bool {
+	return len(b) > 0 && b[0] == VersionReceiverNonceV1 && fastReadReceiverNonceV1(b, 1, v) == len(b) && verifyReceiverNonceV1(v) == nil
+}

@@ -1858,3 +1858,210 @@ func TestSchedulerLeaseV1FastPathAgrees(t *testing.T) {
 		agreeSchedulerLeaseV1(t, held, b)
 	}
 }
+
+// invalidReceiverNonceV1 returns ReceiverNonceV1 values that break a rule of the schema.
+func invalidReceiverNonceV1() []ReceiverNonceV1 {
+	var out []ReceiverNonceV1
+	return out
+}
+
+// malformedReceiverNonceV1 returns bytes that must not decode as a ReceiverNonceV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedReceiverNonceV1() [][]byte {
+	valid, err := EncodeReceiverNonceV1(examplesReceiverNonceV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionReceiverNonceV1+1)}
+	return out
+}
+
+func TestReceiverNonceV1RoundTrip(t *testing.T) {
+	for i, v := range examplesReceiverNonceV1() {
+		b, err := EncodeReceiverNonceV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeReceiverNonceV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeReceiverNonceV1(&v))
+		}
+		got, err := DecodeReceiverNonceV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendReceiverNonceV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestReceiverNonceV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestReceiverNonceV1DecodeIntoReuses(t *testing.T) {
+	var v ReceiverNonceV1
+	examples := examplesReceiverNonceV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeReceiverNonceV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeReceiverNonceV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeReceiverNonceV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeReceiverNonceV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, ReceiverNonceV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestReceiverNonceV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidReceiverNonceV1() {
+		out, err := AppendReceiverNonceV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestReceiverNonceV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedReceiverNonceV1() {
+		_, err := DecodeReceiverNonceV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "ReceiverNonceV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "ReceiverNonceV1")
+		}
+	}
+}
+
+// FuzzReceiverNonceV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzReceiverNonceV1(f *testing.F) {
+	for _, v := range examplesReceiverNonceV1() {
+		b, err := EncodeReceiverNonceV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedReceiverNonceV1() {
+		f.Add(b)
+	}
+	held, err := EncodeReceiverNonceV1(examplesReceiverNonceV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeReceiverNonceV1(t, held, b)
+		v, err := DecodeReceiverNonceV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeReceiverNonceV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkReceiverNonceV1 encodes and decodes the example with the largest encoding.
+func BenchmarkReceiverNonceV1(b *testing.B) {
+	var v ReceiverNonceV1
+	var enc []byte
+	for _, x := range examplesReceiverNonceV1() {
+		e, err := EncodeReceiverNonceV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendReceiverNonceV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeReceiverNonceV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeReceiverNonceV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeReceiverNonceV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow ReceiverNonceV1
+		if reuse {
+			if readerDecodeReceiverNonceV1(held, &fast) != nil || readerDecodeReceiverNonceV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeReceiverNonceV1(b, &fast)
+		err := readerDecodeReceiverNonceV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestReceiverNonceV1FastPathAgrees holds DecodeReceiverNonceV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestReceiverNonceV1FastPathAgrees(t *testing.T) {
+	examples := examplesReceiverNonceV1()
+	held, err := EncodeReceiverNonceV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeReceiverNonceV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeReceiverNonceV1(t, held, m)
+		}
+	}
+	for _, b := range malformedReceiverNonceV1() {
+		agreeReceiverNonceV1(t, held, b)
+	}
+}

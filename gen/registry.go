@@ -49,6 +49,14 @@ func init() {
 			Name:  "RelayHighWaterKey",
 			Parse: registry.KeyParser(ParseRelayHighWaterKey),
 			Tag:   uint32(TagRelayHighWaterKey),
+		}, {
+			Name:  "ReceiverNonceKey",
+			Parse: registry.KeyParser(ParseReceiverNonceKey),
+			Tag:   uint32(TagReceiverNonceKey),
+		}, {
+			Name:  "ReceiverNonceExpiryKey",
+			Parse: registry.KeyParser(ParseReceiverNonceExpiryKey),
+			Tag:   uint32(TagReceiverNonceExpiryKey),
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
@@ -83,6 +91,10 @@ func init() {
 			Decode:  registry.Decoder(DecodeSchedulerLeaseV1),
 			Name:    "SchedulerLeaseV1",
 			Version: VersionSchedulerLeaseV1,
+		}, {
+			Decode:  registry.Decoder(DecodeReceiverNonceV1),
+			Name:    "ReceiverNonceV1",
+			Version: VersionReceiverNonceV1,
 		}},
 	})
 }

@@ -216,6 +216,33 @@ const (
 	MaxTimerRefKeyReference = 256
 )
 
+// ReceiverNonceKey holds a key an outcome receiver accepted (a
+// ReceiverNonceV1): a request's nonce or a Standard Webhooks message id,
+// kept in the receiving service's partition until it expires, so that
+// every replica of the receiver refuses a replay any of them accepted.
+type ReceiverNonceKey struct {
+	Key string
+}
+
+// Declared bounds of ReceiverNonceKey.
+const (
+	MaxReceiverNonceKeyKey = 320
+)
+
+// ReceiverNonceExpiryKey indexes the ReceiverNonceKey rows by expiry, for
+// the sweep that deletes expired ones; its value is the indexed row's
+// value, which the sweep's delete is guarded by. A ReceiverNonceKey row
+// and its index row are written and deleted together.
+type ReceiverNonceExpiryKey struct {
+	UntilMs uint64
+	Key     string
+}
+
+// Declared bounds of ReceiverNonceExpiryKey.
+const (
+	MaxReceiverNonceExpiryKeyKey = 320
+)
+
 // U64Value is a counter or timestamp value: outbox sequences, relay
 // high-water marks, lease reconciliation times.
 type U64Value struct {
@@ -610,5 +637,30 @@ func validSchedulerLeaseV1(v *SchedulerLeaseV1) bool {
 
 // verifySchedulerLeaseV1 checks the rules of the schema that decoding does not enforce on v.
 func verifySchedulerLeaseV1(v *SchedulerLeaseV1) error {
+	return nil
+}
+
+// ReceiverNonceV1 is an accepted key's record: the end of its validity
+// (after which no request bearing it can pass the receiver's window), and
+// a random token naming the claim that wrote it, so that a claim knows its
+// own row after an unknown commit result and a release removes only its
+// own.
+type ReceiverNonceV1 struct {
+	UntilMs uint64
+	Token   uint64
+}
+
+// checkReceiverNonceV1 checks every rule of the schema on v.
+func checkReceiverNonceV1(v *ReceiverNonceV1) error {
+	return nil
+}
+
+// validReceiverNonceV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validReceiverNonceV1(v *ReceiverNonceV1) bool {
+	return true
+}
+
+// verifyReceiverNonceV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyReceiverNonceV1(v *ReceiverNonceV1) error {
 	return nil
 }

@@ -50,15 +50,38 @@
 //
 // Each outcome reaches its sink as an Envelope: id, type, timestamp and
 // the source's payload as data, the structure Standard Webhooks
-// recommends; its JSON form is stable within EnvelopeVersion. WebhookSink
-// POSTs each envelope's JSON form to an https URL, each attempt signed
-// afresh with HMAC-SHA256 (HMACKey) or Ed25519 (Ed25519Signer),
-// optionally with the Standard Webhooks headers as well. On the receiving
-// side, Receiver verifies the signature, the validity window and the
-// nonce (so that no request is accepted twice) as http.Handler
-// middleware, and Handle turns verified requests into calls of the
-// service's own function, which deduplicates by Envelope.ID:
+// recommends; its JSON form is stable within EnvelopeVersion.
+// WebhookSink POSTs each envelope's JSON form to an https URL, each
+// attempt signed afresh with HMAC-SHA256 (HMACKey) or Ed25519
+// (Ed25519Signer), by several keys at once while they rotate
+// (WebhookConfig.ExtraSigners), in the library's own scheme, which binds
+// the recipient (WebhookConfig.Endpoint), and, with
+// WebhookConfig.StandardWebhooks, in Standard Webhooks' as well
+// (webhook-id, webhook-timestamp, webhook-signature; "whsec_" secrets of
+// 24 bytes and more, ParseWebhookSecret). sign.go's design note says
+// exactly what each scheme signs.
 //
-//	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}})
+// On the receiving side, Receiver verifies either scheme as http.Handler
+// middleware: the signature, the validity window, the endpoint when
+// configured, and that the request's key (its nonce, or its Standard
+// Webhooks message id) was not accepted before; Handle turns verified
+// requests into calls of the service's own function, which deduplicates
+// by Envelope.ID:
+//
+//	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Endpoint: "https://hooks.example.com/outcomes"})
 //	http.Handle("/outcomes", recv.Wrap(outcome.Handle(record)))
+//
+// A receiver of Standard Webhooks (from this library's sink or any other
+// sender of that specification) is configured with the secret:
+//
+//	secret, _ := outcome.ParseWebhookSecret("whsec_...")
+//	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{secret}})
+//
+// The keys a Receiver accepted are held in a NonceStore. The default,
+// MemoryNonceStore, serves one process; a receiver running as several
+// replicas, or that must refuse a replay after a restart, uses a
+// PartitionNonceStore, kept in a partition of the receiving service's
+// store, so that every replica refuses what any of them accepted (one
+// commit per request). nonces.go's and receiver.go's design notes say
+// what is held, for how long, and when it is released.
 package outcome

@@ -19,9 +19,14 @@ var (
 	ErrDelivery = errors.New("outcome: delivery failed")
 	// ErrRejected says a Receiver refused a request: a missing or
 	// malformed header, a signature that does not verify, a request
-	// outside its validity window, or a nonce seen before.
+	// outside its validity window, a request signed for another
+	// endpoint, or a key seen before (ErrReplayed).
 	ErrRejected = errors.New("outcome: hook request rejected")
-	// ErrBusy says a Receiver cannot take a request now: its store of
-	// seen nonces is full of unexpired ones. The sender retries.
+	// ErrReplayed says a Receiver refused a request whose key (nonce or
+	// Standard Webhooks message id) it accepted before, inside its
+	// window. It matches ErrRejected.
+	ErrReplayed = fmt.Errorf("%w: replayed", ErrRejected)
+	// ErrBusy says a Receiver cannot take a request now: its NonceStore
+	// is full of unexpired keys, or failed. The sender retries.
 	ErrBusy = errors.New("outcome: hook receiver busy")
 )

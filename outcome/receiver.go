@@ -2,7 +2,6 @@ package outcome
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -10,82 +9,179 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
+// Design note: what a receiver accepts once, and when.
+//
+// A Receiver verifies a request under the library's own scheme when it
+// carries HeaderSignature and the receiver has Verifiers, else under
+// Standard Webhooks when it carries HeaderWebhookSignature and the
+// receiver has StandardWebhooks keys (see sign.go's design note for what
+// each signs). It reads its clock once it has read the body, and checks
+// the window against that time: a body that trickles in past the window
+// is refused, and no key is ever recorded already expired.
+//
+// Once the signature verified, the receiver claims the request's key in
+// its NonceStore until the window ends, and refuses (401) a request whose
+// key is held. What the key is, and how long it is held, differs:
+//
+//   - The library's scheme: the nonce, which names one attempt (a
+//     sender's retry is a new attempt, with a new nonce), held until
+//     expires-at plus MaxSkew whatever the handler answers. A request
+//     bearing it again is a replay.
+//   - Standard Webhooks: the message id, which the sender's retries of
+//     one message share, each with a new timestamp and signature; the
+//     specification advises receivers to process a message once by it.
+//     It is held until the timestamp plus Tolerance, so neither a
+//     captured request replayed nor a duplicate of the message reaches
+//     the handler inside the window. When the handler behind Wrap does
+//     not answer 2xx (it failed: 503; it panicked), Wrap releases the
+//     claim, so that the sender's retry is accepted at once instead of
+//     being refused until the window ends. After a 2xx the id stays held
+//     until then; a retry after it (the sender lost the answer) is
+//     accepted, and the handler deduplicates it by Envelope.ID, as it
+//     deduplicates every at-least-once delivery. No retry is refused
+//     beyond one window.
+
 // Defaults of a ReceiverConfig.
 const (
 	// DefaultMaxSkew is the clock difference tolerated between sender and
-	// receiver.
+	// receiver, for the library's scheme.
 	DefaultMaxSkew = time.Minute
+	// DefaultTolerance is how far a Standard Webhooks timestamp may be
+	// from the receiver's clock, either way: the specification's
+	// libraries' 5 minutes.
+	DefaultTolerance = 5 * time.Minute
 	// DefaultMaxBodyBytes bounds a request body a Receiver reads.
 	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxNonces bounds the nonces a Receiver remembers.
-	DefaultMaxNonces = 100_000
 )
 
-// ReceiverConfig configures a Receiver. Verifiers is required; a zero
-// field takes its default.
+// maxWebhookTimestamp is the last second of year 9999: a later Standard
+// Webhooks timestamp is malformed.
+const maxWebhookTimestamp = 253402300799
+
+// releaseTimeout bounds Wrap's release of a claim, which runs after the
+// request's context may have ended.
+const releaseTimeout = 10 * time.Second
+
+// ReceiverConfig configures a Receiver. Verifiers or StandardWebhooks is
+// required; a zero field takes its default. It formats without keys: its
+// verifiers do.
 type ReceiverConfig struct {
-	// Verifiers are the keys a request may be signed with (several while
-	// a key is rotated): HMACKey or Ed25519Verifier.
+	// Verifiers are the keys a request of the library's own scheme may be
+	// signed with (several while a key is rotated): HMACKey (at least
+	// MinHMACKeyBytes) or Ed25519Verifier.
 	Verifiers []Verifier
+	// StandardWebhooks are the keys a Standard Webhooks request may be
+	// signed with: HMACKey for "v1" signatures (ParseWebhookSecret reads
+	// a "whsec_" secret of 24 bytes and more), Ed25519Verifier for "v1a"
+	// ones (ParseWebhookPublicKey reads a "whpk_" key). A receiver with
+	// these accepts requests of any sender of that specification.
+	StandardWebhooks []Verifier
+	// Endpoint, when set, is this receiver's own endpoint: a request of
+	// the library's scheme is accepted only when signed for it (see
+	// WebhookConfig.Endpoint; an http or https URL is compared in its
+	// canonical origin-and-path form). Set it where a key is shared with
+	// other receivers. Standard Webhooks binds no endpoint: give each
+	// endpoint a key of its own.
+	Endpoint string
+	// Nonces remembers the keys of accepted requests (nil: a
+	// MemoryNonceStore of MaxNonces). Use a PartitionNonceStore when the
+	// receiver runs as several replicas or must refuse replays across
+	// restarts (see nonces.go's design note).
+	Nonces NonceStore
 	// Clock checks validity windows (nil: clock.Real).
 	Clock clock.Clock
 	// MaxSkew is the clock difference tolerated at both ends of a window
-	// (default DefaultMaxSkew).
+	// of the library's scheme (default DefaultMaxSkew).
 	MaxSkew time.Duration
-	// MaxValidity bounds the window a request may claim (default
-	// MaxValidity).
+	// MaxValidity bounds the window a request of the library's scheme may
+	// claim (default MaxValidity).
 	MaxValidity time.Duration
+	// Tolerance is how far a Standard Webhooks timestamp may be from the
+	// receiver's clock, either way (default DefaultTolerance, at most
+	// MaxValidity).
+	Tolerance time.Duration
 	// MaxBodyBytes bounds the body read (default DefaultMaxBodyBytes); a
-	// larger one is refused with 413.
+	// larger one is refused with 413. Handle, behind Wrap, takes what
+	// this allows.
 	MaxBodyBytes int64
-	// MaxNonces bounds the nonces remembered (default DefaultMaxNonces).
-	// A nonce is remembered until its window (and MaxSkew) ends; while
-	// the store is full of unexpired nonces, requests are refused with 503
-	// and Retry-After, never accepted unchecked.
+	// MaxNonces bounds the default MemoryNonceStore (default
+	// DefaultMaxNonces): while it is full of unexpired keys, requests are
+	// refused with 503 and Retry-After, never accepted unchecked. It is
+	// an error beside Nonces.
 	MaxNonces int
 	// Logger logs refusals, without bodies or signatures (nil:
 	// slog.Default()).
 	Logger *slog.Logger
 }
 
-// Receiver verifies signed hook requests (see sign.go's design note): the
-// signature, under any of its Verifiers; the validity window; and that
-// the nonce was not seen before. Wrap makes it an http.Handler middleware,
-// and Handle turns verified requests into Envelopes, so a service
-// receiving outcomes writes only its handler. A Receiver is safe for
-// concurrent use.
+// Receiver verifies signed hook requests, of the library's scheme or of
+// Standard Webhooks (see sign.go's and this file's design notes): the
+// signature, under any of its keys; the validity window; the endpoint
+// signed, when configured; and that the request's key was not accepted
+// before. Wrap makes it an http.Handler middleware, and Handle turns
+// verified requests into Envelopes, so a service receiving outcomes
+// writes only its handler. A Receiver formats as
+// "outcome.Receiver(redacted)" with every verb and in slog, and is safe
+// for concurrent use.
 type Receiver struct {
-	verifiers  []Verifier
-	clock      clock.Clock
-	skewMs     uint64
-	validityMs uint64
-	maxBody    int64
-	log        *slog.Logger
-	nonces     nonceStore
+	redacted
+	verifiers   []Verifier
+	standard    []Verifier
+	endpoint    string
+	clock       clock.Clock
+	skewMs      uint64
+	validityMs  uint64
+	toleranceMs uint64
+	maxBody     int64
+	log         *slog.Logger
+	nonces      NonceStore
 }
 
 // NewReceiver builds a Receiver. It fails with an error wrapping
-// store.ErrInvalid for no verifier or a nil one, or a negative bound.
+// store.ErrInvalid for no key or a nil one, an HMAC key under
+// MinHMACKeyBytes among Verifiers, a StandardWebhooks key of another
+// scheme than HMAC-SHA256 or Ed25519, an invalid Endpoint, a negative
+// bound, a Tolerance over MaxValidity, or MaxNonces beside Nonces.
 func NewReceiver(c ReceiverConfig) (*Receiver, error) {
-	if len(c.Verifiers) == 0 {
+	if len(c.Verifiers) == 0 && len(c.StandardWebhooks) == 0 {
 		return nil, fmt.Errorf("outcome: receiver without a verifier: %w", store.ErrInvalid)
 	}
 	for i, v := range c.Verifiers {
-		if v == nil {
+		switch {
+		case v == nil:
 			return nil, fmt.Errorf("outcome: receiver verifier %d is nil: %w", i, store.ErrInvalid)
+		case !signsLibraryScheme(v):
+			return nil, fmt.Errorf("outcome: receiver verifier %d: an HMAC key under %d bytes verifies Standard Webhooks only: %w", i, MinHMACKeyBytes, store.ErrInvalid)
 		}
 	}
-	if c.MaxSkew < 0 || c.MaxValidity < 0 || c.MaxBodyBytes < 0 || c.MaxNonces < 0 {
-		return nil, fmt.Errorf("outcome: negative receiver bound: %w", store.ErrInvalid)
+	for i, v := range c.StandardWebhooks {
+		switch {
+		case v == nil:
+			return nil, fmt.Errorf("outcome: receiver Standard Webhooks key %d is nil: %w", i, store.ErrInvalid)
+		case standardVersion(v.Scheme()) == "":
+			return nil, fmt.Errorf("outcome: receiver Standard Webhooks key %d: scheme %q has no Standard Webhooks version: %w", i, v.Scheme(), store.ErrInvalid)
+		}
 	}
-	r := &Receiver{verifiers: append([]Verifier(nil), c.Verifiers...), clock: c.Clock, maxBody: c.MaxBodyBytes, log: c.Logger}
+	if c.MaxSkew < 0 || c.MaxValidity < 0 || c.Tolerance < 0 || c.Tolerance > MaxValidity || c.MaxBodyBytes < 0 || c.MaxNonces < 0 {
+		return nil, fmt.Errorf("outcome: negative receiver bound, or a tolerance over %v: %w", MaxValidity, store.ErrInvalid)
+	}
+	if c.Nonces != nil && c.MaxNonces != 0 {
+		return nil, fmt.Errorf("outcome: receiver with both Nonces and MaxNonces (which bounds the default store): %w", store.ErrInvalid)
+	}
+	r := &Receiver{redacted: redacted{"outcome.Receiver"}, verifiers: append([]Verifier(nil), c.Verifiers...),
+		standard: append([]Verifier(nil), c.StandardWebhooks...), clock: c.Clock, maxBody: c.MaxBodyBytes, log: c.Logger, nonces: c.Nonces}
+	if c.Endpoint != "" {
+		var err error
+		if r.endpoint, err = parseEndpoint(c.Endpoint); err != nil {
+			return nil, err
+		}
+	}
 	if r.clock == nil {
 		r.clock = clock.Real{}
 	}
@@ -95,14 +191,17 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	if c.MaxValidity == 0 {
 		c.MaxValidity = MaxValidity
 	}
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
+	}
 	r.skewMs, r.validityMs = uint64(c.MaxSkew/time.Millisecond), uint64(c.MaxValidity/time.Millisecond)
+	r.toleranceMs = uint64(c.Tolerance / time.Millisecond)
 	if r.maxBody == 0 {
 		r.maxBody = DefaultMaxBodyBytes
 	}
-	if c.MaxNonces == 0 {
-		c.MaxNonces = DefaultMaxNonces
+	if r.nonces == nil {
+		r.nonces = NewMemoryNonceStore(c.MaxNonces)
 	}
-	r.nonces.max = c.MaxNonces
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -112,38 +211,76 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 // errTooLarge is a body over MaxBodyBytes.
 var errTooLarge = fmt.Errorf("%w: body too large", ErrRejected)
 
-// Verify reads and verifies req, and returns its body. It fails with an
-// error wrapping ErrRejected for a method other than POST, a missing or
-// malformed header, a request outside its window (or claiming one longer
-// than MaxValidity), a body over MaxBodyBytes, a signature no verifier
-// accepts, or a nonce seen before; with ErrBusy when the nonce store is
-// full; and with the body's read error. Only a verified request's nonce
-// is remembered, so unsigned requests cannot fill the store.
-func (r *Receiver) Verify(req *http.Request) ([]byte, error) {
+// Verified is a request a Receiver accepted.
+type Verified struct {
+	// Body is the verified body.
+	Body []byte
+	// Standard reports whether it was verified under Standard Webhooks,
+	// rather than the library's scheme.
+	Standard bool
+	// ID is the key the receiver holds for it: its Standard Webhooks
+	// message id, or its nonce.
+	ID     string
+	claim  NonceClaim
+	nonces NonceStore
+}
+
+// Release forgets a Standard Webhooks request's message id, so that the
+// sender's retry of the message is accepted: call it when the request
+// was not processed (Wrap does, for an answer other than 2xx). It does
+// nothing for the library's scheme, whose nonce names this attempt only.
+// It fails as the NonceStore's Release does.
+func (v *Verified) Release(ctx context.Context) error {
+	if !v.Standard {
+		return nil
+	}
+	return v.nonces.Release(ctx, v.claim)
+}
+
+// request is what a request's headers say, under one scheme.
+type request struct {
+	standard  bool
+	id        string // the nonce or message id
+	sigs      []signature
+	untilMs   uint64 // the end of the window
+	window    func(nowMs uint64) error
+	message   func(body []byte) []byte
+	verifiers []Verifier
+}
+
+// Verify reads and verifies req. It fails with an error wrapping
+// ErrRejected for a method other than POST, no signature header this
+// receiver verifies, a missing or malformed header, more than
+// MaxSignatures signatures, a request outside its window (at the time
+// its body was read), a body over MaxBodyBytes, an endpoint other than
+// the receiver's, a signature no key verifies, or a key accepted before
+// (ErrReplayed); with ErrBusy when the NonceStore cannot tell (full, or
+// its store failing); and with the body's read error. Only a verified
+// request's key is claimed, so unsigned requests cannot fill the store.
+// Verify reads req's body and does not close it.
+func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if req.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: method %s", ErrRejected, req.Method)
 	}
-	nonce := req.Header.Get(HeaderNonce)
-	if !validNonce(nonce) {
-		return nil, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderNonce)
-	}
-	created, err1 := strconv.ParseUint(req.Header.Get(HeaderCreatedAt), 10, 64)
-	expires, err2 := strconv.ParseUint(req.Header.Get(HeaderExpiresAt), 10, 64)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("%w: missing or malformed %s or %s", ErrRejected, HeaderCreatedAt, HeaderExpiresAt)
-	}
-	scheme, sig, ok := parseSignature(req.Header.Get(HeaderSignature))
-	if !ok {
-		return nil, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderSignature)
-	}
-	now := clock.NowMs(r.clock)
+	var (
+		q   request
+		err error
+	)
 	switch {
-	case expires <= created || expires-created > r.validityMs:
-		return nil, fmt.Errorf("%w: validity window of %d ms, want 1 to %d", ErrRejected, int64(expires-created), r.validityMs)
-	case created > addSat(now, r.skewMs):
-		return nil, fmt.Errorf("%w: created %d ms in the future", ErrRejected, created-now)
-	case now > addSat(expires, r.skewMs):
-		return nil, fmt.Errorf("%w: expired %d ms ago", ErrRejected, now-expires)
+	case req.Header.Get(HeaderSignature) != "" && len(r.verifiers) > 0:
+		q, err = r.libraryRequest(req.Header)
+	case req.Header.Get(HeaderWebhookSignature) != "" && len(r.standard) > 0:
+		q, err = r.standardRequest(req.Header)
+	default:
+		err = fmt.Errorf("%w: no %s or %s this receiver verifies", ErrRejected, HeaderSignature, HeaderWebhookSignature)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A request already outside its window is refused before its body is
+	// read; the check that counts is the one after.
+	if err := q.window(clock.NowMs(r.clock)); err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, r.maxBody+1))
 	if err != nil {
@@ -152,31 +289,131 @@ func (r *Receiver) Verify(req *http.Request) ([]byte, error) {
 	if int64(len(body)) > r.maxBody {
 		return nil, fmt.Errorf("%w: over %d bytes", errTooLarge, r.maxBody)
 	}
-	msg := signedMessage(nonce, created, expires, body)
+	nowMs := clock.NowMs(r.clock)
+	if err := q.window(nowMs); err != nil {
+		return nil, err
+	}
+	msg := q.message(body)
 	verified := false
-	for _, v := range r.verifiers {
-		if v.Scheme() == scheme && v.Verify(msg, sig) {
-			verified = true
-			break
+	for _, s := range q.sigs {
+		for _, v := range q.verifiers {
+			if sigScheme(q.standard, v) == s.scheme && v.Verify(msg, s.sig) {
+				verified = true
+				break
+			}
 		}
 	}
 	if !verified {
-		return nil, fmt.Errorf("%w: the %s signature does not verify", ErrRejected, scheme)
+		return nil, fmt.Errorf("%w: no signature verifies", ErrRejected)
 	}
-	if err := r.nonces.add(nonce, addSat(expires, r.skewMs), now); err != nil {
+	key := "nonce:" + q.id
+	if q.standard {
+		key = "webhook-id:" + q.id
+	}
+	claim, err := r.nonces.Claim(req.Context(), key, time.UnixMilli(int64(q.untilMs)), time.UnixMilli(int64(nowMs)))
+	switch {
+	case errors.Is(err, ErrRejected) || errors.Is(err, ErrBusy):
 		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: nonce store: %w", ErrBusy, err)
 	}
-	return body, nil
+	return &Verified{Body: body, Standard: q.standard, ID: q.id, claim: claim, nonces: r.nonces}, nil
 }
 
+// sigScheme is the name a signature checked by v carries: its scheme, or
+// its Standard Webhooks version.
+func sigScheme(standard bool, v Verifier) string {
+	if standard {
+		return standardVersion(v.Scheme())
+	}
+	return v.Scheme()
+}
+
+// libraryRequest reads the library's scheme's headers.
+func (r *Receiver) libraryRequest(h http.Header) (request, error) {
+	nonce := h.Get(HeaderNonce)
+	if !validNonce(nonce) {
+		return request{}, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderNonce)
+	}
+	endpoint := h.Get(HeaderEndpoint)
+	if !visibleASCII(endpoint, MaxEndpointBytes) {
+		return request{}, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderEndpoint)
+	}
+	if r.endpoint != "" && endpoint != r.endpoint {
+		return request{}, fmt.Errorf("%w: signed for another endpoint", ErrRejected)
+	}
+	created, err1 := strconv.ParseUint(h.Get(HeaderCreatedAt), 10, 64)
+	expires, err2 := strconv.ParseUint(h.Get(HeaderExpiresAt), 10, 64)
+	if err1 != nil || err2 != nil {
+		return request{}, fmt.Errorf("%w: missing or malformed %s or %s", ErrRejected, HeaderCreatedAt, HeaderExpiresAt)
+	}
+	sigs, ok := parseSignatures(h.Get(HeaderSignature), "=")
+	if !ok {
+		return request{}, fmt.Errorf("%w: malformed %s, or over %d signatures", ErrRejected, HeaderSignature, MaxSignatures)
+	}
+	if expires <= created || expires-created > r.validityMs {
+		return request{}, fmt.Errorf("%w: validity window of %d ms, want 1 to %d", ErrRejected, int64(expires-created), r.validityMs)
+	}
+	return request{
+		id: nonce, sigs: sigs, verifiers: r.verifiers, untilMs: addSat(expires, r.skewMs),
+		window: func(now uint64) error {
+			switch {
+			case created > addSat(now, r.skewMs):
+				return fmt.Errorf("%w: created %d ms in the future", ErrRejected, created-now)
+			case now > addSat(expires, r.skewMs):
+				return fmt.Errorf("%w: expired %d ms ago", ErrRejected, now-expires)
+			}
+			return nil
+		},
+		message: func(body []byte) []byte { return signedMessage(endpoint, nonce, created, expires, body) },
+	}, nil
+}
+
+// standardRequest reads the Standard Webhooks headers.
+func (r *Receiver) standardRequest(h http.Header) (request, error) {
+	id := h.Get(HeaderWebhookID)
+	if !visibleASCII(id, MaxEnvelopeIDBytes) {
+		return request{}, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderWebhookID)
+	}
+	ts, err := strconv.ParseInt(h.Get(HeaderWebhookTimestamp), 10, 64)
+	if err != nil || ts < 0 || ts > maxWebhookTimestamp {
+		return request{}, fmt.Errorf("%w: missing or malformed %s", ErrRejected, HeaderWebhookTimestamp)
+	}
+	sigs, ok := parseSignatures(h.Get(HeaderWebhookSignature), ",")
+	if !ok {
+		return request{}, fmt.Errorf("%w: malformed %s, or over %d signatures", ErrRejected, HeaderWebhookSignature, MaxSignatures)
+	}
+	atMs := uint64(ts) * 1000
+	return request{
+		standard: true, id: id, sigs: sigs, verifiers: r.standard, untilMs: atMs + r.toleranceMs,
+		window: func(now uint64) error {
+			switch {
+			case atMs > addSat(now, r.toleranceMs):
+				return fmt.Errorf("%w: timestamp %d ms in the future", ErrRejected, atMs-now)
+			case now > atMs+r.toleranceMs:
+				return fmt.Errorf("%w: timestamp %d ms old, over the tolerance", ErrRejected, now-atMs)
+			}
+			return nil
+		},
+		message: func(body []byte) []byte { return standardContent(id, ts, body) },
+	}, nil
+}
+
+// verifiedKey keys the *Verified of a request Wrap passes on.
+type verifiedKey struct{}
+
 // Wrap returns a handler that verifies each request and passes only
-// verified ones to next, with the verified body. It answers 401 to a
-// rejected request, 413 to a body too large, 503 with Retry-After to a
-// request it cannot check now, and 400 to a body it cannot read; next is
-// not called then.
+// verified ones to next, with the verified body (and, in the request's
+// context, what Handle reads it from). It answers 401 to a rejected
+// request, 413 to a body too large, 503 with Retry-After to a request it
+// cannot check now, and 400 to a body it cannot read; next is not called
+// then. When next answers a Standard Webhooks request with anything but
+// 2xx, or panics, Wrap releases its message id (Verified.Release) so
+// that the sender's retry is accepted; a failed release is logged, and
+// the id is then held until its window ends.
 func (r *Receiver) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := r.Verify(req)
+		v, err := r.Verify(req)
 		if err != nil {
 			status := http.StatusBadRequest
 			switch {
@@ -192,22 +429,79 @@ func (r *Receiver) Wrap(next http.Handler) http.Handler {
 			http.Error(w, http.StatusText(status), status)
 			return
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.ContentLength = int64(len(body))
-		next.ServeHTTP(w, req)
+		req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, v))
+		req.Body = io.NopCloser(bytes.NewReader(v.Body))
+		req.ContentLength = int64(len(v.Body))
+		if !v.Standard {
+			next.ServeHTTP(w, req)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		returned := false
+		defer func() {
+			if returned && sw.status()/100 == 2 {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), releaseTimeout)
+			defer cancel()
+			if err := v.Release(ctx); err != nil {
+				r.log.Warn("outcome: release of a webhook id failed; its retries are refused until its window ends", "err", err.Error())
+			}
+		}()
+		next.ServeHTTP(sw, req)
+		returned = true
 	})
+}
+
+// statusWriter records the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 && code >= 200 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the writer's own methods.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
 }
 
 // Handle returns a handler that parses each request body as an Envelope
 // (ParseEnvelope) and calls fn: 204 when fn returns nil, 503 when it fails
 // (the sender retries), 400 for a body that is not an envelope. Serve it
-// behind Wrap: it verifies nothing. fn deduplicates by Envelope.ID.
+// behind Wrap, which verifies: it then takes the body Wrap verified,
+// whatever size the Receiver's MaxBodyBytes allowed; served alone, it
+// verifies nothing and reads at most DefaultMaxBodyBytes. fn
+// deduplicates by Envelope.ID.
 func Handle(fn func(ctx context.Context, e Envelope) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(req.Body, DefaultMaxBodyBytes+1))
-		if err != nil || len(body) > DefaultMaxBodyBytes {
-			http.Error(w, http.StatusText(http.StatusBadRequest), http.StatusBadRequest)
-			return
+		var body []byte
+		if v, ok := req.Context().Value(verifiedKey{}).(*Verified); ok {
+			body = v.Body
+		} else {
+			b, err := io.ReadAll(io.LimitReader(req.Body, DefaultMaxBodyBytes+1))
+			if err != nil || len(b) > DefaultMaxBodyBytes {
+				http.Error(w, http.StatusText(http.StatusBadRequest), http.StatusBadRequest)
+				return
+			}
+			body = b
 		}
 		e, err := ParseEnvelope(body)
 		if err != nil {
@@ -236,53 +530,4 @@ func validNonce(s string) bool {
 		}
 	}
 	return true
-}
-
-// nonceStore remembers nonces until they expire, at most max at a time.
-type nonceStore struct {
-	mu   sync.Mutex
-	max  int
-	seen map[string]struct{}
-	exp  nonceHeap
-}
-
-// add records nonce until untilMs. It fails with ErrRejected for a nonce
-// already recorded and with ErrBusy when max unexpired nonces are.
-func (s *nonceStore) add(nonce string, untilMs, nowMs uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.exp) > 0 && s.exp[0].untilMs < nowMs {
-		delete(s.seen, heap.Pop(&s.exp).(nonceExpiry).nonce)
-	}
-	if _, dup := s.seen[nonce]; dup {
-		return fmt.Errorf("%w: nonce replayed", ErrRejected)
-	}
-	if len(s.seen) >= s.max {
-		return fmt.Errorf("%w: %d unexpired nonces remembered", ErrBusy, len(s.seen))
-	}
-	if s.seen == nil {
-		s.seen = make(map[string]struct{})
-	}
-	s.seen[nonce] = struct{}{}
-	heap.Push(&s.exp, nonceExpiry{nonce: nonce, untilMs: untilMs})
-	return nil
-}
-
-type nonceExpiry struct {
-	nonce   string
-	untilMs uint64
-}
-
-// nonceHeap orders nonces by expiry (container/heap).
-type nonceHeap []nonceExpiry
-
-func (h nonceHeap) Len() int           { return len(h) }
-func (h nonceHeap) Less(i, j int) bool { return h[i].untilMs < h[j].untilMs }
-func (h nonceHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *nonceHeap) Push(x any)        { *h = append(*h, x.(nonceExpiry)) }
-func (h *nonceHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

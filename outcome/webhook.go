@@ -29,13 +29,28 @@ const (
 )
 
 // WebhookConfig configures a WebhookSink. URL and Signer are required; a
-// zero field takes its default.
+// zero field takes its default. It formats without keys: its signers do.
 type WebhookConfig struct {
 	// URL is where outcomes are POSTed: https, or http for a loopback
-	// host only; no user information or fragment.
+	// host only; no user information or fragment. Errors and logs name
+	// it without its query.
 	URL string
-	// Signer signs every attempt (HMACKey or Ed25519Signer).
+	// Signer signs every attempt: HMACKey or Ed25519Signer (an HMAC key
+	// under MinHMACKeyBytes, from ParseWebhookSecret, only with
+	// StandardWebhooks).
 	Signer Signer
+	// ExtraSigners sign every attempt too, beside Signer, while keys
+	// rotate: each request then carries one signature per key, and a
+	// receiver holding any of them accepts it. At most MaxSignatures
+	// signers in all.
+	ExtraSigners []Signer
+	// Endpoint names the recipient in what the library's scheme signs, so
+	// that a receiver configured with its own (ReceiverConfig.Endpoint)
+	// refuses a delivery meant for another (default: the URL's canonical
+	// origin and path, without query). An http or https URL is taken in
+	// that canonical form; anything else is an id of 1 to
+	// MaxEndpointBytes of visible ASCII.
+	Endpoint string
 	// Client sends the requests (nil: a client of its own). It is copied
 	// and never follows redirects: a signed request goes where configured
 	// or nowhere.
@@ -46,9 +61,10 @@ type WebhookConfig struct {
 	// DefaultValidity, at most MaxValidity).
 	Validity time.Duration
 	// StandardWebhooks adds the Standard Webhooks headers (see sign.go's
-	// design note), for receivers that verify those: configure such a
-	// receiver with "whsec_" followed by the base64 HMAC key, or "whpk_"
-	// followed by the base64 Ed25519 public key.
+	// design note), for receivers that verify those: a Receiver
+	// configured with ReceiverConfig.StandardWebhooks, or any receiver of
+	// that specification, holding the "whsec_" secret or the "whpk_"
+	// public key (Ed25519Signer.WebhookPublicKey).
 	StandardWebhooks bool
 	// MaxResponseBytes bounds the response body read (default
 	// DefaultMaxResponseBytes); the rest is not read.
@@ -62,11 +78,14 @@ type WebhookConfig struct {
 // answer delivers the outcome. 408, 429, 5xx and network failures are
 // retryable, with the answer's Retry-After honoured as the DeliveryError's
 // hint; other answers are a DeliveryError naming the status. Neither the
-// body nor a key ever appears in an error. A WebhookSink is safe for
-// concurrent use.
+// body nor a key ever appears in an error, and a WebhookSink formats as
+// "outcome.WebhookSink(redacted)" with every verb and in slog. A
+// WebhookSink is safe for concurrent use.
 type WebhookSink struct {
+	redacted
 	url      string
-	signer   Signer
+	endpoint string
+	signers  []Signer
 	client   *http.Client
 	clock    clock.Clock
 	validity time.Duration
@@ -79,22 +98,42 @@ var _ Sink = (*WebhookSink)(nil)
 
 // NewWebhookSink builds a WebhookSink. It fails with an error wrapping
 // store.ErrInvalid for a URL that is not https (or http to a loopback
-// host) or carries user information or a fragment, a nil signer, or a
-// negative or over-long Validity or a negative MaxResponseBytes.
+// host) or carries user information or a fragment, a nil signer, more
+// than MaxSignatures signers, an HMAC key under MinHMACKeyBytes without
+// StandardWebhooks, a signer of a scheme Standard Webhooks has no version
+// for with it, an invalid Endpoint, or a negative or over-long Validity
+// or a negative MaxResponseBytes.
 func NewWebhookSink(c WebhookConfig) (*WebhookSink, error) {
 	u, err := parseHTTPURL("webhook URL", c.URL)
 	if err != nil {
 		return nil, err
 	}
-	if c.Signer == nil {
-		return nil, fmt.Errorf("outcome: webhook sink without a signer: %w", store.ErrInvalid)
+	signers := append([]Signer{c.Signer}, c.ExtraSigners...)
+	if len(signers) > MaxSignatures {
+		return nil, fmt.Errorf("outcome: webhook sink with %d signers, want at most %d: %w", len(signers), MaxSignatures, store.ErrInvalid)
+	}
+	for i, s := range signers {
+		switch {
+		case s == nil:
+			return nil, fmt.Errorf("outcome: webhook sink signer %d (0 is Signer, then ExtraSigners) is nil: %w", i, store.ErrInvalid)
+		case !c.StandardWebhooks && !signsLibraryScheme(s):
+			return nil, fmt.Errorf("outcome: webhook sink signer %d: an HMAC key under %d bytes signs Standard Webhooks only: %w", i, MinHMACKeyBytes, store.ErrInvalid)
+		case c.StandardWebhooks && standardVersion(s.Scheme()) == "":
+			return nil, fmt.Errorf("outcome: webhook sink signer %d: scheme %q has no Standard Webhooks version: %w", i, s.Scheme(), store.ErrInvalid)
+		}
 	}
 	if c.Validity < 0 || c.Validity > MaxValidity || c.MaxResponseBytes < 0 {
 		return nil, fmt.Errorf("outcome: webhook validity %v (want up to %v) or response bound %d: %w",
 			c.Validity, MaxValidity, c.MaxResponseBytes, store.ErrInvalid)
 	}
-	w := &WebhookSink{url: u.String(), signer: c.Signer, clock: c.Clock, validity: c.Validity,
-		standard: c.StandardWebhooks, maxResp: c.MaxResponseBytes, rand: c.Rand}
+	endpoint := endpointOf(u)
+	if c.Endpoint != "" {
+		if endpoint, err = parseEndpoint(c.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	w := &WebhookSink{redacted: redacted{"outcome.WebhookSink"}, url: u.String(), endpoint: endpoint, signers: signers,
+		clock: c.Clock, validity: c.Validity, standard: c.StandardWebhooks, maxResp: c.MaxResponseBytes, rand: c.Rand}
 	client := &http.Client{}
 	if c.Client != nil {
 		cp := *c.Client
@@ -137,11 +176,11 @@ func (w *WebhookSink) Deliver(ctx context.Context, e Envelope) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	created := clock.NowMs(w.clock)
-	webhookID := ""
+	a := attempt{endpoint: w.endpoint, nonce: hex.EncodeToString(raw[:]), createdMs: created, expiresMs: created + uint64(w.validity/time.Millisecond)}
 	if w.standard {
-		webhookID = e.ID
+		a.webhookID = e.ID
 	}
-	if err := sign(req.Header, w.signer, hex.EncodeToString(raw[:]), created, created+uint64(w.validity/time.Millisecond), body, webhookID); err != nil {
+	if err := sign(req.Header, w.signers, a, body); err != nil {
 		return &DeliveryError{Reason: err.Error()}
 	}
 	resp, err := w.client.Do(req)

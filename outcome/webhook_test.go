@@ -653,10 +653,11 @@ func TestHandleAnswers(t *testing.T) {
 	raw := httptest.NewServer(recv.Wrap(outcome.Handle(func(contextT, outcome.Envelope) error { calls++; return nil })))
 	defer raw.Close()
 	h := signed.header.Clone()
-	// Re-sign the other body with the same nonce, window and key.
+	// Re-sign the other body with the same endpoint, nonce, window and
+	// key, as the design note says the scheme signs.
 	n, _ := strconv.ParseUint(h.Get(outcome.HeaderCreatedAt), 10, 64)
 	x, _ := strconv.ParseUint(h.Get(outcome.HeaderExpiresAt), 10, 64)
-	sig, err := key.Sign([]byte(fmt.Sprintf("mkit-hook-v1\n%s\n%d\n%d\n%s", h.Get(outcome.HeaderNonce), n, x, notOutcome)))
+	sig, err := key.Sign([]byte(fmt.Sprintf("mkit-hook-v2\n%s\n%s\n%d\n%d\n%s", h.Get(outcome.HeaderEndpoint), h.Get(outcome.HeaderNonce), n, x, notOutcome)))
 	require.NoError(t, err)
 	h.Set(outcome.HeaderSignature, "hmac-sha256="+base64.StdEncoding.EncodeToString(sig))
 	assert.Equal(t, http.StatusBadRequest, post(t, raw.URL, h, notOutcome).StatusCode)

@@ -83,3 +83,24 @@ type TimerRefKey struct {
 	Kind      uint16
 	Reference string `mk:"max=256"`
 }
+
+// ReceiverNonceKey holds a key an outcome receiver accepted (a
+// ReceiverNonceV1): a request's nonce or a Standard Webhooks message id,
+// kept in the receiving service's partition until it expires, so that
+// every replica of the receiver refuses a replay any of them accepted.
+//
+//mk:key tag=40
+type ReceiverNonceKey struct {
+	Key string `mk:"max=320"`
+}
+
+// ReceiverNonceExpiryKey indexes the ReceiverNonceKey rows by expiry, for
+// the sweep that deletes expired ones; its value is the indexed row's
+// value, which the sweep's delete is guarded by. A ReceiverNonceKey row
+// and its index row are written and deleted together.
+//
+//mk:key tag=41
+type ReceiverNonceExpiryKey struct {
+	UntilMs uint64
+	Key     string `mk:"max=320"`
+}

@@ -96,3 +96,15 @@ type SchedulerLeaseV1 struct {
 	Owner       string `mk:"max=128"`
 	ExpiresAtMs uint64
 }
+
+// ReceiverNonceV1 is an accepted key's record: the end of its validity
+// (after which no request bearing it can pass the receiver's window), and
+// a random token naming the claim that wrote it, so that a claim knows its
+// own row after an unknown commit result and a release removes only its
+// own.
+//
+//mk:record version=1
+type ReceiverNonceV1 struct {
+	UntilMs uint64
+	Token   uint64
+}

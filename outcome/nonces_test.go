@@ -1,0 +1,440 @@
+package outcome_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+)
+
+func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func(*outcome.PartitionNonceConfig)) *outcome.PartitionNonceStore {
+	c := outcome.PartitionNonceConfig{Store: s, Partition: p}
+	for _, f := range cfg {
+		f(&c)
+	}
+	n, err := outcome.NewPartitionNonceStore(c)
+	require.NoError(t, err)
+	return n
+}
+
+// nonceRows reads a partition's nonce rows and index rows, and checks
+// that they match one to one, each index row holding its row's value.
+func nonceRows(t testing.TB, s store.Store, p store.Partition) map[string]gen.ReceiverNonceV1 {
+	t.Helper()
+	read := func(tag gen.Tag) []store.KeyValue {
+		start, end := gen.ClassRange(tag)
+		page, err := s.Scan(ctx, p, start, end, nil, 10_000)
+		require.NoError(t, err)
+		require.Nil(t, page.Next)
+		return page.Entries
+	}
+	rows := map[string]gen.ReceiverNonceV1{}
+	values := map[string]store.Value{}
+	for _, kv := range read(gen.TagReceiverNonceKey) {
+		k, err := gen.ParseReceiverNonceKey(kv.Key)
+		require.NoError(t, err)
+		v, err := gen.DecodeReceiverNonceV1(kv.Value)
+		require.NoError(t, err)
+		rows[k.Key], values[k.Key] = v, kv.Value
+	}
+	index := read(gen.TagReceiverNonceExpiryKey)
+	require.Len(t, index, len(rows), "one index row per nonce row")
+	for _, kv := range index {
+		k, err := gen.ParseReceiverNonceExpiryKey(kv.Key)
+		require.NoError(t, err)
+		require.Contains(t, values, k.Key)
+		require.Equal(t, values[k.Key], kv.Value, "the index row holds its row's value")
+		require.Equal(t, rows[k.Key].UntilMs, k.UntilMs)
+	}
+	return rows
+}
+
+// Two replicas behind a load balancer share a PartitionNonceStore: a
+// request the first accepted is refused by the second, and by a
+// receiver restarted over the same store; for both schemes, on every
+// engine.
+func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) {
+			e := newEnvOn(t, eng, 1_700_000_000_000)
+			key := hmacKey(t, hmacSecret)
+			replica := func() *receiverServer {
+				return newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key},
+					Clock: e.clock, Nonces: partitionNonces(t, e.s, e.p)})
+			}
+			first, second := replica(), replica()
+			rec := newRecorder(t, nil)
+			lib := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+			require.NoError(t, lib.Deliver(ctx, sampleEnvelope(t, "lib")))
+			body, err := sampleEnvelope(t, "msg_std").JSON()
+			require.NoError(t, err)
+			std := request{header: officialRequest(t, "msg_std", e.clock.Now(), body, "whsec_"+base64.StdEncoding.EncodeToString(hmacSecret)), body: body}
+			for _, r := range []request{rec.requests()[0], std} {
+				assert.Equal(t, http.StatusNoContent, post(t, first.srv.URL, r.header, r.body).StatusCode, "the first replica accepts")
+				assert.Equal(t, http.StatusUnauthorized, post(t, second.srv.URL, r.header, r.body).StatusCode, "the second refuses the replay")
+				restarted := replica()
+				assert.Equal(t, http.StatusUnauthorized, post(t, restarted.srv.URL, r.header, r.body).StatusCode, "a restarted receiver refuses it")
+			}
+			assert.Len(t, first.envelopes(), 2)
+			assert.Empty(t, second.envelopes())
+			rows := nonceRows(t, e.s, e.p)
+			assert.Len(t, rows, 2)
+			assert.Contains(t, rows, "webhook-id:msg_std")
+		})
+	}
+}
+
+// Replicas racing on the same requests, over an engine whose overlapping
+// transactions conflict as FoundationDB's do, accept each exactly once;
+// also when commits report unknown results (landed or not), which a
+// claim resolves by its token or refuses with ErrBusy, never by
+// accepting twice.
+func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
+	for _, eng := range []testengine.Engine{testengine.MVCC, {Name: "mvcc-unknown-results", Open: func(testing.TB, string) fdblayer.Engine {
+		return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
+	}}} {
+		t.Run(eng.Name, func(t *testing.T) { raceReplicas(t, eng) })
+	}
+}
+
+func raceReplicas(t *testing.T, eng testengine.Engine) {
+	e := newEnvOn(t, eng, 1_700_000_000_000)
+	key := hmacKey(t, hmacSecret)
+	const replicas, requests = 4, 24
+	recvs := make([]*outcome.Receiver, replicas)
+	for i := range recvs {
+		r, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock,
+			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 3 })})
+		require.NoError(t, err)
+		recvs[i] = r
+	}
+	rec := newRecorder(t, nil)
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	for i := range requests {
+		require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, fmt.Sprintf("r%d", i))))
+	}
+	var accepted [requests]atomic.Int32
+	var wg sync.WaitGroup
+	for i, r := range rec.requests() {
+		for _, recv := range recvs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(r.body))
+				req.Header = r.header.Clone()
+				_, err := recv.Verify(req)
+				switch {
+				case err == nil:
+					accepted[i].Add(1)
+				case errors.Is(err, outcome.ErrBusy) && eng.Name != testengine.MVCC.Name:
+					// The store could not tell: refused, the sender retries.
+				case !errors.Is(err, outcome.ErrReplayed):
+					t.Errorf("request %d: %v", i, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range accepted {
+		assert.Equal(t, int32(1), accepted[i].Load(), "request %d accepted once", i)
+	}
+	assert.Len(t, nonceRows(t, e.s, e.p), requests)
+}
+
+// A claim whose commit landed but reported an unknown result knows its
+// own row and is accepted, not refused as its own replay; a store that
+// fails refuses the request with 503, accepting nothing unchecked, and
+// the sender's retry is accepted once the store is back.
+func TestPartitionNonceStoreUnderFaults(t *testing.T) {
+	e := newEnv(t, 1_700_000_000_000)
+	faults := storetest.WithFaults(e.s)
+	key := hmacKey(t, hmacSecret)
+	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
+	rec := newRecorder(t, nil)
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "unknown")))
+	r := rec.requests()[0]
+	faults.CommitThenFailNext()
+	assert.Equal(t, http.StatusNoContent, post(t, rs.srv.URL, r.header, r.body).StatusCode, "its own landed claim")
+	assert.Equal(t, http.StatusUnauthorized, post(t, rs.srv.URL, r.header, r.body).StatusCode, "a replay is refused")
+
+	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "down")))
+	down := rec.requests()[1]
+	faults.FailWhen(storetest.MethodApply, nil, nil)
+	faults.FailWhen(storetest.MethodGet, nil, nil)
+	resp := post(t, rs.srv.URL, down.header, down.body)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	faults.Clear()
+	assert.Equal(t, http.StatusNoContent, post(t, rs.srv.URL, down.header, down.body).StatusCode, "nothing was recorded by the failed check")
+	assert.Len(t, rs.envelopes(), 2)
+	assert.Len(t, nonceRows(t, e.s, e.p), 2)
+}
+
+func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
+	e := newEnv(t, 1_000_000)
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	now := e.clock.Now()
+	for i := range 70 {
+		_, err := n.Claim(ctx, fmt.Sprintf("old-%02d", i), now.Add(time.Second), now)
+		require.NoError(t, err)
+	}
+	for i := range 5 {
+		_, err := n.Claim(ctx, fmt.Sprintf("new-%d", i), now.Add(time.Hour), now)
+		require.NoError(t, err)
+	}
+	deleted, err := n.Sweep(ctx, now.Add(time.Second))
+	require.NoError(t, err)
+	assert.Zero(t, deleted, "nothing expired yet: an expiry equal to now is unexpired")
+	later := now.Add(2 * time.Second)
+	total := 0
+	for {
+		deleted, err := n.Sweep(ctx, later)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, deleted, 32, "bounded work per sweep")
+		if deleted == 0 {
+			break
+		}
+		total += deleted
+	}
+	assert.Equal(t, 70, total)
+	rows := nonceRows(t, e.s, e.p)
+	assert.Len(t, rows, 5, "the unexpired rows are kept")
+
+	// Claims sweep by themselves: the partition holds what is unexpired
+	// and a bounded remainder, however many keys went through it.
+	auto := partitionNonces(t, e.s, e.p)
+	for i := range 400 {
+		at := later.Add(time.Duration(i) * 100 * time.Millisecond)
+		_, err := auto.Claim(ctx, fmt.Sprintf("k%d", i), at.Add(time.Second), at)
+		require.NoError(t, err)
+	}
+	assert.Less(t, len(nonceRows(t, e.s, e.p)), 5+10+2*32, "unexpired (10) and a bounded remainder")
+}
+
+// A sweep that read an expired row which a claim takes over before the
+// sweep commits deletes nothing of the new claim: its delete is guarded
+// by the value it read.
+func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
+	e := newEnv(t, 1_000_000)
+	faults := storetest.WithFaults(e.s)
+	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	now := e.clock.Now()
+	_, err := other.Claim(ctx, "id", now.Add(time.Second), now)
+	require.NoError(t, err)
+	later := now.Add(2 * time.Second)
+	raced := 0
+	faults.BeforeApply(func(context.Context, store.Partition, *store.Batch) error {
+		if raced++; raced == 1 {
+			_, err := other.Claim(ctx, "id", later.Add(time.Minute), later)
+			require.NoError(t, err, "the expired key is taken over between the sweep's read and its commit")
+		}
+		return nil
+	})
+	deleted, err := sweeper.Sweep(ctx, later)
+	require.NoError(t, err)
+	assert.Zero(t, deleted, "the re-run finds nothing expired")
+	assert.Equal(t, 1, raced, "the guarded batch failed, and its re-run had nothing to apply")
+	_, err = other.Claim(ctx, "id", later.Add(time.Minute), later)
+	assert.ErrorIs(t, err, outcome.ErrReplayed, "the new claim is held")
+	rows := nonceRows(t, e.s, e.p)
+	assert.Equal(t, uint64(later.Add(time.Minute).UnixMilli()), rows["id"].UntilMs)
+}
+
+func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
+	e := newEnv(t, 1_000_000)
+	now := e.clock.Now()
+	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(0), "partition": partitionNonces(t, e.s, e.p)} {
+		t.Run(name, func(t *testing.T) {
+			first, err := n.Claim(ctx, "id", now.Add(time.Second), now)
+			require.NoError(t, err)
+			_, err = n.Claim(ctx, "id", now.Add(time.Minute), now.Add(time.Second))
+			assert.ErrorIs(t, err, outcome.ErrReplayed, "held until its expiry, inclusive")
+			assert.ErrorIs(t, err, outcome.ErrRejected)
+			later := now.Add(time.Second + time.Millisecond)
+			second, err := n.Claim(ctx, "id", later.Add(time.Minute), later)
+			require.NoError(t, err, "an expired key is taken over")
+			require.NoError(t, n.Release(ctx, first), "releasing a claim no longer held")
+			_, err = n.Claim(ctx, "id", later.Add(time.Minute), later)
+			assert.ErrorIs(t, err, outcome.ErrReplayed, "the later claim is kept")
+			require.NoError(t, n.Release(ctx, second))
+			_, err = n.Claim(ctx, "id", later.Add(time.Minute), later)
+			assert.NoError(t, err, "released")
+
+			_, err = n.Claim(ctx, "expired", now, now.Add(time.Millisecond))
+			assert.ErrorIs(t, err, outcome.ErrRejected, "an expiry already past is never recorded")
+			assert.NotErrorIs(t, err, outcome.ErrReplayed)
+			_, err = n.Claim(ctx, "", later, now)
+			assert.ErrorIs(t, err, store.ErrInvalid)
+			_, err = n.Claim(ctx, string(make([]byte, outcome.MaxNonceKeyBytes+1)), later, now)
+			assert.ErrorIs(t, err, store.ErrInvalid)
+		})
+	}
+	assert.Len(t, nonceRows(t, e.s, e.p), 1)
+}
+
+func TestMemoryNonceStoreIsBounded(t *testing.T) {
+	n := outcome.NewMemoryNonceStore(2)
+	now := time.UnixMilli(1_000_000)
+	for _, k := range []string{"a", "b"} {
+		_, err := n.Claim(ctx, k, now.Add(time.Second), now)
+		require.NoError(t, err)
+	}
+	_, err := n.Claim(ctx, "c", now.Add(time.Second), now)
+	assert.ErrorIs(t, err, outcome.ErrBusy)
+	_, err = n.Claim(ctx, "c", now.Add(2*time.Second), now.Add(time.Second+time.Millisecond))
+	assert.NoError(t, err, "accepted once the others expired")
+	assert.Equal(t, 1, n.Len())
+}
+
+// A corrupt nonce row refuses its request (503), never accepts it; a
+// corrupt index row is reported by the sweep and kept, and the others
+// are swept.
+func TestPartitionNonceStoreCorruptRows(t *testing.T) {
+	e := newEnv(t, 1_000_000)
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	now := e.clock.Now()
+	rowKey, err := gen.AppendReceiverNonceKey(nil, "bad")
+	require.NoError(t, err)
+	idxKey, err := gen.AppendReceiverNonceExpiryKey(nil, uint64(now.UnixMilli()), "bad")
+	require.NoError(t, err)
+	out, err := e.s.Apply(ctx, e.p, store.NewBatch().Put(rowKey, store.Value{0xff}).Put(idxKey, store.Value{0xff}))
+	require.NoError(t, err)
+	require.True(t, out.Committed())
+	_, err = n.Claim(ctx, "bad", now.Add(time.Second), now)
+	assert.ErrorIs(t, err, store.ErrCorrupt)
+	assert.NotErrorIs(t, err, outcome.ErrRejected)
+	_, err = n.Claim(ctx, "good", now.Add(time.Millisecond), now)
+	require.NoError(t, err)
+	deleted, err := n.Sweep(ctx, now.Add(time.Second))
+	assert.ErrorIs(t, err, store.ErrCorrupt)
+	assert.Equal(t, 1, deleted)
+	v, ok, err := e.s.Get(ctx, e.p, idxKey)
+	require.NoError(t, err)
+	assert.True(t, ok, "the corrupt row is kept")
+	assert.Equal(t, store.Value{0xff}, v)
+}
+
+// nonceModel is what a NonceStore must answer: each key's expiry and the
+// claim holding it.
+type nonceModel struct {
+	held map[string]modelClaim
+}
+
+type modelClaim struct {
+	until time.Time
+	id    int
+}
+
+// TestNonceStoresMatchTheModel runs random claims, releases, sweeps and
+// clock moves against both stores and a model, the partition store under
+// injected faults (failed calls, commits that land and report an
+// unknown result), and checks every answer and, for the partition store,
+// its rows.
+func TestNonceStoresMatchTheModel(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		for _, kind := range []string{"memory", "partition"} {
+			t.Run(fmt.Sprintf("%s/seed=%d", kind, seed), func(t *testing.T) {
+				runNonceModel(t, kind, seed)
+			})
+		}
+	}
+}
+
+func runNonceModel(t *testing.T, kind string, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	e := newEnv(t, 1_000_000)
+	faults := storetest.WithFaults(e.s)
+	var n outcome.NonceStore
+	var pn *outcome.PartitionNonceStore
+	if kind == "memory" {
+		n = outcome.NewMemoryNonceStore(0)
+	} else {
+		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 1 + int(seed%4) })
+		n = pn
+	}
+	m := nonceModel{held: map[string]modelClaim{}}
+	type claimed struct {
+		c  outcome.NonceClaim
+		id int
+	}
+	var claims []claimed
+	now := e.clock.Now()
+	for step := range 300 {
+		switch op := rng.IntN(10); {
+		case op < 6:
+			key := fmt.Sprintf("k%d", rng.IntN(6))
+			until := now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+			fault := ""
+			if pn != nil {
+				switch rng.IntN(8) {
+				case 0:
+					faults.CommitThenFailNext()
+					fault = "unknown"
+				case 1:
+					faults.FailNext(storetest.MethodApply, nil)
+					fault = "fail"
+				}
+			}
+			c, err := n.Claim(ctx, key, until, now)
+			faults.Clear()
+			held, ok := m.held[key]
+			switch {
+			case fault == "fail":
+				require.Error(t, err, "step %d", step)
+				require.NotErrorIs(t, err, outcome.ErrRejected, "step %d: a failing store is not a replay", step)
+			case ok && !held.until.Before(now):
+				require.ErrorIs(t, err, outcome.ErrReplayed, "step %d: %s held until %v, now %v", step, key, held.until, now)
+			default:
+				require.NoError(t, err, "step %d: %s (%s)", step, key, fault)
+				m.held[key] = modelClaim{until: until, id: step}
+				claims = append(claims, claimed{c, step})
+			}
+		case op < 8 && len(claims) > 0:
+			cl := claims[rng.IntN(len(claims))]
+			require.NoError(t, n.Release(ctx, cl.c))
+			if h, ok := m.held[cl.c.Key]; ok && h.id == cl.id {
+				delete(m.held, cl.c.Key)
+			}
+		case op == 8 && pn != nil:
+			_, err := pn.Sweep(ctx, now)
+			require.NoError(t, err)
+		default:
+			now = now.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		}
+		if pn != nil {
+			rows := nonceRows(t, e.s, e.p)
+			for key, h := range m.held {
+				if h.until.Before(now) {
+					continue // expired: swept or not
+				}
+				require.Contains(t, rows, key, "step %d", step)
+				require.Equal(t, uint64(h.until.UnixMilli()), rows[key].UntilMs, "step %d", step)
+			}
+			for key, r := range rows {
+				if h, ok := m.held[key]; !ok || uint64(h.until.UnixMilli()) != r.UntilMs {
+					require.Less(t, r.UntilMs, uint64(now.UnixMilli()), "step %d: %s is held by no claim, yet unexpired", step, key)
+				}
+			}
+		}
+	}
+}
