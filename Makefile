@@ -48,11 +48,12 @@ lint: check-generated
 	  echo '$(GO) vet -tags fdb ./...'; $(GO) vet -tags fdb ./...; \
 	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet -tags fdb"; fi
 
-## check-generated: fail when gen/, refdomain/ or ordersgen/ is not what its schema generates
+## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/ is not what its schema generates
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
+	$(GO) run ./cmd/codegen -schema internal/bank/schema -out internal/bank/bankgen -pkg bankgen -check
 
 ## test-fdb: the fdb-tagged tests against a throwaway local FoundationDB
 test-fdb:

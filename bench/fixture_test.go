@@ -96,7 +96,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 	tb.Helper()
 	puts := make([]gen.RelayPut, putsPerRow)
 	for n > 0 {
-		o, err := outbox.Read(f.ctx, f.s, sourcePartition)
+		o, err := outbox.Read(f.ctx, store.ReaderOf(f.s, sourcePartition))
 		if err != nil {
 			tb.Fatal(err)
 		}

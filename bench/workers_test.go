@@ -248,7 +248,7 @@ func newWorkerQueue() *workerQueue {
 func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 	ctx := context.Background()
 	for _, p := range q.sources {
-		o, err := outbox.Read(ctx, s, p)
+		o, err := outbox.Read(ctx, store.ReaderOf(s, p))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,7 +12,7 @@
 // ClassRange(tag) is the range that holds a class. Tags 1-99 are the library's
 // key classes, in any partition; an importing schema's are 100 and above.
 //
-// Records (U64Value, RelayV1, RelayScanV1, Backlog and 4 more): for a record
+// Records (U64Value, RelayV1, RelayScanV1, Backlog and 5 more): for a record
 // R, AppendR and EncodeR encode a value after checking every rule of the
 // schema (an error wrapping wire.ErrInvalid otherwise, nothing appended);
 // DecodeR decodes strictly: truncated input, trailing bytes, an unknown
@@ -21,9 +21,14 @@
 // reason, and no input makes a decoder panic. Decoded []byte fields alias the
 // input; DecodeRInto decodes into a value, reusing its slices.
 //
-// Identities (OutcomeID) are valid by construction: NewX validates a name (an
-// error wrapping wire.ErrInvalid), MustX panics instead, for constants; every
-// value but the zero one is valid.
+// Identities (OutcomeID, OutcomeSource) are valid by construction: NewX
+// validates a name (an error wrapping wire.ErrInvalid), MustX panics instead,
+// for constants; every value but the zero one is valid.
+//
+// The package registers itself in package registry (gen/registry) when it is
+// initialised: its namespace, mkit, its import path, and what parses its
+// partitions and keys and decodes its records. A second package declaring the
+// namespace, linked into the same program, makes it fail at start.
 //
 // Every function is safe for concurrent use.
 package gen

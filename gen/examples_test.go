@@ -126,6 +126,18 @@ func examplesBacklog() []Backlog {
 	}}
 }
 
+// examplesOutcomePendingV1 returns valid OutcomePendingV1 values, minimal first, typical last.
+func examplesOutcomePendingV1() []OutcomePendingV1 {
+	return []OutcomePendingV1{OutcomePendingV1{
+		Key:    []byte{},
+		Source: MustOutcomeSource("a"),
+	}, OutcomePendingV1{
+		AtMs:   uint64(1099511627783),
+		Key:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Source: MustOutcomeSource("outcomesource-a"),
+	}}
+}
+
 // examplesOutcomeTimer returns valid OutcomeTimer values, minimal first, typical last.
 func examplesOutcomeTimer() []OutcomeTimer {
 	return []OutcomeTimer{OutcomeTimer{Cursor: []byte{}}, OutcomeTimer{

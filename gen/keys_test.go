@@ -539,7 +539,7 @@ func malformedOutcomePendingKey() [][]byte {
 	{
 		{
 			k := examplesOutcomePendingKey()[1]
-			k.ID = OutcomeID{strings.Repeat("x", 129)}
+			k.ID = OutcomeID{strings.Repeat("x", 257)}
 			out = append(out, appendOutcomePendingKey(nil, &k))
 		}
 		{
@@ -1204,7 +1204,7 @@ func TestOutcomeIDBounds(t *testing.T) {
 	for _, c := range []struct {
 		in string
 		ok bool
-	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
+	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
 		v, err := NewOutcomeID(c.in)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
 			t.Errorf("NewOutcomeID(%q) error %v, want ok=%v", c.in, err, c.ok)
@@ -1213,6 +1213,27 @@ func TestOutcomeIDBounds(t *testing.T) {
 			t.Errorf("NewOutcomeID(%q).String() = %q", c.in, v.String())
 		}
 		u := MustOutcomeID("k")
+		before := u
+		err = u.UnmarshalText([]byte(c.in))
+		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {
+			t.Errorf("UnmarshalText(%q) gave %q, %v; want ok=%v and no change on error", c.in, u, err, c.ok)
+		}
+	}
+}
+
+func TestOutcomeSourceBounds(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{{"a", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false}, {"\xff", false}, {"", false}, {"a\x00b", false}, {"a\nb", false}, {"a\u0085b", false}, {"é-ü", true}} {
+		v, err := NewOutcomeSource(c.in)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("NewOutcomeSource(%q) error %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err == nil && v.String() != c.in {
+			t.Errorf("NewOutcomeSource(%q).String() = %q", c.in, v.String())
+		}
+		u := MustOutcomeSource("k")
 		before := u
 		err = u.UnmarshalText([]byte(c.in))
 		if (err == nil) != c.ok || err == nil && u != v || err != nil && u != before {

@@ -10,6 +10,9 @@ import (
 // internOutcomeID holds OutcomeID names already decoded and validated.
 var internOutcomeID wire.Intern[struct{}]
 
+// internOutcomeSource holds OutcomeSource names already decoded and validated.
+var internOutcomeSource wire.Intern[struct{}]
+
 func appendU64Value(dst []byte, v *U64Value) []byte {
 	dst = wire.AppendU64(dst, v.Value)
 	return dst
@@ -572,6 +575,123 @@ func readerDecodeBacklog(b []byte, v *Backlog) error {
 // Backlog; otherwise it reports false, leaving *v perhaps partly written.
 func fastDecodeBacklog(b []byte, v *Backlog) bool {
 	return len(b) > 0 && b[0] == VersionBacklog && fastReadBacklog(b, 1, v) == len(b) && verifyBacklog(v) == nil
+}
+
+func appendOutcomePendingV1(dst []byte, v *OutcomePendingV1) []byte {
+	dst = wire.AppendString(dst, v.Source.s)
+	dst = wire.AppendBytes(dst, v.Key)
+	dst = wire.AppendU64(dst, v.AtMs)
+	return dst
+}
+
+func sizeOutcomePendingV1(v *OutcomePendingV1) int {
+	n := 0
+	n += wire.LenSize(len(v.Source.s)) + len(v.Source.s)
+	n += wire.LenSize(len(v.Key)) + len(v.Key)
+	n += 8
+	return n
+}
+
+func readOutcomePendingV1(r *wire.Reader, v *OutcomePendingV1) {
+	v.Source = OutcomeSource{r.Name("OutcomePendingV1.Source", &internOutcomeSource, "OutcomeSource", 1, MaxOutcomeSourceBytes)}
+	v.Key = r.Bytes("OutcomePendingV1.Key", 10000)
+	v.AtMs = r.U64("OutcomePendingV1.AtMs")
+}
+
+// fastReadOutcomePendingV1 reads the fields of OutcomePendingV1 from b[p:] as readOutcomePendingV1 does, and
+// returns the offset after them, or -1 where readOutcomePendingV1 would fail.
+func fastReadOutcomePendingV1(b []byte, p int, v *OutcomePendingV1) int {
+	{
+		s, q := wire.NameAt(b, p, &internOutcomeSource, "OutcomeSource", 1, MaxOutcomeSourceBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Source = OutcomeSource{s}
+		p = q
+	}
+	{
+		n, q := wire.ShortLen(b, p, 10000)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 10000)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Key = b[q : q+n : q+n]
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
+// VersionOutcomePendingV1 is the version byte that opens every encoded OutcomePendingV1.
+const VersionOutcomePendingV1 = 1
+
+// AppendOutcomePendingV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendOutcomePendingV1(dst []byte, v OutcomePendingV1) ([]byte, error) {
+	if !validOutcomePendingV1(&v) {
+		return dst, wire.Within("OutcomePendingV1", checkOutcomePendingV1(&v))
+	}
+	return appendOutcomePendingV1(append(dst, VersionOutcomePendingV1), &v), nil
+}
+
+// EncodeOutcomePendingV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendOutcomePendingV1 does.
+func EncodeOutcomePendingV1(v OutcomePendingV1) ([]byte, error) {
+	return AppendOutcomePendingV1(make([]byte, 0, 1+sizeOutcomePendingV1(&v)), v)
+}
+
+// DecodeOutcomePendingV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeOutcomePendingV1(b []byte) (OutcomePendingV1, error) {
+	var v OutcomePendingV1
+	err := DecodeOutcomePendingV1Into(b, &v)
+	return v, err
+}
+
+// DecodeOutcomePendingV1Into decodes b into *v as DecodeOutcomePendingV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeOutcomePendingV1Into(b []byte, v *OutcomePendingV1) error {
+	if fastDecodeOutcomePendingV1(b, v) {
+		return nil
+	}
+	return readerDecodeOutcomePendingV1(b, v)
+}
+
+// readerDecodeOutcomePendingV1 is DecodeOutcomePendingV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOutcomePendingV1(b []byte, v *OutcomePendingV1) error {
+	r := wire.NewReader(b, "OutcomePendingV1")
+	r.Version(VersionOutcomePendingV1)
+	readOutcomePendingV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyOutcomePendingV1(v); err != nil {
+			err = wire.DecodeRule("OutcomePendingV1", err)
+		}
+	}
+	if err != nil {
+		*v = OutcomePendingV1{}
+	}
+	return err
+}
+
+// fastDecodeOutcomePendingV1 decodes b into *v and reports true when b is a valid
+// OutcomePendingV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOutcomePendingV1(b []byte, v *OutcomePendingV1) bool {
+	return len(b) > 0 && b[0] == VersionOutcomePendingV1 && fastReadOutcomePendingV1(b, 1, v) == len(b) && verifyOutcomePendingV1(v) == nil
 }
 
 func appendOutcomeTimer(dst []byte, v *OutcomeTimer) []byte {

@@ -931,6 +931,243 @@ func TestBacklogFastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidOutcomePendingV1 returns OutcomePendingV1 values that break a rule of the schema.
+func invalidOutcomePendingV1() []OutcomePendingV1 {
+	var out []OutcomePendingV1
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Source = OutcomeSource{}
+		out = append(out, v)
+	}
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Key = make([]byte, 10001)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedOutcomePendingV1 returns bytes that must not decode as an OutcomePendingV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedOutcomePendingV1() [][]byte {
+	valid, err := EncodeOutcomePendingV1(examplesOutcomePendingV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionOutcomePendingV1+1)}
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Source = OutcomeSource{strings.Repeat("x", 65)}
+		out = append(out, appendOutcomePendingV1([]byte{VersionOutcomePendingV1}, &v))
+	}
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Source = OutcomeSource{"\x01"}
+		out = append(out, appendOutcomePendingV1([]byte{VersionOutcomePendingV1}, &v))
+	}
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Source = OutcomeSource{}
+		out = append(out, appendOutcomePendingV1([]byte{VersionOutcomePendingV1}, &v))
+	}
+	{
+		v := examplesOutcomePendingV1()[1]
+		v.Key = make([]byte, 10001)
+		out = append(out, appendOutcomePendingV1([]byte{VersionOutcomePendingV1}, &v))
+	}
+	return out
+}
+
+func TestOutcomePendingV1RoundTrip(t *testing.T) {
+	for i, v := range examplesOutcomePendingV1() {
+		b, err := EncodeOutcomePendingV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeOutcomePendingV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeOutcomePendingV1(&v))
+		}
+		got, err := DecodeOutcomePendingV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendOutcomePendingV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestOutcomePendingV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestOutcomePendingV1DecodeIntoReuses(t *testing.T) {
+	var v OutcomePendingV1
+	examples := examplesOutcomePendingV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeOutcomePendingV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeOutcomePendingV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeOutcomePendingV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeOutcomePendingV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, OutcomePendingV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestOutcomePendingV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidOutcomePendingV1() {
+		out, err := AppendOutcomePendingV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestOutcomePendingV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedOutcomePendingV1() {
+		_, err := DecodeOutcomePendingV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "OutcomePendingV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "OutcomePendingV1")
+		}
+	}
+}
+
+// FuzzOutcomePendingV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzOutcomePendingV1(f *testing.F) {
+	for _, v := range examplesOutcomePendingV1() {
+		b, err := EncodeOutcomePendingV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOutcomePendingV1() {
+		f.Add(b)
+	}
+	held, err := EncodeOutcomePendingV1(examplesOutcomePendingV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeOutcomePendingV1(t, held, b)
+		v, err := DecodeOutcomePendingV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeOutcomePendingV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkOutcomePendingV1 encodes and decodes the example with the largest encoding.
+func BenchmarkOutcomePendingV1(b *testing.B) {
+	var v OutcomePendingV1
+	var enc []byte
+	for _, x := range examplesOutcomePendingV1() {
+		e, err := EncodeOutcomePendingV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendOutcomePendingV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeOutcomePendingV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeOutcomePendingV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeOutcomePendingV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow OutcomePendingV1
+		if reuse {
+			if readerDecodeOutcomePendingV1(held, &fast) != nil || readerDecodeOutcomePendingV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeOutcomePendingV1(b, &fast)
+		err := readerDecodeOutcomePendingV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestOutcomePendingV1FastPathAgrees holds DecodeOutcomePendingV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestOutcomePendingV1FastPathAgrees(t *testing.T) {
+	examples := examplesOutcomePendingV1()
+	held, err := EncodeOutcomePendingV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeOutcomePendingV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeOutcomePendingV1(t, held, m)
+		}
+	}
+	for _, b := range malformedOutcomePendingV1() {
+		agreeOutcomePendingV1(t, held, b)
+	}
+}
+
 // invalidOutcomeTimer returns OutcomeTimer values that break a rule of the schema.
 func invalidOutcomeTimer() []OutcomeTimer {
 	var out []OutcomeTimer

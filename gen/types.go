@@ -36,11 +36,12 @@ const (
 	MaxTimerKeyReference = 256
 )
 
-// OutcomeID names a record whose terminal outcome is queued for delivery
-// (a reservation of the reference domain): the record's own id, which the
-// delivery handler resolves in its schema.
+// OutcomeID names an outcome queued for delivery: the id its source gives
+// it (the id of its envelope, which receivers deduplicate by). Rows
+// queued before outcome sources existed hold a reservation id of the
+// reference domain.
 //
-// An OutcomeID holds 1 to 128 bytes of valid UTF-8 without control characters.
+// An OutcomeID holds 1 to 256 bytes of valid UTF-8 without control characters.
 // Build one with NewOutcomeID or MustOutcomeID: every OutcomeID other than the zero value
 // is valid; the zero value is empty, which encoders reject. Values compare
 // with == and can key maps.
@@ -51,13 +52,13 @@ type OutcomeID struct {
 // Bounds of an OutcomeID, in bytes.
 const (
 	MinOutcomeIDBytes = 1
-	MaxOutcomeIDBytes = 128
+	MaxOutcomeIDBytes = 256
 )
 
 // NewOutcomeID validates s as an OutcomeID: it fails with an error wrapping wire.ErrInvalid
-// unless s has 1 to 128 bytes of valid UTF-8 without control characters.
+// unless s has 1 to 256 bytes of valid UTF-8 without control characters.
 func NewOutcomeID(s string) (OutcomeID, error) {
-	if err := wire.CheckIdentity("OutcomeID", s, 1, 128); err != nil {
+	if err := wire.CheckIdentity("OutcomeID", s, 1, 256); err != nil {
 		return OutcomeID{}, err
 	}
 	return OutcomeID{s}, nil
@@ -107,8 +108,79 @@ func (v *OutcomeID) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// OutcomeSource names the outcome source (package outcome) that queued a
+// pending outcome.
+//
+// An OutcomeSource holds 1 to 64 bytes of valid UTF-8 without control characters.
+// Build one with NewOutcomeSource or MustOutcomeSource: every OutcomeSource other than the zero value
+// is valid; the zero value is empty, which encoders reject. Values compare
+// with == and can key maps.
+type OutcomeSource struct {
+	s string
+}
+
+// Bounds of an OutcomeSource, in bytes.
+const (
+	MinOutcomeSourceBytes = 1
+	MaxOutcomeSourceBytes = 64
+)
+
+// NewOutcomeSource validates s as an OutcomeSource: it fails with an error wrapping wire.ErrInvalid
+// unless s has 1 to 64 bytes of valid UTF-8 without control characters.
+func NewOutcomeSource(s string) (OutcomeSource, error) {
+	if err := wire.CheckIdentity("OutcomeSource", s, 1, 64); err != nil {
+		return OutcomeSource{}, err
+	}
+	return OutcomeSource{s}, nil
+}
+
+// MustOutcomeSource is NewOutcomeSource for names known to be valid, such as constants:
+// it panics when s is invalid.
+func MustOutcomeSource(s string) OutcomeSource {
+	v, err := NewOutcomeSource(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// String returns the name.
+func (v OutcomeSource) String() string {
+	return v.s
+}
+
+// IsZero reports whether v is the zero value (the empty name).
+func (v OutcomeSource) IsZero() bool {
+	return v.s == ""
+}
+
+// Validate fails with an error wrapping wire.ErrInvalid when v is the zero
+// value; every other OutcomeSource is valid by construction.
+func (v OutcomeSource) Validate() error {
+	if v.s == "" {
+		return wire.Rule("", "OutcomeSource is empty")
+	}
+	return nil
+}
+
+// MarshalText returns the name, so a value prints as itself in JSON and logs.
+func (v OutcomeSource) MarshalText() ([]byte, error) {
+	return []byte(v.s), nil
+}
+
+// UnmarshalText sets *v to the name in b, validated as NewOutcomeSource does.
+func (v *OutcomeSource) UnmarshalText(b []byte) error {
+	x, err := NewOutcomeSource(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
 // OutcomePendingKey indexes an undelivered terminal outcome by the
-// sequence it was appended at.
+// sequence it was appended at; its value (an OutcomePendingV1) names the
+// outcome's source and record.
 type OutcomePendingKey struct {
 	Seq uint64
 	ID  OutcomeID
@@ -386,6 +458,49 @@ func validBacklog(v *Backlog) bool {
 
 // verifyBacklog checks the rules of the schema that decoding does not enforce on v.
 func verifyBacklog(v *Backlog) error {
+	return nil
+}
+
+// OutcomePendingV1 is the value of a pending outcome's index row
+// (OutcomePendingKey): the source that queued the outcome, the key of its
+// record in the partition, so that delivery reads the record without
+// knowing its schema, and when it was queued (Unix milliseconds). A row
+// queued before sources existed has an empty value instead.
+type OutcomePendingV1 struct {
+	Source OutcomeSource
+	Key    []byte
+	AtMs   uint64
+}
+
+// Declared bounds of OutcomePendingV1.
+const (
+	MaxOutcomePendingV1Key = 10000
+)
+
+// checkOutcomePendingV1 checks every rule of the schema on v.
+func checkOutcomePendingV1(v *OutcomePendingV1) error {
+	if err := v.Source.Validate(); err != nil {
+		return wire.Within("Source", err)
+	}
+	if len(v.Key) > 10000 {
+		return wire.Within("Key", wire.CheckLen("", len(v.Key), 10000))
+	}
+	return nil
+}
+
+// validOutcomePendingV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validOutcomePendingV1(v *OutcomePendingV1) bool {
+	if v.Source.s == "" {
+		return false
+	}
+	if len(v.Key) > 10000 {
+		return false
+	}
+	return true
+}
+
+// verifyOutcomePendingV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyOutcomePendingV1(v *OutcomePendingV1) error {
 	return nil
 }
 

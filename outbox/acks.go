@@ -7,18 +7,31 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// AckOps is what one acknowledged row costs a batch: the record's
-// guard and delete, and the pending index row's delete. The shared backlog
-// guard and write cost AckFixedOps more per batch.
+// AckOps bounds what one acknowledged row costs a batch: the record's
+// guard and delete (a guard alone when the record is kept), and the
+// pending index row's delete. The shared backlog guard and write cost
+// AckFixedOps more per batch.
 const (
 	AckOps      = 3
 	AckFixedOps = 2
 )
 
+// Ack is one delivered outcome to acknowledge: the pending index row
+// OutcomePendingKey(Seq, ID), and the record at Key, which held Value when
+// it was delivered. Keep keeps the record (its guard still holds the
+// acknowledgment to the delivered value); otherwise the acknowledgment
+// deletes it.
+type Ack struct {
+	ID    gen.OutcomeID
+	Seq   uint64
+	Key   store.Key
+	Value store.Value
+	Keep  bool
+}
+
 // Acks plans the acknowledgment of delivered terminal outcomes: per row, the
-// record must still hold the value that was delivered, and the record and
-// its pending index row
-// are deleted; the backlog is guarded once, at the value read just before
+// record must still hold the value that was delivered, and its pending
+// index row is deleted, with the record unless the row keeps it; the backlog is guarded once, at the value read just before
 // planning, and rewritten once, deleted when no rows remain. Acknowledging
 // against a fresh backlog read keeps the slow sink calls outside the
 // read-modify-write window: an outcome appended meanwhile changes the
@@ -38,6 +51,7 @@ type ackRow struct {
 	key        store.Key
 	value      store.Value
 	pendingKey store.Key
+	keep       bool
 }
 
 // NewAcks returns a plan against freshBacklog, the backlog value read just
@@ -51,15 +65,16 @@ func NewAcks(caps store.Capabilities, freshBacklog store.Value) (*Acks, error) {
 	return &Acks{caps: caps, fresh: freshBacklog, backlog: b, left: b}, nil
 }
 
-// Ack plans the acknowledgment of the outcome id, indexed at sequence seq,
-// whose record at key held value when it was delivered: the batch requires
-// the record unchanged and deletes it and its pending index row. It fails,
-// planning nothing, with store.ErrInvalid for an invalid or repeated id,
-// an empty key or one over caps, an absent value, or a row that would take
-// the batch over caps; with store.ErrCorrupt when the backlog has no row
-// left to acknowledge (it disagrees with the pending index). The caller
-// keeps such a row for a later fire.
-func (a *Acks) Ack(id gen.OutcomeID, seq uint64, key store.Key, value store.Value) error {
+// Ack plans the acknowledgment of one delivered outcome: the batch
+// requires its record unchanged and deletes its pending index row, and the
+// record unless k.Keep. It fails, planning nothing, with store.ErrInvalid
+// for an invalid or repeated id, an empty key or one over caps, an absent
+// value, or a row that would take the batch over caps; with
+// store.ErrCorrupt when the backlog has no row left to acknowledge (it
+// disagrees with the pending index). The caller keeps such a row for a
+// later fire.
+func (a *Acks) Ack(k Ack) error {
+	id, seq, key, value := k.ID, k.Seq, k.Key, k.Value
 	if a.finished {
 		return fmt.Errorf("outbox: acknowledgments already finished: %w", store.ErrInvalid)
 	}
@@ -85,7 +100,7 @@ func (a *Acks) Ack(id gen.OutcomeID, seq uint64, key store.Key, value store.Valu
 		a.ids = make(map[gen.OutcomeID]struct{})
 	}
 	a.ids[id] = struct{}{}
-	a.rows = append(a.rows, ackRow{key: key, value: value, pendingKey: pendingKey})
+	a.rows = append(a.rows, ackRow{key: key, value: value, pendingKey: pendingKey, keep: k.Keep})
 	a.left.Rows--
 	a.left.Bytes -= min(a.left.Bytes, uint64(len(value)))
 	return nil
@@ -114,7 +129,10 @@ func (a *Acks) Finish(b *store.Batch) error {
 		out.Require(store.Equals(r.key, r.value))
 	}
 	for _, r := range a.rows {
-		out.Delete(r.key).Delete(r.pendingKey)
+		if !r.keep {
+			out.Delete(r.key)
+		}
+		out.Delete(r.pendingKey)
 	}
 	if len(a.rows) > 0 {
 		if a.left.Rows == 0 {

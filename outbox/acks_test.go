@@ -10,7 +10,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
-	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -29,7 +28,7 @@ func (e *env) seedOutcomes(t *testing.T, rids ...refdomain.ReservationID) []pend
 	ob := e.builder(t)
 	out := make([]pending, len(rids))
 	for i, rid := range rids {
-		seq, err := outcome.Append(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
+		seq, err := appendReservation(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
 		out[i] = pending{rid, seq, mustEncode(committed(refdomain.MustRepoName("repo")))}
 	}
@@ -50,8 +49,8 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 		size := uint64(len(rows[0].value))
 
 		a := e.acks(t)
-		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
-		require.NoError(t, outcome.Ack(a, rows[1].rid, rows[1].seq, rows[1].value))
+		require.NoError(t, ackReservation(a, rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, ackReservation(a, rows[1].rid, rows[1].seq, rows[1].value))
 		assert.Equal(t, gen.Backlog{Rows: 1, Bytes: size}, a.Remaining())
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
@@ -67,7 +66,7 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 		assert.Equal(t, gen.Backlog{Rows: 1, Bytes: size}, bl)
 
 		a = e.acks(t)
-		require.NoError(t, outcome.Ack(a, rows[2].rid, rows[2].seq, rows[2].value))
+		require.NoError(t, ackReservation(a, rows[2].rid, rows[2].seq, rows[2].value))
 		assert.Equal(t, gen.Backlog{}, a.Remaining())
 		b = store.NewBatch()
 		require.NoError(t, a.Finish(b))
@@ -77,6 +76,41 @@ func TestAcksDeleteRowsAndShrinkTheBacklogToNothing(t *testing.T) {
 		assert.Empty(t, e.scan(t, gen.TagOutcomePendingKey))
 		start, end := refdomain.ClassRange(refdomain.TagReservationKey)
 		assert.Empty(t, e.scanRange(t, start, end))
+	})
+}
+
+// An acknowledgment that keeps its record guards it and deletes only the
+// pending row; a changed record fails the guard all the same.
+func TestAcksThatKeepTheRecordGuardItAndDeleteOnlyThePendingRow(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		rows := e.seedOutcomes(t, refdomain.MustReservationID("a"), refdomain.MustReservationID("b"))
+		key := resKey(t, rows[0].rid)
+		a := e.acks(t)
+		require.NoError(t, a.Ack(outbox.Ack{ID: gen.MustOutcomeID("a"), Seq: rows[0].seq, Key: key, Value: rows[0].value, Keep: true}))
+		b := store.NewBatch()
+		require.NoError(t, a.Finish(b))
+		assert.Contains(t, b.Preconditions, store.Equals(key, rows[0].value))
+		for _, w := range b.Writes {
+			assert.NotEqual(t, key, w.Key, "the kept record is not written")
+		}
+		assert.Equal(t, outbox.AckOps-1+outbox.AckFixedOps, b.Ops())
+		e.mustApply(t, b)
+		assert.Equal(t, rows[0].value, e.get(t, key), "the record stays")
+		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1, "its pending row went")
+		bl, ok := e.backlog(t)
+		require.True(t, ok)
+		assert.Equal(t, uint64(1), bl.Rows)
+
+		// A kept record changed since its delivery fails the guard.
+		key = resKey(t, rows[1].rid)
+		a = e.acks(t)
+		require.NoError(t, a.Ack(outbox.Ack{ID: gen.MustOutcomeID("b"), Seq: rows[1].seq, Key: key, Value: rows[1].value, Keep: true}))
+		b = store.NewBatch()
+		require.NoError(t, a.Finish(b))
+		e.mustApply(t, store.NewBatch().Put(key, mustEncode(aborted())))
+		out := e.apply(t, b)
+		assert.Equal(t, store.PreconditionFailed, out.Outcome)
+		assert.Len(t, e.scan(t, gen.TagOutcomePendingKey), 1)
 	})
 }
 
@@ -97,7 +131,7 @@ func TestAnAppendDuringAcknowledgmentFailsTheBacklogGuard(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		rows := e.seedOutcomes(t, refdomain.MustReservationID("first"))
 		a := e.acks(t)
-		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, ackReservation(a, rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
 
@@ -123,7 +157,7 @@ func TestAnAcknowledgmentLandsOnlyOnTheDeliveredValue(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		rows := e.seedOutcomes(t, refdomain.MustReservationID("a"))
 		a := e.acks(t)
-		require.NoError(t, outcome.Ack(a, rows[0].rid, rows[0].seq, rows[0].value))
+		require.NoError(t, ackReservation(a, rows[0].rid, rows[0].seq, rows[0].value))
 		b := store.NewBatch()
 		require.NoError(t, a.Finish(b))
 		e.mustApply(t, store.NewBatch().Put(resKey(t, refdomain.MustReservationID("a")), mustEncode(aborted())))
@@ -139,20 +173,20 @@ func TestAckRejectsRowsItCannotPlan(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine())
 	rows := e.seedOutcomes(t, refdomain.MustReservationID("a"))
 	a := e.acks(t)
-	require.ErrorIs(t, outcome.Ack(a, refdomain.ReservationID{}, 1, rows[0].value), store.ErrInvalid, "invalid id")
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, ticket), store.ErrInvalid, "not terminal")
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, nil), store.ErrInvalid, "absent")
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, store.Value("junk")), store.ErrInvalid, "not a reservation")
+	key := resKey(t, refdomain.MustReservationID("a"))
+	require.ErrorIs(t, a.Ack(outbox.Ack{Seq: 1, Key: key, Value: rows[0].value}), store.ErrInvalid, "invalid id")
+	require.ErrorIs(t, a.Ack(outbox.Ack{ID: gen.MustOutcomeID("a"), Seq: 1, Value: rows[0].value}), store.ErrInvalid, "no key")
+	require.ErrorIs(t, ackReservation(a, refdomain.MustReservationID("a"), rows[0].seq, nil), store.ErrInvalid, "absent")
 	require.Zero(t, a.Len())
-	require.NoError(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value))
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("b"), 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
+	require.NoError(t, ackReservation(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value))
+	require.ErrorIs(t, ackReservation(a, refdomain.MustReservationID("a"), rows[0].seq, rows[0].value), store.ErrInvalid, "twice")
+	require.ErrorIs(t, ackReservation(a, refdomain.MustReservationID("b"), 9, rows[0].value), store.ErrCorrupt, "more rows than the backlog holds")
 	assert.Equal(t, 1, a.Len())
 
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))
 	require.ErrorIs(t, a.Finish(b), store.ErrInvalid, "a second Finish")
-	require.ErrorIs(t, outcome.Ack(a, refdomain.MustReservationID("c"), 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
+	require.ErrorIs(t, ackReservation(a, refdomain.MustReservationID("c"), 9, rows[0].value), store.ErrInvalid, "an Ack after Finish")
 }
 
 func TestAcksStopAtTheBatchLimit(t *testing.T) {
@@ -164,9 +198,9 @@ func TestAcksStopAtTheBatchLimit(t *testing.T) {
 	a, err := outbox.NewAcks(caps, huge)
 	require.NoError(t, err)
 	for i := range 6 {
-		require.NoError(t, outcome.Ack(a, refdomain.MustReservationID(string(rune('a'+i))), uint64(i+1), mustEncode(aborted())))
+		require.NoError(t, ackReservation(a, refdomain.MustReservationID(string(rune('a'+i))), uint64(i+1), mustEncode(aborted())))
 	}
-	err = outcome.Ack(a, refdomain.MustReservationID("z"), 99, mustEncode(aborted()))
+	err = ackReservation(a, refdomain.MustReservationID("z"), 99, mustEncode(aborted()))
 	require.ErrorIs(t, err, store.ErrInvalid)
 	b := store.NewBatch()
 	require.NoError(t, a.Finish(b))

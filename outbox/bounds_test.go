@@ -11,7 +11,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
-	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -84,67 +83,71 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 			return err
 		}, "encodes to"},
 		{"invalid reservation id", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.ReservationID{}, ticket, committed(refdomain.MustRepoName("repo")))
+			_, err := appendReservation(ob, refdomain.ReservationID{}, ticket, committed(refdomain.MustRepoName("repo")))
 			return err
-		}, "reservation id"},
+		}, "key: ReservationKey.ID"},
 		{"repeated reservation id", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
+			_, err := appendReservation(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
 			return err
 		}, "appended twice"},
 		{"prior value not Ticketed", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), mustEncode(committed(refdomain.MustRepoName("repo"))), aborted())
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), mustEncode(committed(refdomain.MustRepoName("repo"))), aborted())
 			return err
-		}, "not Ticketed"},
+		}, "prior value is already terminal"},
 		{"prior value not a reservation", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), store.Value("junk"), aborted())
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), store.Value("junk"), aborted())
 			return err
-		}, "not a reservation"},
+		}, "prior value does not decode"},
 		{"prior value absent", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), nil, aborted())
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), nil, aborted())
 			return err
-		}, "not a reservation"},
+		}, "the record must exist"},
 		{"terminal value Ticketed", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationTicketed{})
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationTicketed{})
 			return err
-		}, "not a terminal reservation"},
+		}, "record is not terminal"},
 		{"terminal value nil", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, nil)
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), ticket, nil)
 			return err
-		}, "not a terminal reservation"},
+		}, "record is not terminal"},
 		{"terminal value breaking its schema", func(ob *outbox.Builder) error {
-			_, err := outcome.Append(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: 99})
+			_, err := appendReservation(ob, refdomain.MustReservationID("r"), ticket, &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: 99})
 			return err
 		}, ""},
 		// The outbox's own checks, on any schema's record.
 		{"outcome without an id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(outbox.Outcome{Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "without an id"},
+		{"outcome without a source", func(ob *outbox.Builder) error {
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
+			return err
+		}, "without a source"},
 		{"outcome with an empty record key", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "empty record key"},
 		{"outcome record key over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key(strings.Repeat("k", caps.MaxKeyBytes+1)), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key(strings.Repeat("k", caps.MaxKeyBytes+1)), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "record key has"},
 		{"outcome of an absent record", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Terminal: store.Value("t")})
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Terminal: store.Value("t")})
 			return err
 		}, "the record must exist"},
 		{"outcome without a terminal value", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket})
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket})
 			return err
 		}, "no terminal value"},
 		{"outcome terminal value over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value(strings.Repeat("v", caps.MaxValueBytes+1))})
+			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value(strings.Repeat("v", caps.MaxValueBytes+1))})
 			return err
 		}, "terminal value has"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ob := e.builder(t)
-			seq, err := outcome.Append(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
+			seq, err := appendReservation(ob, refdomain.MustReservationID("seeded"), ticket, committed(refdomain.MustRepoName("repo")))
 			require.NoError(t, err)
 			err = tc.append(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)

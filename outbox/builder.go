@@ -39,12 +39,14 @@ type outcomeRow struct {
 	prior      store.Value
 	terminal   store.Value
 	pendingKey store.Key
+	pending    store.Value
 }
 
 // NewBuilder returns a builder over the outbox state o a writer read (see
 // Read). caps are the store's Capabilities, which every row is checked
-// against; nowMs stamps relay rows (RelayV1.AtMs) and is the due time of
-// any timer Finish creates. It fails with an error wrapping
+// against; nowMs stamps relay rows (RelayV1.AtMs) and outcome rows
+// (OutcomePendingV1.AtMs), and is the due time of any timer Finish
+// creates. It fails with an error wrapping
 // store.ErrCorrupt when o's sequence or backlog does not decode.
 func NewBuilder(caps store.Capabilities, nowMs uint64, o Observed) (*Builder, error) {
 	seq, err := DecodeSequence(o.Sequence)
@@ -140,13 +142,15 @@ func errInvalid(err error) error {
 // Outcome is a record of the service's own schema reaching its terminal
 // state, queued for delivery (outcome delivery pushes it to a sink): the
 // record at Key, which must still hold Prior, becomes Terminal, and is
-// indexed as pending under ID. The outbox guards and rewrites the record
-// but does not read it: what makes a value terminal is the schema's rule,
-// checked by the caller (outcome.Append, for the reference domain's
-// reservations).
+// indexed as pending under ID, with a value naming Source and Key. The
+// outbox guards and rewrites the record but does not read it: what makes
+// a value terminal is the schema's rule, checked by the caller (an
+// outcome source, outcome.TypedSource.Append).
 type Outcome struct {
-	// ID names the record; a delivery handler resolves it in its schema.
+	// ID names the outcome (the id receivers deduplicate by).
 	ID gen.OutcomeID
+	// Source names the outcome source that delivers it.
+	Source gen.OutcomeSource
 	// Key is the record's key in the partition.
 	Key store.Key
 	// Prior is the record's value as read: the batch requires it unchanged.
@@ -157,11 +161,12 @@ type Outcome struct {
 
 // Outcome appends a terminal outcome and returns the sequence it is
 // indexed at: o's record becomes terminal, it is indexed as pending
-// delivery (OutcomePendingKey(seq, o.ID)), and the backlog grows by one row
-// and the terminal value's bytes. It fails with store.ErrInvalid,
-// appending nothing, for an invalid or repeated id, an empty key or one
-// over caps, an absent prior or terminal value, a value over caps, or a
-// batch Finish builds that would exceed caps.
+// delivery (OutcomePendingKey(seq, o.ID), holding an OutcomePendingV1 of
+// o.Source, o.Key and the builder's nowMs), and the backlog grows by one row and the terminal
+// value's bytes. It fails with store.ErrInvalid, appending nothing, for
+// an invalid or repeated id, a missing source, an empty key or one over
+// caps, an absent prior or terminal value, a value over caps, or a batch
+// Finish builds that would exceed caps.
 func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
 	if err := b.open(); err != nil {
 		return 0, err
@@ -171,6 +176,9 @@ func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
 	}
 	if _, dup := b.ids[o.ID]; dup {
 		return 0, fmt.Errorf("outbox: outcome %q appended twice: %w", o.ID, store.ErrInvalid)
+	}
+	if o.Source.IsZero() {
+		return 0, fmt.Errorf("outbox: outcome %q without a source: %w", o.ID, store.ErrInvalid)
 	}
 	if o.Prior == nil {
 		return 0, fmt.Errorf("outbox: outcome %q: no prior value: the record must exist: %w", o.ID, store.ErrInvalid)
@@ -183,15 +191,19 @@ func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("outbox: outcome %q: %w", o.ID, err)
 	}
+	pending, err := gen.EncodeOutcomePendingV1(gen.OutcomePendingV1{Source: o.Source, Key: o.Key, AtMs: b.nowMs})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: outcome %q: %w", o.ID, errInvalid(err))
+	}
 	// The guard, the rewrite and the index row.
-	if err := b.reserve(3, 2*len(o.Key)+len(o.Prior)+len(o.Terminal)+len(pendingKey)); err != nil {
+	if err := b.reserve(3, 2*len(o.Key)+len(o.Prior)+len(o.Terminal)+len(pendingKey)+len(pending)); err != nil {
 		return 0, err
 	}
 	if b.ids == nil {
 		b.ids = make(map[gen.OutcomeID]struct{})
 	}
 	b.ids[o.ID] = struct{}{}
-	b.outcomes = append(b.outcomes, outcomeRow{key: o.Key, prior: o.Prior, terminal: o.Terminal, pendingKey: pendingKey})
+	b.outcomes = append(b.outcomes, outcomeRow{key: o.Key, prior: o.Prior, terminal: o.Terminal, pendingKey: pendingKey, pending: pending})
 	b.backlog.Rows++
 	b.backlog.Bytes += uint64(len(o.Terminal))
 	b.last = seq
@@ -234,7 +246,7 @@ func (b *Builder) Finish(batch *store.Batch) error {
 	}
 	out.Add(b.relays...)
 	for _, o := range b.outcomes {
-		out.Put(o.key, o.terminal).Put(o.pendingKey, store.Value{})
+		out.Put(o.key, o.terminal).Put(o.pendingKey, o.pending)
 	}
 	if len(b.outcomes) > 0 {
 		v, err := gen.EncodeBacklog(b.backlog)

@@ -11,7 +11,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
-	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -23,7 +22,7 @@ func TestSequencesContinueAcrossRowKindsAndBuilders(t *testing.T) {
 		ob := e.builder(t)
 		s1, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
-		s2, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
+		s2, err := appendReservation(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
 		s3, err := ob.Relay(target, nil, [][]byte{[]byte("b")})
 		require.NoError(t, err)
@@ -97,7 +96,7 @@ func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 			_, err := ob.Relay(target, []gen.RelayPut{put("mine", "1")}, nil)
 			require.NoError(t, err)
 			if observedEmpty {
-				_, err = outcome.Append(ob, refdomain.MustReservationID("mine"), ticket, committed(refdomain.MustRepoName("repo")))
+				_, err = appendReservation(ob, refdomain.MustReservationID("mine"), ticket, committed(refdomain.MustRepoName("repo")))
 				require.NoError(t, err)
 			}
 			hooked := false
@@ -170,9 +169,9 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.seedTicketed(t, refdomain.MustReservationID("r1"), refdomain.MustReservationID("r2"), refdomain.MustReservationID("r3"))
 		ob := e.builder(t)
-		s1, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
+		s1, err := appendReservation(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
-		s2, err := outcome.Append(ob, refdomain.MustReservationID("r2"), ticket, aborted())
+		s2, err := appendReservation(ob, refdomain.MustReservationID("r2"), ticket, aborted())
 		require.NoError(t, err)
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -188,7 +187,9 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 			got, err := gen.ParseOutcomePendingKey(pending[i].Key)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
-			assert.Empty(t, pending[i].Value)
+			pv, err := gen.DecodeOutcomePendingV1(pending[i].Value)
+			require.NoError(t, err)
+			assert.Equal(t, gen.OutcomePendingV1{Source: gen.MustOutcomeSource("refdomain.reservations"), Key: []byte(resKey(t, refdomain.MustReservationID(want.ID.String()))), AtMs: now}, pv, "the row names its source and record")
 		}
 		bl, ok := e.backlog(t)
 		require.True(t, ok)
@@ -201,7 +202,7 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 
 		// A later outcome joins the backlog; the timer exists already.
 		ob = e.builder(t)
-		_, err = outcome.Append(ob, refdomain.MustReservationID("r3"), ticket, committed(refdomain.MustRepoName("other")))
+		_, err = appendReservation(ob, refdomain.MustReservationID("r3"), ticket, committed(refdomain.MustRepoName("other")))
 		require.NoError(t, err)
 		b = store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -217,7 +218,7 @@ func TestAnOutcomeLandsOnlyOnTheObservedReservation(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.seedTicketed(t, refdomain.MustReservationID("r1"))
 		ob := e.builder(t)
-		_, err := outcome.Append(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
+		_, err := appendReservation(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -252,7 +253,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 				// Each failed attempt means another writer landed, so 2*writers
 				// attempts are plenty; more means a guard can never hold.
 				for range 2 * writers {
-					o, err := outbox.Read(e.ctx, e.inner, e.p)
+					o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -261,7 +262,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 						return
 					}
 					s1, err1 := ob.Relay(target, []gen.RelayPut{put(rid.String(), "v")}, nil)
-					s2, err2 := outcome.Append(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
+					s2, err2 := appendReservation(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
 					b := store.NewBatch()
 					if !assert.NoError(t, err1) || !assert.NoError(t, err2) || !assert.NoError(t, ob.Finish(b)) {
 						return
@@ -321,19 +322,19 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 	}
 }
 
-// TestReadInReadsInTheTransaction: a store.Transact function reads the
-// outbox through its Reader with ReadIn, which returns what Read returns,
-// and a builder made from it appends in the function's batch.
-func TestReadInReadsInTheTransaction(t *testing.T) {
+// TestReadReadsInTheTransaction: a store.Transact function reads the
+// outbox through its Reader, which returns what a Reader of the store
+// returns, and a builder made from it appends in the function's batch.
+func TestReadReadsInTheTransaction(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
 		_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
-		want, err := outbox.Read(e.ctx, e.inner, e.p)
+		want, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 		require.NoError(t, err)
 		_, err = store.Transact(e.ctx, e.faults, e.p, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-			got, err := outbox.ReadIn(ctx, r)
+			got, err := outbox.Read(ctx, r)
 			if err != nil {
 				return nil, err
 			}

@@ -13,8 +13,10 @@ import (
 )
 
 // A writer reads the outbox state, appends rows inside its own batch, and
-// applies it; a failed guard means another writer got there first: read
-// again and rebuild.
+// applies it, here as one store.Transact step: a failed guard means
+// another writer got there first, and Transact runs the step again, which
+// reads afresh and rebuilds. The step guards its own change (the head is
+// absent), so a re-run after an unknown commit result finds its work done.
 func ExampleBuilder() {
 	ctx := context.Background()
 	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManualMs(1_000)))
@@ -25,31 +27,29 @@ func ExampleBuilder() {
 	source := refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 	index := refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 
-	for {
-		o, err := outbox.Read(ctx, s, source)
+	var seq uint64
+	_, err = store.Transact(ctx, s, source, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		if _, done, err := r.Get(ctx, store.Key("head")); err != nil || done {
+			return nil, err
+		}
+		o, err := outbox.Read(ctx, r)
 		if err != nil {
-			panic(err)
+			return nil, err
 		}
 		ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
 		if err != nil {
-			panic(err)
+			return nil, err
 		}
-		b := store.NewBatch().Put(store.Key("head"), store.Value("abc123")) // the writer's own change
-		seq, err := ob.Relay(index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil)
-		if err != nil {
-			panic(err)
+		// The writer's own change, and the relay row that carries it.
+		b := store.NewBatch().Require(store.Absent(store.Key("head"))).Put(store.Key("head"), store.Value("abc123"))
+		if seq, err = ob.Relay(index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
+			return nil, err
 		}
-		if err := ob.Finish(b); err != nil {
-			panic(err)
-		}
-		out, err := s.Apply(ctx, source, b)
-		if err != nil {
-			panic(err)
-		}
-		if out.Committed() {
-			fmt.Println("queued relay row", seq)
-			return
-		}
+		return b, ob.Finish(b)
+	})
+	if err != nil {
+		panic(err)
 	}
+	fmt.Println("queued relay row", seq)
 	// Output: queued relay row 1
 }

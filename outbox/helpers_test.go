@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -49,7 +50,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine) *env {
 // builder reads the outbox state and returns a builder over it.
 func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
-	o, err := outbox.Read(e.ctx, e.inner, e.p)
+	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
 	b, err := outbox.NewBuilder(e.caps, now, o)
 	require.NoError(t, err)
@@ -169,4 +170,35 @@ func (e *env) seedTicketed(t testing.TB, rids ...refdomain.ReservationID) {
 
 func put(key, value string) gen.RelayPut {
 	return gen.RelayPut{Key: []byte(key), Value: []byte(value)}
+}
+
+// reservationSource is the reference domain's outcome source, the
+// tests' way to queue outcomes of real records.
+var reservationSource = func() *reservations.Source {
+	src, err := reservations.NewSource("https://example.test")
+	if err != nil {
+		panic(err)
+	}
+	return src
+}()
+
+// appendReservation queues the outcome of reservation rid, which holds
+// prior, becoming terminal.
+func appendReservation(ob *outbox.Builder, rid refdomain.ReservationID, prior store.Value, terminal refdomain.ReservationV1) (uint64, error) {
+	return reservationSource.Append(ob, refdomain.ReservationKey{ID: rid}, prior, terminal)
+}
+
+// ackReservation plans the acknowledgment of reservation rid's outcome,
+// queued at seq, whose delivered value is value: the reservation is
+// deleted, as its source says.
+func ackReservation(a *outbox.Acks, rid refdomain.ReservationID, seq uint64, value store.Value) error {
+	id, err := gen.NewOutcomeID(rid.String())
+	if err != nil {
+		return err
+	}
+	key, err := refdomain.AppendReservationKey(nil, rid)
+	if err != nil {
+		return err
+	}
+	return a.Ack(outbox.Ack{ID: id, Seq: seq, Key: key, Value: value})
 }

@@ -1,8 +1,8 @@
 // Package outbox writes a partition's outbox: relay rows (writes queued
 // for a target partition, delivered in sequence order by the relay) and
-// terminal outcome rows (records of the service's schema that reached a
-// terminal state, such as the reference domain's reservations, pushed to a
-// sink by outcome delivery), and plans the acknowledgment of
+// terminal outcome rows (records of the service's own schema that reached
+// a terminal state, queued by an outcome source and pushed to a sink by
+// outcome delivery: package outcome), and plans the acknowledgment of
 // delivered outcomes (Acks).
 //
 // # Rows
@@ -10,7 +10,9 @@
 //	OutboxSequenceKey                 U64Value: the last sequence allocated
 //	RelayKey(seq)                     RelayV1: one queued relay row
 //	(the record's own key)            the service's record, made terminal
-//	OutcomePendingKey(seq, id)        empty: an undelivered terminal outcome
+//	OutcomePendingKey(seq, id)        OutcomePendingV1: an undelivered terminal
+//	                                  outcome, its source and record key (empty
+//	                                  in rows written before sources existed)
 //	OutcomeBacklogKey                 Backlog: rows and bytes undelivered
 //	TimerRefKey(KindRelay, "")        the relay timer (package timers)
 //	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer
@@ -79,29 +81,13 @@ func SequenceKey() store.Key { return sequenceKey }
 // BacklogKey returns the key of the outcome backlog.
 func BacklogKey() store.Key { return backlogKey }
 
-// Read reads what a Builder needs from partition p, in one snapshot. It
-// fails with the store's errors. A store.Transact function reads it with
-// ReadIn instead.
-func Read(ctx context.Context, s store.Store, p store.Partition) (Observed, error) {
-	vs, err := s.GetMany(ctx, p, outboxKeys())
-	return observed(p, vs, err)
-}
-
-// ReadIn reads what a Builder needs from the partition of r, the Reader a
-// store.Transact or store.TransactOnce function gets: in the function's
-// transaction on a store.Transactor, so that a Builder's guards on it
-// cost no read of their own. It fails with r's errors.
-func ReadIn(ctx context.Context, r store.Reader) (Observed, error) {
-	vs, err := r.GetMany(ctx, outboxKeys())
-	return observed(r.Partition(), vs, err)
-}
-
-// outboxKeys are the keys Read reads, in a slice of their own: a store
-// does not retain it, but a fault wrapper's hooks may look at it.
-func outboxKeys() []store.Key { return []store.Key{sequenceKey, backlogKey, relayTimerRef} }
-
-// observed makes Read's result of the values read for outboxKeys.
-func observed(p store.Partition, vs []store.Value, err error) (Observed, error) {
+// Read reads what a Builder needs from r's partition, in one GetMany (one
+// snapshot). r is the Reader store.Transact hands its function, so that
+// an outbox append can be a Transact step, or store.ReaderOf(s, p)
+// outside Transact. It fails with the store's errors.
+func Read(ctx context.Context, r store.Reader) (Observed, error) {
+	p := r.Partition()
+	vs, err := r.GetMany(ctx, []store.Key{sequenceKey, backlogKey, relayTimerRef})
 	if err != nil {
 		return Observed{}, fmt.Errorf("outbox: read %s: %w", store.PartitionName(p), err)
 	}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -120,27 +122,37 @@ func TestCanonicalOrigin(t *testing.T) {
 }
 
 func TestNewDeliveryRejectsBadConfig(t *testing.T) {
+	other := newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord)
+	legacy, err := outcome.NewSource(outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]{
+		Name: "bank.legacy", ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: bankgen.EncodeWithdrawalV1,
+		Terminal: func(w bankgen.WithdrawalV1) bool { return settledOrFailed(w.State) }, ID: withdrawalID, Event: withdrawalEvent, OnAck: outcome.KeepRecord,
+		LegacyKey: func(string) (bankgen.WithdrawalKey, error) { return bankgen.WithdrawalKey{}, nil },
+	})
+	require.NoError(t, err)
+	srcs := []outcome.Source{resSource}
 	for _, tc := range []struct {
 		name string
 		cfg  outcome.Config
+		says string
 	}{
-		{"no sink", outcome.Config{Audience: audience}},
-		{"no audience", outcome.Config{Sink: &capture{}}},
-		{"http audience", outcome.Config{Sink: &capture{}, Audience: "http://example.test"}},
-		{"audience with a path", outcome.Config{Sink: &capture{}, Audience: "https://example.test/hooks"}},
-		{"relative audience", outcome.Config{Sink: &capture{}, Audience: "example.test"}},
-		{"negative timeout", outcome.Config{Sink: &capture{}, Audience: audience, SinkTimeout: -time.Second}},
-		{"negative rows", outcome.Config{Sink: &capture{}, Audience: audience, MaxRows: -1}},
-		{"negative budget", outcome.Config{Sink: &capture{}, Audience: audience, FireBudget: -time.Second}},
+		{"no sink", outcome.Config{Sources: srcs}, "without a sink"},
+		{"no source", outcome.Config{Sink: &capture{}}, "without a source"},
+		{"nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, nil}}, "source 1 is nil"},
+		{"typed nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{(*reservations.Source)(nil)}}, "source 0 is nil"},
+		{"two sources of one name", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{other, resSource, newWithdrawalSource(t, "bank.withdrawals", outcome.DeleteRecord)}}, `two delivery sources named "bank.withdrawals"`},
+		{"two legacy sources", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, legacy}}, "both resolve legacy pending rows"},
+		{"negative timeout", outcome.Config{Sink: &capture{}, Sources: srcs, SinkTimeout: -time.Second}, "negative"},
+		{"negative rows", outcome.Config{Sink: &capture{}, Sources: srcs, MaxRows: -1}, "negative"},
+		{"negative budget", outcome.Config{Sink: &capture{}, Sources: srcs, FireBudget: -time.Second}, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := outcome.NewDelivery(tc.cfg)
 			assert.ErrorIs(t, err, store.ErrInvalid)
+			assert.ErrorContains(t, err, tc.says)
 		})
 	}
-	d, err := outcome.NewDelivery(outcome.Config{Sink: &capture{}, Audience: "HTTPS://Example.test:443/"})
+	_, err = outcome.NewDelivery(outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, other}})
 	require.NoError(t, err)
-	assert.Equal(t, "https://example.test", d.Audience())
 }
 
 // A store failure fails the fire: nothing it planned lands, and the next

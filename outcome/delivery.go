@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -43,14 +41,15 @@ func MaxRows(caps store.Capabilities) int {
 	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timerOps-outbox.AckFixedOps)/outbox.AckOps, 1)
 }
 
-// Config configures a Delivery. Sink and Audience are required; a zero
+// Config configures a Delivery. Sink and Sources are required; a zero
 // field takes its default.
 type Config struct {
 	// Sink takes the outcomes.
 	Sink Sink
-	// Audience is the canonical origin of the delivering service, put in
-	// every Outcome (see CanonicalOrigin).
-	Audience string
+	// Sources are the outcome sources whose pending rows the Delivery
+	// delivers (built by NewSource), with distinct names. A pending row of
+	// a source not listed is kept and logged.
+	Sources []Source
 	// Metrics receives the backlog gauges and the synthetic-outcome
 	// counter (nil: the run's, timers.Ctx.Metrics).
 	Metrics telemetry.Metrics
@@ -77,45 +76,67 @@ type Config struct {
 // Delivery is the outcome-delivery timer's handler (kind
 // timers.KindOutcomeDelivery): register it in a timers.Registry, and the
 // timers outbox.Builder creates as outcomes are queued fire it. It pushes
-// each partition's terminal outcomes to its Sink, at least once, in
-// sequence order within a fire, and acknowledges (deletes) the delivered
-// ones. It serves partitions of any schema; the records it reads are the
-// reference domain's reservations (refdomain.ReservationKey).
+// each partition's terminal outcomes, of every source in its Config, to
+// its Sink, at least once, in sequence order within a fire, and
+// acknowledges the delivered ones (deletes their pending rows, and their
+// records when the source says so). It serves partitions of any schema:
+// each pending row names its source and its record's key.
 //
 // A Delivery is immutable once built and safe for concurrent use by runs
 // of different partitions; two runs of one partition race each other's
 // guards (a scheduler's lease keeps them apart), which keeps every
 // acknowledgment exact.
 type Delivery struct {
-	sink     Sink
-	audience string
-	metrics  telemetry.Metrics
-	timeout  time.Duration
-	maxRows  int
-	clock    clock.Clock
-	budget   time.Duration
-	sleep    func(context.Context, time.Duration) error
+	sink    Sink
+	sources map[gen.OutcomeSource]*sourceCore
+	legacy  *sourceCore // the source of pending rows without a value
+	metrics telemetry.Metrics
+	timeout time.Duration
+	maxRows int
+	clock   clock.Clock
+	budget  time.Duration
+	sleep   func(context.Context, time.Duration) error
 }
 
 var _ timers.LibraryHandler = (*Delivery)(nil)
 
 // NewDelivery builds a Delivery. It fails with an error wrapping
-// store.ErrInvalid for a nil sink, an audience that is not an absolute
-// https origin (http only for a loopback host; see CanonicalOrigin), or a
-// negative SinkTimeout, MaxRows or FireBudget.
+// store.ErrInvalid for a nil sink, no source, a nil source, two sources
+// of one name or two that set SourceConfig.LegacyKey, or a negative
+// SinkTimeout, MaxRows or FireBudget.
 func NewDelivery(c Config) (*Delivery, error) {
 	if c.Sink == nil {
 		return nil, fmt.Errorf("outcome: delivery without a sink: %w", store.ErrInvalid)
 	}
-	audience, err := CanonicalOrigin(c.Audience)
-	if err != nil {
-		return nil, err
+	if len(c.Sources) == 0 {
+		return nil, fmt.Errorf("outcome: delivery without a source: %w", store.ErrInvalid)
+	}
+	sources := make(map[gen.OutcomeSource]*sourceCore, len(c.Sources))
+	var legacy *sourceCore
+	for i, src := range c.Sources {
+		var sc *sourceCore
+		if src != nil {
+			sc = src.core()
+		}
+		if sc == nil {
+			return nil, fmt.Errorf("outcome: delivery source %d is nil: %w", i, store.ErrInvalid)
+		}
+		if _, dup := sources[sc.name]; dup {
+			return nil, fmt.Errorf("outcome: two delivery sources named %q: %w", sc.name, store.ErrInvalid)
+		}
+		sources[sc.name] = sc
+		if sc.legacyKey != nil {
+			if legacy != nil {
+				return nil, fmt.Errorf("outcome: delivery sources %q and %q both resolve legacy pending rows: %w", legacy.name, sc.name, store.ErrInvalid)
+			}
+			legacy = sc
+		}
 	}
 	if c.SinkTimeout < 0 || c.MaxRows < 0 || c.FireBudget < 0 {
 		return nil, fmt.Errorf("outcome: negative sink timeout %v, max rows %d or fire budget %v: %w",
 			c.SinkTimeout, c.MaxRows, c.FireBudget, store.ErrInvalid)
 	}
-	d := &Delivery{sink: c.Sink, audience: audience, metrics: c.Metrics, timeout: c.SinkTimeout,
+	d := &Delivery{sink: c.Sink, sources: sources, legacy: legacy, metrics: c.Metrics, timeout: c.SinkTimeout,
 		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep}
 	if d.timeout == 0 {
 		d.timeout = DefaultSinkTimeout
@@ -134,9 +155,6 @@ func NewDelivery(c Config) (*Delivery, error) {
 	}
 	return d, nil
 }
-
-// Audience returns the canonical audience the Delivery puts in outcomes.
-func (d *Delivery) Audience() string { return d.audience }
 
 // Kind returns timers.KindOutcomeDelivery.
 func (*Delivery) Kind() timers.Kind { return timers.KindOutcomeDelivery }
@@ -160,17 +178,21 @@ var errSinkTimeout = errors.New("the sink did not answer within the sink timeout
 //   - it decodes the timer value (the backoff attempt and the cursor of
 //     the last row examined) and scans one page of pending rows after the
 //     cursor, wrapping to the head once when the cursor is past the end;
-//   - for each row: an invalid index key, a missing or undecodable
-//     reservation, or one that is not terminal is logged and kept;
-//     synthetic ids ("s:" prefix) are acknowledged locally and counted;
-//     the others go to the sink, each call bounded by the sink timeout.
+//   - for each row: an invalid index key or value, a source the Delivery
+//     does not have, a missing or undecodable record, or one its source
+//     cannot make an outcome of (not terminal, an invalid envelope) is
+//     logged and kept; the records of the others are read in one GetMany;
+//     synthetic outcomes (SourceConfig.Synthetic) are acknowledged locally
+//     and counted; the others go to the sink, each call bounded by the
+//     sink timeout.
 //     The first failure or timeout stops the fire; so does the fire
 //     budget, before the next sink call;
 //   - it plans the acknowledgments (outbox.Acks) against the backlog read
 //     again after the sink calls, and guards that value, so that an
 //     outcome queued during the fire fails the guard and the next fire
 //     plans again (and delivers the acknowledged rows again: at least
-//     once).
+//     once). Each acknowledgment deletes the pending row, and the record
+//     unless its source keeps it (SourceConfig.OnAck).
 //
 // It returns Done when the acknowledgments empty the backlog, else
 // Reschedule: resuming just after the row that failed, or at the first
@@ -217,7 +239,3 @@ func errInvalid(err error) error {
 	}
 	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 }
-
-// synthetic reports whether rid is a synthetic reservation, acknowledged
-// without a sink call.
-func synthetic(rid refdomain.ReservationID) bool { return strings.HasPrefix(rid.String(), "s:") }

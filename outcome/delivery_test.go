@@ -19,6 +19,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -59,7 +60,7 @@ func TestAppendDuringAckKeepsATimerAndDeliversOnTheNextFire(t *testing.T) {
 	require.Equal(t, 1, e.fire(sink, due).Fired)
 	require.Len(t, sink.outcomes(), 1)
 	assert.Equal(t, "second", sink.outcomes()[0].ReservationID)
-	assert.Equal(t, outcome.ResultAborted, sink.outcomes()[0].Result)
+	assert.Equal(t, reservations.ResultAborted, sink.outcomes()[0].Result)
 	assert.Equal(t, uint64(0), e.backlogRows())
 	assert.Empty(t, e.pending())
 }
@@ -137,7 +138,7 @@ func TestDeliversInSequenceAndAcksSyntheticLocally(t *testing.T) {
 	require.Equal(t, 1, e.fire(sink, 100).Fired)
 	assert.Equal(t, []string{"one", "three"}, sink.ids())
 	for _, o := range sink.outcomes() {
-		assert.Equal(t, outcome.ResultCommitted, o.Result)
+		assert.Equal(t, reservations.ResultCommitted, o.Result)
 	}
 	v, ok, err := e.s.Get(ctx, partition, outbox.BacklogKey())
 	require.NoError(t, err)
@@ -407,6 +408,27 @@ func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T
 			assert.LessOrEqual(t, limited.largest, e.s.Capabilities().MaxBatchOps)
 		})
 	}
+}
+
+// One fire examines exactly MaxRows rows when configured above it: the
+// timer's own operations are reserved once, not twice.
+func TestOneFireExaminesMaxRows(t *testing.T) {
+	e := newEnv(t, 100)
+	ceiling := outcome.MaxRows(e.s.Capabilities())
+	var ids []string
+	for i := range ceiling + 1 {
+		ids = append(ids, fmt.Sprintf("row-%02d", i))
+	}
+	e.seed(ids[:20]...)
+	e.seedMore(ids[20:]...)
+	limited := &limitedStore{Store: e.s, t: t, maxOps: e.s.Capabilities().MaxBatchOps}
+	e.s = limited
+	sink := &capture{}
+	rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1000 }), 100)
+	require.Zero(t, rep.Failed)
+	assert.Len(t, sink.outcomes(), ceiling, "one fire delivers MaxRows outcomes")
+	assert.Equal(t, uint64(1), e.backlogRows())
+	assert.LessOrEqual(t, limited.largest, e.s.Capabilities().MaxBatchOps)
 }
 
 // seedMore queues further outcomes on a backlog that has rows.

@@ -1,32 +1,56 @@
-// Package outcome delivers the terminal outcomes of the reference
-// domain's reservations (package refdomain) to a sink, at least once.
+// Package outcome delivers the terminal outcomes of a service's own
+// records to a sink, at least once: an order shipped, a withdrawal
+// settled, a reservation committed.
 //
-// # Queueing and acknowledging
+// # Sources
 //
-// Append queues an outcome in a partition's outbox as its reservation
-// becomes terminal (outbox.Builder), in the writer's own batch; the batch
-// that fills an empty backlog creates the outcome-delivery timer
-// (timers.KindOutcomeDelivery). Ack plans the acknowledgment of a
-// delivered one (outbox.Acks). The rows it queues are the library's
-// (gen.OutcomePendingKey, the backlog, the timer); the records it reads
-// and rewrites are the domain's (refdomain.ReservationKey).
+// A service declares an outcome source (NewSource) for a record class of
+// its own schema, from the generated codec functions and its own rules:
+// the record's key and record codecs, when a record is terminal, the
+// outcome's id (what receivers deduplicate by), its Event (type,
+// timestamp, payload), optionally which outcomes are synthetic
+// (acknowledged without a sink call), and what the acknowledgment does to
+// the record (OnAck: KeepRecord or DeleteRecord, in the acknowledging
+// batch). The reference domain's reservations are one such source
+// (package refdomain/reservations).
+//
+// # Queueing
+//
+// The service makes a record terminal through its source, in its own
+// batch (TypedSource.Append on an outbox.Builder): the batch rewrites the
+// record, guarded by the value the service read, and queues a pending row
+// that names the source and the record's key, with the time it was
+// queued; the batch that fills an empty backlog creates the
+// outcome-delivery timer (timers.KindOutcomeDelivery). The rows it queues
+// are the library's (gen.OutcomePendingKey, the backlog, the timer); the
+// record stays where it is, in the service's own partition, which holds
+// the service's records and the library's runtime rows, never another
+// schema's records.
 //
 // # Delivery
 //
-// Delivery is the timer's handler: register it in the timers.Registry of
-// a timers.Scheduler, and every partition's queued outcomes are pushed to
-// its Sink, each sink call bounded by a timeout and each fire by a row
-// count and a wall-clock budget, and the delivered ones acknowledged in
-// one guarded batch. A failing sink keeps its rows queued and the timer
-// backs off (1 s doubling to 15 min, with jitter, or the sink's
-// Retry-After); a row that cannot become an outcome (corrupt, missing) is
-// logged and kept, never dropped, and never holds up the rows behind it.
-// Delivery is at least once: a sink deduplicates by Envelope.ID.
+// Delivery is the timer's handler: register it, with every source whose
+// outcomes it delivers, in the timers.Registry of a timers.Scheduler, and
+// every partition's queued outcomes, of all its sources in one backlog,
+// are pushed to its Sink in sequence order, each sink call bounded by a
+// timeout and each fire by a row count and a wall-clock budget, and the
+// delivered ones acknowledged in one guarded batch: the pending rows are
+// deleted, and the records too when their source says so. A failing sink
+// keeps its rows queued and the timer backs off (1 s doubling to 15 min,
+// with jitter, or the sink's Retry-After). A row that cannot become an
+// outcome (corrupt, of a source the Delivery does not have, a missing or
+// non-terminal record) is logged and kept, never dropped, and never holds
+// up the rows behind it. Pending rows written before rows named their
+// source (an empty value) resolve through the one source that sets
+// SourceConfig.LegacyKey (the reservations source does), and are kept and
+// logged without one. Delivery is at least once: a sink deduplicates by
+// Envelope.ID.
 //
-// # Webhooks
+// # Envelopes and webhooks
 //
-// Each outcome reaches its sink as an Envelope (id, type, timestamp and
-// the payload as data; its JSON form is stable within EnvelopeVersion).
+// Each outcome reaches its sink as an Envelope: id, type, timestamp and
+// the source's payload as data, the structure Standard Webhooks
+// recommends; its JSON form is stable within EnvelopeVersion.
 // WebhookSink POSTs each envelope's JSON form to an https URL, each
 // attempt signed afresh with HMAC-SHA256 (HMACKey) or Ed25519
 // (Ed25519Signer), by several keys at once while they rotate

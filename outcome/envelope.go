@@ -118,6 +118,17 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 
 // check checks the rules of the JSON form.
 func (e Envelope) check() error {
+	if err := e.checkFields(); err != nil {
+		return err
+	}
+	if !isJSONObject(e.Data) {
+		return fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
+	}
+	return nil
+}
+
+// checkFields checks the rules of the JSON form but data's.
+func (e Envelope) checkFields() error {
 	switch {
 	case !visibleASCII(e.ID, MaxEnvelopeIDBytes):
 		return fmt.Errorf("outcome: envelope id %q: want 1 to %d bytes of visible ASCII: %w", e.ID, MaxEnvelopeIDBytes, store.ErrInvalid)
@@ -128,11 +139,17 @@ func (e Envelope) check() error {
 	case e.Timestamp.UTC().Year() > 9999 || e.Timestamp.UTC().Year() < 1:
 		return fmt.Errorf("outcome: envelope %q: timestamp %v out of RFC 3339's range: %w", e.ID, e.Timestamp, store.ErrInvalid)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(e.Data, &obj); err != nil || obj == nil {
-		return fmt.Errorf("outcome: envelope %q: data is not a JSON object: %w", e.ID, store.ErrInvalid)
-	}
 	return nil
+}
+
+// isJSONObject reports whether b is one JSON object (with white space
+// around it), without decoding it.
+func isJSONObject(b []byte) bool {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i < len(b) && b[i] == '{' && json.Valid(b)
 }
 
 // visibleASCII reports whether s has 1 to max bytes, each a visible

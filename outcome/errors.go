@@ -11,9 +11,9 @@ import (
 // wrap store.ErrInvalid as well, and corrupt stored data store.ErrCorrupt,
 // like the rest of the library.
 var (
-	// ErrNotTerminal says a reservation is not terminal (it is still
-	// Ticketed), so it has no outcome to deliver.
-	ErrNotTerminal = fmt.Errorf("outcome: reservation is not terminal: %w", store.ErrInvalid)
+	// ErrNotTerminal says a record is not terminal (by its source's
+	// rule), so it has no outcome to deliver.
+	ErrNotTerminal = fmt.Errorf("outcome: record is not terminal: %w", store.ErrInvalid)
 	// ErrDelivery says a sink did not take an outcome: the sink failed or
 	// did not answer in time. Every *DeliveryError matches it.
 	ErrDelivery = errors.New("outcome: delivery failed")

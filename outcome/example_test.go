@@ -3,22 +3,27 @@ package outcome_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// A reservation becomes terminal through the outbox, which queues its
-// outcome and creates the delivery timer; the Delivery, registered like
-// any timer handler, pushes it to its sink when the timer fires.
-func ExampleDelivery() {
+// A service declares an outcome source for a record class of its own
+// schema (here the orders example's orders, which are terminal once
+// shipped). Its writer makes a record terminal through the source, in its
+// own batch, which queues the outcome and creates the delivery timer; the
+// Delivery, registered like any timer handler, pushes the outcome to its
+// sink in an Envelope when the timer fires.
+func ExampleNewSource() {
 	ctx := context.Background()
 	clk := clock.NewManualMs(1_000)
 	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
@@ -26,39 +31,60 @@ func ExampleDelivery() {
 		panic(err)
 	}
 	defer s.Close()
-	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")}
-	id := refdomain.MustReservationID("res-1")
 
-	// A ticketed reservation...
-	key, _ := refdomain.AppendReservationKey(nil, id)
-	ticketed, _ := refdomain.EncodeReservationV1(&refdomain.ReservationTicketed{})
-	if _, err := s.Apply(ctx, p, store.NewBatch().Put(key, ticketed)); err != nil {
-		panic(err)
-	}
-	// ...commits, and its outcome is queued in the same batch.
-	o, err := outbox.Read(ctx, s, p)
+	shipped, err := outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV1]{
+		Name:     "orders.shipped",
+		ParseKey: ordersgen.ParseOrderKey,
+		Decode:   ordersgen.DecodeOrderV1,
+		Encode:   ordersgen.EncodeOrderV1,
+		Terminal: func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
+		ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV1) string {
+			return fmt.Sprintf("ord_%s_%d", k.Customer, k.PlacedAtMs)
+		},
+		Event: func(k ordersgen.OrderKey, o ordersgen.OrderV1) (outcome.Event, error) {
+			// Time left zero: the time the outcome was queued.
+			return outcome.Event{Type: "order.shipped", Data: map[string]any{"customer": k.Customer.String(), "lines": len(o.Lines)}}, nil
+		},
+		OnAck: outcome.KeepRecord,
+	})
 	if err != nil {
 		panic(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
+
+	// An open order...
+	shard := ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("ada")}
+	key := ordersgen.OrderKey{Customer: shard.Customer, PlacedAtMs: 7}
+	order := ordersgen.OrderV1{Status: ordersgen.StatusOpen, Lines: []ordersgen.Line{{SKU: "tea", Quantity: 2}}}
+	k, _ := key.AppendKey(nil)
+	open, _ := ordersgen.EncodeOrderV1(order)
+	if _, err := s.Apply(ctx, shard, store.NewBatch().Put(k, open)); err != nil {
+		panic(err)
+	}
+	// ...ships, and its outcome is queued in the same batch.
+	_, err = store.Transact(ctx, s, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		o, err := outbox.Read(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		ob, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clk), o)
+		if err != nil {
+			return nil, err
+		}
+		order.Status = ordersgen.StatusShipped
+		if _, err := shipped.Append(ob, key, open, order); err != nil {
+			return nil, err
+		}
+		b := store.NewBatch()
+		return b, ob.Finish(b)
+	})
 	if err != nil {
-		panic(err)
-	}
-	if _, err := outcome.Append(ob, id, ticketed, &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: 1_000}); err != nil {
-		panic(err)
-	}
-	b := store.NewBatch()
-	if err := ob.Finish(b); err != nil {
-		panic(err)
-	}
-	if _, err := s.Apply(ctx, p, b); err != nil {
 		panic(err)
 	}
 
 	d, err := outcome.NewDelivery(outcome.Config{
-		Audience: "https://git.example.com",
+		Sources: []outcome.Source{shipped},
 		Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
-			fmt.Println("delivered", e.ID, e.Type)
+			fmt.Println("delivered", e.ID, e.Type, e.Timestamp.UnixMilli(), string(e.Data))
 			return nil
 		}),
 	})
@@ -69,13 +95,13 @@ func ExampleDelivery() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, p, reg, 1_000, timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, shard, reg, 1_000, timers.Budget{}, timers.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("fired", rep.Fired)
 	// Output:
-	// delivered res-1 reservation.committed
+	// delivered ord_ada_7 order.shipped 1000 {"customer":"ada","lines":1}
 	// fired 1
 }
 
@@ -102,17 +128,9 @@ func ExampleReceiver() {
 	if err != nil {
 		panic(err)
 	}
-	o, err := outcome.FromReservation(refdomain.MustReservationID("res-2"), "https://git.example.com",
-		&refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: refdomain.AbortReasonExpired})
-	if err != nil {
-		panic(err)
-	}
-	e, err := o.Envelope()
-	if err != nil {
-		panic(err)
-	}
+	e := outcome.Envelope{ID: "ord_ada_7", Type: "order.shipped", Timestamp: time.UnixMilli(1_000), Data: json.RawMessage(`{"customer":"ada"}`)}
 	fmt.Println("error:", sink.Deliver(context.Background(), e))
 	// Output:
-	// received res-2 reservation.aborted
+	// received ord_ada_7 order.shipped
 	// error: <nil>
 }

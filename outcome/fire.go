@@ -11,7 +11,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -33,15 +32,18 @@ type fire struct {
 type candidate struct {
 	index int // in the page
 	acked
-	e Envelope
+	queued    time.Time // when it was queued (zero: unknown)
+	e         Envelope
+	synthetic bool
 }
 
 // acked is a row to acknowledge: its pending index entry (id, seq), its
-// reservation's id, key and value as read (the acknowledgment guards it).
+// source, and its record's key and value as read (the acknowledgment
+// guards it).
 type acked struct {
 	id    gen.OutcomeID
 	seq   uint64
-	rid   refdomain.ReservationID
+	src   *sourceCore
 	key   store.Key
 	value store.Value
 }
@@ -66,9 +68,11 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
+	// MaxRows reserves the timer's own operations; the acknowledgments'
+	// plan reserves them as well, from the store's capabilities as they are.
 	caps := f.s.Capabilities()
-	caps.ReservedBatchOps += timerOps
 	maxRows := min(f.d.maxRows, MaxRows(caps))
+	caps.ReservedBatchOps += timerOps
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
@@ -101,8 +105,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	delivered := 0
 	for _, a := range res.acked {
 		// The candidates checked the id, the key and the terminal value.
-		if err := plan.Ack(a.id, a.seq, a.key, a.value); err != nil {
-			f.log.Warn("outcome: acknowledgment not planned; retaining the row", "reservation", a.rid.String(), "seq", a.seq, "error", err)
+		if err := plan.Ack(outbox.Ack{ID: a.id, Seq: a.seq, Key: a.key, Value: a.value, Keep: a.src.keep}); err != nil {
+			f.log.Warn("outcome: acknowledgment not planned; retaining the row", "outcome", a.id.String(), "source", a.src.name.String(), "seq", a.seq, "error", err)
 			continue
 		}
 		delivered++
@@ -193,10 +197,10 @@ func (f *fire) cursorAfter(ctx context.Context, after store.Cursor, n int) (stor
 }
 
 // candidates resolves a page of pending rows to outcomes, reading their
-// reservations in one snapshot. A row that cannot become an outcome (an
-// invalid index key, a missing, undecodable or non-terminal reservation)
-// is logged and left out: it stays queued, never acknowledged, for a
-// repair.
+// records in one snapshot. A row that cannot become an outcome (an invalid
+// index key or value, a source the Delivery does not have, a missing
+// record, or one its source cannot make an outcome of) is logged and left
+// out: it stays queued, never acknowledged, for a repair.
 func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candidate, error) {
 	cands := make([]candidate, 0, len(rows))
 	keys := make([]store.Key, 0, len(rows))
@@ -206,17 +210,32 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			f.log.Warn("outcome: invalid outcome index row; retaining", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			continue
 		}
-		rid, err := ReservationID(pk.ID)
-		if err != nil {
-			f.log.Warn("outcome: invalid outcome index row; retaining", "seq", pk.Seq, "error", err)
-			continue
+		src, key, queued := f.d.legacy, store.Key(nil), time.Time{}
+		if len(kv.Value) == 0 {
+			// A row written before pending rows named their source.
+			if src == nil {
+				f.log.Warn("outcome: pending outcome names no source (queued before sources) and no source resolves such rows; retaining",
+					"outcome", pk.ID.String(), "seq", pk.Seq)
+				continue
+			}
+			if key, err = src.legacyKey(pk.ID.String()); err != nil {
+				f.log.Warn("outcome: invalid outcome index row; retaining", "outcome", pk.ID.String(), "source", src.name.String(), "seq", pk.Seq, "error", err)
+				continue
+			}
+		} else {
+			pv, err := gen.DecodeOutcomePendingV1(kv.Value)
+			if err != nil {
+				f.log.Warn("outcome: invalid outcome index row; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
+				continue
+			}
+			if src = f.d.sources[pv.Source]; src == nil {
+				f.log.Warn("outcome: pending outcome of a source the delivery does not have; retaining",
+					"outcome", pk.ID.String(), "source", pv.Source.String(), "seq", pk.Seq)
+				continue
+			}
+			key, queued = pv.Key, time.UnixMilli(int64(min(pv.AtMs, 1<<62))).UTC()
 		}
-		key, err := refdomain.AppendReservationKey(nil, rid)
-		if err != nil {
-			f.log.Warn("outcome: invalid outcome index row; retaining", "seq", pk.Seq, "error", err)
-			continue
-		}
-		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, rid: rid, key: key}})
+		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, src: src, key: key}, queued: queued})
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
@@ -224,34 +243,29 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 	}
 	values, err := f.s.GetMany(ctx, f.p, keys)
 	if err != nil {
-		return nil, fmt.Errorf("outcome: read the pending reservations of %s: %w", store.PartitionName(f.p), err)
+		return nil, fmt.Errorf("outcome: read the pending outcomes' records of %s: %w", store.PartitionName(f.p), err)
 	}
 	if len(values) != len(keys) {
-		return nil, fmt.Errorf("outcome: read the pending reservations of %s: %d values for %d keys: %w",
+		return nil, fmt.Errorf("outcome: read the pending outcomes' records of %s: %d values for %d keys: %w",
 			store.PartitionName(f.p), len(values), len(keys), store.ErrCorrupt)
 	}
 	out := cands[:0]
 	for i, c := range cands {
 		v := values[i]
 		if v == nil {
-			f.log.Warn("outcome: missing terminal outcome row; retaining its index row", "reservation", c.rid.String(), "seq", c.seq)
+			f.log.Warn("outcome: missing terminal outcome row; retaining its index row", "outcome", c.id.String(), "source", c.src.name.String(), "seq", c.seq)
 			continue
 		}
-		r, err := refdomain.DecodeReservationV1(v)
-		if err != nil {
-			f.log.Warn("outcome: undecodable terminal outcome; retaining", "reservation", c.rid.String(), "seq", c.seq, "error", err)
+		e, synthetic, err := c.src.resolve(c.key, v, c.queued)
+		if errors.Is(err, errUndecodable) {
+			f.log.Warn("outcome: undecodable terminal outcome; retaining", "outcome", c.id.String(), "source", c.src.name.String(), "seq", c.seq, "error", err)
 			continue
-		}
-		o, err := FromReservation(c.rid, f.d.audience, r)
-		var e Envelope
-		if err == nil {
-			e, err = o.Envelope()
 		}
 		if err != nil {
-			f.log.Warn("outcome: indexed outcome cannot be delivered; retaining", "reservation", c.rid.String(), "seq", c.seq, "error", err)
+			f.log.Warn("outcome: indexed outcome cannot be delivered; retaining", "outcome", c.id.String(), "source", c.src.name.String(), "seq", c.seq, "error", err)
 			continue
 		}
-		c.value, c.e = v, e
+		c.value, c.e, c.synthetic = v, e, synthetic
 		out = append(out, c)
 	}
 	return out, nil
@@ -275,7 +289,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 	res := delivered{stoppedAt: -1, cutAt: -1}
 	started := f.clock.Now()
 	for _, c := range cands {
-		if synthetic(c.rid) {
+		if c.synthetic {
 			f.metrics.Add(telemetry.MetricSyntheticOutcomesAcked, nil, 1)
 			res.acked = append(res.acked, c.acked)
 			continue
@@ -293,13 +307,13 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			continue
 		}
 		if errors.Is(err, errSinkTimeout) {
-			f.log.Warn("outcome: outcome delivery timed out", "reservation", c.rid.String(), "timeout", f.d.timeout)
+			f.log.Warn("outcome: outcome delivery timed out", "outcome", c.e.ID, "timeout", f.d.timeout)
 		} else {
 			var de *DeliveryError
 			if errors.As(err, &de) && de.RetryAfter > 0 {
 				res.hintMs = max(res.hintMs, uint64(min(de.RetryAfter, MaxBackoff)/time.Millisecond))
 			}
-			f.log.Warn("outcome: outcome delivery failed", "reservation", c.rid.String(), "error", err)
+			f.log.Warn("outcome: outcome delivery failed", "outcome", c.e.ID, "error", err)
 		}
 		// A failing or hung sink is not asked again in this fire.
 		res.stoppedAt = c.index
@@ -311,11 +325,16 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 // call delivers e under the sink timeout. A sink that outlives it is
 // abandoned (its context is cancelled) and the call fails with
 // errSinkTimeout; a sink that panics fails the call.
+//
+// The sink runs in a goroutine of its own and the timeout's sleep in the
+// caller's: the sink's goroutine cancels the sleep's context once it has
+// answered, so a call costs one goroutine, not two.
 func (d *Delivery) call(ctx context.Context, e Envelope) error {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answer := make(chan error, 1)
 	go func() {
+		defer cancel() // after the answer is sent: it ends the sleep
 		defer func() {
 			if v := recover(); v != nil {
 				answer <- fmt.Errorf("outcome: the sink panicked: %v", v)
@@ -323,17 +342,16 @@ func (d *Delivery) call(ctx context.Context, e Envelope) error {
 		}()
 		answer <- d.sink.Deliver(callCtx, e)
 	}()
-	elapsed := make(chan error, 1)
-	go func() { elapsed <- d.sleep(callCtx, d.timeout) }()
+	slept := d.sleep(callCtx, d.timeout)
 	select {
 	case err := <-answer:
 		return err
-	case err := <-elapsed:
-		if err != nil {
-			return err // ctx ended; the caller sees it
-		}
-		return errSinkTimeout
+	default:
 	}
+	if slept != nil {
+		return slept // ctx ended; the caller sees it
+	}
+	return errSinkTimeout
 }
 
 // addSat adds without wrapping past math.MaxUint64.

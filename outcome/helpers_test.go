@@ -18,6 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -98,12 +99,12 @@ func (e *env) seed(ids ...string) {
 // created.
 func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1, ids ...string) {
 	t := e.t
-	o, err := outbox.Read(ctx, e.s, e.p)
+	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
 	bld, err := outbox.NewBuilder(e.s.Capabilities(), clock.NowMs(e.clock), o)
 	require.NoError(t, err)
 	for _, id := range ids {
-		_, err := outcome.Append(bld, rid(id), prior, terminal)
+		_, err := resSource.Append(bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)
 		require.NoError(t, err)
 	}
 	b := store.NewBatch()
@@ -124,10 +125,20 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	require.True(t, out.Committed(), "%v", out)
 }
 
-// delivery builds a Delivery of sink with the tests' audience, a sleep
-// that never elapses unless sl says so, and the changes of cfg.
+// resSource is the reference domain's reservations, the source of the
+// ported reference tests' outcomes, delivered on behalf of audience.
+var resSource = func() *reservations.Source {
+	src, err := reservations.NewSource(audience)
+	if err != nil {
+		panic(err)
+	}
+	return src
+}()
+
+// delivery builds a Delivery of sink and the reservations source, with a
+// sleep that never elapses, and the changes of cfg.
 func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.Config)) *outcome.Delivery {
-	c := outcome.Config{Sink: sink, Audience: audience, Sleep: (&manualSleep{}).Sleep}
+	c := outcome.Config{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -247,8 +258,8 @@ func (c *capture) envelopes() []outcome.Envelope {
 }
 
 // outcomes are the reservation outcomes the envelopes carry.
-func (c *capture) outcomes() []outcome.Outcome {
-	var os []outcome.Outcome
+func (c *capture) outcomes() []reservations.Outcome {
+	var os []reservations.Outcome
 	for _, e := range c.envelopes() {
 		os = append(os, reservationOf(e))
 	}
@@ -295,7 +306,7 @@ type contextT = context.Context
 
 // reservationOf is the reservation outcome an envelope carries (the zero
 // Outcome when its data is not one).
-func reservationOf(e outcome.Envelope) outcome.Outcome {
-	o, _ := outcome.ParseOutcome(e.Data)
+func reservationOf(e outcome.Envelope) reservations.Outcome {
+	o, _ := reservations.ParseOutcome(e.Data)
 	return o
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
@@ -27,9 +28,11 @@ import (
 //
 // It extends the model of the timers issue (relay/model_test.go: the
 // outbox writer, schedulers and a handler under faults, from one seed)
-// with outcomes. One seed drives a few partitions of one store:
-// producers make reservations terminal through the outbox (some
-// synthetic, some aborted), two schedulers (each with its own Delivery
+// with outcomes. One seed drives a few partitions of one store, of two
+// schemas: producers make reservations terminal through the outbox (some
+// synthetic, some aborted) in the reference domain's partitions, and a
+// bank's withdrawals (kept once acknowledged) and transfers (deleted) in
+// the bank's, three sources of one Delivery; two schedulers (each with its own Delivery
 // and its own faulty view of the store: failed calls, commits whose
 // result is lost) tick, the clock moves on, and a row's reservation is
 // corrupted now and then and repaired later. The sink fails at random,
@@ -41,21 +44,24 @@ import (
 // After every step (a quiescent point) the world checks, per partition:
 // the backlog's rows equal the pending index rows; no outcome left the
 // index (was acknowledged) without a successful sink call or a synthetic
-// id; an acknowledged outcome's reservation is gone with it; rows queued
+// id; an acknowledged outcome's record is gone with it when its source
+// deletes records, and still holds its terminal value when it keeps them;
+// rows queued
 // have their delivery timer; and the due index invariant. At the end,
 // faults off and corruptions repaired, the clock runs on until every
 // partition is drained, and every terminal outcome has reached the sink
 // at least once.
 
 const (
-	omodelParts = 3
-	omodelLease = 2 * time.Second
+	omodelParts    = 4 // the first omodelResParts the reference domain's, the rest the bank's
+	omodelResParts = 2
+	omodelLease    = 2 * time.Second
 )
 
 type omodel struct {
 	seed   uint64
 	engine testengine.Engine
-	mutant bool // the Delivery's backlog guard dropped: the model must catch it
+	mutant mutant // a broken Delivery the model must catch
 
 	t      testing.TB
 	rng    *rand.Rand
@@ -66,14 +72,35 @@ type omodel struct {
 	depth  int
 	ids    int
 	trace  []string
-	queued []map[string]bool // per partition: the outcomes that landed, by id
-	taken  map[string]bool   // partition/id the sink took (a successful call)
+	queued []map[string]queued // per partition: the outcomes that landed, by id
+	taken  map[string]bool     // the ids the sink took (a successful call)
 	broken []corrupted
 	work   []*oworker
 	seen   omodelStats
+
+	withdrawals *outcome.TypedSource[bankgen.WithdrawalKey, bankgen.WithdrawalV1]
+	transfers   *outcome.TypedSource[bankgen.TransferKey, bankgen.TransferV1]
 }
 
 type omodelStats struct{ faults, unknown, sinkFailed, interleaved, overlaps, raced, corrupt int }
+
+// mutant names a broken Delivery.
+type mutant int
+
+const (
+	sound          mutant = iota
+	unguarded             // the backlog guard dropped from the Delivery's outcomes
+	deletesAllKept        // acknowledgments delete records their source keeps
+)
+
+// queued is an outcome that landed: its record and what the
+// acknowledgment does to it.
+type queued struct {
+	key       store.Key
+	terminal  store.Value
+	keep      bool
+	synthetic bool
+}
 
 type corrupted struct {
 	p        int
@@ -86,7 +113,7 @@ type oworker struct {
 	sched  *timers.Scheduler
 }
 
-func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant bool) *omodel {
+func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) *omodel {
 	clk := clock.NewManualMs(1_000_000)
 	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.WithClock(clk))
 	if err != nil {
@@ -95,9 +122,15 @@ func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant bool) *o
 	t.Cleanup(func() { _ = l.Close() })
 	m := &omodel{seed: seed, engine: eng, mutant: mutant, t: t, rng: rand.New(rand.NewPCG(seed, 0x6f7574)), clock: clk, layer: l, taken: map[string]bool{}}
 	for i := range omodelParts {
-		m.parts = append(m.parts, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("ns%d", i))})
-		m.queued = append(m.queued, map[string]bool{})
+		if i < omodelResParts {
+			m.parts = append(m.parts, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("ns%d", i))})
+		} else {
+			m.parts = append(m.parts, bankgen.BranchPartition{Branch: uint16(i)})
+		}
+		m.queued = append(m.queued, map[string]queued{})
 	}
+	m.withdrawals = newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord)
+	m.transfers = newTransferSource(t)
 	for range 2 {
 		m.work = append(m.work, m.newWorker())
 	}
@@ -134,7 +167,6 @@ func (m *omodel) newWorker() *oworker {
 		return nil
 	})
 	sink := outcome.SinkFunc(func(_ context.Context, env outcome.Envelope) error {
-		o := reservationOf(env)
 		if !m.quiet && m.depth == 0 && m.rng.IntN(6) == 0 {
 			m.interleave(nil)
 		}
@@ -142,16 +174,20 @@ func (m *omodel) newWorker() *oworker {
 			m.seen.sinkFailed++
 			return &outcome.DeliveryError{Reason: "model sink down", RetryAfter: time.Duration(m.rng.IntN(3)) * time.Second}
 		}
-		m.taken[o.Audience+"|"+o.ReservationID] = true
+		m.taken[env.ID] = true
 		return nil
 	})
-	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Audience: audience, MaxRows: 3, Sleep: (&manualSleep{}).Sleep})
+	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{resSource, m.withdrawals, m.transfers},
+		MaxRows: 3, Sleep: (&manualSleep{}).Sleep})
 	if err != nil {
 		panic(err)
 	}
 	var h timers.Handler = d
-	if m.mutant {
+	switch m.mutant {
+	case unguarded:
 		h = unguardedBacklog{d}
+	case deletesAllKept:
+		h = deletesKept{d}
 	}
 	reg, err := timers.NewRegistry(h)
 	if err != nil {
@@ -189,6 +225,31 @@ func (u unguardedBacklog) Fire(ctx context.Context, c *timers.Ctx, t timers.DueT
 		strip(v.Batch)
 	case timers.Reschedule:
 		strip(v.Batch)
+	}
+	return f, err
+}
+
+// deletesKept is the mutant: a Delivery whose acknowledgments delete the
+// withdrawals their source keeps.
+type deletesKept struct{ *outcome.Delivery }
+
+func (u deletesKept) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	f, err := u.Delivery.Fire(ctx, c, t)
+	del := func(b *store.Batch) {
+		if b == nil {
+			return
+		}
+		for _, p := range b.Preconditions {
+			if _, err := bankgen.ParseWithdrawalKey(p.Key); err == nil {
+				b.Delete(p.Key)
+			}
+		}
+	}
+	switch v := f.(type) {
+	case timers.Done:
+		del(v.Batch)
+	case timers.Reschedule:
+		del(v.Batch)
 	}
 	return f, err
 }
@@ -255,49 +316,95 @@ func (m *omodel) interleave(p store.Partition) {
 	m.tick(m.rng.IntN(len(m.work)))
 }
 
-// produce makes one or two new reservations of partition i terminal.
+// produce makes one or two new records of partition i terminal:
+// reservations in the reference domain's partitions, withdrawals or
+// transfers in the bank's.
 func (m *omodel) produce(i int) {
 	p := m.parts[i]
-	prior, err := refdomain.EncodeReservationV1(&refdomain.ReservationTicketed{TicketID: [32]byte{byte(m.ids)}})
-	if err != nil {
-		panic(err)
+	ctx := context.Background()
+	type record struct {
+		id    string
+		key   store.Key
+		prior store.Value
+		add   func(b *outbox.Builder) (store.Value, bool, error) // appends; the terminal value, and whether it is kept
 	}
-	var ids []string
+	var recs []record
 	put := store.NewBatch()
 	for range 1 + m.rng.IntN(2) {
 		m.ids++
-		id := fmt.Sprintf("r%d", m.ids)
-		if m.rng.IntN(5) == 0 {
-			id = "s:" + id
+		var r record
+		switch {
+		case i < omodelResParts:
+			id := fmt.Sprintf("r%d", m.ids)
+			if m.rng.IntN(5) == 0 {
+				id = "s:" + id
+			}
+			rk := refdomain.ReservationKey{ID: refdomain.MustReservationID(id)}
+			var terminal refdomain.ReservationV1 = &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: clock.NowMs(m.clock)}
+			if m.rng.IntN(3) == 0 {
+				terminal = &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: refdomain.AbortReasonExpired}
+			}
+			r = record{id: id, key: mustKey(m.t, rk), prior: encode(m.t, &refdomain.ReservationTicketed{TicketID: [32]byte{byte(m.ids)}})}
+			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
+				_, err := resSource.Append(b, rk, r.prior, terminal)
+				return encode(m.t, terminal), false, err
+			}
+		case m.rng.IntN(2) == 0:
+			wk := wdKey("acct", uint64(m.ids))
+			prior, err := bankgen.EncodeWithdrawalV1(bankgen.WithdrawalV1{State: bankgen.StatePending, AmountCents: uint64(m.ids)})
+			if err != nil {
+				panic(err)
+			}
+			terminal := bankgen.WithdrawalV1{State: bankgen.StateFailed, AmountCents: uint64(m.ids)}
+			if m.rng.IntN(3) > 0 {
+				terminal.State, terminal.SettledAtMs = bankgen.StateSettled, clock.NowMs(m.clock)
+			}
+			r = record{id: withdrawalID(wk, terminal), key: mustKey(m.t, wk), prior: prior}
+			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
+				_, err := m.withdrawals.Append(b, wk, r.prior, terminal)
+				v, _ := bankgen.EncodeWithdrawalV1(terminal)
+				return v, true, err
+			}
+		default:
+			tk := trKey("acct", uint64(m.ids))
+			pending := bankgen.TransferV1{State: bankgen.StatePending, To: bankgen.MustAccountID("savings"), AmountCents: uint64(m.ids)}
+			prior, err := bankgen.EncodeTransferV1(pending)
+			if err != nil {
+				panic(err)
+			}
+			terminal := pending
+			terminal.State = bankgen.StateSettled
+			r = record{id: fmt.Sprintf("tr_acct_%d", m.ids), key: mustKey(m.t, tk), prior: prior}
+			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
+				_, err := m.transfers.Append(b, tk, r.prior, terminal)
+				v, _ := bankgen.EncodeTransferV1(terminal)
+				return v, false, err
+			}
 		}
-		ids = append(ids, id)
-		key, err := refdomain.AppendReservationKey(nil, refdomain.MustReservationID(id))
-		if err != nil {
-			panic(err)
-		}
-		put.Put(key, prior)
+		recs = append(recs, r)
+		put.Put(r.key, r.prior)
 	}
-	ctx := context.Background()
 	if out, err := m.layer.Apply(ctx, p, put); err != nil || !out.Committed() {
 		panic(fmt.Sprintf("produce: %v %v", out, err))
 	}
-	o, err := outbox.Read(ctx, m.layer, p)
+	o, err := outbox.Read(ctx, store.ReaderOf(m.layer, p))
 	if err != nil {
 		panic(err)
 	}
 	b, err := outbox.NewBuilder(m.layer.Capabilities(), clock.NowMs(m.clock), o)
 	if err != nil {
-		m.note("produce ns%d: %v", i, err) // a corrupt backlog: never staged
+		m.note("produce p%d: %v", i, err) // a corrupt backlog: never staged
 		return
 	}
-	for _, id := range ids {
-		var terminal refdomain.ReservationV1 = &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: clock.NowMs(m.clock)}
-		if m.rng.IntN(3) == 0 {
-			terminal = &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: refdomain.AbortReasonExpired}
-		}
-		if _, err := outcome.Append(b, refdomain.MustReservationID(id), prior, terminal); err != nil {
+	landed := map[string]queued{}
+	var ids []string
+	for _, r := range recs {
+		terminal, keep, err := r.add(b)
+		if err != nil {
 			panic(err)
 		}
+		landed[r.id] = queued{key: r.key, terminal: terminal, keep: keep, synthetic: strings.HasPrefix(r.id, "s:")}
+		ids = append(ids, r.id)
 	}
 	batch := store.NewBatch()
 	if err := b.Finish(batch); err != nil {
@@ -307,15 +414,15 @@ func (m *omodel) produce(i int) {
 	if err != nil {
 		panic(err)
 	}
-	m.note("produce ns%d %v: %v", i, ids, out)
+	m.note("produce p%d %v: %v", i, ids, out)
 	if out.Committed() {
-		for _, id := range ids {
-			m.queued[i][id] = true
+		for id, q := range landed {
+			m.queued[i][id] = q
 		}
 	}
 }
 
-// corrupt replaces a pending outcome's reservation with junk.
+// corrupt replaces a pending outcome's record with junk.
 func (m *omodel) corrupt() {
 	i := m.rng.IntN(omodelParts)
 	pending := m.pending(i)
@@ -323,7 +430,7 @@ func (m *omodel) corrupt() {
 		return
 	}
 	id := pending[m.rng.IntN(len(pending))]
-	key, _ := refdomain.AppendReservationKey(nil, refdomain.MustReservationID(id))
+	key := m.queued[i][id].key
 	v, ok, err := m.layer.Get(context.Background(), m.parts[i], key)
 	if err != nil || !ok || string(v) == "junk" {
 		return
@@ -333,7 +440,7 @@ func (m *omodel) corrupt() {
 	}
 	m.broken = append(m.broken, corrupted{p: i, key: key, original: v})
 	m.seen.corrupt++
-	m.note("corrupt ns%d %s", i, id)
+	m.note("corrupt p%d %s", i, id)
 }
 
 func (m *omodel) repair() {
@@ -345,7 +452,7 @@ func (m *omodel) repair() {
 	if out, err := m.layer.Apply(context.Background(), m.parts[c.p], store.NewBatch().Require(store.Equals(c.key, store.Value("junk"))).Put(c.key, c.original)); err != nil || !out.Committed() {
 		panic(fmt.Sprintf("repair: %v %v", out, err))
 	}
-	m.note("repair ns%d %x", c.p, []byte(c.key))
+	m.note("repair p%d %x", c.p, []byte(c.key))
 }
 
 // pending lists partition i's pending outcome ids.
@@ -378,8 +485,8 @@ func (m *omodel) check() error {
 	for i, p := range m.parts {
 		pending := map[string]bool{}
 		for _, id := range m.pending(i) {
-			if !m.queued[i][id] {
-				return fmt.Errorf("ns%d: %s is pending but was never queued", i, id)
+			if _, ok := m.queued[i][id]; !ok {
+				return fmt.Errorf("p%d: %s is pending but was never queued", i, id)
 			}
 			pending[id] = true
 		}
@@ -392,23 +499,28 @@ func (m *omodel) check() error {
 			return err
 		}
 		if backlog.Rows != uint64(len(pending)) {
-			return fmt.Errorf("ns%d: the backlog has %d rows, the index %d", i, backlog.Rows, len(pending))
+			return fmt.Errorf("p%d: the backlog has %d rows, the index %d", i, backlog.Rows, len(pending))
 		}
 		if backlog.Rows > 0 {
 			if _, ok, err := m.layer.Get(ctx, p, ref); err != nil || !ok {
-				return fmt.Errorf("ns%d: %d outcomes pending without a delivery timer (%v)", i, backlog.Rows, err)
+				return fmt.Errorf("p%d: %d outcomes pending without a delivery timer (%v)", i, backlog.Rows, err)
 			}
 		}
-		for id := range m.queued[i] {
+		for id, q := range m.queued[i] {
 			if pending[id] {
 				continue
 			}
-			if !strings.HasPrefix(id, "s:") && !m.taken[audience+"|"+id] {
-				return fmt.Errorf("ns%d: %s was acknowledged without a successful sink call", i, id)
+			if !q.synthetic && !m.taken[id] {
+				return fmt.Errorf("p%d: %s was acknowledged without a successful sink call", i, id)
 			}
-			key, _ := refdomain.AppendReservationKey(nil, refdomain.MustReservationID(id))
-			if _, ok, err := m.layer.Get(ctx, p, key); err != nil || ok {
-				return fmt.Errorf("ns%d: %s left the index but its reservation stays (%v)", i, id, err)
+			v, ok, err := m.layer.Get(ctx, p, q.key)
+			switch {
+			case err != nil:
+				return err
+			case q.keep && (!ok || string(v) != string(q.terminal)):
+				return fmt.Errorf("p%d: %s left the index, and its record, which its source keeps, does not hold its terminal value (%x)", i, id, v)
+			case !q.keep && ok:
+				return fmt.Errorf("p%d: %s left the index but its record stays", i, id)
 			}
 		}
 	}
@@ -431,9 +543,9 @@ func (m *omodel) drain() error {
 		}
 		if left == 0 {
 			for i := range m.parts {
-				for id := range m.queued[i] {
-					if !strings.HasPrefix(id, "s:") && !m.taken[audience+"|"+id] {
-						return m.fail(fmt.Errorf("ns%d: %s never reached the sink", i, id))
+				for id, q := range m.queued[i] {
+					if !q.synthetic && !m.taken[id] {
+						return m.fail(fmt.Errorf("p%d: %s never reached the sink", i, id))
 					}
 				}
 			}
@@ -457,7 +569,7 @@ func TestOutcomeModel(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			for seed := range uint64(runs[eng.Name]) {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					m := newOModel(t, seed, eng, false)
+					m := newOModel(t, seed, eng, sound)
 					err := m.run(60)
 					s := m.seen
 					seen.faults += s.faults
@@ -494,7 +606,7 @@ func TestOutcomeModel(t *testing.T) {
 // and some seed must see it.
 func TestOutcomeModelCatchesAnUnguardedBacklog(t *testing.T) {
 	for seed := range uint64(100) {
-		m := newOModel(t, seed, testengine.Memory, true)
+		m := newOModel(t, seed, testengine.Memory, unguarded)
 		if err := m.run(60); err != nil {
 			first, _, _ := strings.Cut(err.Error(), "\n")
 			t.Logf("seed %d caught the mutant: %s", seed, first)
@@ -502,4 +614,19 @@ func TestOutcomeModelCatchesAnUnguardedBacklog(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed of 100 caught a Delivery without its backlog guard")
+}
+
+// TestOutcomeModelCatchesAnAcknowledgmentThatDeletesAKeptRecord proves the
+// checks of kept records bite: with acknowledgments that delete the
+// withdrawals their source keeps, some seed must see a withdrawal gone.
+func TestOutcomeModelCatchesAnAcknowledgmentThatDeletesAKeptRecord(t *testing.T) {
+	for seed := range uint64(100) {
+		m := newOModel(t, seed, testengine.Memory, deletesAllKept)
+		if err := m.run(60); err != nil {
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			t.Logf("seed %d caught the mutant: %s", seed, first)
+			return
+		}
+	}
+	t.Fatal("no seed of 100 caught a Delivery that deletes the records its source keeps")
 }

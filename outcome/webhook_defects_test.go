@@ -18,6 +18,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/outcome"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 )
 
 // slowBody is a request body that advances a manual clock as it is read,
@@ -133,7 +134,7 @@ func TestHandleReadsWhatTheReceiverAllows(t *testing.T) {
 	})))
 	defer srv.Close()
 	big := sampleOutcome(t, "big")
-	big.Result, big.Committed, big.Aborted = outcome.ResultAborted, nil, &outcome.Aborted{Reason: "internal", Detail: strings.Repeat("d", 1<<20)}
+	big.Result, big.Committed, big.Aborted = reservations.ResultAborted, nil, &reservations.Aborted{Reason: "internal", Detail: strings.Repeat("d", 1<<20)}
 	env := envelopeOf(t, big)
 	body, err := env.JSON()
 	require.NoError(t, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -52,8 +53,8 @@ func edVerifier(t testing.TB, s *outcome.Ed25519Signer) *outcome.Ed25519Verifier
 }
 
 // sampleOutcome is a committed outcome with a ref update.
-func sampleOutcome(t testing.TB, id string) outcome.Outcome {
-	o, err := outcome.FromReservation(rid(id), audience, &refdomain.ReservationCommitted{
+func sampleOutcome(t testing.TB, id string) reservations.Outcome {
+	o, err := reservations.FromReservation(rid(id), audience, &refdomain.ReservationCommitted{
 		Repository: refdomain.MustRepoName("repo"), OccurredAtMs: 100, BytesStored: 10, NewToRepo: 2, NewToStore: 1,
 		Refs: []refdomain.RefUpdate{{Ref: refdomain.MustShardRef("refs/heads/main"), NewOID: bytes.Repeat([]byte{0xab}, 20)}},
 	})
@@ -67,7 +68,7 @@ func sampleEnvelope(t testing.TB, id string) outcome.Envelope {
 }
 
 // envelopeOf is o's envelope.
-func envelopeOf(t testing.TB, o outcome.Outcome) outcome.Envelope {
+func envelopeOf(t testing.TB, o reservations.Outcome) outcome.Envelope {
 	e, err := o.Envelope()
 	require.NoError(t, err)
 	return e
@@ -364,7 +365,7 @@ func TestReceiverBoundsBodyAndNonces(t *testing.T) {
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "second")), "accepted once the first nonce expired")
 
 	big := sampleOutcome(t, "big")
-	big.Result, big.Committed, big.Aborted = outcome.ResultAborted, nil, &outcome.Aborted{Reason: "internal", Detail: strings.Repeat("d", 4096)}
+	big.Result, big.Committed, big.Aborted = reservations.ResultAborted, nil, &reservations.Aborted{Reason: "internal", Detail: strings.Repeat("d", 4096)}
 	err = sink.Deliver(ctx, envelopeOf(t, big))
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, de.Reason, "413")
@@ -536,7 +537,7 @@ func TestWebhookErrorsAndFormattingHoldNoSecrets(t *testing.T) {
 	})
 	key := hmacKey(t, hmacSecret)
 	o := sampleOutcome(t, "r")
-	o.Result, o.Committed, o.Aborted = outcome.ResultAborted, nil, &outcome.Aborted{Reason: "internal", Detail: "top-secret-detail"}
+	o.Result, o.Committed, o.Aborted = reservations.ResultAborted, nil, &reservations.Aborted{Reason: "internal", Detail: "top-secret-detail"}
 	err := webhook(t, rec.srv.URL, key).Deliver(ctx, envelopeOf(t, o))
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "top-secret-detail")

@@ -60,7 +60,7 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 					clk := clock.NewManualMs(start)
 					s := openLayer(t, eng.Open(t, "orders.bbolt"), clk)
 
-					o, err := outbox.Read(ctx, s, region)
+					o, err := outbox.Read(ctx, store.ReaderOf(s, region))
 					require.NoError(t, err)
 					ob, err := outbox.NewBuilder(s.Capabilities(), start, o)
 					require.NoError(t, err)

@@ -27,7 +27,7 @@ func ExampleHandler() {
 	src := refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 	index := refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
 
-	o, err := outbox.Read(ctx, s, src)
+	o, err := outbox.Read(ctx, store.ReaderOf(s, src))
 	if err != nil {
 		panic(err)
 	}

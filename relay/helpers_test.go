@@ -158,7 +158,7 @@ func (e *env) queueAt(t testing.TB, atMs uint64, rows ...row) []uint64 {
 // queueInto appends rows to the source's outbox in s, in one batch.
 func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, rows []row) []uint64 {
 	t.Helper()
-	o, err := outbox.Read(ctx, s, source)
+	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
 	ob, err := outbox.NewBuilder(s.Capabilities(), atMs, o)
 	require.NoError(t, err)

@@ -128,7 +128,7 @@ type world struct {
 // check that the seeds, together, staged every race they are meant to.
 type modelStats struct {
 	faults, unknown, crashes, interleaved, overlaps, raced, leaseLost, recovered, corrupt, held int
-	outcomes, sinkFailures                                                                      int
+	outcomes, bankOutcomes, sinkFailures                                                        int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -143,6 +143,7 @@ func (s *modelStats) add(o modelStats) {
 	s.corrupt += o.corrupt
 	s.held += o.held
 	s.outcomes += o.outcomes
+	s.bankOutcomes += o.bankOutcomes
 	s.sinkFailures += o.sinkFailures
 }
 
@@ -167,7 +168,7 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 		taken:    map[string]int{},
 	}
 	for i := range modelSources {
-		w.sources = append(w.sources, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("src%d", i))})
+		w.sources = append(w.sources, sourcePartition(i))
 	}
 	for i := range modelTargets {
 		w.targets = append(w.targets, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("dst%d", i))})
@@ -311,7 +312,7 @@ func (w *world) tick(i int, chaotic bool) {
 // produce queues one or two rows in source src through via.
 func (w *world) produce(src int, via store.Store) {
 	p := w.sources[src]
-	o, err := outbox.Read(w.ctx, via, p)
+	o, err := outbox.Read(w.ctx, store.ReaderOf(via, p))
 	if err != nil {
 		w.note("produce src%d: read: %v", src, err)
 		return
@@ -339,7 +340,7 @@ func (w *world) produce(src int, via store.Store) {
 		rows = append(rows, r)
 	}
 	last := rows[len(rows)-1].seq
-	landedOutcome, seq := w.appendOutcome(src, b)
+	landedOutcome, outcomeID, seq := w.appendOutcome(src, b)
 	if landedOutcome != nil {
 		last = seq
 	}
@@ -363,8 +364,11 @@ func (w *world) produce(src int, via store.Store) {
 	if landed {
 		w.rows[src] = append(w.rows[src], rows...)
 		if landedOutcome != nil {
-			w.outcomes[landedOutcome.id.String()] = *landedOutcome
+			w.outcomes[outcomeID] = *landedOutcome
 			w.seen.outcomes++
+			if bankSource(src) {
+				w.seen.bankOutcomes++
+			}
 		}
 	}
 }
@@ -898,7 +902,7 @@ func TestRelayModel(t *testing.T) {
 			"interleaved actors": seen.interleaved, "lease takeovers mid-fire": seen.overlaps,
 			"raced outcomes": seen.raced, "lost leases": seen.leaseLost, "recovered leases": seen.recovered,
 			"corruptions": seen.corrupt, "held timers": seen.held,
-			"outcomes": seen.outcomes, "sink refusals": seen.sinkFailures,
+			"outcomes": seen.outcomes, "bank outcomes": seen.bankOutcomes, "sink refusals": seen.sinkFailures,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)

@@ -37,6 +37,14 @@
 // reserved for the library: this package declares "mkit", and the
 // generator refuses them in any other package.
 //
+// A partition holds its schema's records plus the library's runtime
+// records, never another schema's: the records a service writes into its
+// partitions are of its own schema (its outcome sources' records too),
+// and a relay row writes a target's rows as the target's own schema's.
+// Each generated package registers its namespace at init (package
+// gen/registry), and a program that links two generated packages of one
+// namespace fails at start, naming both import paths.
+//
 // Key class tags 1-99 are the library's: its runtime key classes (outbox
 // sequence, relay queue, scan state, timers, leases, high-water marks,
 // outcome rows, ...) live there, in any partition. An importing schema's

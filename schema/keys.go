@@ -34,15 +34,23 @@ type TimerKey struct {
 	Reference string `mk:"max=256"`
 }
 
-// OutcomeID names a record whose terminal outcome is queued for delivery
-// (a reservation of the reference domain): the record's own id, which the
-// delivery handler resolves in its schema.
+// OutcomeID names an outcome queued for delivery: the id its source gives
+// it (the id of its envelope, which receivers deduplicate by). Rows
+// queued before outcome sources existed hold a reservation id of the
+// reference domain.
 //
-//mk:identity min=1 max=128
+//mk:identity min=1 max=256
 type OutcomeID string
 
+// OutcomeSource names the outcome source (package outcome) that queued a
+// pending outcome.
+//
+//mk:identity min=1 max=64
+type OutcomeSource string
+
 // OutcomePendingKey indexes an undelivered terminal outcome by the
-// sequence it was appended at.
+// sequence it was appended at; its value (an OutcomePendingV1) names the
+// outcome's source and record.
 //
 //mk:key tag=18
 type OutcomePendingKey struct {

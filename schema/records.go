@@ -50,6 +50,19 @@ type Backlog struct {
 	Bytes uint64
 }
 
+// OutcomePendingV1 is the value of a pending outcome's index row
+// (OutcomePendingKey): the source that queued the outcome, the key of its
+// record in the partition, so that delivery reads the record without
+// knowing its schema, and when it was queued (Unix milliseconds). A row
+// queued before sources existed has an empty value instead.
+//
+//mk:record version=1
+type OutcomePendingV1 struct {
+	Source OutcomeSource
+	Key    []byte `mk:"max=10000"`
+	AtMs   uint64
+}
+
 // OutcomeTimer is the outcome-delivery timer's value: the backoff attempt
 // and the opaque store cursor of the last examined pending row.
 //

@@ -320,6 +320,16 @@ func newReader(s Store, p Partition) (Reader, func()) {
 	return r, r.end
 }
 
+// ReaderOf returns a Reader of partition p of s, each read its own call
+// to s (a WakeReader when s keeps a due index): the Reader of Transact's
+// fallback path, for code that reads what it will guard outside a
+// transaction (outbox.Read takes a Reader, inside Transact or not). It
+// stays valid as long as s is open.
+func ReaderOf(s Store, p Partition) Reader {
+	r, _ := newReader(s, p)
+	return r
+}
+
 // partitionReader is the Reader of the fallback path.
 type partitionReader struct {
 	s     Store

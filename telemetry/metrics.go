@@ -80,8 +80,9 @@ const (
 	// terminal outcomes of a partition, in rows and in bytes, set at each
 	// outcome-delivery fire.
 	MetricOutboxBacklog = "mkitfdb_outbox_backlog"
-	// MetricSyntheticOutcomesAcked (counter): synthetic outcomes ("s:"
-	// reservation ids) acknowledged locally instead of sent to a sink.
+	// MetricSyntheticOutcomesAcked (counter): synthetic outcomes (of a
+	// source's SourceConfig.Synthetic, such as the reference domain's "s:"
+	// reservations) acknowledged locally instead of sent to a sink.
 	MetricSyntheticOutcomesAcked = "mkitfdb_synthetic_outcomes_acked_total"
 	// MetricTimersFired (counter; LabelPartitionKind, LabelTimerKind):
 	// timers whose handler ran and whose Done or Reschedule committed.

@@ -55,26 +55,36 @@ func CheckRecovery(ctx context.Context, s store.Store, p refdomain.Partition, ex
 	if expected != nil && !expected.Equal(g) {
 		return Generation{}, fmt.Errorf("%w: %s: the scan started with %s, the markers are now %s", ErrGenerationChanged, p, expected, g)
 	}
-	if g.Recovery == nil {
+	// Every marker present is decoded, whatever the other says, so that a
+	// corrupt one fails here and never reaches a checkpoint.
+	var recovery *refdomain.LeaseRecovery
+	if g.Recovery != nil {
+		r, err := refdomain.DecodeLeaseRecovery(g.Recovery)
+		if err != nil {
+			return Generation{}, fmt.Errorf("watermark: lease recovery marker of %s: %w", p, err)
+		}
+		recovery = &r
+	}
+	var reconciled *uint64
+	if g.Reconcile != nil {
+		u, err := gen.DecodeU64Value(g.Reconcile)
+		if err != nil {
+			return Generation{}, fmt.Errorf("watermark: lease reconcile marker of %s: %w", p, err)
+		}
+		reconciled = &u.Value
+	}
+	if recovery == nil {
 		return g, nil
 	}
-	recovery, err := refdomain.DecodeLeaseRecovery(g.Recovery)
-	if err != nil {
-		return Generation{}, fmt.Errorf("watermark: lease recovery marker of %s: %w", p, err)
-	}
-	at, recovered := recoveryTime(recovery)
+	at, recovered := recoveryTime(*recovery)
 	if !recovered {
 		return g, nil
 	}
-	if g.Reconcile == nil {
+	if reconciled == nil {
 		return Generation{}, fmt.Errorf("%w: %s recovered at %d ms and was never reconciled", ErrRecovering, p, at)
 	}
-	reconciled, err := gen.DecodeU64Value(g.Reconcile)
-	if err != nil {
-		return Generation{}, fmt.Errorf("watermark: lease reconcile marker of %s: %w", p, err)
-	}
-	if reconciled.Value <= at {
-		return Generation{}, fmt.Errorf("%w: %s recovered at %d ms, last reconciled at %d ms", ErrRecovering, p, at, reconciled.Value)
+	if *reconciled <= at {
+		return Generation{}, fmt.Errorf("%w: %s recovered at %d ms, last reconciled at %d ms", ErrRecovering, p, at, *reconciled)
 	}
 	return g, nil
 }

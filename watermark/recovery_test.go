@@ -73,12 +73,18 @@ func TestCheckRecoveryFailsClosedOnCorruptMarkers(t *testing.T) {
 		{"recovery marker", store.NewBatch().Put(recoveryKey, store.Value("corrupt marker")), "lease recovery marker of coordinator(default)"},
 		{"empty recovery marker", store.NewBatch().Put(recoveryKey, store.Value{}), "lease recovery marker"},
 		{"reconcile marker of a recovery", store.NewBatch().Put(recoveryKey, recovery(t, 100)).Put(reconcileKey, store.Value{1, 2}), "lease reconcile marker of coordinator(default)"},
+		{"reconcile marker alone", store.NewBatch().Put(reconcileKey, store.Value{1, 2}), "lease reconcile marker of coordinator(default)"},
+		{"reconcile marker of a first activation", store.NewBatch().Put(recoveryKey, recoveryOf(t, refdomain.LeaseRecovery{ActivationOnly: ptr(true), ResumedAtMs: 100})).Put(reconcileKey, store.Value("corrupt")), "lease reconcile marker of coordinator(default)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, testengine.Memory)
 			e.apply(t, coordinator, c.b)
 			_, err := watermark.CheckRecovery(e.ctx, e.s, coordinator, nil)
+			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
+			// Nor does a scan start over it: a checkpoint carrying the
+			// corrupt marker would be one Decode refuses.
+			_, _, err = watermark.Step(e.ctx, e.s, coordinator, 1000, nil, 1)
 			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
 		})
 	}

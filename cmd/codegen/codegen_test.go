@@ -27,6 +27,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"schema", "gen", "gen"},
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
+		{"internal/bank/schema", "internal/bank/bankgen", "bankgen"},
 	} {
 		files, err := generate(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
@@ -280,4 +281,74 @@ func TestEveryFieldTypeGenerates(t *testing.T) {
 	m.run("mod", "tidy")
 	m.run("vet", "./...")
 	m.run("test", "-count=1", "./...")
+}
+
+// TestTwoPackagesOfOneNamespaceFailAtStart links two generated packages of
+// one namespace into a program, which must fail at start naming both
+// import paths, while a program with one of them starts and finds it in
+// the registry.
+func TestTwoPackagesOfOneNamespaceFailAtStart(t *testing.T) {
+	m := newTempModule(t, "example.com/dup")
+	files, err := generate(filepath.Join(repoRoot(t), "internal/bank/schema"), "bankgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"a/bankgen", "b/bankgen"} {
+		for name, src := range files {
+			if !strings.HasSuffix(name, "_test.go") {
+				m.write(filepath.Join(dir, name), src)
+			}
+		}
+	}
+	m.write("one/main.go", []byte(`package main
+
+import (
+	"fmt"
+
+	_ "example.com/dup/a/bankgen"
+	"github.com/mkit-dev/mkitfdb/gen/registry"
+)
+
+func main() {
+	s, ok := registry.Lookup("bank")
+	fmt.Println(ok, s.ImportPath, len(s.Keys), len(s.Records))
+}
+`))
+	m.write("two/main.go", []byte(`package main
+
+import (
+	_ "example.com/dup/a/bankgen"
+	_ "example.com/dup/b/bankgen"
+)
+
+func main() {}
+`))
+	m.run("mod", "tidy")
+	out, err := m.output("run", "./one")
+	if err != nil {
+		t.Fatalf("one package of the namespace: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(out); got != "true example.com/dup/a/bankgen 2 2" {
+		t.Errorf("registry of one package: %q", got)
+	}
+	out, err = m.output("run", "./two")
+	if err == nil {
+		t.Fatalf("two packages of one namespace started:\n%s", out)
+	}
+	for _, want := range []string{`namespace "bank" is declared by two linked packages`, "example.com/dup/a/bankgen", "example.com/dup/b/bankgen"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// output runs the go command in the module and returns its combined
+// output and error.
+func (m *tempModule) output(args ...string) (string, error) {
+	m.t.Helper()
+	cmd := exec.Command(m.goc, args...)
+	cmd.Dir = m.dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -59,6 +59,15 @@ func emitDoc(f *File, s *schema) {
 			fmt.Fprintf(&b, para.text+"\n", list(para.names))
 		}
 	}
+	b.WriteString("\nThe package registers itself in package registry (gen/registry) when it " +
+		"is initialised: its namespace, " + s.Namespace + ", its import path, and what parses its " +
+		"partitions and keys and decodes its records. A second package declaring the namespace, " +
+		"linked into the same program, makes it fail at start.")
+	if len(partitions) > 0 {
+		b.WriteString(" A partition of the namespace holds this schema's records plus the " +
+			"library's runtime records, never another schema's.")
+	}
+	b.WriteString("\n")
 	b.WriteString("\nEvery function is safe for concurrent use.")
 	for _, line := range wrap(b.String(), 76) {
 		f.PackageComment(line)

@@ -27,6 +27,7 @@ var outputs = []struct {
 	{"types.go", emitTypes},
 	{"records.go", emitRecords},
 	{"keys.go", emitKeys},
+	{"registry.go", emitRegistry},
 	{"examples_test.go", emitExamples},
 	{"records_test.go", emitRecordTests},
 	{"keys_test.go", emitKeyTests},

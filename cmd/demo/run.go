@@ -183,7 +183,7 @@ func queue(ctx context.Context, s store.Store, p plan, src int) error {
 	part := source(src)
 	value := make([]byte, 256)
 	for {
-		obs, err := outbox.Read(ctx, s, part)
+		obs, err := outbox.Read(ctx, store.ReaderOf(s, part))
 		if err != nil {
 			return err
 		}
@@ -242,7 +242,7 @@ func verify(ctx context.Context, s store.Store, p plan) (checked, error) {
 		return n, errors.Join(err, errors.New("rows are still queued"))
 	}
 	for src := range p.sources {
-		obs, err := outbox.Read(ctx, s, source(src))
+		obs, err := outbox.Read(ctx, store.ReaderOf(s, source(src)))
 		if err != nil {
 			return n, err
 		}

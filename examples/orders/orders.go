@@ -7,11 +7,14 @@
 // (ordersgen.CustomerShard). Placing an order writes, in one guarded
 // batch of that shard, the order, a KindShip timer and a relay row that
 // indexes the order in its region's shard (ordersgen.RegionShard). When the
-// timer fires, Shipper marks the order shipped and relays the new status
-// to the region's index, again in one batch. A timers.Scheduler running
-// Shipper and relay.Handler fires both kinds of timer in every partition
-// of the store; the store may hold other schemas' partitions too (the
-// package's test runs it beside the reference domain's relay traffic).
+// timer fires, Shipper marks the order shipped, queues its outcome
+// (Shipped, an outcome source: "order.shipped", pushed to the service's
+// webhook by an outcome.Delivery) and relays the new status to the
+// region's index, again in one batch. A timers.Scheduler running Shipper,
+// relay.Handler and the outcome.Delivery fires every kind of timer in
+// every partition of the store; the store may hold other schemas'
+// partitions too (the package's test runs it beside the reference
+// domain's relay traffic).
 package orders
 
 import (
@@ -24,6 +27,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -65,7 +69,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			exists = ok
 			return nil, err
 		}
-		observed, err := outbox.ReadIn(ctx, r)
+		observed, err := outbox.Read(ctx, r)
 		if err != nil {
 			return nil, err
 		}
@@ -85,8 +89,56 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 	return err
 }
 
-// Shipper fires KindShip timers: it marks the order shipped and relays its
-// new status to the region's index, in the batch that completes the timer.
+// ShippedEvent is the payload of an order's "order.shipped" outcome.
+type ShippedEvent struct {
+	Customer   string `json:"customer"`
+	PlacedAtMs uint64 `json:"placed_at_ms"`
+	Region     uint16 `json:"region"`
+	Lines      []Line `json:"lines"`
+}
+
+// Line is one line of a shipped order.
+type Line struct {
+	SKU      string `json:"sku"`
+	Quantity uint32 `json:"quantity"`
+}
+
+// Shipped is the outcome source of shipped orders ("orders.shipped"): an
+// order becomes terminal when it ships, its outcome is "order.shipped"
+// (id "ord_<customer>_<placed at ms>", timestamp the time it shipped,
+// data a ShippedEvent), and the order stays once the outcome is
+// acknowledged. Register it in the outcome.Delivery that pushes the
+// service's outcomes.
+var Shipped = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV1]{
+	Name:     "orders.shipped",
+	ParseKey: ordersgen.ParseOrderKey,
+	Decode:   ordersgen.DecodeOrderV1,
+	Encode:   ordersgen.EncodeOrderV1,
+	Terminal: func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
+	ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV1) string {
+		return "ord_" + k.Customer.String() + "_" + reference(k.PlacedAtMs)
+	},
+	Event: func(k ordersgen.OrderKey, o ordersgen.OrderV1) (outcome.Event, error) {
+		e := ShippedEvent{Customer: k.Customer.String(), PlacedAtMs: k.PlacedAtMs, Region: o.Region, Lines: make([]Line, len(o.Lines))}
+		for i, l := range o.Lines {
+			e.Lines[i] = Line{SKU: l.SKU, Quantity: l.Quantity}
+		}
+		// No time: the outcome's is when it was queued, as the order shipped.
+		return outcome.Event{Type: "order.shipped", Data: e}, nil
+	},
+	OnAck: outcome.KeepRecord,
+}))
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Shipper fires KindShip timers: it marks the order shipped, queues its
+// outcome (Shipped) and relays its new status to the region's index, in
+// the batch that completes the timer.
 type Shipper struct{}
 
 // Kind is KindShip.
@@ -125,27 +177,28 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return timers.Done{}, nil
 	}
 	order.Status = ordersgen.StatusShipped
-	_, value, err := encodeOrder(customer, placedAtMs, order)
+	// The outcome rewrites the order, guarded by the order as read.
+	ship := func(ob *outbox.Builder) error {
+		_, err := Shipped.Append(ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
+		return err
+	}
+	observed, err := outbox.Read(ctx, store.ReaderOf(c.Store, c.Partition))
 	if err != nil {
 		return nil, err
 	}
-	observed, err := outbox.Read(ctx, c.Store, c.Partition)
-	if err != nil {
-		return nil, err
-	}
-	b := store.NewBatch().Require(store.Equals(key, stored)).Put(key, value)
-	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.NowMs, b); err != nil {
+	b := store.NewBatch()
+	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.NowMs, b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
 }
 
 // relayIndex adds to b, a batch of the customer's shard, a relay row that
-// writes the order's index entry into its region's shard, with the outbox
-// guards that make the append atomic: observed is the shard's outbox
-// state as the batch's builder read it (a concurrent append fails the
-// batch's guards).
-func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch) error {
+// writes the order's index entry into its region's shard, and the rows
+// more appends to the same outbox, with the outbox guards that make the
+// append atomic: observed is the shard's outbox state as the batch's
+// builder read it (a concurrent append fails the batch's guards).
+func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch, more ...func(*outbox.Builder) error) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
@@ -161,6 +214,11 @@ func relayIndex(caps store.Capabilities, observed outbox.Observed, customer orde
 	region := ordersgen.RegionShard{Region: order.Region}
 	if _, err := ob.Relay(region, []gen.RelayPut{{Key: indexKey, Value: entry}}, nil); err != nil {
 		return err
+	}
+	for _, add := range more {
+		if err := add(ob); err != nil {
+			return err
+		}
 	}
 	return ob.Finish(b)
 }

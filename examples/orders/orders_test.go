@@ -2,8 +2,11 @@ package orders_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -33,9 +37,11 @@ type placed struct {
 
 // TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer runs the
 // example service end to end on every engine, through one Scheduler
-// firing its Shipper (kind 1000) and the library's relay: orders placed in
-// customer shards are indexed in their regions' shards by relay rows,
-// shipped by their timers, and the new status relayed again. The same
+// firing its Shipper (kind 1000), the library's relay and its outcome
+// delivery: orders placed in customer shards are indexed in their
+// regions' shards by relay rows, shipped by their timers, the new status
+// relayed again, and each shipment's "order.shipped" outcome delivered
+// over HTTP to the service's webhook receiver, signed and verified. The same
 // store carries the reference domain's relay traffic between partitions
 // with the same names, writing the very key bytes the orders index uses;
 // each target ends with exactly its own rows, every queue drains and no
@@ -66,7 +72,8 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 			refSource, refTarget := refPartitions()
 			refRows := queueRefRows(t, s, refSource, refTarget, all)
 
-			reg, err := timers.NewRegistry(&relay.Handler{Target: s}, orders.Shipper{})
+			hook := newHook(t)
+			reg, err := timers.NewRegistry(&relay.Handler{Target: s}, orders.Shipper{}, hook.delivery)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,10 +89,15 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 			checkIndex(t, s, all, ordersgen.StatusOpen)
 			checkOrders(t, s, all, ordersgen.StatusOpen)
 			checkRefTarget(t, s, refTarget, refRows)
+			if got := hook.received(); len(got) != 0 {
+				t.Errorf("%d outcomes before any order shipped", len(got))
+			}
 
-			clk.SetMs(1_000 + 3 + uint64(shipDelay.Milliseconds()))
+			shippedAt := 1_000 + 3 + uint64(shipDelay.Milliseconds())
+			clk.SetMs(shippedAt)
 			settle(t, sched, s, parts)
 			checkOrders(t, s, all, ordersgen.StatusShipped)
+			checkShippedOutcomes(t, hook.received(), all, shippedAt)
 			checkIndex(t, s, all, ordersgen.StatusShipped)
 			checkRefTarget(t, s, refTarget, refRows)
 			for _, p := range parts {
@@ -171,6 +183,82 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	}
 }
 
+// hook is the service's webhook: a Receiver over loopback HTTP, and the
+// Delivery whose WebhookSink posts the service's outcomes (its Shipped
+// source) to it, signed with the key the Receiver verifies.
+type hook struct {
+	mu       sync.Mutex
+	got      []outcome.Envelope
+	delivery *outcome.Delivery
+}
+
+func newHook(t *testing.T) *hook {
+	h := &hook{}
+	key, err := outcome.NewHMACKey([]byte("orders-webhook-secret-of-32-bytes!"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ context.Context, e outcome.Envelope) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.got = append(h.got, e)
+		return nil
+	})))
+	t.Cleanup(srv.Close)
+	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL + "/outcomes", Signer: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.delivery, err = outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{orders.Shipped}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *hook) received() []outcome.Envelope {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]outcome.Envelope(nil), h.got...)
+}
+
+// checkShippedOutcomes checks that the receiver got each order's
+// "order.shipped" outcome exactly once, stamped with the time it shipped.
+func checkShippedOutcomes(t *testing.T, got []outcome.Envelope, all []placed, shippedAt uint64) {
+	t.Helper()
+	byID := map[string]outcome.Envelope{}
+	for _, e := range got {
+		if _, dup := byID[e.ID]; dup {
+			t.Errorf("outcome %s received twice", e.ID)
+		}
+		byID[e.ID] = e
+	}
+	if len(byID) != len(all) {
+		t.Errorf("%d outcomes received, want one per order (%d)", len(byID), len(all))
+	}
+	for _, o := range all {
+		id := fmt.Sprintf("ord_%s_%d", o.customer, o.atMs)
+		e, ok := byID[id]
+		if !ok {
+			t.Errorf("no outcome %s", id)
+			continue
+		}
+		if e.Type != "order.shipped" || e.Timestamp.UnixMilli() != int64(shippedAt) {
+			t.Errorf("outcome %s: type %q at %v", id, e.Type, e.Timestamp)
+		}
+		var ev orders.ShippedEvent
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Customer != o.customer.String() || ev.PlacedAtMs != o.atMs || ev.Region != o.region || len(ev.Lines) != o.lines || ev.Lines[0].SKU != "sku-0" {
+			t.Errorf("outcome %s carries %+v", id, ev)
+		}
+	}
+}
+
 func order(o placed) ordersgen.OrderV1 {
 	lines := make([]ordersgen.Line, o.lines)
 	for i := range lines {
@@ -195,7 +283,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	t.Helper()
 	ctx := context.Background()
 	want := map[string]string{}
-	obs, err := outbox.Read(ctx, s, source)
+	obs, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	if err != nil {
 		t.Fatal(err)
 	}

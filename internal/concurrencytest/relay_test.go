@@ -227,7 +227,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 	nonce := 0
 	for !stop.Load() && w.batches.Load() < w.set.maxBatches {
 		src := rng.IntN(w.set.sources)
-		obs, err := outbox.Read(ctx, w.s, source(src))
+		obs, err := outbox.Read(ctx, store.ReaderOf(w.s, source(src)))
 		if err != nil {
 			w.t.Errorf("producer %d: read outbox: %v", id, err)
 			return

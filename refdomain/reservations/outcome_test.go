@@ -1,4 +1,4 @@
-package outcome_test
+package reservations_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -19,11 +20,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // The JSON form is a contract with receivers: golden files pin it.
 func TestOutcomeJSONIsStable(t *testing.T) {
-	ab, err := outcome.FromReservation(rid("r-2"), audience, &refdomain.ReservationAborted{
+	ab, err := reservations.FromReservation(rid("r-2"), audience, &refdomain.ReservationAborted{
 		Repository: refdomain.MustRepoName("repo"), OccurredAtMs: 1_700_000_000_000, Reason: refdomain.AbortReasonQuotaExceeded, Detail: "over quota",
 	})
 	require.NoError(t, err)
-	for name, o := range map[string]outcome.Outcome{"committed": sampleOutcome(t, "r-1"), "aborted": ab} {
+	for name, o := range map[string]reservations.Outcome{"committed": sampleOutcome(t, "r-1"), "aborted": ab} {
 		t.Run(name, func(t *testing.T) {
 			b, err := o.JSON()
 			require.NoError(t, err)
@@ -34,7 +35,7 @@ func TestOutcomeJSONIsStable(t *testing.T) {
 			want, err := os.ReadFile(path)
 			require.NoError(t, err)
 			assert.Equal(t, string(bytes.TrimSpace(want)), string(b))
-			back, err := outcome.ParseOutcome(want)
+			back, err := reservations.ParseOutcome(want)
 			require.NoError(t, err)
 			assert.Equal(t, o, back)
 		})
@@ -42,18 +43,18 @@ func TestOutcomeJSONIsStable(t *testing.T) {
 }
 
 func TestFromReservation(t *testing.T) {
-	_, err := outcome.FromReservation(rid("t"), audience, &refdomain.ReservationTicketed{})
+	_, err := reservations.FromReservation(rid("t"), audience, &refdomain.ReservationTicketed{})
 	assert.ErrorIs(t, err, outcome.ErrNotTerminal)
 	assert.ErrorIs(t, err, store.ErrInvalid)
-	_, err = outcome.FromReservation(rid("n"), audience, nil)
+	_, err = reservations.FromReservation(rid("n"), audience, nil)
 	assert.ErrorIs(t, err, store.ErrInvalid)
-	_, err = outcome.FromReservation(rid("n"), audience, (*refdomain.ReservationCommitted)(nil))
+	_, err = reservations.FromReservation(rid("n"), audience, (*refdomain.ReservationCommitted)(nil))
 	assert.ErrorIs(t, err, store.ErrInvalid)
-	_, err = outcome.FromReservation(rid("u"), audience, &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: 99})
+	_, err = reservations.FromReservation(rid("u"), audience, &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: 99})
 	assert.ErrorIs(t, err, store.ErrInvalid)
-	o, err := outcome.FromReservation(rid("c"), audience, committed())
+	o, err := reservations.FromReservation(rid("c"), audience, committed())
 	require.NoError(t, err)
-	assert.Equal(t, outcome.ResultCommitted, o.Result)
+	assert.Equal(t, reservations.ResultCommitted, o.Result)
 	assert.NotNil(t, o.Committed.Refs, "refs encode as [], never null")
 }
 
@@ -72,11 +73,11 @@ func TestParseOutcomeRejectsBadInput(t *testing.T) {
 		"wrong type":        `{"version":"1"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := outcome.ParseOutcome([]byte(in))
+			_, err := reservations.ParseOutcome([]byte(in))
 			assert.ErrorIs(t, err, store.ErrInvalid)
 		})
 	}
-	_, err := outcome.ParseOutcome([]byte(`{"version":1,"reservation_id":"r","audience":"a","result":"aborted","aborted":{"reason":"x"},"added_later":true}`))
+	_, err := reservations.ParseOutcome([]byte(`{"version":1,"reservation_id":"r","audience":"a","result":"aborted","aborted":{"reason":"x"},"added_later":true}`))
 	assert.NoError(t, err, "unknown fields are ignored")
 }
 
@@ -92,7 +93,7 @@ func FuzzParseOutcome(f *testing.F) {
 	}
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := outcome.ParseOutcome(b)
+		o, err := reservations.ParseOutcome(b)
 		if err != nil {
 			return
 		}
@@ -100,7 +101,7 @@ func FuzzParseOutcome(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q parses but does not encode: %v", b, err)
 		}
-		back, err := outcome.ParseOutcome(j)
+		back, err := reservations.ParseOutcome(j)
 		if err != nil {
 			t.Fatal(err)
 		}

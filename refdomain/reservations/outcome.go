@@ -1,4 +1,4 @@
-package outcome
+package reservations
 
 import (
 	"bytes"
@@ -8,18 +8,20 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Design note: the outcome's JSON form is stable.
+// Design note: the reservation outcome's JSON form is stable.
 //
-// A sink sends an Outcome as JSON (JSON), and receivers in other languages
-// parse it, so its form is a contract: the field names and their order
+// An Outcome travels as the data of its outcome.Envelope (JSON), and
+// receivers in other languages parse it, so its form is a contract: the field names and their order
 // are those of the struct tags below, object ids are lowercase hex, abort
 // reasons snake_case words, and Version says which form it is. Fields may
 // be added in a later version; none is renamed or removed within one.
-// testdata/outcome_*.json hold the golden forms.
+// testdata/outcome_*.json hold the golden forms, and
+// testdata/envelope_reservation.json one in its envelope.
 
 // Version is the version of the outcome's JSON form.
 const Version = 1
@@ -33,8 +35,9 @@ const (
 	ResultAborted   Result = "aborted"
 )
 
-// Outcome is a reservation's terminal outcome, as delivered to a sink. A
-// sink deduplicates by ReservationID: delivery is at least once.
+// Outcome is a reservation's terminal outcome, as delivered to a sink in
+// an envelope's data. A sink deduplicates by the envelope's id (the
+// reservation id, path-escaped): delivery is at least once.
 type Outcome struct {
 	// Version is the JSON form's version (Version).
 	Version int `json:"version"`
@@ -88,10 +91,10 @@ var abortReasons = map[refdomain.AbortReason]string{
 }
 
 // FromReservation returns the outcome of reservation rid, whose record is
-// r, as delivered on behalf of audience. It fails with ErrNotTerminal for
-// a Ticketed reservation, and with store.ErrInvalid for a nil record or
-// an abort reason it does not know. It does not check audience: Delivery
-// checks it once, when it is built.
+// r, as delivered on behalf of audience. It fails with
+// outcome.ErrNotTerminal for a Ticketed reservation, and with
+// store.ErrInvalid for a nil record or an abort reason it does not know.
+// It does not check audience: NewSource checks it once.
 func FromReservation(rid refdomain.ReservationID, audience string, r refdomain.ReservationV1) (Outcome, error) {
 	o := Outcome{Version: Version, ReservationID: rid.String(), Audience: audience}
 	switch v := r.(type) {
@@ -111,36 +114,52 @@ func FromReservation(rid refdomain.ReservationID, audience string, r refdomain.R
 		}
 		reason, ok := abortReasons[v.Reason]
 		if !ok {
-			return Outcome{}, fmt.Errorf("outcome: reservation %q: abort reason %d is unknown: %w", rid, uint8(v.Reason), store.ErrInvalid)
+			return Outcome{}, fmt.Errorf("reservations: reservation %q: abort reason %d is unknown: %w", rid, uint8(v.Reason), store.ErrInvalid)
 		}
 		o.Result, o.Repository, o.OccurredAtMs = ResultAborted, v.Repository.String(), v.OccurredAtMs
 		o.Aborted = &Aborted{Reason: reason, Detail: v.Detail}
 		return o, nil
 	case *refdomain.ReservationTicketed:
 		if v != nil {
-			return Outcome{}, fmt.Errorf("outcome: reservation %q is ticketed: %w", rid, ErrNotTerminal)
+			return Outcome{}, fmt.Errorf("reservations: reservation %q is ticketed: %w", rid, outcome.ErrNotTerminal)
 		}
 	}
-	return Outcome{}, fmt.Errorf("outcome: reservation %q: no reservation record (%T): %w", rid, r, store.ErrInvalid)
+	return Outcome{}, fmt.Errorf("reservations: reservation %q: no reservation record (%T): %w", rid, r, store.ErrInvalid)
 }
 
-// Envelope returns the Envelope that carries o to a sink: its
+// Envelope returns the outcome.Envelope that carries o to a sink: its
 // reservation id (path-escaped, so that any id is visible ASCII) as the
 // envelope's id, "reservation.committed" or "reservation.aborted" as its
 // type, OccurredAtMs as its timestamp and o's JSON form as its data. It
 // fails only for an outcome that breaks ParseOutcome's rules.
-func (o Outcome) Envelope() (Envelope, error) {
+func (o Outcome) Envelope() (outcome.Envelope, error) {
 	data, err := o.JSON()
 	if err != nil {
-		return Envelope{}, err
+		return outcome.Envelope{}, err
 	}
-	return Envelope{
-		ID:        url.PathEscape(o.ReservationID),
-		Type:      "reservation." + string(o.Result),
-		Timestamp: time.UnixMilli(int64(min(o.OccurredAtMs, 1<<62))).UTC(),
-		Data:      data,
-	}, nil
+	return outcome.Envelope{ID: envelopeID(o.ReservationID), Type: o.eventType(), Timestamp: o.timestamp(), Data: data}, nil
 }
+
+// envelopeID is the envelope id of reservation id rid: path-escaped, so
+// that any id is visible ASCII.
+func envelopeID(rid string) string { return url.PathEscape(rid) }
+
+// eventType is the envelope type of o.
+func (o Outcome) eventType() string {
+	switch o.Result {
+	case ResultCommitted:
+		return "reservation.committed"
+	case ResultAborted:
+		return "reservation.aborted"
+	}
+	return "reservation." + string(o.Result)
+}
+
+// timestamp is the envelope timestamp of o.
+func (o Outcome) timestamp() time.Time { return msTime(o.OccurredAtMs) }
+
+// msTime is the time of Unix milliseconds ms.
+func msTime(ms uint64) time.Time { return time.UnixMilli(int64(min(ms, 1<<62))).UTC() }
 
 // JSON returns the outcome's JSON form (see the design note). It fails
 // only for an outcome that breaks ParseOutcome's rules.
@@ -161,10 +180,10 @@ func ParseOutcome(b []byte) (Outcome, error) {
 	var o Outcome
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(&o); err != nil {
-		return Outcome{}, fmt.Errorf("outcome: malformed outcome JSON: %v: %w", err, store.ErrInvalid)
+		return Outcome{}, fmt.Errorf("reservations: malformed outcome JSON: %v: %w", err, store.ErrInvalid)
 	}
 	if d.More() {
-		return Outcome{}, fmt.Errorf("outcome: trailing data after the outcome JSON: %w", store.ErrInvalid)
+		return Outcome{}, fmt.Errorf("reservations: trailing data after the outcome JSON: %w", store.ErrInvalid)
 	}
 	if err := o.check(); err != nil {
 		return Outcome{}, err
@@ -176,15 +195,15 @@ func ParseOutcome(b []byte) (Outcome, error) {
 func (o Outcome) check() error {
 	switch {
 	case o.Version != Version:
-		return fmt.Errorf("outcome: outcome version %d, want %d: %w", o.Version, Version, store.ErrInvalid)
+		return fmt.Errorf("reservations: outcome version %d, want %d: %w", o.Version, Version, store.ErrInvalid)
 	case o.ReservationID == "":
-		return fmt.Errorf("outcome: outcome without a reservation id: %w", store.ErrInvalid)
+		return fmt.Errorf("reservations: outcome without a reservation id: %w", store.ErrInvalid)
 	case o.Audience == "":
-		return fmt.Errorf("outcome: outcome %q without an audience: %w", o.ReservationID, store.ErrInvalid)
+		return fmt.Errorf("reservations: outcome %q without an audience: %w", o.ReservationID, store.ErrInvalid)
 	case o.Result == ResultCommitted && o.Committed != nil && o.Aborted == nil:
 	case o.Result == ResultAborted && o.Aborted != nil && o.Committed == nil:
 	default:
-		return fmt.Errorf("outcome: outcome %q: result %q does not match its details: %w", o.ReservationID, o.Result, store.ErrInvalid)
+		return fmt.Errorf("reservations: outcome %q: result %q does not match its details: %w", o.ReservationID, o.Result, store.ErrInvalid)
 	}
 	return nil
 }
