@@ -14,11 +14,19 @@ import (
 // window is what one fire read from the queue: the raw rows, the valid
 // prefix decoded, and that prefix grouped by target.
 type window struct {
-	raw       []store.KeyValue
-	rows      []queued // the decoded prefix of raw, in sequence order
-	groups    []group  // by first sequence
-	corrupt   bool     // a corrupt row ended the prefix
-	exhausted bool     // no queued row of this cycle lies past raw
+	raw     []store.KeyValue
+	rows    []queued // the decoded prefix of raw, in sequence order
+	groups  []group  // by first sequence
+	corrupt bool     // a corrupt row ended the prefix
+	// corruptKey (in hex) and corruptErr name the corrupt row and why.
+	corruptKey string
+	corruptErr error
+	exhausted  bool // no queued row of this cycle lies past raw
+	// head is the queue's first row when the window's first page showed
+	// it (headKnown): the window started at the queue's head, or at a
+	// cursor below which no row remains (nothing is blocked).
+	head      store.Key
+	headKnown bool
 	// lagExceeded: a row older than the lag bound was seen.
 	lagExceeded bool
 }
@@ -120,6 +128,10 @@ func (f *fire) readWindow(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
+		if after == nil && len(page.Entries) > 0 && (anchor == nil || len(f.scan.Blocked) == 0) {
+			// Only a blocked target's rows remain at or below the cursor.
+			f.head, f.headKnown = page.Entries[0].Key, true
+		}
 		for _, kv := range page.Entries {
 			remaining--
 			if anchor != nil && bytes.Equal(kv.Key, anchor) {
@@ -194,7 +206,7 @@ func (f *fire) decodeRead() bool {
 			}
 		}
 		if err != nil {
-			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
+			f.corruptKey, f.corruptErr = fmt.Sprintf("%x", []byte(kv.Key)), err
 			f.corrupt = true
 			f.exhausted = false
 			return false
@@ -304,16 +316,23 @@ func (f *fire) costOf(rec *gen.RelayV1, win int) rowCost {
 // recordBacklog sets the backlog gauge, an upper bound counted from the
 // queue's head (os - first + 1: rows delivered out of order leave holes,
 // but a bounded window must never hide a long queued tail), and counts a
-// lag-exceeded fire.
+// lag-exceeded fire. The head is the window's first row when the window
+// showed it, and is read otherwise.
 func (f *fire) recordBacklog(ctx context.Context) error {
-	f.probeBuf = f.probeBuf[:0]
-	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
-	if err != nil {
-		return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
+	head, known := f.head, f.headKnown
+	if !known {
+		f.probeBuf = f.probeBuf[:0]
+		page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
+		if err != nil {
+			return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
+		}
+		if len(page.Entries) > 0 {
+			head = page.Entries[0].Key
+		}
 	}
 	var backlog uint64
-	if len(page.Entries) > 0 {
-		if k, err := gen.ParseRelayKey(page.Entries[0].Key); err == nil {
+	if head != nil {
+		if k, err := gen.ParseRelayKey(head); err == nil {
 			backlog = addSat(f.sequence-min(f.sequence, k.Seq), 1)
 		}
 	}
