@@ -64,19 +64,21 @@ const (
 
 // workerStore is a Layer over one engine, with its engine's counters.
 type workerStore struct {
-	l    *fdblayer.Layer
-	mvcc *fdblayer.MVCCEngine // nil on the memory engine
+	l     *fdblayer.Layer
+	mvcc  *fdblayer.MVCCEngine // nil on the memory engine
+	count *countingEngine      // the engine, counting round trips
 }
 
 func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
 	e := eng.Open(b, "workers.bbolt")
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	count := &countingEngine{Engine: e}
+	l, err := fdblayer.Open(count, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
 	m, _ := e.(*fdblayer.MVCCEngine)
-	return &workerStore{l: l, mvcc: m}
+	return &workerStore{l: l, mvcc: m, count: count}
 }
 
 // stats reads the engine's counters (zero on the memory engine).
@@ -152,11 +154,13 @@ type workerMeter struct {
 	d                           time.Duration
 	claimed, contended          uint64
 	commits, conflicts, retries uint64
+	trips                       roundTrips
 }
 
 // run times fn, called with the timer stopped, and stops it again.
 func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	before := ws.stats()
+	trips := ws.count.snapshot()
 	claimed := m.rec.CounterSum(timers.MetricSchedulerClaimed)
 	contended := m.rec.CounterSum(timers.MetricSchedulerContended)
 	b.StartTimer()
@@ -165,6 +169,8 @@ func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	m.d += time.Since(start)
 	b.StopTimer()
 	after := ws.stats()
+	t := ws.count.snapshot().sub(trips)
+	m.trips = roundTrips{m.trips.begins + t.begins, m.trips.reads + t.reads, m.trips.commits + t.commits}
 	m.claimed += m.rec.CounterSum(timers.MetricSchedulerClaimed) - claimed
 	m.contended += m.rec.CounterSum(timers.MetricSchedulerContended) - contended
 	m.commits += after.Commits - before.Commits
@@ -215,6 +221,13 @@ func BenchmarkRelayWorkers(b *testing.B) {
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(q.rows)/m.d.Seconds(), "rows/s")
+				// Round trips on a cluster, counted (see countingEngine):
+				// per row, and per source drained (one fire each).
+				rows, sources := float64(q.rows), float64(q.rows/workerRows)
+				b.ReportMetric(float64(m.trips.begins)/rows, "txns/row")
+				b.ReportMetric(float64(m.trips.reads)/rows, "reads/row")
+				b.ReportMetric(float64(m.trips.commits)/rows, "commits/row")
+				b.ReportMetric(float64(m.trips.total())/sources, "roundtrips/source")
 				m.report(b)
 			})
 		}

@@ -277,10 +277,7 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 		return nil, err
 	}
 	defer f.release()
-	if err := f.readState(ctx); err != nil {
-		return nil, err
-	}
-	if err := f.readWindow(ctx); err != nil {
+	if err := f.readStart(ctx); err != nil {
 		return nil, err
 	}
 	f.decodeWindow()

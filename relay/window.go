@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -100,14 +101,69 @@ func (f *fire) readState(ctx context.Context) error {
 	return nil
 }
 
+// readStart reads the outbox state (readState) and then the window
+// (readWindow). A fire that may make concurrent calls (Concurrency above
+// 1) reads the queue's first page from its head beside the state, which
+// saves a round trip whenever that page is the window's first (see
+// headPage).
+func (f *fire) readStart(ctx context.Context) error {
+	if f.budget.Concurrency < 2 {
+		if err := f.readState(ctx); err != nil {
+			return err
+		}
+		return f.readWindow(ctx, nil)
+	}
+	var stateErr error
+	wait := f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })
+	first, err := f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4), &f.readBuf)
+	wait()
+	if stateErr != nil {
+		return stateErr
+	}
+	if err != nil {
+		return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
+	}
+	return f.readWindow(ctx, &first)
+}
+
+// beside runs fn concurrently with the caller, through the fire's lane
+// runner, and returns the function that waits for it; a panic in fn is
+// raised again by that function.
+func (f *fire) beside(ctx context.Context, fn func(ctx context.Context)) (wait func()) {
+	r := f.runner(f.budget.Concurrency)
+	var panicked any
+	r.Go(ctx, 0, func(ctx context.Context) {
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = fmt.Sprintf("%v\n[relay]\n%s", v, debug.Stack())
+			}
+		}()
+		fn(ctx)
+	})
+	return func() {
+		r.Wait()
+		if panicked != nil {
+			panic(panicked)
+		}
+	}
+}
+
 // readWindow reads the rows after the cursor, up to the cycle's end, in
 // pages: at most 4*MaxRows rows and MaxBytes encoded bytes (a first row
 // over MaxBytes is read alone). It starts at the cursor's own key, which
 // may remain for a blocked target, so that malformed keys between it and
 // the next sequence cannot be skipped; at cursor 0, at the head of the
-// queue class, which catches malformed keys before sequence 1.
-func (f *fire) readWindow(ctx context.Context) error {
+// queue class, which catches malformed keys before sequence 1. first, when
+// not nil, is a page read from the queue's head beside the outbox state,
+// which stands for the window's first page where it can (see headPage).
+func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	limit := f.budget.MaxRows * 4
+	if first != nil && (len(first.Entries) > 0 || first.Next == nil) {
+		f.headKnown = true
+		if len(first.Entries) > 0 {
+			f.head = first.Entries[0].Key
+		}
+	}
 	if f.scan.Cursor >= f.scan.CycleEnd || limit <= 0 {
 		f.exhausted = true
 		return nil
@@ -121,39 +177,108 @@ func (f *fire) readWindow(ctx context.Context) error {
 	if f.scan.CycleEnd < ^uint64(0) {
 		end = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
 	}
-	remaining, size := limit, 0
+	w := windowReader{f: f, anchor: anchor, remaining: limit}
+	if first != nil {
+		rows, proven, next := f.headPage(first, anchor, end)
+		if rows != nil {
+			if !w.take(rows) || !f.decodeRead() {
+				return nil
+			}
+			if proven || w.remaining <= 0 {
+				f.exhausted = proven
+				return nil
+			}
+		}
+		if next != nil {
+			start, anchor, w.anchor = next, nil, nil
+		}
+	}
 	var after store.Cursor
 	for {
-		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, remaining), &f.readBuf)
+		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, w.remaining), &f.readBuf)
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
-		if after == nil && len(page.Entries) > 0 && (anchor == nil || len(f.scan.Blocked) == 0) {
+		if first == nil && after == nil && len(page.Entries) > 0 && (anchor == nil || len(f.scan.Blocked) == 0) {
 			// Only a blocked target's rows remain at or below the cursor.
 			f.head, f.headKnown = page.Entries[0].Key, true
 		}
-		for _, kv := range page.Entries {
-			remaining--
-			if anchor != nil && bytes.Equal(kv.Key, anchor) {
-				continue
-			}
-			n := len(kv.Key) + len(kv.Value)
-			if len(f.raw) > 0 && size+n > f.budget.MaxBytes {
-				f.decodeRead()
-				return nil
-			}
-			size += n
-			f.raw = append(f.raw, kv)
+		if !w.take(page.Entries) || !f.decodeRead() {
+			return nil // the byte budget, or a corrupt row, ends the window
 		}
-		if !f.decodeRead() {
-			return nil // a corrupt row ends the window
-		}
-		if remaining <= 0 || page.Next == nil {
+		if w.remaining <= 0 || page.Next == nil {
 			f.exhausted = page.Next == nil
 			return nil
 		}
 		after = page.Next
 	}
+}
+
+// headPage decides what a page read from the queue's head, beside the
+// outbox state, gives the window that runs from anchor (nil: the head) to
+// end. The page may be older than the state: rows of the cycle may have
+// been queued after it. Rows are queued in sequence order (each batch
+// guarded by the outbox sequence), so a page that shows a row shows every
+// row queued before it: its rows up to its last valid row are the
+// window's, and the cycle's are all there when it shows row CycleEnd or a
+// later one. It returns the page's rows of the window (nil when the page
+// cannot stand for the window's first page: rows remain at or below the
+// cursor), whether they prove the window exhausted, and the key to resume
+// reading after them with a fresh read (nil: the window's own start).
+func (f *fire) headPage(first *store.ScanPage, anchor, end store.Key) (rows []store.KeyValue, proven bool, next store.Key) {
+	entries := first.Entries
+	if anchor != nil && len(entries) > 0 && bytes.Compare(entries[0].Key, anchor) <= 0 {
+		return nil, false, nil
+	}
+	n := 0
+	for n < len(entries) && bytes.Compare(entries[n].Key, end) < 0 {
+		n++
+	}
+	rows = entries[:n:n]
+	if n < len(entries) {
+		// A row past the cycle's end: the page is recent enough.
+		if k, err := gen.ParseRelayKey(entries[n].Key); err == nil && k.Seq > f.scan.CycleEnd {
+			return rows, true, nil
+		}
+	} else if n > 0 {
+		if k, err := gen.ParseRelayKey(entries[n-1].Key); err == nil && k.Seq == f.scan.CycleEnd {
+			return rows, true, nil
+		}
+	}
+	if n == 0 {
+		return rows, false, nil
+	}
+	// Read on after the last row, afresh (a cursor is bound to its range).
+	return rows, false, append(bytes.Clone(entries[n-1].Key), 0x00)
+}
+
+// windowReader adds the rows of the pages read to the window, within its
+// row and byte budgets.
+type windowReader struct {
+	f         *fire
+	anchor    store.Key // the cursor's row, not the window's (nil: none)
+	remaining int       // rows the budget leaves
+	size      int       // the window's bytes
+}
+
+// take adds entries to the window and reports whether the window goes
+// on: false once a row over the byte budget ends it.
+func (w *windowReader) take(entries []store.KeyValue) bool {
+	f := w.f
+	for _, kv := range entries {
+		w.remaining--
+		if w.anchor != nil && bytes.Equal(kv.Key, w.anchor) {
+			continue
+		}
+		n := len(kv.Key) + len(kv.Value)
+		if len(f.raw) > 0 && w.size+n > f.budget.MaxBytes {
+			f.decodeRead()
+			return false
+		}
+		w.size += n
+		f.raw = append(f.raw, kv)
+	}
+	return true
 }
 
 // scanQueue reads one page of the source's queue. When the source store
