@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -339,7 +340,9 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 			}
 			prefixEnd = end
 			res.calls++
+			start := time.Now()
 			observed, hw, snapshot, err := f.snapshot(ctx, g.target, declared)
+			f.h.observe(time.Since(start))
 			if err != nil {
 				f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
 				res.failed, res.selected = true, true
@@ -365,7 +368,9 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 				return res
 			}
 			res.calls++
+			start = time.Now()
 			out, err := f.h.Target.Apply(ctx, g.target, &ln.batch)
+			f.h.observe(time.Since(start))
 			switch {
 			case err == nil && out.Committed():
 				res.completed = end

@@ -41,12 +41,15 @@
 // is ever skipped: a corrupt row stops the window, and the valid prefix
 // before it is checkpointed.
 //
-// On FoundationDB, where each read and commit waits for the cluster, a
-// fire to n targets costs: the outbox state (one read), the window (one
-// read per scan page), the queue's head for the backlog gauge only when
-// targets are blocked, per target a high-water read and a commit per
-// target batch, Concurrency targets at a time, one commit per checkpoint
-// batch before the last, and the outcome's commit.
+// On FoundationDB, where each transaction, read and commit waits for the
+// cluster, a fire waits in sequence for: the outbox state and the queue's
+// first page, read side by side; any further page of the window; the
+// targets' lanes, up to Concurrency at once, each a high-water read and a
+// commit per target batch; a commit per checkpoint batch but the last;
+// and the outcome's commit, which carries the last. It reads the queue's
+// head for the backlog gauge only when the window does not show it (rows
+// remain below the cursor for blocked targets), and it never reads the
+// queue again after the checkpoint.
 //
 // A Handler is safe for concurrent use by runs of different partitions;
 // two runs of one partition race each other's guards, which keep delivery
@@ -95,6 +98,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -143,6 +147,15 @@ const (
 	DefaultConcurrency = 8
 )
 
+// LaneWait is the average target store call below which a fire delivers
+// to its targets one after another whatever Budget.Concurrency allows: a
+// store that answers that fast (in process: the memory engine, bbolt
+// without fsync) does not wait for anything that concurrent lanes could
+// overlap, and it serializes its transactions, so lanes would only
+// contend for its lock and the CPU. A store call that waits for a disk's
+// fsync or a cluster takes longer.
+const LaneWait = 100 * time.Microsecond
+
 // DefaultLagBound is the age of a queued row past which a fire logs a
 // warning and counts telemetry.MetricRelayLagExceeded.
 const DefaultLagBound = time.Minute
@@ -167,12 +180,14 @@ type Budget struct {
 	// DefaultMaxBytes).
 	MaxBytes int
 	// Concurrency bounds the targets a fire delivers to at once, each in
-	// a goroutine of its own (default DefaultConcurrency). Each target's
-	// batches stay in sequence order, one after another; which targets
-	// take a slot of MaxTargets, the calls each may spend, where the fire
-	// pauses and which targets it blocks do not depend on the order in
-	// which concurrent deliveries finish. 1 delivers one target after
-	// another on the fire's own goroutine.
+	// a goroutine of its own (default DefaultConcurrency), and lets the
+	// fire read the outbox state and the queue's first page side by side.
+	// Each target's batches stay in sequence order, one after another;
+	// what a fire delivers, pauses at and blocks is what delivering the
+	// targets one after another gives, whatever order concurrent
+	// deliveries finish in. 1 delivers one target after another on the
+	// fire's own goroutine, as does a Handler whose target store calls
+	// have lately averaged under LaneWait.
 	Concurrency int
 }
 
@@ -207,8 +222,9 @@ func (b Budget) withDefaults() Budget {
 // producer, so that its source sequence orders every update and delete.
 // High-water rows in targets never expire.
 //
-// A Handler's fields must not change once it is registered; it is then
-// safe for concurrent use.
+// A Handler's fields must not change once it is registered, nor may it be
+// copied; it is then safe for concurrent use. It keeps one thing between
+// fires: the target store's recent call latency (see Budget.Concurrency).
 type Handler struct {
 	// Target is the store of the target partitions.
 	Target store.Store
@@ -223,8 +239,31 @@ type Handler struct {
 	LagBound time.Duration
 
 	// newLanes, when set, runs the lanes of each dispatch instead of
-	// goroutines (tests: a deterministic schedule).
+	// goroutines, whatever the calls' latency (tests: a deterministic
+	// schedule).
 	newLanes func() laneRunner
+	// callNs is a moving average of the target store's call latency, in
+	// nanoseconds (0: none measured yet).
+	callNs atomic.Int64
+}
+
+// observe adds one target store call's latency to the moving average.
+func (h *Handler) observe(d time.Duration) {
+	old := h.callNs.Load()
+	if old == 0 {
+		h.callNs.Store(max(int64(d), 1))
+		return
+	}
+	// A lost update between two fires only loses a sample.
+	h.callNs.Store(max(old+(int64(d)-old)/8, 1))
+}
+
+// callsWait reports whether the target store's calls have lately waited
+// long enough for concurrent lanes to overlap them (or none was measured
+// yet).
+func (h *Handler) callsWait() bool {
+	ns := h.callNs.Load()
+	return ns == 0 || ns >= int64(LaneWait)
 }
 
 var _ timers.Handler = (*Handler)(nil)
@@ -350,6 +389,9 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	}
 	if h.LagBound > 0 {
 		f.lagBoundMs = uint64(h.LagBound / time.Millisecond)
+	}
+	if f.budget.Concurrency > 1 && h.newLanes == nil && !h.callsWait() {
+		f.budget.Concurrency = 1
 	}
 	return f, nil
 }
