@@ -36,7 +36,7 @@ func (c *countingEngine) Begin(ctx context.Context) (fdblayer.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingTxn{Txn: t, c: c}, nil
+	return &countingTxn{countingReadTxn: countingReadTxn{ReadTxn: t, c: c}, txn: t}, nil
 }
 
 func (c *countingEngine) BeginRead(ctx context.Context) (fdblayer.ReadTxn, error) {
@@ -48,6 +48,8 @@ func (c *countingEngine) BeginRead(ctx context.Context) (fdblayer.ReadTxn, error
 	return &countingReadTxn{ReadTxn: t, c: c}, nil
 }
 
+// countingReadTxn counts a transaction's reads, and its retries as
+// transactions begun.
 type countingReadTxn struct {
 	fdblayer.ReadTxn
 	c *countingEngine
@@ -63,48 +65,39 @@ func (t *countingReadTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, l
 	return t.ReadTxn.GetRange(dst, begin, end, limit)
 }
 
-type countingTxn struct {
-	fdblayer.Txn
-	c      *countingEngine
-	writes bool
-}
-
-func (t *countingTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
-	t.c.reads.Add(1)
-	return t.Txn.GetMany(dst, keys)
-}
-
-func (t *countingTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) ([]fdblayer.KeyValue, error) {
-	t.c.reads.Add(1)
-	return t.Txn.GetRange(dst, begin, end, limit)
-}
-
-func (t *countingTxn) Set(key, value []byte) { t.writes = true; t.Txn.Set(key, value) }
-
-func (t *countingTxn) Clear(key []byte) { t.writes = true; t.Txn.Clear(key) }
-
-func (t *countingTxn) Commit() error {
-	if t.writes {
-		t.c.commits.Add(1)
-	}
-	return t.Txn.Commit()
-}
-
-// OnError resets the transaction to a fresh snapshot with no writes: a
-// retry begins again.
-func (t *countingTxn) OnError(err error) error {
-	if err := t.Txn.OnError(err); err != nil {
-		return err
-	}
-	t.writes = false
-	t.c.begins.Add(1)
-	return nil
-}
-
+// OnError resets the transaction to a fresh snapshot: a retry begins
+// again.
 func (t *countingReadTxn) OnError(err error) error {
 	if err := t.ReadTxn.OnError(err); err != nil {
 		return err
 	}
 	t.c.begins.Add(1)
+	return nil
+}
+
+// countingTxn counts, besides, the commits that write.
+type countingTxn struct {
+	countingReadTxn
+	txn    fdblayer.Txn
+	writes bool
+}
+
+func (t *countingTxn) Set(key, value []byte) { t.writes = true; t.txn.Set(key, value) }
+
+func (t *countingTxn) Clear(key []byte) { t.writes = true; t.txn.Clear(key) }
+
+func (t *countingTxn) Commit() error {
+	if t.writes {
+		t.c.commits.Add(1)
+	}
+	return t.txn.Commit()
+}
+
+// OnError also drops the writes, as the reset does.
+func (t *countingTxn) OnError(err error) error {
+	if err := t.countingReadTxn.OnError(err); err != nil {
+		return err
+	}
+	t.writes = false
 	return nil
 }

@@ -34,7 +34,9 @@ import (
 // the concurrency and whatever order the lanes finish in: concurrency
 // changes when target batches are applied, never which. Near a budget or
 // the cap, and with MaxTargetCalls set, lanes therefore run one after
-// another.
+// another; so do they while the target store answers in under LaneWait on
+// average (see Budget.Concurrency), where they would only contend for its
+// lock and the CPU.
 
 // dispatched is what delivery did with the window.
 type dispatched struct {

@@ -113,10 +113,14 @@ func (f *fire) readStart(ctx context.Context) error {
 		}
 		return f.readWindow(ctx, nil)
 	}
-	var stateErr error
-	wait := f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })
-	first, err := f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4), &f.readBuf)
-	wait()
+	var stateErr, err error
+	var first store.ScanPage
+	func() {
+		// Wait even when the scan panics: the state is read into the
+		// fire's scratch, which the fire releases as it ends.
+		defer f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })()
+		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4), &f.readBuf)
+	}()
 	if stateErr != nil {
 		return stateErr
 	}
