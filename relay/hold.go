@@ -9,10 +9,10 @@ import (
 )
 
 // Bounds of the hold on a source whose window a corrupt row stops: the
-// first fire that finds the row moves the relay timer CorruptHoldMin
+// first fire that finds the row moves the relay timer [CorruptHoldMin]
 // later, each later fire that still finds a corrupt row twice as far as
-// the one before, up to CorruptHoldMax (see Corrupt rows in the package
-// doc).
+// the one before, up to [CorruptHoldMax] (see Corrupt rows in the package
+// doc). The hold is kept in the timer's value, a [gen.RelayTimerV1].
 const (
 	CorruptHoldMin = time.Second
 	CorruptHoldMax = 5 * time.Minute

@@ -148,7 +148,7 @@ const (
 )
 
 // LaneWait is the average target store call below which a fire delivers
-// to its targets one after another whatever Budget.Concurrency allows: a
+// to its targets one after another whatever [Budget.Concurrency] allows: a
 // store that answers that fast (in process: the memory engine, bbolt
 // without fsync) does not wait for anything that concurrent lanes could
 // overlap, and it serializes its transactions, so lanes would only
@@ -180,14 +180,14 @@ type Budget struct {
 	// DefaultMaxBytes).
 	MaxBytes int
 	// Concurrency bounds the targets a fire delivers to at once, each in
-	// a goroutine of its own (default DefaultConcurrency), and lets the
+	// a goroutine of its own (default [DefaultConcurrency]), and lets the
 	// fire read the outbox state and the queue's first page side by side.
 	// Each target's batches stay in sequence order, one after another;
 	// what a fire delivers, pauses at and blocks is what delivering the
 	// targets one after another gives, whatever order concurrent
 	// deliveries finish in. 1 delivers one target after another on the
 	// fire's own goroutine, as does a Handler whose target store calls
-	// have lately averaged under LaneWait.
+	// have lately averaged under [LaneWait].
 	Concurrency int
 }
 
@@ -291,8 +291,8 @@ var (
 //     timers.RetryBackoffMs after it when it did not (and always after the
 //     timer's own due time), while rows remain queued, blocked or not yet
 //     scanned in this cycle;
-//   - Reschedule after a hold that grows from CorruptHoldMin to
-//     CorruptHoldMax, the hold in the timer's value, when a corrupt row
+//   - Reschedule after a hold that grows from [CorruptHoldMin] to
+//     [CorruptHoldMax], the hold in the timer's value, when a corrupt row
 //     stopped the window (the valid prefix before it is checkpointed; the
 //     row is logged and never skipped; see Corrupt rows in the package doc);
 //   - Done when no row remains, guarded by the outbox sequence still
