@@ -119,7 +119,8 @@ func (f *fire) readStart(ctx context.Context) error {
 		// Wait even when the scan panics: the state is read into the
 		// fire's scratch, which the fire releases as it ends.
 		defer f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })()
-		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4), &f.readBuf)
+		// One row more than the window's first page: see headPage.
+		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4)+1, &f.readBuf)
 	}()
 	if stateErr != nil {
 		return stateErr
@@ -183,17 +184,14 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	}
 	w := windowReader{f: f, anchor: anchor, remaining: limit}
 	if first != nil {
-		rows, proven, next := f.headPage(first, anchor, end)
-		if rows != nil {
+		if rows, exhausted, next, ok := f.headPage(first, anchor, end, min(ScanPageRows, limit)); ok {
 			if !w.take(rows) || !f.decodeRead() {
 				return nil
 			}
-			if proven || w.remaining <= 0 {
-				f.exhausted = proven
+			if exhausted || w.remaining <= 0 {
+				f.exhausted = exhausted
 				return nil
 			}
-		}
-		if next != nil {
 			start, anchor, w.anchor = next, nil, nil
 		}
 	}
@@ -218,42 +216,44 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	}
 }
 
-// headPage decides what a page read from the queue's head, beside the
-// outbox state, gives the window that runs from anchor (nil: the head) to
-// end. The page may be older than the state: rows of the cycle may have
-// been queued after it. Rows are queued in sequence order (each batch
-// guarded by the outbox sequence), so a page that shows a row shows every
-// row queued before it: its rows up to its last valid row are the
-// window's, and the cycle's are all there when it shows row CycleEnd or a
-// later one. It returns the page's rows of the window (nil when the page
-// cannot stand for the window's first page: rows remain at or below the
-// cursor), whether they prove the window exhausted, and the key to resume
-// reading after them with a fresh read (nil: the window's own start).
-func (f *fire) headPage(first *store.ScanPage, anchor, end store.Key) (rows []store.KeyValue, proven bool, next store.Key) {
+// headPage decides whether a page read from the queue's head, beside the
+// outbox state, can stand for the first page of the window that runs from
+// anchor (nil: the head) to end, pageRows rows: the page was read with
+// one row more, to see what follows them. It may be older than the state:
+// rows of the cycle may have been queued after it. Rows are queued in
+// sequence order (each batch guarded by the outbox sequence), so a page
+// that shows a row shows every row queued before it. It stands for the
+// window's first page (ok) when no row remains at or below the cursor
+// and either more of the window's rows follow its first pageRows (which
+// are then the window's first page; next is where to read on, afresh: a
+// cursor is bound to its range) or it shows the whole cycle, down to row
+// CycleEnd or a row past it (the window is then exhausted). Otherwise the
+// window is read as if there were no such page.
+func (f *fire) headPage(first *store.ScanPage, anchor, end store.Key, pageRows int) (rows []store.KeyValue, exhausted bool, next store.Key, ok bool) {
 	entries := first.Entries
 	if anchor != nil && len(entries) > 0 && bytes.Compare(entries[0].Key, anchor) <= 0 {
-		return nil, false, nil
+		return nil, false, nil, false
 	}
 	n := 0
 	for n < len(entries) && bytes.Compare(entries[n].Key, end) < 0 {
 		n++
 	}
-	rows = entries[:n:n]
+	if n > pageRows {
+		return entries[:pageRows:pageRows], false, append(bytes.Clone(entries[pageRows-1].Key), 0x00), true
+	}
+	// No row of the window follows the page's n (fewer entries than the
+	// page's limit mean none at all): true of the state beside it only if
+	// the page shows the whole cycle.
 	if n < len(entries) {
-		// A row past the cycle's end: the page is recent enough.
 		if k, err := gen.ParseRelayKey(entries[n].Key); err == nil && k.Seq > f.scan.CycleEnd {
-			return rows, true, nil
+			return entries[:n:n], true, nil, true
 		}
 	} else if n > 0 {
 		if k, err := gen.ParseRelayKey(entries[n-1].Key); err == nil && k.Seq == f.scan.CycleEnd {
-			return rows, true, nil
+			return entries[:n:n], true, nil, true
 		}
 	}
-	if n == 0 {
-		return rows, false, nil
-	}
-	// Read on after the last row, afresh (a cursor is bound to its range).
-	return rows, false, append(bytes.Clone(entries[n-1].Key), 0x00)
+	return nil, false, nil, false
 }
 
 // windowReader adds the rows of the pages read to the window, within its
