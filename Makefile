@@ -7,7 +7,7 @@ FUZZPKG   ?= ./...
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
-.PHONY: all generate test fuzz bench lint test-fdb check-generated
+.PHONY: all generate test test-readme fuzz bench lint test-fdb check-generated
 
 all: lint test
 
@@ -17,11 +17,25 @@ generate:
 
 ## test: the README's test command; CI runs exactly this (.ci/run). It also
 ## vets and tests bench/codecs, the nested module that holds gen's codecs
-## byte-identical to its hand-written baseline.
+## byte-identical to its hand-written baseline, and ends with test-readme.
+## go test ./... runs no benchmark, fuzzing or README command: each test
+## binary stays within a few minutes on a loaded 2-core machine.
 test: lint
 	$(GO) test -race -count=1 ./...
 	$(GO) -C bench/codecs vet ./...
 	$(GO) -C bench/codecs test -count=1 ./...
+	$(MAKE) --no-print-directory test-readme
+
+## test-readme: run every command of the README: the demo, the quick start
+## as a module of its own, each benchmark command for one iteration (make
+## bench: every benchmark once), make fuzz on one package, make generate's
+## check (see internal/readme). Plain go test only checks that each command
+## is covered; MKITFDB_README_COMMANDS=1 makes it run them, within
+## README_TIMEOUT for the whole step (each command is killed a minute
+## before, and the failure names it).
+README_TIMEOUT ?= 8m
+test-readme:
+	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -timeout $(README_TIMEOUT) ./internal/readme
 
 ## fuzz: every native fuzz target (of FUZZPKG) for FUZZTIME each (default
 ## 10s); fails only on a real failure (see scripts/fuzz.sh)
