@@ -32,14 +32,16 @@ func (w manualWaiter) Wait(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// TestResumeAfterKillWaitsOutLeasesAtPollRate: a run killed while its
-// scheduler held the sources' leases leaves them held for
-// DefaultLeaseDuration; the next run waits them out as Scheduler.Run
-// does, a tick per PollInterval, so it takes at most twice the ticks of a
-// resume of the same database whose leases were not held, and ends after
-// the leases expired. Time is a manual clock that only the scheduler's
-// waits move: no tick count depends on the machine's speed, and a run
-// that ticks without waiting never ends (the test's deadline fails it).
+// TestResumeAfterKillWaitsOutLeasesAtPollRate: a scheduler that died
+// holding the sources' leases leaves them held for DefaultLeaseDuration.
+// When it was a demo's, the next demo takes them back at once (one owner
+// name for every run). When it was another's, the next run waits them out
+// as Scheduler.Run does, a tick per PollInterval, so it takes at most
+// twice the ticks of a resume of the same database whose leases were not
+// held, and ends after the leases expired. Time is a manual clock that
+// only the scheduler's waits move: no tick count depends on the machine's
+// speed, and a run that ticks without waiting never ends (the test's
+// deadline fails it).
 func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 	const t0 = 1_700_000_000_000 // ms
 	dir := t.TempDir()
@@ -66,12 +68,14 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	clean := filepath.Join(dir, "clean.db")
+	clean, demoKilled := filepath.Join(dir, "clean.db"), filepath.Join(dir, "demo-killed.db")
 	copyFile(t, killed, clean)
 
 	// ... or dies with the sources claimed: its scheduler's claims commit,
-	// and nothing after them does.
-	holdLeases(t, killed, clock.NewManualMs(t0), p.sources)
+	// and nothing after them does. A demo's scheduler, or another's.
+	copyFile(t, killed, demoKilled)
+	holdLeases(t, demoKilled, clock.NewManualMs(t0), p.sources, schedulerOwner)
+	holdLeases(t, killed, clock.NewManualMs(t0), p.sources, "another")
 
 	// resume runs the demo on db, as `demo -db db -nosync` would, on a
 	// manual clock at t0 that only the scheduler's waits move; it returns
@@ -102,10 +106,16 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 		return n, clk.Now().Sub(clock.FromMs(t0))
 	}
 	cleanTicks, cleanWaited := resume(clean)
+	demoTicks, demoWaited := resume(demoKilled)
 	killedTicks, killedWaited := resume(killed)
-	t.Logf("ticks: %d after a clean stop, %d after a kill; waited %v and %v", cleanTicks, killedTicks, cleanWaited, killedWaited)
-	if killedWaited < timers.DefaultLeaseDuration || cleanWaited >= timers.DefaultLeaseDuration {
-		t.Errorf("the resumes waited %v (killed) and %v (clean): the killed run's leases were not what held the second back", killedWaited, cleanWaited)
+	t.Logf("ticks: %d after a clean stop, %d after a demo was killed, %d after another scheduler was; waited %v, %v and %v",
+		cleanTicks, demoTicks, killedTicks, cleanWaited, demoWaited, killedWaited)
+	if cleanWaited >= timers.DefaultLeaseDuration || demoWaited >= timers.DefaultLeaseDuration || killedWaited < timers.DefaultLeaseDuration {
+		t.Errorf("the resumes waited %v (clean), %v (a demo killed) and %v (another scheduler killed): want only the last held back by the leases",
+			cleanWaited, demoWaited, killedWaited)
+	}
+	if demoTicks > cleanTicks+1 {
+		t.Errorf("the resume after a demo was killed took %d ticks, the clean one %d: want no more than one more", demoTicks, cleanTicks)
 	}
 	// A tick per PollInterval while the leases are held, and one more
 	// when they expire.
@@ -115,11 +125,11 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 	}
 }
 
-// holdLeases plays a scheduler that dies holding the leases of the
-// database's sources: one tick of a Scheduler at clk's time of which only
+// holdLeases plays a scheduler named owner that dies holding the leases of
+// the database's sources: one tick of a Scheduler at clk's time of which only
 // the first batch in each source commits (its claim) and every other batch
 // fails, as if the process died after claiming.
-func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int) {
+func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner string) {
 	t.Helper()
 	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: true, MustExist: true})
 	if err != nil {
@@ -159,7 +169,7 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int) {
 		t.Fatal(err)
 	}
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
-		Store: faults, Registry: reg, Clock: clk, Workers: 1, Owner: "killed",
+		Store: faults, Registry: reg, Clock: clk, Workers: 1, Owner: owner,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

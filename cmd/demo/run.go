@@ -104,8 +104,9 @@ func run(ctx context.Context, c config, log *slog.Logger, out *output) (err erro
 // empty. The scheduler is the library's own loop (Scheduler.Run): after a
 // tick that claimed a partition it ticks again at once; after one that
 // claimed nothing it waits until the next wake time, at most PollInterval,
-// so that leases a killed run left behind are waited out at a poll a
-// second, not in a busy loop. Run ends at one of those waits once the
+// so that leases held by a scheduler that died (of another program: a
+// killed demo's are the demo's own, schedulerOwner) are waited out at a
+// poll a second, not in a busy loop. Run ends at one of those waits once the
 // writers are done and the queues empty (untilDrained). A tick that fails
 // is logged and retried after PollInterval, as in any service, within
 // -timeout.
@@ -118,7 +119,7 @@ func relayAll(ctx context.Context, s store.Store, c config, p plan, log *slog.Lo
 	var n counter
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
 		Store: s, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
-		Workers: c.workers, Clock: c.clock, Metrics: &n, Logger: log,
+		Owner: schedulerOwner, Workers: c.workers, Clock: c.clock, Metrics: &n, Logger: log,
 		Waiter: untilDrained{waiter: c.waiter, writing: writing, werr: werr, s: s, p: p},
 	})
 	if err != nil {
@@ -135,6 +136,13 @@ func relayAll(ctx context.Context, s store.Store, c config, p plan, log *slog.Lo
 	// Run returns nil only once ctx has ended.
 	return ticks, fires, ctx.Err()
 }
+
+// schedulerOwner is the demo's Scheduler in the leases it writes. One
+// name for every run: a run killed while it held leases is followed by a
+// run that takes them back at once, instead of waiting out
+// DefaultLeaseDuration; only one demo at a time opens a database (bbolt's
+// file lock), so no two schedulers of that name ever share one.
+const schedulerOwner = "mkitfdb-demo"
 
 // errDrained ends Scheduler.Run: the writers are done and the queues are
 // empty.
