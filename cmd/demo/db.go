@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	berrors "go.etcd.io/bbolt/errors"
+
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -116,7 +118,7 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 	}
 	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait})
 	if err != nil {
-		return nil, pathError(err)
+		return nil, pathError(path, err)
 	}
 	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
@@ -132,7 +134,7 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
 	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: true})
 	if err != nil {
-		return nil, pathError(err)
+		return nil, pathError(path, err)
 	}
 	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
@@ -150,13 +152,37 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 	return &database{Layer: l, path: path, plan: p, raw: raw}, nil
 }
 
-// pathError adds to an open error what the user can do about it.
-func pathError(err error) error {
-	if errors.Is(err, fdblayer.ErrLocked) {
+// pathError adds to an error of opening path what the user can do about
+// it. A file bbolt cannot read (fdblayer's store.ErrCorrupt) is said to be
+// no database of this demo, with bbolt's reason, rather than "corrupt
+// data": the file at -db is most likely something else of the user's.
+func pathError(path string, err error) error {
+	switch {
+	case errors.Is(err, fdblayer.ErrLocked):
 		return fmt.Errorf("%w; is another demo running on it?", err)
+	case !errors.Is(err, store.ErrCorrupt):
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
-	return fmt.Errorf("%w; nothing was changed", err)
+	why := "a bbolt database of another program"
+	switch {
+	case errors.Is(err, berrors.ErrInvalid):
+		why = "not a bbolt database at all"
+	case errors.Is(err, berrors.ErrVersionMismatch):
+		why = "a bbolt database of a format version this demo cannot read"
+	case errors.Is(err, berrors.ErrChecksum):
+		why = "a file whose bbolt header fails its checksum: a damaged database, or another program's file"
+	}
+	return notDemoDB{msg: fmt.Sprintf("%s is not a database of this demo (%s); nothing was changed: pass another -db", path, why), err: err}
 }
+
+// notDemoDB is an open error (store.ErrCorrupt) said in the demo's words.
+type notDemoDB struct {
+	msg string
+	err error
+}
+
+func (e notDemoDB) Error() string { return e.msg }
+func (e notDemoDB) Unwrap() error { return e.err }
 
 // start records this run in the plan: a new database gets the flags' plan,
 // a finished one -rows more per source, an interrupted one is resumed as it
