@@ -116,7 +116,7 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 	if exists {
 		return openExisting(ctx, path, c, log)
 	}
-	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait})
+	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, false))
 	if err != nil {
 		return nil, pathError(path, err)
 	}
@@ -132,7 +132,7 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 // openExisting opens a database an earlier demo wrote, refusing anything
 // else at path without writing to it.
 func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
-	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: true})
+	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, true))
 	if err != nil {
 		return nil, pathError(path, err)
 	}
@@ -150,6 +150,15 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 		return nil, err
 	}
 	return &database{Layer: l, path: path, plan: p, raw: raw}, nil
+}
+
+// boltOptions are the demo's: no wait for another demo's lock, and pages
+// filled to the brim, since its keys arrive in order (every source's
+// relay rows, and every target's rows from each source, in sequence):
+// with bbolt's default, pages split half full stay half full and the file
+// is twice the size.
+func boltOptions(c config, mustExist bool) fdblayer.BoltOptions {
+	return fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: mustExist, FillPercent: 1}
 }
 
 // pathError adds to an error of opening path what the user can do about

@@ -164,3 +164,33 @@ func damaged(t *testing.T, path string) string {
 	}
 	return path
 }
+
+// TestDatabasePagesAreFull: the demo's keys arrive in order, so the pages
+// bbolt splits are filled to the brim (boltOptions): with bbolt's default
+// they would stay half empty, and the file twice the size.
+func TestDatabasePagesAreFull(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	if code, out, errOut := runDemo(t, t.Context(), "-db", db, "-sources", "2", "-targets", "4", "-rows", "1000", "-nosync"); code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	b, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.View(func(tx *bolt.Tx) error {
+		var s bolt.BucketStats
+		if err := tx.ForEach(func(_ []byte, b *bolt.Bucket) error { s.Add(b.Stats()); return nil }); err != nil {
+			return err
+		}
+		fill := float64(s.LeafInuse) / float64(s.LeafAlloc)
+		t.Logf("%d keys in %d leaf pages, %.0f%% in use", s.KeyN, s.LeafPageN, 100*fill)
+		if fill < 0.8 {
+			t.Errorf("leaf pages are %.0f%% full, want at least 80%%", 100*fill)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
