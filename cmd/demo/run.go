@@ -115,16 +115,16 @@ func relayAll(ctx context.Context, s store.Store, c config, p plan, log *slog.Lo
 	if err != nil {
 		return 0, 0, err
 	}
-	writing, werr := queueAll(ctx, s, c, p)
 	var n counter
+	wait := &untilDrained{waiter: c.waiter, s: s, p: p}
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
 		Store: s, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
-		Owner: schedulerOwner, Workers: c.workers, Clock: c.clock, Metrics: &n, Logger: log,
-		Waiter: untilDrained{waiter: c.waiter, writing: writing, werr: werr, s: s, p: p},
+		Owner: schedulerOwner, Workers: c.workers, Clock: c.clock, Metrics: &n, Logger: log, Waiter: wait,
 	})
 	if err != nil {
 		return 0, 0, err
 	}
+	wait.writing, wait.werr = queueAll(ctx, s, c, p)
 	err = sched.Run(ctx)
 	ticks, fires = int(n.ticks.Load()), int(n.fires.Load())
 	switch {
@@ -160,7 +160,7 @@ type untilDrained struct {
 	p       plan
 }
 
-func (w untilDrained) Wait(ctx context.Context, d time.Duration) error {
+func (w *untilDrained) Wait(ctx context.Context, d time.Duration) error {
 	select {
 	case <-w.writing:
 		if err := w.werr(); err != nil {
