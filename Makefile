@@ -33,7 +33,7 @@ test: lint
 ## is covered; MKITFDB_README_COMMANDS=1 makes it run them. README_TIMEOUT
 ## bounds the whole step, so that a hung command fails it (killed a minute
 ## before, the failure naming it) long before CI's limit; it is generous,
-## since the step takes 1.5 min warm and 4 min cold on 2 loaded cores, and
+## since the step takes 1 min warm and 3 to 4 min cold on 2 loaded cores, and
 ## a time limit must not fail a slow machine.
 README_TIMEOUT ?= 20m
 test-readme:
