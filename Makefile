@@ -7,7 +7,7 @@ FUZZPKG   ?= ./...
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
-.PHONY: all generate test fuzz bench lint test-fdb check-generated
+.PHONY: all generate test test-readme fuzz bench lint test-fdb check-generated
 
 all: lint test
 
@@ -18,13 +18,30 @@ generate:
 ## test: the README's test command; CI runs exactly this (.ci/run). It also
 ## vets and tests the nested benchmark modules: bench/codecs, which holds
 ## gen's codecs byte-identical to its hand-written baseline, and bench/river,
-## whose harness must fire every timer and River job exactly once.
+## whose harness must fire every timer and River job exactly once; and ends
+## with test-readme. go test ./... runs no benchmark, fuzzing or README
+## command: each test binary stays within a few minutes on a loaded 2-core
+## machine.
 test: lint
 	$(GO) test -race -count=1 ./...
 	$(GO) -C bench/codecs vet ./...
 	$(GO) -C bench/codecs test -count=1 ./...
 	$(GO) -C bench/river vet ./...
 	$(GO) -C bench/river test -count=1 ./...
+	$(MAKE) --no-print-directory test-readme
+
+## test-readme: run every command of the README: the demo, the quick start
+## as a module of its own, each benchmark command for one iteration (make
+## bench: every benchmark once), make fuzz on one package, make generate's
+## check (see internal/readme). Plain go test only checks that each command
+## is covered; MKITFDB_README_COMMANDS=1 makes it run them. README_TIMEOUT
+## bounds the whole step, so that a hung command fails it (killed a minute
+## before, the failure naming it) long before CI's limit; it is generous,
+## since the step takes 1 min warm and 3 to 4 min cold on 2 loaded cores, and
+## a time limit must not fail a slow machine.
+README_TIMEOUT ?= 20m
+test-readme:
+	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -timeout $(README_TIMEOUT) ./internal/readme
 
 ## fuzz: every native fuzz target (of FUZZPKG) for FUZZTIME each (default
 ## 10s); fails only on a real failure (see scripts/fuzz.sh)

@@ -25,7 +25,8 @@ import (
 // write transaction while it holds a read transaction open: bbolt may
 // need to remap the file, which waits for readers.
 type BoltEngine struct {
-	db *bolt.DB
+	db          *bolt.DB
+	fillPercent float64 // BoltOptions.FillPercent; 0: bbolt's default
 }
 
 // boltBucket names the one bucket.
@@ -55,6 +56,9 @@ func (e *BoltEngine) begin(ctx context.Context, writable bool) (*boltTxn, error)
 	if b == nil {
 		_ = tx.Rollback()
 		return nil, fmt.Errorf("fdblayer: bbolt: %w: bucket %q is missing", store.ErrCorrupt, boltBucket)
+	}
+	if writable && e.fillPercent != 0 {
+		b.FillPercent = e.fillPercent
 	}
 	return &boltTxn{ctx: ctx, tx: tx, b: b}, nil
 }

@@ -35,6 +35,15 @@ type BoltOptions struct {
 	LockTimeout time.Duration
 	// FileMode is the mode of a new file; zero means 0600.
 	FileMode os.FileMode
+	// FillPercent is how full bbolt fills the pages it splits, in
+	// (0, 1]; zero means bbolt's default, 0.5. Pages split half full stay
+	// half full when keys arrive in order (the pages left of an insert
+	// point are never written again), which doubles the file of a store
+	// whose partitions grow at their ends (queues, sequences, times); set
+	// 1 for such a store. Keep the default where keys arrive in random
+	// order: there 1 leaves more pages half empty than 0.5 does. It is not
+	// stored in the file: each open chooses anew.
+	FillPercent float64
 	// MustExist opens only a database this library already wrote: the
 	// file is neither created nor initialised, and a missing or empty file,
 	// or a bbolt file without the library's bucket, is an error wrapping
@@ -61,8 +70,12 @@ type BoltOptions struct {
 //   - store.ErrUnavailable: any other failure to open or initialise it.
 //
 // A path that fails a check is left as it was: nothing is created, written
-// or removed.
+// or removed. A FillPercent out of [0, 1] is an error wrapping
+// store.ErrInvalid.
 func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
+	if !(o.FillPercent >= 0 && o.FillPercent <= 1) {
+		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: FillPercent %v is out of [0, 1]", path, store.ErrInvalid, o.FillPercent)
+	}
 	if err := checkBoltPath(path, o.MustExist); err != nil {
 		return nil, err
 	}
@@ -117,7 +130,7 @@ func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
 			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
 		}
 	}
-	return &BoltEngine{db: db}, nil
+	return &BoltEngine{db: db, fillPercent: o.FillPercent}, nil
 }
 
 // checkBoltPath rejects, before anything is opened, a path whose directory

@@ -1,11 +1,14 @@
 package fdblayer
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -55,4 +58,47 @@ func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrUnknownResult)
 	require.NotErrorIs(t, err, store.ErrUnavailable)
 	_ = l.Close() // the broken file cannot close cleanly
+}
+
+// TestBoltFillPercent: keys put in order fill the pages bbolt splits to
+// BoltOptions.FillPercent, so FillPercent 1 packs such a file about twice
+// as densely as bbolt's default; a FillPercent out of [0, 1] is refused
+// before anything is created.
+func TestBoltFillPercent(t *testing.T) {
+	leafFill := func(fill float64) float64 {
+		path := filepath.Join(t.TempDir(), "fill.bbolt")
+		e, err := OpenBoltEngine(path, BoltOptions{NoSync: true, FillPercent: fill})
+		require.NoError(t, err)
+		l, err := Open(e)
+		require.NoError(t, err)
+		defer l.Close()
+		value := make([]byte, 256)
+		for i := range 40 {
+			b := store.NewBatch()
+			for j := range 50 {
+				b.Put(store.Key(fmt.Sprintf("row/%08d", i*50+j)), value)
+			}
+			_, err := l.Apply(t.Context(), testPartition("p"), b)
+			require.NoError(t, err)
+		}
+		var s bolt.BucketStats
+		require.NoError(t, e.db.View(func(tx *bolt.Tx) error {
+			s = tx.Bucket(boltBucket).Stats()
+			return nil
+		}))
+		return float64(s.LeafInuse) / float64(s.LeafAlloc)
+	}
+	def, full := leafFill(0), leafFill(1)
+	t.Logf("leaf pages in use: %.0f%% with bbolt's default, %.0f%% with FillPercent 1", 100*def, 100*full)
+	require.Less(t, def, 0.6, "bbolt's default splits pages half full")
+	require.Greater(t, full, 0.85, "FillPercent 1 fills the pages it splits")
+
+	for _, bad := range []float64{-0.5, 1.5, math.NaN(), math.Inf(1)} {
+		path := filepath.Join(t.TempDir(), "bad.bbolt")
+		_, err := OpenBoltEngine(path, BoltOptions{FillPercent: bad})
+		require.ErrorIs(t, err, store.ErrInvalid, "FillPercent %v", bad)
+		require.ErrorContains(t, err, "FillPercent")
+		_, statErr := os.Stat(path)
+		require.ErrorIs(t, statErr, os.ErrNotExist, "FillPercent %v created the file", bad)
+	}
 }

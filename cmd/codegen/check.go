@@ -9,11 +9,12 @@ func check(s *schema, errs *schemaErrors) {
 	owner := map[*decl]*decl{} // variant struct -> its union
 	for _, d := range s.Decls {
 		if d.Key {
-			if prev, dup := tags[d.Tag]; dup {
+			// Tag 0 is a tag the loader found missing or out of range
+			// (keyTagRange) and reported.
+			if prev, dup := tags[d.Tag]; dup && d.Tag != 0 {
 				errs.add(d.Pos, "key %s: tag %d already used by %s", d.Name, d.Tag, prev.Name)
 			}
 			tags[d.Tag] = d
-			checkKeyTag(s, d, errs)
 			for _, f := range d.Fields {
 				checkKeyField(d, f, errs)
 			}
@@ -37,9 +38,6 @@ func check(s *schema, errs *schemaErrors) {
 			for _, f := range d.Fields {
 				checkRecordField(d, f, errs)
 			}
-		}
-		if d.Record && d.Version == 0 {
-			errs.add(d.Pos, "record %s: version must be at least 1", d.Name)
 		}
 	}
 	for _, d := range s.Decls {
@@ -66,7 +64,7 @@ func checkUnion(d *decl, owner map[*decl]*decl, errs *schemaErrors) {
 		}
 		owner[v.Type] = d
 		if d.Partition {
-			if v.KindName == "" {
+			if v.KindName == "" && !v.guessed["kind"] {
 				errs.add(v.Pos, "partition union %s: variant %s needs kind=name", d.Name, v.Name)
 			} else if prev, dup := kinds[v.KindName]; dup {
 				errs.add(v.Pos, "partition union %s: variants %s and %s share kind %q", d.Name, prev, v.Name, v.KindName)
@@ -86,14 +84,14 @@ func checkRecordField(d *decl, f *field, errs *schemaErrors) {
 	}
 	where := fmt.Sprintf("%s.%s", d.Name, f.Name)
 	bounded := t.Kind == refBytes || t.Kind == refSlice || (t.Kind == refPrim && t.Prim == "string")
-	if bounded && !f.HasMax {
+	if bounded && !f.HasMax && !f.guessed["max"] {
 		errs.add(f.Pos, "%s: needs a bound (mk:\"max=N\"): records are bounded by construction", where)
 	}
 	if !bounded && f.HasMax {
 		errs.add(f.Pos, "%s: max= applies to strings, []byte and slices only", where)
 	}
 	sizedElems := t.Kind == refSlice && t.Elem != nil && (t.Elem.Kind == refBytes || t.Elem.Kind == refPrim && t.Elem.Prim == "string")
-	if sizedElems && !f.HasElemMax {
+	if sizedElems && !f.HasElemMax && !f.guessed["elem_max"] {
 		errs.add(f.Pos, "%s: a slice of strings or []byte needs elem_max=N, the bound of each element", where)
 	}
 	if f.HasElemMax && !sizedElems {
@@ -161,7 +159,7 @@ func checkKeyField(d *decl, f *field, errs *schemaErrors) {
 	where := fmt.Sprintf("key %s.%s", d.Name, f.Name)
 	switch {
 	case t.Kind == refPrim && t.Prim == "string", t.Kind == refBytes:
-		if !f.HasMax {
+		if !f.HasMax && !f.guessed["max"] {
 			errs.add(f.Pos, "%s: needs a bound (mk:\"max=N\")", where)
 		}
 	case t.Kind == refPrim:

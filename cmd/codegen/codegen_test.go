@@ -145,9 +145,9 @@ func TestNamespaceAndReservedRangeMistakes(t *testing.T) {
 		{"reserved namespace", "", "//mk:namespace mkit\npackage schema\n", 1, `namespace "mkit": namespaces starting with "mkit" are reserved for the library's schema`},
 		{"reserved namespace prefix", "example.com/shop", "//mk:namespace mkitshop\npackage schema\n", 1, `namespace "mkitshop": namespaces starting with "mkit" are reserved`},
 		{"reserved namespace in the library's module, another package", lib + "/other", "//mk:namespace mkit\npackage schema\n", 1, "reserved for the library's schema"},
-		{"reserved key tag", "example.com/shop", "//mk:namespace shop\npackage schema\n\n//mk:key tag=99\ntype K struct{}\n", 5, "key K: tag 99 is reserved for the library's key classes (1-99); an importing schema's key classes use tags 100 and above"},
-		{"key tag 0", "", "//mk:namespace shop\npackage schema\n\n//mk:key tag=0\ntype K struct{}\n", 5, "tag 0 is reserved for the library's key classes"},
-		{"library key tag out of its range", lib + "/schema", "//mk:namespace mkit\npackage schema\n\n//mk:key tag=100\ntype K struct{}\n", 5, "key K: tag 100 is outside the library's range 1-99"},
+		{"reserved key tag", "example.com/shop", "//mk:namespace shop\npackage schema\n\n//mk:key tag=99\ntype K struct{}\n", 5, "type K: tag=99 is out of range: an importing schema's key classes take tags 100-4294967295 (1-99 are reserved for the library's)"},
+		{"key tag 0", "", "//mk:namespace shop\npackage schema\n\n//mk:key tag=0\ntype K struct{}\n", 5, "type K: tag=0 is out of range: an importing schema's key classes take tags 100-4294967295"},
+		{"library key tag out of its range", lib + "/schema", "//mk:namespace mkit\npackage schema\n\n//mk:key tag=100\ntype K struct{}\n", 5, "type K: tag=100 is out of range: the library's key classes take tags 1-99"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -351,4 +351,83 @@ func (m *tempModule) output(args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// TestSchemaMistakesAreReportedOnce: a mistake is one line of the report
+// that says what is allowed (a number's range, the closest known option
+// for a misspelled one, what to use instead of a map), and nothing the
+// mistake implies is reported as a mistake of its own: no "tag 0" after a
+// tag out of range, no missing bound after a misspelled max. The report
+// must be exactly the lines given, in order.
+func TestSchemaMistakesAreReportedOnce(t *testing.T) {
+	const (
+		userTags = "an importing schema's key classes take tags 100-4294967295 (1-99 are reserved for the library's)"
+		variants = "variant tags are 1-255"
+		versions = "record versions are 1-255"
+		bounds   = "identity bounds are 0-2147483647 bytes"
+		fieldOpt = "the options are max, elem_max, min, le, sorted and optional"
+		maps     = `maps are not supported (a record has one encoding, and a Go map has no order): use a slice of a struct holding each entry's key and value, with mk:"max=N", or a row per entry under a key class of its own`
+	)
+	cases := []struct {
+		name, src string
+		want      []string
+	}{
+		{"key tag 0", "//mk:key tag=0\ntype K struct{}",
+			[]string{"4:6: type K: tag=0 is out of range: " + userTags}},
+		{"key tag below 100", "//mk:key tag=99\ntype K struct{}",
+			[]string{"4:6: type K: tag=99 is out of range: " + userTags}},
+		{"key tag over 32 bits", "//mk:key tag=5000000000\ntype K struct{}",
+			[]string{"4:6: type K: tag=5000000000 is out of range: " + userTags}},
+		{"key tag not a number", "//mk:key tag=-1\ntype K struct{}",
+			[]string{`4:6: type K: tag="-1" is not an unsigned integer: ` + userTags}},
+		{"key without a tag", "//mk:key\ntype K struct{}",
+			[]string{"4:6: type K: //mk:key needs tag=N: " + userTags}},
+		{"two keys with tag 0", "//mk:key tag=0\ntype K struct{}\n\n//mk:key tag=0\ntype L struct{}",
+			[]string{"4:6: type K: tag=0 is out of range: " + userTags, "7:6: type L: tag=0 is out of range: " + userTags}},
+		{"record version 0", "//mk:record version=0\ntype R struct{}",
+			[]string{"4:6: type R: version=0 is out of range: " + versions}},
+		{"record version over 255", "//mk:record version=300\ntype R struct{}",
+			[]string{"4:6: type R: version=300 is out of range: " + versions}},
+		{"variant tag 0", "type V struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tag=0\"`\n}",
+			[]string{"7:2: union U: variant A: tag=0 is out of range: " + variants}},
+		{"variant tags over 255", "type V struct{}\ntype W struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tag=300\"`\n\tB *W `mk:\"tag=400\"`\n}",
+			[]string{"8:2: union U: variant A: tag=300 is out of range: " + variants, "9:2: union U: variant B: tag=400 is out of range: " + variants}},
+		{"identity max out of range", "//mk:identity min=1 max=4294967296\ntype N string",
+			[]string{"4:6: type N: max=4294967296 is out of range: " + bounds}},
+		{"map in a record", "//mk:record version=1\ntype R struct {\n\tM map[string]uint64\n}",
+			[]string{"5:4: type R: " + maps}},
+		{"map in a key", "//mk:key tag=100\ntype K struct {\n\tM map[string]uint64\n}",
+			[]string{"5:4: type K: " + maps}},
+		{"misspelled max", "type R struct {\n\tName string `mk:\"maxx=3\"`\n}",
+			[]string{`4:2: R.Name: unknown field option "maxx": did you mean max? (` + fieldOpt + ")"}},
+		{"misspelled elem_max", "type R struct {\n\tNames []string `mk:\"max=3,elemmax=4\"`\n}",
+			[]string{`4:2: R.Names: unknown field option "elemmax": did you mean elem_max? (` + fieldOpt + ")"}},
+		{"misspelled max of a key field", "//mk:key tag=100\ntype K struct {\n\tName string `mk:\"mx=3\"`\n}",
+			[]string{`5:2: K.Name: unknown field option "mx": did you mean max? (` + fieldOpt + ")"}},
+		{"unknown option like none", "type R struct {\n\tN uint8 `mk:\"colour=3\"`\n}",
+			[]string{`4:2: R.N: unknown field option "colour" (` + fieldOpt + ")"}},
+		{"misspelled identity bound", "//mk:identity min=1 mx=3\ntype N string",
+			[]string{`4:6: type N: unknown //mk:identity argument "mx": did you mean max? (the arguments are min and max)`}},
+		{"misspelled key tag", "//mk:key tga=100\ntype K struct{}",
+			[]string{`4:6: type K: unknown //mk:key argument "tga": did you mean tag? (the argument is tag)`}},
+		{"misspelled variant tag", "type V struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tga=1\"`\n}",
+			[]string{`7:2: union U: variant A: unknown option "tga": did you mean tag? (the options are tag and kind)`}},
+		{"misspelled variant kind", "type V struct{}\n\n//mk:union partition\ntype U struct {\n\tA *V `mk:\"tag=1,knd=v\"`\n}",
+			[]string{`7:2: union U: variant A: unknown option "knd": did you mean kind? (the options are tag and kind)`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "ns.go"), "//mk:namespace test\npackage schema\n")
+			writeFile(t, filepath.Join(dir, "bad.go"), "package schema\n\n"+c.src+"\n")
+			_, err := load(dir)
+			if err == nil {
+				t.Fatal("schema loaded without error")
+			}
+			got := strings.Split(strings.ReplaceAll(err.Error(), filepath.Join(dir, "bad.go")+":", ""), "\n")
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("report:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
+			}
+		})
+	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -141,25 +143,30 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		}
 	}
 	dir, args, has := directive(docs...)
-	argInt := func(key string, bits int) (uint64, bool) {
-		s, ok := args[key]
-		if !ok {
-			l.errs.add(pos, "type %s: //mk:%s needs %s=N", name, dir, key)
-			return 0, false
-		}
-		v, err := strconv.ParseUint(s, 0, bits)
-		if err != nil {
-			l.errs.add(pos, "type %s: %s=%q is not an unsigned %d-bit integer", name, key, s, bits)
-			return 0, false
-		}
-		return v, true
-	}
+	// guessed holds the arguments a misspelled one was taken to mean: one
+	// error says so, and none follows saying they are missing.
+	guessed := map[string]bool{}
 	known := func(keys ...string) {
-		for k := range args {
+		for _, k := range sortedKeys(args) {
 			if !contains(keys, k) {
-				l.errs.add(pos, "type %s: unknown //mk:%s argument %q", name, dir, k)
+				msg, guess := unknownName("//mk:"+dir+" argument", k, keys)
+				l.errs.add(pos, "type %s: %s", name, msg)
+				guessed[guess] = true
 			}
 		}
+	}
+	// arg returns argument key as an integer in lo..hi, which rule states;
+	// ok is false, after one error (none for a guessed argument), when it
+	// is missing or out of range.
+	arg := func(key string, lo, hi uint64, rule string) (v uint64, ok bool) {
+		s, given := args[key]
+		if !given {
+			if !guessed[key] {
+				l.errs.add(pos, "type %s: //mk:%s needs %s=N: %s", name, dir, key, rule)
+			}
+			return 0, false
+		}
+		return rangeArg(func(format string, a ...any) { l.errs.add(pos, "type %s: "+format, append([]any{name}, a...)...) }, key, s, lo, hi, rule)
 	}
 	st, isStruct := ts.Type.(*ast.StructType)
 	switch {
@@ -175,10 +182,11 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		if id, ok := ts.Type.(*ast.Ident); !ok || id.Name != "string" {
 			l.errs.add(pos, "type %s: //mk:identity needs a string type", name)
 		}
-		mn, _ := argInt("min", 31)
-		mx, _ := argInt("max", 31)
+		const rule = "identity bounds are 0-2147483647 bytes"
+		mn, minOK := arg("min", 0, math.MaxInt32, rule)
+		mx, maxOK := arg("max", 0, math.MaxInt32, rule)
 		d.Kind, d.Min, d.Max = kindIdentity, int(mn), int(mx)
-		if d.Min > d.Max {
+		if minOK && maxOK && d.Min > d.Max {
 			l.errs.add(pos, "type %s: min=%d over max=%d", name, d.Min, d.Max)
 		}
 	case dir == "enum":
@@ -198,7 +206,10 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		l.pendUnion(d, st)
 	case dir == "key":
 		known("tag")
-		tag, _ := argInt("tag", 32)
+		lo, hi, rule := keyTagRange(l.s.library)
+		// A tag out of range stays 0, which no key class may take, so
+		// that check reports nothing more of it.
+		tag, _ := arg("tag", lo, hi, rule)
 		d.Key, d.Tag = true, uint32(tag)
 		if !isStruct {
 			l.errs.add(pos, "type %s: //mk:key needs a struct", name)
@@ -208,7 +219,8 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		d.Fields = l.fields(d, st)
 	case dir == "record":
 		known("version", "union")
-		v, _ := argInt("version", 8)
+		// A version out of range stays 0, which check skips.
+		v, _ := arg("version", 1, math.MaxUint8, "record versions are 1-255")
 		d.Record, d.Version = true, uint8(v)
 		if !isStruct {
 			l.errs.add(pos, "type %s: //mk:record needs a struct", name)
@@ -253,6 +265,32 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// rangeArg parses s, the value of key, as an integer in lo..hi, which rule
+// states; a value that is not one is reported once through report, and ok
+// is false.
+func rangeArg(report func(format string, a ...any), key, s string, lo, hi uint64, rule string) (v uint64, ok bool) {
+	v, err := strconv.ParseUint(s, 0, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		report("%s=%q is not an unsigned integer: %s", key, s, rule)
+		return 0, false
+	case err != nil || v < lo || v > hi:
+		report("%s=%s is out of range: %s", key, s, rule)
+		return 0, false
+	}
+	return v, true
+}
+
+// sortedKeys returns m's keys in order, so that errors come in one order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (l *loader) fields(d *decl, st *ast.StructType) []*field {
@@ -306,7 +344,8 @@ func (l *loader) applyOptions(d *decl, f *field, opts map[string]string) {
 		}
 		return int(v)
 	}
-	for k, v := range opts {
+	for _, k := range sortedKeys(opts) {
+		v := opts[k]
 		switch k {
 		case "max":
 			f.Max, f.HasMax = num(k), true
@@ -325,10 +364,20 @@ func (l *loader) applyOptions(d *decl, f *field, opts map[string]string) {
 		case "optional":
 			f.Optional = true
 		default:
-			l.errs.add(f.Pos, "%s.%s: unknown field option %q (want max, elem_max, min, le, sorted or optional)", d.Name, f.Name, k)
+			msg, guess := unknownName("field option", k, fieldOptions)
+			l.errs.add(f.Pos, "%s.%s: %s", d.Name, f.Name, msg)
+			if guess != "" {
+				if f.guessed == nil {
+					f.guessed = map[string]bool{}
+				}
+				f.guessed[guess] = true
+			}
 		}
 	}
 }
+
+// fieldOptions are the options of a field's mk:"..." tag.
+var fieldOptions = []string{"max", "elem_max", "min", "le", "sorted", "optional"}
 
 var prims = map[string]bool{"uint8": true, "uint16": true, "uint32": true, "uint64": true, "int64": true, "bool": true, "string": true}
 
@@ -371,6 +420,8 @@ func (l *loader) typeExpr(d *decl, e ast.Expr) *typeRef {
 	case *ast.StarExpr:
 		elem := l.typeExpr(d, t.X)
 		return &typeRef{Kind: refPtr, Elem: elem}
+	case *ast.MapType:
+		l.errs.add(l.pos(e), "type %s: maps are not supported (a record has one encoding, and a Go map has no order): use a slice of a struct holding each entry's key and value, with mk:\"max=N\", or a row per entry under a key class of its own", d.Name)
 	default:
 		l.errs.add(l.pos(e), "type %s: unsupported type expression", d.Name)
 	}
@@ -419,6 +470,9 @@ func (l *loader) consts(f *ast.File) {
 	}
 }
 
+// variantOptions are the options of a union variant's mk:"..." tag.
+var variantOptions = []string{"tag", "kind"}
+
 // resolve binds named type references and union variants.
 func (l *loader) resolve() {
 	var walk func(d *decl, f *field, t *typeRef)
@@ -459,15 +513,28 @@ func (l *loader) resolve() {
 			}
 			opts := l.tagOptions(d, af)
 			v := &variant{Name: af.Names[0].Name, Type: target, Pos: pos, KindName: opts["kind"]}
-			tag, err := strconv.ParseUint(opts["tag"], 0, 8)
-			if err != nil || tag == 0 {
-				l.errs.add(pos, "union %s: variant %s needs tag=N in 1..255", d.Name, v.Name)
+			report := func(format string, a ...any) {
+				l.errs.add(pos, "union %s: variant %s: "+format, append([]any{d.Name, v.Name}, a...)...)
 			}
-			v.Tag = uint8(tag)
-			for k := range opts {
+			for _, k := range sortedKeys(opts) {
 				if k != "tag" && k != "kind" {
-					l.errs.add(pos, "union %s: variant %s: unknown option %q (want tag, kind)", d.Name, v.Name, k)
+					msg, guess := unknownName("option", k, variantOptions)
+					report("%s", msg)
+					if guess != "" {
+						if v.guessed == nil {
+							v.guessed = map[string]bool{}
+						}
+						v.guessed[guess] = true
+					}
 				}
+			}
+			const rule = "variant tags are 1-255"
+			// A tag out of range stays 0, which check skips.
+			if s, ok := opts["tag"]; ok {
+				tag, _ := rangeArg(report, "tag", s, 1, math.MaxUint8, rule)
+				v.Tag = uint8(tag)
+			} else if !v.guessed["tag"] {
+				report("needs tag=N: %s", rule)
 			}
 			d.Variants = append(d.Variants, v)
 		}

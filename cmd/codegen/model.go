@@ -62,6 +62,10 @@ type variant struct {
 	Tag      uint8
 	KindName string // partition kind ("ref"), partition unions only
 	Pos      token.Position
+
+	// guessed holds the options a misspelled one was reported as: check
+	// does not report them missing as well.
+	guessed map[string]bool
 }
 
 // field is one field of a struct, key or record.
@@ -77,6 +81,10 @@ type field struct {
 	Le                 string // name of the field this one is at most
 	Sorted             bool
 	Optional           bool
+
+	// guessed holds the options a misspelled one was reported as: check
+	// does not report them missing as well.
+	guessed map[string]bool
 }
 
 // elem is the field an element of fl, a slice, is checked, decoded and

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/token"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,16 +107,14 @@ func namespaceProblem(name string) string {
 	return ""
 }
 
-// checkKeyTag reports a key class tag out of its schema's range: 1..99 for
-// the library's schema, 100 and above for any other.
-func checkKeyTag(s *schema, d *decl, errs *schemaErrors) {
-	switch {
-	case !s.library && d.Tag < minUserTag:
-		errs.add(d.Pos, "key %s: tag %d is reserved for the library's key classes (1-%d); an importing schema's key classes use tags %d and above",
-			d.Name, d.Tag, maxLibraryTag, minUserTag)
-	case s.library && (d.Tag < 1 || d.Tag > maxLibraryTag):
-		errs.add(d.Pos, "key %s: tag %d is outside the library's range 1-%d", d.Name, d.Tag, maxLibraryTag)
+// keyTagRange is the range of key class tags a schema may declare, and the
+// rule that states it: 1..99 for the library's schema, 100 and above for
+// any other.
+func keyTagRange(library bool) (lo, hi uint64, rule string) {
+	if library {
+		return 1, maxLibraryTag, fmt.Sprintf("the library's key classes take tags 1-%d", maxLibraryTag)
 	}
+	return minUserTag, math.MaxUint32, fmt.Sprintf("an importing schema's key classes take tags %d-%d (1-%d are reserved for the library's)", minUserTag, uint64(math.MaxUint32), maxLibraryTag)
 }
 
 // importPath returns the import path of the package in dir, from the

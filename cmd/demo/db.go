@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	berrors "go.etcd.io/bbolt/errors"
+
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -114,9 +116,9 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 	if exists {
 		return openExisting(ctx, path, c, log)
 	}
-	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait})
+	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, false))
 	if err != nil {
-		return nil, pathError(err)
+		return nil, pathError(path, err)
 	}
 	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
@@ -130,9 +132,9 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 // openExisting opens a database an earlier demo wrote, refusing anything
 // else at path without writing to it.
 func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
-	engine, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: true})
+	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, true))
 	if err != nil {
-		return nil, pathError(err)
+		return nil, pathError(path, err)
 	}
 	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
@@ -150,13 +152,46 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 	return &database{Layer: l, path: path, plan: p, raw: raw}, nil
 }
 
-// pathError adds to an open error what the user can do about it.
-func pathError(err error) error {
-	if errors.Is(err, fdblayer.ErrLocked) {
-		return fmt.Errorf("%w; is another demo running on it?", err)
-	}
-	return fmt.Errorf("%w; nothing was changed", err)
+// boltOptions are the demo's: no wait for another demo's lock, and pages
+// filled to the brim, since its keys arrive in order (every source's
+// relay rows, and every target's rows from each source, in sequence):
+// with bbolt's default, pages split half full stay half full and the file
+// is twice the size.
+func boltOptions(c config, mustExist bool) fdblayer.BoltOptions {
+	return fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: mustExist, FillPercent: 1}
 }
+
+// pathError adds to an error of opening path what the user can do about
+// it. A file bbolt cannot read (fdblayer's store.ErrCorrupt) is said to be
+// no database of this demo, with bbolt's reason, rather than "corrupt
+// data": the file at -db is most likely something else of the user's.
+func pathError(path string, err error) error {
+	switch {
+	case errors.Is(err, fdblayer.ErrLocked):
+		return fmt.Errorf("%w; is another demo running on it?", err)
+	case !errors.Is(err, store.ErrCorrupt):
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	why := "a bbolt database of another program"
+	switch {
+	case errors.Is(err, berrors.ErrInvalid):
+		why = "not a bbolt database at all"
+	case errors.Is(err, berrors.ErrVersionMismatch):
+		why = "a bbolt database of a format version this demo cannot read"
+	case errors.Is(err, berrors.ErrChecksum):
+		why = "a file whose bbolt header fails its checksum: a damaged database, or another program's file"
+	}
+	return notDemoDB{msg: fmt.Sprintf("%s is not a database of this demo (%s); nothing was changed: pass another -db", path, why), err: err}
+}
+
+// notDemoDB is an open error (store.ErrCorrupt) said in the demo's words.
+type notDemoDB struct {
+	msg string
+	err error
+}
+
+func (e notDemoDB) Error() string { return e.msg }
+func (e notDemoDB) Unwrap() error { return e.err }
 
 // start records this run in the plan: a new database gets the flags' plan,
 // a finished one -rows more per source, an interrupted one is resumed as it

@@ -34,6 +34,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // config is what the flags set.
@@ -53,6 +56,11 @@ type config struct {
 	// progress is how often progress is shown; zero means the default for
 	// the output (a bar on a terminal, periodic lines otherwise).
 	progress time.Duration
+
+	// clock and waiter are the writers' and the scheduler's time (nil:
+	// real time); tests set a manual clock and a waiter that advances it.
+	clock  clock.Clock
+	waiter timers.Waiter
 }
 
 // defaultDB is where the database goes without -db.

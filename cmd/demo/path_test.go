@@ -61,7 +61,9 @@ func TestPathsNotTheDemosAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, want string
 	}{
-		{"text file", file("x.txt", "hi\n"), "not a bbolt database of this library"},
+		{"text file", file("x.txt", "hi\n"), "is not a database of this demo (not a bbolt database at all)"},
+		{"file of two pages of bytes", file("bytes", strings.Repeat("\x5a", 8192)), "is not a database of this demo (not a bbolt database at all)"},
+		{"demo database with a damaged header", damaged(t, filepath.Join(dir, "damaged.db")), "is not a database of this demo (a file whose bbolt header fails its checksum: a damaged database, or another program's file)"},
 		{"empty file", file("empty", ""), "an empty file, not a database"},
 		{"empty directory", mkdir("empty-dir"), "a directory is there"},
 		{"non-empty directory", mkdir("full-dir", "a", "b"), "a directory is there"},
@@ -123,17 +125,72 @@ func TestLockedDatabaseIsRefusedAtOnce(t *testing.T) {
 }
 
 // refused runs demo with args and checks it exits 1 with one line on
-// stderr naming path and want, nothing on stdout, and path as it was.
+// stderr naming path and want, nothing on stdout, and path as it was. The
+// line never says "corrupt data": that reads as if the user's file were
+// damaged, where it is most likely something else of the user's.
 func refused(t *testing.T, args []string, path, want string) {
 	t.Helper()
 	before := testpath.Snapshot(t, path)
 	code, out, errOut := runDemo(t, t.Context(), args...)
 	if code != exitFailed || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasSuffix(errOut, "\n") ||
-		!strings.Contains(errOut, path) || !strings.Contains(errOut, want) {
+		!strings.Contains(errOut, path) || !strings.Contains(errOut, want) || strings.Contains(errOut, store.ErrCorrupt.Error()) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line naming %s and %q", code, out, errOut, path, want)
 	}
 	if after := testpath.Snapshot(t, path); after != before {
 		t.Errorf("%s changed: exists %v, mode %v, %d bytes, modified %v; was %v, %v, %d bytes, %v",
 			path, after.Exists, after.Mode, after.Size, after.ModTime, before.Exists, before.Mode, before.Size, before.ModTime)
+	}
+}
+
+// damaged writes at path a database the demo made, with one byte of each
+// of its two meta pages (bbolt's header) flipped, and returns path.
+func damaged(t *testing.T, path string) string {
+	t.Helper()
+	if code, out, errOut := runDemo(t, t.Context(), append([]string{"-db", path}, fast...)...); code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := os.Getpagesize()
+	// Each meta page: a 16-byte page header, then the meta; byte 52 of the
+	// meta is in its transaction id, which its checksum covers.
+	for _, page := range []int{0, pageSize} {
+		b[page+16+52] ^= 0xff
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDatabasePagesAreFull: the demo's keys arrive in order, so the pages
+// bbolt splits are filled to the brim (boltOptions): with bbolt's default
+// they would stay half empty, and the file twice the size.
+func TestDatabasePagesAreFull(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "demo.db")
+	if code, out, errOut := runDemo(t, t.Context(), "-db", db, "-sources", "2", "-targets", "4", "-rows", "1000", "-nosync"); code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	b, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.View(func(tx *bolt.Tx) error {
+		var s bolt.BucketStats
+		if err := tx.ForEach(func(_ []byte, b *bolt.Bucket) error { s.Add(b.Stats()); return nil }); err != nil {
+			return err
+		}
+		fill := float64(s.LeafInuse) / float64(s.LeafAlloc)
+		t.Logf("%d keys in %d leaf pages, %.0f%% in use", s.KeyN, s.LeafPageN, 100*fill)
+		if fill < 0.8 {
+			t.Errorf("leaf pages are %.0f%% full, want at least 80%%", 100*fill)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -15,6 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -70,7 +73,7 @@ func run(ctx context.Context, c config, log *slog.Logger, out *output) (err erro
 	defer cancel()
 	started := time.Now()
 	stopProgress := out.progress(work, func(ctx context.Context) (progress, error) { return status(ctx, d, p) })
-	ticks, fires, err := relayAll(work, d, c, p)
+	ticks, fires, err := relayAll(work, d, c, p, log)
 	stopProgress()
 	now, serr := status(context.WithoutCancel(ctx), d, p)
 	if serr != nil {
@@ -97,55 +100,103 @@ func run(ctx context.Context, c config, log *slog.Logger, out *output) (err erro
 }
 
 // relayAll runs the writers (queuing every source up to the plan's goal)
-// and the scheduler together, until the writers are done and every
-// source's queue is empty.
-func relayAll(ctx context.Context, s store.Store, c config, p plan) (ticks, fires int, err error) {
+// and a Scheduler, until the writers are done and every source's queue is
+// empty. The scheduler is the library's own loop (Scheduler.Run): after a
+// tick that claimed a partition it ticks again at once; after one that
+// claimed nothing it waits until the next wake time, at most PollInterval,
+// so that leases held by a scheduler that died (of another program: a
+// killed demo's are the demo's own, schedulerOwner) are waited out at a
+// poll a second, not in a busy loop. Run ends at one of those waits once the
+// writers are done and the queues empty (untilDrained). A tick that fails
+// is logged and retried after PollInterval, as in any service, within
+// -timeout.
+func relayAll(ctx context.Context, s store.Store, c config, p plan, log *slog.Logger) (ticks, fires int, err error) {
 	reg, err := timers.NewRegistry(&relay.Handler{Target: s})
 	if err != nil {
 		return 0, 0, err
 	}
+	var n counter
+	wait := &untilDrained{waiter: c.waiter, s: s, p: p}
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{
 		Store: s, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
-		Workers: c.workers, Clock: clock.Real{},
+		Owner: schedulerOwner, Workers: c.workers, Clock: c.clock, Metrics: &n, Logger: log, Waiter: wait,
 	})
 	if err != nil {
 		return 0, 0, err
 	}
-	writing, werr := queueAll(ctx, s, c.workers, p)
-	for {
-		rep, err := sched.Tick(ctx)
-		if err != nil {
-			return ticks, fires, fmt.Errorf("tick: %w", err)
+	wait.writing, wait.werr = queueAll(ctx, s, c, p)
+	err = sched.Run(ctx)
+	ticks, fires = int(n.ticks.Load()), int(n.fires.Load())
+	switch {
+	case errors.Is(err, errDrained):
+		return ticks, fires, nil
+	case err != nil:
+		return ticks, fires, err
+	}
+	// Run returns nil only once ctx has ended.
+	return ticks, fires, ctx.Err()
+}
+
+// schedulerOwner is the demo's Scheduler in the leases it writes. One
+// name for every run: a run killed while it held leases is followed by a
+// run that takes them back at once, instead of waiting out
+// DefaultLeaseDuration; only one demo at a time opens a database (bbolt's
+// file lock), so no two schedulers of that name ever share one.
+const schedulerOwner = "mkitfdb-demo"
+
+// errDrained ends Scheduler.Run: the writers are done and the queues are
+// empty.
+var errDrained = errors.New("every row relayed")
+
+// untilDrained is the demo scheduler's Waiter. Run waits only after a tick
+// that claimed nothing; before such a wait it ends Run with errDrained once
+// the writers are done and every source's queue is empty (or with the
+// writers' error), and otherwise waits through waiter (nil: real time).
+type untilDrained struct {
+	waiter  timers.Waiter
+	writing <-chan struct{}
+	werr    func() error
+	s       store.Store
+	p       plan
+}
+
+func (w *untilDrained) Wait(ctx context.Context, d time.Duration) error {
+	select {
+	case <-w.writing:
+		if err := w.werr(); err != nil {
+			return err
 		}
-		ticks++
-		fires += rep.Timers.Fired
-		if rep.Due > 0 || rep.Parked > 0 {
-			continue
+		idle, err := drained(ctx, w.s, w.p)
+		if err != nil || idle {
+			return cmp.Or(err, errDrained)
 		}
-		select {
-		case <-writing:
-			if err := werr(); err != nil {
-				return ticks, fires, err
-			}
-			idle, err := drained(ctx, s, p)
-			if err != nil || idle {
-				return ticks, fires, err
-			}
-		default:
-		}
-		// A relay reschedules itself 1 ms ahead while it works.
-		select {
-		case <-ctx.Done():
-			return ticks, fires, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
+	default:
+	}
+	if w.waiter == nil {
+		return timers.RealWaiter{}.Wait(ctx, d)
+	}
+	return w.waiter.Wait(ctx, d)
+}
+
+// counter counts the scheduler's ticks and the timers it fired, from its
+// metrics.
+type counter struct{ ticks, fires atomic.Uint64 }
+
+func (n *counter) Gauge(string, []telemetry.Label, float64) {}
+
+func (n *counter) Add(name string, _ []telemetry.Label, delta uint64) {
+	switch name {
+	case timers.MetricSchedulerTicks:
+		n.ticks.Add(delta)
+	case telemetry.MetricTimersFired:
+		n.fires.Add(delta)
 	}
 }
 
 // queueAll starts up to workers writers that queue every source up to the
 // plan's goal; the channel closes when they are done, and the function
 // then returns their first error.
-func queueAll(ctx context.Context, s store.Store, workers int, p plan) (<-chan struct{}, func() error) {
+func queueAll(ctx context.Context, s store.Store, c config, p plan) (<-chan struct{}, func() error) {
 	srcs := make(chan int, p.sources)
 	for i := range p.sources {
 		srcs <- i
@@ -156,10 +207,10 @@ func queueAll(ctx context.Context, s store.Store, workers int, p plan) (<-chan s
 		mu    sync.Mutex
 		first error
 	)
-	for range min(workers, p.sources) {
+	for range min(c.workers, p.sources) {
 		wg.Go(func() {
 			for src := range srcs {
-				if err := queue(ctx, s, p, src); err != nil {
+				if err := queue(ctx, s, p, src, c.clock); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -177,9 +228,13 @@ func queueAll(ctx context.Context, s store.Store, workers int, p plan) (<-chan s
 
 // queue appends relay rows to source src, 50 a batch, until its outbox
 // sequence reaches the plan's goal; each row is 4 puts to target
-// seq % targets. A batch whose guards another writer broke is rebuilt from
-// a fresh read, so a resumed run continues exactly where the last stopped.
-func queue(ctx context.Context, s store.Store, p plan, src int) error {
+// seq % targets, queued at clk's time (nil: real time). A batch whose
+// guards another writer broke is rebuilt from a fresh read, so a resumed
+// run continues exactly where the last stopped.
+func queue(ctx context.Context, s store.Store, p plan, src int, clk clock.Clock) error {
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	part := source(src)
 	value := make([]byte, 256)
 	for {
@@ -194,7 +249,7 @@ func queue(ctx context.Context, s store.Store, p plan, src int) error {
 		if seq >= p.goal {
 			return nil
 		}
-		b, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clock.Real{}), obs)
+		b, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clk), obs)
 		if err != nil {
 			return err
 		}
