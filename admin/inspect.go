@@ -49,11 +49,11 @@ type PartitionReport struct {
 	OutboxSequence uint64 `json:"outbox_sequence"`
 	// Relay is the relay queue; Timers the timers by kind; Outcomes the
 	// outcome backlog.
-	Relay    RelayReport    `json:"relay"`
-	Timers   []TimerKinds   `json:"timers"`
-	Outcomes OutcomeReport  `json:"outcomes"`
-	Lease    *LeaseReport   `json:"lease,omitempty"`
-	Quarantined Count       `json:"quarantined"`
+	Relay       RelayReport   `json:"relay"`
+	Timers      []TimerKinds  `json:"timers"`
+	Outcomes    OutcomeReport `json:"outcomes"`
+	Lease       *LeaseReport  `json:"lease,omitempty"`
+	Quarantined Count         `json:"quarantined"`
 	// Corrupt lists rows of the library's classes that do not decode (at
 	// most 16; CorruptMore says more were found).
 	Corrupt     []Row `json:"corrupt,omitempty"`
@@ -324,4 +324,3 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 	}
 	return rep, nil
 }
-

@@ -124,7 +124,9 @@ type repairPlan struct {
 	done  string   // said after it committed
 }
 
-func (p *repairPlan) say(format string, a ...any) { p.lines = append(p.lines, fmt.Sprintf(format, a...)) }
+func (p *repairPlan) say(format string, a ...any) {
+	p.lines = append(p.lines, fmt.Sprintf(format, a...))
+}
 
 func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
