@@ -197,7 +197,9 @@ func (c *Command) partitionLine(w io.Writer, rep PartitionReport, now time.Time)
 func (c *Command) partitionDetails(rep PartitionReport, now time.Time) {
 	w := c.Stdout
 	fmt.Fprintf(w, "\n%s\n", rep.Partition)
-	fmt.Fprintf(w, "  relay scan: cursor %d, cycle end %d\n", rep.Relay.Cursor, rep.Relay.CycleEnd)
+	if rep.Relay.Rows.N > 0 || rep.Relay.Cursor > 0 || rep.Relay.CycleEnd > 0 {
+		fmt.Fprintf(w, "  relay scan: cursor %d, cycle end %d\n", rep.Relay.Cursor, rep.Relay.CycleEnd)
+	}
 	for _, b := range rep.Relay.Blocked {
 		fmt.Fprintf(w, "  blocked target: %s\n", b)
 	}
