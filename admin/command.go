@@ -51,7 +51,9 @@ type Command struct {
 	// record; nil means the real clock.
 	Clock clock.Clock
 
-	// beforeApply, for tests, runs between a repair's read and its batch.
+	// onOpen and beforeApply, for tests, run when the store is open and
+	// between a repair's read and its batch.
+	onOpen      func(*opened)
 	beforeApply func()
 }
 
@@ -199,6 +201,9 @@ func (c *Command) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.close()
+	if c.onOpen != nil {
+		c.onOpen(st)
+	}
 	return sub.run(c, ctx, st, o)
 }
 
