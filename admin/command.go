@@ -161,7 +161,6 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func (c *Command) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		c.usage(c.Stderr)
 		return usagef("no command given: run %s help", c.name())
 	}
 	name, rest := args[0], args[1:]
@@ -176,7 +175,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 			return usagef("unknown command %q: run %s help", rest[0], c.name())
 		}
 		fs, _ := c.flagSet(sub)
-		fs.Usage()
+		c.printUsage(fs, sub)
 		return nil
 	}
 	sub := lookup(name)
@@ -186,6 +185,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 	fs, o := c.flagSet(sub)
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(fs, sub)
 			return err
 		}
 		return usagef("%s: %v", sub.name, err)
@@ -219,16 +219,18 @@ func (c *Command) flagSet(sub *subcommand) (*flag.FlagSet, *options) {
 		fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	}
 	sub.flags(fs, o)
-	// -h prints the usage on stdout; flag errors go in one line to stderr
-	// (the flag package's own output is discarded).
-	fs.Usage = func() {
-		w := c.Stdout
-		fmt.Fprintf(w, "usage: %s %s [flags]%s\n\n%s\n\nflags:\n", c.name(), sub.name, sub.args, sub.long)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	// The flag package calls Usage for -h and for every error: it prints
+	// nothing, so that an error is one line; -h prints usage below.
+	fs.Usage = func() {}
 	return fs, o
+}
+
+// printUsage prints sub's usage and flags on stdout.
+func (c *Command) printUsage(fs *flag.FlagSet, sub *subcommand) {
+	fmt.Fprintf(c.Stdout, "usage: %s %s [flags]%s\n\n%s\n\nflags:\n", c.name(), sub.name, sub.args, sub.long)
+	fs.SetOutput(c.Stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 func (c *Command) usage(w io.Writer) {

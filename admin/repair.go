@@ -245,8 +245,8 @@ func nowMs(c *Command) uint64 { return uint64(max(c.now().UnixMilli(), 1)) }
 
 // queueClass returns the library class of key, and whether it is one of
 // the queues quarantine moves rows of.
-func queueClass(key []byte) (registry.KeyClass, bool) {
-	kc, ks, ok := classOf(mkitSchema(), key)
+func queueClass(sch registry.Schema, key []byte) (registry.KeyClass, bool) {
+	kc, ks, ok := classOf(sch, key)
 	if !ok || ks.Namespace != gen.SchemaNamespace {
 		return kc, false
 	}
@@ -262,7 +262,8 @@ func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error 
 		return err
 	}
 	key := store.Key(o.keyBytes)
-	kc, ok := queueClass(key)
+	sch, _, _ := schemaOf(o.partID)
+	kc, ok := queueClass(sch, key)
 	if !ok {
 		class := kc.Name
 		if class == "" {
@@ -337,7 +338,6 @@ func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error 
 	if vs[0] != nil || vs[1] != nil {
 		return refusedf("quarantine: %s is quarantined already (restore it first); nothing written", formatTuple(key))
 	}
-	sch, _, _ := schemaOf(o.partID)
 	row := decodeRow(sch, key, v)
 	plan.say("move %s %s (rev %s) aside", row.Class, row.Key, row.Rev)
 	if row.Corrupt != "" {
@@ -481,7 +481,7 @@ func (c *Command) restore(ctx context.Context, st *opened, o *options) error {
 		plan.say("with the timer's reference entry %s", formatTuple(rec.Companion))
 	}
 	now := nowMs(c)
-	kc, _ := queueClass(key)
+	kc, _ := queueClass(sch, key)
 	switch gen.Tag(kc.Tag) {
 	case gen.TagRelayKey:
 		msg, err := rearm(ctx, st, p, b, timers.KindRelay, nil, false, now)
