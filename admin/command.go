@@ -53,8 +53,9 @@ type Command struct {
 
 	// onOpen and beforeApply, for tests, run when the store is open and
 	// between a repair's read and its batch.
-	onOpen      func(*opened)
-	beforeApply func()
+	onOpen        func(*opened)
+	beforeApply   func()
+	forceTerminal bool // Stdin is taken for a terminal
 }
 
 // Main runs the command named after the program (os.Args[0]) with args

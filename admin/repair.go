@@ -128,15 +128,6 @@ func (p *repairPlan) say(format string, a ...any) {
 	p.lines = append(p.lines, fmt.Sprintf(format, a...))
 }
 
-func isTerminal(r any) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 func whoami(o *options) string {
 	if o.who != "" {
 		return o.who
@@ -164,7 +155,7 @@ func (c *Command) checkRepair(name string, o *options, needKey, needReason bool)
 		return usagef("%s: -reason has %d bytes, at most %d", name, len(o.reason), gen.MaxQuarantineV1Reason)
 	case len(whoami(o)) > gen.MaxQuarantineV1Who:
 		return usagef("%s: -who has %d bytes, at most %d", name, len(whoami(o)), gen.MaxQuarantineV1Who)
-	case !o.yes && !isTerminal(c.Stdin):
+	case !o.yes && !c.forceTerminal && !isTerminal(c.Stdin):
 		return usagef("%s: refusing to write without -yes: stdin is not a terminal to confirm at", name)
 	}
 	return nil

@@ -363,3 +363,28 @@ func TestUnblockAndRedrive(t *testing.T) {
 
 // snapshot is the file's bytes, to tell that nothing was written.
 func snapshot(t *testing.T, path string) testpath.State { return testpath.Snapshot(t, path) }
+
+// TestConfirmationAtATerminal: without -yes, a repair asks at a terminal
+// and writes only on "yes".
+func TestConfirmationAtATerminal(t *testing.T) {
+	db := fixture(t)
+	args := []string{"redrive", "-db", db, "-partition", adaText, "-kind", "1000", "-ref", "ship/ada/2"}
+	for _, answer := range []string{"no\n", "", "yes\n"} {
+		var stdout, stderr bytes.Buffer
+		c := &Command{Stdin: strings.NewReader(answer), Stdout: &stdout, Stderr: &stderr, Clock: clock.NewManual(t0), forceTerminal: true}
+		before := snapshot(t, db)
+		code := c.Run(context.Background(), args)
+		if !strings.Contains(stdout.String(), "type yes to write this: ") {
+			t.Errorf("answer %q: no question asked:\n%s", answer, stdout.String())
+		}
+		if answer == "yes\n" {
+			if code != ExitOK || !strings.Contains(stdout.String(), "done: ") {
+				t.Errorf("answer yes: exit %d %s%s", code, stdout.String(), stderr.String())
+			}
+			continue
+		}
+		if code != ExitFailed || !strings.Contains(stderr.String(), "not confirmed; nothing written") || snapshot(t, db) != before {
+			t.Errorf("answer %q: exit %d %q, or it wrote", answer, code, stderr.String())
+		}
+	}
+}
