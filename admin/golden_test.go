@@ -183,3 +183,22 @@ func containsLine(text string, words []string) bool {
 	}
 	return false
 }
+
+// TestREADMEShowsTheGoldenOutput: the README's sample output is the
+// golden tests' output, so that it cannot drift from what the command
+// prints.
+func TestREADMEShowsTheGoldenOutput(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"partitions.txt", "get-corrupt.txt"} {
+		want, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(readme, want) {
+			t.Errorf("README.md lacks testdata/%s as it is:\n%s", name, want)
+		}
+	}
+}
