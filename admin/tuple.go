@@ -22,32 +22,9 @@ func formatTuple(b []byte) string {
 	if err != nil || len(t) == 0 {
 		return "x:" + hex.EncodeToString(b)
 	}
-	var sb strings.Builder
-	writeTuple(&sb, t)
-	return sb.String()
+	return t.String()
 }
 
-func writeTuple(sb *strings.Builder, t tuple.Tuple) {
-	sb.WriteByte('(')
-	for i, e := range t {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		switch v := e.(type) {
-		case nil:
-			sb.WriteString("nil")
-		case string:
-			sb.WriteString(strconv.Quote(v))
-		case []byte:
-			sb.WriteString("b" + strconv.Quote(string(v)))
-		case tuple.Tuple:
-			writeTuple(sb, v)
-		default:
-			fmt.Fprint(sb, v)
-		}
-	}
-	sb.WriteByte(')')
-}
 
 // parseTupleText parses what formatTuple prints: a tuple or x:HEX. It
 // fails naming the offset of the problem.
