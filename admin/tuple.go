@@ -25,7 +25,6 @@ func formatTuple(b []byte) string {
 	return t.String()
 }
 
-
 // parseTupleText parses what formatTuple prints: a tuple or x:HEX. It
 // fails naming the offset of the problem.
 func parseTupleText(s string) ([]byte, error) {

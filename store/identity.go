@@ -70,4 +70,3 @@ func formatIdentity(b []byte) string {
 	}
 	return t.String()
 }
-
