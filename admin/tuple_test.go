@@ -43,3 +43,21 @@ func TestTupleTextRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTupleText: no input panics the parser, and what it accepts
+// prints back to text that parses to the same bytes.
+func FuzzParseTupleText(f *testing.F) {
+	for _, s := range []string{`("orders", 2, "ada")`, "(16, 5)", `(b"\x00", nil, true, (1, -2))`, "x:0102", "(", "((((", `("\xff")`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := parseTupleText(s)
+		if err != nil {
+			return
+		}
+		again, err := parseTupleText(formatTuple(b))
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("%q parsed to %x, printed %s, which parses to %x (%v)", s, b, formatTuple(b), again, err)
+		}
+	})
+}
