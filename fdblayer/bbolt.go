@@ -50,6 +50,9 @@ func (e *BoltEngine) begin(ctx context.Context, writable bool) (*boltTxn, error)
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 			return nil, fmt.Errorf("%w: %w", ErrClosed, err)
 		}
+		if errors.Is(err, berrors.ErrDatabaseReadOnly) {
+			return nil, fmt.Errorf("fdblayer: bbolt: %w: the database is open read-only (BoltOptions.ReadOnly): %w", store.ErrInvalid, err)
+		}
 		return nil, err
 	}
 	b := tx.Bucket(boltBucket)

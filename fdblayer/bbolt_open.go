@@ -49,6 +49,13 @@ type BoltOptions struct {
 	// or a bbolt file without the library's bucket, is an error wrapping
 	// store.ErrInvalid. Nothing is written to a file that fails the check.
 	MustExist bool
+	// ReadOnly opens an existing database for reading only, as MustExist
+	// does, under a shared file lock: any number of read-only handles
+	// share the file, but none opens while a writer holds it, and no
+	// writer opens while one is open. Write transactions fail (Begin
+	// returns an error wrapping store.ErrInvalid), so a Layer over the
+	// engine reads and never writes.
+	ReadOnly bool
 
 	// openFile replaces os.OpenFile; tests use it to break the file.
 	openFile func(string, int, os.FileMode) (*os.File, error)
@@ -63,7 +70,9 @@ type BoltOptions struct {
 //     other than a regular file (a directory, a device) is there, or, with
 //     MustExist, no database of this library is there;
 //   - ErrLocked together with store.ErrUnavailable: another handle, in
-//     this process or another, holds the file's lock past LockTimeout; the
+//     this process or another, holds the file's lock past LockTimeout (a
+//     writer's lock excludes every other handle; a ReadOnly handle's
+//     shared lock excludes writers); the
 //     message names the holder's pid where the system says (Linux's
 //     /proc/locks) and says "pid unknown" otherwise;
 //   - store.ErrCorrupt: the file is not a bbolt file of this library;
@@ -75,6 +84,9 @@ type BoltOptions struct {
 func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
 	if !(o.FillPercent >= 0 && o.FillPercent <= 1) {
 		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: FillPercent %v is out of [0, 1]", path, store.ErrInvalid, o.FillPercent)
+	}
+	if o.ReadOnly {
+		o.MustExist = true
 	}
 	if err := checkBoltPath(path, o.MustExist); err != nil {
 		return nil, err
@@ -101,7 +113,7 @@ func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
 			return inner(name, flag&^os.O_CREATE, perm)
 		}
 	}
-	db, err := bolt.Open(path, o.FileMode, &bolt.Options{Timeout: timeout, NoSync: o.NoSync, OpenFile: openFile})
+	db, err := bolt.Open(path, o.FileMode, &bolt.Options{Timeout: timeout, NoSync: o.NoSync, OpenFile: openFile, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return nil, boltOpenError(path, err)
 	}

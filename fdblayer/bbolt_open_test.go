@@ -1,6 +1,7 @@
 package fdblayer
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -143,4 +144,40 @@ func TestBoltOpenMustExistReopens(t *testing.T) {
 	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, l, p, nil, nil, 10))
 	require.NoError(t, l.Close())
 	require.Equal(t, before, testpath.Snapshot(t, path), "opening, reading and closing wrote to the file")
+}
+
+// TestBoltOpenReadOnly: read-only handles share a file, a writer excludes
+// them and they exclude a writer (ErrLocked, at once under NoLockWait); a
+// read-only Layer reads, refuses every write with ErrInvalid and leaves
+// the file as it was; a missing file is ErrInvalid and is not created.
+func TestBoltOpenReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "store.bbolt")
+	_, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.NoFileExists(t, path)
+
+	e, err := OpenBoltEngine(path, BoltOptions{})
+	require.NoError(t, err)
+	l := openLayer(t, e)
+	p := testPartition("p")
+	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
+	_, err = OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	require.ErrorIs(t, err, ErrLocked, "a reader opened beside the writer")
+	require.NoError(t, l.Close())
+
+	before := testpath.Snapshot(t, path)
+	r1, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	require.NoError(t, err)
+	r2, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	require.NoError(t, err, "two readers share the file")
+	_, err = OpenBoltEngine(path, BoltOptions{LockTimeout: NoLockWait})
+	require.ErrorIs(t, err, ErrLocked, "a writer opened beside a reader")
+	lr := openLayer(t, r1)
+	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, lr, p, nil, nil, 10))
+	_, err = lr.Apply(context.Background(), p, store.NewBatch().Put(k("b"), v("2")))
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.NoError(t, lr.Close())
+	require.NoError(t, r2.Close())
+	require.Equal(t, before, testpath.Snapshot(t, path), "a read-only handle wrote to the file")
 }

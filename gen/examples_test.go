@@ -86,6 +86,16 @@ func examplesReceiverNonceExpiryKey() []ReceiverNonceExpiryKey {
 	}}
 }
 
+// examplesQuarantineKey returns valid QuarantineKey values, minimal first, typical last.
+func examplesQuarantineKey() []QuarantineKey {
+	return []QuarantineKey{QuarantineKey{Key: []byte{}}, QuarantineKey{Key: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}
+}
+
+// examplesQuarantineValueKey returns valid QuarantineValueKey values, minimal first, typical last.
+func examplesQuarantineValueKey() []QuarantineValueKey {
+	return []QuarantineValueKey{QuarantineValueKey{Key: []byte{}}, QuarantineValueKey{Key: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}
+}
+
 // examplesU64Value returns valid U64Value values, minimal first, typical last.
 func examplesU64Value() []U64Value {
 	return []U64Value{U64Value{}, U64Value{Value: uint64(1099511627783)}}
@@ -179,5 +189,18 @@ func examplesReceiverNonceV1() []ReceiverNonceV1 {
 	return []ReceiverNonceV1{ReceiverNonceV1{}, ReceiverNonceV1{
 		Token:   uint64(1099511627783),
 		UntilMs: uint64(1099511627783),
+	}}
+}
+
+// examplesQuarantineV1 returns valid QuarantineV1 values, minimal first, typical last.
+func examplesQuarantineV1() []QuarantineV1 {
+	return []QuarantineV1{QuarantineV1{}, QuarantineV1{
+		AtMs:           uint64(1099511627783),
+		BacklogBytes:   uint64(1099511627783),
+		BacklogRows:    uint64(1099511627783),
+		Companion:      []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		CompanionValue: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Reason:         "ssssssssssss",
+		Who:            "ssssssssssss",
 	}}
 }

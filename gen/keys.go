@@ -32,6 +32,8 @@ const (
 	TagTimerRefKey            Tag = 7
 	TagReceiverNonceKey       Tag = 40
 	TagReceiverNonceExpiryKey Tag = 41
+	TagQuarantineKey          Tag = 50
+	TagQuarantineValueKey     Tag = 51
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -113,6 +115,18 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readReceiverNonceExpiryKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("ReceiverNonceExpiryKey", err)
+		}
+		return k, nil
+	case TagQuarantineKey:
+		k, err := readQuarantineKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("QuarantineKey", err)
+		}
+		return k, nil
+	case TagQuarantineValueKey:
+		k, err := readQuarantineValueKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("QuarantineValueKey", err)
 		}
 		return k, nil
 	}
@@ -834,6 +848,128 @@ func ParseReceiverNonceExpiryKey(b []byte) (ReceiverNonceExpiryKey, error) {
 	k, err := readReceiverNonceExpiryKey(&r)
 	if err != nil {
 		return ReceiverNonceExpiryKey{}, wire.KeyError("ReceiverNonceExpiryKey", err)
+	}
+	return k, nil
+}
+
+func (QuarantineKey) Tag() Tag {
+	return TagQuarantineKey
+}
+
+func appendQuarantineKey(dst []byte, k *QuarantineKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagQuarantineKey))
+	dst = tuple.AppendBytes(dst, k.Key)
+	return dst
+}
+
+func checkQuarantineKey(k *QuarantineKey) error {
+	if len(k.Key) > 10000 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 10000))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k QuarantineKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkQuarantineKey(&k); err != nil {
+		return dst, wire.Within("QuarantineKey", err)
+	}
+	return appendQuarantineKey(dst, &k), nil
+}
+
+// AppendQuarantineKey appends the QuarantineKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendQuarantineKey(dst []byte, key []byte) ([]byte, error) {
+	return QuarantineKey{Key: key}.AppendKey(dst)
+}
+
+func readQuarantineKey(r *tuple.Reader) (k QuarantineKey, err error) {
+	if k.Key, err = r.ReadBytes(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkQuarantineKey(&k)
+}
+
+// ParseQuarantineKey parses a key of class QuarantineKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseQuarantineKey(b []byte) (QuarantineKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagQuarantineKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagQuarantineKey)
+	}
+	if err != nil {
+		return QuarantineKey{}, wire.KeyError("QuarantineKey", err)
+	}
+	k, err := readQuarantineKey(&r)
+	if err != nil {
+		return QuarantineKey{}, wire.KeyError("QuarantineKey", err)
+	}
+	return k, nil
+}
+
+func (QuarantineValueKey) Tag() Tag {
+	return TagQuarantineValueKey
+}
+
+func appendQuarantineValueKey(dst []byte, k *QuarantineValueKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagQuarantineValueKey))
+	dst = tuple.AppendBytes(dst, k.Key)
+	return dst
+}
+
+func checkQuarantineValueKey(k *QuarantineValueKey) error {
+	if len(k.Key) > 10000 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 10000))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k QuarantineValueKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkQuarantineValueKey(&k); err != nil {
+		return dst, wire.Within("QuarantineValueKey", err)
+	}
+	return appendQuarantineValueKey(dst, &k), nil
+}
+
+// AppendQuarantineValueKey appends the QuarantineValueKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendQuarantineValueKey(dst []byte, key []byte) ([]byte, error) {
+	return QuarantineValueKey{Key: key}.AppendKey(dst)
+}
+
+func readQuarantineValueKey(r *tuple.Reader) (k QuarantineValueKey, err error) {
+	if k.Key, err = r.ReadBytes(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkQuarantineValueKey(&k)
+}
+
+// ParseQuarantineValueKey parses a key of class QuarantineValueKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseQuarantineValueKey(b []byte) (QuarantineValueKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagQuarantineValueKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagQuarantineValueKey)
+	}
+	if err != nil {
+		return QuarantineValueKey{}, wire.KeyError("QuarantineValueKey", err)
+	}
+	k, err := readQuarantineValueKey(&r)
+	if err != nil {
+		return QuarantineValueKey{}, wire.KeyError("QuarantineValueKey", err)
 	}
 	return k, nil
 }

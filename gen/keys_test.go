@@ -1150,6 +1150,222 @@ func BenchmarkReceiverNonceExpiryKey(b *testing.B) {
 	})
 }
 
+func TestQuarantineKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesQuarantineKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendQuarantineKey(nil, k.Key)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseQuarantineKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "QuarantineKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedQuarantineKey returns bytes that must not parse as a QuarantineKey.
+func malformedQuarantineKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagQuarantineKey)))
+	for _, k := range examplesQuarantineKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagQuarantineKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestQuarantineKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedQuarantineKey() {
+		if _, err := ParseQuarantineKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestQuarantineKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesQuarantineKey()[1]
+		k.Key = make([]byte, 10001)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Key over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzQuarantineKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzQuarantineKey(f *testing.F) {
+	for _, k := range examplesQuarantineKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedQuarantineKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseQuarantineKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkQuarantineKey(b *testing.B) {
+	examples := examplesQuarantineKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendQuarantineKey(buf[:0], k.Key)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseQuarantineKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestQuarantineValueKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesQuarantineValueKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendQuarantineValueKey(nil, k.Key)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseQuarantineValueKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "QuarantineValueKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedQuarantineValueKey returns bytes that must not parse as a QuarantineValueKey.
+func malformedQuarantineValueKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagQuarantineValueKey)))
+	for _, k := range examplesQuarantineValueKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagQuarantineValueKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestQuarantineValueKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedQuarantineValueKey() {
+		if _, err := ParseQuarantineValueKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestQuarantineValueKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesQuarantineValueKey()[1]
+		k.Key = make([]byte, 10001)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Key over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzQuarantineValueKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzQuarantineValueKey(f *testing.F) {
+	for _, k := range examplesQuarantineValueKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedQuarantineValueKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseQuarantineValueKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkQuarantineValueKey(b *testing.B) {
+	examples := examplesQuarantineValueKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendQuarantineValueKey(buf[:0], k.Key)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseQuarantineValueKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	var keys []ParsedKey
 	for _, k := range examplesOutboxSequenceKey() {
@@ -1183,6 +1399,12 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesReceiverNonceExpiryKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesQuarantineKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesQuarantineValueKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {

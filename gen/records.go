@@ -1287,3 +1287,201 @@ func readerDecodeReceiverNonceV1(b []byte, v *ReceiverNonceV1) error {
 func fastDecodeReceiverNonceV1(b []byte, v *ReceiverNonceV1) bool {
 	return len(b) > 0 && b[0] == VersionReceiverNonceV1 && fastReadReceiverNonceV1(b, 1, v) == len(b) && verifyReceiverNonceV1(v) == nil
 }
+
+func appendQuarantineV1(dst []byte, v *QuarantineV1) []byte {
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = wire.AppendString(dst, v.Who)
+	dst = wire.AppendString(dst, v.Reason)
+	if v.Companion == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = wire.AppendBytes(append(dst, 1), v.Companion)
+	}
+	if v.CompanionValue == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = wire.AppendBytes(append(dst, 1), v.CompanionValue)
+	}
+	dst = wire.AppendU64(dst, v.BacklogRows)
+	dst = wire.AppendU64(dst, v.BacklogBytes)
+	return dst
+}
+
+func sizeQuarantineV1(v *QuarantineV1) int {
+	n := 0
+	n += 8
+	n += wire.LenSize(len(v.Who)) + len(v.Who)
+	n += wire.LenSize(len(v.Reason)) + len(v.Reason)
+	n += 1
+	if v.Companion != nil {
+		n += wire.LenSize(len(v.Companion)) + len(v.Companion)
+	}
+	n += 1
+	if v.CompanionValue != nil {
+		n += wire.LenSize(len(v.CompanionValue)) + len(v.CompanionValue)
+	}
+	n += 8
+	n += 8
+	return n
+}
+
+var (
+	runFieldsQuarantineV10 = []string{"QuarantineV1.Who", "QuarantineV1.Reason"}
+	runMaxesQuarantineV10  = []int{128, 1024}
+)
+
+func readQuarantineV1(r *wire.Reader, v *QuarantineV1) {
+	v.AtMs = r.U64("QuarantineV1.AtMs")
+	var s0 [2]string
+	r.Strings(s0[:], runFieldsQuarantineV10, runMaxesQuarantineV10)
+	v.Who = s0[0]
+	v.Reason = s0[1]
+	if r.Present("QuarantineV1.Companion") {
+		v.Companion = r.Bytes("QuarantineV1.Companion", 10000)
+	} else {
+		v.Companion = nil
+	}
+	if r.Present("QuarantineV1.CompanionValue") {
+		v.CompanionValue = r.Bytes("QuarantineV1.CompanionValue", 64)
+	} else {
+		v.CompanionValue = nil
+	}
+	if b := r.Next("QuarantineV1.BacklogRows..BacklogBytes", 16); len(b) == 16 {
+		v.BacklogRows = binary.BigEndian.Uint64(b[0:])
+		v.BacklogBytes = binary.BigEndian.Uint64(b[8:])
+	}
+}
+
+// fastReadQuarantineV1 reads the fields of QuarantineV1 from b[p:] as readQuarantineV1 does, and
+// returns the offset after them, or -1 where readQuarantineV1 would fail.
+func fastReadQuarantineV1(b []byte, p int, v *QuarantineV1) int {
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	{
+		// as readQuarantineV1 reads it, with a Reader over the bytes left
+		rd := wire.NewReader(b[p:], "QuarantineV1")
+		r := &rd
+		var s0 [2]string
+		r.Strings(s0[:], runFieldsQuarantineV10, runMaxesQuarantineV10)
+		v.Who = s0[0]
+		v.Reason = s0[1]
+		if r.Err() != nil {
+			return -1
+		}
+		p += r.Offset()
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 10000)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 10000)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.Companion = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.Companion = nil
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	if b[p-1] == 1 {
+		{
+			n, q := wire.ShortLen(b, p, 64)
+			if q < 0 {
+				n, q = wire.LenAt(b, p, 64)
+			}
+			if q < 0 || n > len(b)-q {
+				return -1
+			}
+			v.CompanionValue = b[q : q+n : q+n]
+			p = q + n
+		}
+	} else {
+		v.CompanionValue = nil
+	}
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.BacklogRows = binary.BigEndian.Uint64(b[p:])
+	v.BacklogBytes = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	return p
+}
+
+// VersionQuarantineV1 is the version byte that opens every encoded QuarantineV1.
+const VersionQuarantineV1 = 1
+
+// AppendQuarantineV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendQuarantineV1(dst []byte, v QuarantineV1) ([]byte, error) {
+	if !validQuarantineV1(&v) {
+		return dst, wire.Within("QuarantineV1", checkQuarantineV1(&v))
+	}
+	return appendQuarantineV1(append(dst, VersionQuarantineV1), &v), nil
+}
+
+// EncodeQuarantineV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendQuarantineV1 does.
+func EncodeQuarantineV1(v QuarantineV1) ([]byte, error) {
+	return AppendQuarantineV1(make([]byte, 0, 1+sizeQuarantineV1(&v)), v)
+}
+
+// DecodeQuarantineV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeQuarantineV1(b []byte) (QuarantineV1, error) {
+	var v QuarantineV1
+	err := DecodeQuarantineV1Into(b, &v)
+	return v, err
+}
+
+// DecodeQuarantineV1Into decodes b into *v as DecodeQuarantineV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeQuarantineV1Into(b []byte, v *QuarantineV1) error {
+	if fastDecodeQuarantineV1(b, v) {
+		return nil
+	}
+	return readerDecodeQuarantineV1(b, v)
+}
+
+// readerDecodeQuarantineV1 is DecodeQuarantineV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeQuarantineV1(b []byte, v *QuarantineV1) error {
+	r := wire.NewReader(b, "QuarantineV1")
+	r.Version(VersionQuarantineV1)
+	readQuarantineV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyQuarantineV1(v); err != nil {
+			err = wire.DecodeRule("QuarantineV1", err)
+		}
+	}
+	if err != nil {
+		*v = QuarantineV1{}
+	}
+	return err
+}
+
+// fastDecodeQuarantineV1 decodes b into *v and reports true when b is a valid
+// QuarantineV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeQuarantineV1(b []byte, v *QuarantineV1) bool {
+	return len(b) > 0 && b[0] == VersionQuarantineV1 && fastReadQuarantineV1(b, 1, v) == len(b) && verifyQuarantineV1(v) == nil
+}

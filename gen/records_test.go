@@ -2282,3 +2282,250 @@ func TestReceiverNonceV1FastPathAgrees(t *testing.T) {
 		agreeReceiverNonceV1(t, held, b)
 	}
 }
+
+// invalidQuarantineV1 returns QuarantineV1 values that break a rule of the schema.
+func invalidQuarantineV1() []QuarantineV1 {
+	var out []QuarantineV1
+	{
+		v := examplesQuarantineV1()[1]
+		v.Who = strings.Repeat("x", 129)
+		out = append(out, v)
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, v)
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.Companion = make([]byte, 10001)
+		out = append(out, v)
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.CompanionValue = make([]byte, 65)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedQuarantineV1 returns bytes that must not decode as a QuarantineV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedQuarantineV1() [][]byte {
+	valid, err := EncodeQuarantineV1(examplesQuarantineV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionQuarantineV1+1)}
+	{
+		v := examplesQuarantineV1()[1]
+		v.Who = strings.Repeat("x", 129)
+		out = append(out, appendQuarantineV1([]byte{VersionQuarantineV1}, &v))
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, appendQuarantineV1([]byte{VersionQuarantineV1}, &v))
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.Companion = make([]byte, 10001)
+		out = append(out, appendQuarantineV1([]byte{VersionQuarantineV1}, &v))
+	}
+	{
+		v := examplesQuarantineV1()[1]
+		v.CompanionValue = make([]byte, 65)
+		out = append(out, appendQuarantineV1([]byte{VersionQuarantineV1}, &v))
+	}
+	return out
+}
+
+func TestQuarantineV1RoundTrip(t *testing.T) {
+	for i, v := range examplesQuarantineV1() {
+		b, err := EncodeQuarantineV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeQuarantineV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeQuarantineV1(&v))
+		}
+		got, err := DecodeQuarantineV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendQuarantineV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestQuarantineV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestQuarantineV1DecodeIntoReuses(t *testing.T) {
+	var v QuarantineV1
+	examples := examplesQuarantineV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeQuarantineV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeQuarantineV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeQuarantineV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeQuarantineV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, QuarantineV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestQuarantineV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidQuarantineV1() {
+		out, err := AppendQuarantineV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestQuarantineV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedQuarantineV1() {
+		_, err := DecodeQuarantineV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "QuarantineV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "QuarantineV1")
+		}
+	}
+}
+
+// FuzzQuarantineV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzQuarantineV1(f *testing.F) {
+	for _, v := range examplesQuarantineV1() {
+		b, err := EncodeQuarantineV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedQuarantineV1() {
+		f.Add(b)
+	}
+	held, err := EncodeQuarantineV1(examplesQuarantineV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeQuarantineV1(t, held, b)
+		v, err := DecodeQuarantineV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeQuarantineV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkQuarantineV1 encodes and decodes the example with the largest encoding.
+func BenchmarkQuarantineV1(b *testing.B) {
+	var v QuarantineV1
+	var enc []byte
+	for _, x := range examplesQuarantineV1() {
+		e, err := EncodeQuarantineV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendQuarantineV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeQuarantineV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeQuarantineV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeQuarantineV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow QuarantineV1
+		if reuse {
+			if readerDecodeQuarantineV1(held, &fast) != nil || readerDecodeQuarantineV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeQuarantineV1(b, &fast)
+		err := readerDecodeQuarantineV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestQuarantineV1FastPathAgrees holds DecodeQuarantineV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestQuarantineV1FastPathAgrees(t *testing.T) {
+	examples := examplesQuarantineV1()
+	held, err := EncodeQuarantineV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeQuarantineV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeQuarantineV1(t, held, m)
+		}
+	}
+	for _, b := range malformedQuarantineV1() {
+		agreeQuarantineV1(t, held, b)
+	}
+}

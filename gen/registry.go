@@ -17,26 +17,32 @@ func init() {
 			Name:  "OutboxSequenceKey",
 			Parse: registry.KeyParser(ParseOutboxSequenceKey),
 			Tag:   uint32(TagOutboxSequenceKey),
+			Value: "U64Value",
 		}, {
 			Name:  "RelayScanKey",
 			Parse: registry.KeyParser(ParseRelayScanKey),
 			Tag:   uint32(TagRelayScanKey),
+			Value: "RelayScanV1",
 		}, {
 			Name:  "OutcomeBacklogKey",
 			Parse: registry.KeyParser(ParseOutcomeBacklogKey),
 			Tag:   uint32(TagOutcomeBacklogKey),
+			Value: "Backlog",
 		}, {
 			Name:  "SchedulerLeaseKey",
 			Parse: registry.KeyParser(ParseSchedulerLeaseKey),
 			Tag:   uint32(TagSchedulerLeaseKey),
+			Value: "SchedulerLeaseV1",
 		}, {
 			Name:  "TimerRefKey",
 			Parse: registry.KeyParser(ParseTimerRefKey),
 			Tag:   uint32(TagTimerRefKey),
+			Value: "U64Value",
 		}, {
 			Name:  "RelayKey",
 			Parse: registry.KeyParser(ParseRelayKey),
 			Tag:   uint32(TagRelayKey),
+			Value: "RelayV1",
 		}, {
 			Name:  "TimerKey",
 			Parse: registry.KeyParser(ParseTimerKey),
@@ -45,18 +51,31 @@ func init() {
 			Name:  "OutcomePendingKey",
 			Parse: registry.KeyParser(ParseOutcomePendingKey),
 			Tag:   uint32(TagOutcomePendingKey),
+			Value: "OutcomePendingV1",
 		}, {
 			Name:  "RelayHighWaterKey",
 			Parse: registry.KeyParser(ParseRelayHighWaterKey),
 			Tag:   uint32(TagRelayHighWaterKey),
+			Value: "U64Value",
 		}, {
 			Name:  "ReceiverNonceKey",
 			Parse: registry.KeyParser(ParseReceiverNonceKey),
 			Tag:   uint32(TagReceiverNonceKey),
+			Value: "ReceiverNonceV1",
 		}, {
 			Name:  "ReceiverNonceExpiryKey",
 			Parse: registry.KeyParser(ParseReceiverNonceExpiryKey),
 			Tag:   uint32(TagReceiverNonceExpiryKey),
+			Value: "ReceiverNonceV1",
+		}, {
+			Name:  "QuarantineKey",
+			Parse: registry.KeyParser(ParseQuarantineKey),
+			Tag:   uint32(TagQuarantineKey),
+			Value: "QuarantineV1",
+		}, {
+			Name:  "QuarantineValueKey",
+			Parse: registry.KeyParser(ParseQuarantineValueKey),
+			Tag:   uint32(TagQuarantineValueKey),
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
@@ -99,6 +118,10 @@ func init() {
 			Decode:  registry.Decoder(DecodeReceiverNonceV1),
 			Name:    "ReceiverNonceV1",
 			Version: VersionReceiverNonceV1,
+		}, {
+			Decode:  registry.Decoder(DecodeQuarantineV1),
+			Name:    "QuarantineV1",
+			Version: VersionQuarantineV1,
 		}},
 	})
 }

@@ -243,6 +243,33 @@ const (
 	MaxReceiverNonceExpiryKeyKey = 320
 )
 
+// QuarantineKey holds a row an operator moved aside from a queue of its
+// partition (mkitfdb quarantine): who, when and why, and the rows moved
+// (a QuarantineV1). Key is the moved row's own key, so a row is
+// quarantined at most once at a time and restored by naming it. No
+// handler reads this range: a quarantined row is gone from its queue.
+type QuarantineKey struct {
+	Key []byte
+}
+
+// Declared bounds of QuarantineKey.
+const (
+	MaxQuarantineKeyKey = 10000
+)
+
+// QuarantineValueKey holds the value of the row at Key, as it was when it
+// was moved aside, byte for byte (the moved row's own value, whatever it
+// is: no record wraps it, so a value of any size the store takes is
+// kept). It is written and deleted with its QuarantineKey row.
+type QuarantineValueKey struct {
+	Key []byte
+}
+
+// Declared bounds of QuarantineValueKey.
+const (
+	MaxQuarantineValueKeyKey = 10000
+)
+
 // U64Value is a counter or timestamp value: outbox sequences, relay
 // high-water marks, lease reconciliation times.
 type U64Value struct {
@@ -694,5 +721,68 @@ func validReceiverNonceV1(v *ReceiverNonceV1) bool {
 
 // verifyReceiverNonceV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyReceiverNonceV1(v *ReceiverNonceV1) error {
+	return nil
+}
+
+// QuarantineV1 records a row moved aside by an operator: when (Unix
+// milliseconds), who and why; the companion row moved with it, when the
+// row was one of a pair (the reference entry of a timer row, whose value
+// is a U64Value), with its value; and what the partition's outcome backlog dropped by when the row
+// was a pending outcome, which a restore adds back. The moved row's own
+// value is kept beside it (QuarantineValueKey).
+type QuarantineV1 struct {
+	AtMs           uint64
+	Who            string
+	Reason         string
+	Companion      []byte
+	CompanionValue []byte
+	BacklogRows    uint64
+	BacklogBytes   uint64
+}
+
+// Declared bounds of QuarantineV1.
+const (
+	MaxQuarantineV1Who            = 128
+	MaxQuarantineV1Reason         = 1024
+	MaxQuarantineV1Companion      = 10000
+	MaxQuarantineV1CompanionValue = 64
+)
+
+// checkQuarantineV1 checks every rule of the schema on v.
+func checkQuarantineV1(v *QuarantineV1) error {
+	if len(v.Who) > 128 {
+		return wire.Within("Who", wire.CheckLen("", len(v.Who), 128))
+	}
+	if len(v.Reason) > 1024 {
+		return wire.Within("Reason", wire.CheckLen("", len(v.Reason), 1024))
+	}
+	if len(v.Companion) > 10000 {
+		return wire.Within("Companion", wire.CheckLen("", len(v.Companion), 10000))
+	}
+	if len(v.CompanionValue) > 64 {
+		return wire.Within("CompanionValue", wire.CheckLen("", len(v.CompanionValue), 64))
+	}
+	return nil
+}
+
+// validQuarantineV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validQuarantineV1(v *QuarantineV1) bool {
+	if len(v.Who) > 128 {
+		return false
+	}
+	if len(v.Reason) > 1024 {
+		return false
+	}
+	if len(v.Companion) > 10000 {
+		return false
+	}
+	if len(v.CompanionValue) > 64 {
+		return false
+	}
+	return true
+}
+
+// verifyQuarantineV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyQuarantineV1(v *QuarantineV1) error {
 	return nil
 }

@@ -17,14 +17,17 @@ func init() {
 			Name:  "ReservationKey",
 			Parse: registry.KeyParser(ParseReservationKey),
 			Tag:   uint32(TagReservationKey),
+			Value: "ReservationV1",
 		}, {
 			Name:  "LeasedShardKey",
 			Parse: registry.KeyParser(ParseLeasedShardKey),
 			Tag:   uint32(TagLeasedShardKey),
+			Value: "LeasedShard",
 		}, {
 			Name:  "LeaseRecoveryKey",
 			Parse: registry.KeyParser(ParseLeaseRecoveryKey),
 			Tag:   uint32(TagLeaseRecoveryKey),
+			Value: "LeaseRecovery",
 		}, {
 			Name:  "LeaseReconcileKey",
 			Parse: registry.KeyParser(ParseLeaseReconcileKey),
@@ -32,8 +35,9 @@ func init() {
 		}},
 		Namespace: SchemaNamespace,
 		Partitions: []registry.PartitionUnion{{
-			Name:  "Partition",
-			Parse: registry.PartitionParser(ParsePartition),
+			Name:        "Partition",
+			Parse:       registry.PartitionParser(ParsePartition),
+			ParsePrefix: registry.PartitionPrefixParser(ParsePartitionPrefix),
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeReservationV1),

@@ -69,16 +69,15 @@
 // of a source held by nothing has an empty value), and ends with the row:
 // the first fire that finds no corrupt row delivers on and clears it.
 //
-// To repair a row, an operator decides what it should be and writes that
-// in a guarded batch, for example through store.Transact: read the row at
-// the logged key in the logged source partition, and either rewrite it as
-// a valid gen.RelayV1 (the writes its producer meant, to the partition it
-// meant; its sequence, the key's, stays) or delete it, which drops its
-// writes for good; guard either with store.Equals on the corrupt value, so
-// that nothing else is overwritten. The relay resumes at its next fire, at
-// most CorruptHoldMax later; to resume at once, move the relay timer to
-// now in the same batch (timers.ReadRef, then timers.Schedule of
-// timers.KindRelay with an empty value).
+// To repair a row, an operator runs the operator's command (cmd/mkitfdb,
+// or a service's own built from package admin): mkitfdb partitions shows
+// the held source and the row with the decoder's reason (the key the
+// relay logs in hex is what -key x:HEX takes), and mkitfdb quarantine
+// moves the row aside into the partition's quarantine range,
+// with who, when and why, in one batch guarded on the row as shown; the
+// same batch moves the relay timer to now with its hold cleared, and the
+// relay delivers the rows behind it at its next fire. The relay
+// tolerates the gap in the sequence. mkitfdb restore puts the row back.
 //
 // Sizes are accounted, not re-validated: each row's operations and bytes
 // are computed once, when it is decoded, and the largest prefix that fits

@@ -65,11 +65,13 @@
 //	                              each tagged mk:"tag=N" (and kind=name for a
 //	                              partition); partition unions identify
 //	                              partitions (store.Partition)
-//	//mk:key tag=N                a key class: its fields, in order, follow the
+//	//mk:key tag=N [value=R]      a key class: its fields, in order, follow the
 //	                              tag in the FoundationDB tuple encoding, so
 //	                              byte order is field order; no fields makes a
 //	                              singleton; N is 100 or more outside this
-//	                              package
+//	                              package; value=R names the record of the
+//	                              schema its rows hold, so that tools decode
+//	                              them (gen/registry's KeyClass.Value)
 //	//mk:record version=N [union] a versioned value record
 //
 // A struct type without a directive is a plain struct used inside records.

@@ -3,23 +3,23 @@ package schema
 // OutboxSequenceKey holds the last relay or outcome sequence allocated in a
 // partition (a U64Value); the outbox writer guards it.
 //
-//mk:key tag=1
+//mk:key tag=1 value=U64Value
 type OutboxSequenceKey struct{}
 
 // RelayScanKey holds the relay's scan state (a RelayScanV1).
 //
-//mk:key tag=2
+//mk:key tag=2 value=RelayScanV1
 type RelayScanKey struct{}
 
 // OutcomeBacklogKey holds the undelivered outcome totals (a Backlog).
 //
-//mk:key tag=3
+//mk:key tag=3 value=Backlog
 type OutcomeBacklogKey struct{}
 
 // RelayKey holds one queued relay row (a RelayV1), ordered by sequence.
 // Sequences start at 1; a stored sequence of 0 is corrupt.
 //
-//mk:key tag=16
+//mk:key tag=16 value=RelayV1
 type RelayKey struct {
 	Seq uint64
 }
@@ -52,7 +52,7 @@ type OutcomeSource string
 // sequence it was appended at; its value (an OutcomePendingV1) names the
 // outcome's source and record.
 //
-//mk:key tag=18
+//mk:key tag=18 value=OutcomePendingV1
 type OutcomePendingKey struct {
 	Seq uint64
 	ID  OutcomeID
@@ -62,7 +62,7 @@ type OutcomePendingKey struct {
 // sequence delivered from one source partition (a U64Value). Source is
 // the source partition's tuple identity (store.IdentityOf).
 //
-//mk:key tag=20
+//mk:key tag=20 value=U64Value
 type RelayHighWaterKey struct {
 	Source []byte `mk:"max=1024"`
 }
@@ -70,7 +70,7 @@ type RelayHighWaterKey struct {
 // SchedulerLeaseKey holds the scheduler lease of a partition (a
 // SchedulerLeaseV1): the worker firing its timers, until the lease expires.
 //
-//mk:key tag=6
+//mk:key tag=6 value=SchedulerLeaseV1
 type SchedulerLeaseKey struct{}
 
 // TimerRefKey names the one timer of a (kind, reference) pair: it holds
@@ -78,7 +78,7 @@ type SchedulerLeaseKey struct{}
 // the timer without scanning. The timers package keeps it in step with the
 // TimerKey row in every batch that writes either.
 //
-//mk:key tag=7
+//mk:key tag=7 value=U64Value
 type TimerRefKey struct {
 	Kind      uint16
 	Reference string `mk:"max=256"`
@@ -89,7 +89,7 @@ type TimerRefKey struct {
 // kept in the receiving service's partition until it expires, so that
 // every replica of the receiver refuses a replay any of them accepted.
 //
-//mk:key tag=40
+//mk:key tag=40 value=ReceiverNonceV1
 type ReceiverNonceKey struct {
 	Key string `mk:"max=320"`
 }
@@ -99,8 +99,29 @@ type ReceiverNonceKey struct {
 // value, which the sweep's delete is guarded by. A ReceiverNonceKey row
 // and its index row are written and deleted together.
 //
-//mk:key tag=41
+//mk:key tag=41 value=ReceiverNonceV1
 type ReceiverNonceExpiryKey struct {
 	UntilMs uint64
 	Key     string `mk:"max=320"`
+}
+
+// QuarantineKey holds a row an operator moved aside from a queue of its
+// partition (mkitfdb quarantine): who, when and why, and the rows moved
+// (a QuarantineV1). Key is the moved row's own key, so a row is
+// quarantined at most once at a time and restored by naming it. No
+// handler reads this range: a quarantined row is gone from its queue.
+//
+//mk:key tag=50 value=QuarantineV1
+type QuarantineKey struct {
+	Key []byte `mk:"max=10000"`
+}
+
+// QuarantineValueKey holds the value of the row at Key, as it was when it
+// was moved aside, byte for byte (the moved row's own value, whatever it
+// is: no record wraps it, so a value of any size the store takes is
+// kept). It is written and deleted with its QuarantineKey row.
+//
+//mk:key tag=51
+type QuarantineValueKey struct {
+	Key []byte `mk:"max=10000"`
 }

@@ -118,3 +118,21 @@ type ReceiverNonceV1 struct {
 	UntilMs uint64
 	Token   uint64
 }
+
+// QuarantineV1 records a row moved aside by an operator: when (Unix
+// milliseconds), who and why; the companion row moved with it, when the
+// row was one of a pair (the reference entry of a timer row, whose value
+// is a U64Value), with its value; and what the partition's outcome backlog dropped by when the row
+// was a pending outcome, which a restore adds back. The moved row's own
+// value is kept beside it (QuarantineValueKey).
+//
+//mk:record version=1
+type QuarantineV1 struct {
+	AtMs           uint64
+	Who            string `mk:"max=128"`
+	Reason         string `mk:"max=1024"`
+	Companion      []byte `mk:"max=10000,optional"`
+	CompanionValue []byte `mk:"max=64,optional"`
+	BacklogRows    uint64
+	BacklogBytes   uint64
+}

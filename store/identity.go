@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/mkit-dev/mkitfdb/gen/tuple"
 )
@@ -70,29 +68,5 @@ func formatIdentity(b []byte) string {
 	if err != nil || len(t) == 0 {
 		return fmt.Sprintf("(%x)", b)
 	}
-	var sb strings.Builder
-	formatTuple(&sb, t)
-	return sb.String()
-}
-
-func formatTuple(sb *strings.Builder, t tuple.Tuple) {
-	sb.WriteByte('(')
-	for i, e := range t {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		switch v := e.(type) {
-		case nil:
-			sb.WriteString("nil")
-		case string:
-			sb.WriteString(strconv.Quote(v))
-		case []byte:
-			fmt.Fprintf(sb, "b%q", v)
-		case tuple.Tuple:
-			formatTuple(sb, v)
-		default:
-			fmt.Fprint(sb, v)
-		}
-	}
-	sb.WriteByte(')')
+	return t.String()
 }

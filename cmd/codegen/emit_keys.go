@@ -364,5 +364,17 @@ func emitUnionTuple(f *File, d *decl) {
 			If(Err().Op("!=").Nil()).Block(Return(Nil(), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
 			Return(Id("p"), Nil()),
 		)
+		f.Commentf("Parse%sPrefix parses a %s identity at the start of b, as a raw", name, name)
+		f.Comment("store key begins with one after its root prefix, and returns it with the")
+		f.Comment("number of bytes it takes: the rest of b is not read. Bytes that begin with")
+		f.Comment("no identity of the union fail with an error wrapping wire.ErrCorrupt.")
+		f.Func().Id("Parse"+name+"Prefix").Params(Id("b").Index().Byte()).Params(Id(name), Int(), Error()).Block(
+			List(Id("rest"), Err()).Op(":=").Id("trimNamespace").Call(Id("b")),
+			If(Err().Op("!=").Nil()).Block(Return(Nil(), Lit(0), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+			Id("r").Op(":=").Qual(tuplePkg, "NewReader").Call(Id("rest")),
+			List(Id("p"), Err()).Op(":=").Id("read"+name+"Tuple").Call(Op("&").Id("r")),
+			If(Err().Op("!=").Nil()).Block(Return(Nil(), Lit(0), Qual(wirePkg, "KeyError").Call(Lit(name), Err()))),
+			Return(Id("p"), Len(Id("b")).Op("-").Len(Id("r").Dot("Rest").Call()), Nil()),
+		)
 	}
 }

@@ -20,18 +20,23 @@ func emitRegistry(f *File, s *schema) {
 	var partitions, keys, records []Code
 	for _, d := range s.filter(func(d *decl) bool { return d.Kind == kindUnion && d.Partition }) {
 		partitions = append(partitions, Values(Dict{
-			Id("Name"):  Lit(d.Name),
-			Id("Parse"): Qual(registryPkg, "PartitionParser").Call(Id("Parse" + d.Name)),
+			Id("Name"):        Lit(d.Name),
+			Id("Parse"):       Qual(registryPkg, "PartitionParser").Call(Id("Parse" + d.Name)),
+			Id("ParsePrefix"): Qual(registryPkg, "PartitionPrefixParser").Call(Id("Parse" + d.Name + "Prefix")),
 		}))
 	}
 	byTag := slices.Clone(s.keys())
 	slices.SortStableFunc(byTag, func(a, b *decl) int { return int(a.Tag) - int(b.Tag) })
 	for _, d := range byTag {
-		keys = append(keys, Values(Dict{
+		kc := Dict{
 			Id("Tag"):   Uint32().Call(Id("Tag" + d.Name)),
 			Id("Name"):  Lit(d.Name),
 			Id("Parse"): Qual(registryPkg, "KeyParser").Call(Id("Parse" + d.Name)),
-		}))
+		}
+		if d.Value != nil {
+			kc[Id("Value")] = Lit(d.Value.Name)
+		}
+		keys = append(keys, Values(kc))
 	}
 	for _, d := range s.records() {
 		records = append(records, Values(Dict{

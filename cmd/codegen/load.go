@@ -205,7 +205,8 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		}
 		l.pendUnion(d, st)
 	case dir == "key":
-		known("tag")
+		known("tag", "value")
+		d.valueName, d.valuePos = args["value"], pos
 		lo, hi, rule := keyTagRange(l.s.library)
 		// A tag out of range stays 0, which no key class may take, so
 		// that check reports nothing more of it.
@@ -491,6 +492,13 @@ func (l *loader) resolve() {
 	for _, d := range l.s.Decls {
 		for _, f := range d.Fields {
 			walk(d, f, f.Type)
+		}
+		if d.Key && d.valueName != "" {
+			if v := l.s.byName[d.valueName]; v != nil && v.Record {
+				d.Value = v
+			} else {
+				l.errs.add(d.valuePos, "key %s: value=%s names no record of the schema", d.Name, d.valueName)
+			}
 		}
 	}
 	for _, d := range l.s.Decls {

@@ -37,9 +37,13 @@ type decl struct {
 	Variants  []*variant
 	Partition bool
 
-	// key class: Key is set with its tag
-	Key bool
-	Tag uint32
+	// key class: Key is set with its tag; Value is the record its rows
+	// hold, when the schema says (value=Name)
+	Key       bool
+	Tag       uint32
+	Value     *decl
+	valueName string
+	valuePos  token.Position
 
 	// record: Record is set with its version
 	Record  bool

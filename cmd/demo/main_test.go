@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/admin"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 )
 
@@ -167,6 +169,15 @@ func TestSecondProcessIsToldTheLockAndSignalStopsCleanly(t *testing.T) {
 		t.Errorf("second demo: exit %d, stdout %q, stderr %q; want exit 1 and one line with %q", code, stdout, errOut, want)
 	}
 
+	// The operator's command, while the demo holds the file: one line
+	// naming the demo's pid, exit 2.
+	var aout, aerr bytes.Buffer
+	ac := &admin.Command{Stdout: &aout, Stderr: &aerr}
+	if code := ac.Run(t.Context(), []string{"partitions", "-db", db}); code != admin.ExitUsage || aout.Len() != 0 ||
+		!strings.Contains(aerr.String(), want) || strings.Count(aerr.String(), "\n") != 1 {
+		t.Errorf("mkitfdb partitions beside the demo: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, aout.String(), aerr.String(), want)
+	}
+
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +243,29 @@ func TestKilledProcessResumes(t *testing.T) {
 	if strings.Contains(out.String(), "end check") {
 		t.Fatalf("the demo finished before it was killed:\n%s", out.String())
 	}
+	// The operator's view of the killed run's database: consistent.
+	parts := adminPartitions(t, db)
+	queued := 0
+	for _, p := range parts {
+		relayTimer := false
+		for _, tk := range p.Timers {
+			relayTimer = relayTimer || tk.Name == "relay"
+		}
+		switch {
+		case len(p.Corrupt) > 0 || p.Quarantined.N > 0:
+			t.Errorf("%s after the kill: corrupt %v, quarantined %v", p.Partition, p.Corrupt, p.Quarantined)
+		case p.Relay.Rows.N > 0 && !relayTimer:
+			t.Errorf("%s after the kill: %v relay rows queued without a relay timer", p.Partition, p.Relay.Rows)
+		case uint64(p.Relay.Rows.N) > p.OutboxSequence:
+			t.Errorf("%s after the kill: %v relay rows, more than its sequence %d", p.Partition, p.Relay.Rows, p.OutboxSequence)
+		case p.Relay.Rows.N > 0 && (p.Wake == nil || p.Wake.After(time.Now())):
+			t.Errorf("%s after the kill: relay rows queued, wake time %v not due", p.Partition, p.Wake)
+		}
+		queued += p.Relay.Rows.N
+	}
+	if queued == 0 {
+		t.Logf("the kill found every row delivered (a fast machine); the view was checked all the same")
+	}
 	code, stdout, errOut := runDemo(t, t.Context(), "-db", db, "-nosync")
 	if code != exitOK {
 		t.Fatalf("resumed run: exit %d: %s%s", code, stdout, errOut)
@@ -240,4 +274,27 @@ func TestKilledProcessResumes(t *testing.T) {
 		"(resumed: the last run was interrupted with ",
 		"end check over 2 runs: 3,000 rows (12,000 target puts) and 20 high-water marks",
 	)
+	for _, p := range adminPartitions(t, db) {
+		if p.Relay.Rows.N != 0 || p.Outcomes.Rows != 0 || len(p.Corrupt) != 0 {
+			t.Errorf("%s after the resumed run: relay rows %v, outcomes %d, corrupt %v; want empty queues", p.Partition, p.Relay.Rows, p.Outcomes.Rows, p.Corrupt)
+		}
+	}
+}
+
+// adminPartitions runs mkitfdb partitions -json on db.
+func adminPartitions(t *testing.T, db string) []admin.PartitionReport {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := &admin.Command{Stdout: &out, Stderr: &errOut}
+	if code := c.Run(t.Context(), []string{"partitions", "-db", db, "-json"}); code != admin.ExitOK {
+		t.Fatalf("mkitfdb partitions: exit %d: %s", code, errOut.String())
+	}
+	var v struct{ Partitions []admin.PartitionReport }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("mkitfdb partitions -json: %v", err)
+	}
+	if len(v.Partitions) == 0 {
+		t.Fatalf("mkitfdb partitions lists none:\n%s", out.String())
+	}
+	return v.Partitions
 }

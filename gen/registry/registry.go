@@ -17,11 +17,18 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/mkit-dev/mkitfdb/gen/tuple"
 )
+
+// ErrNotLinked is the error of IdentityPrefix for an identity whose
+// namespace no linked package declares.
+var ErrNotLinked = errors.New("registry: namespace not linked into this program")
 
 // Schema is one generated package.
 type Schema struct {
@@ -47,19 +54,26 @@ type Partition interface {
 
 // PartitionUnion is a partition union: Parse parses an identity of one of
 // its variants (the generated Parse<Union>), failing with an error
-// wrapping wire.ErrCorrupt for any other bytes.
+// wrapping wire.ErrCorrupt for any other bytes; ParsePrefix (the
+// generated Parse<Union>Prefix) parses one at the start of a longer key
+// and returns the bytes it takes.
 type PartitionUnion struct {
-	Name  string
-	Parse func(identity []byte) (Partition, error)
+	Name        string
+	Parse       func(identity []byte) (Partition, error)
+	ParsePrefix func(b []byte) (Partition, int, error)
 }
 
 // KeyClass is a key class: Parse parses a key of the class (the generated
 // Parse<Key>) into its typed value, failing with an error wrapping
-// wire.ErrCorrupt for any other bytes.
+// wire.ErrCorrupt for any other bytes. Value names the record its rows
+// hold (a Record of the same schema) when the schema says (//mk:key
+// value=Name); it is empty for a class whose value is another's to
+// decide, such as a timer's.
 type KeyClass struct {
 	Tag   uint32
 	Name  string
 	Parse func(key []byte) (any, error)
+	Value string
 }
 
 // Record is a record version: Decode decodes a value (the generated
@@ -141,6 +155,49 @@ func PartitionParser[P Partition](parse func([]byte) (P, error)) func([]byte) (P
 			return nil, err
 		}
 		return p, nil
+	}
+}
+
+// IdentityPrefix parses the partition identity at the start of b (a raw
+// store key after its root prefix: identity, then the partition's own
+// key), by the linked schema of the namespace its first element names. It
+// returns that schema, the parsed partition and the identity's length in
+// bytes. It fails with an error wrapping ErrNotLinked, naming the
+// namespace (returned too), when no linked package declares it, and with
+// the last union's error (wrapping wire.ErrCorrupt) when none of the
+// schema's partition unions parses b; ns is "" when b does not start with
+// a tuple string.
+func IdentityPrefix(b []byte) (s Schema, p Partition, n int, ns string, err error) {
+	r := tuple.NewReader(b)
+	ns, err = r.ReadString()
+	if err != nil {
+		return Schema{}, nil, 0, "", fmt.Errorf("registry: no namespace first: %w", err)
+	}
+	s, ok := Lookup(ns)
+	if !ok {
+		return Schema{}, nil, 0, ns, fmt.Errorf("%w: %q", ErrNotLinked, ns)
+	}
+	err = fmt.Errorf("registry: namespace %q declares no partitions", ns)
+	for _, u := range s.Partitions {
+		if u.ParsePrefix == nil {
+			continue
+		}
+		if p, n, err = u.ParsePrefix(b); err == nil {
+			return s, p, n, ns, nil
+		}
+	}
+	return s, nil, 0, ns, err
+}
+
+// PartitionPrefixParser adapts a generated Parse<Union>Prefix to
+// PartitionUnion.ParsePrefix.
+func PartitionPrefixParser[P Partition](parse func([]byte) (P, int, error)) func([]byte) (Partition, int, error) {
+	return func(b []byte) (Partition, int, error) {
+		p, n, err := parse(b)
+		if err != nil {
+			return nil, 0, err
+		}
+		return p, n, nil
 	}
 }
 

@@ -139,3 +139,43 @@ func TestRegisterRefusesAnAnonymousSchema(t *testing.T) {
 		t.Error("a refused schema is registered")
 	}
 }
+
+// IdentityPrefix finds the partition a raw key starts with, by the linked
+// schema of its namespace, and says how long its identity is; a key class
+// names the record its rows hold where the schema says.
+func TestIdentityPrefixSplitsARawKey(t *testing.T) {
+	shard := ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("ada")}
+	id, err := shard.AppendTuple(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := gen.AppendRelayKey(nil, 7)
+	s, p, n, ns, err := registry.IdentityPrefix(append(append([]byte{}, id...), key...))
+	if err != nil || ns != "orders" || s.Namespace != "orders" || n != len(id) || p != registry.Partition(shard) {
+		t.Fatalf("IdentityPrefix = %q %v %d %q %v, want orders %v %d", s.Namespace, p, n, ns, err, shard, len(id))
+	}
+	// An identity alone parses to its end.
+	if _, _, n, _, err := registry.IdentityPrefix(id); err != nil || n != len(id) {
+		t.Fatalf("IdentityPrefix(identity) = %d, %v", n, err)
+	}
+	// A namespace no package declares names itself.
+	other := append([]byte{0x02}, "nolinked\x00\x15\x01"...)
+	if _, _, _, ns, err := registry.IdentityPrefix(other); !errors.Is(err, registry.ErrNotLinked) || ns != "nolinked" {
+		t.Fatalf("IdentityPrefix(unlinked) = %q, %v; want nolinked, ErrNotLinked", ns, err)
+	}
+	// A linked namespace whose variant no union declares is corrupt.
+	bad := append([]byte{0x02}, "orders\x00\x15\x63"...)
+	if _, _, _, _, err := registry.IdentityPrefix(bad); !errors.Is(err, wire.ErrCorrupt) {
+		t.Fatalf("IdentityPrefix(unknown variant) = %v, want wire.ErrCorrupt", err)
+	}
+	if _, _, _, ns, err := registry.IdentityPrefix([]byte{0x15, 1}); err == nil || ns != "" {
+		t.Fatalf("IdentityPrefix(no namespace) = %q, %v", ns, err)
+	}
+	mkit, _ := registry.Lookup(gen.SchemaNamespace)
+	if k, _ := mkit.Key(uint32(gen.TagRelayKey)); k.Value != "RelayV1" {
+		t.Fatalf("RelayKey holds %q, want RelayV1", k.Value)
+	}
+	if k, _ := mkit.Key(uint32(gen.TagTimerKey)); k.Value != "" {
+		t.Fatalf("TimerKey holds %q, want none (its handler's)", k.Value)
+	}
+}

@@ -24,6 +24,38 @@ const MaxDepth = 1000
 // Append functions and a Reader directly.
 type Tuple []any
 
+// String prints t as a tuple literal, the way tools show keys and
+// partition identities: ("orders", 1, b"\x00"), strings Go-quoted, byte
+// strings b-prefixed and Go-quoted, nested tuples in parentheses, nil as
+// nil, integers and booleans as fmt prints them.
+func (t Tuple) String() string {
+	var sb strings.Builder
+	writeTuple(&sb, t)
+	return sb.String()
+}
+
+func writeTuple(sb *strings.Builder, t Tuple) {
+	sb.WriteByte('(')
+	for i, e := range t {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		switch v := e.(type) {
+		case nil:
+			sb.WriteString("nil")
+		case string:
+			sb.WriteString(strconv.Quote(v))
+		case []byte:
+			sb.WriteString("b" + strconv.Quote(string(v)))
+		case Tuple:
+			writeTuple(sb, v)
+		default:
+			fmt.Fprint(sb, v)
+		}
+	}
+	sb.WriteByte(')')
+}
+
 // Pack returns the encoding of t, byte-identical to the binding's
 // tuple.Tuple.Pack for the same values. It fails with an error wrapping
 // wire.ErrInvalid, naming the element, when an element has an unsupported

@@ -88,6 +88,9 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                         {run: runOnce},
 	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                 {run: runOnce},
 
+	`go run ./cmd/mkitfdb partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
+	"go run ./cmd/mkitfdb help quarantine":                                  {run: runOperator},
+
 	"make lint":        {ci: true}, // make test's first prerequisite
 	"make test-readme": {ci: true}, // make test's last step
 	"make generate":    {run: runGenerate},
@@ -205,6 +208,21 @@ func runDemo(t *testing.T, cmd string) {
 	out := command(t, "", []string{"TMPDIR=" + t.TempDir()}, "sh", "-c", cmd)
 	if !strings.Contains(out, "every row delivered exactly once") {
 		t.Errorf("%s printed no passed end check:\n%s", cmd, out)
+	}
+}
+
+// runOperator runs an operator's command as the README says, on the
+// database a short demo run leaves where the README's demo leaves it.
+func runOperator(t *testing.T, cmd string) {
+	tmp := []string{"TMPDIR=" + t.TempDir()}
+	command(t, "", tmp, "go", "run", "./cmd/demo", "-sources", "2", "-targets", "3", "-rows", "40", "-nosync")
+	out := command(t, "", tmp, "sh", "-c", cmd)
+	want := "usage: mkitfdb quarantine"
+	if strings.Contains(cmd, " partitions ") {
+		want = "partitions\n"
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("%s printed no %q:\n%s", cmd, want, out)
 	}
 }
 

@@ -10,7 +10,7 @@ type ReservationID string
 // reservation's outcome is queued for delivery under the same id (the
 // library's OutcomePendingKey).
 //
-//mk:key tag=100
+//mk:key tag=100 value=ReservationV1
 type ReservationKey struct {
 	ID ReservationID
 }
@@ -18,7 +18,7 @@ type ReservationKey struct {
 // LeasedShardKey holds a coordinator's lease of one ref shard (a
 // LeasedShard).
 //
-//mk:key tag=101
+//mk:key tag=101 value=LeasedShard
 type LeasedShardKey struct {
 	Repo     RepoName
 	ShardRef ShardRef
@@ -27,7 +27,7 @@ type LeasedShardKey struct {
 // LeaseRecoveryKey holds a coordinator's lease recovery marker (a
 // LeaseRecovery).
 //
-//mk:key tag=102
+//mk:key tag=102 value=LeaseRecovery
 type LeaseRecoveryKey struct{}
 
 // LeaseReconcileKey holds the time a coordinator's lease table was last

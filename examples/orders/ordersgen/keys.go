@@ -212,6 +212,23 @@ func ParseShard(b []byte) (Shard, error) {
 	return p, nil
 }
 
+// ParseShardPrefix parses a Shard identity at the start of b, as a raw
+// store key begins with one after its root prefix, and returns it with the
+// number of bytes it takes: the rest of b is not read. Bytes that begin with
+// no identity of the union fail with an error wrapping wire.ErrCorrupt.
+func ParseShardPrefix(b []byte) (Shard, int, error) {
+	rest, err := trimNamespace(b)
+	if err != nil {
+		return nil, 0, wire.KeyError("Shard", err)
+	}
+	r := tuple.NewReader(rest)
+	p, err := readShardTuple(&r)
+	if err != nil {
+		return nil, 0, wire.KeyError("Shard", err)
+	}
+	return p, len(b) - len(r.Rest()), nil
+}
+
 func (OrderKey) Tag() Tag {
 	return TagOrderKey
 }

@@ -17,15 +17,18 @@ func init() {
 			Name:  "OrderKey",
 			Parse: registry.KeyParser(ParseOrderKey),
 			Tag:   uint32(TagOrderKey),
+			Value: "OrderV1",
 		}, {
 			Name:  "RegionOrderKey",
 			Parse: registry.KeyParser(ParseRegionOrderKey),
 			Tag:   uint32(TagRegionOrderKey),
+			Value: "IndexEntryV1",
 		}},
 		Namespace: SchemaNamespace,
 		Partitions: []registry.PartitionUnion{{
-			Name:  "Shard",
-			Parse: registry.PartitionParser(ParseShard),
+			Name:        "Shard",
+			Parse:       registry.PartitionParser(ParseShard),
+			ParsePrefix: registry.PartitionPrefixParser(ParseShardPrefix),
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeOrderV1),

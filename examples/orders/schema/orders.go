@@ -46,7 +46,7 @@ type CustomerShard struct {
 
 // OrderKey holds one order, ordered by customer then placement time.
 //
-//mk:key tag=100
+//mk:key tag=100 value=OrderV1
 type OrderKey struct {
 	Customer   CustomerID
 	PlacedAtMs uint64
@@ -55,7 +55,7 @@ type OrderKey struct {
 // RegionOrderKey indexes, in a region's shard, one order of a customer
 // of the region (an IndexEntryV1), in the order of OrderKey.
 //
-//mk:key tag=101
+//mk:key tag=101 value=IndexEntryV1
 type RegionOrderKey struct {
 	Customer   CustomerID
 	PlacedAtMs uint64

@@ -170,6 +170,23 @@ func ParsePartition(b []byte) (Partition, error) {
 	return p, nil
 }
 
+// ParsePartitionPrefix parses a Partition identity at the start of b, as a raw
+// store key begins with one after its root prefix, and returns it with the
+// number of bytes it takes: the rest of b is not read. Bytes that begin with
+// no identity of the union fail with an error wrapping wire.ErrCorrupt.
+func ParsePartitionPrefix(b []byte) (Partition, int, error) {
+	rest, err := trimNamespace(b)
+	if err != nil {
+		return nil, 0, wire.KeyError("Partition", err)
+	}
+	r := tuple.NewReader(rest)
+	p, err := readPartitionTuple(&r)
+	if err != nil {
+		return nil, 0, wire.KeyError("Partition", err)
+	}
+	return p, len(b) - len(r.Rest()), nil
+}
+
 func (WithdrawalKey) Tag() Tag {
 	return TagWithdrawalKey
 }

@@ -17,15 +17,18 @@ func init() {
 			Name:  "WithdrawalKey",
 			Parse: registry.KeyParser(ParseWithdrawalKey),
 			Tag:   uint32(TagWithdrawalKey),
+			Value: "WithdrawalV1",
 		}, {
 			Name:  "TransferKey",
 			Parse: registry.KeyParser(ParseTransferKey),
 			Tag:   uint32(TagTransferKey),
+			Value: "TransferV1",
 		}},
 		Namespace: SchemaNamespace,
 		Partitions: []registry.PartitionUnion{{
-			Name:  "Partition",
-			Parse: registry.PartitionParser(ParsePartition),
+			Name:        "Partition",
+			Parse:       registry.PartitionParser(ParsePartition),
+			ParsePrefix: registry.PartitionPrefixParser(ParsePartitionPrefix),
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeWithdrawalV1),

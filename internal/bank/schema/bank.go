@@ -38,7 +38,7 @@ type BranchPartition struct {
 
 // WithdrawalKey holds one withdrawal of an account (a WithdrawalV1).
 //
-//mk:key tag=100
+//mk:key tag=100 value=WithdrawalV1
 type WithdrawalKey struct {
 	Account AccountID
 	Seq     uint64
@@ -46,7 +46,7 @@ type WithdrawalKey struct {
 
 // TransferKey holds one transfer from an account (a TransferV1).
 //
-//mk:key tag=101
+//mk:key tag=101 value=TransferV1
 type TransferKey struct {
 	From AccountID
 	Seq  uint64

@@ -1,0 +1,135 @@
+package admin
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+)
+
+// TestBadInputIsOneLineAndExitTwo: every kind of bad input is refused in
+// one line naming the problem, with exit status 2, nothing on stdout and
+// nothing written.
+func TestBadInputIsOneLineAndExitTwo(t *testing.T) {
+	db := fixture(t)
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte("not a database, just text that is long enough to be read as a page header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.db")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "no command given"},
+		{"unknown command", []string{"partitons", "-db", db}, `unknown command "partitons"`},
+		{"unknown help topic", []string{"help", "nope"}, `unknown command "nope"`},
+		{"unknown flag", []string{"partitions", "-db", db, "-colour"}, "flag provided but not defined: -colour"},
+		{"stray argument", []string{"partitions", "-db", db, "extra"}, `unexpected argument "extra"`},
+		{"no store", []string{"partitions"}, "name the store"},
+		{"two stores", []string{"partitions", "-db", db, "-cluster-file", db}, "name one store"},
+		{"missing database", []string{"partitions", "-db", missing}, "no database there"},
+		{"a directory", []string{"partitions", "-db", dir}, "a directory is there"},
+		{"not a database", []string{"partitions", "-db", notDB}, "is not a database of this library"},
+		{"an empty file", []string{"lag", "-db", empty}, "an empty file"},
+		{"missing cluster file", []string{"partitions", "-cluster-file", filepath.Join(dir, "fdb.cluster")}, "cluster file " + filepath.Join(dir, "fdb.cluster") + " does not exist"},
+		{"partition does not parse", []string{"scan", "-db", db, "-partition", `("orders", 2`}, "-partition does not parse"},
+		{"partition not a tuple", []string{"scan", "-db", db, "-partition", "x:zz"}, "-partition does not parse"},
+		{"key does not parse", []string{"get", "-db", db, "-partition", adaText, "-key", "(16, five)"}, "-key does not parse"},
+		{"unknown class", []string{"scan", "-db", db, "-partition", adaText, "-class", "Nope"}, `-class "Nope" is no key class`},
+		{"get without a key", []string{"get", "-db", db, "-partition", adaText}, "-partition and -key are required"},
+		{"repair without -yes in a script", []string{"quarantine", "-db", db, "-partition", adaText, "-key", "(16, 2)", "-reason", "r"}, "refusing to write without -yes"},
+		{"quarantine without a reason", []string{"quarantine", "-db", db, "-partition", adaText, "-key", "(16, 2)", "-yes"}, "-reason is required"},
+		{"quarantine of a record", []string{"quarantine", "-db", db, "-partition", adaText, "-key", `(100, "ada", 9)`, "-reason", "r", "-yes"}, "is OrderKey: quarantine moves rows of the library's queues"},
+		{"redrive of no kind", []string{"redrive", "-db", db, "-partition", adaText, "-kind", "nope", "-yes"}, `-kind "nope" is no timer kind`},
+	}
+	before := snapshot(t, db)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, t0, c.args...)
+			if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "mkitfdb: ") {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", code, errOut, c.want)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+		})
+	}
+	if snapshot(t, db) != before {
+		t.Error("bad input wrote to the database")
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Error("a missing database was created")
+	}
+}
+
+// TestLockedDatabaseIsNamedWithTheHoldersPid: while a service holds the
+// bbolt file (here this process, through a second handle, which bbolt's
+// lock treats as another process does), views and repairs are refused
+// at once, in one line naming the holder's pid and what to do; once it
+// is released, views run.
+func TestLockedDatabaseIsNamedWithTheHoldersPid(t *testing.T) {
+	db := fixture(t)
+	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"partitions", "-db", db},
+		{"quarantine", "-db", db, "-partition", adaText, "-key", "(16, 2)", "-reason", "r", "-yes"},
+	} {
+		code, out, errOut := run(t, t0, args...)
+		pid := "pid " + strconv.Itoa(os.Getpid())
+		if code != ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "locked by another process") ||
+			!strings.Contains(errOut, pid) || !strings.Contains(errOut, "stop that process") {
+			t.Errorf("%s on a held file: exit %d, stderr %q; want exit 2, one line naming %s", args[0], code, errOut, pid)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, t0, "partitions", "-db", db); code != ExitOK {
+		t.Fatalf("after the holder closed: exit %d %s", code, errOut)
+	}
+	// A view's shared lock keeps a writer out while it reads: bbolt's
+	// rule, which the service meets at start.
+	r, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if code, _, errOut := run(t, t0, "partitions", "-db", db); code != ExitOK {
+		t.Errorf("a view beside another reader: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, t0, "redrive", "-db", db, "-partition", adaText, "-kind", "ship", "-ref", "ship/ada/2", "-yes"); code != ExitUsage || !strings.Contains(errOut, "cannot write it") {
+		t.Errorf("a repair beside a reader: exit %d %s", code, errOut)
+	}
+}
+
+// TestHelp: help lists every command; help <command> and -h print its
+// flags on stdout, with exit status 0.
+func TestHelp(t *testing.T) {
+	code, out, _ := run(t, t0, "help")
+	for _, s := range subcommands {
+		if code != ExitOK || !strings.Contains(out, "  "+s.name+" ") {
+			t.Errorf("help lacks %s:\n%s", s.name, out)
+		}
+	}
+	for _, s := range subcommands {
+		for _, args := range [][]string{{"help", s.name}, {s.name, "-h"}} {
+			code, out, errOut := run(t, t0, args...)
+			if code != ExitOK || errOut != "" || !strings.Contains(out, "usage: mkitfdb "+s.name) || !strings.Contains(out, "-db file") {
+				t.Errorf("%v: exit %d %q %q", args, code, out, errOut)
+			}
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Exit statuses of Command.Run.
+const (
+	// ExitOK: the view was shown or the repair was written.
+	ExitOK = 0
+	// ExitFailed: the store failed while the command ran, or a repair was
+	// refused because what it guards changed since it was read; nothing
+	// was written.
+	ExitFailed = 1
+	// ExitUsage: bad input (an unknown subcommand or flag, a partition or
+	// key that does not parse, a missing, locked or foreign database, a
+	// repair without -yes in a script); one line says which, and nothing
+	// was written.
+	ExitUsage = 2
+)
+
+// Command is the operator's command: mkitfdb, or a service's own admin
+// command built with the service's generated packages linked in (see the
+// package doc). Its zero value is usable (Name "mkitfdb", the standard
+// streams, the real clock); set fields before Run. A Command is not safe
+// for concurrent use.
+type Command struct {
+	// Name is the command's name in usage and messages; "" means
+	// "mkitfdb".
+	Name string
+	// KindNames names the service's timer kinds in the views (the
+	// library's kinds are named already).
+	KindNames map[timers.Kind]string
+	// Stdin, Stdout and Stderr default to the process's. A repair asks for
+	// confirmation on Stdin only when it is a terminal.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Clock tells the time the views measure ages against and repairs
+	// record; nil means the real clock.
+	Clock clock.Clock
+
+	// onOpen and beforeApply, for tests, run when the store is open and
+	// between a repair's read and its batch.
+	onOpen        func(*opened)
+	beforeApply   func()
+	forceTerminal bool // Stdin is taken for a terminal
+}
+
+// Main runs the command named after the program (os.Args[0]) with args
+// (os.Args[1:]) and returns its exit status: a service's admin command is
+//
+//	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//
+// in a package that imports its generated schema packages (for their
+// registration) and this one.
+func Main(args []string, stdout, stderr io.Writer) int {
+	c := &Command{Name: filepath.Base(os.Args[0]), Stdout: stdout, Stderr: stderr}
+	return c.Run(context.Background(), args)
+}
+
+// usageError is bad input: exit status 2, one line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// refusedError is a repair refused by its guard or by the state it found:
+// exit status 1, nothing written.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+
+func refusedf(format string, a ...any) error { return &refusedError{fmt.Sprintf(format, a...)} }
+
+// subcommand is one of the command's subcommands.
+type subcommand struct {
+	name    string
+	args    string // the synopsis after the flags
+	short   string
+	long    string
+	repair  bool
+	flags   func(fs *flag.FlagSet, o *options)
+	run     func(c *Command, ctx context.Context, st *opened, o *options) error
+	noStore bool
+}
+
+// subcommands are the command's subcommands; help lists them in
+// helpOrder.
+var subcommands []*subcommand
+
+var helpOrder = []string{"partitions", "timers", "lag", "get", "scan", "quarantined", "quarantine", "restore", "unblock", "redrive"}
+
+func lookup(name string) *subcommand {
+	for _, s := range subcommands {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (c *Command) name() string {
+	if c.Name == "" {
+		return "mkitfdb"
+	}
+	return c.Name
+}
+
+func (c *Command) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
+}
+
+// Run runs the command line args (without the program's name) and returns
+// the exit status: ExitOK, ExitFailed or ExitUsage.
+func (c *Command) Run(ctx context.Context, args []string) int {
+	if c.Stdin == nil {
+		c.Stdin = os.Stdin
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
+	}
+	err := c.run(ctx, args)
+	var ue *usageError
+	var re *refusedError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(ue.msg))
+		return ExitUsage
+	case errors.As(err, &re):
+		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(re.msg))
+		return ExitFailed
+	default:
+		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(err.Error()))
+		return ExitFailed
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+func (c *Command) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("no command given: run %s help", c.name())
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 {
+			c.usage(c.Stdout)
+			return nil
+		}
+		sub := lookup(rest[0])
+		if sub == nil {
+			return usagef("unknown command %q: run %s help", rest[0], c.name())
+		}
+		fs, _ := c.flagSet(sub)
+		c.printUsage(fs, sub)
+		return nil
+	}
+	sub := lookup(name)
+	if sub == nil {
+		return usagef("unknown command %q: run %s help", name, c.name())
+	}
+	fs, o := c.flagSet(sub)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(fs, sub)
+			return err
+		}
+		return usagef("%s: %v", sub.name, err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (flags go before it; run %s help %s)", sub.name, fs.Arg(0), c.name(), sub.name)
+	}
+	if err := o.check(sub); err != nil {
+		return err
+	}
+	st, err := c.open(o, sub.repair)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if c.onOpen != nil {
+		c.onOpen(st)
+	}
+	return sub.run(c, ctx, st, o)
+}
+
+// flagSet returns sub's flags, with the store flags every subcommand takes.
+func (c *Command) flagSet(sub *subcommand) (*flag.FlagSet, *options) {
+	o := &options{}
+	fs := flag.NewFlagSet(c.name()+" "+sub.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.db, "db", "", "the bbolt `file` to open (read-only for views)")
+	fs.StringVar(&o.clusterFile, "cluster-file", "", "the FoundationDB cluster `file` to open (a binary built with -tags fdb)")
+	fs.StringVar(&o.root, "root", "", "the store's root prefix as a tuple or x:HEX (default (\"mkit\"), fdblayer's)")
+	if !sub.repair {
+		fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
+	}
+	sub.flags(fs, o)
+	// The flag package calls Usage for -h and for every error: it prints
+	// nothing, so that an error is one line; -h prints usage below.
+	fs.Usage = func() {}
+	return fs, o
+}
+
+// printUsage prints sub's usage and flags on stdout.
+func (c *Command) printUsage(fs *flag.FlagSet, sub *subcommand) {
+	fmt.Fprintf(c.Stdout, "usage: %s %s [flags]%s\n\n%s\n\nflags:\n", c.name(), sub.name, sub.args, sub.long)
+	fs.SetOutput(c.Stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+func (c *Command) usage(w io.Writer) {
+	fmt.Fprintf(w, "%s reads and repairs a store of github.com/mkit-dev/mkitfdb.\n\nusage: %s <command> [flags]\n\nviews (read-only):\n", c.name(), c.name())
+	for _, name := range helpOrder {
+		if s := lookup(name); !s.repair {
+			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+		}
+	}
+	fmt.Fprintf(w, "\nrepairs (guarded, confirmed, recorded):\n")
+	for _, name := range helpOrder {
+		if s := lookup(name); s.repair {
+			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+		}
+	}
+	fmt.Fprintf(w, "\nEvery command takes -db FILE (bbolt) or -cluster-file FILE (FoundationDB).\nRun %s help <command> for its flags.\n", c.name())
+}
+
+// kindName names a timer kind: the library's, then the service's.
+func (c *Command) kindName(k timers.Kind) string {
+	if n, ok := c.KindNames[k]; ok {
+		return n
+	}
+	return k.String()
+}
+
+// parseKind parses a kind by number or name.
+func (c *Command) parseKind(s string) (timers.Kind, error) {
+	for _, k := range []timers.Kind{timers.KindRelay, timers.KindOutcomeDelivery} {
+		if s == k.String() {
+			return k, nil
+		}
+	}
+	names := make([]timers.Kind, 0, len(c.KindNames))
+	for k := range c.KindNames {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if c.KindNames[k] == s {
+			return k, nil
+		}
+	}
+	var n uint16
+	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(s, "kind("), ")"), "%d", &n); err != nil || n == 0 {
+		return 0, usagef("-kind %q is no timer kind: a number from 1 to 65535 or a kind's name (relay, outcome-delivery)", s)
+	}
+	return timers.Kind(n), nil
+}

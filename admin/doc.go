@@ -1,0 +1,77 @@
+// Package admin is the operator's command of a store of this library:
+// it shows what is queued where and why it is held, and repairs a held
+// queue deliberately. cmd/mkitfdb is this package with the library's, the
+// reference domain's and the examples' schemas linked in; a service
+// builds its own, whose views decode its keys and records by name, by
+// linking its generated packages:
+//
+//	// Command myservice-admin is mkitfdb for myservice's store.
+//	package main
+//
+//	import (
+//		"os"
+//
+//		"github.com/mkit-dev/mkitfdb/admin"
+//
+//		_ "example.com/myservice/shopgen" // registers its schema
+//	)
+//
+//	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//
+// (Command has the same with options: the service's timer kinds' names.)
+//
+// # Commands
+//
+// Subcommands in the style of the go tool, each with -h:
+//
+//	partitions   every partition: outbox sequence, relay backlog (rows, bytes,
+//	             the oldest row's queue time), blocked targets and scan state,
+//	             timers by kind with the next due time, outcome backlog and
+//	             next attempt, quarantined rows, corrupt rows with the reason
+//	timers       the timers, or with -due what the due index says is due now
+//	lag          the oldest queued row and the most delayed timer of the store
+//	get, scan    rows of a partition, decoded by the linked schemas (by tuple
+//	             and hex where none knows them)
+//	quarantined  the rows moved aside, with who, when and why
+//	quarantine   move a queue row aside (relay row, pending outcome, timer)
+//	restore      put it back
+//	unblock      unblock a relay target blocked for the rest of the cycle
+//	redrive      move a timer to now
+//
+// Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
+// (FoundationDB, in a binary built with -tags fdb; without the tag it
+// says how to build one). Views take -json: one JSON object whose shape
+// is stable (fields may be added, none renamed or removed). Partitions and
+// keys are written as the views print them: a tuple such as ("orders", 2,
+// "ada") or (16, 5), or x:HEX.
+//
+// # Reading without writing
+//
+// A view never writes. It opens a bbolt file read-only, under bbolt's
+// shared lock; bbolt lets one process open a file for writing and no
+// other open it meanwhile, so while the service runs, a view of its bbolt
+// file is refused at once, in one line naming the holder's pid (exit
+// status 2), and the service cannot start while a view reads. On
+// FoundationDB views and the service share the cluster freely. What a
+// view reads is bounded per partition (-max-rows per queue, counts past
+// it say "more than N"), and partitions are listed by a skip-scan of one
+// bounded read each (fdblayer's Layer.ListPartitions), so a large store
+// streams.
+//
+// # Repairs
+//
+// A repair is one guarded batch: the command reads what it will change,
+// shows it, and asks for confirmation (-yes, or "yes" typed at a
+// terminal; without a terminal and without -yes it refuses). The batch is
+// guarded on every row read, and -expect pins the revision (rev) an
+// earlier view showed: a row that changed is refused, nothing written
+// (exit status 1). Quarantine records who (-who, default the OS user),
+// when and why (-reason, required) beside the row it moves, in the
+// partition's quarantine range (gen.QuarantineKey, gen.QuarantineValueKey),
+// which no handler reads: to its queue the row is gone, and its source
+// resumes. The command never deletes a quarantined row; restore puts it
+// back byte for byte.
+//
+// Exit statuses: ExitOK, ExitFailed (the store failed, or a repair was
+// refused), ExitUsage (bad input, in one line: nothing written).
+package admin

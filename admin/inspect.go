@@ -1,0 +1,326 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/gen/registry"
+	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// DefaultMaxRows bounds the rows a view reads of each queue of a
+// partition (-max-rows): past it, counts say "more than N".
+const DefaultMaxRows = 1000
+
+// maxCorruptShown bounds the corrupt rows one partition's report lists.
+const maxCorruptShown = 16
+
+// Count is a count of rows read up to a bound: More says there are more
+// than N.
+type Count struct {
+	N    int  `json:"n"`
+	More bool `json:"more,omitempty"`
+}
+
+func (c Count) String() string {
+	if c.More {
+		return fmt.Sprintf("more than %d", c.N)
+	}
+	return fmt.Sprint(c.N)
+}
+
+// PartitionReport is what the partitions view shows of one partition. Its
+// JSON form is stable: fields may be added, none renamed or removed.
+type PartitionReport struct {
+	// Partition is the identity as a tuple (what -partition takes), Kind
+	// its kind by its schema ("" when its namespace is not linked).
+	Partition string `json:"partition"`
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind,omitempty"`
+	// Wake is the partition's wake time in the due index, if any.
+	Wake *time.Time `json:"wake,omitempty"`
+	// OutboxSequence is the last sequence the outbox allocated.
+	OutboxSequence uint64 `json:"outbox_sequence"`
+	// Relay is the relay queue; Timers the timers by kind; Outcomes the
+	// outcome backlog.
+	Relay       RelayReport   `json:"relay"`
+	Timers      []TimerKinds  `json:"timers"`
+	Outcomes    OutcomeReport `json:"outcomes"`
+	Lease       *LeaseReport  `json:"lease,omitempty"`
+	Quarantined Count         `json:"quarantined"`
+	// Corrupt lists rows of the library's classes that do not decode (at
+	// most 16; CorruptMore says more were found).
+	Corrupt     []Row `json:"corrupt,omitempty"`
+	CorruptMore bool  `json:"corrupt_more,omitempty"`
+}
+
+// RelayReport is a partition's relay queue and scan state.
+type RelayReport struct {
+	Rows  Count `json:"rows"`
+	Bytes int64 `json:"bytes"`
+	// Oldest is the queue time of the first row that decodes (rows are
+	// queued in sequence order).
+	Oldest *time.Time `json:"oldest,omitempty"`
+	// CycleEnd, Cursor and Blocked are the relay's scan state (Blocked:
+	// the targets blocked for the rest of the cycle, as tuples).
+	CycleEnd uint64   `json:"cycle_end"`
+	Cursor   uint64   `json:"cursor"`
+	Blocked  []string `json:"blocked,omitempty"`
+	// Hold is how long the relay timer was last moved for a corrupt row
+	// holding the source (0: not held).
+	Hold time.Duration `json:"hold_ns,omitempty"`
+}
+
+// TimerKinds is a partition's timers of one kind.
+type TimerKinds struct {
+	Kind    uint16    `json:"kind"`
+	Name    string    `json:"name"`
+	Count   Count     `json:"count"`
+	Due     int       `json:"due"`
+	NextDue time.Time `json:"next_due"`
+}
+
+// OutcomeReport is a partition's outcome backlog: the backlog record's
+// totals, the pending rows read, the oldest queue time, and the delivery
+// timer's next attempt and backoff attempt.
+type OutcomeReport struct {
+	Rows        uint64     `json:"rows"`
+	Bytes       uint64     `json:"bytes"`
+	Pending     Count      `json:"pending"`
+	Oldest      *time.Time `json:"oldest,omitempty"`
+	NextAttempt *time.Time `json:"next_attempt,omitempty"`
+	Attempt     uint32     `json:"attempt,omitempty"`
+}
+
+// LeaseReport is a scheduler's lease on the partition.
+type LeaseReport struct {
+	Owner   string    `json:"owner"`
+	Expires time.Time `json:"expires"`
+}
+
+// msTime converts stored Unix milliseconds to a time in UTC.
+func msTime(ms uint64) time.Time { return time.UnixMilli(int64(ms)).UTC() }
+
+func ptime(t time.Time) *time.Time { return &t }
+
+// schemaOf returns the linked schema of a partition identity and its kind.
+func schemaOf(id []byte) (registry.Schema, string, string) {
+	s, p, n, ns, err := registry.IdentityPrefix(id)
+	if err != nil || n != len(id) {
+		return s, ns, ""
+	}
+	return s, ns, p.Kind()
+}
+
+// classRange is the key range of a library key class.
+func classRange(tag gen.Tag) (store.Key, store.Key) {
+	a, b := gen.ClassRange(tag)
+	return a, b
+}
+
+// scanRange reads up to limit rows of [start, end) of p, page by page,
+// calling fn for each; it returns how many it read and whether more
+// follow.
+func scanRange(ctx context.Context, s store.Store, p store.Partition, start, end store.Key, limit int, fn func(k store.Key, v store.Value)) (Count, error) {
+	var c Count
+	var after store.Cursor
+	for c.N < limit {
+		page, err := s.Scan(ctx, p, start, end, after, min(limit-c.N, 512))
+		if err != nil {
+			return c, err
+		}
+		for _, r := range page.Entries {
+			fn(r.Key, r.Value)
+			c.N++
+		}
+		if page.Next == nil {
+			return c, nil
+		}
+		after = page.Next
+	}
+	// At the limit: one more row says whether there are more.
+	page, err := s.Scan(ctx, p, start, end, after, 1)
+	if err != nil {
+		return c, err
+	}
+	c.More = len(page.Entries) > 0
+	return c, nil
+}
+
+// inspect reads what the partitions view shows of partition id: a fixed
+// number of point reads and, per queue, at most maxRows rows.
+func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Identity, maxRows int) (PartitionReport, error) {
+	idb, _ := id.AppendTuple(nil)
+	sch, ns, kind := schemaOf(idb)
+	rep := PartitionReport{Partition: formatTuple(idb), Namespace: ns, Kind: kind, Timers: []TimerKinds{}}
+	corrupt := func(k store.Key, v store.Value, r Row) {
+		if len(rep.Corrupt) == maxCorruptShown {
+			rep.CorruptMore = true
+			return
+		}
+		rep.Corrupt = append(rep.Corrupt, r)
+	}
+	relayRef, _ := timers.RefKey(timers.KindRelay, "")
+	outcomeRef, _ := timers.RefKey(timers.KindOutcomeDelivery, "")
+	scanKey := gen.AppendRelayScanKey(nil)
+	leaseKey := gen.AppendSchedulerLeaseKey(nil)
+	keys := []store.Key{outbox.SequenceKey(), scanKey, outbox.BacklogKey(), relayRef, outcomeRef, leaseKey}
+	vs, err := l.GetMany(ctx, id, keys)
+	if err != nil {
+		return rep, err
+	}
+	check := func(k store.Key, v store.Value) {
+		if v == nil {
+			return
+		}
+		if r := decodeRow(sch, k, v); r.Corrupt != "" {
+			corrupt(k, v, r)
+		}
+	}
+	for i, k := range keys {
+		check(k, vs[i])
+	}
+	if seq, err := outbox.DecodeSequence(vs[0]); err == nil {
+		rep.OutboxSequence = seq
+	}
+	if vs[1] != nil {
+		if st, err := gen.DecodeRelayScanV1(vs[1]); err == nil {
+			rep.Relay.CycleEnd, rep.Relay.Cursor = st.CycleEnd, st.Cursor
+			for _, b := range st.Blocked {
+				rep.Relay.Blocked = append(rep.Relay.Blocked, formatTuple(b))
+			}
+		}
+	}
+	if b, err := outbox.DecodeBacklog(vs[2]); err == nil {
+		rep.Outcomes.Rows, rep.Outcomes.Bytes = b.Rows, b.Bytes
+	}
+	if vs[5] != nil {
+		if ls, err := gen.DecodeSchedulerLeaseV1(vs[5]); err == nil {
+			rep.Lease = &LeaseReport{Owner: ls.Owner, Expires: msTime(ls.ExpiresAtMs)}
+		}
+	}
+	// The library's timers' rows, for the relay's hold and the delivery's
+	// next attempt.
+	var timerKeys []store.Key
+	for _, ref := range []struct {
+		v    store.Value
+		kind timers.Kind
+	}{{vs[3], timers.KindRelay}, {vs[4], timers.KindOutcomeDelivery}} {
+		due, err := timers.DecodeRef(ref.v)
+		if ref.v == nil || err != nil {
+			timerKeys = append(timerKeys, nil)
+			continue
+		}
+		k, _ := timers.TimerKey(due, ref.kind, "")
+		timerKeys = append(timerKeys, k)
+		if ref.kind == timers.KindOutcomeDelivery {
+			rep.Outcomes.NextAttempt = ptime(msTime(due))
+		}
+	}
+	for i, k := range timerKeys {
+		if k == nil {
+			continue
+		}
+		v, ok, err := l.Get(ctx, id, k)
+		if err != nil {
+			return rep, err
+		}
+		if !ok || len(v) == 0 {
+			continue
+		}
+		if i == 0 {
+			if rt, err := gen.DecodeRelayTimerV1(v); err == nil {
+				rep.Relay.Hold = time.Duration(rt.HoldMs) * time.Millisecond
+			}
+		} else if ot, err := gen.DecodeOutcomeTimer(v); err == nil {
+			rep.Outcomes.Attempt = ot.Attempt
+		}
+	}
+
+	start, end := classRange(gen.TagRelayKey)
+	rep.Relay.Rows, err = scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+		rep.Relay.Bytes += int64(len(k) + len(v))
+		r, err := gen.DecodeRelayV1(v)
+		if _, kerr := gen.ParseRelayKey(k); kerr != nil || err != nil {
+			corrupt(k, v, decodeRow(sch, k, v))
+			return
+		}
+		if rep.Relay.Oldest == nil {
+			rep.Relay.Oldest = ptime(msTime(r.AtMs))
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+
+	now := c.now()
+	start, end = classRange(gen.TagTimerKey)
+	byKind := map[uint16]int{}
+	tc, err := scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+		tk, err := gen.ParseTimerKey(k)
+		if err != nil {
+			corrupt(k, v, decodeRow(sch, k, v))
+			return
+		}
+		i, ok := byKind[tk.Kind]
+		if !ok {
+			i = len(rep.Timers)
+			byKind[tk.Kind] = i
+			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: c.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+		}
+		rep.Timers[i].Count.N++
+		if !msTime(tk.DueAtMs).After(now) {
+			rep.Timers[i].Due++
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+	// Counts are of the rows read: past the bound each kind may have more.
+	for i := range rep.Timers {
+		rep.Timers[i].Count.More = tc.More
+	}
+
+	start, end = classRange(gen.TagOutcomePendingKey)
+	rep.Outcomes.Pending, err = scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+		if _, kerr := gen.ParseOutcomePendingKey(k); kerr != nil {
+			corrupt(k, v, decodeRow(sch, k, v))
+			return
+		}
+		if len(v) == 0 {
+			return // a row queued before pending rows named their source
+		}
+		pv, err := gen.DecodeOutcomePendingV1(v)
+		if err != nil {
+			corrupt(k, v, decodeRow(sch, k, v))
+			return
+		}
+		if at := msTime(pv.AtMs); rep.Outcomes.Oldest == nil || at.Before(*rep.Outcomes.Oldest) {
+			rep.Outcomes.Oldest = ptime(at)
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+
+	start, end = classRange(gen.TagQuarantineKey)
+	rep.Quarantined, err = scanRange(ctx, l, id, start, end, maxRows, func(store.Key, store.Value) {})
+	if err != nil {
+		return rep, err
+	}
+
+	at, ok, err := l.NextWake(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return rep, err
+	}
+	if ok {
+		rep.Wake = ptime(msTime(at))
+	}
+	return rep, nil
+}

@@ -1,0 +1,25 @@
+// Command mkitfdb is the operator's command of a store of this library:
+// it shows what is queued where (partitions, timers, lag, get, scan,
+// quarantined) and repairs a held queue deliberately (quarantine,
+// restore, unblock, redrive). It decodes the library's rows and those of
+// the schemas linked into it: the reference domain's and the examples';
+// a service builds its own, with its schemas linked, from package admin.
+//
+//	go install github.com/mkit-dev/mkitfdb/cmd/mkitfdb@latest
+//	mkitfdb partitions -db state.db
+//	mkitfdb help
+//
+// Built with -tags fdb it opens a FoundationDB cluster (-cluster-file).
+package main
+
+import (
+	"os"
+
+	"github.com/mkit-dev/mkitfdb/admin"
+
+	// The schemas it decodes besides the library's own.
+	_ "github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
+	_ "github.com/mkit-dev/mkitfdb/refdomain"
+)
+
+func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/examples/orders"
+	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen/registry"
+)
+
+// TestDecodesTheServicesOwnKeysAndRecordsByName: the service's admin
+// command, built with package admin and the service's schema linked,
+// shows an order placed by the service as its own key and record, by
+// name, and its timer by the kind's name.
+func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
+	if _, ok := registry.Lookup(ordersgen.SchemaNamespace); !ok {
+		t.Fatal("the orders schema is not linked into the command")
+	}
+	db := filepath.Join(t.TempDir(), "orders.db")
+	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fdblayer.Open(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &orders.Service{Store: s, ShipDelay: time.Hour}
+	order := ordersgen.OrderV1{Status: ordersgen.StatusOpen, Region: 3, Lines: []ordersgen.Line{{SKU: "teapot", Quantity: 2}}}
+	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), 1_700_000_000_000, order); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	code := run([]string{"scan", "-db", db, "-partition", `("orders", 2, "ada")`}, strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("scan: exit %d: %s", code, errOut.String())
+	}
+	for _, want := range [][]string{
+		{`(100, "ada", 1700000000000)`, "OrderKey", `OrderV1{Status: Open, Region: 3, Lines: [Line{SKU: "teapot", Quantity: 2}], Note: ""}`},
+		{"(16, 1)", "RelayKey", `RelayV1{Target: ("orders", 1, 3), Puts: [RelayPut{Key: (101, "ada", 1700000000000)`},
+	} {
+		if !hasLine(out.String(), want...) {
+			t.Errorf("scan lacks a line with %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"timers", "-db", db}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("timers: exit %d: %s", code, errOut.String())
+	}
+	if !hasLine(out.String(), `("orders", 2, "ada")`, " ship ", `"1700000000000"`) {
+		t.Errorf("timers does not name the ship timer:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"partitions", "-db", db}, strings.NewReader(""), &out, &errOut); code != 0 ||
+		!hasLine(out.String(), `("orders", 2, "ada")`, " customer ", "relay:1,ship:1") {
+		t.Errorf("partitions: exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
+// hasLine reports whether a line of text holds every one of words.
+func hasLine(text string, words ...string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		n := 0
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				n++
+			}
+		}
+		if n == len(words) {
+			return true
+		}
+	}
+	return false
+}
