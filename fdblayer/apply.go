@@ -226,7 +226,10 @@ func (l *Layer) applyError(p store.Partition, unknown, err error) error {
 // "fdblayer: what p": store.ErrUnknownResult when an earlier attempt may
 // have landed, store.ErrUnavailable otherwise.
 func (l *Layer) opError(what string, p store.Partition, unknown, err error) error {
-	what = "fdblayer: " + what + " " + store.PartitionName(p)
+	what = "fdblayer: " + what
+	if p != nil {
+		what += " " + store.PartitionName(p)
+	}
 	if unknown == nil {
 		return wrapError(what, store.ErrUnavailable, err)
 	}
