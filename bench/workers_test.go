@@ -372,7 +372,7 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 
 // dueEmpty reports whether the due index holds no entry.
 func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
-	due, err := l.ScanDue(context.Background(), math.MaxUint64, nil, 1)
+	due, err := l.ScanDue(context.Background(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -853,12 +853,14 @@ func (c *chaos) Probe(ctx context.Context) error { return c.w.layer.Probe(ctx) }
 
 // ScanDue and NextWake fail once the worker is dead but make no random
 // choice: the Tick's lister calls ScanDue from its own goroutine.
-func (c *chaos) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
+func (c *chaos) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
 	if c.dead.Load() {
 		return nil, errCrashed
 	}
-	return c.w.layer.ScanDue(ctx, untilMs, after, limit)
+	return c.w.layer.ScanDue(ctx, q)
 }
+
+func (c *chaos) DueBuckets() int { return c.w.layer.DueBuckets() }
 
 func (c *chaos) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
 	if c.dead.Load() {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -71,6 +72,10 @@ const (
 	// tick reads.
 	DefaultDuePageSize = 256
 )
+
+// minListPage is the fewest entries one due listing of a tick asks for
+// (see Scheduler.listPage).
+const minListPage = 16
 
 // maxWakeAttempts bounds the claims, and the finishing batches, that find
 // the wake time changed by another writer; past it a finishing batch only
@@ -207,9 +212,21 @@ type Scheduler struct {
 	leaseKey store.Key
 	full     store.Capabilities
 
+	// listPage bounds the entries of one due listing: a few per worker,
+	// so that entries are listed shortly before a worker takes them (a
+	// page listed long before is staler; see list).
+	listPage int
+	// ticks counts the Tick calls, for startBucket.
+	ticks atomic.Uint64
+	// firstBucket, when set, is the bucket every listing starts at (tests).
+	firstBucket func(n int) int
+
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
-	corrupt  holdback            // log lines of entries that name no partition
+	// parkedAtMs is when the parked entries were last listed (see
+	// listParked).
+	parkedAtMs uint64
+	corrupt    holdback // log lines of entries that name no partition
 	// failing holds back, by identity, the partitions this Scheduler failed
 	// to claim, run or release (see backingOff).
 	failing holdback
@@ -289,6 +306,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		leaseMs:  uint64(cfg.LeaseDuration.Milliseconds()),
 		poll:     cfg.PollInterval,
 		pageSize: cfg.DuePageSize,
+		listPage: min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
 		budget:   cfg.Budget.withDefaults(),
 		clock:    cfg.Clock,
 		waiter:   cfg.Waiter,
@@ -436,14 +454,10 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	return rep, nil
 }
 
-// afterAll returns the due index position after every entry at atMs:
-// partition identities are tuple encodings, which never start with 0xFF.
-func afterAll(atMs uint64) *store.DueEntry {
-	return &store.DueEntry{AtMs: atMs, Partition: []byte{0xFF}}
-}
-
-// list sends the due entries, then the parked ones, each partition once,
-// to out, until ctx ends.
+// list sends the due entries, then (see listParked) the parked ones, each
+// partition once, to out, until ctx ends. It starts at a bucket of its own
+// each tick (see startBucket), so that schedulers sharing a store list
+// the due partitions in different orders and meet each other's last.
 func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.DueEntry, rep *TickReport) error {
 	seen := make(map[string]struct{})
 	send := func(e store.DueEntry, count *int) bool {
@@ -460,20 +474,59 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 			return false
 		}
 	}
-	if err := s.scan(ctx, nowMs, nil, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
+	start := s.startBucket(s.due.DueBuckets(), s.ticks.Add(1))
+	q := store.DueQuery{UntilMs: min(nowMs, ParkedWakeMs-1), Start: start, Limit: s.listPage}
+	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
 		return err
 	}
-	return s.scan(ctx, ParkedWakeMs, afterAll(ParkedWakeMs-1), func(e store.DueEntry) bool { return send(e, &rep.Parked) })
+	if !s.listParked(nowMs) {
+		return nil
+	}
+	q = store.DueQuery{FromMs: ParkedWakeMs, UntilMs: ParkedWakeMs, Start: start, Limit: s.pageSize}
+	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
 }
 
-// scan pages through the due index entries after after, up to untilMs,
-// calling fn on each until it returns false (ctx ended).
-func (s *Scheduler) scan(ctx context.Context, untilMs uint64, after *store.DueEntry, fn func(store.DueEntry) bool) error {
+// startBucket is the bucket of n a Scheduler's tick-th listing starts at:
+// FNV-1a of its Owner and tick, so that schedulers sharing a store start
+// at buckets of their own, none at the same one tick after tick.
+func (s *Scheduler) startBucket(n int, tick uint64) int {
+	if s.firstBucket != nil {
+		return s.firstBucket(n)
+	}
+	h := uint64(14695981039346656037)
+	for i := range len(s.owner) {
+		h = (h ^ uint64(s.owner[i])) * 1099511628211
+	}
+	for i := range 8 {
+		h = (h ^ (tick >> (8 * i) & 0xFF)) * 1099511628211
+	}
+	return int(h % uint64(n))
+}
+
+// listParked reports whether this tick, at nowMs, lists the parked
+// entries: partitions in flight elsewhere, or left parked by a worker that
+// died holding its lease, or by a claim or release of this Scheduler that
+// failed. A lease lives LeaseDuration, so they are listed every quarter
+// of it, and at every tick while a partition this Scheduler failed has
+// not been fired since.
+func (s *Scheduler) listParked(nowMs uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parkedAtMs != 0 && nowMs >= s.parkedAtMs && nowMs-s.parkedAtMs < s.leaseMs/4 && !s.failing.any() {
+		return false
+	}
+	s.parkedAtMs = nowMs
+	return true
+}
+
+// scan pages through the due index entries q selects, calling fn on each
+// until it returns false (ctx ended).
+func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.DueEntry) bool) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("timers: scheduler: tick: %w", err)
 		}
-		page, err := s.due.ScanDue(ctx, untilMs, after, s.pageSize)
+		page, err := s.due.ScanDue(ctx, q)
 		if err != nil {
 			return fmt.Errorf("timers: scheduler: list due partitions: %w", err)
 		}
@@ -482,10 +535,10 @@ func (s *Scheduler) scan(ctx context.Context, untilMs uint64, after *store.DueEn
 				return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
 			}
 		}
-		if len(page) < s.pageSize {
+		if len(page) < q.Limit {
 			return nil
 		}
-		after = &page[len(page)-1]
+		q.After = &page[len(page)-1]
 	}
 }
 
