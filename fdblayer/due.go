@@ -350,4 +350,3 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 	}
 	return len(rows), false, nil
 }
-
