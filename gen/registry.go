@@ -34,6 +34,10 @@ func init() {
 			Parse: registry.KeyParser(ParseTimerRefKey),
 			Tag:   uint32(TagTimerRefKey),
 		}, {
+			Name:  "SchedulerMemberKey",
+			Parse: registry.KeyParser(ParseSchedulerMemberKey),
+			Tag:   uint32(TagSchedulerMemberKey),
+		}, {
 			Name:  "RelayKey",
 			Parse: registry.KeyParser(ParseRelayKey),
 			Tag:   uint32(TagRelayKey),

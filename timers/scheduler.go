@@ -474,7 +474,7 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 			return false
 		}
 	}
-	start := s.startBucket(s.due.DueBuckets(), s.ticks.Add(1))
+	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
 	q := store.DueQuery{UntilMs: min(nowMs, ParkedWakeMs-1), Start: start, Limit: s.listPage}
 	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
 		return err
@@ -486,13 +486,20 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
 }
 
-// startBucket is the bucket of n a Scheduler's tick-th listing starts at:
-// FNV-1a of its Owner and tick, so that schedulers sharing a store start
-// at buckets of their own, none at the same one tick after tick.
-func (s *Scheduler) startBucket(n int, tick uint64) int {
+// startBucket is the bucket of n a Scheduler's tick-th listing, at
+// nowMs, starts at: r*n/m for the Scheduler of rank r among m live members
+// (see the design note in members.go), or, when the memberships cannot be
+// read, FNV-1a of its Owner and tick, so that schedulers sharing a store
+// still start at buckets of their own most of the time.
+func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick uint64) int {
 	if s.firstBucket != nil {
 		return s.firstBucket(n)
 	}
+	rank, count, err := s.members(ctx, nowMs)
+	if err == nil {
+		return rank * n / count
+	}
+	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships; starting the listing at a bucket of its own", "error", err)
 	h := uint64(14695981039346656037)
 	for i := range len(s.owner) {
 		h = (h ^ uint64(s.owner[i])) * 1099511628211
