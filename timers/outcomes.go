@@ -142,7 +142,7 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 				r.cfg.claim.wakeMoved = true
 			default:
 				r.raced(&items[j], out)
-				items = append(items[:j:j], items[j+1:]...)
+				items = dropRaced(items, j)
 			}
 		case err == nil && out.Outcome == store.DeadlinePassed && n == 1 && items[0].outcome:
 			r.reject(&items[0], "timer outcome passed its deadline", errors.New(out.String()))
@@ -163,6 +163,13 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 		}
 	}
 	return nil
+}
+
+// dropRaced returns items without items[j], whose own guard failed: the
+// others are committed again without it. (A variable, so that the tests
+// can check that a version dropping more is caught.)
+var dropRaced = func(items []item, j int) []item {
+	return append(items[:j:j], items[j+1:]...)
 }
 
 // full is the most one batch may hold on the run's store.
