@@ -157,6 +157,9 @@ type workerMeter struct {
 	d                           time.Duration
 	claimed, contended          uint64
 	commits, conflicts, retries uint64
+	// txns and reads are the round trips besides the commits (MVCCStats:
+	// transactions begun or retried, read round trips).
+	txns, reads uint64
 }
 
 // run times fn, called with the timer stopped, and stops it again.
@@ -170,6 +173,8 @@ func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	m.d += time.Since(start)
 	b.StopTimer()
 	after := ws.stats()
+	m.txns += after.Begun + after.Retries - before.Begun - before.Retries
+	m.reads += after.Reads - before.Reads
 	m.claimed += m.rec.CounterSum(timers.MetricSchedulerClaimed) - claimed
 	m.contended += m.rec.CounterSum(timers.MetricSchedulerContended) - contended
 	m.commits += after.Commits - before.Commits
@@ -220,6 +225,14 @@ func BenchmarkRelayWorkers(b *testing.B) {
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(q.rows)/m.d.Seconds(), "rows/s")
+				// Round trips on a cluster, counted on the MVCC engine (0
+				// on the memory engine): per row, and per source drained
+				// (one fire each).
+				rows, sources := float64(q.rows), float64(q.rows/workerRows)
+				b.ReportMetric(float64(m.txns)/rows, "txns/row")
+				b.ReportMetric(float64(m.reads)/rows, "reads/row")
+				b.ReportMetric(float64(m.commits)/rows, "commits/row")
+				b.ReportMetric(float64(m.txns+m.reads+m.commits)/sources, "roundtrips/source")
 				m.report(b)
 			})
 		}

@@ -12,9 +12,9 @@
 // ClassRange(tag) is the range that holds a class. Tags 1-99 are the library's
 // key classes, in any partition; an importing schema's are 100 and above.
 //
-// Records (U64Value, RelayV1, RelayScanV1, Backlog and 5 more): for a record
-// R, AppendR and EncodeR encode a value after checking every rule of the
-// schema (an error wrapping wire.ErrInvalid otherwise, nothing appended);
+// Records (U64Value, RelayV1, RelayScanV1, RelayTimerV1 and 6 more): for a
+// record R, AppendR and EncodeR encode a value after checking every rule of
+// the schema (an error wrapping wire.ErrInvalid otherwise, nothing appended);
 // DecodeR decodes strictly: truncated input, trailing bytes, an unknown
 // version, variant or enum value, a length over its bound or a broken rule is
 // an error wrapping wire.ErrCorrupt that names the record, the field and the

@@ -123,6 +123,11 @@ func examplesRelayScanV1() []RelayScanV1 {
 	}}
 }
 
+// examplesRelayTimerV1 returns valid RelayTimerV1 values, minimal first, typical last.
+func examplesRelayTimerV1() []RelayTimerV1 {
+	return []RelayTimerV1{RelayTimerV1{HoldMs: uint64(1)}, RelayTimerV1{HoldMs: uint64(1099511627783)}}
+}
+
 // examplesBacklog returns valid Backlog values, minimal first, typical last.
 func examplesBacklog() []Backlog {
 	return []Backlog{Backlog{}, Backlog{

@@ -479,6 +479,98 @@ func fastDecodeRelayScanV1(b []byte, v *RelayScanV1) bool {
 	return len(b) > 0 && b[0] == VersionRelayScanV1 && fastReadRelayScanV1(b, 1, v) == len(b) && verifyRelayScanV1(v) == nil
 }
 
+func appendRelayTimerV1(dst []byte, v *RelayTimerV1) []byte {
+	dst = wire.AppendU64(dst, v.HoldMs)
+	return dst
+}
+
+func sizeRelayTimerV1(v *RelayTimerV1) int {
+	n := 0
+	n += 8
+	return n
+}
+
+func readRelayTimerV1(r *wire.Reader, v *RelayTimerV1) {
+	v.HoldMs = r.U64("RelayTimerV1.HoldMs")
+}
+
+// fastReadRelayTimerV1 reads the fields of RelayTimerV1 from b[p:] as readRelayTimerV1 does, and
+// returns the offset after them, or -1 where readRelayTimerV1 would fail.
+func fastReadRelayTimerV1(b []byte, p int, v *RelayTimerV1) int {
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.HoldMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
+// VersionRelayTimerV1 is the version byte that opens every encoded RelayTimerV1.
+const VersionRelayTimerV1 = 1
+
+// AppendRelayTimerV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendRelayTimerV1(dst []byte, v RelayTimerV1) ([]byte, error) {
+	if !validRelayTimerV1(&v) {
+		return dst, wire.Within("RelayTimerV1", checkRelayTimerV1(&v))
+	}
+	return appendRelayTimerV1(append(dst, VersionRelayTimerV1), &v), nil
+}
+
+// EncodeRelayTimerV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendRelayTimerV1 does.
+func EncodeRelayTimerV1(v RelayTimerV1) ([]byte, error) {
+	return AppendRelayTimerV1(make([]byte, 0, 1+sizeRelayTimerV1(&v)), v)
+}
+
+// DecodeRelayTimerV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeRelayTimerV1(b []byte) (RelayTimerV1, error) {
+	var v RelayTimerV1
+	err := DecodeRelayTimerV1Into(b, &v)
+	return v, err
+}
+
+// DecodeRelayTimerV1Into decodes b into *v as DecodeRelayTimerV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeRelayTimerV1Into(b []byte, v *RelayTimerV1) error {
+	if fastDecodeRelayTimerV1(b, v) {
+		return nil
+	}
+	return readerDecodeRelayTimerV1(b, v)
+}
+
+// readerDecodeRelayTimerV1 is DecodeRelayTimerV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayTimerV1(b []byte, v *RelayTimerV1) error {
+	r := wire.NewReader(b, "RelayTimerV1")
+	r.Version(VersionRelayTimerV1)
+	readRelayTimerV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyRelayTimerV1(v); err != nil {
+			err = wire.DecodeRule("RelayTimerV1", err)
+		}
+	}
+	if err != nil {
+		*v = RelayTimerV1{}
+	}
+	return err
+}
+
+// fastDecodeRelayTimerV1 decodes b into *v and reports true when b is a valid
+// RelayTimerV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayTimerV1(b []byte, v *RelayTimerV1) bool {
+	return len(b) > 0 && b[0] == VersionRelayTimerV1 && fastReadRelayTimerV1(b, 1, v) == len(b) && verifyRelayTimerV1(v) == nil
+}
+
 func appendBacklog(dst []byte, v *Backlog) []byte {
 	dst = wire.AppendU64(dst, v.Rows)
 	dst = wire.AppendU64(dst, v.Bytes)

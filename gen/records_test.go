@@ -724,6 +724,223 @@ func TestRelayScanV1FastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidRelayTimerV1 returns RelayTimerV1 values that break a rule of the schema.
+func invalidRelayTimerV1() []RelayTimerV1 {
+	var out []RelayTimerV1
+	{
+		v := examplesRelayTimerV1()[1]
+		v.HoldMs = 0
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedRelayTimerV1 returns bytes that must not decode as a RelayTimerV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedRelayTimerV1() [][]byte {
+	valid, err := EncodeRelayTimerV1(examplesRelayTimerV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionRelayTimerV1+1)}
+	{
+		v := examplesRelayTimerV1()[1]
+		v.HoldMs = 0
+		out = append(out, appendRelayTimerV1([]byte{VersionRelayTimerV1}, &v))
+	}
+	return out
+}
+
+func TestRelayTimerV1RoundTrip(t *testing.T) {
+	for i, v := range examplesRelayTimerV1() {
+		b, err := EncodeRelayTimerV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeRelayTimerV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeRelayTimerV1(&v))
+		}
+		got, err := DecodeRelayTimerV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendRelayTimerV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestRelayTimerV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestRelayTimerV1DecodeIntoReuses(t *testing.T) {
+	var v RelayTimerV1
+	examples := examplesRelayTimerV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeRelayTimerV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeRelayTimerV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeRelayTimerV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeRelayTimerV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, RelayTimerV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestRelayTimerV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidRelayTimerV1() {
+		out, err := AppendRelayTimerV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestRelayTimerV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedRelayTimerV1() {
+		_, err := DecodeRelayTimerV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "RelayTimerV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "RelayTimerV1")
+		}
+	}
+}
+
+// FuzzRelayTimerV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzRelayTimerV1(f *testing.F) {
+	for _, v := range examplesRelayTimerV1() {
+		b, err := EncodeRelayTimerV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedRelayTimerV1() {
+		f.Add(b)
+	}
+	held, err := EncodeRelayTimerV1(examplesRelayTimerV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeRelayTimerV1(t, held, b)
+		v, err := DecodeRelayTimerV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeRelayTimerV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkRelayTimerV1 encodes and decodes the example with the largest encoding.
+func BenchmarkRelayTimerV1(b *testing.B) {
+	var v RelayTimerV1
+	var enc []byte
+	for _, x := range examplesRelayTimerV1() {
+		e, err := EncodeRelayTimerV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendRelayTimerV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeRelayTimerV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeRelayTimerV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeRelayTimerV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow RelayTimerV1
+		if reuse {
+			if readerDecodeRelayTimerV1(held, &fast) != nil || readerDecodeRelayTimerV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeRelayTimerV1(b, &fast)
+		err := readerDecodeRelayTimerV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestRelayTimerV1FastPathAgrees holds DecodeRelayTimerV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestRelayTimerV1FastPathAgrees(t *testing.T) {
+	examples := examplesRelayTimerV1()
+	held, err := EncodeRelayTimerV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeRelayTimerV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeRelayTimerV1(t, held, m)
+		}
+	}
+	for _, b := range malformedRelayTimerV1() {
+		agreeRelayTimerV1(t, held, b)
+	}
+}
+
 // invalidBacklog returns Backlog values that break a rule of the schema.
 func invalidBacklog() []Backlog {
 	var out []Backlog

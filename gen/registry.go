@@ -76,6 +76,10 @@ func init() {
 			Name:    "RelayScanV1",
 			Version: VersionRelayScanV1,
 		}, {
+			Decode:  registry.Decoder(DecodeRelayTimerV1),
+			Name:    "RelayTimerV1",
+			Version: VersionRelayTimerV1,
+		}, {
 			Decode:  registry.Decoder(DecodeBacklog),
 			Name:    "Backlog",
 			Version: VersionBacklog,

@@ -453,6 +453,38 @@ func verifyRelayScanV1(v *RelayScanV1) error {
 	return nil
 }
 
+// RelayTimerV1 is the relay timer's value while a corrupt queued row
+// holds its source back: the interval the timer was last moved by, which
+// doubles at each fire that still finds a corrupt row, up to a cap. The
+// timer of a source held by nothing has an empty value.
+type RelayTimerV1 struct {
+	HoldMs uint64
+}
+
+// checkRelayTimerV1 checks every rule of the schema on v.
+func checkRelayTimerV1(v *RelayTimerV1) error {
+	if v.HoldMs < 1 {
+		return wire.Rule("HoldMs", "%d under its minimum 1", v.HoldMs)
+	}
+	return nil
+}
+
+// validRelayTimerV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validRelayTimerV1(v *RelayTimerV1) bool {
+	if v.HoldMs < 1 {
+		return false
+	}
+	return true
+}
+
+// verifyRelayTimerV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyRelayTimerV1(v *RelayTimerV1) error {
+	if v.HoldMs < 1 {
+		return wire.Rule("HoldMs", "%d under its minimum 1", v.HoldMs)
+	}
+	return nil
+}
+
 // Backlog totals the undelivered terminal outcomes of a partition.
 type Backlog struct {
 	Rows  uint64

@@ -17,6 +17,27 @@ import (
 // a race writes nothing, and the ones before it are consistent on their
 // own: their rows were delivered, and their cursor never passes a row
 // that is neither delivered nor blocked.
+//
+// The last batch is not applied by the checkpoint: the fire's outcome
+// carries it (timers.Done and timers.Reschedule apply their batch with
+// the timer's own change, atomically), which saves a commit per fire. If
+// that batch fails (a guard of the timer, of the outbox sequence for Done,
+// of the scan state or of a row), nothing of it lands: its rows stay
+// queued with their timer, delivered, and the next fire finds them at or
+// below their targets' marks and deletes them then. Since it outlives the
+// fire, whose scratch memory the next fire reuses, it holds its own copies
+// of the keys and values it guards; and it leaves room for what the run
+// adds (outcomeOps, outcomeBytes).
+
+// What a timer run adds to the batch a handler's outcome carries: the
+// guards of the timer row and its reference entry, a Reschedule's three
+// writes, a scheduler claim's lease guard, and the release of the claim
+// (the lease's delete; the wake time is not an operation), with room for
+// their keys and values.
+const (
+	outcomeOps   = 2 + 3 + 1 + 1
+	outcomeBytes = 1 << 10
+)
 
 // checkpoint records the fire's progress in the source: it walks the
 // window in order, moving the cursor over rows delivered or held by a
@@ -27,13 +48,19 @@ import (
 // cycle's end, without a stop, ends the cycle. Delivered rows past the
 // stop whose target mark already covers them are deleted too, without
 // moving the cursor. The batches are split as the source's capabilities
-// require. It reports false when a batch lost a race.
-func (f *fire) checkpoint(ctx context.Context) (bool, error) {
-	ck := checkpointer{f: f, caps: f.sourceCaps, observed: f.scanValue, state: f.scan, dels: f.dels[:0]}
+// require, with room for the timer's change in each. It applies all but
+// the last, which it returns for the fire's outcome to carry (see the
+// design note), and sets f.scan to the state that batch writes. It reports
+// false when a batch lost a race.
+func (f *fire) checkpoint(ctx context.Context) (*store.Batch, bool, error) {
+	caps := f.sourceCaps
+	caps.ReservedBatchOps += outcomeOps
+	caps.MaxBatchBytes = max(caps.MaxBatchBytes-outcomeBytes, 0)
+	ck := checkpointer{f: f, caps: caps, observed: f.scanValue, state: f.scan, dels: f.dels[:0]}
 	defer func() { f.dels = ck.dels }()
 	var err error
 	if ck.stateBytes, err = ck.encodedLen(ck.state); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	interrupted, overflow := false, false
 	for i := range f.rows {
@@ -65,7 +92,7 @@ func (f *fire) checkpoint(ctx context.Context) (bool, error) {
 		}
 		ok, err := ck.advance(ctx, q.seq, g, block, del)
 		if err != nil || !ok {
-			return false, err
+			return nil, false, err
 		}
 	}
 	stoppedAfter := ck.state.Cursor
@@ -78,15 +105,16 @@ func (f *fire) checkpoint(ctx context.Context) (bool, error) {
 		if q := &f.rows[i]; q.seq > stoppedAfter && f.delivered[i] {
 			ok, err := ck.add(ctx, q)
 			if err != nil || !ok {
-				return false, err
+				return nil, false, err
 			}
 		}
 	}
-	if ok, err := ck.flush(ctx); err != nil || !ok {
-		return false, err
+	last, err := ck.last()
+	if err != nil {
+		return nil, false, err
 	}
 	f.scan = ck.state
-	return true, nil
+	return last, true, nil
 }
 
 // checkpointer accumulates one checkpoint batch at a time: the guarded
@@ -221,6 +249,36 @@ func (ck *checkpointer) invalid(state gen.RelayScanV1, del *queued) error {
 		return fmt.Errorf("relay: checkpoint of %s: %w", ck.f.src, err)
 	}
 	return fmt.Errorf("relay: checkpoint of %s does not fit one batch: %w", ck.f.src, store.ErrInvalid)
+}
+
+// last returns the pending batch, unapplied, in memory of its own: the
+// scan state, guarded by the value the previous batch wrote (or the fire
+// read), and the deletions, each guarded by a copy of the row's value,
+// with room for the outbox sequence's guard.
+func (ck *checkpointer) last() (*store.Batch, error) {
+	encoded, err := ck.encode(ck.state)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, q := range ck.dels {
+		n += len(q.key) + len(q.value)
+	}
+	arena := make([]byte, 0, n)
+	b := &store.Batch{
+		Preconditions: make([]store.Precondition, 0, 2+len(ck.dels)),
+		Writes:        make([]store.Write, 0, 1+len(ck.dels)),
+	}
+	b.Require(store.Guard(scanKey, ck.observed)).Put(scanKey, encoded)
+	for _, q := range ck.dels {
+		k := len(arena)
+		arena = append(arena, q.key...)
+		v := len(arena)
+		arena = append(arena, q.value...)
+		key := store.Key(arena[k:v:v])
+		b.Require(store.Equals(key, arena[v:len(arena):len(arena)])).Delete(key)
+	}
+	return b, nil
 }
 
 // flush applies the pending batch: the scan state, guarded by the value

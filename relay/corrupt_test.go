@@ -1,7 +1,10 @@
 package relay_test
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,16 +103,17 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 				e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"), put(ta, "k", "3"), put(ta, "k", "4"), put(ta, "k", "5"))
 				tt.corrupt(t, e)
 
-				for range 3 {
+				for i, hold := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 					rep := e.step(t)
-					require.Equal(t, 1, rep.Retried, "a corrupt window retries")
+					require.Equal(t, 1, rep.Fired, "a corrupt window holds the source back")
 					due, ok := e.timerDue(t)
 					require.True(t, ok)
-					assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+					assert.Equal(t, e.now()+uint64(hold.Milliseconds()), due, "fire %d", i)
+					assert.Equal(t, hold, e.timerHold(t))
 					e.requireAppliedOnce(t, ta, tt.prefix...)
 					assert.Equal(t, uint64(len(tt.prefix)), e.highWater(t, ta), "nothing past the corrupt row")
 				}
-				assert.Contains(t, e.logs.String(), "corrupt relay row; tick stopped")
+				assert.Equal(t, 3, strings.Count(e.logs.String(), "corrupt relay row; tick stopped"), "logged once per hold")
 				assert.Equal(t, tt.queued, e.queued(t), "the valid prefix is checkpointed, the rest kept")
 
 				tt.repair(t, e)
@@ -133,7 +137,9 @@ func TestMalformedKeyAfterTheCursorStopsTheNextFire(t *testing.T) {
 		e.putSource(t, append(relayKey(4), 0x01), encodeRow(t, ta, "k", "x"))
 
 		rep := e.step(t)
-		assert.Equal(t, 1, rep.Retried)
+		assert.Equal(t, 1, rep.Fired)
+		due, _ := e.timerDue(t)
+		assert.Equal(t, e.now()+uint64(relay.CorruptHoldMin.Milliseconds()), due, "held back")
 		assert.Equal(t, uint64(4), e.highWater(t, ta), "rows 5.. wait behind the malformed key")
 		assert.Equal(t, []uint64{0, 5, 6, 7, 8}, e.queued(t))
 	}, withBudget(relay.Budget{MaxRows: 1}))
@@ -176,5 +182,107 @@ func TestCorruptOutboxSequenceFailsTheFire(t *testing.T) {
 		assert.Equal(t, e.now()+uint64(timers.DefaultHeldBackoff.Milliseconds()), after)
 		assert.Greater(t, after, due)
 		assert.Equal(t, []uint64{1}, e.queued(t))
+	})
+}
+
+// timerValue reads the relay timer's value (nil: no timer).
+func (e *env) timerValue(t testing.TB) store.Value {
+	t.Helper()
+	due, ok := e.timerDue(t)
+	if !ok {
+		return nil
+	}
+	key, err := timers.TimerKey(due, timers.KindRelay, "")
+	require.NoError(t, err)
+	v, ok, err := e.inner.Get(e.ctx, source, key)
+	require.NoError(t, err)
+	require.True(t, ok, "the timer row of its reference entry")
+	return v
+}
+
+// timerHold reads the hold the relay timer's value records (0: none, an
+// empty value).
+func (e *env) timerHold(t testing.TB) time.Duration {
+	t.Helper()
+	v := e.timerValue(t)
+	if len(v) == 0 {
+		return 0
+	}
+	rt, err := gen.DecodeRelayTimerV1(v)
+	require.NoError(t, err)
+	return time.Duration(rt.HoldMs) * time.Millisecond
+}
+
+// A source held back by a corrupt row waits twice as long at each fire
+// that still finds it, up to CorruptHoldMax, the hold in the relay timer's
+// value (a timer written before holds were recorded has an empty value,
+// and starts at CorruptHoldMin); the hold ends with the row: the first
+// fire after the repair delivers on, its timer's value empty again, and a
+// row that turns corrupt later starts over at CorruptHoldMin.
+func TestCorruptRowHoldGrowsToTheCapAndResetsOnceRepaired(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, repeat(12, put(ta, "k", "v"))...)
+		require.Empty(t, e.timerValue(t), "the outbox writes an empty relay timer value")
+		good, _, err := e.inner.Get(e.ctx, source, relayKey(2))
+		require.NoError(t, err)
+		e.putSource(t, relayKey(2), store.Value("garbage"))
+
+		var holds []time.Duration
+		for range 11 {
+			e.step(t)
+			holds = append(holds, e.timerHold(t))
+		}
+		s := time.Second
+		assert.Equal(t, []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 32 * s, 64 * s, 128 * s, 256 * s, relay.CorruptHoldMax, relay.CorruptHoldMax}, holds)
+		assert.Equal(t, []uint64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, e.queued(t))
+
+		// The repair an operator makes (see the package doc): the row
+		// rewritten valid, guarded by the corrupt value, through
+		// store.Transact.
+		_, err = store.Transact(e.ctx, e.inner, source, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+			v, _, err := r.Get(ctx, relayKey(2))
+			if err != nil || string(v) != "garbage" {
+				return nil, err // repaired already
+			}
+			return store.NewBatch().Require(store.Equals(relayKey(2), v)).Put(relayKey(2), good), nil
+		})
+		require.NoError(t, err)
+		rep := e.step(t)
+		require.Equal(t, 1, rep.Fired)
+		assert.Equal(t, uint64(5), e.highWater(t, ta), "delivery resumes at the repaired row")
+		assert.Equal(t, time.Duration(0), e.timerHold(t), "the hold ends with the row")
+		assert.Empty(t, e.timerValue(t))
+
+		// Corrupt again: the hold starts over.
+		e.putSource(t, relayKey(7), store.Value("garbage"))
+		e.step(t)
+		assert.Equal(t, relay.CorruptHoldMin, e.timerHold(t))
+		e.deleteSource(t, relayKey(7)) // the other repair: the row deleted
+		e.drain(t, 5)
+		assert.Empty(t, e.queued(t))
+		e.requireAppliedOnce(t, ta, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12)
+	}, withBudget(relay.Budget{MaxRows: 1}))
+}
+
+// A relay timer value that does not decode holds nothing the relay needs:
+// it is logged, the hold starts over at CorruptHoldMin, and a valid value
+// replaces it.
+func TestUndecodableRelayTimerValueRestartsTheHold(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"))
+		e.putSource(t, relayKey(2), store.Value("garbage"))
+		due, _ := e.timerDue(t)
+		b := store.NewBatch()
+		ref, _, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
+		require.NoError(t, err)
+		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), ref, timers.Timer{Kind: timers.KindRelay, DueAtMs: due, Value: store.Value{0xff}}))
+		out, err := e.inner.Apply(e.ctx, source, b)
+		require.NoError(t, err)
+		require.True(t, out.Committed())
+
+		e.step(t)
+		assert.Contains(t, e.logs.String(), "relay timer value does not decode; the hold restarts")
+		assert.Equal(t, relay.CorruptHoldMin, e.timerHold(t))
+		assert.Equal(t, uint64(1), e.highWater(t, ta))
 	})
 }

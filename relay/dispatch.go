@@ -5,11 +5,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
+
+// Design note: concurrent target lanes, the outcome of sequential
+// delivery.
+//
+// Each target's rows are delivered by one lane: its target batches one
+// after another, in sequence order, each guarded by the high-water mark it
+// read. Lanes of different targets touch disjoint keys, so a fire runs up
+// to Budget.Concurrency of them at once. What delivery to a target may do
+// depends on the targets before it, in order of first sequence: whether it
+// is attempted at all (an earlier target's pause, or the blocked-target
+// cap, stops the fire first), whether it gets one of MaxTargets slots, how
+// many calls MaxTargetCalls leaves it. A lane starts while lanes before it
+// are still in flight only when no outcome of theirs could change any of
+// that: they can take a slot each, fail (and so block, or reach the cap),
+// and, if they hold no slot or a bounded call allowance, pause. Otherwise
+// it waits until every lane before it was accounted. Results are accounted
+// strictly in order, as sequential delivery accounts them. So the targets
+// attempted, the slots, the call limits, the pause point, the blocked
+// targets and the cap are exactly those of sequential delivery, whatever
+// the concurrency and whatever order the lanes finish in: concurrency
+// changes when target batches are applied, never which. Near a budget or
+// the cap, and with MaxTargetCalls set, lanes therefore run one after
+// another; so do they while the target store answers in under LaneWait on
+// average (see Budget.Concurrency), where they would only contend for its
+// lock and the CPU.
 
 // dispatched is what delivery did with the window.
 type dispatched struct {
@@ -32,72 +59,268 @@ type targetResult struct {
 	calls     int  // target store calls spent
 }
 
+// launch is one group a dispatch gave a lane: the lane's parameters and,
+// once done, its result.
+type launch struct {
+	group int
+	limit int  // target store calls allowed (-1: no bound)
+	apply bool // the group holds a slot of MaxTargets
+	lane  *lane
+	done  bool
+	res   targetResult
+	// panicked holds what the lane panicked with (and where), nil if it
+	// did not.
+	panicked any
+}
+
+// tally is the accounting of the launches accounted so far, as
+// sequential delivery has it after delivering their groups.
+type tally struct {
+	calls, selected     int
+	pauseAt, overflowAt uint64
+}
+
+// lane is the memory one lane builds its target batches in.
+type lane struct {
+	batch store.Batch
+}
+
+// laneRunner runs a fire's lanes beside the fire's own goroutine (tests
+// substitute one that schedules them deterministically).
+type laneRunner interface {
+	// Go runs lane(ctx) concurrently with the caller; id names it to Wait.
+	Go(ctx context.Context, id int, lane func(ctx context.Context))
+	// Wait blocks until a lane started by Go has returned and returns its
+	// id; each lane's id is returned once.
+	Wait() int
+}
+
+// goRunner is the default laneRunner: a goroutine per lane.
+type goRunner struct{ done chan int }
+
+// Go starts lane on a goroutine of its own.
+func (r *goRunner) Go(ctx context.Context, id int, lane func(ctx context.Context)) {
+	go func() {
+		lane(ctx)
+		r.done <- id
+	}()
+}
+
+// Wait returns the id of a lane that returned.
+func (r *goRunner) Wait() int { return <-r.done }
+
 // hwValueBytes is the length of an encoded U64Value high-water mark.
 const hwValueBytes = 9
 
-// dispatch delivers each group in order of first sequence. Targets
-// blocked earlier in the cycle are passed over. Reaching the target or
-// call budget pauses at the next row not attempted, without blocking
-// anything; a failed target is blocked, and when the blocked-target cap
-// is reached the fire stops at its first undelivered row instead.
+// dispatch delivers each group in order of first sequence, up to
+// Budget.Concurrency groups at once, with the outcome of delivering them
+// one after another (see the design note). Targets blocked earlier in the
+// cycle are passed over. Reaching the target or call budget pauses at the
+// next row not attempted, without blocking anything; a failed target is
+// blocked, and when the blocked-target cap is reached the fire stops at
+// its first undelivered row instead. A lane's panic is raised again on the
+// caller's goroutine once the lanes in flight have returned.
 func (f *fire) dispatch(ctx context.Context) {
 	f.delivered = append(f.delivered[:0], make([]bool, len(f.rows))...)
-	perTarget, total := -1, -1
+	d := dispatcher{f: f, n: f.budget.Concurrency, perTarget: -1, total: -1}
 	if f.budget.MaxTargetCalls > 0 {
-		perTarget = max(f.budget.MaxTargetCalls, 2)
-		total = perTarget * f.budget.MaxTargets
+		d.perTarget = max(f.budget.MaxTargetCalls, 2)
+		d.total = d.perTarget * f.budget.MaxTargets
 	}
-	selected, calls := 0, 0
-	for gi := range f.groups {
-		g := &f.groups[gi]
-		first := g.rows[0].Seq
-		if f.pauseAt != 0 && first >= f.pauseAt {
-			break
+	// Sized once: lanes write their launch's result in place.
+	f.launches = slices.Grow(f.launches[:0], len(f.groups))
+	for len(f.lanes) < min(d.n, len(f.groups)) {
+		f.lanes = append(f.lanes, &lane{})
+	}
+	f.freeLanes = append(f.freeLanes[:0], f.lanes[:min(d.n, len(f.lanes))]...)
+	d.run(ctx)
+}
+
+// dispatcher starts the lanes of one dispatch and accounts their results.
+type dispatcher struct {
+	f                *fire
+	n                int // lanes at once
+	perTarget, total int // call bounds (-1: none)
+	runner           laneRunner
+
+	next      int   // the next group to consider
+	accounted int   // launches accounted, in order
+	cur       tally // after them
+	stopped   bool  // no more launches
+	panicked  any   // the first lane panic, in launch order
+}
+
+func (d *dispatcher) run(ctx context.Context) {
+	f := d.f
+	for {
+		for d.accounted < len(f.launches) && f.launches[d.accounted].done {
+			d.account(&f.launches[d.accounted])
+			d.accounted++
 		}
-		if g.wasBlocked {
+		if !d.stopped && d.next < len(f.groups) && len(f.launches)-d.accounted < d.n && d.considerNext(ctx) {
 			continue
 		}
-		limit := -1
-		if perTarget >= 0 {
-			limit = max(min(perTarget, total-calls), 0)
-		}
-		if limit == 0 {
-			f.pauseAt = first
+		if d.accounted == len(f.launches) {
 			break
 		}
-		res := f.deliverTarget(ctx, g, limit, selected < f.budget.MaxTargets)
-		calls += res.calls
-		if res.selected {
-			selected++
-		}
-		for _, c := range g.costs[:res.completed] {
-			f.delivered[c.win] = true
-		}
-		f.nDelivered += res.completed
-		switch {
-		case res.failed:
-			if len(f.scan.Blocked)+f.newBlocks >= MaxBlockedTargets {
-				f.overflowAt = g.rows[res.completed].Seq
-				return
+		l := &f.launches[d.runner.Wait()]
+		l.done = true
+		f.freeLanes = append(f.freeLanes, l.lane)
+	}
+	if d.panicked != nil {
+		panic(d.panicked)
+	}
+	f.pauseAt, f.overflowAt = d.cur.pauseAt, d.cur.overflowAt
+}
+
+// considerNext decides about the next group as sequential delivery would:
+// it passes over a target blocked earlier in the cycle, stops the fire, or
+// starts a lane for the group. It reports false, deciding nothing, when
+// the lanes in flight could still change the decision.
+func (d *dispatcher) considerNext(ctx context.Context) bool {
+	f := d.f
+	g := &f.groups[d.next]
+	first := g.rows[0].Seq
+	// A pause or the cap the lanes accounted reached stops the fire
+	// whatever the lanes in flight do.
+	if d.cur.overflowAt != 0 || d.cur.pauseAt != 0 && first >= d.cur.pauseAt {
+		d.stopped = true
+		return true
+	}
+	if g.wasBlocked {
+		d.next++
+		return true
+	}
+	i := len(f.launches)
+	if inFlight := i - d.accounted; inFlight > 0 && d.uncertain(inFlight) {
+		return false
+	}
+	limit := -1
+	if d.perTarget >= 0 {
+		limit = max(min(d.perTarget, d.total-d.cur.calls), 0)
+	}
+	if limit == 0 {
+		d.cur.pauseAt, d.stopped = first, true
+		return true
+	}
+	d.next++
+	// Certain: every lane in flight may take a slot, and still one is left.
+	apply := d.cur.selected+i-d.accounted < f.budget.MaxTargets
+	ln := f.freeLanes[len(f.freeLanes)-1]
+	f.freeLanes = f.freeLanes[:len(f.freeLanes)-1]
+	f.launches = append(f.launches, launch{group: d.next - 1, limit: limit, apply: apply, lane: ln})
+	if d.n == 1 {
+		// One lane at a time: on this goroutine, as sequential delivery.
+		f.launches[i].res = f.deliverTarget(ctx, ln, g, limit, apply)
+		f.launches[i].done = true
+		f.freeLanes = append(f.freeLanes, ln)
+		return true
+	}
+	if d.runner == nil {
+		d.runner = f.runner(d.n)
+	}
+	res, panicked := &f.launches[i].res, &f.launches[i].panicked
+	d.runner.Go(ctx, i, func(ctx context.Context) {
+		// The lane writes only its own result; the fire's goroutine reads
+		// it after Wait returned the lane's id.
+		defer func() {
+			if v := recover(); v != nil {
+				*panicked = fmt.Sprintf("%v\n[relay target lane]\n%s", v, debug.Stack())
 			}
-			g.failed = true
-			f.newBlocks++
-		case res.completed < len(g.rows):
-			// A healthy target cut by a budget resumes at its own first
-			// unattempted row on the next fire.
-			if at := g.rows[res.completed].Seq; f.pauseAt == 0 || at < f.pauseAt {
-				f.pauseAt = at
-			}
+		}()
+		*res = f.deliverTarget(ctx, ln, g, limit, apply)
+	})
+	return true
+}
+
+// uncertain reports whether the inFlight lanes not yet accounted could
+// change what sequential delivery decides for the next group: each may
+// take a slot of MaxTargets, spend calls up to its limit, fail (and so
+// reach the blocked-target cap) and, when it holds no slot or a bounded
+// call allowance, pause the fire before the group.
+func (d *dispatcher) uncertain(inFlight int) bool {
+	f := d.f
+	if d.perTarget >= 0 {
+		return true
+	}
+	if d.cur.selected < f.budget.MaxTargets && d.cur.selected+inFlight >= f.budget.MaxTargets {
+		return true
+	}
+	if len(f.scan.Blocked)+f.newBlocks+inFlight > MaxBlockedTargets {
+		return true
+	}
+	for i := d.accounted; i < len(f.launches); i++ {
+		// Only apply: the lane may be writing its result.
+		if !f.launches[i].apply {
+			return true
+		}
+	}
+	return false
+}
+
+// account adds a finished launch to the tally, as sequential delivery
+// does after delivering its group: the calls and the slot it spent, its
+// rows delivered, and the target blocked, the fire paused or the cap
+// reached. After a lane's panic nothing more is accounted, and nothing
+// more launched.
+func (d *dispatcher) account(l *launch) {
+	f := d.f
+	if l.panicked != nil && d.panicked == nil {
+		d.panicked = l.panicked
+	}
+	if d.panicked != nil {
+		d.stopped = true
+		return
+	}
+	g := &f.groups[l.group]
+	res := l.res
+	d.cur.calls += res.calls
+	if res.selected {
+		d.cur.selected++
+	}
+	for _, c := range g.costs[:res.completed] {
+		f.delivered[c.win] = true
+	}
+	f.nDelivered += res.completed
+	switch {
+	case res.failed:
+		if len(f.scan.Blocked)+f.newBlocks >= MaxBlockedTargets {
+			d.cur.overflowAt = g.rows[res.completed].Seq
+			d.stopped = true
+			return
+		}
+		g.failed = true
+		f.newBlocks++
+	case res.completed < len(g.rows):
+		// A healthy target cut by a budget resumes at its own first
+		// unattempted row on the next fire.
+		if at := g.rows[res.completed].Seq; d.cur.pauseAt == 0 || at < d.cur.pauseAt {
+			d.cur.pauseAt = at
 		}
 	}
 }
 
-// deliverTarget delivers g's rows in target batches and returns the prefix
-// applied or found duplicate; progress stays when a later batch fails.
-// limit bounds its target store calls (-1: none); with apply false it only
-// reads the mark and counts duplicates. Each batch gets one more try after
-// a failed guard (a concurrent delivery), on a fresh snapshot.
-func (f *fire) deliverTarget(ctx context.Context, g *group, limit int, apply bool) (res targetResult) {
+// runner returns the lane runner of a dispatch of n lanes: the handler's
+// test runner, or goroutines reporting on the scratch's channel.
+func (f *fire) runner(n int) laneRunner {
+	if f.h.newLanes != nil {
+		return f.h.newLanes()
+	}
+	if cap(f.laneDone) < n {
+		f.laneDone = make(chan int, n)
+	}
+	f.goRunner.done = f.laneDone
+	return &f.goRunner
+}
+
+// deliverTarget delivers g's rows in target batches, built in ln, and
+// returns the prefix applied or found duplicate; progress stays when a
+// later batch fails. limit bounds its target store calls (-1: none); with
+// apply false it only reads the mark and counts duplicates. Each batch
+// gets one more try after a failed guard (a concurrent delivery), on a
+// fresh snapshot. Lanes run it concurrently for different groups: it
+// reads only what the fire does not change while they run.
+func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int, apply bool) (res targetResult) {
 	rows := g.rows
 	for res.completed < len(rows) {
 		committed := false
@@ -119,7 +342,9 @@ func (f *fire) deliverTarget(ctx context.Context, g *group, limit int, apply boo
 			}
 			prefixEnd = end
 			res.calls++
+			start := time.Now()
 			observed, hw, snapshot, err := f.snapshot(ctx, g.target, declared)
+			f.h.observe(time.Since(start))
 			if err != nil {
 				f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
 				res.failed, res.selected = true, true
@@ -135,7 +360,7 @@ func (f *fire) deliverTarget(ctx context.Context, g *group, limit int, apply boo
 				continue
 			}
 			res.selected = true
-			end, ok = f.prepare(ctx, g, prefixEnd, observed, res.completed, snapshot)
+			end, ok = f.prepare(ctx, &ln.batch, g, prefixEnd, observed, res.completed, snapshot)
 			if !ok {
 				res.failed = true
 				return res
@@ -145,7 +370,9 @@ func (f *fire) deliverTarget(ctx context.Context, g *group, limit int, apply boo
 				return res
 			}
 			res.calls++
-			out, err := f.h.Target.Apply(ctx, g.target, &f.batch)
+			start = time.Now()
+			out, err := f.h.Target.Apply(ctx, g.target, &ln.batch)
+			f.h.observe(time.Since(start))
 			switch {
 			case err == nil && out.Committed():
 				res.completed = end
@@ -272,11 +499,11 @@ func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []
 	return observed, hw, snap, nil
 }
 
-// prepare builds, in f.batch, the target batch for the largest prefix of
+// prepare builds, in b, the target batch for the largest prefix of
 // rows [start, prefixEnd) that fits with the observed guard and the hook's
 // additions, halving on hook capacity or validation errors. ok is false,
 // the reason logged, when none fits.
-func (f *fire) prepare(ctx context.Context, g *group, prefixEnd int, observed store.Value, start int, snap []store.KeyValue) (end int, ok bool) {
+func (f *fire) prepare(ctx context.Context, b *store.Batch, g *group, prefixEnd int, observed store.Value, start int, snap []store.KeyValue) (end int, ok bool) {
 	end = start + f.fitting(g.costs[start:prefixEnd], len(f.rh)+len(observed))
 	if end == start {
 		f.stalled(g, g.rows[start].Seq)
@@ -284,8 +511,8 @@ func (f *fire) prepare(ctx context.Context, g *group, prefixEnd int, observed st
 	}
 	for {
 		rows := g.rows[start:end]
-		f.buildBatch(rows, observed)
-		if err := f.hook.BeforeApply(ctx, g.target, rows, snap, &f.batch); err != nil {
+		buildBatch(b, f.rh, rows, observed)
+		if err := f.hook.BeforeApply(ctx, g.target, rows, snap, b); err != nil {
 			if isHookCapacity(err) && end > start+1 {
 				end = start + (end-start)/2
 				continue
@@ -301,7 +528,7 @@ func (f *fire) prepare(ctx context.Context, g *group, prefixEnd int, observed st
 		}
 		caps := f.targetCaps
 		caps.ReservedBatchOps = max(f.hook.ReservedOps(g.target, rows), 0)
-		if err := f.batch.Validate(caps); err != nil {
+		if err := b.Validate(caps); err != nil {
 			if errors.Is(err, store.ErrInvalid) && end > start+1 {
 				end = start + (end-start)/2
 				continue
@@ -313,12 +540,11 @@ func (f *fire) prepare(ctx context.Context, g *group, prefixEnd int, observed st
 	}
 }
 
-// buildBatch resets f.batch to the target batch of rows: the high-water
-// guard, the rows' puts and deletes in order, and the new mark.
-func (f *fire) buildBatch(rows []Row, observed store.Value) {
-	b := &f.batch
+// buildBatch resets b to the target batch of rows: the high-water guard
+// on rh, the rows' puts and deletes in order, and the new mark.
+func buildBatch(b *store.Batch, rh store.Key, rows []Row, observed store.Value) {
 	*b = store.Batch{Preconditions: b.Preconditions[:0], Writes: b.Writes[:0]}
-	b.Require(store.Guard(f.rh, observed))
+	b.Require(store.Guard(rh, observed))
 	for i := range rows {
 		rec := &rows[i].Record
 		for _, p := range rec.Puts {
@@ -328,7 +554,7 @@ func (f *fire) buildBatch(rows []Row, observed store.Value) {
 			b.Writes = append(b.Writes, store.Delete(k))
 		}
 	}
-	b.Put(f.rh, encodeU64(rows[len(rows)-1].Seq))
+	b.Put(rh, encodeU64(rows[len(rows)-1].Seq))
 }
 
 // encodeU64 encodes a U64Value.

@@ -32,8 +32,10 @@ type Row struct {
 // any schema, addressed by its tuple identity (parse it, with the target
 // schema's generated ParsePartition, to see its fields).
 //
-// A Hook is called from one goroutine at a time per fire, and from several
-// fires at once: it must be safe for concurrent use.
+// A Hook is called concurrently: by the lanes of one fire, which deliver
+// to different targets at once (Budget.Concurrency; the calls for one
+// target come one at a time, in sequence order), and by several fires at
+// once. It must be safe for concurrent use.
 type Hook interface {
 	// ReadKeys names the target keys BeforeApply needs to see for rows.
 	// The relay reads them, with the high-water key, in one snapshot; with

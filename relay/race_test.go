@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,45 +85,82 @@ func TestRowQueuedDuringTheFireKeepsTheTimer(t *testing.T) {
 }
 
 // Reference: a checkpoint that loses a race (another relay fire, or a
-// writer of the scan state) returns Retry; the rows it delivered are found
-// at or below their marks next time and never applied twice.
+// writer of the scan state) lands nothing of its batch; the rows it
+// delivered are found at or below their marks next time and never applied
+// twice. The last checkpoint batch rides on the fire's outcome, so its race
+// is the outcome's (the run counts it raced and leaves the timer due); a
+// race of an earlier batch (a window of more rows than one checkpoint
+// batch holds) returns Retry, which moves the timer RetryBackoffMs later.
 func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
-	tests := []struct {
+	racers := []struct {
 		name  string
 		racer func(t testing.TB, e *env, ctx context.Context)
+		// concurrentDone: the racer's own run completes the timer.
+		concurrentDone bool
 	}{
 		{"scan state rewritten", func(t testing.TB, e *env, _ context.Context) {
 			v, err := gen.EncodeRelayScanV1(gen.RelayScanV1{CycleEnd: 3})
 			require.NoError(t, err)
 			e.putSource(t, scanKey, v)
-		}},
+		}, false},
 		{"a concurrent fire", func(t testing.TB, e *env, ctx context.Context) {
-			c := &timers.Ctx{Store: e.inner, Partition: source, NowMs: e.now(), Logger: e.logger}
-			fired, err := e.h.Fire(ctx, c, timers.DueTimer{DueAtMs: e.now()})
+			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, e.now(), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
 			require.NoError(t, err)
-			assert.IsType(t, timers.Done{}, fired, "the racer finds every row a duplicate")
-		}},
+			assert.Equal(t, 1, rep.Fired, "the racer finds every row a duplicate and completes")
+		}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			forEachEngine(t, func(t *testing.T, e *env) {
-				e.queue(t, put(ta, "k", "1"), put(tb, "k", "2"), put(ta, "k", "3"))
-				isCheckpoint := func(b *store.Batch) bool { return requires(b, scanKey) }
-				e.source.BeforeApply(once(isCheckpoint, func(ctx context.Context) { tt.racer(t, e, ctx) }))
+	for _, tt := range racers {
+		for _, rows := range []int{3, 60} {
+			t.Run(fmt.Sprintf("%s/rows=%d", tt.name, rows), func(t *testing.T) {
+				forEachEngine(t, func(t *testing.T, e *env) {
+					var queued []row
+					for i := range rows {
+						queued = append(queued, put([]store.Partition{ta, tb}[i%2], "k", fmt.Sprint(i+1)))
+					}
+					e.queue(t, queued...)
+					isCheckpoint := func(b *store.Batch) bool { return requires(b, scanKey) }
+					e.source.BeforeApply(once(isCheckpoint, func(ctx context.Context) { tt.racer(t, e, ctx) }))
 
-				rep := e.run(t)
-				assert.Equal(t, 1, rep.Retried, "the lost checkpoint retries")
-				due, ok := e.timerDue(t)
-				require.True(t, ok)
-				assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+					rep := e.run(t)
+					due, ok := e.timerDue(t)
+					switch {
+					case tt.concurrentDone:
+						// Whichever batch lost, the outcome's guard on the
+						// timer fails too.
+						assert.Equal(t, 1, rep.Raced)
+						assert.False(t, ok, "the racer completed the timer")
+					case rows <= checkpointRows:
+						assert.Equal(t, 1, rep.Raced, "the outcome carrying the checkpoint lost")
+						require.True(t, ok)
+						assert.Equal(t, start, due, "a raced outcome leaves the timer due")
+					default:
+						assert.Equal(t, 1, rep.Retried, "the lost checkpoint retries")
+						require.True(t, ok)
+						assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+					}
 
-				e.drain(t, 3)
-				assert.Empty(t, e.queued(t))
-				e.requireAppliedOnce(t, ta, 1, 3)
-				e.requireAppliedOnce(t, tb, 2)
+					e.drain(t, 3)
+					assert.Empty(t, e.queued(t))
+					e.requireAppliedOnce(t, ta, seqStep(1, uint64(rows), 2)...)
+					e.requireAppliedOnce(t, tb, seqStep(2, uint64(rows), 2)...)
+				})
 			})
-		})
+		}
 	}
+}
+
+// checkpointRows is how many rows one checkpoint batch deletes on a store
+// of 100-operation batches: 100 less the scan state's guard and put and
+// what the timer run adds to the last (7), two operations per row.
+const checkpointRows = (store.DefaultMaxBatchOps - 2 - 7) / 2
+
+// seqStep lists from, from+step, ... up to last.
+func seqStep(from, last, step uint64) []uint64 {
+	var out []uint64
+	for s := from; s <= last; s += step {
+		out = append(out, s)
+	}
+	return out
 }
 
 // Reference: an unknown commit result on a target apply fails (blocks)
@@ -150,28 +188,42 @@ func TestUnknownTargetCommitResultNeverAppliesARowTwice(t *testing.T) {
 	})
 }
 
-// An unknown commit result on a checkpoint fails the fire (the run moves
-// the timer later); the next fire goes on from whatever landed, without
-// applying a row twice.
+// An unknown commit result on a checkpoint batch fails the run: the
+// fire's, for a batch before the last (the run moves the timer later), or
+// the outcome's apply, which carries the last one. The next fire goes on
+// from whatever landed, without applying a row twice.
 func TestUnknownCheckpointCommitResultNeverAppliesARowTwice(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e *env) {
-		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"))
-		first := true
-		e.source.CommitThenFailWhen(func(c storetest.Call) bool {
-			hit := first && requires(c.Batch, scanKey)
-			first = first && !hit
-			return hit
+	for _, rows := range []int{2, 60} {
+		t.Run(fmt.Sprint("rows=", rows), func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *env) {
+				e.queue(t, repeat(rows, put(ta, "k", "v"))...)
+				first := true
+				e.source.CommitThenFailWhen(func(c storetest.Call) bool {
+					hit := first && requires(c.Batch, scanKey)
+					first = first && !hit
+					return hit
+				})
+
+				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.Budget{},
+					timers.WithClock(e.clock), timers.WithLogger(e.logger))
+				if rows <= checkpointRows {
+					require.ErrorIs(t, err, store.ErrUnknownResult, "the outcome's apply")
+					assert.Empty(t, e.queued(t), "the checkpoint landed")
+					_, ok := e.timerDue(t)
+					assert.False(t, ok, "with the outcome: Done")
+				} else {
+					require.NoError(t, err)
+					assert.Equal(t, 1, rep.Failed)
+					assert.Len(t, e.queued(t), rows-checkpointRows, "the first checkpoint batch landed")
+				}
+
+				e.queue(t, put(ta, "k", "last"))
+				e.drain(t, 3)
+				e.requireAppliedOnce(t, ta, seqRange(1, uint64(rows)+1)...)
+				assert.Equal(t, "last", e.get(t, ta, "k"))
+			})
 		})
-
-		rep := e.run(t)
-		assert.Equal(t, 1, rep.Failed)
-		assert.Empty(t, e.queued(t), "the checkpoint landed")
-
-		e.queue(t, put(ta, "k", "3"))
-		e.drain(t, 3)
-		e.requireAppliedOnce(t, ta, 1, 2, 3)
-		assert.Equal(t, "3", e.get(t, ta, "k"))
-	})
+	}
 }
 
 // A failed target precondition (a concurrent delivery moved the mark) is

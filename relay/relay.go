@@ -28,17 +28,57 @@
 // high-water mark, guarded by the mark the relay read. A row at or below
 // the mark was applied before (by an earlier fire whose checkpoint did not
 // land, or whose apply's result was lost) and is never applied again.
-// Then it checkpoints: it deletes the delivered rows from the source, each
-// guarded by its exact value, together with the new scan state, guarded by
-// the state it read. A target whose delivery fails is blocked for the rest
-// of the cycle (a cycle ends at the sequence that was current when it
-// began); its rows stay queued and the next cycle retries them from the
-// head. Nothing is ever skipped: a corrupt row stops the window, and the
-// valid prefix before it is checkpointed.
+// Different targets are delivered concurrently (Budget.Concurrency), each
+// target's batches one after another; what the fire delivers, pauses at
+// and blocks is what delivering the targets one after another, in order of
+// first sequence, would give. Then it checkpoints: it deletes the
+// delivered rows from the source, each guarded by its exact value,
+// together with the new scan state, guarded by the state it read; the last
+// checkpoint batch rides on the fire's outcome, with the timer's own
+// change. A target whose delivery fails is blocked for the rest of the
+// cycle (a cycle ends at the sequence that was current when it began); its
+// rows stay queued and the next cycle retries them from the head. Nothing
+// is ever skipped: a corrupt row stops the window, and the valid prefix
+// before it is checkpointed.
+//
+// On FoundationDB, where each transaction, read and commit waits for the
+// cluster, a fire waits in sequence for: the outbox state and the queue's
+// first page, read side by side; any further page of the window; the
+// targets' lanes, up to Concurrency at once, each a high-water read and a
+// commit per target batch; a commit per checkpoint batch but the last;
+// and the outcome's commit, which carries the last. It reads the queue's
+// head for the backlog gauge only when the window does not show it (rows
+// remain below the cursor for blocked targets), and it never reads the
+// queue again after the checkpoint.
 //
 // A Handler is safe for concurrent use by runs of different partitions;
 // two runs of one partition race each other's guards, which keep delivery
 // exactly-once in effect (a scheduler's lease keeps them apart).
+//
+// # Corrupt rows
+//
+// A queued row whose key or value does not decode (or names no partition)
+// stops the window: the rows before it are delivered and checkpointed,
+// the row and every row after it stay queued, never skipped, and the
+// source is held back. The fire logs the row ("relay: corrupt relay row;
+// tick stopped", with the source, the row's key in hex and the decoding
+// error) and moves the relay timer CorruptHoldMin later; each fire that
+// still finds a corrupt row there holds the source twice as long, up to
+// CorruptHoldMax, and logs it again, so the log slows with the hold. The
+// hold is kept in the relay timer's value (a gen.RelayTimerV1; the timer
+// of a source held by nothing has an empty value), and ends with the row:
+// the first fire that finds no corrupt row delivers on and clears it.
+//
+// To repair a row, an operator decides what it should be and writes that
+// in a guarded batch, for example through store.Transact: read the row at
+// the logged key in the logged source partition, and either rewrite it as
+// a valid gen.RelayV1 (the writes its producer meant, to the partition it
+// meant; its sequence, the key's, stays) or delete it, which drops its
+// writes for good; guard either with store.Equals on the corrupt value, so
+// that nothing else is overwritten. The relay resumes at its next fire, at
+// most CorruptHoldMax later; to resume at once, move the relay timer to
+// now in the same batch (timers.ReadRef, then timers.Schedule of
+// timers.KindRelay with an empty value).
 //
 // Sizes are accounted, not re-validated: each row's operations and bytes
 // are computed once, when it is decoded, and the largest prefix that fits
@@ -58,6 +98,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -99,7 +140,21 @@ const (
 	// DefaultMaxTargets: a fire applies batches to at most this many
 	// targets.
 	DefaultMaxTargets = 32
+	// DefaultConcurrency: a fire delivers to at most this many targets at
+	// once. On FoundationDB each target batch waits for the cluster (a
+	// snapshot read and a commit), so a fire to n targets takes about
+	// ceil(n/Concurrency) targets' round trips instead of n.
+	DefaultConcurrency = 8
 )
+
+// LaneWait is the average target store call below which a fire delivers
+// to its targets one after another whatever [Budget.Concurrency] allows: a
+// store that answers that fast (in process: the memory engine, bbolt
+// without fsync) does not wait for anything that concurrent lanes could
+// overlap, and it serializes its transactions, so lanes would only
+// contend for its lock and the CPU. A store call that waits for a disk's
+// fsync or a cluster takes longer.
+const LaneWait = 100 * time.Microsecond
 
 // DefaultLagBound is the age of a queued row past which a fire logs a
 // warning and counts telemetry.MetricRelayLagExceeded.
@@ -124,6 +179,16 @@ type Budget struct {
 	// MaxBytes bounds the encoded bytes of the rows a fire reads (default
 	// DefaultMaxBytes).
 	MaxBytes int
+	// Concurrency bounds the targets a fire delivers to at once, each in
+	// a goroutine of its own (default [DefaultConcurrency]), and lets the
+	// fire read the outbox state and the queue's first page side by side.
+	// Each target's batches stay in sequence order, one after another;
+	// what a fire delivers, pauses at and blocks is what delivering the
+	// targets one after another gives, whatever order concurrent
+	// deliveries finish in. 1 delivers one target after another on the
+	// fire's own goroutine, as does a Handler whose target store calls
+	// have lately averaged under [LaneWait].
+	Concurrency int
 }
 
 // withDefaults fills the zero fields and keeps the products of the
@@ -141,6 +206,10 @@ func (b Budget) withDefaults() Budget {
 	if b.MaxBytes <= 0 {
 		b.MaxBytes = DefaultMaxBytes
 	}
+	if b.Concurrency <= 0 {
+		b.Concurrency = DefaultConcurrency
+	}
+	b.Concurrency = min(b.Concurrency, math.MaxInt32)
 	return b
 }
 
@@ -153,8 +222,9 @@ func (b Budget) withDefaults() Budget {
 // producer, so that its source sequence orders every update and delete.
 // High-water rows in targets never expire.
 //
-// A Handler's fields must not change once it is registered; it is then
-// safe for concurrent use.
+// A Handler's fields must not change once it is registered, nor may it be
+// copied; it is then safe for concurrent use. It keeps one thing between
+// fires: the target store's recent call latency (see Budget.Concurrency).
 type Handler struct {
 	// Target is the store of the target partitions.
 	Target store.Store
@@ -167,6 +237,33 @@ type Handler struct {
 	Metrics telemetry.Metrics
 	// LagBound is the row age a fire warns about (0: DefaultLagBound).
 	LagBound time.Duration
+
+	// newLanes, when set, runs the lanes of each dispatch instead of
+	// goroutines, whatever the calls' latency (tests: a deterministic
+	// schedule).
+	newLanes func() laneRunner
+	// callNs is a moving average of the target store's call latency, in
+	// nanoseconds (0: none measured yet).
+	callNs atomic.Int64
+}
+
+// observe adds one target store call's latency to the moving average.
+func (h *Handler) observe(d time.Duration) {
+	old := h.callNs.Load()
+	if old == 0 {
+		h.callNs.Store(max(int64(d), 1))
+		return
+	}
+	// A lost update between two fires only loses a sample.
+	h.callNs.Store(max(old+(int64(d)-old)/8, 1))
+}
+
+// callsWait reports whether the target store's calls have lately waited
+// long enough for concurrent lanes to overlap them (or none was measured
+// yet).
+func (h *Handler) callsWait() bool {
+	ns := h.callNs.Load()
+	return ns == 0 || ns >= int64(LaneWait)
 }
 
 var _ timers.Handler = (*Handler)(nil)
@@ -188,19 +285,21 @@ var (
 )
 
 // Fire runs one relay fire for the source c.Partition (see the package
-// doc) and returns:
+// doc) and returns, each carrying the fire's last checkpoint batch:
 //
-//   - Retry when a checkpoint lost a race (another writer changed the scan
-//     state or a queued row) or a corrupt row stopped the window (the
-//     valid prefix before it is checkpointed; the row is logged and never
-//     skipped);
 //   - Reschedule, one millisecond after c.NowMs when it delivered rows and
 //     timers.RetryBackoffMs after it when it did not (and always after the
 //     timer's own due time), while rows remain queued, blocked or not yet
 //     scanned in this cycle;
+//   - Reschedule after a hold that grows from [CorruptHoldMin] to
+//     [CorruptHoldMax], the hold in the timer's value, when a corrupt row
+//     stopped the window (the valid prefix before it is checkpointed; the
+//     row is logged and never skipped; see Corrupt rows in the package doc);
 //   - Done when no row remains, guarded by the outbox sequence still
 //     holding the value the fire read, so that a row queued during the
-//     fire keeps the timer.
+//     fire keeps the timer;
+//   - Retry, carrying nothing, when a checkpoint batch before the last lost
+//     a race (another writer changed the scan state or a queued row).
 //
 // Target failures (store errors, a failed hook, a row too large for one
 // target batch) block that target, never fail the fire. Fire fails with
@@ -208,17 +307,16 @@ var (
 // not encode (or is over gen.MaxRelayHighWaterKeySource bytes) or Target is
 // nil, with store.ErrCorrupt when the outbox sequence does not decode, and
 // with the source store's errors; the checkpoints applied before such an
-// error stay, and are consistent.
+// error stay, and are consistent. The outcome's batch is the caller's: it
+// shares no memory with the handler. A hook's panic is raised again from
+// Fire, on the caller's goroutine.
 func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	f, err := h.newFire(c)
 	if err != nil {
 		return nil, err
 	}
 	defer f.release()
-	if err := f.readState(ctx); err != nil {
-		return nil, err
-	}
-	if err := f.readWindow(ctx); err != nil {
+	if err := f.readStart(ctx); err != nil {
 		return nil, err
 	}
 	f.decodeWindow()
@@ -226,29 +324,28 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 		return nil, err
 	}
 	f.dispatch(ctx)
-	landed, err := f.checkpoint(ctx)
+	last, landed, err := f.checkpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !landed || f.corrupt {
-		// A corrupt row stays at the front of the next window.
+	if !landed {
 		return timers.Retry{}, nil
 	}
-	remaining, err := f.remaining(ctx)
-	if err != nil {
-		return nil, err
+	if f.corrupt {
+		// The corrupt row stays at the front of the next window.
+		return f.holdBack(t, last), nil
 	}
-	if remaining {
+	if f.remaining() {
 		wait := uint64(1)
 		if f.nDelivered == 0 {
 			wait = timers.RetryBackoffMs
 		}
-		return timers.Reschedule{DueAtMs: max(addSat(c.NowMs, wait), addSat(t.DueAtMs, 1)), Value: store.Value{}}, nil
+		return timers.Reschedule{DueAtMs: max(addSat(c.NowMs, wait), addSat(t.DueAtMs, 1)), Value: store.Value{}, Batch: last}, nil
 	}
 	// Guard the sequence either way: a first-ever row queued during this
 	// fire moves it from absent, so Done fails its guard and the timer
 	// stays.
-	return timers.Done{Batch: store.NewBatch().Require(store.Guard(sequenceKey, f.sequenceValue))}, nil
+	return timers.Done{Batch: last.Require(store.Guard(sequenceKey, f.sequenceValue))}, nil
 }
 
 // newFire checks the handler and the source and starts a fire.
@@ -292,6 +389,9 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	}
 	if h.LagBound > 0 {
 		f.lagBoundMs = uint64(h.LagBound / time.Millisecond)
+	}
+	if f.budget.Concurrency > 1 && h.newLanes == nil && !h.callsWait() {
+		f.budget.Concurrency = 1
 	}
 	return f, nil
 }
@@ -355,17 +455,15 @@ func (f *fire) release() {
 	f.scratch = nil
 }
 
-// remaining reports whether queued work remains after the checkpoint.
-func (f *fire) remaining(ctx context.Context) (bool, error) {
-	if len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered {
-		return true, nil
-	}
-	f.probeBuf = f.probeBuf[:0]
-	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
-	if err != nil {
-		return false, fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
-	}
-	return len(page.Entries) > 0 || page.Next != nil, nil
+// remaining reports whether queued work remains after the checkpoint: a
+// blocked target's rows, rows of the cycle not yet scanned or not
+// delivered, or rows queued after the cycle began (the outbox sequence
+// read is past the cycle's end: no fire of this cycle reads them, and only
+// a fire reading them deletes them). Rows queued during the fire move the
+// sequence, which Done's guard catches.
+func (f *fire) remaining() bool {
+	return len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered ||
+		f.sequence > f.scan.CycleEnd
 }
 
 // addSat adds without wrapping past math.MaxUint64.

@@ -44,8 +44,16 @@ type scratch struct {
 	readsKept bool
 	readCap   int
 
-	batch store.Batch // the target batch being built
-	ckpt  store.Batch // the checkpoint batch being built
+	ckpt store.Batch // the checkpoint batch being built
+
+	// The dispatch's memory: one launch per group given a lane, the lanes
+	// (each builds its target batches in a batch of its own), and the
+	// default runner's channel.
+	launches  []launch
+	lanes     []*lane
+	freeLanes []*lane
+	laneDone  chan int
+	goRunner  goRunner
 }
 
 // scratchKept bounds the scratches kept between fires: about one per
@@ -55,6 +63,9 @@ const scratchKept = 8
 // maxKeptArena bounds the puts and deletes a kept scratch has room for:
 // a default window of rows with 16 writes each.
 const maxKeptArena = 4 * DefaultMaxRows * 16
+
+// maxKeptLanes bounds the lanes (and their batches) a kept scratch keeps.
+const maxKeptLanes = 2 * DefaultConcurrency
 
 // maxKeptReadBytes bounds the read buffers a kept scratch keeps: the
 // bytes of a default window (DefaultMaxBytes).
@@ -127,7 +138,14 @@ func (s *scratch) reset() {
 		s.deletes = nil
 	}
 	s.page = reuse(s.page)
-	s.batch = store.Batch{Preconditions: reuse(s.batch.Preconditions), Writes: reuse(s.batch.Writes)}
+	for _, ln := range s.lanes {
+		ln.batch = store.Batch{Preconditions: reuse(ln.batch.Preconditions), Writes: reuse(ln.batch.Writes)}
+	}
+	if len(s.lanes) > maxKeptLanes {
+		clear(s.lanes[maxKeptLanes:])
+		s.lanes = s.lanes[:maxKeptLanes]
+	}
+	s.launches, s.freeLanes = reuse(s.launches), reuse(s.freeLanes)
 	s.ckpt = store.Batch{Preconditions: reuse(s.ckpt.Preconditions), Writes: reuse(s.ckpt.Writes)}
 }
 

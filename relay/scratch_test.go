@@ -45,7 +45,8 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.groups = append(s.groups, group{target: target, id: row})
-			s.batch.Put(store.Key(row), store.Value(row))
+			s.lanes = append(s.lanes, &lane{})
+			s.lanes[0].batch.Put(store.Key(row), store.Value(row))
 			s.reset()
 			if len(s.raw) != 0 || len(s.rows) != 0 || len(s.flat) != 0 || len(s.puts) != 0 {
 				t.Fatal("reset left rows in the window")
@@ -54,7 +55,7 @@ func TestResetPinsNoStoreMemory(t *testing.T) {
 			if wiped != tc.wantWipe {
 				t.Fatalf("row slices wiped: %v, want %v", wiped, tc.wantWipe)
 			}
-			if s.groups[:1][0].target != nil || s.groups[:1][0].id != nil || s.batch.Writes[:1][0].Key != nil {
+			if s.groups[:1][0].target != nil || s.groups[:1][0].id != nil || s.lanes[0].batch.Writes[:1][0].Key != nil {
 				t.Fatal("reset left a group or a batch write")
 			}
 		})

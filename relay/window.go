@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -14,11 +15,19 @@ import (
 // window is what one fire read from the queue: the raw rows, the valid
 // prefix decoded, and that prefix grouped by target.
 type window struct {
-	raw       []store.KeyValue
-	rows      []queued // the decoded prefix of raw, in sequence order
-	groups    []group  // by first sequence
-	corrupt   bool     // a corrupt row ended the prefix
-	exhausted bool     // no queued row of this cycle lies past raw
+	raw     []store.KeyValue
+	rows    []queued // the decoded prefix of raw, in sequence order
+	groups  []group  // by first sequence
+	corrupt bool     // a corrupt row ended the prefix
+	// corruptKey (in hex) and corruptErr name the corrupt row and why.
+	corruptKey string
+	corruptErr error
+	exhausted  bool // no queued row of this cycle lies past raw
+	// head is the queue's first row when the window's first page showed
+	// it (headKnown): the window started at the queue's head, or at a
+	// cursor below which no row remains (nothing is blocked).
+	head      store.Key
+	headKnown bool
 	// lagExceeded: a row older than the lag bound was seen.
 	lagExceeded bool
 }
@@ -92,14 +101,74 @@ func (f *fire) readState(ctx context.Context) error {
 	return nil
 }
 
+// readStart reads the outbox state (readState) and then the window
+// (readWindow). A fire that may make concurrent calls (Concurrency above
+// 1) reads the queue's first page from its head beside the state, which
+// saves a round trip whenever that page is the window's first (see
+// headPage).
+func (f *fire) readStart(ctx context.Context) error {
+	if f.budget.Concurrency < 2 {
+		if err := f.readState(ctx); err != nil {
+			return err
+		}
+		return f.readWindow(ctx, nil)
+	}
+	var stateErr, err error
+	var first store.ScanPage
+	func() {
+		// Wait even when the scan panics: the state is read into the
+		// fire's scratch, which the fire releases as it ends.
+		defer f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })()
+		// One row more than the window's first page: see headPage.
+		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4)+1, &f.readBuf)
+	}()
+	if stateErr != nil {
+		return stateErr
+	}
+	if err != nil {
+		return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
+	}
+	return f.readWindow(ctx, &first)
+}
+
+// beside runs fn concurrently with the caller, through the fire's lane
+// runner, and returns the function that waits for it; a panic in fn is
+// raised again by that function.
+func (f *fire) beside(ctx context.Context, fn func(ctx context.Context)) (wait func()) {
+	r := f.runner(f.budget.Concurrency)
+	var panicked any
+	r.Go(ctx, 0, func(ctx context.Context) {
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = fmt.Sprintf("%v\n[relay]\n%s", v, debug.Stack())
+			}
+		}()
+		fn(ctx)
+	})
+	return func() {
+		r.Wait()
+		if panicked != nil {
+			panic(panicked)
+		}
+	}
+}
+
 // readWindow reads the rows after the cursor, up to the cycle's end, in
 // pages: at most 4*MaxRows rows and MaxBytes encoded bytes (a first row
 // over MaxBytes is read alone). It starts at the cursor's own key, which
 // may remain for a blocked target, so that malformed keys between it and
 // the next sequence cannot be skipped; at cursor 0, at the head of the
-// queue class, which catches malformed keys before sequence 1.
-func (f *fire) readWindow(ctx context.Context) error {
+// queue class, which catches malformed keys before sequence 1. first, when
+// not nil, is a page read from the queue's head beside the outbox state,
+// which stands for the window's first page where it can (see headPage).
+func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	limit := f.budget.MaxRows * 4
+	if first != nil && (len(first.Entries) > 0 || first.Next == nil) {
+		f.headKnown = true
+		if len(first.Entries) > 0 {
+			f.head = first.Entries[0].Key
+		}
+	}
 	if f.scan.Cursor >= f.scan.CycleEnd || limit <= 0 {
 		f.exhausted = true
 		return nil
@@ -113,35 +182,107 @@ func (f *fire) readWindow(ctx context.Context) error {
 	if f.scan.CycleEnd < ^uint64(0) {
 		end = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
 	}
-	remaining, size := limit, 0
+	w := windowReader{f: f, anchor: anchor, remaining: limit}
+	if first != nil {
+		if rows, exhausted, next, ok := f.headPage(first, anchor, end, min(ScanPageRows, limit)); ok {
+			if !w.take(rows) || !f.decodeRead() {
+				return nil
+			}
+			if exhausted || w.remaining <= 0 {
+				f.exhausted = exhausted
+				return nil
+			}
+			start, anchor, w.anchor = next, nil, nil
+		}
+	}
 	var after store.Cursor
 	for {
-		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, remaining), &f.readBuf)
+		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, w.remaining), &f.readBuf)
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
-		for _, kv := range page.Entries {
-			remaining--
-			if anchor != nil && bytes.Equal(kv.Key, anchor) {
-				continue
-			}
-			n := len(kv.Key) + len(kv.Value)
-			if len(f.raw) > 0 && size+n > f.budget.MaxBytes {
-				f.decodeRead()
-				return nil
-			}
-			size += n
-			f.raw = append(f.raw, kv)
+		if first == nil && after == nil && len(page.Entries) > 0 && (anchor == nil || len(f.scan.Blocked) == 0) {
+			// Only a blocked target's rows remain at or below the cursor.
+			f.head, f.headKnown = page.Entries[0].Key, true
 		}
-		if !f.decodeRead() {
-			return nil // a corrupt row ends the window
+		if !w.take(page.Entries) || !f.decodeRead() {
+			return nil // the byte budget, or a corrupt row, ends the window
 		}
-		if remaining <= 0 || page.Next == nil {
+		if w.remaining <= 0 || page.Next == nil {
 			f.exhausted = page.Next == nil
 			return nil
 		}
 		after = page.Next
 	}
+}
+
+// headPage decides whether a page read from the queue's head, beside the
+// outbox state, can stand for the first page of the window that runs from
+// anchor (nil: the head) to end, pageRows rows: the page was read with
+// one row more, to see what follows them. It may be older than the state:
+// rows of the cycle may have been queued after it. Rows are queued in
+// sequence order (each batch guarded by the outbox sequence), so a page
+// that shows a row shows every row queued before it. It stands for the
+// window's first page (ok) when no row remains at or below the cursor
+// and either more of the window's rows follow its first pageRows (which
+// are then the window's first page; next is where to read on, afresh: a
+// cursor is bound to its range) or it shows the whole cycle, down to row
+// CycleEnd or a row past it (the window is then exhausted). Otherwise the
+// window is read as if there were no such page.
+func (f *fire) headPage(first *store.ScanPage, anchor, end store.Key, pageRows int) (rows []store.KeyValue, exhausted bool, next store.Key, ok bool) {
+	entries := first.Entries
+	if anchor != nil && len(entries) > 0 && bytes.Compare(entries[0].Key, anchor) <= 0 {
+		return nil, false, nil, false
+	}
+	n := 0
+	for n < len(entries) && bytes.Compare(entries[n].Key, end) < 0 {
+		n++
+	}
+	if n > pageRows {
+		return entries[:pageRows:pageRows], false, append(bytes.Clone(entries[pageRows-1].Key), 0x00), true
+	}
+	// No row of the window follows the page's n (fewer entries than the
+	// page's limit mean none at all): true of the state beside it only if
+	// the page shows the whole cycle.
+	if n < len(entries) {
+		if k, err := gen.ParseRelayKey(entries[n].Key); err == nil && k.Seq > f.scan.CycleEnd {
+			return entries[:n:n], true, nil, true
+		}
+	} else if n > 0 {
+		if k, err := gen.ParseRelayKey(entries[n-1].Key); err == nil && k.Seq == f.scan.CycleEnd {
+			return entries[:n:n], true, nil, true
+		}
+	}
+	return nil, false, nil, false
+}
+
+// windowReader adds the rows of the pages read to the window, within its
+// row and byte budgets.
+type windowReader struct {
+	f         *fire
+	anchor    store.Key // the cursor's row, not the window's (nil: none)
+	remaining int       // rows the budget leaves
+	size      int       // the window's bytes
+}
+
+// take adds entries to the window and reports whether the window goes
+// on: false once a row over the byte budget ends it.
+func (w *windowReader) take(entries []store.KeyValue) bool {
+	f := w.f
+	for _, kv := range entries {
+		w.remaining--
+		if w.anchor != nil && bytes.Equal(kv.Key, w.anchor) {
+			continue
+		}
+		n := len(kv.Key) + len(kv.Value)
+		if len(f.raw) > 0 && w.size+n > f.budget.MaxBytes {
+			f.decodeRead()
+			return false
+		}
+		w.size += n
+		f.raw = append(f.raw, kv)
+	}
+	return true
 }
 
 // scanQueue reads one page of the source's queue. When the source store
@@ -194,7 +335,7 @@ func (f *fire) decodeRead() bool {
 			}
 		}
 		if err != nil {
-			f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
+			f.corruptKey, f.corruptErr = fmt.Sprintf("%x", []byte(kv.Key)), err
 			f.corrupt = true
 			f.exhausted = false
 			return false
@@ -304,16 +445,23 @@ func (f *fire) costOf(rec *gen.RelayV1, win int) rowCost {
 // recordBacklog sets the backlog gauge, an upper bound counted from the
 // queue's head (os - first + 1: rows delivered out of order leave holes,
 // but a bounded window must never hide a long queued tail), and counts a
-// lag-exceeded fire.
+// lag-exceeded fire. The head is the window's first row when the window
+// showed it, and is read otherwise.
 func (f *fire) recordBacklog(ctx context.Context) error {
-	f.probeBuf = f.probeBuf[:0]
-	page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
-	if err != nil {
-		return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
+	head, known := f.head, f.headKnown
+	if !known {
+		f.probeBuf = f.probeBuf[:0]
+		page, err := f.scanQueue(ctx, queueStart, queueEnd, nil, 1, &f.probeBuf)
+		if err != nil {
+			return fmt.Errorf("relay: scan the queue head of %s: %w", f.src, err)
+		}
+		if len(page.Entries) > 0 {
+			head = page.Entries[0].Key
+		}
 	}
 	var backlog uint64
-	if len(page.Entries) > 0 {
-		if k, err := gen.ParseRelayKey(page.Entries[0].Key); err == nil {
+	if head != nil {
+		if k, err := gen.ParseRelayKey(head); err == nil {
 			backlog = addSat(f.sequence-min(f.sequence, k.Seq), 1)
 		}
 	}

@@ -42,6 +42,16 @@ type RelayScanV1 struct {
 	Blocked  [][]byte `mk:"max=16,elem_max=1024,sorted"`
 }
 
+// RelayTimerV1 is the relay timer's value while a corrupt queued row
+// holds its source back: the interval the timer was last moved by, which
+// doubles at each fire that still finds a corrupt row, up to a cap. The
+// timer of a source held by nothing has an empty value.
+//
+//mk:record version=1
+type RelayTimerV1 struct {
+	HoldMs uint64 `mk:"min=1"`
+}
+
 // Backlog totals the undelivered terminal outcomes of a partition.
 //
 //mk:record version=1

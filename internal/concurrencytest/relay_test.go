@@ -1,6 +1,7 @@
 package concurrencytest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ type setup struct {
 	latency    time.Duration // the engine's injected latency per operation
 	produce    time.Duration // how long producers queue rows
 	maxBatches int64         // producers stop earlier after committing this many batches
+	// failEvery, when positive, fails every failEvery-th target batch of
+	// target 0 in its hook, while other targets' batches are in flight
+	// (the relay's concurrent lanes): target 0 is blocked for the rest of
+	// its cycle again and again, and its rows must still arrive once.
+	failEvery int64
 }
 
 // pausePhases is how many times producers and schedulers pause, for a
@@ -59,11 +65,14 @@ const drainTimeout = 10 * time.Second
 // and the due index invariant is checked (timerstest.CheckDueIndex). It
 // logs the engine's conflicts and retries per committed batch. A
 // failure prints its setup, seed included; a seed replays the same
-// choices, though not the goroutines' interleaving.
+// choices, though not the goroutines' interleaving. With latency on the
+// engine the relay delivers to its targets in concurrent lanes; seed 3
+// also fails every third target batch of target 0, among them.
 func TestRelayUnderConcurrentSchedulers(t *testing.T) {
 	for _, s := range []setup{
 		{seed: 1, producers: 3, schedulers: 3, workers: 2, sources: 12, targets: 6, produce: 800 * time.Millisecond, maxBatches: 2000},
 		{seed: 2, producers: 4, schedulers: 2, workers: 4, sources: 4, targets: 3, latency: 200 * time.Microsecond, produce: 800 * time.Millisecond, maxBatches: 1000},
+		{seed: 3, producers: 3, schedulers: 2, workers: 2, sources: 4, targets: 6, latency: 200 * time.Microsecond, produce: 800 * time.Millisecond, maxBatches: 600, failEvery: 3},
 	} {
 		t.Run(fmt.Sprintf("seed=%d", s.seed), func(t *testing.T) {
 			t.Parallel()
@@ -123,7 +132,8 @@ func runWorld(t *testing.T, set setup) {
 		}
 	}()
 
-	reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: &auditHook{}})
+	hook := &auditHook{failEvery: set.failEvery}
+	reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +185,12 @@ func runWorld(t *testing.T, set setup) {
 		w.reportUndrained()
 	}
 	w.verify()
+	if set.failEvery > 0 {
+		t.Logf("target 0's hook failed %d of its batches", hook.failed.Load())
+		if hook.failed.Load() == 0 {
+			t.Error("no target batch failed: the seed staged nothing")
+		}
+	}
 }
 
 // runSchedulers runs each scheduler's Run loop in its own goroutine until
@@ -451,14 +467,34 @@ func (w *world) verify() {
 
 // auditHook puts, in every target batch, one audit row per relay row it
 // applies, named by the row's unique first put key and the batch's own
-// number: a row applied by two committed batches leaves two.
-type auditHook struct{ n atomic.Int64 }
+// number: a row applied by two committed batches leaves two. With
+// failEvery it fails every failEvery-th batch of target 0.
+type auditHook struct {
+	n               atomic.Int64
+	failEvery       int64
+	target0, failed atomic.Int64
+}
+
+// isTarget0 reports whether p, as the relay addresses targets (by
+// identity), is target 0.
+func isTarget0(p store.Partition) bool {
+	a, errA := p.AppendTuple(nil)
+	b, errB := target(0).AppendTuple(nil)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// errTarget0 is the failure auditHook stages.
+var errTarget0 = errors.New("concurrencytest: target 0 fails this batch")
 
 func (*auditHook) ReadKeys(store.Partition, []relay.Row) ([]store.Key, error) { return nil, nil }
 
-func (h *auditHook) BeforeApply(_ context.Context, _ store.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
+func (h *auditHook) BeforeApply(_ context.Context, p store.Partition, rows []relay.Row, _ []store.KeyValue, b *store.Batch) error {
 	if b.Ops()+len(rows) > store.DefaultMaxBatchOps {
 		return relay.ErrHookCapacity
+	}
+	if h.failEvery > 0 && isTarget0(p) && h.target0.Add(1)%h.failEvery == 0 {
+		h.failed.Add(1)
+		return errTarget0
 	}
 	n := h.n.Add(1)
 	for _, r := range rows {

@@ -60,9 +60,13 @@ var byCommand = map[string]how{
 	"go mod tidy":                                          quickStart,
 	"go run .":                                             quickStart,
 
-	"(cd bench/codecs && go test -run '^$' -bench Compare -count 6)":                     {run: runOnce},
-	"go test -run '^$' -bench 'MemoryApplyGuarded/pair' -count 6 ./fdblayer":             {run: runOnce},
-	"go test -run '^$' -bench 'RelayVsBaseline/memory' -count 10 ./bench":                {run: runOnce},
+	"(cd bench/codecs && go test -run '^$' -bench Compare -count 6)":                                        {run: runOnce},
+	"go test -run '^$' -bench 'MemoryApplyGuarded/pair' -count 6 ./fdblayer":                                {run: runOnce},
+	"go test -run '^$' -bench 'RelayVsBaseline/memory' -count 10 ./bench":                                   {run: runOnce},
+	"go test -run '^$' -bench 'RelayWorkers/engine=mvcc-latency/workers=1$' -benchtime 5x -count 1 ./bench": {run: runOnce},
+	"(cd bench/river && go test -run '^$' -bench FireDue -benchtime 2x -count 1 -timeout 60m)": {
+		reason: "fires 10,000 timers and works 10,000 River jobs per op, minutes of fsyncs; make test runs the same harness on 100 of each (bench/river's TestEachFiresEveryItemExactlyOnce)",
+	},
 	"go test -run '^$' -bench 'SchedulerTickScaling' -benchtime 200x -count 10 ./timers": {run: runOnce},
 	"go test -run '^$' -bench SchedulerCommits -benchtime 20x ./timers":                  {run: runOnce},
 	"go test -run '^$' -bench 'WatermarkScaling' -count 6 ./watermark":                   {run: runOnce},
