@@ -218,19 +218,14 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 		return key
 	}
 	identity := sub[len(l.root):]
-	bucket := byte(DueBucket(identity))
-	entry := func(at uint64) []byte {
-		key = append(append(key[:0], l.root...), partitionEnd, dueTag, bucket)
-		key = binary.BigEndian.AppendUint64(key, at)
-		return append(key, identity...)
-	}
+	bucket := DueBucket(identity)
 	if cur.at != next.at && cur.at != 0 {
-		txn.Clear(entry(cur.at))
+		key = l.appendDueKey(key[:0], bucket, cur.at, identity)
+		txn.Clear(key)
 		// The entry may still be of the first layout: clear that too (a
 		// blind clear, no read), so that it moves to its bucket.
-		key = append(append(key[:0], l.root...), partitionEnd, dueTagV1)
-		key = binary.BigEndian.AppendUint64(key, cur.at)
-		txn.Clear(append(key, identity...))
+		key = l.appendDueKey(key[:0], dueV1Bucket, cur.at, identity)
+		txn.Clear(key)
 	}
 	wakeKey := append(append(key[:0], sub...), partitionEnd)
 	if next.at == 0 {
@@ -245,9 +240,27 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 	}
 	txn.Set(wakeKey, v)
 	if cur.at != next.at {
-		txn.Set(entry(next.at), []byte{})
+		key = l.appendDueKey(key[:0], bucket, next.at, identity)
+		txn.Set(key, emptyValue)
 	}
 	return key
+}
+
+// emptyValue is the value of every due index entry.
+var emptyValue = []byte{}
+
+// appendDueKey appends to dst the key of the due index entry of the
+// partition whose identity is identity at atMs, in bucket b (dueV1Bucket:
+// the first layout's).
+func (l *Layer) appendDueKey(dst []byte, b int, atMs uint64, identity []byte) []byte {
+	dst = append(dst, l.root...)
+	if b == dueV1Bucket {
+		dst = append(dst, partitionEnd, dueTagV1)
+	} else {
+		dst = append(dst, partitionEnd, dueTag, byte(b))
+	}
+	dst = binary.BigEndian.AppendUint64(dst, atMs)
+	return append(dst, identity...)
 }
 
 // migratePage is how many entries of the first layout one transaction of
@@ -339,8 +352,7 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 		}
 		// The entry the wake time calls for, whether or not the old one
 		// named it (a stale one stood beside it).
-		key := append(l.dueBucketPrefix(DueBucket(o.id)), binary.BigEndian.AppendUint64(nil, at)...)
-		txn.Set(append(key, o.id...), []byte{})
+		txn.Set(l.appendDueKey(nil, DueBucket(o.id), at, o.id), emptyValue)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

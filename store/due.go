@@ -9,9 +9,9 @@ import (
 //
 // The Store contract is per partition, but a scheduler must find the
 // partitions that have due timers without visiting every partition. So a
-// store keeps, beside the partitions, one due index ordered by
-// (wake time, partition identity), and each partition one wake time: the
-// earliest time a scheduler should look at it. The two are only ever
+// store keeps, beside the partitions, one due index, split into buckets
+// each ordered by (wake time, partition identity), and each partition one
+// wake time: the earliest time a scheduler should look at it. The two are only ever
 // changed together, by the store, inside the transaction of a batch that
 // carries a Wakeup; a caller never writes index entries itself, so an
 // entry can never commit without the timer write it stands for (or the

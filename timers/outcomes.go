@@ -117,7 +117,17 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 	for i := range items {
 		r.precheck(&items[i], full)
 	}
+	// One allocation of each slice: room for every item's guards and
+	// writes, and the claim's.
 	var cb combined
+	pre, writes := 2, 1
+	for i := range items {
+		pre += len(items[i].b.Preconditions)
+		writes += len(items[i].b.Writes)
+	}
+	cb.b.Preconditions = make([]store.Precondition, 0, pre)
+	cb.b.Writes = make([]store.Write, 0, writes)
+	cb.owners = make([]int, 0, pre)
 	for len(items) > 0 {
 		n := r.group(items, final, full, &cb)
 		out, err := r.s.Apply(ctx, r.p, &cb.b)
@@ -251,6 +261,9 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 	claimed := h != nil && !h.lost
 	cb.b = store.Batch{Preconditions: cb.b.Preconditions[:0], Writes: cb.b.Writes[:0]}
 	cb.owners, cb.release = cb.owners[:0], false
+	if r.written == nil && len(items) > 1 {
+		r.written = make(map[string]store.Write)
+	}
 	clear(r.written)
 	ops, bytes := 0, 0
 	if claimed {
@@ -277,7 +290,9 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		}
 		for _, w := range it.b.Writes {
 			cb.b.Writes = append(cb.b.Writes, w)
-			r.written[string(w.Key)] = w
+			if len(items) > 1 {
+				r.written[string(w.Key)] = w
+			}
 		}
 		if !it.b.Deadline.IsZero() {
 			cb.b.Deadline = it.b.Deadline

@@ -17,9 +17,10 @@ import (
 
 // Design note: one read of the timer row and its reference entry per fire.
 //
-// The scan finds due timers; before firing a page of them RunDue reads each
-// timer row again together with its reference entry, in one GetMany
-// (one snapshot). A row gone by then was cancelled or moved by another
+// The scan finds due timers; with it, in one transaction (on a
+// store.Transactor; a Scheduler's claim reads the first page so), RunDue
+// reads each due timer row again together with its reference entry, in
+// one GetMany (one snapshot). A row gone by then was cancelled or moved by another
 // writer and is skipped; a row whose reference entry is missing or names
 // another due time is corrupt (every writer in this package keeps the two
 // in step) and is left in place. The values read are the ones the outcome's
@@ -49,14 +50,16 @@ import (
 // left or the budget is spent. It scans the timer class in pages, never all
 // of it at once, and stops at the first timer not yet due.
 //
-// Each outcome is applied, together with the timer's own change, in one
-// Apply guarded by the timer row still holding the value the handler saw
-// and its reference entry still naming that row: Done deletes both,
-// Reschedule and Retry move the timer (never to a due time at or before its
-// own) and lower the partition's wake time to the new due time. A handler
-// error or panic, an unknown kind, a corrupt key or value, or a failed guard
-// affect that timer only (see Report). Each timer fires at most once per
-// run.
+// Each outcome lands atomically with the timer's own change, guarded by
+// the timer row still holding the value the handler saw and its reference
+// entry still naming that row: Done deletes both, Reschedule and Retry
+// move the timer (never to a due time at or before its own) and lower the
+// partition's wake time to the new due time. The outcomes of a page of
+// timers of one kind commit together, in as few batches as the store's
+// limits allow, as if applied one after another (see Handler). A handler
+// error or panic, an unknown kind, a corrupt key or value, or a failed
+// guard affect that timer only (see Report). Each timer fires at most once
+// per run.
 //
 // RunDue fails, returning the report so far, when ctx ends or the store
 // fails (a scan, a read or an apply error other than ErrInvalid for a
@@ -98,7 +101,6 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 		// Sized by what the run finds, not by the budget: a scheduler runs
 		// this for every due partition, most of which hold a timer or two.
 		handled: make(map[ident]struct{}),
-		written: make(map[string]store.Write),
 	}
 	r.c = Ctx{Store: s, Partition: p, NowMs: nowMs, Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
 	err := r.scan(ctx)
@@ -172,29 +174,34 @@ var errStop = errors.New("stop")
 type timerPage struct {
 	entries []store.KeyValue
 	next    store.Cursor
-	// refs[i] is the reference entry's value of entries[i] (nil: absent,
-	// or not read).
-	refs []store.Value
-	// read says which entries had their reference entry read.
-	read []bool
+	// refs[i] is the reference entry of entries[i], for the due rows whose
+	// key parses (up to the first not yet due); the others' is zero.
+	refs []refRead
+}
+
+// refRead is a due row's reference entry: its key and its value as read
+// with the row (nil: absent).
+type refRead struct {
+	key   store.Key
+	value store.Value
 }
 
 // readTimers reads a page of the timer class after after, at most limit
 // rows, through r, and the reference entries of its due rows, with extra
 // keys (a lease) read in the same GetMany: extraVals holds their values.
-// On a Transactor all of it is one snapshot; elsewhere the rows are read
-// again with their reference entries, so that each row and its entry
-// come from one snapshot.
-func readTimers(ctx context.Context, r store.Reader, after store.Cursor, limit int, nowMs uint64, extra ...store.Key) (pg timerPage, extraVals []store.Value, err error) {
+// oneSnapshot says r reads one snapshot (a Transactor's Reader); elsewhere
+// the due rows are read again with their reference entries, so that each
+// row and its entry come from one snapshot.
+func readTimers(ctx context.Context, r store.Reader, oneSnapshot bool, after store.Cursor, limit int, nowMs uint64, extra ...store.Key) (pg timerPage, extraVals []store.Value, err error) {
 	start, end := gen.ClassRange(gen.TagTimerKey)
 	page, err := r.Scan(ctx, start, end, after, limit)
 	if err != nil {
 		return pg, nil, fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.Partition()), err)
 	}
-	pg = timerPage{entries: page.Entries, next: page.Next, refs: make([]store.Value, len(page.Entries)), read: make([]bool, len(page.Entries))}
+	pg = timerPage{entries: page.Entries, next: page.Next, refs: make([]refRead, len(page.Entries))}
 	keys := make([]store.Key, 0, len(extra)+2*len(page.Entries))
 	keys = append(keys, extra...)
-	var idx []int
+	due := 0 // the due rows are the first ones whose keys parse
 	for i, kv := range page.Entries {
 		tk, err := gen.ParseTimerKey(kv.Key)
 		if err != nil {
@@ -207,8 +214,12 @@ func readTimers(ctx context.Context, r store.Reader, after store.Cursor, limit i
 		if err != nil { // the parsed key bounds the reference: unreachable
 			return pg, nil, err
 		}
-		keys = append(keys, kv.Key, refKey)
-		idx = append(idx, i)
+		if !oneSnapshot {
+			keys = append(keys, kv.Key)
+		}
+		keys = append(keys, refKey)
+		pg.refs[i].key = refKey
+		due = i + 1
 	}
 	if len(keys) == 0 {
 		return pg, nil, nil
@@ -222,11 +233,19 @@ func readTimers(ctx context.Context, r store.Reader, after store.Cursor, limit i
 			store.PartitionName(r.Partition()), len(vals), len(keys), store.ErrCorrupt)
 	}
 	extraVals, vals = vals[:len(extra)], vals[len(extra):]
-	for j, i := range idx {
-		// The row as read with its reference entry: on a store that is
-		// not a Transactor it may have changed since the scan.
-		pg.entries[i].Value = vals[2*j]
-		pg.refs[i], pg.read[i] = vals[2*j+1], true
+	j := 0
+	for i := range pg.entries[:due] {
+		if pg.refs[i].key == nil {
+			continue // a key that does not parse
+		}
+		if !oneSnapshot {
+			// The row as read with its reference entry: it may have
+			// changed since the scan.
+			pg.entries[i].Value = vals[j]
+			j++
+		}
+		pg.refs[i].value = vals[j]
+		j++
 	}
 	return pg, extraVals, nil
 }
@@ -248,8 +267,9 @@ func (r *run) scan(ctx context.Context) error {
 			// partition's last (see claimHold).
 			limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires) + 1
 			var err error
+			_, oneSnapshot := r.s.(store.Transactor)
 			_, err = store.TransactOnce(ctx, r.s, r.p, func(ctx context.Context, rd store.Reader) (*store.Batch, error) {
-				pg, _, err = readTimers(ctx, rd, after, limit, r.now)
+				pg, _, err = readTimers(ctx, rd, oneSnapshot, after, limit, r.now)
 				return nil, err
 			})
 			if err != nil {
@@ -293,18 +313,15 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 			r.noteNext(tk.DueAtMs)
 			continue
 		}
-		if !pg.read[i] { // readTimers reads every due row's: unreachable
+		ref := pg.refs[i]
+		if ref.key == nil { // readTimers reads every due row's: unreachable
 			return fmt.Errorf("timers: %s: due timer at %d read without its reference entry", store.PartitionName(r.p), tk.DueAtMs)
 		}
 		h, ok := r.reg.Lookup(kind)
 		if !ok {
 			r.unknownKind(kind)
 		}
-		refKey, err := RefKey(kind, tk.Reference)
-		if err != nil { // the parsed key bounds the reference: unreachable
-			return err
-		}
-		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: refKey, handler: h, value: kv.Value, refValue: pg.refs[i]})
+		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, handler: h, value: kv.Value, refValue: ref.value})
 	}
 	if len(r.cands) > 0 {
 		if err := r.fireAll(ctx, stop || pg.next == nil); err != nil {

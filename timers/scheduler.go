@@ -22,16 +22,16 @@ import (
 //
 // A Scheduler finds due partitions in the store's due index (one entry per
 // partition: its wake time) and fires each under a short lease, the
-// partition's gen.SchedulerLeaseKey row. Claiming is one guarded Apply: the
-// lease row as read (absent, expired or already ours) is replaced by
-// SchedulerLeaseV1{Owner, now+LeaseDuration}, and the wake time as listed
-// by ParkedWakeMs. An entry whose wake time moved since it was listed
-// fails that guard; NextWake then tells whether it is still due (claim
-// again) or stale (skip it). Releasing is one guarded change too: the
+// partition's gen.SchedulerLeaseKey row. Claiming is one transaction
+// (Scheduler.claim): it reads the wake time (no longer due: the entry is
+// stale), the first page of due timers and the lease (absent, expired or
+// already ours: the claim goes on), and replaces the lease by
+// SchedulerLeaseV1{Owner, now+LeaseDuration} and the wake time it read by
+// ParkedWakeMs, guarded by both. Releasing is one guarded change too: the
 // lease still ours is deleted and the wake time set to what the run left
 // (its NextDueMs, which covers every timer the run did not delete), in the
-// run's last timer change when there is one (see claimHold), else in a
-// batch of its own.
+// run's last batch of outcomes when there is one (see claimHold), else in
+// a batch of its own.
 //
 // Parking is what makes the finishing batch's wake-time guard sound. Every
 // timer write lowers the wake time to min(current, its due time), and only
@@ -47,11 +47,11 @@ import (
 // partition, the timers it was firing are due again when its lease
 // expires, however far ahead the written timer is.
 //
-// A worker that dies holding a lease leaves its partition parked. Each tick
-// therefore also lists the parked entries (as many as workers are firing,
-// plus any such leftovers) and claims those whose lease has expired, or is
-// its own and not in flight: a claim whose result was unknown, or a
-// finishing batch that failed.
+// A worker that dies holding a lease leaves its partition parked. So a
+// tick also lists the parked entries (every quarter of LeaseDuration, and
+// at every tick while a partition this Scheduler failed waits) and claims
+// those whose lease has expired, or is its own and not in flight: a claim
+// whose result was unknown, or a finishing batch that failed.
 //
 // Leases compare times of the workers' clocks: they must agree to well
 // within LeaseDuration minus the budget's MaxDuration. A lease only keeps
@@ -75,7 +75,7 @@ const (
 
 // minListPage is the fewest entries one due listing of a tick asks for
 // (see Scheduler.listPage).
-const minListPage = 16
+const minListPage = 64
 
 // maxWakeAttempts bounds the claims, and the finishing batches, that find
 // the wake time changed by another writer; past it a finishing batch only
@@ -148,7 +148,9 @@ type SchedulerConfig struct {
 	// DefaultPollInterval).
 	PollInterval time.Duration
 	// DuePageSize bounds the due index entries of one ScanDue (default
-	// DefaultDuePageSize).
+	// DefaultDuePageSize). A tick lists due partitions in pages of twice
+	// Workers (at least 16) within this bound, so that an entry is listed
+	// shortly before a worker takes it.
 	DuePageSize int
 	// Budget bounds each RunDue. Its zero MaxTimers takes
 	// DefaultMaxTimers; its zero MaxDuration takes half of LeaseDuration.
@@ -402,8 +404,10 @@ func (r *Report) add(o Report) {
 }
 
 // Tick makes one pass over the due index: it lists the partitions due at
-// the clock's time (in pages, oldest first) and then the parked ones, and
-// hands them to Workers goroutines, each of which claims a partition's
+// the clock's time (in pages, bucket by bucket from the bucket this
+// Scheduler starts at, oldest first within a bucket; see MembersPartition)
+// and then, when due, the parked ones, and hands them to Workers
+// goroutines, each of which claims a partition's
 // lease, fires its due timers with RunDue within the budget and finishes
 // in one batch that releases the lease and sets the partition's wake time
 // (see the design note above). A partition is looked at most once per

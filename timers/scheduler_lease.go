@@ -154,7 +154,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				observed store.Value
 			)
 			if prefetch {
-				page, leaseVals, err := readTimers(ctx, rd, nil, pageLimit, nowMs, s.leaseKey)
+				page, leaseVals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey)
 				if err != nil {
 					return nil, err
 				}
