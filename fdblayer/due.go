@@ -76,8 +76,10 @@ func DueBucket(identity []byte) int {
 func (l *Layer) DueBuckets() int { return DueHashBuckets + 1 }
 
 // ScanDue implements store.DueIndex: it lists the entries q selects in one
-// read transaction, one range read per bucket until the page is full
-// (each bounded by what is left of q.Limit). It fails with
+// read transaction, with a range read per bucket, each bounded by
+// q.Limit (and q.PerBucket): all of them at once on an engine whose
+// transactions are RangesReaders (so that a listing is one round trip),
+// else one after another until the page is full. It fails with
 // store.ErrInvalid for a query out of range, store.ErrUnavailable when
 // ctx ends or the engine fails; an entry that does not parse is
 // store.ErrCorrupt. Safe for concurrent use.
@@ -89,25 +91,47 @@ func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 	if q.FromMs > q.UntilMs {
 		return []store.DueEntry{}, nil
 	}
+	first := 0
+	if q.After != nil {
+		first = q.Offset(q.After.Bucket, l.DueBuckets())
+	}
+	limit := q.Limit
+	if q.PerBucket > 0 {
+		limit = min(limit, q.PerBucket)
+	}
+	reads := make([]RangeRead, 0, n-first)
+	for i := first; i < n; i++ {
+		var after *store.DueEntry
+		if i == first {
+			after = q.After
+		}
+		begin, end := l.bucketRange((q.Start+i)%l.DueBuckets(), q.FromMs, q.UntilMs, after)
+		reads = append(reads, RangeRead{Begin: begin, End: end, Limit: limit})
+	}
 	var entries []store.DueEntry
 	err = l.read(ctx, nil, "scan due", func(txn ReadTxn) error {
 		entries = make([]store.DueEntry, 0, min(q.Limit, 64))
-		first := 0
-		if q.After != nil {
-			first = q.Offset(q.After.Bucket, l.DueBuckets())
+		if _, ok := txn.(RangesReader); ok {
+			rowsets, err := getRanges(txn, reads)
+			if err != nil {
+				return err
+			}
+			for i, rows := range rowsets {
+				if entries, err = l.appendEntries(entries, (q.Start+first+i)%l.DueBuckets(), rows, q.Limit); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		for i := first; i < n && len(entries) < q.Limit; i++ {
-			b := (q.Start + i) % l.DueBuckets()
-			var after *store.DueEntry
-			if i == first {
-				after = q.After
+		for i, r := range reads {
+			if len(entries) >= q.Limit {
+				break
 			}
-			limit := q.Limit - len(entries)
-			if q.PerBucket > 0 {
-				limit = min(limit, q.PerBucket)
+			rows, err := txn.GetRange(nil, r.Begin, r.End, min(r.Limit, q.Limit-len(entries)), 0)
+			if err != nil {
+				return err
 			}
-			var err error
-			if entries, err = l.scanBucket(txn, entries, b, q.FromMs, q.UntilMs, after, limit); err != nil {
+			if entries, err = l.appendEntries(entries, (q.Start+first+i)%l.DueBuckets(), rows, q.Limit); err != nil {
 				return err
 			}
 		}
@@ -127,27 +151,35 @@ func (l *Layer) dueBucketPrefix(b int) []byte {
 	return append(bytes0(l.root), partitionEnd, dueTag, byte(b))
 }
 
-// scanBucket appends to entries those of bucket b with fromMs <= AtMs <=
-// untilMs, strictly after after (nil: from the start), at most limit.
-func (l *Layer) scanBucket(txn ReadTxn, entries []store.DueEntry, b int, fromMs, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
+// bucketRange is the key range of bucket b's entries with fromMs <= AtMs
+// <= untilMs, strictly after after (nil: from the start).
+func (l *Layer) bucketRange(b int, fromMs, untilMs uint64, after *store.DueEntry) (begin, end []byte) {
 	prefix := l.dueBucketPrefix(b)
-	begin := binary.BigEndian.AppendUint64(bytes0(prefix), fromMs)
+	begin = binary.BigEndian.AppendUint64(bytes0(prefix), fromMs)
 	if after != nil && after.AtMs >= fromMs {
 		begin = binary.BigEndian.AppendUint64(bytes0(prefix), after.AtMs)
 		begin = append(append(begin, after.Partition...), 0x00)
 	}
-	var end []byte
 	if untilMs == math.MaxUint64 {
 		end = append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
 	} else {
 		end = binary.BigEndian.AppendUint64(bytes0(prefix), untilMs+1)
 	}
-	rows, err := txn.GetRange(nil, begin, end, limit, 0)
-	if err != nil {
-		return entries, err
+	return begin, end
+}
+
+// appendEntries appends to entries the entries of bucket b that rows hold,
+// until entries holds limit.
+func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []KeyValue, limit int) ([]store.DueEntry, error) {
+	prefix := len(l.root) + dueHeader + 1 // the tag, then the bucket
+	if b == dueV1Bucket {
+		prefix-- // no bucket
 	}
 	for _, r := range rows {
-		rest := r.Key[len(prefix):]
+		if len(entries) >= limit {
+			break
+		}
+		rest := r.Key[prefix:]
 		if len(rest) <= wakeBytes {
 			return entries, fmt.Errorf("fdblayer: scan due: %w: index entry of %d bytes", store.ErrCorrupt, len(r.Key))
 		}

@@ -184,6 +184,36 @@ func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return dst, nil
 }
 
+// GetRanges implements RangesReader: each range is read in a goroutine of
+// its own (a Transaction is safe for concurrent use), so that the reads
+// are in flight together.
+func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
+	out := make([][]KeyValue, len(reads))
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Go(func() {
+			kvs, err := t.tr.GetRange(fdb.KeyRange{Begin: fdb.Key(r.Begin), End: fdb.Key(r.End)}, fdb.RangeOptions{Limit: r.Limit}).GetSliceWithError()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rows := make([]KeyValue, len(kvs))
+			for j, kv := range kvs {
+				rows[j] = KeyValue{Key: kv.Key, Value: kv.Value}
+			}
+			out[i] = rows
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // GetRange reads a row limit in one request (StreamingModeExact) when it
 // has no byte budget. With one it iterates in StreamingModeWantAll,
 // which transfers as much of the limit per request as the cluster allows,

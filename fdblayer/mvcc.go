@@ -134,7 +134,7 @@ type MVCCStats struct {
 	// read version, and so does each retry (Retries): Begun plus Retries
 	// are the read versions the engine handed out.
 	Begun uint64
-	// Reads counts read round trips: each GetMany call and each GetRange
+	// Reads counts read round trips: each GetMany, GetRange and GetRanges
 	// call, whatever it read.
 	Reads uint64
 	// KeysRead counts the keys GetMany calls asked for plus the rows
