@@ -91,6 +91,17 @@ type combined struct {
 	owners []int
 	// release: the batch releases the claim.
 	release bool
+	// apply is the batch to apply: &b, or the batch of the one item of a
+	// run without a claim (whose preconditions are all the item's).
+	apply *store.Batch
+}
+
+// owner is the owner of the batch's i-th precondition.
+func (cb *combined) owner(i int) int {
+	if cb.apply != &cb.b {
+		return 0
+	}
+	return cb.owners[i]
 }
 
 // commitOtherKinds commits the outcomes queued so far when one of them is
@@ -113,9 +124,16 @@ func (r *run) commitOtherKinds(ctx context.Context, kind Kind) error {
 // noting every item not committed as still due at its own time.
 func (r *run) commitAll(ctx context.Context, final bool) error {
 	items := r.items
+	if len(items) == 0 {
+		return nil
+	}
 	full := r.full()
-	for i := range items {
-		r.precheck(&items[i], full)
+	if len(items) > 1 {
+		// An item alone needs no check before: the store's validation
+		// of its batch decides (see reject).
+		for i := range items {
+			r.precheck(&items[i], full)
+		}
 	}
 	// One allocation of each slice: room for every item's guards and
 	// writes, and the claim's.
@@ -125,12 +143,9 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 		pre += len(items[i].b.Preconditions)
 		writes += len(items[i].b.Writes)
 	}
-	cb.b.Preconditions = make([]store.Precondition, 0, pre)
-	cb.b.Writes = make([]store.Write, 0, writes)
-	cb.owners = make([]int, 0, pre)
 	for len(items) > 0 {
-		n := r.group(items, final, full, &cb)
-		out, err := r.s.Apply(ctx, r.p, &cb.b)
+		n := r.group(items, final, full, &cb, pre, writes)
+		out, err := r.s.Apply(ctx, r.p, cb.apply)
 		switch {
 		case err == nil && out.Committed():
 			if cb.release {
@@ -140,8 +155,8 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 				r.settle(&items[i])
 			}
 			items = items[n:]
-		case err == nil && out.Outcome == store.PreconditionFailed && out.FailedIndex >= 0 && out.FailedIndex < len(cb.owners):
-			switch j := cb.owners[out.FailedIndex]; j {
+		case err == nil && out.Outcome == store.PreconditionFailed && out.FailedIndex >= 0 && out.FailedIndex < len(cb.apply.Preconditions):
+			switch j := cb.owner(out.FailedIndex); j {
 			case ownerLease:
 				// The lease is no longer ours: the rest of the run
 				// commits as without a claim.
@@ -256,9 +271,24 @@ func (r *run) settle(it *item) {
 // first, that one batch can hold (see the design note), with the claim's
 // guard and, when it holds every item left of a final page, the claim's
 // release; it returns how many items the batch holds (at least one).
-func (r *run) group(items []item, final bool, full store.Capabilities, cb *combined) int {
+func (r *run) group(items []item, final bool, full store.Capabilities, cb *combined, pre, writes int) int {
 	h := r.cfg.claim
 	claimed := h != nil && !h.lost
+	if !claimed && (len(items) == 1 || r.single || items[0].alone()) {
+		// One item without a claim: its own batch, as it is.
+		it := &items[0]
+		if it.newDue != 0 {
+			it.b.WakeAt(it.newDue)
+		}
+		cb.apply, cb.release = it.b, false
+		return 1
+	}
+	if cb.b.Preconditions == nil {
+		cb.b.Preconditions = make([]store.Precondition, 0, pre)
+		cb.b.Writes = make([]store.Write, 0, writes)
+		cb.owners = make([]int, 0, pre)
+	}
+	cb.apply = &cb.b
 	cb.b = store.Batch{Preconditions: cb.b.Preconditions[:0], Writes: cb.b.Writes[:0]}
 	cb.owners, cb.release = cb.owners[:0], false
 	if r.written == nil && len(items) > 1 {
