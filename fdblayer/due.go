@@ -29,51 +29,69 @@ import (
 // An index ordered by time alone puts every wake time written near "now"
 // at the tail of one key range, so on FoundationDB one storage server
 // takes every timer write of the cluster, whatever its size. A bucket
-// byte, FNV-1a of the identity modulo DueHashBuckets, before the time
-// spreads those writes over 16 ranges: 16 storage teams share the tail,
-// far more than the few that a cluster running this library's schedulers
-// keeps busy, while a listing that covers every bucket stays one
-// transaction of at most 17 range reads (16 buckets and the first
-// layout's range), each bounded by what is due in it. The count is part
-// of the layout (the tag 0x02 says 16): a store never changes its buckets
-// under running schedulers. Within a bucket entries sort by time, then
-// identity, as ScanDue lists them.
+// byte, FNV-1a of the identity modulo the bucket count, before the time
+// spreads those writes: over DueHashBuckets (16) ranges on an engine
+// whose keys many servers share (Distributed: FoundationDB, and
+// MVCCEngine, which stands for it), so that 16 storage teams share the
+// tail, far more than the few a cluster running this library's
+// schedulers keeps busy, while a listing of every bucket stays one
+// transaction of 17 range reads issued at once (16 buckets and the first
+// layout's range, see RangesReader). On the memory and bbolt engines, one
+// process's memory or file, the index keeps one bucket: spreading there
+// buys nothing and costs the index's locality (bench/README.md measures
+// it). Within a bucket
+// entries sort by time, then identity, as ScanDue lists them. Every Layer
+// over a store must use the same count (the engine's, unless
+// WithDueBuckets): a listing covers the buckets its Layer knows.
 //
 // Entries of the first layout (tag 0x01, no bucket) are listed as the
-// last bucket, DueHashBuckets, so a store written before buckets keeps
-// every timer; each moves to its bucket when its partition's wake time
-// next changes (a scheduler's claim changes it), and MigrateDueIndex moves
-// the rest in one pass.
+// last bucket, so a store written before buckets keeps every timer; each
+// moves to its bucket when its partition's wake time next changes (a
+// scheduler's claim changes it), and MigrateDueIndex moves the rest in
+// one pass.
 const (
 	dueTagV1    = 0x01
 	dueTag      = 0x02
 	dueHeader   = 2 // 0xFF dueTag
 	wakeBytes   = 8
 	wakeOpsCost = 5 // the wake key's read; clearing the old entry (in both layouts), writing the new one and the wake key
-	dueV1Bucket = DueHashBuckets
 )
 
 // DueHashBuckets is the number of buckets the due index hashes
-// partitions into (see the design note above).
+// partitions into on a Distributed engine (see the design note above).
 const DueHashBuckets = 16
+
+// Distributed is implemented by engines whose keys many servers share
+// (FDBEngine, and MVCCEngine, which stands for it): the Layer spreads its
+// due index over DueHashBuckets buckets on them, and keeps one on the
+// others.
+type Distributed interface {
+	// Distributed reports whether the engine's keys are spread over
+	// servers.
+	Distributed() bool
+}
 
 var _ store.DueIndex = (*Layer)(nil)
 
 // DueBucket is the bucket of the due index that holds the entry of the
 // partition whose tuple identity is identity: FNV-1a (32 bits) of it,
-// modulo DueHashBuckets.
-func DueBucket(identity []byte) int {
+// modulo the Layer's hashed buckets (DueBuckets() - 1).
+func (l *Layer) DueBucket(identity []byte) int {
 	h := uint32(2166136261)
 	for _, c := range identity {
 		h ^= uint32(c)
 		h *= 16777619
 	}
-	return int(h % DueHashBuckets)
+	return int(h % uint32(l.dueBuckets))
 }
 
-// DueBuckets implements store.DueIndex: DueHashBuckets buckets and one
-// more, last, that lists the entries of the layout before buckets.
-func (l *Layer) DueBuckets() int { return DueHashBuckets + 1 }
+// DueBuckets implements store.DueIndex: the hashed buckets (DueHashBuckets
+// on a Distributed engine, else 1, unless WithDueBuckets) and one more,
+// last, that lists the entries of the layout before buckets.
+func (l *Layer) DueBuckets() int { return l.dueBuckets + 1 }
+
+// v1Bucket is the bucket that lists the first layout's entries.
+func (l *Layer) v1Bucket() int { return l.dueBuckets }
 
 // ScanDue implements store.DueIndex: it lists the entries q selects in one
 // read transaction, with a range read per bucket, each bounded by
@@ -145,7 +163,7 @@ func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 
 // dueBucketPrefix is the key prefix of bucket b's entries.
 func (l *Layer) dueBucketPrefix(b int) []byte {
-	if b == dueV1Bucket {
+	if b == l.v1Bucket() {
 		return append(bytes0(l.root), partitionEnd, dueTagV1)
 	}
 	return append(bytes0(l.root), partitionEnd, dueTag, byte(b))
@@ -172,7 +190,7 @@ func (l *Layer) bucketRange(b int, fromMs, untilMs uint64, after *store.DueEntry
 // until entries holds limit.
 func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []KeyValue, limit int) ([]store.DueEntry, error) {
 	prefix := len(l.root) + dueHeader + 1 // the tag, then the bucket
-	if b == dueV1Bucket {
+	if b == l.v1Bucket() {
 		prefix-- // no bucket
 	}
 	for _, r := range rows {
@@ -250,13 +268,13 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 		return key
 	}
 	identity := sub[len(l.root):]
-	bucket := DueBucket(identity)
+	bucket := l.DueBucket(identity)
 	if cur.at != next.at && cur.at != 0 {
 		key = l.appendDueKey(key[:0], bucket, cur.at, identity)
 		txn.Clear(key)
 		// The entry may still be of the first layout: clear that too (a
 		// blind clear, no read), so that it moves to its bucket.
-		key = l.appendDueKey(key[:0], dueV1Bucket, cur.at, identity)
+		key = l.appendDueKey(key[:0], l.v1Bucket(), cur.at, identity)
 		txn.Clear(key)
 	}
 	wakeKey := append(append(key[:0], sub...), partitionEnd)
@@ -282,11 +300,11 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 var emptyValue = []byte{}
 
 // appendDueKey appends to dst the key of the due index entry of the
-// partition whose identity is identity at atMs, in bucket b (dueV1Bucket:
+// partition whose identity is identity at atMs, in bucket b (l.v1Bucket():
 // the first layout's).
 func (l *Layer) appendDueKey(dst []byte, b int, atMs uint64, identity []byte) []byte {
 	dst = append(dst, l.root...)
-	if b == dueV1Bucket {
+	if b == l.v1Bucket() {
 		dst = append(dst, partitionEnd, dueTagV1)
 	} else {
 		dst = append(dst, partitionEnd, dueTag, byte(b))
@@ -312,7 +330,7 @@ const migratePage = 256
 // store.ErrCorrupt for an entry or a wake time that does not decode; the
 // pages moved before stay moved.
 func (l *Layer) MigrateDueIndex(ctx context.Context) (int, error) {
-	prefix := l.dueBucketPrefix(dueV1Bucket)
+	prefix := l.dueBucketPrefix(l.v1Bucket())
 	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
 	moved := 0
 	for {
@@ -384,7 +402,7 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 		}
 		// The entry the wake time calls for, whether or not the old one
 		// named it (a stale one stood beside it).
-		txn.Set(l.appendDueKey(nil, DueBucket(o.id), at, o.id), emptyValue)
+		txn.Set(l.appendDueKey(nil, l.DueBucket(o.id), at, o.id), emptyValue)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

@@ -37,7 +37,7 @@ func TestDueIndexBesidePartitions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, uint64(1000), at)
 		es := scanAllDue(t, l)
-		require.ElementsMatch(t, []store.DueEntry{dueAt(t, b, 1000), dueAt(t, a, 2000)}, es)
+		require.ElementsMatch(t, []store.DueEntry{dueAt(t, l, b, 1000), dueAt(t, l, a, 2000)}, es)
 		_, err = l.ScanDue(t.Context(), store.DueQuery{})
 		require.ErrorIs(t, err, store.ErrInvalid)
 	})
@@ -65,7 +65,7 @@ func TestWakeupUnknownResult(t *testing.T) {
 				require.Equal(t, 0, out.FailedIndex)
 				require.Equal(t, store.WakeIs(0), out.Failed)
 			}
-			require.Equal(t, []store.DueEntry{dueAt(t, faultP, 5000)}, scanAllDue(t, l))
+			require.Equal(t, []store.DueEntry{dueAt(t, l, faultP, 5000)}, scanAllDue(t, l))
 		})
 	}
 }
@@ -81,7 +81,7 @@ func TestCorruptWakeData(t *testing.T) {
 	txn, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	txn.Set(append(sub, partitionEnd), []byte{1, 2, 3})
-	txn.Set(append([]byte(DefaultRootPrefix), partitionEnd, dueTag, 3, 0, 0, 0, 0, 0, 1, 0), []byte{}) // a time, no identity
+	txn.Set(append([]byte(DefaultRootPrefix), partitionEnd, dueTag, 0, 0, 0, 0, 0, 0, 1, 0), []byte{}) // a time, no identity
 	require.NoError(t, txn.Commit())
 	txn.Close()
 
@@ -108,10 +108,10 @@ func scanAllDue(t *testing.T, l *Layer) []store.DueEntry {
 	return es
 }
 
-// dueAt is p's entry at atMs, in its bucket.
-func dueAt(t *testing.T, p store.Partition, atMs uint64) store.DueEntry {
+// dueAt is p's entry at atMs, in its bucket of l.
+func dueAt(t *testing.T, l *Layer, p store.Partition, atMs uint64) store.DueEntry {
 	id := identity(t, p)
-	return store.DueEntry{Bucket: DueBucket(id), AtMs: atMs, Partition: id}
+	return store.DueEntry{Bucket: l.DueBucket(id), AtMs: atMs, Partition: id}
 }
 
 // TestDueBucketsSpread: partitions made due in the same millisecond land
@@ -119,12 +119,13 @@ func dueAt(t *testing.T, p store.Partition, atMs uint64) store.DueEntry {
 // identity's hash, and every listing (from any bucket) finds them all.
 func TestDueBucketsSpread(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, l *Layer) {
+		require.Equal(t, DueHashBuckets+1, l.DueBuckets())
 		const n = 64
 		var want []store.DueEntry
 		for i := range n {
 			p := testPartition(fmt.Sprintf("spread-%02d", i))
 			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(7000))
-			want = append(want, dueAt(t, p, 7000))
+			want = append(want, dueAt(t, l, p, 7000))
 		}
 		buckets := map[int]bool{}
 		for _, e := range scanAllDue(t, l) {
@@ -141,7 +142,23 @@ func TestDueBucketsSpread(t *testing.T) {
 			key := binary.BigEndian.AppendUint64(l.dueBucketPrefix(e.Bucket), 7000)
 			require.Equal(t, []byte{partitionEnd, dueTag, byte(e.Bucket)}, key[len(l.root):len(l.root)+3])
 		}
-	})
+	}, WithDueBuckets(DueHashBuckets))
+}
+
+// TestDueBucketsByEngine: a Distributed engine's due index has
+// DueHashBuckets buckets, the memory and bbolt engines' one (each with the
+// first layout's bucket after it); WithDueBuckets sets any count from 1 to
+// 255 and refuses others.
+func TestDueBucketsByEngine(t *testing.T) {
+	require.Equal(t, DueHashBuckets+1, openLayer(t, NewMVCCEngine(MVCCOptions{})).DueBuckets())
+	require.Equal(t, 2, openLayer(t, NewMemoryEngine()).DueBuckets())
+	bolt, _ := engineCases[2].open(t)
+	require.Equal(t, 2, openLayer(t, bolt).DueBuckets())
+	require.Equal(t, 256, openLayer(t, NewMemoryEngine(), WithDueBuckets(255)).DueBuckets())
+	for _, n := range []int{-1, 256} {
+		_, err := Open(NewMemoryEngine(), WithDueBuckets(n))
+		require.ErrorIs(t, err, store.ErrInvalid)
+	}
 }
 
 // writeV1Entry writes partition p's wake time atMs as the layout before
@@ -189,7 +206,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			all := scanAllDue(t, l)
 			require.Len(t, all, 10)
 			for i, e := range all {
-				require.Equal(t, dueV1Bucket, e.Bucket)
+				require.Equal(t, l.v1Bucket(), e.Bucket)
 				require.Equal(t, identity(t, ps[i]), e.Partition)
 			}
 			// Touching a partition's wake time moves its entry.
@@ -199,9 +216,9 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			mustApply(t, l, ps[2], store.NewBatch().WakeAt(9000))
 			all = scanAllDue(t, l)
 			require.Len(t, all, 10)
-			require.Contains(t, all, dueAt(t, ps[0], 900))
-			require.Contains(t, all, dueAt(t, ps[1], 500))
-			require.Contains(t, all, store.DueEntry{Bucket: dueV1Bucket, AtMs: 1002, Partition: identity(t, ps[2])})
+			require.Contains(t, all, dueAt(t, l, ps[0], 900))
+			require.Contains(t, all, dueAt(t, l, ps[1], 500))
+			require.Contains(t, all, store.DueEntry{Bucket: l.v1Bucket(), AtMs: 1002, Partition: identity(t, ps[2])})
 
 			// A stale entry of the first layout (its wake time moved on
 			// without it) is dropped, and the wake time's own entry kept.
@@ -216,9 +233,9 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			moved, err := l.MigrateDueIndex(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, 9, moved)
-			want := []store.DueEntry{dueAt(t, ps[0], 900), dueAt(t, ps[1], 500)}
+			want := []store.DueEntry{dueAt(t, l, ps[0], 900), dueAt(t, l, ps[1], 500)}
 			for i := 2; i < 10; i++ {
-				want = append(want, dueAt(t, ps[i], uint64(1000+i)))
+				want = append(want, dueAt(t, l, ps[i], uint64(1000+i)))
 			}
 			require.ElementsMatch(t, want, scanAllDue(t, l))
 			moved, err = l.MigrateDueIndex(t.Context())
@@ -239,7 +256,7 @@ func TestScanDueIsOneRoundTrip(t *testing.T) {
 	for i := range 40 {
 		p := testPartition(fmt.Sprintf("rt-%02d", i))
 		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(uint64(1000+i)))
-		want = append(want, dueAt(t, p, uint64(1000+i)))
+		want = append(want, dueAt(t, l, p, uint64(1000+i)))
 	}
 	before := e.Stats()
 	es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 5000, Start: 5, Limit: 1000})

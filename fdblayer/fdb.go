@@ -82,6 +82,10 @@ func OpenFDBEngine(clusterFile string) (*FDBEngine, error) {
 // Begin starts a transaction bound to ctx.
 func (e *FDBEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx) }
 
+// Distributed reports true: a cluster's keys are spread over its storage
+// servers (see Distributed).
+func (e *FDBEngine) Distributed() bool { return true }
+
 // BeginRead starts a transaction bound to ctx; it is never committed.
 func (e *FDBEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx) }
 

@@ -58,6 +58,8 @@ type Layer struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	scratch     sync.Pool // *scratch
+	// dueBuckets is the number of hashed buckets of the due index.
+	dueBuckets int
 }
 
 var _ store.Store = (*Layer)(nil)
@@ -81,7 +83,15 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	buckets := cfg.dueBuckets
+	if buckets == 0 {
+		buckets = 1
+		if d, ok := engine.(Distributed); ok && d.Distributed() {
+			buckets = DueHashBuckets
+		}
+	}
 	return &Layer{
+		dueBuckets:  buckets,
 		engine:      engine,
 		root:        cfg.root,
 		caps:        caps,

@@ -231,6 +231,10 @@ func (s *mvccStore) apply(ws []memWrite, rv uint64) {
 	s.hist.record(s.version, keys, dirty)
 }
 
+// Distributed reports true: the engine stands for FoundationDB, whose
+// keys many servers share (see Distributed).
+func (e *MVCCEngine) Distributed() bool { return true }
+
 // Limits reports FoundationDB's limits, which it enforces.
 func (e *MVCCEngine) Limits() Limits { return fdbLimits() }
 

@@ -27,7 +27,7 @@ import (
 // one a day later) were written by the code before the due index had
 // buckets (testdata/due-v1.go.txt, run at e64c5c8), so every due index
 // entry is of that layout.
-func openV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, []store.Partition) {
+func openV1Fixture(t *testing.T, clk clock.Clock, opts ...fdblayer.Option) (*fdblayer.Layer, []store.Partition) {
 	t.Helper()
 	src, err := os.Open("testdata/due-v1.bbolt")
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func openV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, []store.Part
 	require.NoError(t, dst.Close())
 	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
 	require.NoError(t, err)
-	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var ps []store.Partition
@@ -68,17 +68,25 @@ func timerCount(t *testing.T, l *fdblayer.Layer, ps []store.Partition) int {
 // partition fires, each entry moves to its bucket when its partition's
 // wake time changes, and MigrateDueIndex moves the ones not yet touched.
 func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
-	for _, migrateFirst := range []bool{false, true} {
-		t.Run(fmt.Sprintf("migrate-first=%v", migrateFirst), func(t *testing.T) {
+	for _, tc := range []struct {
+		migrateFirst bool
+		buckets      int // 0: bbolt's one
+	}{{false, 0}, {true, 0}, {false, fdblayer.DueHashBuckets}, {true, fdblayer.DueHashBuckets}} {
+		migrateFirst := tc.migrateFirst
+		t.Run(fmt.Sprintf("migrate-first=%v/buckets=%d", migrateFirst, tc.buckets), func(t *testing.T) {
 			ctx := context.Background()
 			clk := clock.NewManualMs(10_000)
-			l, ps := openV1Fixture(t, clk)
+			var opts []fdblayer.Option
+			if tc.buckets != 0 {
+				opts = append(opts, fdblayer.WithDueBuckets(tc.buckets))
+			}
+			l, ps := openV1Fixture(t, clk, opts...)
 			require.Equal(t, 80, timerCount(t, l, ps))
 			es, err := l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
-				require.Equal(t, fdblayer.DueHashBuckets, e.Bucket, "every entry is of the first layout")
+				require.Equal(t, l.DueBuckets()-1, e.Bucket, "every entry is of the first layout")
 			}
 			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
 			if migrateFirst {
@@ -108,7 +116,7 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
-				assert.Less(t, e.Bucket, fdblayer.DueHashBuckets, "moved to its bucket")
+				assert.Less(t, e.Bucket, l.DueBuckets()-1, "moved to its bucket")
 				assert.Greater(t, e.AtMs, uint64(86_400_000))
 			}
 			moved, err := l.MigrateDueIndex(ctx)
