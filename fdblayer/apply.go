@@ -159,6 +159,11 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 // from Commit.
 func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	var cur, next wake
+	if b.Wakeup != nil {
+		if err := l.probeV1(txn); err != nil {
+			return out, false, err
+		}
+	}
 	if len(pre) > 0 {
 		var vals [][]byte
 		if known == nil {

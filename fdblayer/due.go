@@ -272,10 +272,12 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 	if cur.at != next.at && cur.at != 0 {
 		key = l.appendDueKey(key[:0], bucket, cur.at, identity)
 		txn.Clear(key)
-		// The entry may still be of the first layout: clear that too (a
-		// blind clear, no read), so that it moves to its bucket.
-		key = l.appendDueKey(key[:0], l.v1Bucket(), cur.at, identity)
-		txn.Clear(key)
+		if l.v1.Load() != v1Empty {
+			// The entry may still be of the first layout: clear that too
+			// (a blind clear, no read), so that it moves to its bucket.
+			key = l.appendDueKey(key[:0], l.v1Bucket(), cur.at, identity)
+			txn.Clear(key)
+		}
 	}
 	wakeKey := append(append(key[:0], sub...), partitionEnd)
 	if next.at == 0 {
@@ -313,6 +315,37 @@ func (l *Layer) appendDueKey(dst []byte, b int, atMs uint64, identity []byte) []
 	return append(dst, identity...)
 }
 
+// What a Layer knows of the first layout's entries (Layer.v1).
+const (
+	v1Unknown = iota
+	v1Present
+	v1Empty
+)
+
+// probeV1 looks, in txn, whether the store holds entries of the first
+// layout, once per Layer, before its first wake change: a store that holds
+// none (every store written since buckets, and one MigrateDueIndex has
+// emptied) never clears them. An older process writing first-layout
+// entries after that leaves entries a wake change no longer removes: they
+// are listed, found stale, and MigrateDueIndex removes them.
+func (l *Layer) probeV1(txn ReadTxn) error {
+	if l.v1.Load() != v1Unknown {
+		return nil
+	}
+	prefix := l.dueBucketPrefix(l.v1Bucket())
+	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	rows, err := txn.GetRange(nil, prefix, end, 1, 0)
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		l.v1.CompareAndSwap(v1Unknown, v1Present)
+	} else {
+		l.v1.CompareAndSwap(v1Unknown, v1Empty)
+	}
+	return nil
+}
+
 // migratePage is how many entries of the first layout one transaction of
 // MigrateDueIndex moves.
 const migratePage = 256
@@ -336,8 +369,13 @@ func (l *Layer) MigrateDueIndex(ctx context.Context) (int, error) {
 	for {
 		n, err := l.migratePage(ctx, prefix, end)
 		moved += n
-		if err != nil || n < migratePage {
+		if err != nil {
 			return moved, err
+		}
+		if n < migratePage {
+			// Emptied: wake changes no longer clear first-layout entries.
+			l.v1.Store(v1Empty)
+			return moved, nil
 		}
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -60,6 +61,9 @@ type Layer struct {
 	scratch     sync.Pool // *scratch
 	// dueBuckets is the number of hashed buckets of the due index.
 	dueBuckets int
+	// v1 says whether the store may hold due index entries of the first
+	// layout: v1Unknown until a wake change looked (see probeV1).
+	v1 atomic.Int32
 }
 
 var _ store.Store = (*Layer)(nil)

@@ -149,7 +149,7 @@ type SchedulerConfig struct {
 	PollInterval time.Duration
 	// DuePageSize bounds the due index entries of one ScanDue (default
 	// DefaultDuePageSize). A tick lists due partitions in pages of twice
-	// Workers (at least 16) within this bound, so that an entry is listed
+	// Workers (at least 64) within this bound, so that an entry is listed
 	// shortly before a worker takes it.
 	DuePageSize int
 	// Budget bounds each RunDue. Its zero MaxTimers takes
