@@ -1,10 +1,13 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -145,19 +148,23 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 	var err error
 	switch {
 	case o.due:
-		var due []store.Identity
+		var due []store.DueEntry
 		err = dueEntries(ctx, st.layer, nowMs, func(e store.DueEntry) error {
-			id, err := store.ParseIdentity(e.Partition)
-			if err != nil {
-				return err
-			}
 			if o.partID == nil || string(e.Partition) == string(o.partID) {
-				due = append(due, id)
+				due = append(due, e)
 			}
 			return nil
 		})
-		for _, id := range due {
-			if err == nil {
+		// Oldest first across the index's buckets.
+		slices.SortFunc(due, func(a, b store.DueEntry) int {
+			return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+		})
+		for _, e := range due {
+			if err != nil {
+				break
+			}
+			var id store.Identity
+			if id, err = store.ParseIdentity(e.Partition); err == nil {
 				err = each(id, nowMs+1)
 			}
 		}

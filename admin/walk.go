@@ -83,12 +83,14 @@ func walk(ctx context.Context, l *fdblayer.Layer, fn func(store.Identity) error,
 }
 
 // dueEntries calls fn with each entry of the store's due index whose wake
-// time is at or before untilMs, oldest first, page by page. It is the
-// command's one use of the due index, through store.DueIndex only.
+// time is at or before untilMs, bucket by bucket (oldest first within a
+// bucket), page by page. It is the command's one use of the due index,
+// through store.DueIndex only.
 func dueEntries(ctx context.Context, d store.DueIndex, untilMs uint64, fn func(store.DueEntry) error) error {
-	var after *store.DueEntry
+	const pageSize = 256
+	q := store.DueQuery{UntilMs: untilMs, Limit: pageSize}
 	for {
-		page, err := d.ScanDue(ctx, untilMs, after, 256)
+		page, err := d.ScanDue(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -97,9 +99,9 @@ func dueEntries(ctx context.Context, d store.DueIndex, untilMs uint64, fn func(s
 				return err
 			}
 		}
-		if len(page) < 256 {
+		if len(page) < pageSize {
 			return nil
 		}
-		after = &page[len(page)-1]
+		q.After = &page[len(page)-1]
 	}
 }

@@ -90,11 +90,16 @@ func (ws *workerStore) stats() fdblayer.MVCCStats {
 // schedulers returns n Schedulers of ws with one worker each, distinct
 // owners and a 1 ms poll interval, on the wall clock, counting into rec.
 func (ws *workerStore) schedulers(b *testing.B, n int, reg *timers.Registry, rec *telemetry.Recorder) []*timers.Scheduler {
+	return ws.schedulersOf(b, n, 1, reg, rec)
+}
+
+// schedulersOf is schedulers with workers workers each.
+func (ws *workerStore) schedulersOf(b *testing.B, n, workers int, reg *timers.Registry, rec *telemetry.Recorder) []*timers.Scheduler {
 	var out []*timers.Scheduler
 	for i := range n {
 		s, err := timers.NewScheduler(timers.SchedulerConfig{
 			Store: ws.l, Registry: reg, ParsePartition: timers.PartitionParser(refdomain.ParsePartition),
-			Owner: fmt.Sprintf("bench-%d", i), Workers: 1, PollInterval: time.Millisecond,
+			Owner: fmt.Sprintf("bench-%d", i), Workers: workers, PollInterval: time.Millisecond,
 			Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler), Metrics: rec,
 		})
 		if err != nil {
@@ -300,14 +305,19 @@ func (q *workerQueue) drained(b *testing.B, s store.Store) bool {
 	return true
 }
 
+// schedulerShapes are the schedulers x workers BenchmarkSchedulerWorkers
+// runs side by side: one worker, one scheduler of 16 workers, and 4
+// schedulers of 4 workers (as 4 machines would).
+var schedulerShapes = []struct{ schedulers, workers int }{{1, 1}, {1, 16}, {4, 4}}
+
 // BenchmarkSchedulerWorkers fires workerDue due partitions per op, one
-// timer each whose handler completes it at once, with 1, 2 and 4
-// schedulers side by side: the scheduler's own cost (scan, claim, run,
-// finish) and its contention. Timers are armed outside the timed region.
+// timer each whose handler completes it at once, with each of
+// schedulerShapes: the scheduler's own cost (listing, claim, fire and
+// release) and its contention. Timers are armed outside the timed region.
 func BenchmarkSchedulerWorkers(b *testing.B) {
 	for _, eng := range workerEngines {
-		for _, n := range workerCounts {
-			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
+		for _, shape := range schedulerShapes {
+			b.Run(fmt.Sprintf("engine=%s/shape=%dx%d", eng.Name, shape.schedulers, shape.workers), func(b *testing.B) {
 				ws := openWorkerStore(b, eng)
 				h := &doneHandler{}
 				reg, err := timers.NewRegistry(h)
@@ -315,7 +325,16 @@ func BenchmarkSchedulerWorkers(b *testing.B) {
 					b.Fatal(err)
 				}
 				m := workerMeter{rec: telemetry.NewRecorder()}
-				scheds := ws.schedulers(b, n, reg, m.rec)
+				scheds := ws.schedulersOf(b, shape.schedulers, shape.workers, reg, m.rec)
+				// Running schedulers know each other (a tick reads and
+				// renews their memberships): one tick each with nothing
+				// due, before the timed ops, makes the first op measure
+				// that state rather than four schedulers starting at once.
+				for _, s := range scheds {
+					if _, err := s.Tick(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
 				parts := make([]refdomain.Partition, workerDue)
 				for i := range parts {
 					parts[i] = refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("due-%04d", i))}
@@ -385,7 +404,7 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 
 // dueEmpty reports whether the due index holds no entry.
 func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
-	due, err := l.ScanDue(context.Background(), math.MaxUint64, nil, 1)
+	due, err := l.ScanDue(context.Background(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -159,6 +159,11 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 // from Commit.
 func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	var cur, next wake
+	if b.Wakeup != nil {
+		if err := l.probeV1(txn); err != nil {
+			return out, false, err
+		}
+	}
 	if len(pre) > 0 {
 		var vals [][]byte
 		if known == nil {
@@ -226,7 +231,10 @@ func (l *Layer) applyError(p store.Partition, unknown, err error) error {
 // "fdblayer: what p": store.ErrUnknownResult when an earlier attempt may
 // have landed, store.ErrUnavailable otherwise.
 func (l *Layer) opError(what string, p store.Partition, unknown, err error) error {
-	what = "fdblayer: " + what + " " + store.PartitionName(p)
+	what = "fdblayer: " + what
+	if p != nil {
+		what += " " + store.PartitionName(p)
+	}
 	if unknown == nil {
 		return wrapError(what, store.ErrUnavailable, err)
 	}

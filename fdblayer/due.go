@@ -3,6 +3,7 @@ package fdblayer
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -13,68 +14,198 @@ import (
 //
 //	wake time of a partition:  root | identity | 0xFF          = 8-byte big-endian ms
 //	                                                             [+ 8-byte ceiling, see store.Wakeup]
-//	due index entry:           root | 0xFF 0x01 | at (8 bytes, big-endian) | identity = empty
+//	due index entry:           root | 0xFF 0x02 | bucket (1 byte) | at (8 bytes, big-endian) | identity = empty
+//	entry of the first layout: root | 0xFF 0x01 | at (8 bytes, big-endian) | identity = empty
 //
 // The wake key sits just past the partition's subspace [root+identity,
 // root+identity+0xFF), so no user key and no scan reaches it. The due index
 // lives under root+0xFF, which no partition reaches: identities never
-// start with 0xFF. Entries sort by time, then identity, as ScanDue lists
-// them; the identity is the rest of the key. Both are written only by
-// Apply, in the transaction of the batch that carries the Wakeup, so an
-// entry never commits without its partition's wake time or the reverse.
+// start with 0xFF. Both are written only by Apply, in the transaction of
+// the batch that carries the Wakeup, so an entry never commits without its
+// partition's wake time or the reverse.
+//
+// Design note: DueHashBuckets buckets, chosen by a hash of the identity.
+//
+// An index ordered by time alone puts every wake time written near "now"
+// at the tail of one key range, so on FoundationDB one storage server
+// takes every timer write of the cluster, whatever its size. A bucket
+// byte, FNV-1a of the identity modulo the bucket count, before the time
+// spreads those writes: over DueHashBuckets (16) ranges on an engine
+// whose keys many servers share (Distributed: FoundationDB, and
+// MVCCEngine, which stands for it), so that 16 storage teams share the
+// tail, far more than the few a cluster running this library's
+// schedulers keeps busy, while a listing of every bucket stays one
+// transaction of 17 range reads issued at once (16 buckets and the first
+// layout's range, see RangesReader). On the memory and bbolt engines, one
+// process's memory or file, the index keeps one bucket: spreading there
+// buys nothing and costs the index's locality (bench/README.md measures
+// it). Within a bucket
+// entries sort by time, then identity, as ScanDue lists them. Every Layer
+// over a store must use the same count (the engine's, unless
+// WithDueBuckets): a listing covers the buckets its Layer knows.
+//
+// Entries of the first layout (tag 0x01, no bucket) are listed as the
+// last bucket, so a store written before buckets keeps every timer; each
+// moves to its bucket when its partition's wake time next changes (a
+// scheduler's claim changes it), and MigrateDueIndex moves the rest in
+// one pass.
 const (
-	dueTag      = 0x01
+	dueTagV1    = 0x01
+	dueTag      = 0x02
 	dueHeader   = 2 // 0xFF dueTag
 	wakeBytes   = 8
-	wakeOpsCost = 4 // the wake key's read; clearing the old entry, writing the new one and the wake key
+	wakeOpsCost = 5 // the wake key's read; clearing the old entry (in both layouts), writing the new one and the wake key
 )
+
+// DueHashBuckets is the number of buckets the due index hashes
+// partitions into on a Distributed engine (see the design note above).
+const DueHashBuckets = 16
+
+// Distributed is implemented by engines whose keys many servers share
+// (FDBEngine, and MVCCEngine, which stands for it): the Layer spreads its
+// due index over DueHashBuckets buckets on them, and keeps one on the
+// others.
+type Distributed interface {
+	// Distributed reports whether the engine's keys are spread over
+	// servers.
+	Distributed() bool
+}
 
 var _ store.DueIndex = (*Layer)(nil)
 
-// ScanDue lists due index entries with AtMs <= untilMs, oldest first, then
-// by partition identity, strictly after the entry after (nil: from the
-// start), at most limit (limit >= 1; not capped, so that a page shorter
-// than limit means the end). An entry may be stale by the time the caller
-// acts on it; NextWake tells. It fails with store.ErrInvalid for limit < 1
-// and store.ErrUnavailable when ctx ends or the engine fails; an entry
-// that does not parse is store.ErrCorrupt. Safe for concurrent use.
-func (l *Layer) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
-	if limit < 1 {
-		return nil, fmt.Errorf("fdblayer: scan due: %w: limit %d < 1", store.ErrInvalid, limit)
+// DueBucket is the bucket of the due index that holds the entry of the
+// partition whose tuple identity is identity: FNV-1a (32 bits) of it,
+// modulo the Layer's hashed buckets (DueBuckets() - 1).
+func (l *Layer) DueBucket(identity []byte) int {
+	h := uint32(2166136261)
+	for _, c := range identity {
+		h ^= uint32(c)
+		h *= 16777619
 	}
-	prefix := append(append([]byte{}, l.root...), partitionEnd, dueTag)
-	begin := binary.BigEndian.AppendUint64(bytes0(prefix), 0)
-	if after != nil {
-		begin = binary.BigEndian.AppendUint64(bytes0(prefix), after.AtMs)
-		begin = append(append(begin, after.Partition...), 0x00)
+	return int(h % uint32(l.dueBuckets))
+}
+
+// DueBuckets implements store.DueIndex: the hashed buckets (DueHashBuckets
+// on a Distributed engine, else 1, unless WithDueBuckets) and one more,
+// last, that lists the entries of the layout before buckets.
+func (l *Layer) DueBuckets() int { return l.dueBuckets + 1 }
+
+// v1Bucket is the bucket that lists the first layout's entries.
+func (l *Layer) v1Bucket() int { return l.dueBuckets }
+
+// ScanDue implements store.DueIndex: it lists the entries q selects in one
+// read transaction, with a range read per bucket, each bounded by
+// q.Limit (and q.PerBucket): all of them at once on an engine whose
+// transactions are RangesReaders (so that a listing is one round trip),
+// else one after another until the page is full. It fails with
+// store.ErrInvalid for a query out of range, store.ErrUnavailable when
+// ctx ends or the engine fails; an entry that does not parse is
+// store.ErrCorrupt. Safe for concurrent use.
+func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
+	n, err := q.Check(l.DueBuckets())
+	if err != nil {
+		return nil, fmt.Errorf("fdblayer: scan due: %w", err)
 	}
-	var end []byte
-	if untilMs == math.MaxUint64 {
-		end = append(bytes0(l.root), partitionEnd, dueTag+1)
-	} else {
-		end = binary.BigEndian.AppendUint64(bytes0(prefix), untilMs+1)
+	if q.FromMs > q.UntilMs {
+		return []store.DueEntry{}, nil
+	}
+	first := 0
+	if q.After != nil {
+		first = q.Offset(q.After.Bucket, l.DueBuckets())
+	}
+	limit := q.Limit
+	if q.PerBucket > 0 {
+		limit = min(limit, q.PerBucket)
+	}
+	reads := make([]RangeRead, 0, n-first)
+	for i := first; i < n; i++ {
+		var after *store.DueEntry
+		if i == first {
+			after = q.After
+		}
+		begin, end := l.bucketRange((q.Start+i)%l.DueBuckets(), q.FromMs, q.UntilMs, after)
+		reads = append(reads, RangeRead{Begin: begin, End: end, Limit: limit})
 	}
 	var entries []store.DueEntry
-	err := l.read(ctx, nil, "scan due", func(txn ReadTxn) error {
-		rows, err := txn.GetRange(nil, begin, end, limit, 0)
-		if err != nil {
-			return err
-		}
-		entries = make([]store.DueEntry, 0, len(rows))
-		for _, r := range rows {
-			rest := r.Key[len(prefix):]
-			if len(rest) <= wakeBytes {
-				return fmt.Errorf("fdblayer: scan due: %w: index entry of %d bytes", store.ErrCorrupt, len(r.Key))
+	err = l.read(ctx, nil, "scan due", func(txn ReadTxn) error {
+		entries = make([]store.DueEntry, 0, min(q.Limit, 64))
+		if _, ok := txn.(RangesReader); ok {
+			rowsets, err := getRanges(txn, reads)
+			if err != nil {
+				return err
 			}
-			entries = append(entries, store.DueEntry{
-				AtMs:      binary.BigEndian.Uint64(rest),
-				Partition: append([]byte{}, rest[wakeBytes:]...),
-			})
+			for i, rows := range rowsets {
+				if entries, err = l.appendEntries(entries, (q.Start+first+i)%l.DueBuckets(), rows, q.Limit); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for i, r := range reads {
+			if len(entries) >= q.Limit {
+				break
+			}
+			rows, err := txn.GetRange(nil, r.Begin, r.End, min(r.Limit, q.Limit-len(entries)), 0)
+			if err != nil {
+				return err
+			}
+			if entries, err = l.appendEntries(entries, (q.Start+first+i)%l.DueBuckets(), rows, q.Limit); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	return entries, nil
+}
+
+// dueBucketPrefix is the key prefix of bucket b's entries.
+func (l *Layer) dueBucketPrefix(b int) []byte {
+	if b == l.v1Bucket() {
+		return append(bytes0(l.root), partitionEnd, dueTagV1)
+	}
+	return append(bytes0(l.root), partitionEnd, dueTag, byte(b))
+}
+
+// bucketRange is the key range of bucket b's entries with fromMs <= AtMs
+// <= untilMs, strictly after after (nil: from the start).
+func (l *Layer) bucketRange(b int, fromMs, untilMs uint64, after *store.DueEntry) (begin, end []byte) {
+	prefix := l.dueBucketPrefix(b)
+	begin = binary.BigEndian.AppendUint64(bytes0(prefix), fromMs)
+	if after != nil && after.AtMs >= fromMs {
+		begin = binary.BigEndian.AppendUint64(bytes0(prefix), after.AtMs)
+		begin = append(append(begin, after.Partition...), 0x00)
+	}
+	if untilMs == math.MaxUint64 {
+		end = append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	} else {
+		end = binary.BigEndian.AppendUint64(bytes0(prefix), untilMs+1)
+	}
+	return begin, end
+}
+
+// appendEntries appends to entries the entries of bucket b that rows hold,
+// until entries holds limit.
+func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []KeyValue, limit int) ([]store.DueEntry, error) {
+	prefix := len(l.root) + dueHeader + 1 // the tag, then the bucket
+	if b == l.v1Bucket() {
+		prefix-- // no bucket
+	}
+	for _, r := range rows {
+		if len(entries) >= limit {
+			break
+		}
+		rest := r.Key[prefix:]
+		if len(rest) <= wakeBytes {
+			return entries, fmt.Errorf("fdblayer: scan due: %w: index entry of %d bytes", store.ErrCorrupt, len(r.Key))
+		}
+		entries = append(entries, store.DueEntry{
+			Bucket:    b,
+			AtMs:      binary.BigEndian.Uint64(rest),
+			Partition: append([]byte{}, rest[wakeBytes:]...),
+		})
 	}
 	return entries, nil
 }
@@ -137,13 +268,16 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 		return key
 	}
 	identity := sub[len(l.root):]
-	entry := func(at uint64) []byte {
-		key = append(append(key[:0], l.root...), partitionEnd, dueTag)
-		key = binary.BigEndian.AppendUint64(key, at)
-		return append(key, identity...)
-	}
+	bucket := l.DueBucket(identity)
 	if cur.at != next.at && cur.at != 0 {
-		txn.Clear(entry(cur.at))
+		key = l.appendDueKey(key[:0], bucket, cur.at, identity)
+		txn.Clear(key)
+		if l.v1.Load() != v1Empty {
+			// The entry may still be of the first layout: clear that too
+			// (a blind clear, no read), so that it moves to its bucket.
+			key = l.appendDueKey(key[:0], l.v1Bucket(), cur.at, identity)
+			txn.Clear(key)
+		}
 	}
 	wakeKey := append(append(key[:0], sub...), partitionEnd)
 	if next.at == 0 {
@@ -158,7 +292,161 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 	}
 	txn.Set(wakeKey, v)
 	if cur.at != next.at {
-		txn.Set(entry(next.at), []byte{})
+		key = l.appendDueKey(key[:0], bucket, next.at, identity)
+		txn.Set(key, emptyValue)
 	}
 	return key
+}
+
+// emptyValue is the value of every due index entry.
+var emptyValue = []byte{}
+
+// appendDueKey appends to dst the key of the due index entry of the
+// partition whose identity is identity at atMs, in bucket b (l.v1Bucket():
+// the first layout's).
+func (l *Layer) appendDueKey(dst []byte, b int, atMs uint64, identity []byte) []byte {
+	dst = append(dst, l.root...)
+	if b == l.v1Bucket() {
+		dst = append(dst, partitionEnd, dueTagV1)
+	} else {
+		dst = append(dst, partitionEnd, dueTag, byte(b))
+	}
+	dst = binary.BigEndian.AppendUint64(dst, atMs)
+	return append(dst, identity...)
+}
+
+// What a Layer knows of the first layout's entries (Layer.v1).
+const (
+	v1Unknown = iota
+	v1Present
+	v1Empty
+)
+
+// probeV1 looks, in txn, whether the store holds entries of the first
+// layout, once per Layer, before its first wake change: a store that holds
+// none (every store written since buckets, and one MigrateDueIndex has
+// emptied) never clears them. An older process writing first-layout
+// entries after that leaves entries a wake change no longer removes: they
+// are listed, found stale, and MigrateDueIndex removes them.
+func (l *Layer) probeV1(txn ReadTxn) error {
+	if l.v1.Load() != v1Unknown {
+		return nil
+	}
+	prefix := l.dueBucketPrefix(l.v1Bucket())
+	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	rows, err := txn.GetRange(nil, prefix, end, 1, 0)
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		l.v1.CompareAndSwap(v1Unknown, v1Present)
+	} else {
+		l.v1.CompareAndSwap(v1Unknown, v1Empty)
+	}
+	return nil
+}
+
+// migratePage is how many entries of the first layout one transaction of
+// MigrateDueIndex moves.
+const migratePage = 256
+
+// MigrateDueIndex moves every due index entry of the first layout (no
+// bucket; see the layout above) to its bucket, a page of them per
+// transaction, and returns how many it moved. Each transaction reads the
+// entries and their partitions' wake times and writes the entries that
+// the wake times call for, so it is safe beside running schedulers and
+// timer writers (a concurrent change conflicts, and the page runs again)
+// and safe to run again. A store never needs it to find its timers:
+// ScanDue lists the first layout's entries as its last bucket, and a
+// partition's entry moves when its wake time changes. It fails with
+// store.ErrUnavailable when ctx ends or the engine fails, and with
+// store.ErrCorrupt for an entry or a wake time that does not decode; the
+// pages moved before stay moved.
+func (l *Layer) MigrateDueIndex(ctx context.Context) (int, error) {
+	prefix := l.dueBucketPrefix(l.v1Bucket())
+	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	moved := 0
+	for {
+		n, err := l.migratePage(ctx, prefix, end)
+		moved += n
+		if err != nil {
+			return moved, err
+		}
+		if n < migratePage {
+			// Emptied: wake changes no longer clear first-layout entries.
+			l.v1.Store(v1Empty)
+			return moved, nil
+		}
+	}
+}
+
+// migratePage moves the first migratePage entries of the first layout in
+// one transaction, retried as Apply retries, and returns how many it
+// moved.
+func (l *Layer) migratePage(ctx context.Context, prefix, end []byte) (int, error) {
+	const what = "migrate due index"
+	if err := l.notNested(ctx, what, nil); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, l.opError(what, nil, nil, err)
+	}
+	txn, err := l.engine.Begin(ctx)
+	if err != nil {
+		return 0, l.opError(what, nil, nil, err)
+	}
+	defer txn.Close()
+	var unknown error
+	for attempt := 0; ; attempt++ {
+		n, committing, err := l.migrateIn(ctx, txn, prefix, end)
+		if err == nil || errors.Is(err, store.ErrCorrupt) {
+			return n, err
+		}
+		if err := l.giveUp(ctx, txn, what, nil, attempt, committing, err, &unknown); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// migrateIn is one attempt of migratePage in txn.
+func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n int, committing bool, err error) {
+	rows, err := txn.GetRange(nil, prefix, end, migratePage, 0)
+	if err != nil || len(rows) == 0 {
+		return 0, false, err
+	}
+	type old struct{ at, id []byte }
+	olds := make([]old, len(rows))
+	wakeKeys := make([][]byte, len(rows))
+	for i, r := range rows {
+		rest := r.Key[len(prefix):]
+		if len(rest) <= wakeBytes {
+			return 0, false, fmt.Errorf("fdblayer: migrate due index: %w: index entry of %d bytes", store.ErrCorrupt, len(r.Key))
+		}
+		olds[i] = old{at: rest[:wakeBytes], id: rest[wakeBytes:]}
+		wakeKeys[i] = append(append(bytes0(l.root), olds[i].id...), partitionEnd)
+	}
+	vals, err := txn.GetMany(nil, wakeKeys)
+	if err != nil {
+		return 0, false, err
+	}
+	for i, o := range olds {
+		txn.Clear(rows[i].Key)
+		at, _, err := decodeWake(vals[i])
+		if err != nil {
+			return 0, false, fmt.Errorf("fdblayer: migrate due index: %x: %w", o.id, err)
+		}
+		if at == 0 {
+			continue // a stale entry: the partition has no wake time
+		}
+		// The entry the wake time calls for, whether or not the old one
+		// named it (a stale one stood beside it).
+		txn.Set(l.appendDueKey(nil, l.DueBucket(o.id), at, o.id), emptyValue)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if err := txn.Commit(); err != nil {
+		return 0, true, err
+	}
+	return len(rows), false, nil
 }

@@ -1,6 +1,8 @@
 package fdblayer
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
@@ -34,10 +36,9 @@ func TestDueIndexBesidePartitions(t *testing.T) {
 		at, _, err = l.NextWake(t.Context(), b)
 		require.NoError(t, err)
 		require.Equal(t, uint64(1000), at)
-		es, err := l.ScanDue(t.Context(), math.MaxUint64, nil, 10)
-		require.NoError(t, err)
-		require.Equal(t, []store.DueEntry{{AtMs: 1000, Partition: identity(t, b)}, {AtMs: 2000, Partition: identity(t, a)}}, es)
-		_, err = l.ScanDue(t.Context(), 0, nil, 0)
+		es := scanAllDue(t, l)
+		require.ElementsMatch(t, []store.DueEntry{dueAt(t, l, b, 1000), dueAt(t, l, a, 2000)}, es)
+		_, err = l.ScanDue(t.Context(), store.DueQuery{})
 		require.ErrorIs(t, err, store.ErrInvalid)
 	})
 }
@@ -64,9 +65,7 @@ func TestWakeupUnknownResult(t *testing.T) {
 				require.Equal(t, 0, out.FailedIndex)
 				require.Equal(t, store.WakeIs(0), out.Failed)
 			}
-			es, err := l.ScanDue(t.Context(), math.MaxUint64, nil, 10)
-			require.NoError(t, err)
-			require.Equal(t, []store.DueEntry{{AtMs: 5000, Partition: identity(t, faultP)}}, es)
+			require.Equal(t, []store.DueEntry{dueAt(t, l, faultP, 5000)}, scanAllDue(t, l))
 		})
 	}
 }
@@ -97,6 +96,186 @@ func TestCorruptWakeData(t *testing.T) {
 		require.NotErrorIs(t, err, store.ErrUnavailable)
 		require.Nil(t, mustGet(t, l, p, k("t")))
 	}
-	_, err = l.ScanDue(t.Context(), math.MaxUint64, nil, 10)
+	_, err = l.ScanDue(t.Context(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 10})
 	require.ErrorIs(t, err, store.ErrCorrupt)
+}
+
+// scanAllDue lists the whole due index, from bucket 0.
+func scanAllDue(t *testing.T, l *Layer) []store.DueEntry {
+	t.Helper()
+	es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 100_000})
+	require.NoError(t, err)
+	return es
+}
+
+// dueAt is p's entry at atMs, in its bucket of l.
+func dueAt(t *testing.T, l *Layer, p store.Partition, atMs uint64) store.DueEntry {
+	id := identity(t, p)
+	return store.DueEntry{Bucket: l.DueBucket(id), AtMs: atMs, Partition: id}
+}
+
+// TestDueBucketsSpread: partitions made due in the same millisecond land
+// in at least half of the buckets, each entry in the bucket of its
+// identity's hash, and every listing (from any bucket) finds them all.
+func TestDueBucketsSpread(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, l *Layer) {
+		require.Equal(t, DueHashBuckets+1, l.DueBuckets())
+		const n = 64
+		var want []store.DueEntry
+		for i := range n {
+			p := testPartition(fmt.Sprintf("spread-%02d", i))
+			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(7000))
+			want = append(want, dueAt(t, l, p, 7000))
+		}
+		buckets := map[int]bool{}
+		for _, e := range scanAllDue(t, l) {
+			buckets[e.Bucket] = true
+		}
+		require.GreaterOrEqual(t, len(buckets), DueHashBuckets/2, "buckets holding %d partitions due at one time", n)
+		for start := range l.DueBuckets() {
+			es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 7000, Start: start, Limit: 1000})
+			require.NoError(t, err)
+			require.ElementsMatch(t, want, es, "listing from bucket %d", start)
+		}
+		// The keys themselves: each entry under its bucket's prefix.
+		for _, e := range want {
+			key := binary.BigEndian.AppendUint64(l.dueBucketPrefix(e.Bucket), 7000)
+			require.Equal(t, []byte{partitionEnd, dueTag, byte(e.Bucket)}, key[len(l.root):len(l.root)+3])
+		}
+	}, WithDueBuckets(DueHashBuckets))
+}
+
+// TestDueBucketsByEngine: a Distributed engine's due index has
+// DueHashBuckets buckets, the memory and bbolt engines' one (each with the
+// first layout's bucket after it); WithDueBuckets sets any count from 1 to
+// 255 and refuses others.
+func TestDueBucketsByEngine(t *testing.T) {
+	require.Equal(t, DueHashBuckets+1, openLayer(t, NewMVCCEngine(MVCCOptions{})).DueBuckets())
+	require.Equal(t, 2, openLayer(t, NewMemoryEngine()).DueBuckets())
+	bolt, _ := engineCases[2].open(t)
+	require.Equal(t, 2, openLayer(t, bolt).DueBuckets())
+	require.Equal(t, 256, openLayer(t, NewMemoryEngine(), WithDueBuckets(255)).DueBuckets())
+	for _, n := range []int{-1, 256} {
+		_, err := Open(NewMemoryEngine(), WithDueBuckets(n))
+		require.ErrorIs(t, err, store.ErrInvalid)
+	}
+}
+
+// writeV1Entry writes partition p's wake time atMs as the layout before
+// buckets did: the wake key and an entry root | 0xFF 0x01 | at | identity.
+func writeV1Entry(t *testing.T, e Engine, l *Layer, p store.Partition, atMs uint64) {
+	t.Helper()
+	sub, err := l.appendSubspace(nil, p)
+	require.NoError(t, err)
+	txn, err := e.Begin(t.Context())
+	require.NoError(t, err)
+	defer txn.Close()
+	txn.Set(append(sub, partitionEnd), binary.BigEndian.AppendUint64(nil, atMs))
+	entry := binary.BigEndian.AppendUint64(append(append([]byte{}, l.root...), partitionEnd, dueTagV1), atMs)
+	txn.Set(append(entry, sub[len(l.root):]...), []byte{})
+	require.NoError(t, txn.Commit())
+}
+
+// TestDueIndexFirstLayout: a store whose entries were written before
+// buckets lists them (as the last bucket) from every start; a wake time
+// change moves the entry to its bucket, leaving none behind; and
+// MigrateDueIndex moves the rest, keeping each at its wake time, so that
+// nothing is lost on the way.
+func TestDueIndexFirstLayout(t *testing.T) {
+	for _, eng := range []struct {
+		name string
+		open func() Engine
+	}{
+		{"memory", func() Engine { return NewMemoryEngine() }},
+		{"mvcc", func() Engine { return NewMVCCEngine(MVCCOptions{}) }},
+	} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open()
+			l := openLayer(t, e)
+			var ps []store.Partition
+			for i := range 10 {
+				p := testPartition(fmt.Sprintf("v1-%d", i))
+				ps = append(ps, p)
+				writeV1Entry(t, e, l, p, uint64(1000+i))
+			}
+			for start := range l.DueBuckets() {
+				es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 5000, Start: start, Limit: 3})
+				require.NoError(t, err)
+				require.Len(t, es, 3)
+			}
+			all := scanAllDue(t, l)
+			require.Len(t, all, 10)
+			for i, e := range all {
+				require.Equal(t, l.v1Bucket(), e.Bucket)
+				require.Equal(t, identity(t, ps[i]), e.Partition)
+			}
+			// Touching a partition's wake time moves its entry.
+			mustApply(t, l, ps[0], store.NewBatch().SetWake(1000, 900))
+			mustApply(t, l, ps[1], store.NewBatch().WakeAt(500))
+			// Lowering to a later time changes nothing: it stays where it is.
+			mustApply(t, l, ps[2], store.NewBatch().WakeAt(9000))
+			all = scanAllDue(t, l)
+			require.Len(t, all, 10)
+			require.Contains(t, all, dueAt(t, l, ps[0], 900))
+			require.Contains(t, all, dueAt(t, l, ps[1], 500))
+			require.Contains(t, all, store.DueEntry{Bucket: l.v1Bucket(), AtMs: 1002, Partition: identity(t, ps[2])})
+
+			// A stale entry of the first layout (its wake time moved on
+			// without it) is dropped, and the wake time's own entry kept.
+			writeV1Entry(t, e, l, ps[3], 1003)
+			stale := binary.BigEndian.AppendUint64(append(append([]byte{}, l.root...), partitionEnd, dueTagV1), 1)
+			txn, err := e.Begin(t.Context())
+			require.NoError(t, err)
+			txn.Set(append(stale, identity(t, ps[3])...), []byte{})
+			require.NoError(t, txn.Commit())
+			txn.Close()
+
+			moved, err := l.MigrateDueIndex(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 9, moved)
+			want := []store.DueEntry{dueAt(t, l, ps[0], 900), dueAt(t, l, ps[1], 500)}
+			for i := 2; i < 10; i++ {
+				want = append(want, dueAt(t, l, ps[i], uint64(1000+i)))
+			}
+			require.ElementsMatch(t, want, scanAllDue(t, l))
+			moved, err = l.MigrateDueIndex(t.Context())
+			require.NoError(t, err)
+			require.Zero(t, moved)
+		})
+	}
+}
+
+// TestScanDueIsOneRoundTrip: on an engine whose transactions read ranges
+// at once (the MVCC engine, like FoundationDB), a listing of every bucket
+// is one read round trip, and finds what the one-bucket-at-a-time listing
+// of the other engines does.
+func TestScanDueIsOneRoundTrip(t *testing.T) {
+	e := NewMVCCEngine(MVCCOptions{})
+	l := openLayer(t, e)
+	var want []store.DueEntry
+	for i := range 40 {
+		p := testPartition(fmt.Sprintf("rt-%02d", i))
+		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(uint64(1000+i)))
+		want = append(want, dueAt(t, l, p, uint64(1000+i)))
+	}
+	before := e.Stats()
+	es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 5000, Start: 5, Limit: 1000})
+	require.NoError(t, err)
+	after := e.Stats()
+	require.ElementsMatch(t, want, es)
+	require.Equal(t, uint64(1), after.Reads-before.Reads, "one round trip for 17 ranges")
+	require.Equal(t, uint64(1), after.Begun-before.Begun)
+	// A page that ends early still resumes where it stopped.
+	var got []store.DueEntry
+	q := store.DueQuery{UntilMs: 5000, Start: 5, Limit: 7}
+	for {
+		page, err := l.ScanDue(t.Context(), q)
+		require.NoError(t, err)
+		got = append(got, page...)
+		if len(page) < q.Limit {
+			break
+		}
+		q.After = &page[len(page)-1]
+	}
+	require.Equal(t, es, got)
 }

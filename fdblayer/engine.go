@@ -92,6 +92,42 @@ type Txn interface {
 	Commit() error
 }
 
+// RangeRead is one range of a RangesReader's GetRanges: the rows with keys
+// in [Begin, End), at most Limit of them (Limit >= 1), as GetRange reads
+// them without a byte budget.
+type RangeRead struct {
+	Begin, End []byte
+	Limit      int
+}
+
+// RangesReader is implemented by read transactions that read several
+// ranges at once, as GetMany reads several keys: every read is issued
+// before any is waited on, so that they cost one round trip, not one
+// each. GetRanges returns one slice of rows per range, in order, valid
+// as GetRange's are. The Layer uses it where it reads ranges that do not
+// depend on each other (the due index's buckets) and reads them one after
+// another on a transaction without it.
+type RangesReader interface {
+	GetRanges(reads []RangeRead) ([][]KeyValue, error)
+}
+
+// getRanges reads reads in txn: at once when it is a RangesReader, else
+// one range after another.
+func getRanges(txn ReadTxn, reads []RangeRead) ([][]KeyValue, error) {
+	if rr, ok := txn.(RangesReader); ok {
+		return rr.GetRanges(reads)
+	}
+	out := make([][]KeyValue, len(reads))
+	for i, r := range reads {
+		rows, err := txn.GetRange(nil, r.Begin, r.End, r.Limit, 0)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rows
+	}
+	return out, nil
+}
+
 // KeyValue is one row of a range read.
 type KeyValue struct {
 	Key   []byte

@@ -82,6 +82,10 @@ func OpenFDBEngine(clusterFile string) (*FDBEngine, error) {
 // Begin starts a transaction bound to ctx.
 func (e *FDBEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx) }
 
+// Distributed reports true: a cluster's keys are spread over its storage
+// servers (see Distributed).
+func (e *FDBEngine) Distributed() bool { return true }
+
 // BeginRead starts a transaction bound to ctx; it is never committed.
 func (e *FDBEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx) }
 
@@ -182,6 +186,36 @@ func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 		dst = append(dst, v)
 	}
 	return dst, nil
+}
+
+// GetRanges implements RangesReader: each range is read in a goroutine of
+// its own (a Transaction is safe for concurrent use), so that the reads
+// are in flight together.
+func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
+	out := make([][]KeyValue, len(reads))
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Go(func() {
+			kvs, err := t.tr.GetRange(fdb.KeyRange{Begin: fdb.Key(r.Begin), End: fdb.Key(r.End)}, fdb.RangeOptions{Limit: r.Limit}).GetSliceWithError()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rows := make([]KeyValue, len(kvs))
+			for j, kv := range kvs {
+				rows[j] = KeyValue{Key: kv.Key, Value: kv.Value}
+			}
+			out[i] = rows
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // GetRange reads a row limit in one request (StreamingModeExact) when it

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -58,6 +59,11 @@ type Layer struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	scratch     sync.Pool // *scratch
+	// dueBuckets is the number of hashed buckets of the due index.
+	dueBuckets int
+	// v1 says whether the store may hold due index entries of the first
+	// layout: v1Unknown until a wake change looked (see probeV1).
+	v1 atomic.Int32
 }
 
 var _ store.Store = (*Layer)(nil)
@@ -81,7 +87,15 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	buckets := cfg.dueBuckets
+	if buckets == 0 {
+		buckets = 1
+		if d, ok := engine.(Distributed); ok && d.Distributed() {
+			buckets = DueHashBuckets
+		}
+	}
 	return &Layer{
+		dueBuckets:  buckets,
 		engine:      engine,
 		root:        cfg.root,
 		caps:        caps,

@@ -20,7 +20,7 @@ func TestCapabilities(t *testing.T) {
 		MaxBatchOps:   100,
 		MaxKeyBytes:   10_000 - len(DefaultRootPrefix) - DefaultMaxPartitionBytes,
 		MaxValueBytes: 100_000,
-		MaxBatchBytes: 10_000_000 - (100+4)*3*10_001,
+		MaxBatchBytes: 10_000_000 - (100+5)*3*10_001,
 
 		MaxScanBytes:         1 << 20,
 		MaxTransactReadBytes: 4 << 20,
@@ -31,7 +31,7 @@ func TestCapabilities(t *testing.T) {
 	caps := l.Capabilities()
 	require.Equal(t, 9_900, caps.MaxKeyBytes)
 	require.Equal(t, 10, caps.MaxBatchOps)
-	require.Equal(t, 10_000_000-(10+4)*3*10_001, caps.MaxBatchBytes)
+	require.Equal(t, 10_000_000-(10+5)*3*10_001, caps.MaxBatchBytes)
 	require.Equal(t, 1000, caps.MaxScanBytes)
 	require.Equal(t, 3000, caps.MaxTransactReadBytes)
 }

@@ -134,7 +134,7 @@ type MVCCStats struct {
 	// read version, and so does each retry (Retries): Begun plus Retries
 	// are the read versions the engine handed out.
 	Begun uint64
-	// Reads counts read round trips: each GetMany call and each GetRange
+	// Reads counts read round trips: each GetMany, GetRange and GetRanges
 	// call, whatever it read.
 	Reads uint64
 	// KeysRead counts the keys GetMany calls asked for plus the rows
@@ -230,6 +230,10 @@ func (s *mvccStore) apply(ws []memWrite, rv uint64) {
 	}
 	s.hist.record(s.version, keys, dirty)
 }
+
+// Distributed reports true: the engine stands for FoundationDB, whose
+// keys many servers share (see Distributed).
+func (e *MVCCEngine) Distributed() bool { return true }
 
 // Limits reports FoundationDB's limits, which it enforces.
 func (e *MVCCEngine) Limits() Limits { return fdbLimits() }

@@ -115,11 +115,32 @@ func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes in
 	if err := t.beforeRead(); err != nil {
 		return dst, err
 	}
+	t.e.reads.Add(1)
+	return t.getRange(dst, begin, end, limit, maxBytes), nil
+}
+
+// GetRanges implements RangesReader: the ranges are read at t's version,
+// each as GetRange reads it, after one round trip's latency, and count as
+// one read.
+func (t *mvccTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
+	if err := t.beforeRead(); err != nil {
+		return nil, err
+	}
+	t.e.reads.Add(1)
+	out := make([][]KeyValue, len(reads))
+	for i, r := range reads {
+		out[i] = t.getRange(nil, r.Begin, r.End, r.Limit, 0)
+	}
+	return out, nil
+}
+
+// getRange is GetRange after its latency, not counted as a read of its
+// own.
+func (t *mvccTxn) getRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
 	n := len(dst)
 	t.e.mu.RLock()
 	dst, stopped := t.e.store.rows.getRange(dst, begin, end, limit, maxBytes, t.rv)
 	t.e.mu.RUnlock()
-	t.e.reads.Add(1)
 	t.e.keysRead.Add(uint64(len(dst) - n))
 	if t.write {
 		start := len(t.arena)
@@ -134,7 +155,7 @@ func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes in
 		r := t.arena[start:len(t.arena):len(t.arena)]
 		t.addRead(keyRange{begin: r[:len(begin):len(begin)], end: r[len(begin):]})
 	}
-	return dst, nil
+	return dst
 }
 
 func (t *mvccTxn) addRead(r keyRange) {

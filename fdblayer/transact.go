@@ -200,17 +200,19 @@ func (r *txnReader) Partition() store.Partition { return r.p }
 // the run's transaction, the budget is not spent, ctx has not ended. r.mu
 // is held.
 func (r *txnReader) begin(ctx context.Context, what string) error {
-	name := "fdblayer: transaction " + what + " " + store.PartitionName(r.p)
+	// The name is built only for an error: a read that may run is the
+	// common case, and a partition's name costs allocations.
+	name := func() string { return "fdblayer: transaction " + what + " " + store.PartitionName(r.p) }
 	switch max := r.l.caps.MaxTransactReadBytes; {
 	case !r.live:
-		return fmt.Errorf("%s: %w: the Reader was used after its function returned", name, store.ErrInvalid)
+		return fmt.Errorf("%s: %w: the Reader was used after its function returned", name(), store.ErrInvalid)
 	case r.err != nil:
-		return wrapError(name, store.ErrUnavailable, r.err)
+		return wrapError(name(), store.ErrUnavailable, r.err)
 	case r.spent >= max:
-		return fmt.Errorf("%s: %w: the transaction's reads hold %d bytes, limit %d (MaxTransactReadBytes)", name, store.ErrInvalid, r.spent, max)
+		return fmt.Errorf("%s: %w: the transaction's reads hold %d bytes, limit %d (MaxTransactReadBytes)", name(), store.ErrInvalid, r.spent, max)
 	}
 	if err := ctx.Err(); err != nil {
-		return wrapError(name, store.ErrUnavailable, err)
+		return wrapError(name(), store.ErrUnavailable, err)
 	}
 	return nil
 }

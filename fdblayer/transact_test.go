@@ -230,9 +230,12 @@ func TestTransactOnceNestedCalls(t *testing.T) {
 			_, err := l.Apply(ctx, p, store.NewBatch().Put(k("k"), v("v")))
 			return err
 		},
-		"Stats":    func(ctx context.Context) error { _, err := l.Stats(ctx, p); return err },
-		"Probe":    func(ctx context.Context) error { return l.Probe(ctx) },
-		"ScanDue":  func(ctx context.Context) error { _, err := l.ScanDue(ctx, math.MaxUint64, nil, 1); return err },
+		"Stats": func(ctx context.Context) error { _, err := l.Stats(ctx, p); return err },
+		"Probe": func(ctx context.Context) error { return l.Probe(ctx) },
+		"ScanDue": func(ctx context.Context) error {
+			_, err := l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
+			return err
+		},
 		"NextWake": func(ctx context.Context) error { _, _, err := l.NextWake(ctx, p); return err },
 		"TransactOnce": func(ctx context.Context) error {
 			_, err := l.TransactOnce(ctx, p, func(context.Context, store.Reader) (*store.Batch, error) { return nil, nil })

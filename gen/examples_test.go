@@ -65,6 +65,11 @@ func examplesSchedulerLeaseKey() []SchedulerLeaseKey {
 	return []SchedulerLeaseKey{SchedulerLeaseKey{}, SchedulerLeaseKey{}}
 }
 
+// examplesSchedulerMemberKey returns valid SchedulerMemberKey values, minimal first, typical last.
+func examplesSchedulerMemberKey() []SchedulerMemberKey {
+	return []SchedulerMemberKey{SchedulerMemberKey{}, SchedulerMemberKey{Owner: "ssssssssssss"}}
+}
+
 // examplesTimerRefKey returns valid TimerRefKey values, minimal first, typical last.
 func examplesTimerRefKey() []TimerRefKey {
 	return []TimerRefKey{TimerRefKey{}, TimerRefKey{

@@ -29,6 +29,7 @@ const (
 	TagOutcomePendingKey      Tag = 18
 	TagRelayHighWaterKey      Tag = 20
 	TagSchedulerLeaseKey      Tag = 6
+	TagSchedulerMemberKey     Tag = 8
 	TagTimerRefKey            Tag = 7
 	TagReceiverNonceKey       Tag = 40
 	TagReceiverNonceExpiryKey Tag = 41
@@ -97,6 +98,12 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readSchedulerLeaseKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("SchedulerLeaseKey", err)
+		}
+		return k, nil
+	case TagSchedulerMemberKey:
+		k, err := readSchedulerMemberKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("SchedulerMemberKey", err)
 		}
 		return k, nil
 	case TagTimerRefKey:
@@ -646,6 +653,67 @@ func ParseSchedulerLeaseKey(b []byte) (SchedulerLeaseKey, error) {
 	k, err := readSchedulerLeaseKey(&r)
 	if err != nil {
 		return SchedulerLeaseKey{}, wire.KeyError("SchedulerLeaseKey", err)
+	}
+	return k, nil
+}
+
+func (SchedulerMemberKey) Tag() Tag {
+	return TagSchedulerMemberKey
+}
+
+func appendSchedulerMemberKey(dst []byte, k *SchedulerMemberKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagSchedulerMemberKey))
+	dst = tuple.AppendString(dst, k.Owner)
+	return dst
+}
+
+func checkSchedulerMemberKey(k *SchedulerMemberKey) error {
+	if len(k.Owner) > 128 {
+		return wire.Within("Owner", wire.CheckLen("", len(k.Owner), 128))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k SchedulerMemberKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkSchedulerMemberKey(&k); err != nil {
+		return dst, wire.Within("SchedulerMemberKey", err)
+	}
+	return appendSchedulerMemberKey(dst, &k), nil
+}
+
+// AppendSchedulerMemberKey appends the SchedulerMemberKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendSchedulerMemberKey(dst []byte, owner string) ([]byte, error) {
+	return SchedulerMemberKey{Owner: owner}.AppendKey(dst)
+}
+
+func readSchedulerMemberKey(r *tuple.Reader) (k SchedulerMemberKey, err error) {
+	if k.Owner, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkSchedulerMemberKey(&k)
+}
+
+// ParseSchedulerMemberKey parses a key of class SchedulerMemberKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseSchedulerMemberKey(b []byte) (SchedulerMemberKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagSchedulerMemberKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagSchedulerMemberKey)
+	}
+	if err != nil {
+		return SchedulerMemberKey{}, wire.KeyError("SchedulerMemberKey", err)
+	}
+	k, err := readSchedulerMemberKey(&r)
+	if err != nil {
+		return SchedulerMemberKey{}, wire.KeyError("SchedulerMemberKey", err)
 	}
 	return k, nil
 }

@@ -826,6 +826,114 @@ func BenchmarkSchedulerLeaseKey(b *testing.B) {
 	})
 }
 
+func TestSchedulerMemberKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesSchedulerMemberKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendSchedulerMemberKey(nil, k.Owner)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseSchedulerMemberKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "SchedulerMemberKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedSchedulerMemberKey returns bytes that must not parse as a SchedulerMemberKey.
+func malformedSchedulerMemberKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagSchedulerMemberKey)))
+	for _, k := range examplesSchedulerMemberKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagSchedulerMemberKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestSchedulerMemberKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedSchedulerMemberKey() {
+		if _, err := ParseSchedulerMemberKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestSchedulerMemberKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesSchedulerMemberKey()[1]
+		k.Owner = strings.Repeat("x", 129)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Owner over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzSchedulerMemberKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzSchedulerMemberKey(f *testing.F) {
+	for _, k := range examplesSchedulerMemberKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedSchedulerMemberKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseSchedulerMemberKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkSchedulerMemberKey(b *testing.B) {
+	examples := examplesSchedulerMemberKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendSchedulerMemberKey(buf[:0], k.Owner)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseSchedulerMemberKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestTimerRefKeyRoundTrip(t *testing.T) {
 	for i, k := range examplesTimerRefKey() {
 		b, err := k.AppendKey(nil)
@@ -1390,6 +1498,9 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesSchedulerLeaseKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesSchedulerMemberKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesTimerRefKey() {

@@ -39,6 +39,10 @@ func init() {
 			Tag:   uint32(TagTimerRefKey),
 			Value: "U64Value",
 		}, {
+			Name:  "SchedulerMemberKey",
+			Parse: registry.KeyParser(ParseSchedulerMemberKey),
+			Tag:   uint32(TagSchedulerMemberKey),
+		}, {
 			Name:  "RelayKey",
 			Parse: registry.KeyParser(ParseRelayKey),
 			Tag:   uint32(TagRelayKey),

@@ -202,6 +202,19 @@ const (
 // SchedulerLeaseV1): the worker firing its timers, until the lease expires.
 type SchedulerLeaseKey struct{}
 
+// SchedulerMemberKey holds, in the schedulers' own partition
+// (timers.MembersPartition), one Scheduler's membership (a
+// SchedulerLeaseV1: its owner, live until ExpiresAtMs). The schedulers
+// sharing a store share out the due index's buckets by it.
+type SchedulerMemberKey struct {
+	Owner string
+}
+
+// Declared bounds of SchedulerMemberKey.
+const (
+	MaxSchedulerMemberKeyOwner = 128
+)
+
 // TimerRefKey names the one timer of a (kind, reference) pair: it holds
 // that timer's due time (a U64Value), so a writer can find, guard and move
 // the timer without scanning. The timers package keeps it in step with the

@@ -25,20 +25,15 @@ const (
 	DefaultSinkTimeout = 5 * time.Second
 )
 
-// timerOps is what a fire's batch holds beside the acknowledgments and
-// the backlog's guard and write: RunDue's guards of the timer row and its
-// reference entry, a Reschedule's three writes, and a scheduler claim's
-// lease guard.
-const timerOps = 2 + 3 + 1
-
 // MaxRows is the most pending rows one fire examines on a store with
 // caps: each acknowledgment costs outbox.AckOps operations, and with the
-// backlog's (outbox.AckFixedOps) and the timer's own they must fit one
-// batch, so that a fire's acknowledgments land atomically. With the
+// backlog's (outbox.AckFixedOps) and the timer's own (timers.OutcomeOps)
+// they must fit one batch, so that a fire's acknowledgments land
+// atomically. With the
 // default 100-operation batch it is 30 (the reference, whose
 // acknowledgment cost four operations, had 23). At least 1.
 func MaxRows(caps store.Capabilities) int {
-	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timerOps-outbox.AckFixedOps)/outbox.AckOps, 1)
+	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timers.OutcomeOps-outbox.AckFixedOps)/outbox.AckOps, 1)
 }
 
 // Config configures a Delivery. Sink and Sources are required; a zero

@@ -69,10 +69,10 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
 	// MaxRows reserves the timer's own operations; the acknowledgments'
-	// plan reserves them as well, from the store's capabilities as they are.
+	// plan reserves what the timer's outcome adds (operations and bytes).
 	caps := f.s.Capabilities()
 	maxRows := min(f.d.maxRows, MaxRows(caps))
-	caps.ReservedBatchOps += timerOps
+	caps = timers.HandlerCapabilities(caps, t)
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.

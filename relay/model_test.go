@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,6 +134,10 @@ type world struct {
 	quiet     bool // no faults, crashes or interleavings: the final drain
 	trace     []string
 	seen      modelStats
+	// userMu guards userFires: the user timers fired in a tick, by
+	// partition.
+	userMu    sync.Mutex
+	userFires map[string]int
 
 	// Outcomes (model_outcomes_test.go): every one a producer landed, by
 	// id; what the sink took, by id; reservations ticketed so far.
@@ -149,6 +155,10 @@ type modelStats struct {
 	// fault, an unknown result or a crash) while other lanes of the fire
 	// were in flight.
 	concurrentFailures int
+	// batchedRaces counts runs that fired two of a partition's user
+	// timers, whose outcomes, committed together, meet on the
+	// partition's user counter: the second's guard fails (see userTimer).
+	batchedRaces int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -166,6 +176,7 @@ func (s *modelStats) add(o modelStats) {
 	s.bankOutcomes += o.bankOutcomes
 	s.sinkFailures += o.sinkFailures
 	s.concurrentFailures += o.concurrentFailures
+	s.batchedRaces += o.batchedRaces
 }
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
@@ -176,14 +187,15 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	w := &world{
-		cfg:   cfg,
-		rng:   rand.New(rand.NewPCG(cfg.seed, 0x6d6b6974)),
-		ctx:   context.Background(),
-		clock: clk,
-		layer: l,
-		log:   slog.New(slog.DiscardHandler),
-		audit: &modelAudit{},
-		rows:  make([][]modelRow, modelSources),
+		userFires: map[string]int{},
+		cfg:       cfg,
+		rng:       rand.New(rand.NewPCG(cfg.seed, 0x6d6b6974)),
+		ctx:       context.Background(),
+		clock:     clk,
+		layer:     l,
+		log:       slog.New(slog.DiscardHandler),
+		audit:     &modelAudit{},
+		rows:      make([][]modelRow, modelSources),
 
 		outcomes: map[string]modelOutcome{},
 		taken:    map[string]int{},
@@ -288,7 +300,7 @@ func (w *world) newWorker() *worker {
 	if w.cfg.mutant {
 		h = unguardedDone{h}
 	}
-	reg, err := timers.NewRegistry(h, w.newDelivery(), userTimer{})
+	reg, err := timers.NewRegistry(h, w.newDelivery(), &userTimer{w: w})
 	if err != nil {
 		panic(err)
 	}
@@ -322,6 +334,14 @@ func (w *world) tick(i int, chaotic bool) {
 	rep, err := wk.s.Tick(w.ctx)
 	w.note("tick %s: claimed %d fired %d raced %d errors %d lease lost %d (%v)", wk.owner, rep.Claimed, rep.Timers.Fired, rep.Timers.Raced, rep.Errors, rep.LeaseLost, err)
 	w.seen.raced += rep.Timers.Raced
+	w.userMu.Lock()
+	for _, n := range w.userFires {
+		if n > 1 {
+			w.seen.batchedRaces++
+		}
+	}
+	clear(w.userFires)
+	w.userMu.Unlock()
 	w.seen.leaseLost += rep.LeaseLost
 	w.seen.recovered += rep.Recovered
 	w.seen.held += rep.Timers.Held
@@ -406,16 +426,21 @@ func (w *world) interleave(self *chaos, p store.Partition) {
 		// A timer of the service's own, up to a minute ahead: it lowers a
 		// parked wake time to at most the claim's lease expiry.
 		due := clock.NowMs(w.clock) + uint64(w.rng.IntN(60_000))
-		ref, _, err := timers.ReadRef(w.ctx, w.layer, p, userTimer{}.Kind(), "user")
-		if err != nil {
-			return // a corrupt reference entry
-		}
+		// One or two at once (then fired in one run: see userTimer).
+		first, n := w.rng.IntN(3), 1+w.rng.IntN(2)
 		b := store.NewBatch()
-		if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userTimer{}.Kind(), Reference: "user", DueAtMs: due}); err != nil {
-			panic(err)
+		for j := range n {
+			name := fmt.Sprintf("user-%d", (first+j)%3)
+			ref, _, err := timers.ReadRef(w.ctx, w.layer, p, userKind, name)
+			if err != nil {
+				return // a corrupt reference entry
+			}
+			if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userKind, Reference: name, DueAtMs: due}); err != nil {
+				panic(err)
+			}
 		}
 		out, err := w.layer.Apply(w.ctx, p, b)
-		w.note("user timer in %s at +%d: %v %v", store.PartitionName(p), due-clock.NowMs(w.clock), out, err)
+		w.note("%d user timers in %s at +%d: %v %v", n, store.PartitionName(p), due-clock.NowMs(w.clock), out, err)
 	case r < 5:
 		// Most often into the partition the call is for: a row queued
 		// while its relay fires.
@@ -735,12 +760,36 @@ func (a *modelAudit) applications(ctx context.Context, s store.Store, p store.Pa
 	return out, nil
 }
 
-// userTimer is a service's own timer kind, done when it fires.
-type userTimer struct{}
+// userKind is the kind of userTimer.
+const userKind timers.Kind = 300
 
-func (userTimer) Kind() timers.Kind { return 300 }
-func (userTimer) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
-	return timers.Done{}, nil
+// userCounterKey is the row each user timer's fire increments, outside
+// the ranges the model checks.
+var userCounterKey = store.Key("u/fires")
+
+// userTimer is a service's own timer kind: each fire increments its
+// partition's userCounterKey, guarded by the value it read, and is done.
+// A run that fires two of a partition's user timers commits their
+// outcomes together: the second read the counter before the first's
+// increment, so its guard fails against it (a guard failure among batched
+// outcomes), nothing of it lands and it fires again later, while the
+// first's outcome lands.
+type userTimer struct{ w *world }
+
+func (*userTimer) Kind() timers.Kind { return userKind }
+func (u *userTimer) Fire(ctx context.Context, c *timers.Ctx, _ timers.DueTimer) (timers.Fired, error) {
+	v, _, err := c.Store.Get(ctx, c.Partition, userCounterKey)
+	if err != nil {
+		return nil, err
+	}
+	n := uint64(0)
+	if len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	u.w.userMu.Lock()
+	u.w.userFires[store.PartitionName(c.Partition)]++
+	u.w.userMu.Unlock()
+	return timers.Done{Batch: store.NewBatch().Require(store.Guard(userCounterKey, v)).Put(userCounterKey, binary.BigEndian.AppendUint64(nil, n+1))}, nil
 }
 
 // unguardedDone is the mutant: the relay with its Done's guard dropped.
@@ -891,12 +940,14 @@ func (c *chaos) Probe(ctx context.Context) error { return c.w.layer.Probe(ctx) }
 
 // ScanDue and NextWake fail once the worker is dead but make no random
 // choice: the Tick's lister calls ScanDue from its own goroutine.
-func (c *chaos) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
+func (c *chaos) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
 	if c.dead.Load() {
 		return nil, errCrashed
 	}
-	return c.w.layer.ScanDue(ctx, untilMs, after, limit)
+	return c.w.layer.ScanDue(ctx, q)
 }
+
+func (c *chaos) DueBuckets() int { return c.w.layer.DueBuckets() }
 
 func (c *chaos) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
 	if c.dead.Load() {
@@ -942,6 +993,7 @@ func TestRelayModel(t *testing.T) {
 			"corruptions": seen.corrupt, "held timers": seen.held,
 			"outcomes": seen.outcomes, "bank outcomes": seen.bankOutcomes, "sink refusals": seen.sinkFailures,
 			"failed targets among concurrent lanes": seen.concurrentFailures,
+			"guard failures among batched outcomes": seen.batchedRaces,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)

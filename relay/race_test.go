@@ -20,8 +20,12 @@ var (
 	scanKey     = store.Key(gen.AppendRelayScanKey(nil))
 )
 
-// requires reports whether b has a precondition on key.
+// requires reports whether b (nil: a call without a batch yet) has a
+// precondition on key.
 func requires(b *store.Batch, key store.Key) bool {
+	if b == nil {
+		return false
+	}
 	for _, c := range b.Preconditions {
 		if bytes.Equal(c.Key, key) {
 			return true

@@ -9,9 +9,9 @@ import (
 //
 // The Store contract is per partition, but a scheduler must find the
 // partitions that have due timers without visiting every partition. So a
-// store keeps, beside the partitions, one due index ordered by
-// (wake time, partition identity), and each partition one wake time: the
-// earliest time a scheduler should look at it. The two are only ever
+// store keeps, beside the partitions, one due index, split into buckets
+// each ordered by (wake time, partition identity), and each partition one
+// wake time: the earliest time a scheduler should look at it. The two are only ever
 // changed together, by the store, inside the transaction of a batch that
 // carries a Wakeup; a caller never writes index entries itself, so an
 // entry can never commit without the timer write it stands for (or the
@@ -146,24 +146,91 @@ func (b *Batch) NeedsDueIndex() bool {
 
 // DueEntry is one entry of the due index: a partition to look at from
 // AtMs on. Partition is the partition's tuple identity, as its
-// AppendTuple wrote it.
+// AppendTuple wrote it; Bucket is the bucket of the index that holds the
+// entry (see DueIndex).
 type DueEntry struct {
+	Bucket    int
 	AtMs      uint64
 	Partition []byte
+}
+
+// DueQuery selects the due index entries one ScanDue lists.
+type DueQuery struct {
+	// FromMs and UntilMs bound the entries' AtMs, both inclusive.
+	FromMs, UntilMs uint64
+	// Start is the bucket the listing starts at (0 <= Start <
+	// DueBuckets()), and Buckets how many it lists from there (0: all),
+	// wrapping from the last bucket to bucket 0.
+	Start, Buckets int
+	// After, when set, resumes the listing strictly after that entry, which
+	// names a bucket the query lists: the rest of its bucket, then the
+	// buckets after it. nil: from Start.
+	After *DueEntry
+	// Limit bounds the entries of one call (Limit >= 1).
+	Limit int
+	// PerBucket, when above 0, also bounds the entries listed from each
+	// bucket: a query for the first entries of every bucket, which is not
+	// resumed.
+	PerBucket int
 }
 
 // DueIndex is implemented by stores that keep the due index: they honour
 // a batch's Wakeup and evaluate its WakeIs preconditions, which a store
 // without one rejects with ErrInvalid. Scheduler code asks for it with a
 // type assertion, as io code asks for io.WriterTo.
+//
+// The index is split into DueBuckets() buckets, each ordered by
+// (AtMs, partition identity). A partition's entry lies in one bucket,
+// chosen by the store from its identity, so that wake times written at
+// the same moment spread over the buckets (on FoundationDB: over as many
+// key ranges, and storage servers) instead of all landing at the end of
+// one range. A listing that covers every bucket finds every entry;
+// schedulers that start their listings at different buckets meet each
+// other's entries last.
 type DueIndex interface {
-	// ScanDue lists the entries with AtMs <= untilMs, oldest first, then by
-	// partition identity, strictly after the entry after (nil: from the
-	// start), at most limit. An entry may be stale (its partition's wake
-	// time moved since); NextWake tells.
-	ScanDue(ctx context.Context, untilMs uint64, after *DueEntry, limit int) ([]DueEntry, error)
+	// DueBuckets is the number of buckets of the index (at least 1). It
+	// never changes for an open store.
+	DueBuckets() int
+	// ScanDue lists the entries q selects, in one snapshot: bucket by
+	// bucket from q.Start, and within a bucket by (AtMs, identity), at
+	// most q.Limit. A page shorter than q.Limit (without q.PerBucket)
+	// ends the listing; resume a full one with q.After set to its last
+	// entry. An entry may be stale (its partition's wake time moved
+	// since); NextWake tells. It fails with ErrInvalid for a query out of
+	// range (Limit < 1, a bucket out of range, an After in a bucket the
+	// query does not list).
+	ScanDue(ctx context.Context, q DueQuery) ([]DueEntry, error)
 	// NextWake reads partition p's wake time; ok is false when it has none.
 	NextWake(ctx context.Context, p Partition) (atMs uint64, ok bool, err error)
+}
+
+// Check fails with ErrInvalid when q is out of range for an index of
+// buckets buckets, and returns the number of buckets it lists.
+func (q DueQuery) Check(buckets int) (int, error) {
+	n := q.Buckets
+	if n == 0 {
+		n = buckets
+	}
+	switch {
+	case q.Limit < 1:
+		return 0, fmt.Errorf("%w: due query limit %d < 1", ErrInvalid, q.Limit)
+	case q.PerBucket < 0:
+		return 0, fmt.Errorf("%w: due query per-bucket limit %d < 0", ErrInvalid, q.PerBucket)
+	case q.Start < 0 || q.Start >= buckets || n < 0 || n > buckets:
+		return 0, fmt.Errorf("%w: due query of %d buckets from %d, the index has %d", ErrInvalid, n, q.Start, buckets)
+	case q.After != nil && q.Offset(q.After.Bucket, buckets) >= n:
+		return 0, fmt.Errorf("%w: due query resumes in bucket %d, which it does not list", ErrInvalid, q.After.Bucket)
+	}
+	return n, nil
+}
+
+// Offset is the position of bucket b in q's listing order over an index
+// of buckets buckets (out of range: buckets or more).
+func (q DueQuery) Offset(b, buckets int) int {
+	if b < 0 || b >= buckets {
+		return buckets
+	}
+	return (b - q.Start + buckets) % buckets
 }
 
 // WakeReader is implemented by the Reader a store with a due index hands

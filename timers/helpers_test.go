@@ -44,7 +44,9 @@ func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
 
 func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk))
+	// DueHashBuckets on every engine (the memory and bbolt engines keep
+	// one by default): the tests exercise the buckets everywhere.
+	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk), fdblayer.WithDueBuckets(fdblayer.DueHashBuckets))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}

@@ -34,6 +34,14 @@ func (h *holdback) hold(key string, nowMs uint64, d time.Duration) {
 	h.holdLocked(key, nowMs, d)
 }
 
+// any reports whether a key is held back or was until lately: a key
+// stays until released or trimmed.
+func (h *holdback) any() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.until) > 0
+}
+
 // release stops holding key back.
 func (h *holdback) release(key string) {
 	h.mu.Lock()

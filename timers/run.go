@@ -17,9 +17,10 @@ import (
 
 // Design note: one read of the timer row and its reference entry per fire.
 //
-// The scan finds due timers; before firing a page of them RunDue reads each
-// timer row again together with its reference entry, in one GetMany
-// (one snapshot). A row gone by then was cancelled or moved by another
+// The scan finds due timers; with it RunDue reads each due timer's
+// reference entry: in the scan's transaction under a Scheduler's claim on
+// a store.Transactor (the claim reads the first page so), else together
+// with the timer row again, in one GetMany (one snapshot). A row gone by then was cancelled or moved by another
 // writer and is skipped; a row whose reference entry is missing or names
 // another due time is corrupt (every writer in this package keeps the two
 // in step) and is left in place. The values read are the ones the outcome's
@@ -49,14 +50,16 @@ import (
 // left or the budget is spent. It scans the timer class in pages, never all
 // of it at once, and stops at the first timer not yet due.
 //
-// Each outcome is applied, together with the timer's own change, in one
-// Apply guarded by the timer row still holding the value the handler saw
-// and its reference entry still naming that row: Done deletes both,
-// Reschedule and Retry move the timer (never to a due time at or before its
-// own) and lower the partition's wake time to the new due time. A handler
-// error or panic, an unknown kind, a corrupt key or value, or a failed guard
-// affect that timer only (see Report). Each timer fires at most once per
-// run.
+// Each outcome lands atomically with the timer's own change, guarded by
+// the timer row still holding the value the handler saw and its reference
+// entry still naming that row: Done deletes both, Reschedule and Retry
+// move the timer (never to a due time at or before its own) and lower the
+// partition's wake time to the new due time. The outcomes of a page of
+// timers of one kind commit together, in as few batches as the store's
+// limits allow, as if applied one after another (see Handler). A handler
+// error or panic, an unknown kind, a corrupt key or value, or a failed
+// guard affect that timer only (see Report). Each timer fires at most once
+// per run.
 //
 // RunDue fails, returning the report so far, when ctx ends or the store
 // fails (a scan, a read or an apply error other than ErrInvalid for a
@@ -120,6 +123,9 @@ type candidate struct {
 	// handler is nil for a kind no handler is registered for: the timer is
 	// moved HeldBackoff later.
 	handler Handler
+	// value and refValue are the row's and its reference entry's values,
+	// read in one snapshot (value nil: the row is gone).
+	value, refValue store.Value
 }
 
 // tally counts one metric of one timer kind, emitted when the run ends.
@@ -148,51 +154,156 @@ type run struct {
 	report  Report
 
 	cands []candidate
-	keys  []store.Key
+	// items are the outcomes of the page's fires, not yet committed.
+	items []item
+	// written maps the keys a combined batch writes to their last write
+	// (see group).
+	written map[string]store.Write
+	// single: commit one outcome a batch (the store rejected a combined
+	// batch that passed Validate).
+	single bool
 }
 
 // errStop ends the scan without an error: the budget is spent, or the
 // first timer not yet due was reached.
 var errStop = errors.New("stop")
 
-func (r *run) scan(ctx context.Context) error {
+// timerPage is one page of the timer class, read in one snapshot: the
+// scanned rows and, for each due row whose key parses (up to the first
+// row not yet due), its reference entry's value as read with it.
+type timerPage struct {
+	entries []store.KeyValue
+	next    store.Cursor
+	// refs[i] is the reference entry of entries[i], for the due rows whose
+	// key parses (up to the first not yet due); the others' is zero.
+	refs []refRead
+}
+
+// refRead is a due row's reference entry: its key and its value as read
+// with the row (nil: absent).
+type refRead struct {
+	key   store.Key
+	value store.Value
+}
+
+// readTimers reads a page of the timer class after after, at most limit
+// rows, through r, and the reference entries of its due rows, with extra
+// keys (a lease) read in the same GetMany: extraVals holds their values.
+// oneSnapshot says r reads one snapshot (a Transactor's Reader); elsewhere
+// the due rows are read again with their reference entries, so that each
+// row and its entry come from one snapshot.
+func readTimers(ctx context.Context, r store.Reader, oneSnapshot bool, after store.Cursor, limit int, nowMs uint64, extra ...store.Key) (pg timerPage, extraVals []store.Value, err error) {
 	start, end := gen.ClassRange(gen.TagTimerKey)
+	page, err := r.Scan(ctx, start, end, after, limit)
+	if err != nil {
+		return pg, nil, fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.Partition()), err)
+	}
+	pg = timerPage{entries: page.Entries, next: page.Next, refs: make([]refRead, len(page.Entries))}
+	keys := make([]store.Key, 0, len(extra)+2*len(page.Entries))
+	keys = append(keys, extra...)
+	due := 0 // the due rows are the first ones whose keys parse
+	for i, kv := range page.Entries {
+		tk, err := gen.ParseTimerKey(kv.Key)
+		if err != nil {
+			continue
+		}
+		if tk.DueAtMs > nowMs {
+			break
+		}
+		refKey, err := RefKey(Kind(tk.Kind), tk.Reference)
+		if err != nil { // the parsed key bounds the reference: unreachable
+			return pg, nil, err
+		}
+		if !oneSnapshot {
+			keys = append(keys, kv.Key)
+		}
+		keys = append(keys, refKey)
+		pg.refs[i].key = refKey
+		due = i + 1
+	}
+	if len(keys) == 0 {
+		return pg, nil, nil
+	}
+	vals, err := r.GetMany(ctx, keys)
+	if err != nil {
+		return pg, nil, fmt.Errorf("timers: read due timers of %s: %w", store.PartitionName(r.Partition()), err)
+	}
+	if len(vals) != len(keys) {
+		return pg, nil, fmt.Errorf("timers: read due timers of %s: %d values for %d keys: %w",
+			store.PartitionName(r.Partition()), len(vals), len(keys), store.ErrCorrupt)
+	}
+	extraVals, vals = vals[:len(extra)], vals[len(extra):]
+	j := 0
+	for i := range pg.entries[:due] {
+		if pg.refs[i].key == nil {
+			continue // a key that does not parse
+		}
+		if !oneSnapshot {
+			// The row as read with its reference entry: it may have
+			// changed since the scan.
+			pg.entries[i].Value = vals[j]
+			j++
+		}
+		pg.refs[i].value = vals[j]
+		j++
+	}
+	return pg, extraVals, nil
+}
+
+func (r *run) scan(ctx context.Context) error {
 	var after store.Cursor
+	first := r.cfg.claim != nil && r.cfg.claim.page != nil
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), r.frontier())
 		}
-		// One row more than the page size or the budget's remaining fires:
-		// the run knows whether its last fire is the partition's last (see
-		// claimHold).
-		limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires) + 1
-		page, err := r.s.Scan(ctx, r.p, start, end, after, limit)
-		if err != nil {
-			return r.failed(fmt.Errorf("timers: scan timers of %s: %w", store.PartitionName(r.p), err), r.frontier())
+		var pg timerPage
+		if first {
+			// The claim read the first page in its transaction.
+			pg, first = *r.cfg.claim.page, false
+		} else {
+			// One row more than the page size or the budget's remaining
+			// fires: the run knows whether its last fire is the
+			// partition's last (see claimHold).
+			limit := min(r.cfg.pageSize, r.budget.MaxTimers-r.fires) + 1
+			var err error
+			if _, ok := r.s.(store.Transactor); ok && r.cfg.claim != nil {
+				// Under a claim, in one transaction: on a cluster one round
+				// trip fewer.
+				_, err = store.TransactOnce(ctx, r.s, r.p, func(ctx context.Context, rd store.Reader) (*store.Batch, error) {
+					pg, _, err = readTimers(ctx, rd, true, after, limit, r.now)
+					return nil, err
+				})
+			} else {
+				// Run alone, in read transactions, which on the memory and
+				// bbolt engines share the store with its writer.
+				pg, _, err = readTimers(ctx, store.ReaderOf(r.s, r.p), false, after, limit, r.now)
+			}
+			if err != nil {
+				return r.failed(err, r.frontier())
+			}
 		}
 		// Buffers as large as the page, not the limit: a scheduler runs
 		// RunDue for every due partition, most of which hold few timers.
-		if n := len(page.Entries); cap(r.cands) < n {
+		if n := len(pg.entries); cap(r.cands) < n {
 			r.cands = make([]candidate, 0, n)
-			r.keys = make([]store.Key, 0, 2*n)
 		}
-		err = r.page(ctx, page.Entries, page.Next == nil)
+		err := r.page(ctx, pg)
 		if errors.Is(err, errStop) {
 			return nil
 		}
-		if err != nil || page.Next == nil {
+		if err != nil || pg.next == nil {
 			return err
 		}
-		after = page.Next
+		after = pg.next
 	}
 }
 
-// page classifies one scan page and fires its candidates. exhausted says
-// the page ends the timer class.
-func (r *run) page(ctx context.Context, entries []store.KeyValue, exhausted bool) error {
+// page classifies one page and fires its candidates.
+func (r *run) page(ctx context.Context, pg timerPage) error {
 	r.cands = r.cands[:0]
 	stop := false
-	for _, kv := range entries {
+	for i, kv := range pg.entries {
 		tk, err := gen.ParseTimerKey(kv.Key)
 		if err != nil {
 			r.corruptRow(kv.Key, 0, "corrupt timer key; left in place", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
@@ -209,18 +320,18 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue, exhausted bool
 			r.noteNext(tk.DueAtMs)
 			continue
 		}
+		ref := pg.refs[i]
+		if ref.key == nil { // readTimers reads every due row's: unreachable
+			return fmt.Errorf("timers: %s: due timer at %d read without its reference entry", store.PartitionName(r.p), tk.DueAtMs)
+		}
 		h, ok := r.reg.Lookup(kind)
 		if !ok {
 			r.unknownKind(kind)
 		}
-		refKey, err := RefKey(kind, tk.Reference)
-		if err != nil { // the parsed key bounds the reference: unreachable
-			return err
-		}
-		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: refKey, handler: h})
+		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, handler: h, value: kv.Value, refValue: ref.value})
 	}
 	if len(r.cands) > 0 {
-		if err := r.fireAll(ctx, stop || exhausted); err != nil {
+		if err := r.fireAll(ctx, stop || pg.next == nil); err != nil {
 			return err
 		}
 	}
@@ -230,35 +341,38 @@ func (r *run) page(ctx context.Context, entries []store.KeyValue, exhausted bool
 	return nil
 }
 
-// fireAll reads the candidates' rows and reference entries in one snapshot
-// and fires them in order, within the budget. final says no due timer
-// follows the candidates: the last one's outcome may release a claim.
+// fireAll fires the candidates in order, within the budget, and commits
+// their outcomes together (see commitAll). final says no due timer
+// follows the candidates: the last batch may release a claim. Outcomes
+// of handlers that fired are committed even when the run then stops.
 func (r *run) fireAll(ctx context.Context, final bool) error {
-	r.keys = r.keys[:0]
+	r.items = r.items[:0]
+	var stopErr error
+	cut := false
 	for _, c := range r.cands {
-		r.keys = append(r.keys, c.key, c.refKey)
-	}
-	vals, err := r.s.GetMany(ctx, r.p, r.keys)
-	if err != nil {
-		return r.failed(fmt.Errorf("timers: read due timers of %s: %w", store.PartitionName(r.p), err), r.cands[0].tk.DueAtMs)
-	}
-	if len(vals) != len(r.keys) {
-		return r.failed(fmt.Errorf("timers: read due timers of %s: %d values for %d keys: %w",
-			store.PartitionName(r.p), len(vals), len(r.keys), store.ErrCorrupt), r.cands[0].tk.DueAtMs)
-	}
-	for i, c := range r.cands {
 		if r.fires >= r.budget.MaxTimers || r.cfg.clock.Now().Sub(r.started) >= r.budget.MaxDuration {
 			r.report.More = true
 			r.noteNext(c.tk.DueAtMs)
-			return errStop
+			cut = true
+			break
 		}
 		if err := ctx.Err(); err != nil {
-			return r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), c.tk.DueAtMs)
+			stopErr = r.failed(fmt.Errorf("timers: run %s: %w", store.PartitionName(r.p), err), c.tk.DueAtMs)
+			break
 		}
-		last := final && i == len(r.cands)-1
-		if err := r.fire(ctx, c, vals[2*i], vals[2*i+1], last); err != nil {
-			return r.failed(err, c.tk.DueAtMs)
+		if err := r.fire(ctx, c); err != nil {
+			stopErr = r.failed(err, c.tk.DueAtMs)
+			break
 		}
+	}
+	if err := r.commitAll(ctx, final && !cut && stopErr == nil); err != nil {
+		return errors.Join(stopErr, err)
+	}
+	switch {
+	case stopErr != nil:
+		return stopErr
+	case cut:
+		return errStop
 	}
 	return nil
 }
@@ -277,32 +391,35 @@ func (r *run) frontier() uint64 {
 	return max(r.lastDue, 1)
 }
 
-// fire fires one candidate and applies its outcome. last says its outcome
-// is the run's last change: under a claim it also releases the claim.
-func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value, last bool) error {
+// fire fires one candidate and queues its outcome (see commitAll): the
+// handler's, or a move later when it cannot fire it.
+func (r *run) fire(ctx context.Context, c candidate) error {
 	kind := Kind(c.tk.Kind)
-	if value == nil {
+	if c.value == nil {
 		// Cancelled or moved by another writer since the scan.
 		return nil
 	}
 	// A second row of this (kind, reference) in the same page is an orphan:
 	// its reference entry names the other row, so it is reported corrupt.
 	r.handled[ident{kind, c.tk.Reference}] = struct{}{}
-	if refValue == nil {
+	if c.refValue == nil {
 		r.corruptRow(c.key, kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
 		return nil
 	}
-	if due, err := DecodeRef(refValue); err != nil || due != c.tk.DueAtMs {
+	if due, err := DecodeRef(c.refValue); err != nil || due != c.tk.DueAtMs {
 		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
 			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", due, "error", err)
 		return nil
 	}
-	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: value},
-		refKey: c.refKey, refValue: refValue, last: last}
+	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value},
+		refKey: c.refKey, refValue: c.refValue}
 	r.fires++
 	if c.handler == nil {
 		// unknownKind logged and counted it when the scan found it.
-		return r.hold(ctx, t)
+		return r.hold(t)
+	}
+	if err := r.commitOtherKinds(ctx, kind); err != nil {
+		return err
 	}
 	fired, err := r.call(ctx, c.handler, t.DueTimer)
 	if err != nil {
@@ -313,38 +430,15 @@ func (r *run) fire(ctx context.Context, c candidate, value, refValue store.Value
 			r.countCorrupt()
 			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
 				"due_at_ms", t.DueAtMs, "retry_in", r.cfg.heldBackoff, "error", err)
-			return r.hold(ctx, t)
+			return r.hold(t)
 		}
-		return r.fail(ctx, t, "timer handler failed", err)
+		return r.fail(t, "timer handler failed", err)
 	}
 	b, newDue, retry, err := r.outcome(t.DueTimer, t.refKey, t.refValue, fired)
 	if err != nil {
-		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
+		return r.fail(t, "timer handler returned no valid outcome", err)
 	}
-	out, err := r.commit(ctx, t, b, newDue)
-	switch {
-	case errors.Is(err, store.ErrInvalid):
-		return r.fail(ctx, t, "store rejected the timer's outcome", err)
-	case err != nil:
-		return fmt.Errorf("timers: apply %v timer outcome in %s: %w", kind, store.PartitionName(r.p), err)
-	case out.Outcome == store.PreconditionFailed:
-		r.report.Raced++
-		r.count(telemetry.MetricTimersRaced, kind)
-		r.log.Info("timers: timer outcome raced; nothing applied", "kind", kind,
-			"due_at_ms", t.DueAtMs, "timer_guard", out.FailedIndex >= len(b.Preconditions)-2, "failed", out.Failed.String())
-		return nil
-	case out.Outcome == store.DeadlinePassed:
-		return r.fail(ctx, t, "timer outcome passed its deadline", errors.New(out.String()))
-	case !out.Committed():
-		return fmt.Errorf("timers: apply %v timer outcome in %s: unexpected outcome %v", kind, store.PartitionName(r.p), out)
-	}
-	if retry {
-		r.report.Retried++
-		r.count(telemetry.MetricTimersRetried, kind)
-	} else {
-		r.report.Fired++
-		r.count(telemetry.MetricTimersFired, kind)
-	}
+	r.items = append(r.items, item{t: t, b: b, newDue: newDue, retry: retry, outcome: true})
 	return nil
 }
 
@@ -354,8 +448,6 @@ type change struct {
 	DueTimer
 	refKey   store.Key
 	refValue store.Value
-	// last says the change is the run's last (see fire).
-	last bool
 }
 
 // call runs the handler, turning a panic into an error.
@@ -469,77 +561,44 @@ func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
 	return after(t.DueAtMs, want)
 }
 
-// commit applies b, the change of timer t that leaves it at newDue (0:
-// deleted), and notes what the run leaves behind: newDue when b committed,
-// the timer's own due time when b's guards failed (it may still be due).
-// Run alone, it lowers the wake time to newDue in b. Under a claim it
-// requires the claim's lease instead, and the run's last change releases
-// the claim in the same batch (see claimHold); a batch that fails only for
-// the claim's sake is applied again as it would be without one.
-func (r *run) commit(ctx context.Context, t change, b *store.Batch, newDue uint64) (store.BatchOutcome, error) {
-	if h := r.cfg.claim; h != nil && !h.lost {
-		out, err, done := h.apply(ctx, r, t, b, newDue)
-		if done {
-			r.settle(t, out, err, newDue)
-			return out, err
-		}
-	}
-	if newDue != 0 {
-		b.WakeAt(newDue)
-	}
-	out, err := r.s.Apply(ctx, r.p, b)
-	r.settle(t, out, err, newDue)
-	return out, err
-}
-
-// settle notes what a change's Apply left behind: the timer's new due
-// time, or its own when a guard failed (it may still be due). A change
-// that failed otherwise is noted by its caller: fail moves the timer, and
-// a store error ends the run (see failed).
-func (r *run) settle(t change, out store.BatchOutcome, err error, newDue uint64) {
-	switch {
-	case err != nil:
-	case out.Outcome == store.PreconditionFailed:
-		r.noteNext(t.DueAtMs)
-	case out.Committed() && newDue != 0:
-		r.noteNext(newDue)
-	}
-}
-
-// fail counts a failed fire, logs it, and moves the timer RetryBackoffMs
-// later, guarded like any outcome.
-func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
+// fail counts a failed fire, logs it, and queues the timer's move
+// RetryBackoffMs later, guarded like any outcome.
+func (r *run) fail(t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
 	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.DueAtMs, "error", cause)
-	return r.moveLater(ctx, t, RetryBackoffMs)
+	return r.moveLater(t, RetryBackoffMs)
 }
 
-// hold moves a timer its handler cannot fire now (its kind has none, or
-// it found corrupt data) HeldBackoff later, value unchanged, so that it
-// stays due without waking the partition at every poll.
-func (r *run) hold(ctx context.Context, t change) error {
+// hold queues the move of a timer its handler cannot fire now (its kind
+// has none, or it found corrupt data) HeldBackoff later, value unchanged,
+// so that it stays due without waking the partition at every poll.
+func (r *run) hold(t change) error {
 	r.report.Held++
-	return r.moveLater(ctx, t, uint64(r.cfg.heldBackoff/time.Millisecond))
+	return r.moveLater(t, uint64(r.cfg.heldBackoff/time.Millisecond))
 }
 
-// moveLater moves timer t, value unchanged, backoffMs after the run's
-// time, guarded like any outcome.
-func (r *run) moveLater(ctx context.Context, t change, backoffMs uint64) error {
+// moveLater queues the move of timer t, value unchanged, backoffMs after
+// the run's time, guarded like any outcome.
+func (r *run) moveLater(t change, backoffMs uint64) error {
+	it, err := r.moveItem(t, backoffMs)
+	if err != nil {
+		return err
+	}
+	r.items = append(r.items, it)
+	return nil
+}
+
+// moveItem is the move of timer t, value unchanged, backoffMs after the
+// run's time.
+func (r *run) moveItem(t change, backoffMs uint64) (item, error) {
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
 	due := r.backoffDue(t.DueTimer, backoffMs)
 	if err := move(b, t.DueTimer, t.refKey, due, t.Value); err != nil {
-		return err
+		return item{}, err
 	}
-	out, err := r.commit(ctx, t, b, due)
-	if err != nil {
-		return fmt.Errorf("timers: move %v timer in %s: %w", t.Kind, store.PartitionName(r.p), err)
-	}
-	if !out.Committed() {
-		r.log.Info("timers: timer changed meanwhile; not moved", "kind", t.Kind, "outcome", out.String())
-	}
-	return nil
+	return item{t: t, b: b, newDue: due}, nil
 }
 
 // corruptRow counts and logs (at most once per HeldBackoff for the row,

@@ -280,15 +280,19 @@ func TestAHandlerReportingCorruptDataHoldsItsTimer(t *testing.T) {
 
 func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 2})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 1})
+		// Pages of two timers (a page reads one row past its size), each
+		// page's outcomes committed in one batch: the second fails.
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 3})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 2})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAtMs: now - 1})
 		e.faults.FailNth(storetest.MethodApply, 2, nil)
 		h := &handler{kind: kindA, fire: done}
-		rep, err := e.runErr(registry(t, h), timers.Budget{})
+		rep, err := e.runErr(registry(t, h), timers.Budget{}, timers.WithPageSize(1))
 		require.ErrorIs(t, err, store.ErrUnavailable)
-		assert.Equal(t, 1, rep.Fired)
+		assert.Equal(t, 2, rep.Fired)
+		assert.Equal(t, now-1, rep.NextDueMs, "the timer whose outcome did not commit stays due")
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now - 1, kindA, "b", ""}}, rows)
+		assert.Equal(t, []stored{{now - 1, kindA, "c", ""}}, rows)
 	})
 }
 

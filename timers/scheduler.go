@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -21,16 +22,16 @@ import (
 //
 // A Scheduler finds due partitions in the store's due index (one entry per
 // partition: its wake time) and fires each under a short lease, the
-// partition's gen.SchedulerLeaseKey row. Claiming is one guarded Apply: the
-// lease row as read (absent, expired or already ours) is replaced by
-// SchedulerLeaseV1{Owner, now+LeaseDuration}, and the wake time as listed
-// by ParkedWakeMs. An entry whose wake time moved since it was listed
-// fails that guard; NextWake then tells whether it is still due (claim
-// again) or stale (skip it). Releasing is one guarded change too: the
+// partition's gen.SchedulerLeaseKey row. Claiming is one transaction
+// (Scheduler.claim): it reads the wake time (no longer due: the entry is
+// stale), the first page of due timers and the lease (absent, expired or
+// already ours: the claim goes on), and replaces the lease by
+// SchedulerLeaseV1{Owner, now+LeaseDuration} and the wake time it read by
+// ParkedWakeMs, guarded by both. Releasing is one guarded change too: the
 // lease still ours is deleted and the wake time set to what the run left
 // (its NextDueMs, which covers every timer the run did not delete), in the
-// run's last timer change when there is one (see claimHold), else in a
-// batch of its own.
+// run's last batch of outcomes when there is one (see claimHold), else in
+// a batch of its own.
 //
 // Parking is what makes the finishing batch's wake-time guard sound. Every
 // timer write lowers the wake time to min(current, its due time), and only
@@ -46,11 +47,11 @@ import (
 // partition, the timers it was firing are due again when its lease
 // expires, however far ahead the written timer is.
 //
-// A worker that dies holding a lease leaves its partition parked. Each tick
-// therefore also lists the parked entries (as many as workers are firing,
-// plus any such leftovers) and claims those whose lease has expired, or is
-// its own and not in flight: a claim whose result was unknown, or a
-// finishing batch that failed.
+// A worker that dies holding a lease leaves its partition parked. So a
+// tick also lists the parked entries (every quarter of LeaseDuration, and
+// at every tick while a partition this Scheduler failed waits) and claims
+// those whose lease has expired, or is its own and not in flight: a claim
+// whose result was unknown, or a finishing batch that failed.
 //
 // Leases compare times of the workers' clocks: they must agree to well
 // within LeaseDuration minus the budget's MaxDuration. A lease only keeps
@@ -71,6 +72,10 @@ const (
 	// tick reads.
 	DefaultDuePageSize = 256
 )
+
+// minListPage is the fewest entries one due listing of a tick asks for
+// (see Scheduler.listPage).
+const minListPage = 64
 
 // maxWakeAttempts bounds the claims, and the finishing batches, that find
 // the wake time changed by another writer; past it a finishing batch only
@@ -143,7 +148,9 @@ type SchedulerConfig struct {
 	// DefaultPollInterval).
 	PollInterval time.Duration
 	// DuePageSize bounds the due index entries of one ScanDue (default
-	// DefaultDuePageSize).
+	// DefaultDuePageSize). A tick lists due partitions in pages of twice
+	// Workers (at least 64) within this bound, so that an entry is listed
+	// shortly before a worker takes it.
 	DuePageSize int
 	// Budget bounds each RunDue. Its zero MaxTimers takes
 	// DefaultMaxTimers; its zero MaxDuration takes half of LeaseDuration.
@@ -207,9 +214,21 @@ type Scheduler struct {
 	leaseKey store.Key
 	full     store.Capabilities
 
+	// listPage bounds the entries of one due listing: a few per worker,
+	// so that entries are listed shortly before a worker takes them (a
+	// page listed long before is staler; see list).
+	listPage int
+	// ticks counts the Tick calls, for startBucket.
+	ticks atomic.Uint64
+	// firstBucket, when set, is the bucket every listing starts at (tests).
+	firstBucket func(n int) int
+
 	mu       sync.Mutex
 	inFlight map[string]struct{} // identities this Scheduler is firing
-	corrupt  holdback            // log lines of entries that name no partition
+	// parkedAtMs is when the parked entries were last listed (see
+	// listParked).
+	parkedAtMs uint64
+	corrupt    holdback // log lines of entries that name no partition
 	// failing holds back, by identity, the partitions this Scheduler failed
 	// to claim, run or release (see backingOff).
 	failing holdback
@@ -289,6 +308,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		leaseMs:  uint64(cfg.LeaseDuration.Milliseconds()),
 		poll:     cfg.PollInterval,
 		pageSize: cfg.DuePageSize,
+		listPage: min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
 		budget:   cfg.Budget.withDefaults(),
 		clock:    cfg.Clock,
 		waiter:   cfg.Waiter,
@@ -384,8 +404,10 @@ func (r *Report) add(o Report) {
 }
 
 // Tick makes one pass over the due index: it lists the partitions due at
-// the clock's time (in pages, oldest first) and then the parked ones, and
-// hands them to Workers goroutines, each of which claims a partition's
+// the clock's time (in pages, bucket by bucket from the bucket this
+// Scheduler starts at, oldest first within a bucket; see MembersPartition)
+// and then, when due, the parked ones, and hands them to Workers
+// goroutines, each of which claims a partition's
 // lease, fires its due timers with RunDue within the budget and finishes
 // in one batch that releases the lease and sets the partition's wake time
 // (see the design note above). A partition is looked at most once per
@@ -436,14 +458,10 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	return rep, nil
 }
 
-// afterAll returns the due index position after every entry at atMs:
-// partition identities are tuple encodings, which never start with 0xFF.
-func afterAll(atMs uint64) *store.DueEntry {
-	return &store.DueEntry{AtMs: atMs, Partition: []byte{0xFF}}
-}
-
-// list sends the due entries, then the parked ones, each partition once,
-// to out, until ctx ends.
+// list sends the due entries, then (see listParked) the parked ones, each
+// partition once, to out, until ctx ends. It starts at a bucket of its own
+// each tick (see startBucket), so that schedulers sharing a store list
+// the due partitions in different orders and meet each other's last.
 func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.DueEntry, rep *TickReport) error {
 	seen := make(map[string]struct{})
 	send := func(e store.DueEntry, count *int) bool {
@@ -460,20 +478,66 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 			return false
 		}
 	}
-	if err := s.scan(ctx, nowMs, nil, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
+	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
+	q := store.DueQuery{UntilMs: min(nowMs, ParkedWakeMs-1), Start: start, Limit: s.listPage}
+	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
 		return err
 	}
-	return s.scan(ctx, ParkedWakeMs, afterAll(ParkedWakeMs-1), func(e store.DueEntry) bool { return send(e, &rep.Parked) })
+	if !s.listParked(nowMs) {
+		return nil
+	}
+	q = store.DueQuery{FromMs: ParkedWakeMs, UntilMs: ParkedWakeMs, Start: start, Limit: s.pageSize}
+	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
 }
 
-// scan pages through the due index entries after after, up to untilMs,
-// calling fn on each until it returns false (ctx ended).
-func (s *Scheduler) scan(ctx context.Context, untilMs uint64, after *store.DueEntry, fn func(store.DueEntry) bool) error {
+// startBucket is the bucket of n a Scheduler's tick-th listing, at
+// nowMs, starts at: r*n/m for the Scheduler of rank r among m live members
+// (see the design note in members.go), or, when the memberships cannot be
+// read, FNV-1a of its Owner and tick, so that schedulers sharing a store
+// still start at buckets of their own most of the time.
+func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick uint64) int {
+	if s.firstBucket != nil {
+		return s.firstBucket(n)
+	}
+	rank, count, err := s.members(ctx, nowMs)
+	if err == nil {
+		return rank * n / count
+	}
+	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships; starting the listing at a bucket of its own", "error", err)
+	h := uint64(14695981039346656037)
+	for i := range len(s.owner) {
+		h = (h ^ uint64(s.owner[i])) * 1099511628211
+	}
+	for i := range 8 {
+		h = (h ^ (tick >> (8 * i) & 0xFF)) * 1099511628211
+	}
+	return int(h % uint64(n))
+}
+
+// listParked reports whether this tick, at nowMs, lists the parked
+// entries: partitions in flight elsewhere, or left parked by a worker that
+// died holding its lease, or by a claim or release of this Scheduler that
+// failed. A lease lives LeaseDuration, so they are listed every quarter
+// of it, and at every tick while a partition this Scheduler failed has
+// not been fired since.
+func (s *Scheduler) listParked(nowMs uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parkedAtMs != 0 && nowMs >= s.parkedAtMs && nowMs-s.parkedAtMs < s.leaseMs/4 && !s.failing.any() {
+		return false
+	}
+	s.parkedAtMs = nowMs
+	return true
+}
+
+// scan pages through the due index entries q selects, calling fn on each
+// until it returns false (ctx ended).
+func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.DueEntry) bool) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("timers: scheduler: tick: %w", err)
 		}
-		page, err := s.due.ScanDue(ctx, untilMs, after, s.pageSize)
+		page, err := s.due.ScanDue(ctx, q)
 		if err != nil {
 			return fmt.Errorf("timers: scheduler: list due partitions: %w", err)
 		}
@@ -482,10 +546,10 @@ func (s *Scheduler) scan(ctx context.Context, untilMs uint64, after *store.DueEn
 				return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
 			}
 		}
-		if len(page) < s.pageSize {
+		if len(page) < q.Limit {
 			return nil
 		}
-		after = &page[len(page)-1]
+		q.After = &page[len(page)-1]
 	}
 }
 

@@ -1,9 +1,12 @@
 package timers_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -167,11 +170,19 @@ func (e *schedEnv) putLease(t testing.TB, p store.Partition, owner string, expir
 	e.apply(t, p, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v).SetWake(cur, timers.ParkedWakeMs))
 }
 
-// entries lists the whole due index.
+// entries lists the whole due index, by time then identity, without
+// buckets.
 func (e *schedEnv) entries(t testing.TB) []store.DueEntry {
 	t.Helper()
-	es, err := e.layer.ScanDue(e.ctx, math.MaxUint64, nil, 100_000)
+	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100_000})
 	require.NoError(t, err)
+	// By time, then identity; the buckets are the store's business.
+	for i := range es {
+		es[i].Bucket = 0
+	}
+	slices.SortFunc(es, func(a, b store.DueEntry) int {
+		return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+	})
 	return es
 }
 

@@ -17,6 +17,10 @@ type claim struct {
 	lease store.Value
 	// nowMs is the time of the claim, and of the run.
 	nowMs uint64
+	// page is the first page of due timers, read by the claim.
+	page *timerPage
+	// recovered: the claim took over another owner's expired lease.
+	recovered bool
 }
 
 // handle looks at one listed entry: it parses the partition, claims it and
@@ -94,108 +98,131 @@ func (s *Scheduler) failed(id string, p store.Partition, what string, err error)
 	return fmt.Errorf("timers: scheduler: %s %s: %w", what, store.PartitionName(p), err)
 }
 
-// claim takes partition p's lease and parks its wake time, in one guarded
-// Apply, expecting the wake time listedMs the index listed. It returns
-// nil, counting why in r, when the partition's wake time is no longer due
-// (stale), another worker holds the lease or wins the claim, or the lease
-// does not decode. Another worker's live lease on a partition listed
-// parked is the normal state of a partition in flight, not contention.
+// claimState is what a claim's transaction found.
+type claimState int
+
+const (
+	claimTaken     claimState = iota // the batch takes the lease
+	claimStale                       // the wake time is no longer due
+	claimContended                   // another worker holds the lease
+	claimCorrupt                     // the lease does not decode
+)
+
+// claim takes partition p's lease and parks its wake time, expecting the
+// wake time listedMs the index listed, in one transaction that reads, in
+// order, the wake time (stale unless due or parked), the first page of due
+// timers with their reference entries (on a store.Transactor) and the
+// lease (held by another worker and live: contended; not decodable:
+// corrupt; absent, expired or ours: taken). The page feeds the fire. It returns nil, counting why in
+// r, unless the claim committed. Another worker's live lease on a
+// partition listed parked is the normal state of a partition in flight,
+// not contention.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
-	parked, wake := listedMs == ParkedWakeMs, listedMs
-	// A partition listed due (not parked) normally has no lease: finish
-	// deleted it. The first claim then guards on its absence without
-	// reading it first; only when that guard fails is the lease read, to
-	// tell a live holder from an expired one. A parked listing reads it
-	// first: it is normally held.
-	readLease, rereadWake := parked, false
-	for attempt := 0; attempt < maxWakeAttempts; {
+	parked := listedMs == ParkedWakeMs
+	pageLimit := min(DefaultPageSize, s.budget.MaxTimers) + 1
+	// The first page feeds the fire only when it is read in the claim's
+	// transaction: a timer written after the scan then fails the claim (a
+	// conflict, and the function runs again) or lowers the parked wake
+	// time after it. On a store that is not a Transactor each read is its
+	// own snapshot, and a timer written between the scan and the claim's
+	// commit could be missed by the run and by its release: there RunDue
+	// scans once the claim has committed.
+	_, prefetch := s.store.(store.Transactor)
+	for attempt := 0; attempt < maxWakeAttempts; attempt++ {
 		nowMs := clock.NowMs(s.clock)
-		if rereadWake {
-			// The wake time moved since it was listed or read: it says
-			// whether the entry is stale.
-			at, ok, err := s.due.NextWake(ctx, p)
-			if err != nil {
+		var (
+			state claimState
+			c     *claim
+			wake  uint64
+		)
+		out, err := store.TransactOnce(ctx, s.store, p, func(ctx context.Context, rd store.Reader) (*store.Batch, error) {
+			state, c = claimTaken, nil
+			wr, ok := rd.(store.WakeReader)
+			if !ok { // NewScheduler requires a store.DueIndex: unreachable
+				return nil, fmt.Errorf("store %T reads no wake time: %w", s.store, store.ErrInvalid)
+			}
+			var err error
+			if wake, ok, err = wr.NextWake(ctx); err != nil {
 				return nil, fmt.Errorf("read wake time: %w", err)
 			}
-			if !ok || at > nowMs && at != ParkedWakeMs {
-				r.Stale++
-				s.count(MetricSchedulerStale, p)
+			if !ok || wake > nowMs && wake != ParkedWakeMs {
+				state = claimStale
 				return nil, nil
 			}
-			wake, rereadWake = at, false
-		}
-		var observed store.Value
-		present := false
-		if readLease {
-			var err error
-			if observed, present, err = s.store.Get(ctx, p, s.leaseKey); err != nil {
+			var (
+				pg       *timerPage
+				observed store.Value
+			)
+			if prefetch {
+				page, leaseVals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey)
+				if err != nil {
+					return nil, err
+				}
+				pg, observed = &page, leaseVals[0]
+			} else if observed, _, err = rd.Get(ctx, s.leaseKey); err != nil {
 				return nil, fmt.Errorf("read lease: %w", err)
 			}
-			if !present {
-				observed = nil
-			}
-		}
-		recovered := false
-		if present {
-			held, err := gen.DecodeSchedulerLeaseV1(observed)
-			if err != nil {
-				r.Corrupt++
-				s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
-				s.log.Error("timers: scheduler: lease does not decode; partition left alone",
-					"partition", store.PartitionName(p), "error", err)
-				return nil, nil
-			}
-			if held.Owner != s.owner {
-				if held.ExpiresAtMs > nowMs {
-					if !parked || wake != ParkedWakeMs {
-						r.Contended++
-						s.count(MetricSchedulerContended, p)
-					}
+			recovered := false
+			if observed != nil {
+				held, err := gen.DecodeSchedulerLeaseV1(observed)
+				switch {
+				case err != nil:
+					state = claimCorrupt
+					return nil, nil
+				case held.Owner != s.owner && held.ExpiresAtMs > nowMs:
+					state = claimContended
 					return nil, nil
 				}
-				recovered = true
+				recovered = held.Owner != s.owner
 			}
-		}
-		expires := addMs(nowMs, s.leaseMs)
-		lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
-		if err != nil { // NewScheduler bounds the owner: unreachable
-			return nil, err
-		}
-		// Parked with the lease's expiry as its ceiling: a timer written
-		// during the fire lowers the wake time to at most the expiry, so
-		// that it is due when another worker may take over.
-		b := store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).SetWakeCeiling(wake, ParkedWakeMs, expires)
-		out, err := s.store.Apply(ctx, p, b)
+			expires := addMs(nowMs, s.leaseMs)
+			lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
+			if err != nil { // NewScheduler bounds the owner: unreachable
+				return nil, err
+			}
+			c = &claim{lease: lease, nowMs: nowMs, page: pg, recovered: recovered}
+			// Parked with the lease's expiry as its ceiling: a timer written
+			// during the fire lowers the wake time to at most the expiry, so
+			// that it is due when another worker may take over.
+			return store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).
+				SetWakeCeiling(wake, ParkedWakeMs, expires), nil
+		})
 		switch {
 		case err != nil:
 			// Had it landed, the partition stays parked under our lease:
 			// a later tick's parked listing takes it back.
-			return nil, fmt.Errorf("apply lease: %w", err)
+			return nil, fmt.Errorf("claim: %w", err)
+		case state == claimStale:
+			r.Stale++
+			s.count(MetricSchedulerStale, p)
+			return nil, nil
+		case state == claimCorrupt:
+			r.Corrupt++
+			s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
+			s.log.Error("timers: scheduler: lease does not decode; partition left alone", "partition", store.PartitionName(p))
+			return nil, nil
+		case state == claimContended:
+			if !parked || wake != ParkedWakeMs {
+				r.Contended++
+				s.count(MetricSchedulerContended, p)
+			}
+			return nil, nil
 		case out.Committed():
 			r.Claimed++
 			s.count(MetricSchedulerClaimed, p)
-			if recovered {
+			if c.recovered {
 				r.Recovered++
 				s.count(MetricSchedulerRecovered, p)
 				s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
 			}
-			return &claim{lease: lease, nowMs: nowMs}, nil
-		case wakeMoved(out):
-			// A timer write lowered the wake time, or a worker fired the
-			// partition, since it was listed: look again.
-			attempt++
-			rereadWake = true
-			continue
-		case out.Outcome == store.PreconditionFailed && !readLease:
-			// A lease exists after all: read it and decide.
-			readLease = true
-			continue
+			return c, nil
 		case out.Outcome == store.PreconditionFailed:
-			r.Contended++
-			s.count(MetricSchedulerContended, p)
-			return nil, nil
+			// The wake time or the lease changed between the reads and the
+			// commit (a store that is not a Transactor reads each on its
+			// own): look again.
+			continue
 		default:
-			return nil, fmt.Errorf("apply lease: unexpected outcome %v", out)
+			return nil, fmt.Errorf("claim: unexpected outcome %v", out)
 		}
 	}
 	// The wake time kept moving under busy writers: the next tick looks.
@@ -211,7 +238,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 // delete, even when it failed). The run and the release outlive ctx's
 // cancellation, bounded by the lease each.
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
-	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full}
+	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 	rep, runErr := RunDue(runCtx, s.store, p, s.reg, c.nowMs, s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
 	cancel()

@@ -3,10 +3,10 @@ package timers
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
 )
 
 // Waiter waits, for Run, between ticks. Tests pass one driven by a manual
@@ -69,19 +69,23 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // nothing: until the first entry past what the tick listed, at most
 // PollInterval.
 func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
-	next, err := s.due.ScanDue(ctx, math.MaxUint64, afterAll(horizonMs), 1)
+	firsts, err := s.due.ScanDue(ctx, store.DueQuery{FromMs: horizonMs + 1, UntilMs: ParkedWakeMs - 1, Limit: s.due.DueBuckets(), PerBucket: 1})
 	if err != nil {
 		s.log.Warn("timers: scheduler: cannot read the next wake time; polling", "error", err)
 		return s.poll
 	}
-	if len(next) == 0 || next[0].AtMs == ParkedWakeMs {
+	if len(firsts) == 0 {
 		return s.poll
 	}
+	next := firsts[0].AtMs
+	for _, e := range firsts[1:] {
+		next = min(next, e.AtMs)
+	}
 	nowMs := clock.NowMs(s.clock)
-	if next[0].AtMs <= nowMs {
+	if next <= nowMs {
 		return 0
 	}
-	if ms := next[0].AtMs - nowMs; ms < uint64(s.poll/time.Millisecond) {
+	if ms := next - nowMs; ms < uint64(s.poll/time.Millisecond) {
 		return time.Duration(ms) * time.Millisecond
 	}
 	return s.poll

@@ -17,10 +17,12 @@
 // RunDue fires a partition's due timers oldest first, within a Budget. A
 // handler returns a Fired outcome (Done, Reschedule or Retry) carrying a
 // batch of its own; RunDue applies that batch together with the timer's own
-// change in one Apply, guarded by the timer row and reference entry still
-// holding what the handler saw. A timer changed meanwhile by another writer
-// makes the guard fail and nothing lands: each fire takes effect at most
-// once per observed timer value.
+// change atomically, guarded by the timer row and reference entry still
+// holding what the handler saw, and commits the outcomes of a page of
+// timers together, in as few batches as the store's limits allow (see
+// Handler for what that means to a handler). A timer changed meanwhile by
+// another writer makes its guard fail and nothing of its outcome lands:
+// each fire takes effect at most once per observed timer value.
 //
 // Handlers are registered by Kind in a Registry. Kinds 1 to 255 are
 // reserved for the library's own handlers; a service's handlers take kinds
@@ -143,7 +145,27 @@ type Ctx struct {
 // Handler fires the timers of one kind. Fire is called with a due timer and
 // returns its outcome: it reads what it needs through c.Store and puts its
 // writes in the outcome's batch instead of applying them, so that they land
-// atomically with the timer's own change. ctx bounds the fire.
+// atomically with the timer's own change. ctx bounds the fire. The batch
+// may hold what HandlerCapabilities leaves; one that does not fit fails
+// the timer.
+//
+// What a handler reads: RunDue fires the due timers of a page one after
+// another and then commits their outcomes together, so a handler fires
+// before the outcomes of the timers of its kind fired before it in the
+// same run have committed, and reads the state without them (other
+// kinds' outcomes have committed: RunDue commits them before a handler of
+// another kind fires). The outcomes land as if applied one after another,
+// in order: a handler that guards what it read (store.Guard, Equals,
+// Absent) never overwrites an earlier outcome's write with a value
+// computed from the state before it. Such a guard on a key an earlier
+// outcome of the run writes holds only if that write leaves exactly what
+// it requires; when it does not, the timer's outcome fails its guard
+// (Report.Raced), nothing of it lands, and the timer stays due for the
+// next run, which reads the earlier write. So a handler must guard every
+// row its outcome depends on, as it must against other writers anyway,
+// and a handler whose fire has effects outside its batch (a call to
+// another system) must expect to fire again after a failed guard. A guard
+// that fails for one timer never loses another timer's outcome.
 //
 // An error or a panic fails this timer only: RunDue logs it, counts it and
 // moves the timer RetryBackoffMs later. An error wrapping store.ErrCorrupt

@@ -205,7 +205,7 @@ func (op *oursOp) checkEmpty(tb testing.TB) {
 			tb.Fatalf("ours: %s still holds rows", store.PartitionName(p))
 		}
 	}
-	due, err := op.s.ScanDue(ctx, ^uint64(0), nil, 1)
+	due, err := op.s.ScanDue(ctx, store.DueQuery{UntilMs: ^uint64(0), Limit: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

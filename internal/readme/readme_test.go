@@ -82,11 +82,12 @@ var byCommand = map[string]how{
 	"(cd bench/river && go test -run '^$' -bench FireDue -benchtime 2x -count 1 -timeout 60m)": {
 		reason: "fires 10,000 timers and works 10,000 River jobs per op, minutes of fsyncs; make test runs the same harness on 100 of each (bench/river's TestEachFiresEveryItemExactlyOnce)",
 	},
-	"go test -run '^$' -bench 'SchedulerTickScaling' -benchtime 200x -count 10 ./timers": {run: runOnce},
-	"go test -run '^$' -bench SchedulerCommits -benchtime 20x ./timers":                  {run: runOnce},
-	"go test -run '^$' -bench 'WatermarkScaling' -count 6 ./watermark":                   {run: runOnce},
-	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                         {run: runOnce},
-	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                 {run: runOnce},
+	"go test -run '^$' -bench 'SchedulerTickScaling' -benchtime 200x -count 10 ./timers":               {run: runOnce},
+	"go test -run '^$' -bench 'SchedulerRoundTrips|SchedulerCommits' -benchtime 20x ./timers":          {run: runOnce},
+	"go test -run '^$' -bench 'SchedulerWorkers/engine=mvcc-latency$' -benchtime 3x -count 6 ./bench/": {run: runOnce},
+	"go test -run '^$' -bench 'WatermarkScaling' -count 6 ./watermark":                                 {run: runOnce},
+	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                                       {run: runOnce},
+	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                               {run: runOnce},
 
 	`go run ./cmd/mkitfdb partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
 	"go run ./cmd/mkitfdb help quarantine":                                  {run: runOperator},

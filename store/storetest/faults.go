@@ -78,8 +78,9 @@ type Call struct {
 	After     store.Cursor    // Scan
 	Limit     int             // Scan, ScanDue
 	Batch     *store.Batch    // Apply; TransactOnce once its function returned (nil before)
-	UntilMs   uint64          // ScanDue
-	AfterDue  *store.DueEntry // ScanDue
+	UntilMs   uint64          // ScanDue: Due.UntilMs
+	AfterDue  *store.DueEntry // ScanDue: Due.After
+	Due       store.DueQuery  // ScanDue
 }
 
 // rule is one configured fault: a failure of one method's calls, or a
@@ -487,8 +488,8 @@ func (f *Faults) Probe(ctx context.Context) error {
 }
 
 // ScanDue implements store.DueIndex by forwarding to the inner store.
-func (f *Faults) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
-	c := Call{Method: MethodScanDue, UntilMs: untilMs, AfterDue: after, Limit: limit}
+func (f *Faults) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
+	c := Call{Method: MethodScanDue, UntilMs: q.UntilMs, AfterDue: q.After, Limit: q.Limit, Due: q}
 	pl := f.start(&c)
 	if err := pl.enter(ctx, &c); err != nil {
 		return nil, err
@@ -497,7 +498,7 @@ func (f *Faults) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEn
 	if err != nil {
 		return nil, err
 	}
-	es, err := di.ScanDue(ctx, untilMs, after, limit)
+	es, err := di.ScanDue(ctx, q)
 	if err != nil {
 		return es, err
 	}
@@ -526,6 +527,15 @@ func (f *Faults) NextWake(ctx context.Context, p store.Partition) (uint64, bool,
 		return 0, false, err
 	}
 	return at, ok, nil
+}
+
+// DueBuckets implements store.DueIndex: the inner store's buckets, 1 when
+// it keeps no due index (whose ScanDue then fails).
+func (f *Faults) DueBuckets() int {
+	if di, ok := f.inner.(store.DueIndex); ok {
+		return di.DueBuckets()
+	}
+	return 1
 }
 
 func (f *Faults) dueIndex(c *Call) (store.DueIndex, error) {

@@ -47,7 +47,7 @@ func (ff *faultsFixture) call(m Method) error {
 	case MethodProbe:
 		err = ff.f.Probe(ff.ctx)
 	case MethodScanDue:
-		_, err = ff.f.ScanDue(ff.ctx, 10_000, nil, 10)
+		_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{UntilMs: 10_000, Limit: 10})
 	case MethodNextWake:
 		_, _, err = ff.f.NextWake(ff.ctx, ff.p)
 	case MethodTransact:
@@ -294,17 +294,17 @@ func TestFaultsDueIndex(t *testing.T) {
 		t.Fatalf("NextWake = %d, %v, %v; want 5000 through the wrapper", at, ok, err)
 	}
 	ff.f.FailWhen(MethodScanDue, func(c Call) bool { return c.UntilMs < 5000 }, nil)
-	es, err := ff.f.ScanDue(ff.ctx, 5000, nil, 10)
+	es, err := ff.f.ScanDue(ff.ctx, store.DueQuery{UntilMs: 5000, Limit: 10})
 	if err != nil || len(es) != 1 || es[0].AtMs != 5000 {
 		t.Fatalf("ScanDue until 5000 = %v, %v; want the fixture's entry", es, err)
 	}
-	_, err = ff.f.ScanDue(ff.ctx, 4999, nil, 10)
+	_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{UntilMs: 4999, Limit: 10})
 	wantSentinel(t, err, store.ErrUnavailable, "ScanDue matching the failure rule")
 
 	plain := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	_, _, err = plain.NextWake(ff.ctx, ff.p)
 	wantSentinel(t, err, store.ErrInvalid, "NextWake over a store without a due index")
-	_, err = plain.ScanDue(ff.ctx, 1, nil, 1)
+	_, err = plain.ScanDue(ff.ctx, store.DueQuery{UntilMs: 1, Limit: 1})
 	wantSentinel(t, err, store.ErrInvalid, "ScanDue over a store without a due index")
 }
 

@@ -424,9 +424,25 @@ func (r *modelReader) NextWake(ctx context.Context) (uint64, bool, error) {
 	return at, ok, nil
 }
 
-func (d dueModel) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
-	if limit < 1 {
-		return nil, fmt.Errorf("model: due index: %w: limit %d", store.ErrInvalid, limit)
+// modelDueBuckets is the model's number of due index buckets.
+const modelDueBuckets = 3
+
+func (dueModel) DueBuckets() int { return modelDueBuckets }
+
+// modelBucket is the model's bucket of a partition: the sum of its
+// identity's bytes.
+func modelBucket(id string) int {
+	sum := 0
+	for i := range len(id) {
+		sum += int(id[i])
+	}
+	return sum % modelDueBuckets
+}
+
+func (d dueModel) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
+	n, err := q.Check(modelDueBuckets)
+	if err != nil {
+		return nil, fmt.Errorf("model: due index: %w", err)
 	}
 	if err := d.notNested(ctx); err != nil {
 		return nil, fmt.Errorf("model: due index: %w", err)
@@ -436,22 +452,35 @@ func (d dueModel) ScanDue(ctx context.Context, untilMs uint64, after *store.DueE
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return listDue(d.wake, q, n), nil
+}
+
+// listDue lists, from wake times by identity, what a query of n buckets
+// selects.
+func listDue(wake map[string]uint64, q store.DueQuery, n int) []store.DueEntry {
 	var out []store.DueEntry
-	for id, at := range d.wake {
-		e := store.DueEntry{AtMs: at, Partition: []byte(id)}
-		if at <= untilMs && (after == nil || compareDue(e, *after) > 0) {
+	for id, at := range wake {
+		e := store.DueEntry{Bucket: modelBucket(id), AtMs: at, Partition: []byte(id)}
+		if at >= q.FromMs && at <= q.UntilMs && q.Offset(e.Bucket, modelDueBuckets) < n &&
+			(q.After == nil || compareDue(q, e, *q.After) > 0) {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, compareDue)
-	return out[:min(limit, len(out))], nil
+	slices.SortFunc(out, func(a, b store.DueEntry) int { return compareDue(q, a, b) })
+	if q.PerBucket > 0 {
+		per := map[int]int{}
+		out = slices.DeleteFunc(out, func(e store.DueEntry) bool {
+			per[e.Bucket]++
+			return per[e.Bucket] > q.PerBucket
+		})
+	}
+	return out[:min(q.Limit, len(out))]
 }
 
-func compareDue(a, b store.DueEntry) int {
-	if a.AtMs != b.AtMs {
-		return cmp.Compare(a.AtMs, b.AtMs)
-	}
-	return bytes.Compare(a.Partition, b.Partition)
+// compareDue orders entries as a listing q lists them.
+func compareDue(q store.DueQuery, a, b store.DueEntry) int {
+	return cmp.Or(cmp.Compare(q.Offset(a.Bucket, modelDueBuckets), q.Offset(b.Bucket, modelDueBuckets)),
+		cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
 }
 
 func (d dueModel) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {

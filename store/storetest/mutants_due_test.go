@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -106,8 +107,8 @@ func (s wakeupDespiteFailure) Apply(ctx context.Context, p store.Partition, b *s
 // dueByPartition orders the due index by partition, then time.
 type dueByPartition struct{ dueModel }
 
-func (s dueByPartition) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
-	all, err := s.dueModel.ScanDue(ctx, untilMs, nil, 1<<20)
+func (s dueByPartition) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
+	all, err := s.dueModel.ScanDue(ctx, store.DueQuery{FromMs: q.FromMs, UntilMs: q.UntilMs, Start: q.Start, Buckets: q.Buckets, Limit: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +116,10 @@ func (s dueByPartition) ScanDue(ctx context.Context, untilMs uint64, after *stor
 		return cmp.Or(bytes.Compare(a.Partition, b.Partition), cmp.Compare(a.AtMs, b.AtMs))
 	}
 	slices.SortFunc(all, byPartition)
-	if after != nil {
-		all = slices.DeleteFunc(all, func(e store.DueEntry) bool { return byPartition(e, *after) <= 0 })
+	if q.After != nil {
+		all = slices.DeleteFunc(all, func(e store.DueEntry) bool { return byPartition(e, *q.After) <= 0 })
 	}
-	return all[:min(limit, len(all))], nil
+	return all[:min(q.Limit, len(all))], nil
 }
 
 // staleDue keeps listing every wake time a partition ever had.
@@ -128,28 +129,38 @@ type staleDue struct {
 	old []store.DueEntry
 }
 
-func (s *staleDue) ScanDue(ctx context.Context, untilMs uint64, after *store.DueEntry, limit int) ([]store.DueEntry, error) {
-	es, err := s.dueModel.ScanDue(ctx, untilMs, nil, 1<<20)
+func (s *staleDue) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
+	es, err := s.dueModel.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	for _, e := range es {
-		if !slices.ContainsFunc(s.old, func(o store.DueEntry) bool { return compareDue(o, e) == 0 }) {
+		if !slices.ContainsFunc(s.old, func(o store.DueEntry) bool { return compareDue(q, o, e) == 0 }) {
 			s.old = append(s.old, e)
 		}
 	}
-	all := slices.Clone(s.old)
+	old := map[string]uint64{}
+	var out []store.DueEntry
+	for _, e := range s.old {
+		old[string(e.Partition)] = e.AtMs
+		out = append(out, listDue(old, q, q.Buckets+modelDueBuckets*btoi(q.Buckets == 0))...)
+		delete(old, string(e.Partition))
+	}
 	s.mu.Unlock()
-	all = slices.DeleteFunc(all, func(e store.DueEntry) bool {
-		return e.AtMs > untilMs || (after != nil && compareDue(e, *after) <= 0)
-	})
-	slices.SortFunc(all, compareDue)
-	return all[:min(limit, len(all))], nil
+	slices.SortFunc(out, func(a, b store.DueEntry) int { return compareDue(q, a, b) })
+	return out[:min(q.Limit, len(out))], nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (s *staleDue) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
-	_, _ = s.ScanDue(ctx, 1<<63, nil, 1) // records the wake times before the batch
+	_, _ = s.ScanDue(ctx, store.DueQuery{UntilMs: 1 << 63, Limit: 1}) // records the wake times before the batch
 	return s.dueModel.Apply(ctx, p, b)
 }
 

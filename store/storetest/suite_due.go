@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -66,39 +67,86 @@ func dueEntry(t testing.TB, p store.Partition, atMs uint64) store.DueEntry {
 	return store.DueEntry{AtMs: atMs, Partition: id}
 }
 
-// scanDue pages through the due index up to untilMs, limit entries a page,
-// starting after after.
-func (f *fixture) scanDue(t testing.TB, di store.DueIndex, untilMs uint64, after *store.DueEntry, limit int) []store.DueEntry {
+// scanDue pages through the due index as q selects, q.Limit entries a
+// page, and checks each page: at most q.Limit entries, in q's order
+// (bucket by bucket from q.Start, by time then identity within one).
+func (f *fixture) scanDue(t testing.TB, di store.DueIndex, q store.DueQuery) []store.DueEntry {
 	t.Helper()
 	var all []store.DueEntry
 	for page := 0; ; page++ {
 		if page > 10_000 {
-			t.Fatalf("ScanDue until %d limit %d: no end after %d pages", untilMs, limit, page)
+			t.Fatalf("ScanDue %+v: no end after %d pages", q, page)
 		}
-		es, err := di.ScanDue(f.ctx, untilMs, after, limit)
-		noErr(t, err, fmt.Sprintf("ScanDue until %d limit %d", untilMs, limit))
-		if len(es) > limit {
-			t.Fatalf("ScanDue returned %d entries, limit %d", len(es), limit)
+		es, err := di.ScanDue(f.ctx, q)
+		noErr(t, err, fmt.Sprintf("ScanDue %+v", q))
+		if len(es) > q.Limit {
+			t.Fatalf("ScanDue returned %d entries, limit %d", len(es), q.Limit)
 		}
 		all = append(all, es...)
-		if len(es) < limit {
-			return all
+		if len(es) < q.Limit {
+			break
 		}
-		after = &es[len(es)-1]
+		q.After = &es[len(es)-1]
 	}
+	buckets := di.DueBuckets()
+	for i := 1; i < len(all); i++ {
+		if listingOrder(q, buckets, all[i-1], all[i]) >= 0 {
+			t.Fatalf("ScanDue %+v listed %v before %v: want bucket by bucket from %d, by time then identity within one", q, all[i-1], all[i], q.Start)
+		}
+	}
+	return all
+}
+
+// listingOrder compares two entries in the order a listing from q.Start
+// lists them.
+func listingOrder(q store.DueQuery, buckets int, a, b store.DueEntry) int {
+	return cmp.Or(cmp.Compare(q.Offset(a.Bucket, buckets), q.Offset(b.Bucket, buckets)), compareByTime(a, b))
+}
+
+// compareByTime orders entries by time, then identity.
+func compareByTime(a, b store.DueEntry) int {
+	return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+}
+
+// byTime returns es sorted by time, then identity, buckets left out.
+func byTime(es []store.DueEntry) []store.DueEntry {
+	out := make([]store.DueEntry, len(es))
+	for i, e := range es {
+		out[i] = store.DueEntry{AtMs: e.AtMs, Partition: e.Partition}
+	}
+	slices.SortFunc(out, compareByTime)
+	return out
 }
 
 func sameEntries(a, b []store.DueEntry) bool {
 	return slices.EqualFunc(a, b, func(x, y store.DueEntry) bool {
-		return x.AtMs == y.AtMs && bytes.Equal(x.Partition, y.Partition)
+		return x.Bucket == y.Bucket && x.AtMs == y.AtMs && bytes.Equal(x.Partition, y.Partition)
 	})
 }
 
+// wantDue checks that every listing of the entries due by untilMs, from
+// every bucket and in pages of several sizes, holds exactly want (by
+// time, then identity; their buckets are the store's), each partition
+// once and always in the same bucket.
 func (f *fixture) wantDue(t testing.TB, di store.DueIndex, untilMs uint64, want []store.DueEntry) {
 	t.Helper()
-	for _, limit := range []int{1, 2, 1000} {
-		if got := f.scanDue(t, di, untilMs, nil, limit); !sameEntries(got, want) {
-			t.Fatalf("ScanDue until %d limit %d:\n got %v\nwant %v", untilMs, limit, got, want)
+	want = byTime(want)
+	bucketOf := map[string]int{}
+	for start := range di.DueBuckets() {
+		for _, limit := range []int{1, 2, 1000} {
+			got := f.scanDue(t, di, store.DueQuery{UntilMs: untilMs, Start: start, Limit: limit})
+			for _, e := range got {
+				if b, seen := bucketOf[string(e.Partition)]; seen && b != e.Bucket {
+					t.Fatalf("ScanDue until %d from bucket %d: %x listed in bucket %d, before in %d", untilMs, start, e.Partition, e.Bucket, b)
+				}
+				if e.Bucket < 0 || e.Bucket >= di.DueBuckets() {
+					t.Fatalf("ScanDue until %d: entry %v in bucket %d of %d", untilMs, e, e.Bucket, di.DueBuckets())
+				}
+				bucketOf[string(e.Partition)] = e.Bucket
+			}
+			if got := byTime(got); !sameEntries(got, want) {
+				t.Fatalf("ScanDue until %d from bucket %d limit %d:\n got %v\nwant %v", untilMs, start, limit, got, want)
+			}
 		}
 	}
 }
@@ -267,9 +315,11 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 	}
 }
 
-// testScanDue: ScanDue lists entries due by untilMs (inclusive), oldest
-// first then by partition identity, strictly after the given entry, at
-// most limit at a time.
+// testScanDue: ScanDue lists the entries whose time lies in [FromMs,
+// UntilMs] (both inclusive), bucket by bucket from Start (wrapping), by
+// time then identity within a bucket, strictly after the given entry, at
+// most Limit at a time, at most PerBucket from each bucket; a query out
+// of range is ErrInvalid.
 func testScanDue(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	f.wantDue(t, di, math.MaxUint64, nil)
@@ -282,15 +332,77 @@ func testScanDue(t *testing.T, f *fixture) {
 	f.wantDue(t, di, 3000, all[:4])
 	f.wantDue(t, di, math.MaxUint64, all)
 
-	for i, after := range all {
-		got := f.scanDue(t, di, math.MaxUint64, &after, 2)
-		if !sameEntries(got, all[i+1:]) {
-			t.Fatalf("ScanDue after entry %d:\n got %v\nwant %v", i, got, all[i+1:])
+	buckets := di.DueBuckets()
+	for start := range buckets {
+		listing := f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Start: start, Limit: 1000})
+		for i, after := range listing {
+			got := f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Start: start, After: &after, Limit: 2})
+			if !sameEntries(got, listing[i+1:]) {
+				t.Fatalf("ScanDue from bucket %d after entry %d:\n got %v\nwant %v", start, i, got, listing[i+1:])
+			}
+		}
+		// Resuming after an entry not in the index, in the bucket of the
+		// listing's second entry.
+		between := store.DueEntry{Bucket: listing[1].Bucket, AtMs: 2500, Partition: []byte("\x02zzz\x00")}
+		q := store.DueQuery{UntilMs: 3000, Start: start, After: &between, Limit: 10}
+		var want []store.DueEntry
+		for _, e := range listing {
+			if e.AtMs <= 3000 && listingOrder(q, buckets, e, between) > 0 {
+				want = append(want, e)
+			}
+		}
+		if got := f.scanDue(t, di, q); !sameEntries(got, want) {
+			t.Fatalf("ScanDue from bucket %d after an entry not in the index:\n got %v\nwant %v", start, got, want)
+		}
+		// Some buckets only, from start.
+		some := store.DueQuery{UntilMs: math.MaxUint64, Start: start, Buckets: 1 + start%buckets, Limit: 3}
+		want = slices.DeleteFunc(slices.Clone(listing), func(e store.DueEntry) bool { return some.Offset(e.Bucket, buckets) >= some.Buckets })
+		if got := f.scanDue(t, di, some); !sameEntries(got, want) {
+			t.Fatalf("ScanDue of %d buckets from %d:\n got %v\nwant %v", some.Buckets, start, got, want)
 		}
 	}
-	between := store.DueEntry{AtMs: 2500, Partition: []byte("\x02zzz\x00")}
-	if got := f.scanDue(t, di, 3000, &between, 10); !sameEntries(got, all[2:4]) {
-		t.Fatalf("ScanDue after an entry not in the index:\n got %v\nwant %v", got, all[2:4])
+
+	// FromMs bounds the times from below.
+	got := f.scanDue(t, di, store.DueQuery{FromMs: 2000, UntilMs: 3000, Limit: 2})
+	if !sameEntries(byTime(got), all[1:4]) {
+		t.Fatalf("ScanDue of [2000, 3000]:\n got %v\nwant %v", byTime(got), all[1:4])
+	}
+	if got := f.scanDue(t, di, store.DueQuery{FromMs: 3001, UntilMs: 3000, Limit: 2}); len(got) != 0 {
+		t.Fatalf("ScanDue of an empty time range: %v", got)
+	}
+
+	// PerBucket: the first entries of each bucket.
+	es, err := di.ScanDue(f.ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100, PerBucket: 1})
+	noErr(t, err, "ScanDue with PerBucket 1")
+	firsts := map[int]store.DueEntry{}
+	for _, e := range f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100}) {
+		if _, ok := firsts[e.Bucket]; !ok {
+			firsts[e.Bucket] = e
+		}
+	}
+	if len(es) != len(firsts) {
+		t.Fatalf("ScanDue with PerBucket 1 listed %v, want one entry of each of %d buckets", es, len(firsts))
+	}
+	for _, e := range es {
+		if w := firsts[e.Bucket]; !sameEntries([]store.DueEntry{e}, []store.DueEntry{w}) {
+			t.Fatalf("ScanDue with PerBucket 1 listed %v in bucket %d, want its first entry %v", e, e.Bucket, w)
+		}
+	}
+
+	for name, q := range map[string]store.DueQuery{
+		"limit 0":                     {UntilMs: 10},
+		"negative per-bucket limit":   {UntilMs: 10, Limit: 1, PerBucket: -1},
+		"start past the last bucket":  {UntilMs: 10, Limit: 1, Start: buckets},
+		"negative start":              {UntilMs: 10, Limit: 1, Start: -1},
+		"more buckets than the index": {UntilMs: 10, Limit: 1, Buckets: buckets + 1},
+		"after in an unlisted bucket": {UntilMs: 10, Limit: 1, Buckets: 1, After: &store.DueEntry{Bucket: 1, AtMs: 1}},
+		"after in no bucket":          {UntilMs: 10, Limit: 1, After: &store.DueEntry{Bucket: buckets, AtMs: 1}},
+	} {
+		if name == "after in an unlisted bucket" && buckets == 1 {
+			continue
+		}
+		_, err := di.ScanDue(f.ctx, q)
+		wantSentinel(t, err, store.ErrInvalid, "ScanDue with "+name)
 	}
 }
 

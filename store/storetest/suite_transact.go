@@ -395,7 +395,10 @@ func testTransactNested(t *testing.T, f *fixture) {
 		},
 	}
 	if di, ok := f.s.(store.DueIndex); ok {
-		calls["ScanDue"] = func(ctx context.Context) error { _, err := di.ScanDue(ctx, 1, nil, 1); return err }
+		calls["ScanDue"] = func(ctx context.Context) error {
+			_, err := di.ScanDue(ctx, store.DueQuery{UntilMs: 1, Limit: 1})
+			return err
+		}
 		calls["NextWake"] = func(ctx context.Context) error { _, _, err := di.NextWake(ctx, f.p); return err }
 	}
 	for name, call := range calls {

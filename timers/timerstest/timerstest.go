@@ -91,7 +91,7 @@ func entries(ctx context.Context, due store.DueIndex) (map[string]uint64, error)
 	out := make(map[string]uint64)
 	var after *store.DueEntry
 	for {
-		es, err := due.ScanDue(ctx, math.MaxUint64, after, page)
+		es, err := due.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, After: after, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("timerstest: list the due index: %w", err)
 		}

@@ -1,0 +1,127 @@
+package timers_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+	"github.com/mkit-dev/mkitfdb/timers/timerstest"
+)
+
+// openV1Fixture opens a copy of testdata/due-v1.bbolt: 40 partitions
+// whose timers (kind 1000; 30 due at 10,000 ms, 10 at 20,000, each with
+// one a day later) were written by the code before the due index had
+// buckets (testdata/due-v1.go.txt, run at e64c5c8), so every due index
+// entry is of that layout.
+func openV1Fixture(t *testing.T, clk clock.Clock, opts ...fdblayer.Option) (*fdblayer.Layer, []store.Partition) {
+	t.Helper()
+	src, err := os.Open("testdata/due-v1.bbolt")
+	require.NoError(t, err)
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "due-v1.bbolt")
+	dst, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
+	require.NoError(t, err)
+	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	var ps []store.Partition
+	for i := range 40 {
+		ps = append(ps, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("v1-%02d", i))})
+	}
+	return l, ps
+}
+
+// timerCount counts the timer rows of ps.
+func timerCount(t *testing.T, l *fdblayer.Layer, ps []store.Partition) int {
+	t.Helper()
+	n := 0
+	start, end := gen.ClassRange(gen.TagTimerKey)
+	for _, p := range ps {
+		page, err := l.Scan(context.Background(), p, start, end, nil, 100)
+		require.NoError(t, err)
+		n += len(page.Entries)
+	}
+	return n
+}
+
+// A store written before the due index had buckets, opened by this code,
+// loses no timer: its entries are listed (as the last bucket), every due
+// partition fires, each entry moves to its bucket when its partition's
+// wake time changes, and MigrateDueIndex moves the ones not yet touched.
+func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
+	for _, tc := range []struct {
+		migrateFirst bool
+		buckets      int // 0: bbolt's one
+	}{{false, 0}, {true, 0}, {false, fdblayer.DueHashBuckets}, {true, fdblayer.DueHashBuckets}} {
+		migrateFirst := tc.migrateFirst
+		t.Run(fmt.Sprintf("migrate-first=%v/buckets=%d", migrateFirst, tc.buckets), func(t *testing.T) {
+			ctx := context.Background()
+			clk := clock.NewManualMs(10_000)
+			var opts []fdblayer.Option
+			if tc.buckets != 0 {
+				opts = append(opts, fdblayer.WithDueBuckets(tc.buckets))
+			}
+			l, ps := openV1Fixture(t, clk, opts...)
+			require.Equal(t, 80, timerCount(t, l, ps))
+			es, err := l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1000})
+			require.NoError(t, err)
+			require.Len(t, es, 40)
+			for _, e := range es {
+				require.Equal(t, l.DueBuckets()-1, e.Bucket, "every entry is of the first layout")
+			}
+			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
+			if migrateFirst {
+				moved, err := l.MigrateDueIndex(ctx)
+				require.NoError(t, err)
+				require.Equal(t, 40, moved)
+				require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
+			}
+
+			h := &recorder{kind: 1000}
+			s, err := timers.NewScheduler(timers.SchedulerConfig{Store: l, Registry: registry(t, h), Clock: clk,
+				Workers: 3, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			rep, err := s.Tick(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 30, rep.Claimed)
+			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
+			clk.SetMs(20_000)
+			rep, err = s.Tick(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 10, rep.Claimed)
+			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
+			assert.Len(t, h.seen(), 40, "every due timer fired once")
+			assert.Equal(t, 40, timerCount(t, l, ps), "the ones a day later wait")
+
+			es, err = l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1000})
+			require.NoError(t, err)
+			require.Len(t, es, 40)
+			for _, e := range es {
+				assert.Less(t, e.Bucket, l.DueBuckets()-1, "moved to its bucket")
+				assert.Greater(t, e.AtMs, uint64(86_400_000))
+			}
+			moved, err := l.MigrateDueIndex(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, moved)
+		})
+	}
+}

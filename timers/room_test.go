@@ -1,0 +1,89 @@
+package timers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// fillBatch returns a batch of puts that uses exactly the operations and
+// bytes caps leaves a builder (MaxBatchOps - ReservedBatchOps,
+// MaxBatchBytes), plus extraOps puts of one byte more.
+func fillBatch(t *testing.T, caps store.Capabilities, extraOps int) *store.Batch {
+	t.Helper()
+	ops, bytes := caps.MaxBatchOps-caps.ReservedBatchOps, caps.MaxBatchBytes
+	b := store.NewBatch()
+	for i := range ops {
+		key := store.Key(fmt.Sprintf("fill/%04d", i))
+		left := bytes - b.Bytes() - len(key) - (ops-i-1)*(len(key)) // room for the keys still to come
+		v := make(store.Value, max(0, min(left, caps.MaxValueBytes)))
+		b.Put(key, v)
+	}
+	require.Equal(t, caps.MaxBatchBytes, b.Bytes(), "the batch holds exactly the bytes")
+	require.NoError(t, b.Validate(caps))
+	for i := range extraOps {
+		b.Put(store.Key(fmt.Sprintf("more/%d", i)), nil)
+	}
+	return b
+}
+
+// TestHandlerCapabilitiesFitARealFire: a handler whose batch uses all of
+// HandlerCapabilities (every operation and byte it leaves) has its
+// outcome land, Done and Reschedule alike, under a Scheduler's claim
+// (the lease guard and the release beside it) and run alone; past the
+// slack its outcome leaves (a Done writes one operation less than a
+// Reschedule, and without a claim there is no lease guard) one
+// operation more fails the timer, nothing of it written.
+func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		slack   int // the operations the outcome leaves unused, under a claim
+		outcome func(b *store.Batch, dt timers.DueTimer) timers.Fired
+	}{
+		{"done", 1, func(b *store.Batch, _ timers.DueTimer) timers.Fired { return timers.Done{Batch: b} }},
+		{"reschedule", 0, func(b *store.Batch, dt timers.DueTimer) timers.Fired {
+			return timers.Reschedule{DueAtMs: now + 60_000, Value: dt.Value, Batch: b}
+		}},
+	} {
+		for _, claimed := range []bool{true, false} {
+			slack := tc.slack
+			if !claimed {
+				slack++
+			}
+			for _, extra := range []int{0, slack + 1} {
+				name := fmt.Sprintf("%s/claimed=%v/extra=%d", tc.name, claimed, extra)
+				t.Run(name, func(t *testing.T) {
+					forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+						p := e.p // the partition RunDue runs alone
+						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAtMs: now - 1, Value: store.Value("value of the timer")})
+						h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
+							return tc.outcome(fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra), dt), nil
+						}}
+						var rep timers.Report
+						if claimed {
+							s := e.scheduler(t, "me", registry(t, h), nil)
+							rep = e.tick(t, s).Timers
+						} else {
+							rep = e.run(t, registry(t, h), timers.Budget{})
+						}
+						fill, err := e.layer.Scan(e.ctx, p, store.Key("fill/"), store.Key("fill0"), nil, 1)
+						require.NoError(t, err)
+						if extra == 0 {
+							assert.Equal(t, 1, rep.Fired, "the outcome fits")
+							assert.Len(t, fill.Entries, 1, "the handler's batch landed")
+							return
+						}
+						assert.Equal(t, 1, rep.Failed, "one operation past the slack does not fit")
+						assert.Empty(t, fill.Entries, "nothing of it landed")
+					})
+				})
+			}
+		}
+	}
+}
