@@ -105,6 +105,10 @@ const (
 	// MetricTimersCorrupt (counter; LabelPartitionKind): due timers left in
 	// place because their key, reference entry or value is corrupt.
 	MetricTimersCorrupt = "mkitfdb_timers_corrupt_total"
+	// MetricTimersDeadLettered (counter; LabelPartitionKind,
+	// LabelTimerKind): timers made dead letters, their retry policy's
+	// attempts used or their handler's error permanent.
+	MetricTimersDeadLettered = "mkitfdb_timers_dead_lettered_total"
 )
 
 var help = map[string]string{
@@ -118,6 +122,7 @@ var help = map[string]string{
 	MetricTimersFailed:           "Timers whose handler failed, panicked or returned an outcome the store rejected.",
 	MetricTimersUnknownKind:      "Due timers of a kind no handler is registered for, once per kind per run.",
 	MetricTimersCorrupt:          "Due timers left in place because their key, reference entry or value is corrupt.",
+	MetricTimersDeadLettered:     "Timers made dead letters: their retry policy's attempts used, or their handler's error permanent.",
 }
 
 // Help returns the description of a metric the library emits, or "" for a

@@ -23,6 +23,7 @@ var libraryMetrics = []string{
 	telemetry.MetricTimersFailed,
 	telemetry.MetricTimersUnknownKind,
 	telemetry.MetricTimersCorrupt,
+	telemetry.MetricTimersDeadLettered,
 }
 
 func TestRecorderGaugeKeepsTheLastValuePerLabelSet(t *testing.T) {

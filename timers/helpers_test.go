@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -189,7 +190,17 @@ func done(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 
 func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	t.Helper()
-	reg, err := timers.NewRegistry(hs...)
-	require.NoError(t, err)
+	reg := &timers.Registry{}
+	for _, h := range hs {
+		require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry)))
+	}
 	return reg
+}
+
+// fixedRetry retries for ever, RetryBackoffMs apart, without jitter: the
+// tests of what a failure does beside its retry policy use it.
+var fixedRetry = timers.RetryPolicy{
+	InitialInterval: time.Duration(timers.RetryBackoffMs) * time.Millisecond,
+	BackoffFactor:   1,
+	MaxInterval:     time.Duration(timers.RetryBackoffMs) * time.Millisecond,
 }

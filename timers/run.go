@@ -120,9 +120,9 @@ type candidate struct {
 	key    store.Key
 	tk     gen.TimerKey
 	refKey store.Key
-	// handler is nil for a kind no handler is registered for: the timer is
+	// entry is nil for a kind no handler is registered for: the timer is
 	// moved HeldBackoff later.
-	handler Handler
+	entry *kindEntry
 	// value and refValue are the row's and its reference entry's values,
 	// read in one snapshot (value nil: the row is gone).
 	value, refValue store.Value
@@ -152,6 +152,9 @@ type run struct {
 	unknown []Kind
 	tallies []tally
 	report  Report
+
+	// id is the partition's identity, for retry jitter (nil until needed).
+	id []byte
 
 	cands []candidate
 	// items are the outcomes of the page's fires, not yet committed.
@@ -324,11 +327,11 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 		if ref.key == nil { // readTimers reads every due row's: unreachable
 			return fmt.Errorf("timers: %s: due timer at %d read without its reference entry", store.PartitionName(r.p), tk.DueAtMs)
 		}
-		h, ok := r.reg.Lookup(kind)
-		if !ok {
+		e := r.reg.entry(kind)
+		if e == nil {
 			r.unknownKind(kind)
 		}
-		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, handler: h, value: kv.Value, refValue: ref.value})
+		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, entry: e, value: kv.Value, refValue: ref.value})
 	}
 	if len(r.cands) > 0 {
 		if err := r.fireAll(ctx, stop || pg.next == nil); err != nil {
@@ -406,22 +409,27 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		r.corruptRow(c.key, kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
 		return nil
 	}
-	if due, err := DecodeRef(c.refValue); err != nil || due != c.tk.DueAtMs {
+	st, err := decodeRefState(c.refValue)
+	if err != nil || st.due != c.tk.DueAtMs {
 		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
-			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", due, "error", err)
+			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", st.due, "error", err)
 		return nil
 	}
-	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value},
-		refKey: c.refKey, refValue: c.refValue}
+	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value,
+		Attempts: int(st.attempts), LastError: st.lastErr},
+		refKey: c.refKey, refValue: c.refValue, st: st, entry: c.entry}
 	r.fires++
-	if c.handler == nil {
+	if c.entry == nil {
 		// unknownKind logged and counted it when the scan found it.
 		return r.hold(t)
+	}
+	if c.entry.period != nil {
+		t.Period = clock.FromMs(t.periodAt())
 	}
 	if err := r.commitOtherKinds(ctx, kind); err != nil {
 		return err
 	}
-	fired, err := r.call(ctx, c.handler, t.DueTimer)
+	fired, err := r.call(ctx, c.entry.h, t.DueTimer)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return fmt.Errorf("timers: run %s: %v timer: %w", store.PartitionName(r.p), kind, err)
@@ -432,22 +440,47 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 				"due_at_ms", t.DueAtMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
-		return r.fail(t, "timer handler failed", err)
+		return r.fail(ctx, t, "timer handler failed", err)
 	}
-	b, newDue, retry, err := r.outcome(t.DueTimer, t.refKey, t.refValue, fired)
+	it, err := r.outcome(ctx, t, fired)
 	if err != nil {
-		return r.fail(t, "timer handler returned no valid outcome", err)
+		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
-	r.items = append(r.items, item{t: t, b: b, newDue: newDue, retry: retry, outcome: true})
+	it.outcome = true
+	r.items = append(r.items, it)
 	return nil
 }
 
 // change is a due timer the run is about to change, with what its guards
-// require: the reference entry's key and value as read.
+// require: the reference entry's key and value as read, and the state
+// the entry holds.
 type change struct {
 	DueTimer
 	refKey   store.Key
 	refValue store.Value
+	st       refState
+	// entry is the kind's registration, nil for a kind without one.
+	entry *kindEntry
+}
+
+// periodAt is the scheduled time of the period the timer is in: its
+// reference entry's, else its due time.
+func (t *change) periodAt() uint64 {
+	if t.st.periodAt != 0 {
+		return t.st.periodAt
+	}
+	return t.DueAtMs
+}
+
+// kept is the state a move that is neither a success nor a failure keeps
+// (a hold, a snooze): the attempts and last error, and a periodic timer's
+// scheduled time.
+func (t *change) kept() refState {
+	st := t.st
+	if t.entry != nil && t.entry.period != nil {
+		st.periodAt = t.periodAt()
+	}
+	return st
 }
 
 // call runs the handler, turning a panic into an error.
@@ -460,10 +493,9 @@ func (r *run) call(ctx context.Context, h Handler, t DueTimer) (fired Fired, err
 	return h.Fire(ctx, &r.c, t)
 }
 
-// outcome builds the batch that applies fired: the handler's batch, then
-// the timer's guards and change. newDue is the timer's new due time, 0
-// when it is deleted.
-func (r *run) outcome(t DueTimer, refKey store.Key, refValue store.Value, fired Fired) (b *store.Batch, newDue uint64, retry bool, err error) {
+// outcome builds the item that applies fired: the handler's batch, then
+// the timer's guards and change.
+func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) {
 	// The variants have value receivers, so pointers to them are Fired too.
 	switch f := fired.(type) {
 	case *Done:
@@ -478,25 +510,86 @@ func (r *run) outcome(t DueTimer, refKey store.Key, refValue store.Value, fired 
 		if f != nil {
 			fired = *f
 		}
+	case *Snooze:
+		if f != nil {
+			fired = *f
+		}
 	}
 	switch f := fired.(type) {
 	case Done:
-		b = outcomeBatch(f.Batch)
-		guard(b, t, refKey, refValue)
-		b.Delete(t.Key).Delete(refKey)
-		return b, 0, false, nil
+		b := outcomeBatch(f.Batch)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		if t.entry.period != nil {
+			// The fire and the move to the next period land together.
+			due := nextPeriod(t.entry.period, t.periodAt(), r.now)
+			due = after(t.DueAtMs, due)
+			return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+		}
+		b.Delete(t.Key).Delete(t.refKey)
+		return item{t: t, b: b}, nil
 	case Reschedule:
-		b = outcomeBatch(f.Batch)
-		guard(b, t, refKey, refValue)
-		newDue = after(t.DueAtMs, f.DueAtMs)
-		return b, newDue, false, move(b, t, refKey, newDue, f.Value)
+		b := outcomeBatch(f.Batch)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		due := after(t.DueAtMs, f.DueAtMs)
+		return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, f.Value, refState{})
 	case Retry:
-		b = outcomeBatch(nil)
-		guard(b, t, refKey, refValue)
-		newDue = r.backoffDue(t, RetryBackoffMs)
-		return b, newDue, true, move(b, t, refKey, newDue, t.Value)
+		cause := f.Err
+		if cause == nil {
+			cause = errRetry
+		}
+		it, err := r.failure(ctx, t, cause, f.After)
+		it.retry = true
+		return it, err
+	case Snooze:
+		b := outcomeBatch(nil)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		due := r.backoffDue(t.DueTimer, durationMs(f.For))
+		return item{t: t, b: b, newDue: due, snooze: true}, move(b, t.DueTimer, t.refKey, due, t.Value, t.kept())
 	}
-	return nil, 0, false, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
+	return item{}, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
+}
+
+// errRetry is the last error a Retry without Err records.
+var errRetry = errors.New("retry")
+
+// durationMs is d in whole milliseconds, 0 for a negative d.
+func durationMs(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64(d / time.Millisecond)
+}
+
+// failure is the item of a failed fire of t (cause: the handler's error,
+// or the Retry's): the timer's move as its kind's retry policy says (or
+// wait later, when positive), recording the attempt and cause, or, when
+// that was its last attempt or cause wraps Permanent, its dead letter
+// (see deadLetter).
+func (r *run) failure(ctx context.Context, t change, cause error, wait time.Duration) (item, error) {
+	pol := DefaultRetryPolicy
+	if t.entry != nil {
+		pol = t.entry.retry
+	}
+	n := t.st.attempts
+	if n < math.MaxUint32 {
+		n++
+	}
+	perm := errors.Is(cause, ErrPermanent)
+	if perm || pol.MaxAttempts > 0 && int64(n) >= int64(pol.MaxAttempts) {
+		return r.deadLetter(ctx, t, cause, n, perm)
+	}
+	if wait <= 0 {
+		if r.id == nil {
+			r.id, _ = r.p.AppendTuple(nil)
+		}
+		wait = pol.delay(int(n), r.id, t.Kind, t.Reference)
+	}
+	st := t.kept()
+	st.attempts, st.lastErr = n, truncError(cause)
+	b := outcomeBatch(nil)
+	guard(b, t.DueTimer, t.refKey, t.refValue)
+	due := r.backoffDue(t.DueTimer, max(durationMs(wait), 1))
+	return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, st)
 }
 
 // outcomeBuf holds an outcome batch and, for a handler batch without
@@ -528,14 +621,18 @@ func guard(b *store.Batch, t DueTimer, refKey store.Key, refValue store.Value) {
 	b.Require(store.Equals(t.Key, t.Value), store.Equals(refKey, refValue))
 }
 
-// move deletes the timer row and writes it (and its reference entry) at
-// due with value. The wake time is commit's to set.
-func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value) error {
+// move deletes the timer row and writes it (and its reference entry,
+// holding st at due) at due with value. The wake time is commit's to set.
+func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value, st refState) error {
 	key, err := TimerKey(due, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
-	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRef(due))
+	st.due = due
+	if st.periodAt == due {
+		st.periodAt = 0
+	}
+	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRefState(st))
 	return nil
 }
 
@@ -561,13 +658,18 @@ func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
 	return after(t.DueAtMs, want)
 }
 
-// fail counts a failed fire, logs it, and queues the timer's move
-// RetryBackoffMs later, guarded like any outcome.
-func (r *run) fail(t change, msg string, cause error) error {
+// fail counts a failed fire, logs it, and queues the timer's move as its
+// retry policy says, or its dead letter, guarded like any outcome.
+func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.DueAtMs, "error", cause)
-	return r.moveLater(t, RetryBackoffMs)
+	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", t.st.attempts+1, "error", cause)
+	it, err := r.failure(ctx, t, cause, 0)
+	if err != nil {
+		return err
+	}
+	r.items = append(r.items, it)
+	return nil
 }
 
 // hold queues the move of a timer its handler cannot fire now (its kind
@@ -595,7 +697,7 @@ func (r *run) moveItem(t change, backoffMs uint64) (item, error) {
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
 	due := r.backoffDue(t.DueTimer, backoffMs)
-	if err := move(b, t.DueTimer, t.refKey, due, t.Value); err != nil {
+	if err := move(b, t.DueTimer, t.refKey, due, t.Value, t.kept()); err != nil {
 		return item{}, err
 	}
 	return item{t: t, b: b, newDue: due}, nil

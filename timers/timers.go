@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -101,8 +102,9 @@ func (k Kind) checkUsable(reserved bool) error {
 // label is the kind in decimal, for metrics.
 func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
 
-// RetryBackoffMs is how long a timer waits after a Retry, or after its
-// handler failed, before it is due again.
+// RetryBackoffMs is how long a timer of the library's own kinds waits
+// after a failure before it is due again (see DefaultRetryPolicy for a
+// service's kinds).
 const RetryBackoffMs uint64 = 1_000
 
 // Timer is a timer to write: its identity (Kind, Reference), its due time
@@ -123,6 +125,15 @@ type DueTimer struct {
 	Kind      Kind
 	Reference string
 	Value     store.Value
+	// Attempts counts the fires of this timer that failed since it last
+	// succeeded (see RetryPolicy): 0 on a first fire.
+	Attempts int
+	// LastError is the last failure's text (truncated), "" when none.
+	LastError string
+	// Period is, for a periodic kind (see WithPeriod), the scheduled time
+	// of the period this fire is for: the due time, unless the timer is
+	// retrying or was snoozed. It is zero for other kinds.
+	Period time.Time
 }
 
 // Ctx is what a handler sees of the run firing it. One Ctx is shared by
@@ -167,10 +178,13 @@ type Ctx struct {
 // another system) must expect to fire again after a failed guard. A guard
 // that fails for one timer never loses another timer's outcome.
 //
-// An error or a panic fails this timer only: RunDue logs it, counts it and
-// moves the timer RetryBackoffMs later. An error wrapping store.ErrCorrupt
-// says stored data is corrupt: RunDue logs and counts it and leaves the
-// timer where it is, for a later run. A Handler is called from one
+// An error or a panic fails this timer only: RunDue logs it, counts it,
+// records the attempt and the error's text with the timer and moves it
+// later as the kind's RetryPolicy says, or makes it a dead letter when
+// that was its last attempt or the error wraps Permanent (see
+// DeadLetter). An error wrapping store.ErrCorrupt says stored data is
+// corrupt: RunDue logs and counts it and moves the timer HeldBackoff
+// later, spending no attempt. A Handler is called from one
 // goroutine at a time per run, but several runs (of several partitions) may
 // call it concurrently.
 type Handler interface {
@@ -196,30 +210,45 @@ type LibraryHandler interface {
 	ReservedKind() bool
 }
 
-// Fired is a handler's outcome: Done, Reschedule or Retry.
+// Fired is a handler's outcome: Done, Reschedule, Retry or Snooze.
 type Fired interface{ isFired() }
 
 // Done completes the timer: RunDue deletes it (and its reference entry) in
-// the same Apply as Batch, which may be nil.
+// the same Apply as Batch, which may be nil. A timer of a periodic kind
+// is moved to its next period instead (see WithPeriod).
 type Done struct {
 	Batch *store.Batch
 }
 
 // Reschedule moves the timer to DueAtMs with Value, in the same Apply as
-// Batch (which may be nil). A due time at or before the timer's own is
-// moved to one millisecond after it, so a timer never fires twice at one
-// due time and a run always makes progress.
+// Batch (which may be nil), and clears its failed attempts. A due time at
+// or before the timer's own is moved to one millisecond after it, so a
+// timer never fires twice at one due time and a run always makes progress.
 type Reschedule struct {
 	DueAtMs uint64
 	Value   store.Value
 	Batch   *store.Batch
 }
 
-// Retry moves the timer, value unchanged, to RetryBackoffMs after the run's
-// time (and at least one millisecond after its own due time). It carries
-// no batch: nothing the handler planned lands.
-type Retry struct{}
+// Retry fails this fire without an error: it spends an attempt of the
+// kind's RetryPolicy, recording Err's text (nil: "retry"), and moves the
+// timer, value unchanged, After the run's time, or as the policy says when
+// After is 0 (always at least one millisecond after its own due time);
+// when it was the last attempt, or Err wraps Permanent, the timer becomes a
+// dead letter. It carries no batch: nothing the handler planned lands.
+type Retry struct {
+	After time.Duration
+	Err   error
+}
+
+// Snooze moves the timer, value unchanged, For after the run's time (and
+// at least one millisecond after its own due time), spending no attempt.
+// It carries no batch.
+type Snooze struct {
+	For time.Duration
+}
 
 func (Done) isFired()       {}
 func (Reschedule) isFired() {}
 func (Retry) isFired()      {}
+func (Snooze) isFired()     {}
