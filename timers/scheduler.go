@@ -396,6 +396,8 @@ func (r *Report) add(o Report) {
 	r.UnknownKind += o.UnknownKind
 	r.Corrupt += o.Corrupt
 	r.Held += o.Held
+	r.DeadLettered += o.DeadLettered
+	r.Snoozed += o.Snoozed
 	r.More = r.More || o.More
 	if o.NextDueMs != 0 && (r.NextDueMs == 0 || o.NextDueMs < r.NextDueMs) {
 		r.NextDueMs = o.NextDueMs
