@@ -242,7 +242,7 @@ func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) {
 func (r *run) reject(ctx context.Context, it *item, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, it.t.Kind)
-	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.DueAtMs, "attempts", it.t.st.attempts+1, "error", cause)
+	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.DueAtMs, "attempts", it.t.Attempts+1, "error", cause)
 	mv, err := r.failure(ctx, it.t, cause, 0)
 	if err != nil {
 		return err

@@ -349,6 +349,9 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 // follows the candidates: the last batch may release a claim. Outcomes
 // of handlers that fired are committed even when the run then stops.
 func (r *run) fireAll(ctx context.Context, final bool) error {
+	if cap(r.items) < len(r.cands) {
+		r.items = make([]item, 0, len(r.cands))
+	}
 	r.items = r.items[:0]
 	var stopErr error
 	cut := false
@@ -417,7 +420,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 	}
 	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value,
 		Attempts: int(st.attempts), LastError: st.lastErr},
-		refKey: c.refKey, refValue: c.refValue, st: st, entry: c.entry}
+		refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry}
 	r.fires++
 	if c.entry == nil {
 		// unknownKind logged and counted it when the scan found it.
@@ -453,12 +456,13 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 
 // change is a due timer the run is about to change, with what its guards
 // require: the reference entry's key and value as read, and the state
-// the entry holds.
+// the entry holds (its attempts and last error are the DueTimer's).
 type change struct {
 	DueTimer
 	refKey   store.Key
 	refValue store.Value
-	st       refState
+	// periodAtMs is the entry's period's scheduled time (0: none).
+	periodAtMs uint64
 	// entry is the kind's registration, nil for a kind without one.
 	entry *kindEntry
 }
@@ -466,8 +470,8 @@ type change struct {
 // periodAt is the scheduled time of the period the timer is in: its
 // reference entry's, else its due time.
 func (t *change) periodAt() uint64 {
-	if t.st.periodAt != 0 {
-		return t.st.periodAt
+	if t.periodAtMs != 0 {
+		return t.periodAtMs
 	}
 	return t.DueAtMs
 }
@@ -476,7 +480,7 @@ func (t *change) periodAt() uint64 {
 // (a hold, a snooze): the attempts and last error, and a periodic timer's
 // scheduled time.
 func (t *change) kept() refState {
-	st := t.st
+	st := refState{attempts: uint32(t.Attempts), lastErr: t.LastError, periodAt: t.periodAtMs}
 	if t.entry != nil && t.entry.period != nil {
 		st.periodAt = t.periodAt()
 	}
@@ -570,7 +574,7 @@ func (r *run) failure(ctx context.Context, t change, cause error, wait time.Dura
 	if t.entry != nil {
 		pol = t.entry.retry
 	}
-	n := t.st.attempts
+	n := uint32(t.Attempts)
 	if n < math.MaxUint32 {
 		n++
 	}
@@ -663,7 +667,7 @@ func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
 func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", t.st.attempts+1, "error", cause)
+	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", t.Attempts+1, "error", cause)
 	it, err := r.failure(ctx, t, cause, 0)
 	if err != nil {
 		return err
