@@ -21,16 +21,19 @@ func init() {
 	subcommands = append(subcommands,
 		&subcommand{
 			name:  "timers",
-			short: "timers: every one, or what is due now (-due, per the due index)",
+			short: "timers: every one, what is due now (-due), or the dead letters (-dead)",
 			long: "timers lists the timers of -partition, or of every partition, in due order: kind,\n" +
 				"reference, due time and state: due or waiting; held, for the library's timers\n" +
 				"a corrupt row holds (the relay's) or a failing sink backs off (outcome delivery);\n" +
 				"orphan, for a timer row its reference entry does not name, which no handler\n" +
 				"fires. With -due it lists the partitions the due index says are due now and\n" +
-				"their due timers.",
+				"their due timers. With -dead it lists the dead letters instead: timers that used\n" +
+				"their retry policy's attempts or failed permanently, with their attempts, last\n" +
+				"error and value, which never fire again until redrive -dead or delete-dead.",
 			flags: func(fs *flag.FlagSet, o *options) {
 				fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
 				fs.BoolVar(&o.due, "due", false, "only what is due now, per the due index")
+				fs.BoolVar(&o.dead, "dead", false, "the dead letters instead of the timers")
 				fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most timers listed of each partition")
 			},
 			run: (*Command).timers,
@@ -135,6 +138,12 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 }
 
 func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
+	if o.dead {
+		if o.due {
+			return usagef("timers: -due and -dead: a dead letter is never due")
+		}
+		return c.deadView(ctx, st, o)
+	}
 	now := c.now()
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	var all []TimerRow
