@@ -126,7 +126,9 @@ func encodeRefState(st refState) store.Value {
 // still holding observedRef (nil: there is no timer of t's kind and
 // reference), it deletes the timer row observedRef names (if any), puts the
 // new timer row and reference entry, and asks the store to wake the
-// partition at t.DueAtMs (b.WakeAt).
+// partition at t.DueAtMs (b.WakeAt). The timer it writes has no failed
+// attempts, whatever the one it replaces had; for a periodic kind
+// t.DueAtMs is its first scheduled time (see WithPeriod).
 //
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
 // t.Kind or t.DueAtMs is 0, t.Reference is over gen.MaxTimerKeyReference
