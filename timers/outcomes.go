@@ -46,8 +46,8 @@ import (
 // failed guard never loses another's work. A claim's lease guard or the
 // release's wake guard failing makes the run go on as RunDue does when
 // that happens to a single outcome (see claimHold). An outcome the store
-// rejects as invalid or whose deadline passed becomes the timer's move
-// RetryBackoffMs later, as before.
+// rejects as invalid or whose deadline passed is a failed fire, as before:
+// the timer's move as its retry policy says, or its dead letter.
 
 // item is the outcome of one fired timer, not yet committed: the handler's
 // batch with the timer's guards and change (outcome), or the move later of
@@ -219,8 +219,8 @@ func (r *run) full() store.Capabilities {
 
 // precheck turns an outcome that cannot commit, even alone (it fails
 // validation with the claim's lease guard, which every outcome under a
-// claim carries), into the timer's move RetryBackoffMs later, before it
-// can spoil a combined batch.
+// claim carries), into the timer's failure (see failure), before it can
+// spoil a combined batch.
 func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) {
 	if !it.outcome {
 		return
