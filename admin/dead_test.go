@@ -56,7 +56,29 @@ func deadFixture(t *testing.T) string {
 			t.Fatalf("dead letter %d: %+v %v", i, rep, err)
 		}
 	}
+	// And one that failed once, retrying in a minute.
+	retry := &timers.Registry{}
+	if err := retry.Register(shipFailer{}, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 1, MaxInterval: time.Minute, MaxAttempts: 5})); err != nil {
+		t.Fatal(err)
+	}
+	schedule(t, l, region1, timers.Timer{Kind: kindShip, Reference: "ship/r1/9", DueAtMs: ms(t0), Value: []byte("box 9")})
+	rep, err := timers.RunDue(context.Background(), l, region1, retry, ms(t0), timers.DefaultBudget,
+		timers.WithClock(clock.NewManual(t0)), timers.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil || rep.Failed != 1 {
+		t.Fatalf("retrying timer: %+v %v", rep, err)
+	}
 	return path
+}
+
+// TestTimersShowARetryingTimersAttempts: the timers view notes a timer's
+// failed attempts and last error.
+func TestTimersShowARetryingTimersAttempts(t *testing.T) {
+	db := deadFixture(t)
+	code, out, errOut := run(t, t0, "timers", "-db", db, "-partition", region1Text)
+	if code != ExitOK {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	golden(t, "timers-retrying.txt", out)
 }
 
 // TestGoldenDeadLetters: timers -dead, in text and JSON, for the store and

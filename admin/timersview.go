@@ -59,7 +59,7 @@ type TimerRow struct {
 	Reference string    `json:"reference"`
 	Due       time.Time `json:"due"`
 	// State is due, waiting, held or orphan; Note says why it is held or
-	// an orphan.
+	// an orphan, or how often a retrying timer failed.
 	State string `json:"state"`
 	Note  string `json:"note,omitempty"`
 	Row   Row    `json:"row"`
@@ -132,6 +132,11 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
 		case msTime(due) != out[i].Due:
 			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(due))
+		case len(v) > 0 && v[0] == gen.VersionTimerRefV2 && out[i].Note == "":
+			// A timer retrying after failed fires (see timers.RetryPolicy).
+			if r, err := gen.DecodeTimerRefV2(v); err == nil && r.Attempts > 0 {
+				out[i].Note = fmt.Sprintf("%d failed attempts, the last: %q", r.Attempts, r.LastError)
+			}
 		}
 	}
 	return out, n, nil
