@@ -16,6 +16,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -366,4 +367,37 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	require.Len(t, dls, 1)
 	assert.Equal(t, "c", dls[0].Reference)
 	assert.Equal(t, "v1/c", string(dls[0].Value))
+}
+
+// DeadLetters reports a corrupt dead letter (a record that does not
+// decode, a value row missing) with store.ErrCorrupt naming it, never
+// skipping it; a limit under 1 is invalid.
+func TestDeadLettersReportCorruptRows(t *testing.T) {
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+		return nil, timers.Permanent(errors.New("bad"))
+	}}
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("v")})
+	e.run(t, registry(t, h), timers.Budget{})
+	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", now)
+	require.NoError(t, err)
+	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", now)
+	require.NoError(t, err)
+	good := e.get(t, rec)
+	require.NotNil(t, good)
+
+	r := store.ReaderOf(e.inner, e.p)
+	_, _, err = timers.DeadLetters(e.ctx, r, nil, 0)
+	assert.ErrorIs(t, err, store.ErrInvalid)
+
+	e.put(t, rec, store.Value("\xffjunk"))
+	_, _, err = timers.DeadLetters(e.ctx, r, nil, 10)
+	assert.ErrorIs(t, err, store.ErrCorrupt)
+	assert.ErrorContains(t, err, `"r"`)
+
+	e.put(t, rec, good)
+	e.apply(t, store.NewBatch().Delete(val))
+	_, _, err = timers.DeadLetters(e.ctx, r, nil, 10)
+	assert.ErrorIs(t, err, store.ErrCorrupt)
+	assert.ErrorContains(t, err, "no value row")
 }
