@@ -3,6 +3,7 @@ package timers
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -112,9 +113,11 @@ func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, p
 	b.Put(recKey, rec).Put(valKey, t.Value)
 	r.log.Warn("timers: timer is a dead letter", "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", n, "permanent", perm, "error", cause)
 	if t.entry != nil && t.entry.period != nil {
-		// A periodic timer goes on to its next period.
-		due := after(t.DueAtMs, nextPeriod(t.entry.period, t.periodAt(), r.now))
-		return item{t: t, b: b, newDue: due, dead: true}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+		// A periodic timer goes on to its next period, if it has one.
+		if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
+			due = after(t.DueAtMs, due)
+			return item{t: t, b: b, newDue: due, dead: true}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+		}
 	}
 	b.Delete(t.Key).Delete(t.refKey)
 	return item{t: t, b: b, dead: true}, nil

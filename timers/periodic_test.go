@@ -257,3 +257,20 @@ func TestPeriodsAreValidated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dayStart.Add(24*time.Hour), daily.Next(dayStart.Add(time.Minute)))
 }
+
+// A periodic timer whose schedule has no time after its fire ends: Done
+// deletes it.
+func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
+	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	never, err := timers.Cron("0 0 30 2 *") // February 30th
+	require.NoError(t, err)
+	reg := &timers.Registry{}
+	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.WithPeriod(never)))
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAtMs: now})
+	rep := e.run(t, reg, timers.Budget{})
+	assert.Equal(t, 1, rep.Fired)
+	_, ok := e.refDue(t, kindEvery, "p")
+	assert.False(t, ok)
+	rows, _ := e.timersIn(t)
+	assert.Empty(t, rows)
+}

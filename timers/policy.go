@@ -234,7 +234,9 @@ func WithRetry(p RetryPolicy) KindOption {
 // do not drift. Periods missed while nothing ran fire once, late, and the
 // timer then continues from the first period after that fire. A periodic
 // timer that becomes a dead letter leaves its dead letter and moves on to
-// its next period. A Reschedule outcome moves the timer where it says and
+// its next period. A schedule with no time after a fire (a cron date that
+// never comes again, a period past the last millisecond) ends the timer:
+// Done deletes it. A Reschedule outcome moves the timer where it says and
 // makes that time the new scheduled one. A producer starts a periodic
 // timer with Schedule, at its first scheduled time. It fails registration
 // with store.ErrInvalid for a nil period or an Every under a millisecond.

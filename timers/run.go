@@ -525,9 +525,10 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 		guard(b, t.DueTimer, t.refKey, t.refValue)
 		if t.entry.period != nil {
 			// The fire and the move to the next period land together.
-			due := nextPeriod(t.entry.period, t.periodAt(), r.now)
-			due = after(t.DueAtMs, due)
-			return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+			if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
+				due = after(t.DueAtMs, due)
+				return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+			}
 		}
 		b.Delete(t.Key).Delete(t.refKey)
 		return item{t: t, b: b}, nil
