@@ -35,7 +35,7 @@ func HandlerCapabilities(caps store.Capabilities, t DueTimer) store.Capabilities
 // batch for timer t's outcome (see HandlerCapabilities).
 func outcomeBytes(t DueTimer) int {
 	refKey, _ := RefKey(t.Kind, t.Reference) // t's own: its reference is in bounds
-	moved, _ := TimerKey(math.MaxUint64, t.Kind, t.Reference)
+	moved, _ := timerKey(math.MaxUint64, t.Kind, t.Reference)
 	ref := len(encodeRef(math.MaxUint64))
 	guards := len(t.Key) + len(t.Value) + len(refKey) + ref
 	change := len(t.Key) + len(moved) + len(t.Value) + len(refKey) + ref
