@@ -260,14 +260,14 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		return fmt.Errorf("outbox: encode sequence: %w", err)
 	}
 	out.Put(sequenceKey, seq)
-	due := max(b.nowMs, 1)
+	due := store.DecodeTime(max(b.nowMs, 1))
 	if len(b.relays) > 0 && b.observed.RelayTimer == nil {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAtMs: due}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAt: due}); err != nil {
 			return fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
 	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAtMs: due, Value: outcomeTimerValue}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: outcomeTimerValue}); err != nil {
 			return fmt.Errorf("outbox: outcome timer: %w", err)
 		}
 	}

@@ -217,9 +217,9 @@ type Done struct {
 // after it, so a timer never fires twice at one due time and a run always
 // makes progress; a DueAt before the Unix epoch fails the timer.
 type Reschedule struct {
-	DueAt   time.Time
-	Value   store.Value
-	Batch   *store.Batch
+	DueAt time.Time
+	Value store.Value
+	Batch *store.Batch
 }
 
 // Retry moves the timer, value unchanged, to RetryBackoff after the run's
