@@ -104,9 +104,10 @@ func (b *Batch) SetWakeCeiling(expect, at, ceiling time.Time) *Batch {
 	return b
 }
 
-// truncMs truncates t to the store's resolution, keeping the zero Time.
+// truncMs truncates t to the store's resolution, keeping the zero Time
+// and a time before the Unix epoch (which fails validation).
 func truncMs(t time.Time) time.Time {
-	if t.IsZero() {
+	if t.Before(epoch) {
 		return t
 	}
 	return t.Truncate(time.Millisecond)

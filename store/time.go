@@ -21,6 +21,8 @@ import (
 // back to MaxTime.
 var MaxTime = time.UnixMilli(math.MaxInt64)
 
+var epoch = time.Unix(0, 0)
+
 // EncodeTime returns the encoding of t in stored data: the milliseconds
 // since the Unix epoch, truncated; 0 for the zero Time; math.MaxUint64 for
 // MaxTime and later. It fails with an error wrapping ErrInvalid for a time
@@ -29,14 +31,13 @@ func EncodeTime(t time.Time) (uint64, error) {
 	if t.IsZero() {
 		return 0, nil
 	}
-	ms := t.UnixMilli()
 	switch {
-	case ms < 0 || ms == 0 && t.Before(time.Unix(0, 0)):
+	case t.Before(epoch):
 		return 0, fmt.Errorf("%w: time %s is before the Unix epoch", ErrInvalid, t.UTC().Format(time.RFC3339Nano))
-	case ms == math.MaxInt64 || !t.Before(MaxTime):
+	case !t.Before(MaxTime):
 		return math.MaxUint64, nil
 	}
-	return uint64(ms), nil
+	return uint64(t.UnixMilli()), nil
 }
 
 // DecodeTime returns the time that encoding u in stored data holds: the
