@@ -63,7 +63,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return store.NewBatch().Require(store.Guard(k("k"), val)).SetWake(ms(at), ms(at+1)), nil
+			return store.NewBatch().Require(store.Guard(k("k"), val)).SetWake(at, at.Add(time.Millisecond)), nil
 		}, MVCCStats{Begun: 1, Reads: 2, KeysRead: 2, Commits: 1}},
 		{"guards on scanned rows", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			page, err := r.Scan(ctx, nil, nil, nil, 10)
