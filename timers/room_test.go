@@ -48,7 +48,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 	}{
 		{"done", 1, func(b *store.Batch, _ timers.DueTimer) timers.Fired { return timers.Done{Batch: b} }},
 		{"reschedule", 0, func(b *store.Batch, dt timers.DueTimer) timers.Fired {
-			return timers.Reschedule{DueAtMs: now + 60_000, Value: dt.Value, Batch: b}
+			return timers.Reschedule{DueAt: ms(now + 60_000), Value: dt.Value, Batch: b}
 		}},
 	} {
 		for _, claimed := range []bool{true, false} {
@@ -61,7 +61,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 						p := e.p // the partition RunDue runs alone
-						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAtMs: now - 1, Value: store.Value("value of the timer")})
+						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAt: ms(now - 1), Value: store.Value("value of the timer")})
 						h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
 							return tc.outcome(fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra), dt), nil
 						}}
