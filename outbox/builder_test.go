@@ -70,7 +70,7 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
 		require.NotNil(t, b.Wakeup)
-		assert.Equal(t, now, b.Wakeup.AtMs, "the partition wakes for the new timer")
+		assert.Equal(t, now, uint64(b.Wakeup.At.UnixMilli()), "the partition wakes for the new timer")
 		e.mustApply(t, b)
 		assert.Equal(t, map[uint64]string{now: ""}, e.timerRows(t, timers.KindRelay))
 

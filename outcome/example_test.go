@@ -95,7 +95,7 @@ func ExampleNewSource() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, 1_000, timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, shard, reg, ms(1_000), timers.Budget{}, timers.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}

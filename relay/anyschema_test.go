@@ -82,7 +82,7 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 					hook := &rowSources{}
 					reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
 					require.NoError(t, err)
-					rep, err := timers.RunDue(ctx, s, tc.source, reg, start, timers.Budget{}, timers.WithClock(clk))
+					rep, err := timers.RunDue(ctx, s, tc.source, reg, ms(start), timers.Budget{}, timers.WithClock(clk))
 					require.NoError(t, err)
 					require.Equal(t, 1, rep.Fired)
 

@@ -50,7 +50,7 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, src, reg, 1_000, timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, src, reg, ms(1_000), timers.DefaultBudget)
 	if err != nil {
 		panic(err)
 	}
@@ -58,6 +58,6 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, rep.NextDueMs == 0)
+	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, msOf(rep.NextDue) == 0)
 	// Output: fired 1, head abc123, timer done: true
 }
