@@ -152,7 +152,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 // checkpointRows is how many rows one checkpoint batch deletes on a store
 // of 100-operation batches: 100 less the scan state's guard and put and
 // what the timer run adds to the last (7), two operations per row.
-const checkpointRows = (store.DefaultMaxBatchOps - 2 - 7) / 2
+const checkpointRows = (store.DefaultMaxBatchOps - 2 - timers.OutcomeOps) / 2
 
 // seqStep lists from, from+step, ... up to last.
 func seqStep(from, last, step uint64) []uint64 {

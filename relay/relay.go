@@ -324,7 +324,7 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 		return nil, err
 	}
 	f.dispatch(ctx)
-	last, landed, err := f.checkpoint(ctx)
+	last, landed, err := f.checkpoint(ctx, t)
 	if err != nil {
 		return nil, err
 	}
