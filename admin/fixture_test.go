@@ -81,7 +81,7 @@ func fixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), ms(t0.Add(-5*time.Minute)), obs)
+	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-5*time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func relayStore(t *testing.T, n, bad int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), ms(t0.Add(-time.Minute)), obs)
+	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}

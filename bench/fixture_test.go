@@ -100,7 +100,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(f.s.Capabilities(), f.nowMs, o)
+		ob, err := outbox.NewBuilder(f.s.Capabilities(), ms(f.nowMs), o)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -270,7 +270,7 @@ func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clock.Real{}), o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), ms(clock.NowMs(clock.Real{})), o)
 		if err != nil {
 			b.Fatal(err)
 		}

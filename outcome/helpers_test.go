@@ -101,7 +101,7 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	t := e.t
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
-	bld, err := outbox.NewBuilder(e.s.Capabilities(), clock.NowMs(e.clock), o)
+	bld, err := outbox.NewBuilder(e.s.Capabilities(), ms(clock.NowMs(e.clock)), o)
 	require.NoError(t, err)
 	for _, id := range ids {
 		_, err := resSource.Append(bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -31,7 +32,7 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), o)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +51,7 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, src, reg, ms(1_000), timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.DefaultBudget)
 	if err != nil {
 		panic(err)
 	}

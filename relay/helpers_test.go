@@ -160,7 +160,7 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, ro
 	t.Helper()
 	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(s.Capabilities(), atMs, o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), ms(atMs), o)
 	require.NoError(t, err)
 	seqs := make([]uint64, 0, len(rows))
 	for _, r := range rows {

@@ -361,7 +361,7 @@ func (w *world) produce(src int, via store.Store) {
 		return
 	}
 	nowMs := clock.NowMs(w.clock)
-	b, err := outbox.NewBuilder(w.layer.Capabilities(), nowMs, o)
+	b, err := outbox.NewBuilder(w.layer.Capabilities(), ms(nowMs), o)
 	if err != nil {
 		w.note("produce src%d: %v", src, err) // a corrupt relay timer reference
 		return

@@ -76,7 +76,7 @@ func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.
 	all := append([]timers.Option{
 		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
 	}, opts...)
-	return timers.RunDue(e.ctx, e.faults, e.p, reg, ms(clock.NowMs(e.clock)), budget, all...)
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), budget, all...)
 }
 
 // schedule writes timer t through Schedule, guarded by its current

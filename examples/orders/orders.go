@@ -207,7 +207,7 @@ func relayIndex(caps store.Capabilities, observed outbox.Observed, customer orde
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	ob, err := outbox.NewBuilder(caps, nowMs, observed)
+	ob, err := outbox.NewBuilder(caps, time.UnixMilli(int64(nowMs)), observed)
 	if err != nil {
 		return err
 	}

@@ -287,7 +287,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, obs)
+	ob, err := outbox.NewBuilder(s.Capabilities(), ms(1_000), obs)
 	if err != nil {
 		t.Fatal(err)
 	}

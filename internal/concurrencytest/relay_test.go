@@ -248,7 +248,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 			w.t.Errorf("producer %d: read outbox: %v", id, err)
 			return
 		}
-		b, err := outbox.NewBuilder(w.s.Capabilities(), clock.NowMs(clock.Real{}), obs)
+		b, err := outbox.NewBuilder(w.s.Capabilities(), ms(clock.NowMs(clock.Real{})), obs)
 		if err != nil {
 			w.t.Errorf("producer %d: %v", id, err)
 			return

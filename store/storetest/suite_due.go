@@ -316,8 +316,8 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 	}
 }
 
-// testScanDue: ScanDue lists the entries whose time lies in [FromMs,
-// UntilMs] (both inclusive), bucket by bucket from Start (wrapping), by
+// testScanDue: ScanDue lists the entries whose time lies in [From,
+// Until] (both inclusive), bucket by bucket from Start (wrapping), by
 // time then identity within a bucket, strictly after the given entry, at
 // most Limit at a time, at most PerBucket from each bucket; a query out
 // of range is ErrInvalid.
