@@ -1,7 +1,8 @@
 // Package apitime holds the test that keeps milliseconds out of the
-// public API of the library's time-bearing packages: instants are
-// time.Time and intervals time.Duration; integer milliseconds stay inside
-// encodings and unexported code.
+// public API of the library's time-bearing packages (and of the test
+// helpers importing services use with them): instants are time.Time and
+// intervals time.Duration; integer milliseconds stay inside encodings and
+// unexported code.
 package apitime
 
 import (
@@ -18,7 +19,7 @@ import (
 
 // packages are the directories (from the module root) whose exported API
 // must carry no integer milliseconds.
-var packages = []string{"timers", "store", "relay", "outcome", "watermark"}
+var packages = []string{"timers", "store", "relay", "outcome", "watermark", "outbox", "store/storetest", "timers/timerstest"}
 
 // msName matches an identifier that names milliseconds: "ms", a Ms unit
 // suffix ("dueAtMs", "NowMs", "AtMsRaw"), or Millis anywhere.
@@ -213,7 +214,7 @@ func itoa(n int) string {
 // constant, struct field, or function, method or interface-method
 // parameter or result of timers, store, relay, outcome or watermark that
 // is an integer named as milliseconds: those are time.Time or
-// time.Duration.
+// time.Duration. (outbox, storetest and timerstest are held to it too.)
 func TestPublicAPICarriesNoIntegerMilliseconds(t *testing.T) {
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
