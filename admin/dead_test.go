@@ -45,12 +45,12 @@ func deadFixture(t *testing.T) string {
 	}
 	at := t0.Add(-30 * time.Minute)
 	for i, tm := range []timers.Timer{
-		{Kind: kindShip, Reference: "ship/r1/7", DueAtMs: ms(t0.Add(-time.Hour)), Value: []byte("box 7")},
-		{Kind: kindShip, Reference: "ship/r1/8", DueAtMs: ms(t0.Add(-time.Hour)), Value: []byte("box 8")},
-		{Kind: kindShip, Reference: "ship/r1/8", DueAtMs: ms(t0.Add(-45 * time.Minute)), Value: []byte("box 8, again")},
+		{Kind: kindShip, Reference: "ship/r1/7", DueAt: t0.Add(-time.Hour), Value: []byte("box 7")},
+		{Kind: kindShip, Reference: "ship/r1/8", DueAt: t0.Add(-time.Hour), Value: []byte("box 8")},
+		{Kind: kindShip, Reference: "ship/r1/8", DueAt: t0.Add(-45 * time.Minute), Value: []byte("box 8, again")},
 	} {
 		schedule(t, l, region1, tm)
-		rep, err := timers.RunDue(context.Background(), l, region1, reg, ms(at), timers.DefaultBudget,
+		rep, err := timers.RunDue(context.Background(), l, region1, reg, at, timers.DefaultBudget,
 			timers.WithClock(clock.NewManual(at)), timers.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil || rep.DeadLettered != 1 {
 			t.Fatalf("dead letter %d: %+v %v", i, rep, err)
@@ -61,8 +61,8 @@ func deadFixture(t *testing.T) string {
 	if err := retry.Register(shipFailer{}, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 1, MaxInterval: time.Minute, MaxAttempts: 5})); err != nil {
 		t.Fatal(err)
 	}
-	schedule(t, l, region1, timers.Timer{Kind: kindShip, Reference: "ship/r1/9", DueAtMs: ms(t0), Value: []byte("box 9")})
-	rep, err := timers.RunDue(context.Background(), l, region1, retry, ms(t0), timers.DefaultBudget,
+	schedule(t, l, region1, timers.Timer{Kind: kindShip, Reference: "ship/r1/9", DueAt: t0, Value: []byte("box 9")})
+	rep, err := timers.RunDue(context.Background(), l, region1, retry, t0, timers.DefaultBudget,
 		timers.WithClock(clock.NewManual(t0)), timers.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil || rep.Failed != 1 {
 		t.Fatalf("retrying timer: %+v %v", rep, err)

@@ -132,7 +132,7 @@ func (w *world) startPeriodic() {
 	for _, p := range w.sources {
 		b := store.NewBatch()
 		due := clock.NowMs(w.clock) + uint64(modelPeriod/time.Millisecond)
-		if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: periodicKind, Reference: "tick", DueAtMs: due}); err != nil {
+		if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: periodicKind, Reference: "tick", DueAt: ms(due)}); err != nil {
 			panic(err)
 		}
 		if out, err := w.layer.Apply(w.ctx, p, b); err != nil || !out.Committed() {
@@ -151,7 +151,7 @@ func (w *world) produceJob() {
 	}
 	b := store.NewBatch()
 	due := clock.NowMs(w.clock) + uint64(w.rng.IntN(2000))
-	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAtMs: due, Value: store.Value(plan)}); err != nil {
+	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAt: ms(due), Value: store.Value(plan)}); err != nil {
 		panic(err)
 	}
 	out, err := w.layer.Apply(w.ctx, w.sources[j.src], b)
@@ -269,7 +269,8 @@ func planOf(j modelJob) string {
 // counted once. final: the run's counted periods are added to its stats.
 func (w *world) checkPeriodic(src int, final bool) error {
 	p := w.sources[src]
-	ref, due, err := timers.ReadRef(w.ctx, w.layer, p, periodicKind, "tick")
+	ref, dueAt, err := timers.ReadRef(w.ctx, w.layer, p, periodicKind, "tick")
+	due := msOf(dueAt)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -79,7 +78,7 @@ const maxDeadLetterProbe = 16
 // way.
 func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, perm bool) (item, error) {
 	var recKey, valKey store.Key
-	dueMs := t.DueAtMs
+	dueMs := t.dueMs
 	for i := 0; ; i++ {
 		var err error
 		recKey, valKey, err = deadLetterKeys(t.Kind, t.Reference, dueMs)
@@ -94,7 +93,7 @@ func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, p
 			break
 		}
 		if i == maxDeadLetterProbe || dueMs == ^uint64(0) {
-			r.log.Error("timers: timer's dead letter keys are all taken; held", "kind", t.Kind, "due_at_ms", t.DueAtMs)
+			r.log.Error("timers: timer's dead letter keys are all taken; held", "kind", t.Kind, "due_at_ms", t.dueMs)
 			r.report.Held++
 			return r.moveItem(t, durationMs(r.cfg.heldBackoff))
 		}
@@ -111,11 +110,11 @@ func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, p
 	guard(b, t.DueTimer, t.refKey, t.refValue)
 	b.Require(store.Absent(recKey), store.Absent(valKey))
 	b.Put(recKey, rec).Put(valKey, t.Value)
-	r.log.Warn("timers: timer is a dead letter", "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", n, "permanent", perm, "error", cause)
+	r.log.Warn("timers: timer is a dead letter", "kind", t.Kind, "due_at_ms", t.dueMs, "attempts", n, "permanent", perm, "error", cause)
 	if t.entry != nil && t.entry.period != nil {
 		// A periodic timer goes on to its next period, if it has one.
 		if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
-			due = after(t.DueAtMs, due)
+			due = after(t.dueMs, due)
 			return item{t: t, b: b, newDue: due, dead: true}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
 		}
 	}
@@ -158,7 +157,7 @@ func DeadLetters(ctx context.Context, r store.Reader, after store.Cursor, limit 
 		}
 		valKeys = append(valKeys, valKey)
 		dls = append(dls, DeadLetter{
-			Kind: Kind(k.Kind), Reference: k.Reference, DueAt: clock.FromMs(k.DueAtMs), At: clock.FromMs(rec.AtMs),
+			Kind: Kind(k.Kind), Reference: k.Reference, DueAt: store.DecodeTime(k.DueAtMs), At: store.DecodeTime(rec.AtMs),
 			Attempts: int(rec.Attempts), LastError: rec.LastError, Permanent: rec.Permanent,
 			dueMs: k.DueAtMs, record: kv.Value,
 		})
@@ -200,18 +199,14 @@ func guardDeadLetter(b *store.Batch, d DeadLetter) error {
 // error wrapping store.ErrInvalid for a d not read by DeadLetters, an at
 // before the Unix epoch's first millisecond, or a value over caps.
 func Redrive(b *store.Batch, caps store.Capabilities, d DeadLetter, at time.Time) error {
-	dueMs := clock.Ms(at)
-	if dueMs == 0 {
-		return fmt.Errorf("timers: redrive %v dead letter at %v: %w", d.Kind, at, store.ErrInvalid)
-	}
 	var g store.Batch
 	if err := guardDeadLetter(&g, d); err != nil {
 		return err
 	}
-	if err := Schedule(&g, caps, nil, Timer{Kind: d.Kind, Reference: d.Reference, DueAtMs: dueMs, Value: d.Value}); err != nil {
-		return err
+	if err := Schedule(&g, caps, nil, Timer{Kind: d.Kind, Reference: d.Reference, DueAt: at, Value: d.Value}); err != nil {
+		return fmt.Errorf("timers: redrive %v dead letter: %w", d.Kind, err)
 	}
-	b.Merge(&g).WakeAt(dueMs)
+	b.Merge(&g).WakeAt(at)
 	return nil
 }
 

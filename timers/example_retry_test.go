@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -19,7 +20,7 @@ type charge struct{}
 func (charge) Kind() timers.Kind { return 301 }
 
 func (charge) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
-	fmt.Printf("charge %s, attempt %d, at %v\n", t.Reference, t.Attempts+1, clock.FromMs(c.NowMs).Sub(clock.FromMs(0)))
+	fmt.Printf("charge %s, attempt %d, at %v\n", t.Reference, t.Attempts+1, c.Now.Sub(time.UnixMilli(0)))
 	if t.Reference == "order-2" {
 		return nil, timers.Permanent(errors.New("card declined"))
 	}
@@ -70,9 +71,9 @@ func ExampleWithRetry() {
 
 	b := store.NewBatch()
 	for _, t := range []timers.Timer{
-		{Kind: 301, Reference: "order-1", DueAtMs: 1_000},
-		{Kind: 301, Reference: "order-2", DueAtMs: 1_000},
-		{Kind: 302, Reference: "daily", DueAtMs: clock.Ms(daily.Next(clk.Now()))},
+		{Kind: 301, Reference: "order-1", DueAt: clk.Now()},
+		{Kind: 301, Reference: "order-2", DueAt: clk.Now()},
+		{Kind: 302, Reference: "daily", DueAt: daily.Next(clk.Now())},
 	} {
 		if err := timers.Schedule(b, s.Capabilities(), nil, t); err != nil {
 			panic(err)
@@ -84,8 +85,10 @@ func ExampleWithRetry() {
 
 	run := func(fires int) {
 		for range fires {
-			clk.SetMs(max(clock.NowMs(clk), nextDue(ctx, s, p)))
-			if _, err := timers.RunDue(ctx, s, p, reg, clock.NowMs(clk), timers.DefaultBudget, timers.WithClock(clk)); err != nil {
+			if next := nextDue(ctx, s, p); next.After(clk.Now()) {
+				clk.Set(next)
+			}
+			if _, err := timers.RunDue(ctx, s, p, reg, clk.Now(), timers.DefaultBudget, timers.WithClock(clk)); err != nil {
 				panic(err)
 			}
 		}
@@ -121,15 +124,15 @@ func ExampleWithRetry() {
 }
 
 // nextDue is the earliest due time of p's timers.
-func nextDue(ctx context.Context, s store.Store, p store.Partition) uint64 {
-	next := uint64(0)
+func nextDue(ctx context.Context, s store.Store, p store.Partition) time.Time {
+	var next time.Time
 	for _, k := range []timers.Kind{301, 302} {
 		for _, ref := range []string{"order-1", "order-2", "daily"} {
 			v, due, err := timers.ReadRef(ctx, s, p, k, ref)
 			if err != nil {
 				panic(err)
 			}
-			if v != nil && (next == 0 || due < next) {
+			if v != nil && (next.IsZero() || due.Before(next)) {
 				next = due
 			}
 		}

@@ -3,6 +3,7 @@ package timers_test
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.
 	all := append([]timers.Option{
 		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
 	}, opts...)
-	return timers.RunDue(e.ctx, e.faults, e.p, reg, clock.NowMs(e.clock), budget, all...)
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), budget, all...)
 }
 
 // schedule writes timer t through Schedule, guarded by its current
@@ -139,9 +140,9 @@ func (e *env) timersIn(t testing.TB) (rows []stored, bad int) {
 // is false when there is none.
 func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due uint64, ok bool) {
 	t.Helper()
-	v, due, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
+	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
 	require.NoError(t, err)
-	return due, v != nil
+	return msOf(dueAt), v != nil
 }
 
 // captureApplies records every batch applied through the faults wrapper.
@@ -197,10 +198,29 @@ func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	return reg
 }
 
-// fixedRetry retries for ever, RetryBackoffMs apart, without jitter: the
+// fixedRetry retries for ever, RetryBackoff apart, without jitter: the
 // tests of what a failure does beside its retry policy use it.
 var fixedRetry = timers.RetryPolicy{
-	InitialInterval: time.Duration(timers.RetryBackoffMs) * time.Millisecond,
+	InitialInterval: timers.RetryBackoff,
 	BackoffFactor:   1,
-	MaxInterval:     time.Duration(timers.RetryBackoffMs) * time.Millisecond,
+	MaxInterval:     timers.RetryBackoff,
 }
+
+// ms is the time n milliseconds encode (0: the zero Time).
+func ms(n uint64) time.Time { return store.DecodeTime(n) }
+
+// msOf is t encoded, for times a test made valid.
+func msOf(t time.Time) uint64 {
+	u, err := store.EncodeTime(t)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// retryBackoffMs and parkedMs are timers.RetryBackoff and
+// timers.ParkedWake in stored milliseconds.
+const (
+	retryBackoffMs = uint64(timers.RetryBackoff / time.Millisecond)
+	parkedMs       = uint64(math.MaxUint64)
+)

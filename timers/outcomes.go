@@ -197,7 +197,7 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 // time and returns err.
 func (r *run) unfinished(items []item, err error) error {
 	for i := range items {
-		r.noteNext(items[i].t.DueAtMs)
+		r.noteNext(items[i].t.dueMs)
 	}
 	return err
 }
@@ -242,7 +242,7 @@ func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) {
 func (r *run) reject(ctx context.Context, it *item, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, it.t.Kind)
-	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.DueAtMs, "attempts", it.t.Attempts+1, "error", cause)
+	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.dueMs, "attempts", it.t.Attempts+1, "error", cause)
 	mv, err := r.failure(ctx, it.t, cause, 0)
 	if err != nil {
 		return err
@@ -254,7 +254,7 @@ func (r *run) reject(ctx context.Context, it *item, msg string, cause error) err
 // raced notes an item whose own precondition failed: nothing of it
 // landed, and the timer stays due at its own time.
 func (r *run) raced(it *item, out store.BatchOutcome) {
-	r.noteNext(it.t.DueAtMs)
+	r.noteNext(it.t.dueMs)
 	if !it.outcome {
 		r.log.Info("timers: timer changed meanwhile; not moved", "kind", it.t.Kind, "outcome", out.String())
 		return
@@ -262,7 +262,7 @@ func (r *run) raced(it *item, out store.BatchOutcome) {
 	r.report.Raced++
 	r.count(telemetry.MetricTimersRaced, it.t.Kind)
 	r.log.Info("timers: timer outcome raced; nothing applied", "kind", it.t.Kind,
-		"due_at_ms", it.t.DueAtMs, "failed", out.Failed.String())
+		"due_at_ms", it.t.dueMs, "failed", out.Failed.String())
 }
 
 // settle notes what a committed item left behind: the timer's new due
@@ -301,7 +301,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// One item without a claim: its own batch, as it is.
 		it := &items[0]
 		if it.newDue != 0 {
-			it.b.WakeAt(it.newDue)
+			it.b.WakeAt(store.DecodeTime(it.newDue))
 		}
 		cb.apply, cb.release = it.b, false
 		return 1
@@ -354,11 +354,11 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 			if w.Exact {
 				cb.b.Wakeup = w
 			} else {
-				cb.b.WakeAt(w.AtMs)
+				cb.b.WakeAt(w.At)
 			}
 		}
 		if !claimed && it.newDue != 0 {
-			cb.b.WakeAt(it.newDue)
+			cb.b.WakeAt(store.DecodeTime(it.newDue))
 		}
 		ops, bytes = ops+iops, bytes+ibytes
 		n++
@@ -373,15 +373,15 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		ops+2 <= full.MaxBatchOps && bytes+len(h.leaseKey) <= full.MaxBatchBytes {
 		// The release: the wake time the run leaves, every item of this
 		// batch included, replaces the parked one.
-		next := r.report.NextDueMs
+		next := r.nextDueMs
 		for i := range n {
 			next = earlierWake(next, items[i].newDue)
 		}
 		if own != nil {
-			next = earlierWake(next, own.AtMs)
+			next = earlierWake(next, encodedTime(own.At))
 		}
 		cb.owners = append(cb.owners, ownerWake)
-		cb.b.Delete(h.leaseKey).SetWake(ParkedWakeMs, next)
+		cb.b.Delete(h.leaseKey).SetWake(ParkedWake, store.DecodeTime(next))
 		cb.release = true
 	}
 	return n

@@ -76,8 +76,8 @@ func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
 		require.NoError(t, reg.Register(periodCounter{kindCron}, timers.WithPeriod(hourly)))
 		ps := []store.Partition{part(0), part(1), part(2)}
 		for _, p := range ps {
-			e.schedule(t, p, timers.Timer{Kind: kindEvery, Reference: "q", DueAtMs: clock.Ms(dayStart)})
-			e.schedule(t, p, timers.Timer{Kind: kindCron, Reference: "h", DueAtMs: clock.Ms(dayStart)})
+			e.schedule(t, p, timers.Timer{Kind: kindEvery, Reference: "q", DueAt: dayStart})
+			e.schedule(t, p, timers.Timer{Kind: kindCron, Reference: "h", DueAt: dayStart})
 		}
 		e.checkDueIndex(t)
 		// Faults on the fire batches (those that count a period), by
@@ -110,7 +110,7 @@ func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
 			}
 			if !rewritten && !at.Before(dayStart.Add(12*time.Hour+5*time.Minute)) {
 				e.clock.Set(dayStart.Add(12*time.Hour + 7*time.Minute))
-				e.schedule(t, ps[0], timers.Timer{Kind: kindEvery, Reference: "q", DueAtMs: clock.Ms(dayStart.Add(12*time.Hour + 20*time.Minute))})
+				e.schedule(t, ps[0], timers.Timer{Kind: kindEvery, Reference: "q", DueAt: dayStart.Add(12*time.Hour + 20*time.Minute)})
 				rewritten = true
 			}
 			ticks = append(ticks, at)
@@ -213,7 +213,7 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(h, timers.WithPeriod(timers.Every(time.Hour)),
 		timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3})))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAtMs: start, Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(start), Value: store.Value("v")})
 	outcomes = append(outcomes, fail, snooze, fail, ok, fail, fail, fail, ok)
 	var dues []string
 	for len(outcomes) > 0 {
@@ -266,7 +266,7 @@ func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
 	require.NoError(t, err)
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.WithPeriod(never)))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAtMs: now})
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(now)})
 	rep := e.run(t, reg, timers.Budget{})
 	assert.Equal(t, 1, rep.Fired)
 	_, ok := e.refDue(t, kindEvery, "p")

@@ -50,7 +50,7 @@ type RetryPolicy struct {
 // without WithRetry: a second, doubling to at most an hour, 10% jitter,
 // 25 attempts (about 19 hours from the first fire to the dead letter).
 // The library's own kinds (KindRelay, KindOutcomeDelivery) retry for ever,
-// RetryBackoffMs apart: their timers stand for a partition's queue, never
+// RetryBackoff apart: their timers stand for a partition's queue, never
 // for one job.
 var DefaultRetryPolicy = RetryPolicy{
 	InitialInterval: time.Second,
@@ -62,9 +62,9 @@ var DefaultRetryPolicy = RetryPolicy{
 
 // libraryRetryPolicy is the retry policy of the library's own kinds.
 var libraryRetryPolicy = RetryPolicy{
-	InitialInterval: time.Duration(RetryBackoffMs) * time.Millisecond,
+	InitialInterval: RetryBackoff,
 	BackoffFactor:   1,
-	MaxInterval:     time.Duration(RetryBackoffMs) * time.Millisecond,
+	MaxInterval:     RetryBackoff,
 }
 
 // validate fails with an error wrapping store.ErrInvalid naming the first

@@ -39,7 +39,7 @@ func NewRegistry(hs ...Handler) (*Registry, error) {
 
 // Register adds h for h.Kind(), configured by opts (WithRetry,
 // WithPeriod): without WithRetry a service's kind gets DefaultRetryPolicy
-// and a library kind retries for ever, RetryBackoffMs apart. It fails,
+// and a library kind retries for ever, RetryBackoff apart. It fails,
 // leaving the registry unchanged, with ErrDuplicateKind when the kind has
 // a handler already, and with store.ErrInvalid for a nil handler, for
 // kind 0, for a kind in the range reserved for the library (1 to

@@ -49,7 +49,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		}}
 		reg := &timers.Registry{}
 		require.NoError(t, reg.Register(h, timers.WithRetry(pol)))
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAtMs: now, Value: store.Value("payload")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: ms(now), Value: store.Value("payload")})
 
 		want := []uint64{now}
 		for n := 1; n < pol.MaxAttempts; n++ {
@@ -134,7 +134,7 @@ func TestAPermanentErrorDeadLettersAtOnce(t *testing.T) {
 		}}
 		reg := &timers.Registry{}
 		require.NoError(t, reg.Register(h)) // DefaultRetryPolicy: 25 attempts
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
 		rep := e.run(t, reg, timers.Budget{})
 		assert.Equal(t, 1, rep.Failed)
 		assert.Equal(t, 1, rep.DeadLettered)
@@ -158,7 +158,7 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 		timers.Retry{After: 7 * time.Second, Err: errors.New("busy")},
 		timers.Snooze{For: time.Minute},
 		timers.Retry{},
-		timers.Reschedule{DueAtMs: 0, Value: store.Value("v2")},
+		timers.Reschedule{Value: store.Value("v2")},
 		timers.Done{},
 	}
 	h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
@@ -166,7 +166,7 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 	}}
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(h, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3})))
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
 	step := func() timers.Report {
 		t.Helper()
 		due, ok := e.refDue(t, kindA, "r")
@@ -213,7 +213,7 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	for i := range 2 {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value(fmt.Sprint("v", i))})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value(fmt.Sprint("v", i))})
 		rep := e.run(t, reg, timers.Budget{})
 		require.Equal(t, 1, rep.DeadLettered)
 	}
@@ -225,7 +225,7 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 	assert.Equal(t, clock.FromMs(now+1), dls[1].DueAt)
 
 	// A timer of the same identity is live: the re-drive does not land.
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now + 100, Value: store.Value("live")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 100), Value: store.Value("live")})
 	b := store.NewBatch()
 	require.NoError(t, timers.Redrive(b, e.inner.Capabilities(), dls[0], e.clock.Now()))
 	out, err := e.inner.Apply(e.ctx, e.p, b)
@@ -285,7 +285,7 @@ func TestTheLastErrorIsBounded(t *testing.T) {
 		return nil, errors.New("é" + long)
 	}}
 	reg := registry(t, h)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now)})
 	e.run(t, reg, timers.Budget{})
 	due, _ := e.refDue(t, kindA, "r")
 	e.clock.SetMs(due)
@@ -329,7 +329,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 		v, due, err := timers.ReadRef(ctx, l, p, kindA, ref)
 		require.NoError(t, err)
 		require.NotNil(t, v)
-		assert.Equal(t, uint64(10_000), due)
+		assert.Equal(t, ms(10_000), due)
 	}
 	h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		switch {
@@ -342,7 +342,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	opts := []timers.Option{timers.WithClock(clk), timers.WithLogger(slog.New(slog.DiscardHandler))}
-	rep, err := timers.RunDue(ctx, l, p, reg, now, timers.Budget{}, opts...)
+	rep, err := timers.RunDue(ctx, l, p, reg, ms(now), timers.Budget{}, opts...)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, 2, rep.Failed)
@@ -354,8 +354,8 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	}
 	_, due, err := timers.ReadRef(ctx, l, p, kindA, "b")
 	require.NoError(t, err)
-	assert.Equal(t, now+timers.RetryBackoffMs, due)
-	clk.SetMs(due)
+	assert.Equal(t, ms(now+retryBackoffMs), due)
+	clk.Set(due)
 	rep, err = timers.RunDue(ctx, l, p, reg, due, timers.Budget{}, opts...)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
@@ -377,7 +377,7 @@ func TestDeadLettersReportCorruptRows(t *testing.T) {
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
 	e.run(t, registry(t, h), timers.Budget{})
 	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", now)
 	require.NoError(t, err)

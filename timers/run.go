@@ -32,7 +32,7 @@ import (
 // crashes happen: every partition that holds a timer has a due index entry
 // at or before its earliest timer's due time (or is parked under a lease,
 // see the Scheduler). So every timer RunDue does not delete is accounted
-// for in Report.NextDueMs: one it moved, at its new due time; one whose
+// for in Report.NextDue: one it moved, at its new due time; one whose
 // outcome raced or whose move failed, at its own due time (it is still
 // due: the next run sees what changed); one of a kind without a handler,
 // or whose handler found corrupt data, is moved HeldBackoff later, like a
@@ -40,12 +40,13 @@ import (
 // fires it) without waking the partition at every poll; a row that cannot
 // be moved (a key that does not parse, a reference entry missing or naming
 // another row) is left in place and wakes the partition HeldBackoff later.
-// A run that fails part-way reports, as NextDueMs, at most the due time of
+// A run that fails part-way reports, as NextDue, at most the due time of
 // the first timer it did not finish. RunDue alone lowers the wake time
 // with each move (store.Batch.WakeAt); under a Scheduler's claim it leaves
 // that to the claim's release (see withClaim).
 
-// RunDue fires the due timers of partition p (DueAtMs <= nowMs), oldest
+// RunDue fires the due timers of partition p (DueAt <= now, to the
+// millisecond), oldest
 // first, each through the handler registered for its kind, until none is
 // left or the budget is spent. It scans the timer class in pages, never all
 // of it at once, and stops at the first timer not yet due.
@@ -67,7 +68,7 @@ import (
 // is reported as such, and the guards make running again safe. It is safe
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.
-func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, nowMs uint64, budget Budget, opts ...Option) (Report, error) {
+func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, now time.Time, budget Budget, opts ...Option) (Report, error) {
 	cfg := config{clock: clock.Real{}, pageSize: DefaultPageSize, heldBackoff: DefaultHeldBackoff}
 	for _, o := range opts {
 		o(&cfg)
@@ -88,6 +89,10 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 	if s == nil || p == nil || reg == nil {
 		return Report{}, fmt.Errorf("timers: run due: nil store, partition or registry: %w", store.ErrInvalid)
 	}
+	nowMs, err := store.EncodeTime(now)
+	if err != nil {
+		return Report{}, fmt.Errorf("timers: run due: %w", err)
+	}
 	budget = budget.withDefaults()
 	r := &run{
 		s:       s,
@@ -102,8 +107,9 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 		// this for every due partition, most of which hold a timer or two.
 		handled: make(map[ident]struct{}),
 	}
-	r.c = Ctx{Store: s, Partition: p, NowMs: nowMs, Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
-	err := r.scan(ctx)
+	r.c = Ctx{Store: s, Partition: p, Now: store.DecodeTime(nowMs), Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
+	err = r.scan(ctx)
+	r.report.NextDue = store.DecodeTime(r.nextDueMs)
 	r.report.Elapsed = cfg.clock.Now().Sub(r.started)
 	r.emit()
 	return r.report, err
@@ -152,6 +158,8 @@ type run struct {
 	unknown []Kind
 	tallies []tally
 	report  Report
+	// nextDueMs is Report.NextDue until the run ends (0: none).
+	nextDueMs uint64
 
 	// id is the partition's identity, for retry jitter (nil until needed).
 	id []byte
@@ -418,16 +426,16 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", st.due, "error", err)
 		return nil
 	}
-	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value,
+	t := change{DueTimer: DueTimer{Key: c.key, DueAt: store.DecodeTime(c.tk.DueAtMs), Kind: kind, Reference: c.tk.Reference, Value: c.value,
 		Attempts: int(st.attempts), LastError: st.lastErr},
-		refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry}
+		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry}
 	r.fires++
 	if c.entry == nil {
 		// unknownKind logged and counted it when the scan found it.
 		return r.hold(t)
 	}
 	if c.entry.period != nil {
-		t.Period = clock.FromMs(t.periodAt())
+		t.Period = store.DecodeTime(t.periodAt())
 	}
 	if err := r.commitOtherKinds(ctx, kind); err != nil {
 		return err
@@ -440,7 +448,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		if errors.Is(err, store.ErrCorrupt) {
 			r.countCorrupt()
 			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
-				"due_at_ms", t.DueAtMs, "retry_in", r.cfg.heldBackoff, "error", err)
+				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
 		return r.fail(ctx, t, "timer handler failed", err)
@@ -459,6 +467,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 // the entry holds (its attempts and last error are the DueTimer's).
 type change struct {
 	DueTimer
+	dueMs    uint64 // DueTimer.DueAt as stored
 	refKey   store.Key
 	refValue store.Value
 	// periodAtMs is the entry's period's scheduled time (0: none).
@@ -473,7 +482,7 @@ func (t *change) periodAt() uint64 {
 	if t.periodAtMs != 0 {
 		return t.periodAtMs
 	}
-	return t.DueAtMs
+	return t.dueMs
 }
 
 // kept is the state a move that is neither a success nor a failure keeps
@@ -526,16 +535,20 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 		if t.entry.period != nil {
 			// The fire and the move to the next period land together.
 			if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
-				due = after(t.DueAtMs, due)
+				due = after(t.dueMs, due)
 				return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
 			}
 		}
 		b.Delete(t.Key).Delete(t.refKey)
 		return item{t: t, b: b}, nil
 	case Reschedule:
+		want, err := store.EncodeTime(f.DueAt)
+		if err != nil {
+			return item{}, fmt.Errorf("%v handler rescheduled: %w", t.Kind, err)
+		}
 		b := outcomeBatch(f.Batch)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
-		due := after(t.DueAtMs, f.DueAtMs)
+		due := after(t.dueMs, want)
 		return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, f.Value, refState{})
 	case Retry:
 		cause := f.Err
@@ -548,7 +561,7 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 	case Snooze:
 		b := outcomeBatch(nil)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
-		due := r.backoffDue(t.DueTimer, durationMs(f.For))
+		due := r.backoffDue(t, durationMs(f.For))
 		return item{t: t, b: b, newDue: due, snooze: true}, move(b, t.DueTimer, t.refKey, due, t.Value, t.kept())
 	}
 	return item{}, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
@@ -593,7 +606,7 @@ func (r *run) failure(ctx context.Context, t change, cause error, wait time.Dura
 	st.attempts, st.lastErr = n, truncError(cause)
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
-	due := r.backoffDue(t.DueTimer, max(durationMs(wait), 1))
+	due := r.backoffDue(t, max(durationMs(wait), 1))
 	return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, st)
 }
 
@@ -629,7 +642,7 @@ func guard(b *store.Batch, t DueTimer, refKey store.Key, refValue store.Value) {
 // move deletes the timer row and writes it (and its reference entry,
 // holding st at due) at due with value. The wake time is commit's to set.
 func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value, st refState) error {
-	key, err := TimerKey(due, t.Kind, t.Reference)
+	key, err := timerKey(due, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
@@ -655,12 +668,12 @@ func after(old, want uint64) uint64 {
 
 // backoffDue is the due time of timer t moved backoffMs after the run's
 // time.
-func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
+func (r *run) backoffDue(t change, backoffMs uint64) uint64 {
 	want := r.now + backoffMs
 	if want < r.now {
 		want = math.MaxUint64
 	}
-	return after(t.DueAtMs, want)
+	return after(t.dueMs, want)
 }
 
 // fail counts a failed fire, logs it, and queues the timer's move as its
@@ -668,7 +681,7 @@ func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
 func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.DueAtMs, "attempts", t.Attempts+1, "error", cause)
+	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.dueMs, "attempts", t.Attempts+1, "error", cause)
 	it, err := r.failure(ctx, t, cause, 0)
 	if err != nil {
 		return err
@@ -701,7 +714,7 @@ func (r *run) moveLater(t change, backoffMs uint64) error {
 func (r *run) moveItem(t change, backoffMs uint64) (item, error) {
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
-	due := r.backoffDue(t.DueTimer, backoffMs)
+	due := r.backoffDue(t, backoffMs)
 	if err := move(b, t.DueTimer, t.refKey, due, t.Value, t.kept()); err != nil {
 		return item{}, err
 	}
@@ -745,8 +758,8 @@ func (r *run) unknownKind(kind Kind) {
 // time of 0 at 1: the wake time 0 means none).
 func (r *run) noteNext(due uint64) {
 	due = max(due, 1)
-	if r.report.NextDueMs == 0 || due < r.report.NextDueMs {
-		r.report.NextDueMs = due
+	if r.nextDueMs == 0 || due < r.nextDueMs {
+		r.nextDueMs = due
 	}
 }
 

@@ -102,17 +102,21 @@ func (k Kind) checkUsable(reserved bool) error {
 // label is the kind in decimal, for metrics.
 func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
 
-// RetryBackoffMs is how long a timer of the library's own kinds waits
-// after a failure before it is due again (see DefaultRetryPolicy for a
+// RetryBackoff is how long a timer of the library's own kinds waits after
+// a failure before it is due again (see DefaultRetryPolicy for a
 // service's kinds).
-const RetryBackoffMs uint64 = 1_000
+const RetryBackoff = time.Second
+
+// retryBackoffMs is RetryBackoff in the milliseconds of stored due times.
+const retryBackoffMs = uint64(RetryBackoff / time.Millisecond)
 
 // Timer is a timer to write: its identity (Kind, Reference), its due time
-// and its handler-owned value.
+// and its handler-owned value. DueAt is kept to the millisecond
+// (truncated, see store.EncodeTime).
 type Timer struct {
 	Kind      Kind
 	Reference string
-	DueAtMs   uint64
+	DueAt     time.Time
 	Value     store.Value
 }
 
@@ -121,7 +125,7 @@ type Timer struct {
 // outcome lands only if the row still holds it.
 type DueTimer struct {
 	Key       store.Key
-	DueAtMs   uint64
+	DueAt     time.Time
 	Kind      Kind
 	Reference string
 	Value     store.Value
@@ -143,8 +147,9 @@ type Ctx struct {
 	Store store.Store
 	// Partition is the partition whose timers are firing.
 	Partition store.Partition
-	// NowMs is the run's time: every timer fired has DueAtMs <= NowMs.
-	NowMs uint64
+	// Now is the run's time, to the millisecond: every timer fired has
+	// DueAt <= Now.
+	Now time.Time
 	// Clock is the run's clock, for handlers that bound their own work.
 	Clock clock.Clock
 	// Logger is never nil.
@@ -220,14 +225,16 @@ type Done struct {
 	Batch *store.Batch
 }
 
-// Reschedule moves the timer to DueAtMs with Value, in the same Apply as
-// Batch (which may be nil), and clears its failed attempts. A due time at
-// or before the timer's own is moved to one millisecond after it, so a
-// timer never fires twice at one due time and a run always makes progress.
+// Reschedule moves the timer to DueAt (truncated to the millisecond) with
+// Value, in the same Apply as Batch (which may be nil), and clears its
+// failed attempts. A due time at or before the timer's own (the zero Time
+// too) is moved to one millisecond after it, so a timer never fires twice
+// at one due time and a run always makes progress; a DueAt before the
+// Unix epoch fails the timer.
 type Reschedule struct {
-	DueAtMs uint64
-	Value   store.Value
-	Batch   *store.Batch
+	DueAt time.Time
+	Value store.Value
+	Batch *store.Batch
 }
 
 // Retry fails this fire without an error: it spends an attempt of the
