@@ -53,9 +53,11 @@ import (
 //
 // Each outcome lands atomically with the timer's own change, guarded by
 // the timer row still holding the value the handler saw and its reference
-// entry still naming that row: Done deletes both, Reschedule and Retry
-// move the timer (never to a due time at or before its own) and lower the
-// partition's wake time to the new due time. The outcomes of a page of
+// entry still naming that row: Done deletes both (a periodic kind's moves
+// the timer to its next period), Reschedule, Retry and Snooze move the
+// timer (never to a due time at or before its own) and lower the
+// partition's wake time to the new due time; a failure moves it as its
+// kind's RetryPolicy says, or makes it a dead letter. The outcomes of a page of
 // timers of one kind commit together, in as few batches as the store's
 // limits allow, as if applied one after another (see Handler). A handler
 // error or panic, an unknown kind, a corrupt key or value, or a failed
