@@ -1,6 +1,6 @@
 //go:build fdb
 
-package fdblayer
+package fdblayer_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"os"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func openTestFDB(t *testing.T) (Engine, []Option) {
 	root := append([]byte("\x02mkitfdb-test\x00\x02"), hex.EncodeToString(id)...)
 	root = append(root, 0x00)
 	t.Cleanup(func() {
-		_, err := e.db.Transact(func(tr fdb.Transaction) (any, error) {
+		_, err := e.DB().Transact(func(tr fdb.Transaction) (any, error) {
 			tr.ClearRange(fdb.KeyRange{Begin: fdb.Key(root), End: fdb.Key(append(bytes.Clone(root), 0xFF))})
 			return nil, nil
 		})

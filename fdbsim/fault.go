@@ -62,6 +62,12 @@ var (
 // and every other error, are inner's own. The result is Distributed, and
 // its transactions RangesReaders, when inner's are.
 //
+// A write transaction of inner runs on its context without the
+// cancellation (context.WithoutCancel); the result checks the context
+// before each read and commit instead, so that a commit f lets through
+// after holding it (CommitThenUnknown) lands even when the context ended
+// meanwhile, as a commit in flight may on FoundationDB.
+//
 // It is meant for the memory and bbolt engines, whose transactions
 // never conflict of themselves; on an MVCCEngine, MVCCOptions.Fault
 // injects the same faults the way the engine meets them (counted in its
@@ -87,7 +93,7 @@ func distributed(e fdblayer.Engine) bool {
 
 // Begin starts a transaction of the inner engine whose commits f decides.
 func (e *faultEngine) Begin(ctx context.Context) (fdblayer.Txn, error) {
-	inner, err := e.Engine.Begin(ctx)
+	inner, err := e.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +102,15 @@ func (e *faultEngine) Begin(ctx context.Context) (fdblayer.Txn, error) {
 		return &faultRangesTxn{t}, nil
 	}
 	return t, nil
+}
+
+// begin begins a write transaction of the inner engine on ctx without
+// its cancellation, once ctx is checked.
+func (e *faultEngine) begin(ctx context.Context) (fdblayer.Txn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.Engine.Begin(context.WithoutCancel(ctx))
 }
 
 // faultTxn is a transaction of a faultEngine: the inner engine's, which
@@ -110,13 +125,30 @@ type faultTxn struct {
 type faultRangesTxn struct{ *faultTxn }
 
 func (t *faultRangesTxn) GetRanges(reads []fdblayer.RangeRead) ([][]fdblayer.KeyValue, error) {
+	if err := t.ctx.Err(); err != nil {
+		return nil, err
+	}
 	return t.Txn.(fdblayer.RangesReader).GetRanges(reads)
+}
+
+func (t *faultTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
+	if err := t.ctx.Err(); err != nil {
+		return dst, err
+	}
+	return t.Txn.GetMany(dst, keys)
+}
+
+func (t *faultTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) ([]fdblayer.KeyValue, error) {
+	if err := t.ctx.Err(); err != nil {
+		return dst, err
+	}
+	return t.Txn.GetRange(dst, begin, end, limit, maxBytes)
 }
 
 // Commit asks the fault function, then commits, fails or both.
 func (t *faultTxn) Commit() error {
-	if t.ctx.Err() != nil {
-		return t.Txn.Commit() // the inner engine reports the context's end
+	if err := t.ctx.Err(); err != nil {
+		return err
 	}
 	fault, then := t.e.fault(t.ctx)
 	var err error
@@ -160,7 +192,7 @@ func (t *faultTxn) OnError(err error) error {
 		return t.Txn.OnError(err)
 	}
 	t.Txn.Close()
-	inner, berr := t.e.Engine.Begin(t.ctx)
+	inner, berr := t.e.begin(t.ctx)
 	if berr != nil {
 		return berr
 	}
