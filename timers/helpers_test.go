@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -50,7 +51,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}
-	return &env{
+	e := &env{
 		ctx:     context.Background(),
 		faults:  storetest.WithFaults(l),
 		inner:   l,
@@ -60,6 +61,8 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
+	return e
 }
 
 // run runs RunDue at the clock's time on the faults wrapper.
