@@ -46,8 +46,7 @@ type MemoryEngine struct {
 // default) and the partition's identity, which starts with its schema's
 // namespace ("\x02refdomain\x00", 11 bytes) and variant, so 16 bytes
 // were the same for every partition of a schema, and every comparison
-// read the keys (SchedulerTickScaling, spread: 1.26 with 16 bytes, 1.23
-// with 32, and 10% less time at 100,000 partitions).
+// read the keys (bench/README.md has the figures).
 type memItem struct {
 	kv             []byte
 	klen           int
@@ -92,9 +91,7 @@ func (it memItem) value() []byte { return it.kv[it.klen:] }
 // the keys decide).
 func lessItem(a, b memItem) bool {
 	// Written out rather than compareItems(a, b) < 0: every search of the
-	// memory engine runs it. Through compareItems, BenchmarkSchedulerTick-
-	// Scaling's spread ratio measured 1.262 (store ratio 1.88); written
-	// out, 1.238 (1.65).
+	// memory engine runs it, and the call measured slower (bench/README.md).
 	if a.p0 != b.p0 {
 		return a.p0 < b.p0
 	}
@@ -135,10 +132,9 @@ type MemoryOption func(*MemoryEngine)
 func WithFault(f FaultFunc) MemoryOption { return func(e *MemoryEngine) { e.fault = f } }
 
 // memDegree is the B-tree's degree: nodes hold 63 to 127 items. Wider
-// nodes than the 32 this engine first used make the tree a level shallower at
-// 100,000 partitions, so a search into a part of the store the cache does
-// not hold misses on one node fewer (SchedulerTickScaling measured 64 and
-// 128 alike, and both faster than 32).
+// nodes than 32 make the tree a level shallower at 100,000 partitions, so
+// a search into a part of the store the cache does not hold misses on one
+// node fewer (bench/README.md compares the degrees).
 const memDegree = 64
 
 // NewMemoryEngine returns an empty memory engine.
