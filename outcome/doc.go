@@ -58,8 +58,8 @@
 // the recipient (WebhookConfig.Endpoint), and, with
 // WebhookConfig.StandardWebhooks, in Standard Webhooks' as well
 // (webhook-id, webhook-timestamp, webhook-signature; "whsec_" secrets of
-// 24 bytes and more, ParseWebhookSecret). sign.go's design note says
-// exactly what each scheme signs.
+// 24 bytes and more, ParseWebhookSecret). The doc of [HeaderSignature]
+// and the other headers says exactly what each scheme signs.
 //
 // On the receiving side, Receiver verifies either scheme as http.Handler
 // middleware: the signature, the validity window, the endpoint when
@@ -82,6 +82,38 @@
 // replicas, or that must refuse a replay after a restart, uses a
 // PartitionNonceStore, kept in a partition of the receiving service's
 // store, so that every replica refuses what any of them accepted (one
-// commit per request). nonces.go's and receiver.go's design notes say
-// what is held, for how long, and when it is released.
+// commit per request). What is held, for how long, and when it is
+// released:
+//
+// # What a receiver accepts once, and when
+//
+// A Receiver verifies a request under the library's own scheme when it
+// carries HeaderSignature and the receiver has Verifiers, else under
+// Standard Webhooks when it carries HeaderWebhookSignature and the
+// receiver has StandardWebhooks keys ([HeaderSignature] says what each
+// signs). It reads its clock once it has read the body, and checks
+// the window against that time: a body that trickles in past the window
+// is refused, and no key is ever recorded already expired.
+//
+// Once the signature verified, the receiver claims the request's key in
+// its NonceStore until the window ends, and refuses (401) a request whose
+// key is held. What the key is, and how long it is held, differs:
+//
+//   - The library's scheme: the nonce, which names one attempt (a
+//     sender's retry is a new attempt, with a new nonce), held until
+//     expires-at plus MaxSkew whatever the handler answers. A request
+//     bearing it again is a replay.
+//   - Standard Webhooks: the message id, which the sender's retries of
+//     one message share, each with a new timestamp and signature; the
+//     specification advises receivers to process a message once by it.
+//     It is held until the timestamp plus Tolerance, so neither a
+//     captured request replayed nor a duplicate of the message reaches
+//     the handler inside the window. When the handler behind Wrap does
+//     not answer 2xx (it failed: 503; it panicked), Wrap releases the
+//     claim, so that the sender's retry is accepted at once instead of
+//     being refused until the window ends. After a 2xx the id stays held
+//     until then; a retry after it (the sender lost the answer) is
+//     accepted, and the handler deduplicates it by Envelope.ID, as it
+//     deduplicates every at-least-once delivery. No retry is refused
+//     beyond one window.
 package outcome

@@ -95,9 +95,9 @@ type SchedulerConfig struct {
 	// identity it does not know (nil: none) is addressed as a
 	// store.Identity, which reaches the same rows: the scheduler fires
 	// every partition of the store, whatever its schema; the library's
-	// handlers (the relay among them) need no parse. PartitionParser
-	// adapts a generated schema's ParsePartition. An identity that is not a tuple names no partition: it
-	// is counted in Corrupt and logged once an hour.
+	// handlers (the relay among them) need no parse. [PartitionParser]
+	// adapts a generated schema's parser. An identity that is not a tuple
+	// names no partition: it is counted in Corrupt and logged once an hour.
 	ParsePartition func(identity []byte) (store.Partition, error)
 	// Owner names this Scheduler in the leases it writes, at most
 	// gen.MaxSchedulerLeaseV1Owner bytes. It must be unique among the
@@ -137,9 +137,10 @@ type SchedulerConfig struct {
 	Metrics telemetry.Metrics
 }
 
-// PartitionParser adapts a generated schema's ParsePartition
-// (refdomain.ParsePartition, ordersgen.ParsePartition, ...), which returns
-// the schema's own partition interface, to SchedulerConfig.ParsePartition.
+// PartitionParser adapts a generated schema's partition parser (Parse and
+// the name of the schema's partition union: refdomain.ParsePartition,
+// ordersgen.ParseShard, ...), which returns the schema's own partition
+// interface, to [SchedulerConfig].ParsePartition.
 // A store holding the partitions of several schemas parses with a function
 // of its own that tries each by namespace; the scheduler fires what none
 // of them knows as a store.Identity anyway.
