@@ -169,10 +169,12 @@ type Ctx struct {
 //
 // An error or a panic fails this timer only: RunDue logs it, counts it and
 // moves the timer RetryBackoffMs later. An error wrapping store.ErrCorrupt
-// says stored data is corrupt: RunDue logs and counts it and leaves the
-// timer where it is, for a later run. A Handler is called from one
-// goroutine at a time per run, but several runs (of several partitions) may
-// call it concurrently.
+// says stored data is corrupt: RunDue logs it, counts it in Report.Corrupt
+// and Report.Held (not Failed) and moves the timer, value unchanged and
+// guarded like any outcome, HeldBackoff after the run's time
+// ([WithHeldBackoff]), so that it fires again once the data is repaired,
+// without waking the partition at every poll. A Handler is called from one goroutine at a time per run, but
+// several runs (of several partitions) may call it concurrently.
 type Handler interface {
 	Kind() Kind
 	Fire(ctx context.Context, c *Ctx, t DueTimer) (Fired, error)
