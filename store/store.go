@@ -1,7 +1,7 @@
 // Package store is the contract every handler programs against: a
 // partitioned, ordered key/value store with atomic guarded batches.
 //
-// A Store holds many partitions. Each partition is an independent ordered
+// A [Store] holds many partitions. Each partition is an independent ordered
 // keyspace: the same key in two partitions names two rows, and a scan never
 // leaves its partition. A guarded batch (preconditions plus writes) is
 // applied atomically inside one partition: every precondition is checked
