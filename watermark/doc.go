@@ -14,9 +14,9 @@
 // table can reset the maxima.
 //
 // A scan reads the table a page at a time. [Step] reads one page and returns
-// a [Checkpoint] to resume from ([Checkpoint.Encode] and [Decode] carry it between
-// requests); [Watermark] runs every step at once. The first step fixes the
-// scan's ceiling and its starting minimum at its nowMs, and later steps
+// a [Checkpoint] to resume from ([Checkpoint.Encode] and [Decode] carry it
+// between requests); [Watermark] runs every step at once. The first step
+// fixes the scan's ceiling and its starting minimum at its now, and later steps
 // keep them: a shard that enters the table behind the cursor does so only
 // after a new lease grant, so its first relay commit is after the ceiling,
 // and the result stays a lower bound without it.
