@@ -13,6 +13,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
@@ -48,8 +49,9 @@ func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
 func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
-	// one by default): the tests exercise the buckets everywhere.
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk), fdblayer.WithDueBuckets(fdblayer.DueHashBuckets))
+	// one unless made Distributed): the tests exercise the buckets
+	// everywhere.
+	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}
