@@ -166,8 +166,8 @@ type workerMeter struct {
 // run times fn, called with the timer stopped, and stops it again.
 func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	before := ws.stats()
-	claimed := m.rec.CounterSum(timers.MetricSchedulerClaimed)
-	contended := m.rec.CounterSum(timers.MetricSchedulerContended)
+	claimed := m.rec.CounterSum(telemetry.MetricSchedulerClaimed)
+	contended := m.rec.CounterSum(telemetry.MetricSchedulerContended)
 	b.StartTimer()
 	start := time.Now()
 	fn()
@@ -176,8 +176,8 @@ func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	after := ws.stats()
 	m.txns += after.Begun + after.Retries - before.Begun - before.Retries
 	m.reads += after.Reads - before.Reads
-	m.claimed += m.rec.CounterSum(timers.MetricSchedulerClaimed) - claimed
-	m.contended += m.rec.CounterSum(timers.MetricSchedulerContended) - contended
+	m.claimed += m.rec.CounterSum(telemetry.MetricSchedulerClaimed) - claimed
+	m.contended += m.rec.CounterSum(telemetry.MetricSchedulerContended) - contended
 	m.commits += after.Commits - before.Commits
 	m.conflicts += after.Conflicts - before.Conflicts
 	m.retries += after.Retries - before.Retries

@@ -22,7 +22,7 @@
 // different arity (("a") and ("a", "b")) must not share a partition kind:
 // the Partition contract says no encoding is a prefix of another's.
 //
-// The Layer also keeps the due index of store.DueIndex: each partition's
+// The Layer also keeps the due index of [store.DueIndex]: each partition's
 // wake time at root+identity+0xFF, just past its subspace, and the index
 // entries under root+0xFF, where no identity starts (see due.go). Its
 // TransactOnce runs a function's reads and the batch it returns in one
@@ -31,7 +31,7 @@
 // Design note: the Layer does not use FoundationDB's automatic_idempotency
 // option (documented as experimental) nor a per-batch marker key to resolve
 // unknown commit results; a retry's preconditions decide instead (see
-// Layer.Apply).
+// [Layer.Apply]).
 package fdblayer
 
 import (

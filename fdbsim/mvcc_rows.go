@@ -17,11 +17,10 @@ import (
 // whatever its number (old is false), so that a write replaces it in
 // place and keeps it, as an old version, only when an open transaction
 // may read it; a clear writes a tombstone. collect drops what no open
-// transaction can read. BenchmarkMVCCSnapshot measured it against a
-// copy-on-write B-tree cloned per version: about half the time and a
-// twentieth of the bytes per transaction, because a commit beside an open
-// snapshot copies no nodes. Not safe for concurrent use: the engine's
-// lock guards it (reads under a read lock).
+// transaction can read. Unlike a copy-on-write B-tree cloned per version,
+// a commit beside an open snapshot copies no nodes (bench/README.md
+// compares the two). Not safe for concurrent use: the engine's lock guards
+// it (reads under a read lock).
 type mvccRows struct {
 	tree *btree.BTreeG[versionedItem]
 }

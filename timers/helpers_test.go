@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -54,7 +55,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}
-	return &env{
+	e := &env{
 		ctx:     context.Background(),
 		faults:  storetest.WithFaults(l),
 		inner:   l,
@@ -64,6 +65,8 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
+	return e
 }
 
 // run runs RunDue at the clock's time on the faults wrapper.

@@ -23,8 +23,7 @@ import (
 // default) and the partition's identity, which starts with its schema's
 // namespace ("\x02refdomain\x00", 11 bytes) and variant, so 16 bytes
 // were the same for every partition of a schema, and every comparison
-// read the keys (SchedulerTickScaling, spread: 1.26 with 16 bytes, 1.23
-// with 32, and 10% less time at 100,000 partitions).
+// read the keys (bench/README.md has the figures).
 type Item struct {
 	kv             []byte
 	klen           int
@@ -75,9 +74,7 @@ func (it Item) Size() int { return len(it.kv) }
 // the keys decide).
 func Less(a, b Item) bool {
 	// Written out rather than Compare(a, b) < 0: every search of the
-	// memory engine runs it. Through Compare, BenchmarkSchedulerTick-
-	// Scaling's spread ratio measured 1.262 (store ratio 1.88); written
-	// out, 1.238 (1.65).
+	// memory engine runs it, and the call measured slower (bench/README.md).
 	if a.p0 != b.p0 {
 		return a.p0 < b.p0
 	}
@@ -111,11 +108,10 @@ func Compare(a, b Item) int {
 	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen])
 }
 
-// Degree is the B-tree's degree: nodes hold 63 to 127 items. Wider
-// nodes than the 32 the memory engine first used make the tree a level shallower at
-// 100,000 partitions, so a search into a part of the store the cache does
-// not hold misses on one node fewer (SchedulerTickScaling measured 64 and
-// 128 alike, and both faster than 32).
+// Degree is the B-tree's degree: nodes hold 63 to 127 items. Wider nodes
+// than 32 make the tree a level shallower at 100,000 partitions, so a
+// search into a part of the store the cache does not hold misses on one
+// node fewer (bench/README.md compares the degrees).
 const Degree = 64
 
 // Write is one pending write of a transaction; Del marks a Clear.
