@@ -98,6 +98,9 @@ func decodeRow(s registry.Schema, key, value []byte) Row {
 		return row
 	case kc.Tag == uint32(gen.TagTimerKey) && ks.Namespace == gen.SchemaNamespace && err == nil:
 		recordName, decode = timerValueDecoder(k.(gen.TimerKey).Kind)
+	case kc.Tag == uint32(gen.TagTimerRefKey) && ks.Namespace == gen.SchemaNamespace && len(value) > 0 && value[0] == gen.VersionTimerRefV2:
+		// A timer with failed attempts or a period's scheduled time.
+		recordName, decode = "TimerRefV2", registry.Decoder(gen.DecodeTimerRefV2)
 	case recordName != "":
 		if rec, ok := ks.Record(recordName); ok {
 			decode = rec.Decode

@@ -28,7 +28,8 @@
 //	             the oldest row's queue time), blocked targets and scan state,
 //	             timers by kind with the next due time, outcome backlog and
 //	             next attempt, quarantined rows, corrupt rows with the reason
-//	timers       the timers, or with -due what the due index says is due now
+//	timers       the timers, or with -due what the due index says is due now,
+//	             or with -dead the dead letters (attempts, last error, value)
 //	lag          the oldest queued row and the most delayed timer of the store
 //	get, scan    rows of a partition, decoded by the linked schemas (by tuple
 //	             and hex where none knows them)
@@ -36,7 +37,9 @@
 //	quarantine   move a queue row aside (relay row, pending outcome, timer)
 //	restore      put it back
 //	unblock      unblock a relay target blocked for the rest of the cycle
-//	redrive      move a timer to now
+//	redrive      move a timer to now, or with -dead make a dead letter a
+//	             timer due now
+//	delete-dead  delete a dead letter
 //
 // Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
 // (FoundationDB, in a binary built with -tags fdb; without the tag it

@@ -28,6 +28,8 @@ type options struct {
 	reason, who    string
 	expect         string
 	yes, due       bool
+	dead           bool   // timers -dead, redrive -dead
+	deadDue        string // -due of a dead letter's repair
 	limit, maxRows int
 	class          string
 	after          string

@@ -87,15 +87,21 @@ func init() {
 		},
 		&subcommand{
 			name: "redrive", repair: true,
-			short: "move a held or waiting timer to now",
-			long: "redrive moves the timer (-kind, -ref) of -partition to now, its value unchanged,\n" +
-				"guarded on its reference entry and row as read, so that the scheduler fires it at\n" +
-				"its next tick. A timer of a kind the service registers no handler for is held\n" +
-				"again (HeldBackoff later) when it fires.",
+			short: "move a held or waiting timer, or a dead letter (-dead), to now",
+			long: "redrive moves the timer (-kind, -ref) of -partition to now, its value unchanged\n" +
+				"and its failed attempts cleared, guarded on its reference entry and row as read,\n" +
+				"so that the scheduler fires it at its next tick. A timer of a kind the service\n" +
+				"registers no handler for is held again (HeldBackoff later) when it fires. With\n" +
+				"-dead it re-drives the dead letter (-kind, -ref) instead, as timers -dead lists\n" +
+				"it (-due picks one of several): it becomes a timer due now with its value and no\n" +
+				"failed attempts, guarded on the dead letter's rows as read and on there being no\n" +
+				"timer of (-kind, -ref).",
 			flags: func(fs *flag.FlagSet, o *options) {
 				repairFlags()(fs, o)
 				fs.StringVar(&o.kind, "kind", "", "the timer's kind: a number or a name (relay, outcome-delivery)")
 				fs.StringVar(&o.ref, "ref", "", "the timer's reference (\"\" for the relay and delivery timers)")
+				fs.BoolVar(&o.dead, "dead", false, "re-drive the timer's dead letter")
+				fs.StringVar(&o.deadDue, "due", "", "with -dead: the dead letter's due time as timers -dead shows it, when the timer has several")
 			},
 			run: (*Command).redrive,
 		},
@@ -573,6 +579,12 @@ func (c *Command) unblock(ctx context.Context, st *opened, o *options) error {
 func (c *Command) redrive(ctx context.Context, st *opened, o *options) error {
 	if err := c.checkRepair("redrive", o, false, false); err != nil {
 		return err
+	}
+	if o.dead {
+		return c.redriveDead(ctx, st, o)
+	}
+	if o.deadDue != "" {
+		return usagef("redrive: -due names a dead letter: give -dead too")
 	}
 	if o.kind == "" {
 		return usagef("redrive: -kind is required")

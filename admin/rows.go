@@ -243,13 +243,7 @@ func (c *Command) quarantined(ctx context.Context, st *opened, o *options) error
 		}
 		return nil
 	}
-	var err error
-	if o.partID != nil {
-		err = each(st.partition(o))
-	} else {
-		err = walk(ctx, st.layer, each, func(Unlinked) error { return nil })
-	}
-	if err != nil {
+	if err := eachPartition(ctx, st, o, each); err != nil {
 		return err
 	}
 	if o.json {

@@ -21,16 +21,19 @@ func init() {
 	subcommands = append(subcommands,
 		&subcommand{
 			name:  "timers",
-			short: "timers: every one, or what is due now (-due, per the due index)",
+			short: "timers: every one, what is due now (-due), or the dead letters (-dead)",
 			long: "timers lists the timers of -partition, or of every partition, in due order: kind,\n" +
 				"reference, due time and state: due or waiting; held, for the library's timers\n" +
 				"a corrupt row holds (the relay's) or a failing sink backs off (outcome delivery);\n" +
 				"orphan, for a timer row its reference entry does not name, which no handler\n" +
 				"fires. With -due it lists the partitions the due index says are due now and\n" +
-				"their due timers.",
+				"their due timers. With -dead it lists the dead letters instead: timers that used\n" +
+				"their retry policy's attempts or failed permanently, with their attempts, last\n" +
+				"error and value, which never fire again until redrive -dead or delete-dead.",
 			flags: func(fs *flag.FlagSet, o *options) {
 				fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
 				fs.BoolVar(&o.due, "due", false, "only what is due now, per the due index")
+				fs.BoolVar(&o.dead, "dead", false, "the dead letters instead of the timers")
 				fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most timers listed of each partition")
 			},
 			run: (*Command).timers,
@@ -56,7 +59,7 @@ type TimerRow struct {
 	Reference string    `json:"reference"`
 	Due       time.Time `json:"due"`
 	// State is due, waiting, held or orphan; Note says why it is held or
-	// an orphan.
+	// an orphan, or how often a retrying timer failed.
 	State string `json:"state"`
 	Note  string `json:"note,omitempty"`
 	Row   Row    `json:"row"`
@@ -129,12 +132,23 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
 		case msTime(storedMs(due)) != out[i].Due:
 			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(storedMs(due)))
+		case len(v) > 0 && v[0] == gen.VersionTimerRefV2 && out[i].Note == "":
+			// A timer retrying after failed fires (see timers.RetryPolicy).
+			if r, err := gen.DecodeTimerRefV2(v); err == nil && r.Attempts > 0 {
+				out[i].Note = fmt.Sprintf("%d failed attempts, the last: %q", r.Attempts, r.LastError)
+			}
 		}
 	}
 	return out, n, nil
 }
 
 func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
+	if o.dead {
+		if o.due {
+			return usagef("timers: -due and -dead: a dead letter is never due")
+		}
+		return c.deadView(ctx, st, o)
+	}
 	now := c.now()
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	var all []TimerRow

@@ -105,3 +105,12 @@ func dueEntries(ctx context.Context, d store.DueIndex, untilMs uint64, fn func(s
 		q.After = &page[len(page)-1]
 	}
 }
+
+// eachPartition calls fn with -partition when it is given, else with every
+// partition of the store (see walk).
+func eachPartition(ctx context.Context, st *opened, o *options, fn func(store.Identity) error) error {
+	if o.partID != nil {
+		return fn(st.partition(o))
+	}
+	return walk(ctx, st.layer, fn, func(Unlinked) error { return nil })
+}

@@ -78,6 +78,24 @@ func examplesTimerRefKey() []TimerRefKey {
 	}}
 }
 
+// examplesDeadLetterKey returns valid DeadLetterKey values, minimal first, typical last.
+func examplesDeadLetterKey() []DeadLetterKey {
+	return []DeadLetterKey{DeadLetterKey{}, DeadLetterKey{
+		DueAtMs:   uint64(1099511627783),
+		Kind:      uint16(300),
+		Reference: "ssssssssssss",
+	}}
+}
+
+// examplesDeadLetterValueKey returns valid DeadLetterValueKey values, minimal first, typical last.
+func examplesDeadLetterValueKey() []DeadLetterValueKey {
+	return []DeadLetterValueKey{DeadLetterValueKey{}, DeadLetterValueKey{
+		DueAtMs:   uint64(1099511627783),
+		Kind:      uint16(300),
+		Reference: "ssssssssssss",
+	}}
+}
+
 // examplesReceiverNonceKey returns valid ReceiverNonceKey values, minimal first, typical last.
 func examplesReceiverNonceKey() []ReceiverNonceKey {
 	return []ReceiverNonceKey{ReceiverNonceKey{}, ReceiverNonceKey{Key: "ssssssssssss"}}
@@ -104,6 +122,26 @@ func examplesQuarantineValueKey() []QuarantineValueKey {
 // examplesU64Value returns valid U64Value values, minimal first, typical last.
 func examplesU64Value() []U64Value {
 	return []U64Value{U64Value{}, U64Value{Value: uint64(1099511627783)}}
+}
+
+// examplesTimerRefV2 returns valid TimerRefV2 values, minimal first, typical last.
+func examplesTimerRefV2() []TimerRefV2 {
+	return []TimerRefV2{TimerRefV2{}, TimerRefV2{
+		Attempts:   uint32(70000),
+		DueAtMs:    uint64(1099511627783),
+		LastError:  "ssssssssssss",
+		PeriodAtMs: uint64(1099511627783),
+	}}
+}
+
+// examplesDeadLetterV1 returns valid DeadLetterV1 values, minimal first, typical last.
+func examplesDeadLetterV1() []DeadLetterV1 {
+	return []DeadLetterV1{DeadLetterV1{}, DeadLetterV1{
+		AtMs:      uint64(1099511627783),
+		Attempts:  uint32(70000),
+		LastError: "ssssssssssss",
+		Permanent: true,
+	}}
 }
 
 // examplesRelayV1 returns valid RelayV1 values, minimal first, typical last.

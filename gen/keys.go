@@ -31,6 +31,8 @@ const (
 	TagSchedulerLeaseKey      Tag = 6
 	TagSchedulerMemberKey     Tag = 8
 	TagTimerRefKey            Tag = 7
+	TagDeadLetterKey          Tag = 9
+	TagDeadLetterValueKey     Tag = 10
 	TagReceiverNonceKey       Tag = 40
 	TagReceiverNonceExpiryKey Tag = 41
 	TagQuarantineKey          Tag = 50
@@ -110,6 +112,18 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readTimerRefKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("TimerRefKey", err)
+		}
+		return k, nil
+	case TagDeadLetterKey:
+		k, err := readDeadLetterKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("DeadLetterKey", err)
+		}
+		return k, nil
+	case TagDeadLetterValueKey:
+		k, err := readDeadLetterValueKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("DeadLetterValueKey", err)
 		}
 		return k, nil
 	case TagReceiverNonceKey:
@@ -787,6 +801,162 @@ func ParseTimerRefKey(b []byte) (TimerRefKey, error) {
 	k, err := readTimerRefKey(&r)
 	if err != nil {
 		return TimerRefKey{}, wire.KeyError("TimerRefKey", err)
+	}
+	return k, nil
+}
+
+func (DeadLetterKey) Tag() Tag {
+	return TagDeadLetterKey
+}
+
+func appendDeadLetterKey(dst []byte, k *DeadLetterKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagDeadLetterKey))
+	dst = tuple.AppendUint(dst, uint64(k.Kind))
+	dst = tuple.AppendString(dst, k.Reference)
+	dst = tuple.AppendUint(dst, uint64(k.DueAtMs))
+	return dst
+}
+
+func checkDeadLetterKey(k *DeadLetterKey) error {
+	if len(k.Reference) > 256 {
+		return wire.Within("Reference", wire.CheckLen("", len(k.Reference), 256))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k DeadLetterKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkDeadLetterKey(&k); err != nil {
+		return dst, wire.Within("DeadLetterKey", err)
+	}
+	return appendDeadLetterKey(dst, &k), nil
+}
+
+// AppendDeadLetterKey appends the DeadLetterKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendDeadLetterKey(dst []byte, kind uint16, reference string, dueAtMs uint64) ([]byte, error) {
+	return DeadLetterKey{
+		DueAtMs:   dueAtMs,
+		Kind:      kind,
+		Reference: reference,
+	}.AppendKey(dst)
+}
+
+func readDeadLetterKey(r *tuple.Reader) (k DeadLetterKey, err error) {
+	{
+		var v uint64
+		v, err = readTupleUint(r, "Kind", uint64(0xffff))
+		if err != nil {
+			return
+		}
+		k.Kind = uint16(v)
+	}
+	if k.Reference, err = r.ReadString(); err != nil {
+		return
+	}
+	if k.DueAtMs, err = r.ReadUint(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkDeadLetterKey(&k)
+}
+
+// ParseDeadLetterKey parses a key of class DeadLetterKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseDeadLetterKey(b []byte) (DeadLetterKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagDeadLetterKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagDeadLetterKey)
+	}
+	if err != nil {
+		return DeadLetterKey{}, wire.KeyError("DeadLetterKey", err)
+	}
+	k, err := readDeadLetterKey(&r)
+	if err != nil {
+		return DeadLetterKey{}, wire.KeyError("DeadLetterKey", err)
+	}
+	return k, nil
+}
+
+func (DeadLetterValueKey) Tag() Tag {
+	return TagDeadLetterValueKey
+}
+
+func appendDeadLetterValueKey(dst []byte, k *DeadLetterValueKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagDeadLetterValueKey))
+	dst = tuple.AppendUint(dst, uint64(k.Kind))
+	dst = tuple.AppendString(dst, k.Reference)
+	dst = tuple.AppendUint(dst, uint64(k.DueAtMs))
+	return dst
+}
+
+func checkDeadLetterValueKey(k *DeadLetterValueKey) error {
+	if len(k.Reference) > 256 {
+		return wire.Within("Reference", wire.CheckLen("", len(k.Reference), 256))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k DeadLetterValueKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkDeadLetterValueKey(&k); err != nil {
+		return dst, wire.Within("DeadLetterValueKey", err)
+	}
+	return appendDeadLetterValueKey(dst, &k), nil
+}
+
+// AppendDeadLetterValueKey appends the DeadLetterValueKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendDeadLetterValueKey(dst []byte, kind uint16, reference string, dueAtMs uint64) ([]byte, error) {
+	return DeadLetterValueKey{
+		DueAtMs:   dueAtMs,
+		Kind:      kind,
+		Reference: reference,
+	}.AppendKey(dst)
+}
+
+func readDeadLetterValueKey(r *tuple.Reader) (k DeadLetterValueKey, err error) {
+	{
+		var v uint64
+		v, err = readTupleUint(r, "Kind", uint64(0xffff))
+		if err != nil {
+			return
+		}
+		k.Kind = uint16(v)
+	}
+	if k.Reference, err = r.ReadString(); err != nil {
+		return
+	}
+	if k.DueAtMs, err = r.ReadUint(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkDeadLetterValueKey(&k)
+}
+
+// ParseDeadLetterValueKey parses a key of class DeadLetterValueKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseDeadLetterValueKey(b []byte) (DeadLetterValueKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagDeadLetterValueKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagDeadLetterValueKey)
+	}
+	if err != nil {
+		return DeadLetterValueKey{}, wire.KeyError("DeadLetterValueKey", err)
+	}
+	k, err := readDeadLetterValueKey(&r)
+	if err != nil {
+		return DeadLetterValueKey{}, wire.KeyError("DeadLetterValueKey", err)
 	}
 	return k, nil
 }

@@ -105,6 +105,246 @@ func fastDecodeU64Value(b []byte, v *U64Value) bool {
 	return len(b) > 0 && b[0] == VersionU64Value && fastReadU64Value(b, 1, v) == len(b) && verifyU64Value(v) == nil
 }
 
+func appendTimerRefV2(dst []byte, v *TimerRefV2) []byte {
+	dst = wire.AppendU64(dst, v.DueAtMs)
+	dst = wire.AppendU32(dst, v.Attempts)
+	dst = wire.AppendString(dst, v.LastError)
+	dst = wire.AppendU64(dst, v.PeriodAtMs)
+	return dst
+}
+
+func sizeTimerRefV2(v *TimerRefV2) int {
+	n := 0
+	n += 8
+	n += 4
+	n += wire.LenSize(len(v.LastError)) + len(v.LastError)
+	n += 8
+	return n
+}
+
+func readTimerRefV2(r *wire.Reader, v *TimerRefV2) {
+	if b := r.Next("TimerRefV2.DueAtMs..Attempts", 12); len(b) == 12 {
+		v.DueAtMs = binary.BigEndian.Uint64(b[0:])
+		v.Attempts = binary.BigEndian.Uint32(b[8:])
+	}
+	v.LastError = r.String("TimerRefV2.LastError", 512)
+	v.PeriodAtMs = r.U64("TimerRefV2.PeriodAtMs")
+}
+
+// fastReadTimerRefV2 reads the fields of TimerRefV2 from b[p:] as readTimerRefV2 does, and
+// returns the offset after them, or -1 where readTimerRefV2 would fail.
+func fastReadTimerRefV2(b []byte, p int, v *TimerRefV2) int {
+	if len(b)-p < 12 {
+		return -1
+	}
+	v.DueAtMs = binary.BigEndian.Uint64(b[p:])
+	v.Attempts = binary.BigEndian.Uint32(b[p+8:])
+	p += 12
+	{
+		n, q := wire.ShortLen(b, p, 512)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 512)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.LastError = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.PeriodAtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	return p
+}
+
+// VersionTimerRefV2 is the version byte that opens every encoded TimerRefV2.
+const VersionTimerRefV2 = 2
+
+// AppendTimerRefV2 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendTimerRefV2(dst []byte, v TimerRefV2) ([]byte, error) {
+	if !validTimerRefV2(&v) {
+		return dst, wire.Within("TimerRefV2", checkTimerRefV2(&v))
+	}
+	return appendTimerRefV2(append(dst, VersionTimerRefV2), &v), nil
+}
+
+// EncodeTimerRefV2 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendTimerRefV2 does.
+func EncodeTimerRefV2(v TimerRefV2) ([]byte, error) {
+	return AppendTimerRefV2(make([]byte, 0, 1+sizeTimerRefV2(&v)), v)
+}
+
+// DecodeTimerRefV2 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeTimerRefV2(b []byte) (TimerRefV2, error) {
+	var v TimerRefV2
+	err := DecodeTimerRefV2Into(b, &v)
+	return v, err
+}
+
+// DecodeTimerRefV2Into decodes b into *v as DecodeTimerRefV2 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeTimerRefV2Into(b []byte, v *TimerRefV2) error {
+	if fastDecodeTimerRefV2(b, v) {
+		return nil
+	}
+	return readerDecodeTimerRefV2(b, v)
+}
+
+// readerDecodeTimerRefV2 is DecodeTimerRefV2Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeTimerRefV2(b []byte, v *TimerRefV2) error {
+	r := wire.NewReader(b, "TimerRefV2")
+	r.Version(VersionTimerRefV2)
+	readTimerRefV2(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyTimerRefV2(v); err != nil {
+			err = wire.DecodeRule("TimerRefV2", err)
+		}
+	}
+	if err != nil {
+		*v = TimerRefV2{}
+	}
+	return err
+}
+
+// fastDecodeTimerRefV2 decodes b into *v and reports true when b is a valid
+// TimerRefV2; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeTimerRefV2(b []byte, v *TimerRefV2) bool {
+	return len(b) > 0 && b[0] == VersionTimerRefV2 && fastReadTimerRefV2(b, 1, v) == len(b) && verifyTimerRefV2(v) == nil
+}
+
+func appendDeadLetterV1(dst []byte, v *DeadLetterV1) []byte {
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = wire.AppendU32(dst, v.Attempts)
+	dst = wire.AppendString(dst, v.LastError)
+	dst = wire.AppendBool(dst, v.Permanent)
+	return dst
+}
+
+func sizeDeadLetterV1(v *DeadLetterV1) int {
+	n := 0
+	n += 8
+	n += 4
+	n += wire.LenSize(len(v.LastError)) + len(v.LastError)
+	n += 1
+	return n
+}
+
+func readDeadLetterV1(r *wire.Reader, v *DeadLetterV1) {
+	if b := r.Next("DeadLetterV1.AtMs..Attempts", 12); len(b) == 12 {
+		v.AtMs = binary.BigEndian.Uint64(b[0:])
+		v.Attempts = binary.BigEndian.Uint32(b[8:])
+	}
+	v.LastError = r.String("DeadLetterV1.LastError", 512)
+	v.Permanent = r.Bool("DeadLetterV1.Permanent")
+}
+
+// fastReadDeadLetterV1 reads the fields of DeadLetterV1 from b[p:] as readDeadLetterV1 does, and
+// returns the offset after them, or -1 where readDeadLetterV1 would fail.
+func fastReadDeadLetterV1(b []byte, p int, v *DeadLetterV1) int {
+	if len(b)-p < 12 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	v.Attempts = binary.BigEndian.Uint32(b[p+8:])
+	p += 12
+	{
+		n, q := wire.ShortLen(b, p, 512)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 512)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.LastError = string(b[q : q+n])
+		p = q + n
+	}
+	if p >= len(b) || b[p] > 1 {
+		return -1
+	}
+	p++
+	v.Permanent = b[p-1] == 1
+	return p
+}
+
+// VersionDeadLetterV1 is the version byte that opens every encoded DeadLetterV1.
+const VersionDeadLetterV1 = 1
+
+// AppendDeadLetterV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendDeadLetterV1(dst []byte, v DeadLetterV1) ([]byte, error) {
+	if !validDeadLetterV1(&v) {
+		return dst, wire.Within("DeadLetterV1", checkDeadLetterV1(&v))
+	}
+	return appendDeadLetterV1(append(dst, VersionDeadLetterV1), &v), nil
+}
+
+// EncodeDeadLetterV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendDeadLetterV1 does.
+func EncodeDeadLetterV1(v DeadLetterV1) ([]byte, error) {
+	return AppendDeadLetterV1(make([]byte, 0, 1+sizeDeadLetterV1(&v)), v)
+}
+
+// DecodeDeadLetterV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeDeadLetterV1(b []byte) (DeadLetterV1, error) {
+	var v DeadLetterV1
+	err := DecodeDeadLetterV1Into(b, &v)
+	return v, err
+}
+
+// DecodeDeadLetterV1Into decodes b into *v as DecodeDeadLetterV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeDeadLetterV1Into(b []byte, v *DeadLetterV1) error {
+	if fastDecodeDeadLetterV1(b, v) {
+		return nil
+	}
+	return readerDecodeDeadLetterV1(b, v)
+}
+
+// readerDecodeDeadLetterV1 is DecodeDeadLetterV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeDeadLetterV1(b []byte, v *DeadLetterV1) error {
+	r := wire.NewReader(b, "DeadLetterV1")
+	r.Version(VersionDeadLetterV1)
+	readDeadLetterV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyDeadLetterV1(v); err != nil {
+			err = wire.DecodeRule("DeadLetterV1", err)
+		}
+	}
+	if err != nil {
+		*v = DeadLetterV1{}
+	}
+	return err
+}
+
+// fastDecodeDeadLetterV1 decodes b into *v and reports true when b is a valid
+// DeadLetterV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeDeadLetterV1(b []byte, v *DeadLetterV1) bool {
+	return len(b) > 0 && b[0] == VersionDeadLetterV1 && fastReadDeadLetterV1(b, 1, v) == len(b) && verifyDeadLetterV1(v) == nil
+}
+
 func appendRelayV1(dst []byte, v *RelayV1) []byte {
 	dst = wire.AppendBytes(dst, v.Target)
 	dst = wire.AppendLen(dst, len(v.Puts))
@@ -1342,7 +1582,7 @@ func readQuarantineV1(r *wire.Reader, v *QuarantineV1) {
 		v.Companion = nil
 	}
 	if r.Present("QuarantineV1.CompanionValue") {
-		v.CompanionValue = r.Bytes("QuarantineV1.CompanionValue", 64)
+		v.CompanionValue = r.Bytes("QuarantineV1.CompanionValue", 1024)
 	} else {
 		v.CompanionValue = nil
 	}
@@ -1398,9 +1638,9 @@ func fastReadQuarantineV1(b []byte, p int, v *QuarantineV1) int {
 	p++
 	if b[p-1] == 1 {
 		{
-			n, q := wire.ShortLen(b, p, 64)
+			n, q := wire.ShortLen(b, p, 1024)
 			if q < 0 {
-				n, q = wire.LenAt(b, p, 64)
+				n, q = wire.LenAt(b, p, 1024)
 			}
 			if q < 0 || n > len(b)-q {
 				return -1

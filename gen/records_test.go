@@ -240,6 +240,440 @@ func TestU64ValueFastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidTimerRefV2 returns TimerRefV2 values that break a rule of the schema.
+func invalidTimerRefV2() []TimerRefV2 {
+	var out []TimerRefV2
+	{
+		v := examplesTimerRefV2()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedTimerRefV2 returns bytes that must not decode as a TimerRefV2: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedTimerRefV2() [][]byte {
+	valid, err := EncodeTimerRefV2(examplesTimerRefV2()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionTimerRefV2+1)}
+	{
+		v := examplesTimerRefV2()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, appendTimerRefV2([]byte{VersionTimerRefV2}, &v))
+	}
+	return out
+}
+
+func TestTimerRefV2RoundTrip(t *testing.T) {
+	for i, v := range examplesTimerRefV2() {
+		b, err := EncodeTimerRefV2(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeTimerRefV2(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeTimerRefV2(&v))
+		}
+		got, err := DecodeTimerRefV2(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendTimerRefV2([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestTimerRefV2DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestTimerRefV2DecodeIntoReuses(t *testing.T) {
+	var v TimerRefV2
+	examples := examplesTimerRefV2()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeTimerRefV2(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeTimerRefV2Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeTimerRefV2(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeTimerRefV2Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, TimerRefV2{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestTimerRefV2RejectsInvalid(t *testing.T) {
+	for i, v := range invalidTimerRefV2() {
+		out, err := AppendTimerRefV2([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestTimerRefV2RejectsMalformed(t *testing.T) {
+	for i, b := range malformedTimerRefV2() {
+		_, err := DecodeTimerRefV2(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "TimerRefV2") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "TimerRefV2")
+		}
+	}
+}
+
+// FuzzTimerRefV2: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzTimerRefV2(f *testing.F) {
+	for _, v := range examplesTimerRefV2() {
+		b, err := EncodeTimerRefV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedTimerRefV2() {
+		f.Add(b)
+	}
+	held, err := EncodeTimerRefV2(examplesTimerRefV2()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeTimerRefV2(t, held, b)
+		v, err := DecodeTimerRefV2(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeTimerRefV2(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkTimerRefV2 encodes and decodes the example with the largest encoding.
+func BenchmarkTimerRefV2(b *testing.B) {
+	var v TimerRefV2
+	var enc []byte
+	for _, x := range examplesTimerRefV2() {
+		e, err := EncodeTimerRefV2(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendTimerRefV2(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeTimerRefV2(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeTimerRefV2 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeTimerRefV2(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow TimerRefV2
+		if reuse {
+			if readerDecodeTimerRefV2(held, &fast) != nil || readerDecodeTimerRefV2(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeTimerRefV2(b, &fast)
+		err := readerDecodeTimerRefV2(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestTimerRefV2FastPathAgrees holds DecodeTimerRefV2Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestTimerRefV2FastPathAgrees(t *testing.T) {
+	examples := examplesTimerRefV2()
+	held, err := EncodeTimerRefV2(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeTimerRefV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeTimerRefV2(t, held, m)
+		}
+	}
+	for _, b := range malformedTimerRefV2() {
+		agreeTimerRefV2(t, held, b)
+	}
+}
+
+// invalidDeadLetterV1 returns DeadLetterV1 values that break a rule of the schema.
+func invalidDeadLetterV1() []DeadLetterV1 {
+	var out []DeadLetterV1
+	{
+		v := examplesDeadLetterV1()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedDeadLetterV1 returns bytes that must not decode as a DeadLetterV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedDeadLetterV1() [][]byte {
+	valid, err := EncodeDeadLetterV1(examplesDeadLetterV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionDeadLetterV1+1)}
+	{
+		v := examplesDeadLetterV1()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, appendDeadLetterV1([]byte{VersionDeadLetterV1}, &v))
+	}
+	return out
+}
+
+func TestDeadLetterV1RoundTrip(t *testing.T) {
+	for i, v := range examplesDeadLetterV1() {
+		b, err := EncodeDeadLetterV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeDeadLetterV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeDeadLetterV1(&v))
+		}
+		got, err := DecodeDeadLetterV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendDeadLetterV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestDeadLetterV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestDeadLetterV1DecodeIntoReuses(t *testing.T) {
+	var v DeadLetterV1
+	examples := examplesDeadLetterV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeDeadLetterV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeDeadLetterV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeDeadLetterV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeDeadLetterV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, DeadLetterV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestDeadLetterV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidDeadLetterV1() {
+		out, err := AppendDeadLetterV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestDeadLetterV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedDeadLetterV1() {
+		_, err := DecodeDeadLetterV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "DeadLetterV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "DeadLetterV1")
+		}
+	}
+}
+
+// FuzzDeadLetterV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzDeadLetterV1(f *testing.F) {
+	for _, v := range examplesDeadLetterV1() {
+		b, err := EncodeDeadLetterV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedDeadLetterV1() {
+		f.Add(b)
+	}
+	held, err := EncodeDeadLetterV1(examplesDeadLetterV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeDeadLetterV1(t, held, b)
+		v, err := DecodeDeadLetterV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeDeadLetterV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkDeadLetterV1 encodes and decodes the example with the largest encoding.
+func BenchmarkDeadLetterV1(b *testing.B) {
+	var v DeadLetterV1
+	var enc []byte
+	for _, x := range examplesDeadLetterV1() {
+		e, err := EncodeDeadLetterV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendDeadLetterV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeDeadLetterV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeDeadLetterV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeDeadLetterV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow DeadLetterV1
+		if reuse {
+			if readerDecodeDeadLetterV1(held, &fast) != nil || readerDecodeDeadLetterV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeDeadLetterV1(b, &fast)
+		err := readerDecodeDeadLetterV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestDeadLetterV1FastPathAgrees holds DecodeDeadLetterV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestDeadLetterV1FastPathAgrees(t *testing.T) {
+	examples := examplesDeadLetterV1()
+	held, err := EncodeDeadLetterV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeDeadLetterV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeDeadLetterV1(t, held, m)
+		}
+	}
+	for _, b := range malformedDeadLetterV1() {
+		agreeDeadLetterV1(t, held, b)
+	}
+}
+
 // invalidRelayV1 returns RelayV1 values that break a rule of the schema.
 func invalidRelayV1() []RelayV1 {
 	var out []RelayV1
@@ -2303,7 +2737,7 @@ func invalidQuarantineV1() []QuarantineV1 {
 	}
 	{
 		v := examplesQuarantineV1()[1]
-		v.CompanionValue = make([]byte, 65)
+		v.CompanionValue = make([]byte, 1025)
 		out = append(out, v)
 	}
 	return out
@@ -2340,7 +2774,7 @@ func malformedQuarantineV1() [][]byte {
 	}
 	{
 		v := examplesQuarantineV1()[1]
-		v.CompanionValue = make([]byte, 65)
+		v.CompanionValue = make([]byte, 1025)
 		out = append(out, appendQuarantineV1([]byte{VersionQuarantineV1}, &v))
 	}
 	return out

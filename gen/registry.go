@@ -43,6 +43,15 @@ func init() {
 			Parse: registry.KeyParser(ParseSchedulerMemberKey),
 			Tag:   uint32(TagSchedulerMemberKey),
 		}, {
+			Name:  "DeadLetterKey",
+			Parse: registry.KeyParser(ParseDeadLetterKey),
+			Tag:   uint32(TagDeadLetterKey),
+			Value: "DeadLetterV1",
+		}, {
+			Name:  "DeadLetterValueKey",
+			Parse: registry.KeyParser(ParseDeadLetterValueKey),
+			Tag:   uint32(TagDeadLetterValueKey),
+		}, {
 			Name:  "RelayKey",
 			Parse: registry.KeyParser(ParseRelayKey),
 			Tag:   uint32(TagRelayKey),
@@ -86,6 +95,14 @@ func init() {
 			Decode:  registry.Decoder(DecodeU64Value),
 			Name:    "U64Value",
 			Version: VersionU64Value,
+		}, {
+			Decode:  registry.Decoder(DecodeTimerRefV2),
+			Name:    "TimerRefV2",
+			Version: VersionTimerRefV2,
+		}, {
+			Decode:  registry.Decoder(DecodeDeadLetterV1),
+			Name:    "DeadLetterV1",
+			Version: VersionDeadLetterV1,
 		}, {
 			Decode:  registry.Decoder(DecodeRelayV1),
 			Name:    "RelayV1",

@@ -216,9 +216,10 @@ const (
 )
 
 // TimerRefKey names the one timer of a (kind, reference) pair: it holds
-// that timer's due time (a U64Value), so a writer can find, guard and move
-// the timer without scanning. The timers package keeps it in step with the
-// TimerKey row in every batch that writes either.
+// that timer's due time, so a writer can find, guard and move the timer
+// without scanning: a U64Value, or a TimerRefV2 while the timer carries
+// failed attempts or a period's scheduled time. The timers package keeps
+// it in step with the TimerKey row in every batch that writes either.
 type TimerRefKey struct {
 	Kind      uint16
 	Reference string
@@ -227,6 +228,36 @@ type TimerRefKey struct {
 // Declared bounds of TimerRefKey.
 const (
 	MaxTimerRefKeyReference = 256
+)
+
+// DeadLetterKey holds a dead letter (a DeadLetterV1): a timer that used
+// its retry policy's attempts or failed with an error its handler marked
+// permanent, moved out of the timer rows so that it never fires again on
+// its own, until an operator re-drives or deletes it. DueAtMs is the due
+// time of its last fire. Its value row is DeadLetterValueKey's.
+type DeadLetterKey struct {
+	Kind      uint16
+	Reference string
+	DueAtMs   uint64
+}
+
+// Declared bounds of DeadLetterKey.
+const (
+	MaxDeadLetterKeyReference = 256
+)
+
+// DeadLetterValueKey holds a dead letter's timer value, byte for byte (the
+// handler's own value: no record wraps it). It is written and deleted with
+// its DeadLetterKey row.
+type DeadLetterValueKey struct {
+	Kind      uint16
+	Reference string
+	DueAtMs   uint64
+}
+
+// Declared bounds of DeadLetterValueKey.
+const (
+	MaxDeadLetterValueKeyReference = 256
 )
 
 // ReceiverNonceKey holds a key an outcome receiver accepted (a
@@ -301,6 +332,82 @@ func validU64Value(v *U64Value) bool {
 
 // verifyU64Value checks the rules of the schema that decoding does not enforce on v.
 func verifyU64Value(v *U64Value) error {
+	return nil
+}
+
+// TimerRefV2 is a timer's reference entry (TimerRefKey) while the timer
+// carries state beyond its due time: the attempts its handler failed
+// since it last succeeded and the last failure's text (truncated), and,
+// for a timer of a periodic kind, the scheduled time of the period it is
+// retrying or snoozing in (0: its due time). A timer without such state
+// has a U64Value entry instead, as every timer had before retry policies;
+// the version byte tells them apart.
+type TimerRefV2 struct {
+	DueAtMs    uint64
+	Attempts   uint32
+	LastError  string
+	PeriodAtMs uint64
+}
+
+// Declared bounds of TimerRefV2.
+const (
+	MaxTimerRefV2LastError = 512
+)
+
+// checkTimerRefV2 checks every rule of the schema on v.
+func checkTimerRefV2(v *TimerRefV2) error {
+	if len(v.LastError) > 512 {
+		return wire.Within("LastError", wire.CheckLen("", len(v.LastError), 512))
+	}
+	return nil
+}
+
+// validTimerRefV2 reports whether v keeps every rule of the schema, as check does without the error.
+func validTimerRefV2(v *TimerRefV2) bool {
+	if len(v.LastError) > 512 {
+		return false
+	}
+	return true
+}
+
+// verifyTimerRefV2 checks the rules of the schema that decoding does not enforce on v.
+func verifyTimerRefV2(v *TimerRefV2) error {
+	return nil
+}
+
+// DeadLetterV1 is a dead letter's record (DeadLetterKey): when its timer
+// became one (Unix milliseconds), the attempts it used, its last error's
+// text (truncated), and whether the handler marked that error permanent.
+type DeadLetterV1 struct {
+	AtMs      uint64
+	Attempts  uint32
+	LastError string
+	Permanent bool
+}
+
+// Declared bounds of DeadLetterV1.
+const (
+	MaxDeadLetterV1LastError = 512
+)
+
+// checkDeadLetterV1 checks every rule of the schema on v.
+func checkDeadLetterV1(v *DeadLetterV1) error {
+	if len(v.LastError) > 512 {
+		return wire.Within("LastError", wire.CheckLen("", len(v.LastError), 512))
+	}
+	return nil
+}
+
+// validDeadLetterV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validDeadLetterV1(v *DeadLetterV1) bool {
+	if len(v.LastError) > 512 {
+		return false
+	}
+	return true
+}
+
+// verifyDeadLetterV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyDeadLetterV1(v *DeadLetterV1) error {
 	return nil
 }
 
@@ -740,7 +847,7 @@ func verifyReceiverNonceV1(v *ReceiverNonceV1) error {
 // QuarantineV1 records a row moved aside by an operator: when (Unix
 // milliseconds), who and why; the companion row moved with it, when the
 // row was one of a pair (the reference entry of a timer row, whose value
-// is a U64Value), with its value; and what the partition's outcome backlog dropped by when the row
+// is a U64Value or a TimerRefV2), with its value; and what the partition's outcome backlog dropped by when the row
 // was a pending outcome, which a restore adds back. The moved row's own
 // value is kept beside it (QuarantineValueKey).
 type QuarantineV1 struct {
@@ -758,7 +865,7 @@ const (
 	MaxQuarantineV1Who            = 128
 	MaxQuarantineV1Reason         = 1024
 	MaxQuarantineV1Companion      = 10000
-	MaxQuarantineV1CompanionValue = 64
+	MaxQuarantineV1CompanionValue = 1024
 )
 
 // checkQuarantineV1 checks every rule of the schema on v.
@@ -772,8 +879,8 @@ func checkQuarantineV1(v *QuarantineV1) error {
 	if len(v.Companion) > 10000 {
 		return wire.Within("Companion", wire.CheckLen("", len(v.Companion), 10000))
 	}
-	if len(v.CompanionValue) > 64 {
-		return wire.Within("CompanionValue", wire.CheckLen("", len(v.CompanionValue), 64))
+	if len(v.CompanionValue) > 1024 {
+		return wire.Within("CompanionValue", wire.CheckLen("", len(v.CompanionValue), 1024))
 	}
 	return nil
 }
@@ -789,7 +896,7 @@ func validQuarantineV1(v *QuarantineV1) bool {
 	if len(v.Companion) > 10000 {
 		return false
 	}
-	if len(v.CompanionValue) > 64 {
+	if len(v.CompanionValue) > 1024 {
 		return false
 	}
 	return true

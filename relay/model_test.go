@@ -73,6 +73,10 @@ type modelConfig struct {
 	// lyingSink makes the sink report its refusals as deliveries: the
 	// model must see outcomes acknowledged that the sink never took.
 	lyingSink bool
+	// loseLastAttempt makes the workers' batches that make a dead letter
+	// lose its rows, deleting the timer on its last attempt: the model
+	// must catch it (see loseLastAttempt).
+	loseLastAttempt bool
 	// serial runs no actor inside another's store call (no interleaved
 	// ticks or productions): a nested tick's writes reach the outer
 	// Tick's lister, which lists on its own goroutine, at a moment the
@@ -144,6 +148,9 @@ type world struct {
 	outcomes     map[string]modelOutcome
 	taken        map[string]int
 	reservations int
+
+	// jobs are the jobs a producer landed (model_timers_test.go).
+	jobs []modelJob
 }
 
 // modelStats counts what a run exercised, so that TestRelayModel can
@@ -159,6 +166,9 @@ type modelStats struct {
 	// timers, whose outcomes, committed together, meet on the
 	// partition's user counter: the second's guard fails (see userTimer).
 	batchedRaces int
+	// deadLettered, redriven and periods count the service timers' dead
+	// letters, re-drives and counted periods (model_timers_test.go).
+	deadLettered, redriven, periods int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -177,6 +187,9 @@ func (s *modelStats) add(o modelStats) {
 	s.sinkFailures += o.sinkFailures
 	s.concurrentFailures += o.concurrentFailures
 	s.batchedRaces += o.batchedRaces
+	s.deadLettered += o.deadLettered
+	s.redriven += o.redriven
+	s.periods += o.periods
 }
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
@@ -211,6 +224,7 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 	for range 2 {
 		w.workers = append(w.workers, w.newWorker())
 	}
+	w.startPeriodic()
 	return w
 }
 
@@ -227,10 +241,14 @@ func (w *world) run() error {
 			w.produce(w.rng.IntN(modelSources), w.producer)
 		case r < 70:
 			w.tick(w.rng.IntN(len(w.workers)), true)
-		case r < 85:
+		case r < 80:
 			w.advance(time.Duration(w.rng.IntN(1500)) * time.Millisecond)
+		case r < 85:
+			w.produceJob()
 		case r < 93:
 			w.corrupt()
+		case r < 96:
+			w.redrive()
 		default:
 			w.repair()
 		}
@@ -258,6 +276,9 @@ func (w *world) drain() error {
 		if w.drained() {
 			if err := w.everyOutcomeTaken(); err != nil {
 				return w.fail(err)
+			}
+			if err := w.checkServiceTimers(true); err != nil {
+				return w.fail(fmt.Errorf("drained: %w", err))
 			}
 			return nil
 		}
@@ -304,6 +325,9 @@ func (w *world) newWorker() *worker {
 	if err != nil {
 		panic(err)
 	}
+	if err := registerServiceTimers(reg); err != nil {
+		panic(err)
+	}
 	wk.s, err = timers.NewScheduler(timers.SchedulerConfig{
 		Store:          wk.store,
 		Registry:       reg,
@@ -345,6 +369,7 @@ func (w *world) tick(i int, chaotic bool) {
 	w.seen.leaseLost += rep.LeaseLost
 	w.seen.recovered += rep.Recovered
 	w.seen.held += rep.Timers.Held
+	w.seen.deadLettered += rep.Timers.DeadLettered
 	if wk.store.dead.Load() {
 		w.seen.crashes++
 		w.note("%s crashed; replaced", wk.owner)
@@ -578,7 +603,7 @@ func (w *world) check() error {
 			return err
 		}
 	}
-	return nil
+	return w.checkServiceTimers(false)
 }
 
 // checkTimer checks the outbox's promise: no row is ever queued without
@@ -705,6 +730,11 @@ func mapsEqual(a, b map[string]string) bool {
 func (w *world) drained() bool {
 	if !w.outcomesDrained() {
 		return false
+	}
+	for _, j := range w.jobs {
+		if ref, _, err := timers.ReadRef(w.ctx, w.layer, w.sources[j.src], jobKind, j.ref); err != nil || ref != nil {
+			return false
+		}
 	}
 	for _, p := range w.sources {
 		q, err := w.queue(p)
@@ -923,6 +953,9 @@ func (c *chaos) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if err != nil {
 		return store.BatchOutcome{}, err
 	}
+	if c.worker && c.w.cfg.loseLastAttempt {
+		b = loseLastAttempt(b)
+	}
 	out, err := c.w.layer.Apply(ctx, p, b)
 	if crash && err == nil {
 		return store.BatchOutcome{}, c.leave(true, nil)
@@ -994,6 +1027,7 @@ func TestRelayModel(t *testing.T) {
 			"outcomes": seen.outcomes, "bank outcomes": seen.bankOutcomes, "sink refusals": seen.sinkFailures,
 			"failed targets among concurrent lanes": seen.concurrentFailures,
 			"guard failures among batched outcomes": seen.batchedRaces,
+			"dead letters":                          seen.deadLettered, "re-driven dead letters": seen.redriven, "counted periods": seen.periods,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)
@@ -1043,6 +1077,24 @@ func TestRelayModelCatchesAnUnguardedDone(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed of 100 caught a relay Done without its guard")
+}
+
+// TestRelayModelCatchesALostLastAttempt proves the service timers' checks
+// bite: with the batch that makes a dead letter stripped of the dead
+// letter's rows (the timer deleted on its last attempt), some seed must
+// see a job in no place at all.
+func TestRelayModelCatchesALostLastAttempt(t *testing.T) {
+	for seed := range uint64(100) {
+		w := newWorld(t, modelConfig{seed: seed, steps: 80, engine: testengine.Memory, loseLastAttempt: true})
+		if err := w.run(); err != nil {
+			if !strings.Contains(err.Error(), "is in 0 places") {
+				t.Fatalf("seed %d failed otherwise: %v", seed, err)
+			}
+			t.Logf("seed %d caught the lost last attempt: %v", seed, firstLine(err))
+			return
+		}
+	}
+	t.Fatal("no seed of 100 caught a timer lost on its last attempt")
 }
 
 func firstLine(err error) string {

@@ -84,14 +84,39 @@ type SchedulerMemberKey struct {
 }
 
 // TimerRefKey names the one timer of a (kind, reference) pair: it holds
-// that timer's due time (a U64Value), so a writer can find, guard and move
-// the timer without scanning. The timers package keeps it in step with the
-// TimerKey row in every batch that writes either.
+// that timer's due time, so a writer can find, guard and move the timer
+// without scanning: a U64Value, or a TimerRefV2 while the timer carries
+// failed attempts or a period's scheduled time. The timers package keeps
+// it in step with the TimerKey row in every batch that writes either.
 //
 //mk:key tag=7 value=U64Value
 type TimerRefKey struct {
 	Kind      uint16
 	Reference string `mk:"max=256"`
+}
+
+// DeadLetterKey holds a dead letter (a DeadLetterV1): a timer that used
+// its retry policy's attempts or failed with an error its handler marked
+// permanent, moved out of the timer rows so that it never fires again on
+// its own, until an operator re-drives or deletes it. DueAtMs is the due
+// time of its last fire. Its value row is DeadLetterValueKey's.
+//
+//mk:key tag=9 value=DeadLetterV1
+type DeadLetterKey struct {
+	Kind      uint16
+	Reference string `mk:"max=256"`
+	DueAtMs   uint64
+}
+
+// DeadLetterValueKey holds a dead letter's timer value, byte for byte (the
+// handler's own value: no record wraps it). It is written and deleted with
+// its DeadLetterKey row.
+//
+//mk:key tag=10
+type DeadLetterValueKey struct {
+	Kind      uint16
+	Reference string `mk:"max=256"`
+	DueAtMs   uint64
 }
 
 // ReceiverNonceKey holds a key an outcome receiver accepted (a

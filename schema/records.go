@@ -8,6 +8,34 @@ type U64Value struct {
 	Value uint64
 }
 
+// TimerRefV2 is a timer's reference entry (TimerRefKey) while the timer
+// carries state beyond its due time: the attempts its handler failed
+// since it last succeeded and the last failure's text (truncated), and,
+// for a timer of a periodic kind, the scheduled time of the period it is
+// retrying or snoozing in (0: its due time). A timer without such state
+// has a U64Value entry instead, as every timer had before retry policies;
+// the version byte tells them apart.
+//
+//mk:record version=2
+type TimerRefV2 struct {
+	DueAtMs    uint64
+	Attempts   uint32
+	LastError  string `mk:"max=512"`
+	PeriodAtMs uint64
+}
+
+// DeadLetterV1 is a dead letter's record (DeadLetterKey): when its timer
+// became one (Unix milliseconds), the attempts it used, its last error's
+// text (truncated), and whether the handler marked that error permanent.
+//
+//mk:record version=1
+type DeadLetterV1 struct {
+	AtMs      uint64
+	Attempts  uint32
+	LastError string `mk:"max=512"`
+	Permanent bool
+}
+
 // RelayV1 is one queued relay row: writes to apply to a target partition,
 // in order, exactly once in effect. Target is the target partition's
 // tuple identity (store.IdentityOf), so a row may name a partition of any
@@ -122,7 +150,7 @@ type ReceiverNonceV1 struct {
 // QuarantineV1 records a row moved aside by an operator: when (Unix
 // milliseconds), who and why; the companion row moved with it, when the
 // row was one of a pair (the reference entry of a timer row, whose value
-// is a U64Value), with its value; and what the partition's outcome backlog dropped by when the row
+// is a U64Value or a TimerRefV2), with its value; and what the partition's outcome backlog dropped by when the row
 // was a pending outcome, which a restore adds back. The moved row's own
 // value is kept beside it (QuarantineValueKey).
 //
@@ -132,7 +160,7 @@ type QuarantineV1 struct {
 	Who            string `mk:"max=128"`
 	Reason         string `mk:"max=1024"`
 	Companion      []byte `mk:"max=10000,optional"`
-	CompanionValue []byte `mk:"max=64,optional"`
+	CompanionValue []byte `mk:"max=1024,optional"`
 	BacklogRows    uint64
 	BacklogBytes   uint64
 }

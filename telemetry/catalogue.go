@@ -83,6 +83,12 @@ var (
 		name: "mkitfdb_timers_corrupt_total", typ: Counter, labels: []string{LabelPartitionKind},
 		help: "Due timers not fired because their row is corrupt or their handler found corrupt data.",
 	}
+	// MetricTimersDeadLettered: timers made dead letters, their retry
+	// policy's attempts used or their handler's error permanent.
+	MetricTimersDeadLettered = &Desc{
+		name: "mkitfdb_timers_dead_lettered_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		help: "Timers made dead letters: their retry policy's attempts used, or their handler's error permanent.",
+	}
 	// MetricSchedulerTicks: Scheduler.Tick calls.
 	MetricSchedulerTicks = &Desc{
 		name: "mkitfdb_scheduler_ticks_total", typ: Counter,
@@ -149,6 +155,7 @@ var catalogue = []*Desc{
 	MetricTimersFailed,
 	MetricTimersUnknownKind,
 	MetricTimersCorrupt,
+	MetricTimersDeadLettered,
 	MetricSchedulerTicks,
 	MetricSchedulerClaimed,
 	MetricSchedulerContended,

@@ -59,9 +59,9 @@ type Report struct {
 	// was not fired again in this run.
 	Raced int
 	// Failed: the handler returned an error or no outcome, panicked, or
-	// returned an outcome the store rejected; the timer was moved
-	// RetryBackoff later (guarded like any outcome; a timer changed
-	// meanwhile is left as it is, still due).
+	// returned an outcome the store rejected; the timer was moved as its
+	// kind's RetryPolicy says, or made a dead letter (guarded like any
+	// outcome; a timer changed meanwhile is left as it is, still due).
 	Failed int
 	// UnknownKind counts the kinds without a handler among the due timers,
 	// each once per run. Their timers are moved HeldBackoff later, value
@@ -73,6 +73,11 @@ type Report struct {
 	// or reference entry is corrupt is left in place; a timer whose
 	// handler found corrupt data is moved HeldBackoff later.
 	Corrupt int
+	// DeadLettered counts the timers made dead letters, their attempts
+	// used or their handler's error permanent (see DeadLetter).
+	DeadLettered int
+	// Snoozed: the handler asked for a Snooze, and the move committed.
+	Snoozed int
 	// Held counts due timers no handler could fire in this run (an unknown
 	// kind, corrupt data): each waits HeldBackoff, and NextDue covers it,
 	// so that a handler registered later or a repair fires it.

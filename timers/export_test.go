@@ -24,3 +24,9 @@ func DropRacedNeighbourToo() (restore func()) {
 func StartBucket(s *Scheduler, nowMs uint64, n int) int {
 	return s.startBucket(context.Background(), nowMs, n, 1)
 }
+
+// AddReports is Report.add: a Tick's report sums its runs'.
+func AddReports(a, b Report) Report {
+	a.add(b)
+	return a
+}

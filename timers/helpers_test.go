@@ -196,9 +196,19 @@ func done(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 
 func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	t.Helper()
-	reg, err := timers.NewRegistry(hs...)
-	require.NoError(t, err)
+	reg := &timers.Registry{}
+	for _, h := range hs {
+		require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry)))
+	}
 	return reg
+}
+
+// fixedRetry retries for ever, RetryBackoff apart, without jitter: the
+// tests of what a failure does beside its retry policy use it.
+var fixedRetry = timers.RetryPolicy{
+	InitialInterval: timers.RetryBackoff,
+	BackoffFactor:   1,
+	MaxInterval:     timers.RetryBackoff,
 }
 
 // ms is the time n milliseconds encode (0: the zero Time).

@@ -46,8 +46,8 @@ import (
 // failed guard never loses another's work. A claim's lease guard or the
 // release's wake guard failing makes the run go on as RunDue does when
 // that happens to a single outcome (see claimHold). An outcome the store
-// rejects as invalid or whose deadline passed becomes the timer's move
-// RetryBackoff later, as before.
+// rejects as invalid or whose deadline passed is a failed fire, as before:
+// the timer's move as its retry policy says, or its dead letter.
 
 // item is the outcome of one fired timer, not yet committed: the handler's
 // batch with the timer's guards and change (outcome), or the move later of
@@ -57,6 +57,8 @@ type item struct {
 	b      *store.Batch
 	newDue uint64 // the timer's new due time, 0 when deleted
 	retry  bool   // a Retry outcome
+	snooze bool   // a Snooze outcome
+	dead   bool   // the timer's dead letter (see deadLetter)
 	// outcome: the handler's outcome; else a move after a failure or a
 	// hold, whose failed guard is only logged.
 	outcome bool
@@ -132,7 +134,7 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 		// An item alone needs no check before: the store's validation
 		// of its batch decides (see reject).
 		for i := range items {
-			r.precheck(&items[i], full)
+			r.precheck(ctx, &items[i], full)
 		}
 	}
 	// One allocation of each slice: room for every item's guards and
@@ -170,9 +172,13 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 				items = dropRaced(items, j)
 			}
 		case err == nil && out.Outcome == store.DeadlinePassed && n == 1 && items[0].outcome:
-			r.reject(&items[0], "timer outcome passed its deadline", errors.New(out.String()))
+			if err := r.reject(ctx, &items[0], "timer outcome passed its deadline", errors.New(out.String())); err != nil {
+				return r.unfinished(items, err)
+			}
 		case errors.Is(err, store.ErrInvalid) && n == 1 && items[0].outcome:
-			r.reject(&items[0], "store rejected the timer's outcome", err)
+			if err := r.reject(ctx, &items[0], "store rejected the timer's outcome", err); err != nil {
+				return r.unfinished(items, err)
+			}
 		case errors.Is(err, store.ErrInvalid) && n > 1:
 			// A limit the store counts otherwise than Validate: commit
 			// one item a batch from here on.
@@ -181,13 +187,19 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 			if err == nil {
 				err = fmt.Errorf("unexpected outcome %v", out)
 			}
-			for i := range items {
-				r.noteNext(items[i].t.dueMs)
-			}
-			return fmt.Errorf("timers: apply %v timer outcome in %s: %w", items[0].t.Kind, store.PartitionName(r.p), err)
+			return r.unfinished(items, fmt.Errorf("timers: apply %v timer outcome in %s: %w", items[0].t.Kind, store.PartitionName(r.p), err))
 		}
 	}
 	return nil
+}
+
+// unfinished notes the items not committed as still due at their own
+// time and returns err.
+func (r *run) unfinished(items []item, err error) error {
+	for i := range items {
+		r.noteNext(items[i].t.dueMs)
+	}
+	return err
 }
 
 // dropRaced returns items without items[j], whose own guard failed: the
@@ -207,9 +219,9 @@ func (r *run) full() store.Capabilities {
 
 // precheck turns an outcome that cannot commit, even alone (it fails
 // validation with the claim's lease guard, which every outcome under a
-// claim carries), into the timer's move RetryBackoff later, before it
-// can spoil a combined batch.
-func (r *run) precheck(it *item, full store.Capabilities) {
+// claim carries), into the timer's failure (see failure), before it can
+// spoil a combined batch.
+func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) {
 	if !it.outcome {
 		return
 	}
@@ -218,21 +230,25 @@ func (r *run) precheck(it *item, full store.Capabilities) {
 		full.MaxBatchBytes -= len(h.leaseKey) + len(h.lease)
 	}
 	if err := it.b.Validate(full); err != nil {
-		r.reject(it, "store rejected the timer's outcome", err)
+		// An error of the dead letter's read leaves the item as it is:
+		// the store rejects it, and reject runs again.
+		_ = r.reject(ctx, it, "store rejected the timer's outcome", err)
 	}
 }
 
 // reject counts a failed fire whose outcome cannot commit and replaces it
-// with the timer's move RetryBackoff later.
-func (r *run) reject(it *item, msg string, cause error) {
+// with the timer's failure (see failure). It fails when the dead letter's
+// read does, leaving the item as it is.
+func (r *run) reject(ctx context.Context, it *item, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, it.t.Kind)
-	r.log.Error("timers: "+msg+"; retrying later", "kind", it.t.Kind, "due_at_ms", it.t.dueMs, "error", cause)
-	mv, err := r.moveItem(it.t, retryBackoffMs)
-	if err != nil { // the timer's own key moved: unreachable
-		panic(fmt.Sprintf("timers: move of a parsed timer key: %v", err))
+	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.dueMs, "attempts", it.t.Attempts+1, "error", cause)
+	mv, err := r.failure(ctx, it.t, cause, 0)
+	if err != nil {
+		return err
 	}
 	*it = mv
+	return nil
 }
 
 // raced notes an item whose own precondition failed: nothing of it
@@ -255,13 +271,20 @@ func (r *run) settle(it *item) {
 	if it.newDue != 0 {
 		r.noteNext(it.newDue)
 	}
+	if it.dead {
+		r.report.DeadLettered++
+		r.count(telemetry.MetricTimersDeadLettered, it.t.Kind)
+	}
 	if !it.outcome {
 		return
 	}
-	if it.retry {
+	switch {
+	case it.snooze:
+		r.report.Snoozed++
+	case it.retry:
 		r.report.Retried++
 		r.count(telemetry.MetricTimersRetried, it.t.Kind)
-	} else {
+	default:
 		r.report.Fired++
 		r.count(telemetry.MetricTimersFired, it.t.Kind)
 	}

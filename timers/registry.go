@@ -13,11 +13,17 @@ import (
 // registry; it is safe for concurrent use, so handlers may be registered
 // while runs are in flight.
 type Registry struct {
-	mu       sync.RWMutex
-	handlers map[Kind]Handler
+	mu    sync.RWMutex
+	kinds map[Kind]*kindEntry
 	// held limits the logs of corrupt timer rows, by partition identity
 	// and key (see logHeld).
 	held holdback
+}
+
+// kindEntry is a registered kind: its handler and configuration.
+type kindEntry struct {
+	h Handler
+	kindConfig
 }
 
 // NewRegistry returns a registry holding hs; it fails as Register does.
@@ -31,47 +37,78 @@ func NewRegistry(hs ...Handler) (*Registry, error) {
 	return r, nil
 }
 
-// Register adds h for h.Kind(). It fails, leaving the registry unchanged,
-// with ErrDuplicateKind when the kind has a handler already, and with
-// store.ErrInvalid for a nil handler, for kind 0, and for a kind in the
-// range reserved for the library (1 to MaxLibraryKind) unless h is a
-// LibraryHandler whose ReservedKind reports true (see Kind).
-func (r *Registry) Register(h Handler) error {
+// Register adds h for h.Kind(), configured by opts (WithRetry,
+// WithPeriod): without WithRetry a service's kind gets DefaultRetryPolicy
+// and a library kind retries for ever, RetryBackoff apart. It fails,
+// leaving the registry unchanged, with ErrDuplicateKind when the kind has
+// a handler already, and with store.ErrInvalid for a nil handler, for
+// kind 0, for a kind in the range reserved for the library (1 to
+// MaxLibraryKind) unless h is a LibraryHandler whose ReservedKind reports
+// true (see Kind), and for an option out of its range.
+func (r *Registry) Register(h Handler, opts ...KindOption) error {
 	if h == nil {
 		return fmt.Errorf("timers: register a nil handler: %w", store.ErrInvalid)
 	}
 	k := h.Kind()
 	lib, _ := h.(LibraryHandler)
-	if err := k.checkUsable(lib != nil && lib.ReservedKind()); err != nil {
+	reserved := lib != nil && lib.ReservedKind()
+	if err := k.checkUsable(reserved); err != nil {
 		return fmt.Errorf("timers: register %T: %w", h, err)
+	}
+	e := &kindEntry{h: h, kindConfig: kindConfig{retry: DefaultRetryPolicy}}
+	if reserved {
+		e.retry = libraryRetryPolicy
+	}
+	for _, o := range opts {
+		if err := o(&e.kindConfig); err != nil {
+			return fmt.Errorf("timers: register %T: %w", h, err)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.handlers[k]; dup {
+	if _, dup := r.kinds[k]; dup {
 		return fmt.Errorf("%w: %v", ErrDuplicateKind, k)
 	}
-	if r.handlers == nil {
-		r.handlers = make(map[Kind]Handler)
+	if r.kinds == nil {
+		r.kinds = make(map[Kind]*kindEntry)
 	}
-	r.handlers[k] = h
+	r.kinds[k] = e
 	return nil
 }
 
 // Lookup returns the handler of kind k; ok is false when none is
 // registered.
 func (r *Registry) Lookup(k Kind) (h Handler, ok bool) {
+	e := r.entry(k)
+	if e == nil {
+		return nil, false
+	}
+	return e.h, true
+}
+
+// RetryPolicyOf returns the retry policy of kind k; ok is false when no
+// handler is registered for it.
+func (r *Registry) RetryPolicyOf(k Kind) (p RetryPolicy, ok bool) {
+	e := r.entry(k)
+	if e == nil {
+		return RetryPolicy{}, false
+	}
+	return e.retry, true
+}
+
+// entry returns kind k's entry, nil when none is registered.
+func (r *Registry) entry(k Kind) *kindEntry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	h, ok = r.handlers[k]
-	return h, ok
+	return r.kinds[k]
 }
 
 // Kinds lists the registered kinds in ascending order.
 func (r *Registry) Kinds() []Kind {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ks := make([]Kind, 0, len(r.handlers))
-	for k := range r.handlers {
+	ks := make([]Kind, 0, len(r.kinds))
+	for k := range r.kinds {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)

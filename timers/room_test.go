@@ -2,8 +2,11 @@ package timers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,5 +91,44 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestHandlerCapabilitiesFitAFireAfterAFailure: a timer of a periodic
+// kind whose last fire failed with the longest error has a reference
+// entry of the retry state's record; a handler filling what
+// HandlerCapabilities leaves still has its Done (a move to the next
+// period) land, and one operation more fails it.
+func TestHandlerCapabilitiesFitAFireAfterAFailure(t *testing.T) {
+	// Run alone: the lease guard's and the release's room (three
+	// operations) are slack.
+	for _, extra := range []int{0, 4} {
+		t.Run(fmt.Sprintf("extra=%d", extra), func(t *testing.T) {
+			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+				e.schedule(t, e.p, timers.Timer{Kind: kindA, Reference: "full", DueAt: ms(now), Value: store.Value("value of the timer")})
+				h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
+					if dt.Attempts == 0 {
+						return nil, errors.New(strings.Repeat("x", 2000))
+					}
+					return timers.Done{Batch: fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra)}, nil
+				}}
+				reg := &timers.Registry{}
+				require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry), timers.WithPeriod(timers.Every(time.Hour))))
+				rep := e.run(t, reg, timers.Budget{})
+				require.Equal(t, 1, rep.Failed)
+				e.clock.SetMs(now + retryBackoffMs)
+				rep = e.run(t, reg, timers.Budget{})
+				require.Len(t, h.calls, 2)
+				require.Len(t, h.calls[1].LastError, 512)
+				if extra == 0 {
+					assert.Equal(t, 1, rep.Fired, "the outcome fits")
+					due, ok := e.refDue(t, kindA, "full")
+					assert.True(t, ok)
+					assert.Equal(t, now+3_600_000, due, "moved to its next period")
+					return
+				}
+				assert.Equal(t, 1, rep.Failed, "one operation past the slack does not fit")
+			})
+		})
 	}
 }

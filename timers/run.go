@@ -53,9 +53,11 @@ import (
 //
 // Each outcome lands atomically with the timer's own change, guarded by
 // the timer row still holding the value the handler saw and its reference
-// entry still naming that row: Done deletes both, Reschedule and Retry
-// move the timer (never to a due time at or before its own) and lower the
-// partition's wake time to the new due time. The outcomes of a page of
+// entry still naming that row: Done deletes both (a periodic kind's moves
+// the timer to its next period), Reschedule, Retry and Snooze move the
+// timer (never to a due time at or before its own) and lower the
+// partition's wake time to the new due time; a failure moves it as its
+// kind's RetryPolicy says, or makes it a dead letter. The outcomes of a page of
 // timers of one kind commit together, in as few batches as the store's
 // limits allow, as if applied one after another (see Handler). A handler
 // error or panic, an unknown kind, a corrupt key or value, or a failed
@@ -126,9 +128,9 @@ type candidate struct {
 	key    store.Key
 	tk     gen.TimerKey
 	refKey store.Key
-	// handler is nil for a kind no handler is registered for: the timer is
+	// entry is nil for a kind no handler is registered for: the timer is
 	// moved HeldBackoff later.
-	handler Handler
+	entry *kindEntry
 	// value and refValue are the row's and its reference entry's values,
 	// read in one snapshot (value nil: the row is gone).
 	value, refValue store.Value
@@ -160,6 +162,9 @@ type run struct {
 	report  Report
 	// nextDueMs is Report.NextDue until the run ends (0: none).
 	nextDueMs uint64
+
+	// id is the partition's identity, for retry jitter (nil until needed).
+	id []byte
 
 	cands []candidate
 	// items are the outcomes of the page's fires, not yet committed.
@@ -332,11 +337,11 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 		if ref.key == nil { // readTimers reads every due row's: unreachable
 			return fmt.Errorf("timers: %s: due timer at %d read without its reference entry", store.PartitionName(r.p), tk.DueAtMs)
 		}
-		h, ok := r.reg.Lookup(kind)
-		if !ok {
+		e := r.reg.entry(kind)
+		if e == nil {
 			r.unknownKind(kind)
 		}
-		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, handler: h, value: kv.Value, refValue: ref.value})
+		r.cands = append(r.cands, candidate{key: kv.Key, tk: tk, refKey: ref.key, entry: e, value: kv.Value, refValue: ref.value})
 	}
 	if len(r.cands) > 0 {
 		if err := r.fireAll(ctx, stop || pg.next == nil); err != nil {
@@ -354,6 +359,9 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 // follows the candidates: the last batch may release a claim. Outcomes
 // of handlers that fired are committed even when the run then stops.
 func (r *run) fireAll(ctx context.Context, final bool) error {
+	if cap(r.items) < len(r.cands) {
+		r.items = make([]item, 0, len(r.cands))
+	}
 	r.items = r.items[:0]
 	var stopErr error
 	cut := false
@@ -414,22 +422,27 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		r.corruptRow(c.key, kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
 		return nil
 	}
-	if due, err := decodeRef(c.refValue); err != nil || due != c.tk.DueAtMs {
+	st, err := decodeRefState(c.refValue)
+	if err != nil || st.due != c.tk.DueAtMs {
 		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
-			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", due, "error", err)
+			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", st.due, "error", err)
 		return nil
 	}
-	t := change{DueTimer: DueTimer{Key: c.key, DueAt: store.DecodeTime(c.tk.DueAtMs), Kind: kind, Reference: c.tk.Reference, Value: c.value},
-		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue}
+	t := change{DueTimer: DueTimer{Key: c.key, DueAt: store.DecodeTime(c.tk.DueAtMs), Kind: kind, Reference: c.tk.Reference, Value: c.value,
+		Attempts: int(st.attempts), LastError: st.lastErr},
+		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry}
 	r.fires++
-	if c.handler == nil {
+	if c.entry == nil {
 		// unknownKind logged and counted it when the scan found it.
 		return r.hold(t)
+	}
+	if c.entry.period != nil {
+		t.Period = store.DecodeTime(t.periodAt())
 	}
 	if err := r.commitOtherKinds(ctx, kind); err != nil {
 		return err
 	}
-	fired, err := r.call(ctx, c.handler, t.DueTimer)
+	fired, err := r.call(ctx, c.entry.h, t.DueTimer)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return fmt.Errorf("timers: run %s: %v timer: %w", store.PartitionName(r.p), kind, err)
@@ -440,23 +453,49 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
-		return r.fail(t, "timer handler failed", err)
+		return r.fail(ctx, t, "timer handler failed", err)
 	}
-	b, newDue, retry, err := r.outcome(t, fired)
+	it, err := r.outcome(ctx, t, fired)
 	if err != nil {
-		return r.fail(t, "timer handler returned no valid outcome", err)
+		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
-	r.items = append(r.items, item{t: t, b: b, newDue: newDue, retry: retry, outcome: true})
+	it.outcome = true
+	r.items = append(r.items, it)
 	return nil
 }
 
 // change is a due timer the run is about to change, with what its guards
-// require: the reference entry's key and value as read.
+// require: the reference entry's key and value as read, and the state
+// the entry holds (its attempts and last error are the DueTimer's).
 type change struct {
 	DueTimer
 	dueMs    uint64 // DueTimer.DueAt as stored
 	refKey   store.Key
 	refValue store.Value
+	// periodAtMs is the entry's period's scheduled time (0: none).
+	periodAtMs uint64
+	// entry is the kind's registration, nil for a kind without one.
+	entry *kindEntry
+}
+
+// periodAt is the scheduled time of the period the timer is in: its
+// reference entry's, else its due time.
+func (t *change) periodAt() uint64 {
+	if t.periodAtMs != 0 {
+		return t.periodAtMs
+	}
+	return t.dueMs
+}
+
+// kept is the state a move that is neither a success nor a failure keeps
+// (a hold, a snooze): the attempts and last error, and a periodic timer's
+// scheduled time.
+func (t *change) kept() refState {
+	st := refState{attempts: uint32(t.Attempts), lastErr: t.LastError, periodAt: t.periodAtMs}
+	if t.entry != nil && t.entry.period != nil {
+		st.periodAt = t.periodAt()
+	}
+	return st
 }
 
 // call runs the handler, turning a panic into an error.
@@ -469,10 +508,9 @@ func (r *run) call(ctx context.Context, h Handler, t DueTimer) (fired Fired, err
 	return h.Fire(ctx, &r.c, t)
 }
 
-// outcome builds the batch that applies fired: the handler's batch, then
-// the timer's guards and change. newDue is the timer's new due time, 0
-// when it is deleted.
-func (r *run) outcome(t change, fired Fired) (b *store.Batch, newDue uint64, retry bool, err error) {
+// outcome builds the item that applies fired: the handler's batch, then
+// the timer's guards and change.
+func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) {
 	// The variants have value receivers, so pointers to them are Fired too.
 	switch f := fired.(type) {
 	case *Done:
@@ -487,29 +525,91 @@ func (r *run) outcome(t change, fired Fired) (b *store.Batch, newDue uint64, ret
 		if f != nil {
 			fired = *f
 		}
+	case *Snooze:
+		if f != nil {
+			fired = *f
+		}
 	}
 	switch f := fired.(type) {
 	case Done:
-		b = outcomeBatch(f.Batch)
+		b := outcomeBatch(f.Batch)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
+		if t.entry.period != nil {
+			// The fire and the move to the next period land together.
+			if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
+				due = after(t.dueMs, due)
+				return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, refState{})
+			}
+		}
 		b.Delete(t.Key).Delete(t.refKey)
-		return b, 0, false, nil
+		return item{t: t, b: b}, nil
 	case Reschedule:
 		want, err := store.EncodeTime(f.DueAt)
 		if err != nil {
-			return nil, 0, false, fmt.Errorf("%v handler rescheduled: %w", t.Kind, err)
+			return item{}, fmt.Errorf("%v handler rescheduled: %w", t.Kind, err)
 		}
-		b = outcomeBatch(f.Batch)
+		b := outcomeBatch(f.Batch)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
-		newDue = after(t.dueMs, want)
-		return b, newDue, false, move(b, t.DueTimer, t.refKey, newDue, f.Value)
+		due := after(t.dueMs, want)
+		return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, f.Value, refState{})
 	case Retry:
-		b = outcomeBatch(nil)
+		cause := f.Err
+		if cause == nil {
+			cause = errRetry
+		}
+		it, err := r.failure(ctx, t, cause, f.After)
+		it.retry = true
+		return it, err
+	case Snooze:
+		b := outcomeBatch(nil)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
-		newDue = r.backoffDue(t, retryBackoffMs)
-		return b, newDue, true, move(b, t.DueTimer, t.refKey, newDue, t.Value)
+		due := r.backoffDue(t, durationMs(f.For))
+		return item{t: t, b: b, newDue: due, snooze: true}, move(b, t.DueTimer, t.refKey, due, t.Value, t.kept())
 	}
-	return nil, 0, false, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
+	return item{}, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
+}
+
+// errRetry is the last error a Retry without Err records.
+var errRetry = errors.New("retry")
+
+// durationMs is d in whole milliseconds, 0 for a negative d.
+func durationMs(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64(d / time.Millisecond)
+}
+
+// failure is the item of a failed fire of t (cause: the handler's error,
+// or the Retry's): the timer's move as its kind's retry policy says (or
+// wait later, when positive), recording the attempt and cause, or, when
+// that was its last attempt or cause wraps Permanent, its dead letter
+// (see deadLetter).
+func (r *run) failure(ctx context.Context, t change, cause error, wait time.Duration) (item, error) {
+	pol := DefaultRetryPolicy
+	if t.entry != nil {
+		pol = t.entry.retry
+	}
+	n := uint32(t.Attempts)
+	if n < math.MaxUint32 {
+		n++
+	}
+	perm := errors.Is(cause, ErrPermanent)
+	if perm || pol.MaxAttempts > 0 && int64(n) >= int64(pol.MaxAttempts) {
+		return r.deadLetter(ctx, t, cause, n, perm)
+	}
+	if wait <= 0 {
+		if r.id == nil {
+			r.id, _ = r.p.AppendTuple(nil)
+		}
+		wait = pol.delay(int(n), r.id, t.Kind, t.Reference)
+	}
+	st := t.kept()
+	st.attempts, st.lastErr = n, truncError(cause)
+	b := outcomeBatch(nil)
+	guard(b, t.DueTimer, t.refKey, t.refValue)
+	due := r.backoffDue(t, max(durationMs(wait), 1))
+	return item{t: t, b: b, newDue: due}, move(b, t.DueTimer, t.refKey, due, t.Value, st)
 }
 
 // outcomeBuf holds an outcome batch and, for a handler batch without
@@ -541,14 +641,18 @@ func guard(b *store.Batch, t DueTimer, refKey store.Key, refValue store.Value) {
 	b.Require(store.Equals(t.Key, t.Value), store.Equals(refKey, refValue))
 }
 
-// move deletes the timer row and writes it (and its reference entry) at
-// due with value. The wake time is commit's to set.
-func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value) error {
+// move deletes the timer row and writes it (and its reference entry,
+// holding st at due) at due with value. The wake time is commit's to set.
+func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value, st refState) error {
 	key, err := timerKey(due, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
-	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRef(due))
+	st.due = due
+	if st.periodAt == due {
+		st.periodAt = 0
+	}
+	b.Delete(t.Key).Put(key, value).Put(refKey, encodeRefState(st))
 	return nil
 }
 
@@ -574,13 +678,18 @@ func (r *run) backoffDue(t change, backoffMs uint64) uint64 {
 	return after(t.dueMs, want)
 }
 
-// fail counts a failed fire, logs it, and queues the timer's move
-// RetryBackoff later, guarded like any outcome.
-func (r *run) fail(t change, msg string, cause error) error {
+// fail counts a failed fire, logs it, and queues the timer's move as its
+// retry policy says, or its dead letter, guarded like any outcome.
+func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.dueMs, "error", cause)
-	return r.moveLater(t, retryBackoffMs)
+	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.dueMs, "attempts", t.Attempts+1, "error", cause)
+	it, err := r.failure(ctx, t, cause, 0)
+	if err != nil {
+		return err
+	}
+	r.items = append(r.items, it)
+	return nil
 }
 
 // hold queues the move of a timer its handler cannot fire now (its kind
@@ -608,7 +717,7 @@ func (r *run) moveItem(t change, backoffMs uint64) (item, error) {
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
 	due := r.backoffDue(t, backoffMs)
-	if err := move(b, t.DueTimer, t.refKey, due, t.Value); err != nil {
+	if err := move(b, t.DueTimer, t.refKey, due, t.Value, t.kept()); err != nil {
 		return item{}, err
 	}
 	return item{t: t, b: b, newDue: due}, nil

@@ -67,7 +67,9 @@ func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, r
 }
 
 // DecodeRef decodes a timer reference entry's value: the timer's due time.
-// It fails with an error wrapping store.ErrCorrupt.
+// It decodes the entries of every version (a U64Value; a TimerRefV2 while
+// the timer carries failed attempts or a period's scheduled time). It
+// fails with an error wrapping store.ErrCorrupt.
 func DecodeRef(v store.Value) (dueAt time.Time, err error) {
 	due, err := decodeRef(v)
 	if err != nil {
@@ -78,11 +80,42 @@ func DecodeRef(v store.Value) (dueAt time.Time, err error) {
 
 // decodeRef is DecodeRef, in the milliseconds the entry holds.
 func decodeRef(v store.Value) (dueAtMs uint64, err error) {
+	st, err := decodeRefState(v)
+	return st.due, err
+}
+
+// refState is what a reference entry holds: the timer's due time, the
+// attempts its handler failed since it last succeeded and the last
+// failure's text, and the scheduled time of the period a periodic timer
+// is in when it is not the due time (0).
+type refState struct {
+	due      uint64
+	attempts uint32
+	lastErr  string
+	periodAt uint64
+}
+
+// plain reports whether the state is a due time only: its entry is the
+// U64Value every timer had before retry policies.
+func (st refState) plain() bool {
+	return st.attempts == 0 && st.periodAt == 0 && st.lastErr == ""
+}
+
+// decodeRefState decodes a reference entry of either version. It fails
+// with an error wrapping store.ErrCorrupt.
+func decodeRefState(v store.Value) (refState, error) {
+	if len(v) > 0 && v[0] == gen.VersionTimerRefV2 {
+		r, err := gen.DecodeTimerRefV2(v)
+		if err != nil {
+			return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
+		}
+		return refState{due: r.DueAtMs, attempts: r.Attempts, lastErr: r.LastError, periodAt: r.PeriodAtMs}, nil
+	}
 	u, err := gen.DecodeU64Value(v)
 	if err != nil {
-		return 0, fmt.Errorf("timers: timer reference entry: %w", err)
+		return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
 	}
-	return u.Value, nil
+	return refState{due: u.Value}, nil
 }
 
 // encodeRef encodes a timer reference entry's value.
@@ -95,11 +128,27 @@ func encodeRef(dueAtMs uint64) store.Value {
 	return v
 }
 
+// encodeRefState encodes st: a U64Value when it is plain, else a
+// TimerRefV2.
+func encodeRefState(st refState) store.Value {
+	if st.plain() {
+		return encodeRef(st.due)
+	}
+	v, err := gen.EncodeTimerRefV2(gen.TimerRefV2{DueAtMs: st.due, Attempts: st.attempts, LastError: st.lastErr, PeriodAtMs: st.periodAt})
+	if err != nil {
+		// truncError bounds the text; nothing else has a rule.
+		panic(fmt.Sprintf("timers: encode timer reference: %v", err))
+	}
+	return v
+}
+
 // Schedule adds to b what writes timer t: guarded by the reference entry
 // still holding observedRef (nil: there is no timer of t's kind and
 // reference), it deletes the timer row observedRef names (if any), puts the
 // new timer row and reference entry, and asks the store to wake the
-// partition at t.DueAt (b.WakeAt).
+// partition at t.DueAt (b.WakeAt). The timer it writes has no failed
+// attempts, whatever the one it replaces had; for a periodic kind t.DueAt
+// is its first scheduled time (see WithPeriod).
 //
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
 // t.Kind is 0, t.DueAt is the zero Time or before the Unix epoch (or

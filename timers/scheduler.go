@@ -376,6 +376,8 @@ func (r *Report) add(o Report) {
 	r.UnknownKind += o.UnknownKind
 	r.Corrupt += o.Corrupt
 	r.Held += o.Held
+	r.DeadLettered += o.DeadLettered
+	r.Snoozed += o.Snoozed
 	r.More = r.More || o.More
 	if !o.NextDue.IsZero() && (r.NextDue.IsZero() || o.NextDue.Before(r.NextDue)) {
 		r.NextDue = o.NextDue

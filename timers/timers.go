@@ -102,8 +102,9 @@ func (k Kind) checkUsable(reserved bool) error {
 // label is the kind in decimal, for metrics.
 func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
 
-// RetryBackoff is how long a timer waits after a Retry, or after its
-// handler failed, before it is due again.
+// RetryBackoff is how long a timer of the library's own kinds waits after
+// a failure before it is due again (see DefaultRetryPolicy for a
+// service's kinds).
 const RetryBackoff = time.Second
 
 // retryBackoffMs is RetryBackoff in the milliseconds of stored due times.
@@ -128,6 +129,15 @@ type DueTimer struct {
 	Kind      Kind
 	Reference string
 	Value     store.Value
+	// Attempts counts the fires of this timer that failed since it last
+	// succeeded (see RetryPolicy): 0 on a first fire.
+	Attempts int
+	// LastError is the last failure's text (truncated), "" when none.
+	LastError string
+	// Period is, for a periodic kind (see WithPeriod), the scheduled time
+	// of the period this fire is for: the due time, unless the timer is
+	// retrying or was snoozed. It is zero for other kinds.
+	Period time.Time
 }
 
 // Ctx is what a handler sees of the run firing it. One Ctx is shared by
@@ -173,13 +183,16 @@ type Ctx struct {
 // another system) must expect to fire again after a failed guard. A guard
 // that fails for one timer never loses another timer's outcome.
 //
-// An error or a panic fails this timer only: RunDue logs it, counts it and
-// moves the timer RetryBackoff later. An error wrapping store.ErrCorrupt
-// says stored data is corrupt: RunDue logs it, counts it in Report.Corrupt
-// and Report.Held (not Failed) and moves the timer, value unchanged and
-// guarded like any outcome, HeldBackoff after the run's time
-// ([WithHeldBackoff]), so that it fires again once the data is repaired,
-// without waking the partition at every poll. A Handler is called from one
+// An error or a panic fails this timer only: RunDue logs it, counts it,
+// records the attempt and the error's text with the timer and moves it
+// later as the kind's [RetryPolicy] says, or makes it a dead letter when
+// that was its last attempt or the error wraps [Permanent] (see
+// [DeadLetter]). An error wrapping store.ErrCorrupt says stored data is
+// corrupt: RunDue logs it, counts it in Report.Corrupt and Report.Held
+// (not Failed) and moves the timer, value unchanged and guarded like any
+// outcome, HeldBackoff after the run's time ([WithHeldBackoff]), spending
+// no attempt, so that it fires again once the data is repaired, without
+// waking the partition at every poll. A Handler is called from one
 // goroutine at a time per run, but several runs (of several partitions) may
 // call it concurrently.
 type Handler interface {
@@ -205,31 +218,47 @@ type LibraryHandler interface {
 	ReservedKind() bool
 }
 
-// Fired is a handler's outcome: Done, Reschedule or Retry.
+// Fired is a handler's outcome: Done, Reschedule, Retry or Snooze.
 type Fired interface{ isFired() }
 
 // Done completes the timer: RunDue deletes it (and its reference entry) in
-// the same Apply as Batch, which may be nil.
+// the same Apply as Batch, which may be nil. A timer of a periodic kind
+// is moved to its next period instead (see WithPeriod).
 type Done struct {
 	Batch *store.Batch
 }
 
 // Reschedule moves the timer to DueAt (truncated to the millisecond) with
-// Value, in the same Apply as Batch (which may be nil). A due time at or
-// before the timer's own (the zero Time too) is moved to one millisecond
-// after it, so a timer never fires twice at one due time and a run always
-// makes progress; a DueAt before the Unix epoch fails the timer.
+// Value, in the same Apply as Batch (which may be nil), and clears its
+// failed attempts. A due time at or before the timer's own (the zero Time
+// too) is moved to one millisecond after it, so a timer never fires twice
+// at one due time and a run always makes progress; a DueAt before the
+// Unix epoch fails the timer.
 type Reschedule struct {
 	DueAt time.Time
 	Value store.Value
 	Batch *store.Batch
 }
 
-// Retry moves the timer, value unchanged, to RetryBackoff after the run's
-// time (and at least one millisecond after its own due time). It carries
-// no batch: nothing the handler planned lands.
-type Retry struct{}
+// Retry fails this fire without an error: it spends an attempt of the
+// kind's RetryPolicy, recording Err's text (nil: "retry"), and moves the
+// timer, value unchanged, After the run's time, or as the policy says when
+// After is 0 (always at least one millisecond after its own due time);
+// when it was the last attempt, or Err wraps Permanent, the timer becomes a
+// dead letter. It carries no batch: nothing the handler planned lands.
+type Retry struct {
+	After time.Duration
+	Err   error
+}
+
+// Snooze moves the timer, value unchanged, For after the run's time (and
+// at least one millisecond after its own due time), spending no attempt.
+// It carries no batch.
+type Snooze struct {
+	For time.Duration
+}
 
 func (Done) isFired()       {}
 func (Reschedule) isFired() {}
 func (Retry) isFired()      {}
+func (Snooze) isFired()     {}

@@ -1,0 +1,322 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// Design note: the model's service timers with retry policies.
+//
+// Beside the relay, the outcome delivery and the user timers, the sources
+// hold two more of a service's kinds:
+//
+//   - jobs (jobKind): a producer schedules one now and then, whose value
+//     is its plan: how many fires fail before one succeeds, and whether
+//     the failures are Permanent. Its kind allows three attempts, so a job
+//     planned to fail three times or more, or permanently, ends as a dead
+//     letter; a success writes the job's done row in its outcome batch. A
+//     step now and then re-drives a dead letter, which fails again as
+//     planned. After every step each job the producer landed is in exactly
+//     one place (a live timer, its done row, or one dead letter), and when
+//     the queues drain each is where its plan says, its dead letter with
+//     the attempts its plan spent: nothing is dropped or doubled.
+//   - a periodic timer (periodicKind, every modelPeriod) per source, whose
+//     fire counts its period in a row of its own, guarded, and fails the
+//     first attempt of every third period: each period's count stays 1,
+//     every counted period lies on the schedule, and the timer is never
+//     lost.
+
+// The service's kinds of the timers model.
+const (
+	jobKind      timers.Kind = 301
+	periodicKind timers.Kind = 302
+	modelPeriod              = 4 * time.Second
+)
+
+// jobPolicy is jobKind's retry policy: three attempts.
+var jobPolicy = timers.RetryPolicy{InitialInterval: 300 * time.Millisecond, BackoffFactor: 2, MaxInterval: time.Second, MaxAttempts: 3, Jitter: 0.5}
+
+// modelJob is a job the producer landed.
+type modelJob struct {
+	src       int
+	ref       string
+	failures  int
+	permanent bool
+}
+
+// dead says where the job's plan ends: a dead letter.
+func (j modelJob) dead() bool {
+	return j.failures >= jobPolicy.MaxAttempts || j.permanent && j.failures > 0
+}
+
+// attempts is what its dead letter records.
+func (j modelJob) attempts() int {
+	if j.permanent {
+		return 1
+	}
+	return jobPolicy.MaxAttempts
+}
+
+func jobDoneKey(ref string) store.Key { return store.Key("jobs/done/" + ref) }
+
+// jobTimer fires jobs by their plans.
+type jobTimer struct{}
+
+func (jobTimer) Kind() timers.Kind { return jobKind }
+
+func (jobTimer) Fire(_ context.Context, _ *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	f, perm, ok := strings.Cut(string(t.Value), "/")
+	failures, err := strconv.Atoi(f)
+	if !ok || err != nil {
+		return nil, fmt.Errorf("job %s: bad plan %q: %w", t.Reference, t.Value, store.ErrCorrupt)
+	}
+	if t.Attempts < failures {
+		err := fmt.Errorf("job %s: attempt %d fails as planned", t.Reference, t.Attempts+1)
+		if perm == "p" {
+			return nil, timers.Permanent(err)
+		}
+		return nil, err
+	}
+	key := jobDoneKey(t.Reference)
+	return timers.Done{Batch: store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("done"))}, nil
+}
+
+// periodicTimer counts its periods, failing the first attempt of every
+// third one.
+type periodicTimer struct{}
+
+func (periodicTimer) Kind() timers.Kind { return periodicKind }
+
+func (periodicTimer) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
+	if t.Period.IsZero() {
+		return nil, errors.New("a periodic fire without its period")
+	}
+	ms := clock.Ms(t.Period)
+	if (ms/uint64(modelPeriod/time.Millisecond))%3 == 1 && t.Attempts == 0 {
+		return nil, errors.New("the first attempt of every third period fails")
+	}
+	key := store.Key(fmt.Sprintf("per/%020d", ms))
+	v, _, err := c.Store.Get(ctx, c.Partition, key)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	if v != nil {
+		n, _ = strconv.Atoi(string(v))
+	}
+	return timers.Done{Batch: store.NewBatch().Require(store.Guard(key, v)).Put(key, store.Value(strconv.Itoa(n+1)))}, nil
+}
+
+// registerServiceTimers adds the jobs' and the periodic timer's kinds to
+// reg.
+func registerServiceTimers(reg *timers.Registry) error {
+	if err := reg.Register(jobTimer{}, timers.WithRetry(jobPolicy)); err != nil {
+		return err
+	}
+	return reg.Register(periodicTimer{}, timers.WithPeriod(timers.Every(modelPeriod)),
+		timers.WithRetry(timers.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffFactor: 1, MaxInterval: 200 * time.Millisecond}))
+}
+
+// startPeriodic schedules each source's periodic timer, a period from now.
+func (w *world) startPeriodic() {
+	for _, p := range w.sources {
+		b := store.NewBatch()
+		due := clock.NowMs(w.clock) + uint64(modelPeriod/time.Millisecond)
+		if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: periodicKind, Reference: "tick", DueAt: ms(due)}); err != nil {
+			panic(err)
+		}
+		if out, err := w.layer.Apply(w.ctx, p, b); err != nil || !out.Committed() {
+			panic(fmt.Sprintf("start periodic: %v %v", out, err))
+		}
+	}
+}
+
+// produceJob lands a job with a plan of the seed's choosing, due within
+// two seconds.
+func (w *world) produceJob() {
+	j := modelJob{src: w.rng.IntN(modelSources), ref: fmt.Sprintf("job-%d", len(w.jobs)), failures: w.rng.IntN(5), permanent: w.rng.IntN(5) == 0}
+	plan := strconv.Itoa(j.failures) + "/"
+	if j.permanent {
+		plan += "p"
+	}
+	b := store.NewBatch()
+	due := clock.NowMs(w.clock) + uint64(w.rng.IntN(2000))
+	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAt: ms(due), Value: store.Value(plan)}); err != nil {
+		panic(err)
+	}
+	out, err := w.layer.Apply(w.ctx, w.sources[j.src], b)
+	if err != nil || !out.Committed() {
+		panic(fmt.Sprintf("produce job: %v %v", out, err))
+	}
+	w.jobs = append(w.jobs, j)
+	w.note("job %s in src%d at +%d: plan %s", j.ref, j.src, due-clock.NowMs(w.clock), plan)
+}
+
+// redrive re-drives a dead letter of a source the seed picks, if any.
+func (w *world) redrive() {
+	src := w.rng.IntN(modelSources)
+	p := w.sources[src]
+	dls, _, err := timers.DeadLetters(w.ctx, store.ReaderOf(w.layer, p), nil, 100)
+	if err != nil {
+		panic(err)
+	}
+	if len(dls) == 0 {
+		return
+	}
+	d := dls[w.rng.IntN(len(dls))]
+	b := store.NewBatch()
+	if err := timers.Redrive(b, w.layer.Capabilities(), d, w.clock.Now()); err != nil {
+		panic(err)
+	}
+	out, err := w.layer.Apply(w.ctx, p, b)
+	if err != nil || !out.Committed() {
+		panic(fmt.Sprintf("redrive: %v %v", out, err))
+	}
+	w.seen.redriven++
+	w.note("redrive %s in src%d", d.Reference, src)
+}
+
+// checkServiceTimers checks the jobs and the periodic timers of the
+// design note; final: the queues drained, so every job is where its plan
+// ends.
+func (w *world) checkServiceTimers(final bool) error {
+	dead := map[string][]timers.DeadLetter{}
+	for src, p := range w.sources {
+		var after store.Cursor
+		for {
+			dls, next, err := timers.DeadLetters(w.ctx, store.ReaderOf(w.layer, p), after, 7)
+			if err != nil {
+				return err
+			}
+			for _, d := range dls {
+				if d.Kind != jobKind {
+					return fmt.Errorf("src%d: a dead letter of %v %q (%s)", src, d.Kind, d.Reference, d.LastError)
+				}
+				dead[d.Reference] = append(dead[d.Reference], d)
+			}
+			if next == nil {
+				break
+			}
+			after = next
+		}
+		if err := w.checkPeriodic(src, final); err != nil {
+			return err
+		}
+	}
+	for _, j := range w.jobs {
+		p := w.sources[j.src]
+		ref, _, err := timers.ReadRef(w.ctx, w.layer, p, jobKind, j.ref)
+		if err != nil {
+			return err
+		}
+		_, done, err := w.layer.Get(w.ctx, p, jobDoneKey(j.ref))
+		if err != nil {
+			return err
+		}
+		live, dl := ref != nil, dead[j.ref]
+		n := len(dl)
+		if live {
+			n++
+		}
+		if done {
+			n++
+		}
+		if n != 1 {
+			return fmt.Errorf("job %s (src%d, plan %d/%v) is in %d places: live %v, done %v, %d dead letters", j.ref, j.src, j.failures, j.permanent, n, live, done, len(dl))
+		}
+		if !final {
+			continue
+		}
+		switch {
+		case live:
+			return fmt.Errorf("job %s still live after the drain", j.ref)
+		case j.dead() && done:
+			return fmt.Errorf("job %s (plan %d/%v) is done; it must be a dead letter", j.ref, j.failures, j.permanent)
+		case !j.dead() && !done:
+			return fmt.Errorf("job %s (plan %d/%v) is a dead letter (%s); it must be done", j.ref, j.failures, j.permanent, dl[0].LastError)
+		case !done && (dl[0].Attempts != j.attempts() || dl[0].Permanent != j.permanent || string(dl[0].Value) != planOf(j)):
+			return fmt.Errorf("job %s (plan %d/%v): dead letter %+v", j.ref, j.failures, j.permanent, dl[0])
+		}
+	}
+	for ref := range dead {
+		if !slices.ContainsFunc(w.jobs, func(j modelJob) bool { return j.ref == ref }) {
+			return fmt.Errorf("a dead letter of job %s, never produced", ref)
+		}
+	}
+	return nil
+}
+
+func planOf(j modelJob) string {
+	plan := strconv.Itoa(j.failures) + "/"
+	if j.permanent {
+		plan += "p"
+	}
+	return plan
+}
+
+// checkPeriodic checks source src's periodic timer: it exists, and every
+// period it counted lies on its schedule, before its due time, and was
+// counted once. final: the run's counted periods are added to its stats.
+func (w *world) checkPeriodic(src int, final bool) error {
+	p := w.sources[src]
+	ref, dueAt, err := timers.ReadRef(w.ctx, w.layer, p, periodicKind, "tick")
+	due := msOf(dueAt)
+	if err != nil {
+		return err
+	}
+	if ref == nil {
+		return fmt.Errorf("src%d lost its periodic timer", src)
+	}
+	period := uint64(modelPeriod / time.Millisecond)
+	page, err := w.layer.Scan(w.ctx, p, store.Key("per/"), store.Key("per/\xff"), nil, 10_000)
+	if err != nil {
+		return err
+	}
+	for _, kv := range page.Entries {
+		ms, err := strconv.ParseUint(strings.TrimPrefix(string(kv.Key), "per/"), 10, 64)
+		if err != nil {
+			return err
+		}
+		if (ms-start)%period != 0 {
+			return fmt.Errorf("src%d counted period %d, off its schedule", src, ms-start)
+		}
+		if string(kv.Value) != "1" {
+			return fmt.Errorf("src%d counted period %d %s times", src, ms-start, kv.Value)
+		}
+		if ms >= due {
+			return fmt.Errorf("src%d counted period %d, at or after its timer's due time %d", src, ms-start, due-start)
+		}
+	}
+	if final {
+		w.seen.periods += len(page.Entries)
+	}
+	return nil
+}
+
+// loseLastAttempt is the mutant of timers losing a timer on its last
+// attempt: a worker's batch that makes a dead letter loses the dead
+// letter's rows (and their guards) but still deletes the timer.
+func loseLastAttempt(b *store.Batch) *store.Batch {
+	isDead := func(k store.Key) bool {
+		_, e1 := gen.ParseDeadLetterKey(k)
+		_, e2 := gen.ParseDeadLetterValueKey(k)
+		return e1 == nil || e2 == nil
+	}
+	if !slices.ContainsFunc(b.Writes, func(w store.Write) bool { return isDead(w.Key) }) {
+		return b
+	}
+	c := b.Clone()
+	c.Writes = slices.DeleteFunc(c.Writes, func(w store.Write) bool { return isDead(w.Key) })
+	c.Preconditions = slices.DeleteFunc(c.Preconditions, func(p store.Precondition) bool { return isDead(p.Key) })
+	return c
+}
