@@ -315,11 +315,13 @@ func (f *fire) runner(n int) laneRunner {
 
 // deliverTarget delivers g's rows in target batches, built in ln, and
 // returns the prefix applied or found duplicate; progress stays when a
-// later batch fails. limit bounds its target store calls (-1: none); with
-// apply false it only reads the mark and counts duplicates. Each batch
-// gets one more try after a failed guard (a concurrent delivery), on a
-// fresh snapshot. Lanes run it concurrently for different groups: it
-// reads only what the fire does not change while they run.
+// later batch fails. limit bounds its target store calls (-1: none): a
+// batch's snapshot read and its apply count one each, although on a
+// store.Transactor the two are one transaction (see attempt); with apply
+// false it only reads the mark and counts duplicates. Each batch gets one
+// more try after a failed guard (a concurrent delivery), on a fresh
+// snapshot. Lanes run it concurrently for different groups: it reads only
+// what the fire does not change while they run.
 func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int, apply bool) (res targetResult) {
 	rows := g.rows
 	for res.completed < len(rows) {
@@ -340,54 +342,14 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 				res.failed = true
 				return res
 			}
-			prefixEnd = end
-			res.calls++
-			start := time.Now()
-			observed, hw, snapshot, err := f.snapshot(ctx, g.target, declared)
-			f.h.observe(time.Since(start))
-			if err != nil {
-				f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
-				res.failed, res.selected = true, true
+			var next attemptNext
+			res, next = f.attempt(ctx, ln, g, limit, apply, res, declared, end)
+			switch next {
+			case attemptDone:
 				return res
-			}
-			for res.completed < len(rows) && rows[res.completed].Seq <= hw {
-				res.completed++
-			}
-			if res.completed == len(rows) || !apply {
-				return res
-			}
-			if res.completed >= prefixEnd {
-				continue
-			}
-			res.selected = true
-			end, ok = f.prepare(ctx, &ln.batch, g, prefixEnd, observed, res.completed, snapshot)
-			if !ok {
-				res.failed = true
-				return res
-			}
-			// The hook's additions share the apply's atomicity and size.
-			if limit >= 0 && res.calls >= limit {
-				return res
-			}
-			res.calls++
-			start = time.Now()
-			out, err := f.h.Target.Apply(ctx, g.target, &ln.batch)
-			f.h.observe(time.Since(start))
-			switch {
-			case err == nil && out.Committed():
-				res.completed = end
+			case attemptCommitted:
 				committed = true
 				break attempts
-			case err == nil && out.Outcome == store.PreconditionFailed:
-				// Another delivery moved the mark: read it again.
-			case err != nil:
-				f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "error", err)
-				res.failed = true
-				return res
-			default:
-				f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "outcome", out.String())
-				res.failed = true
-				return res
 			}
 		}
 		if !committed {
@@ -396,6 +358,88 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 		}
 	}
 	return res
+}
+
+// attemptNext is what deliverTarget does after an attempt.
+type attemptNext uint8
+
+const (
+	attemptDone      attemptNext = iota // return the result
+	attemptCommitted                    // the batch landed: deliver the next rows
+	attemptAgain                        // try again (a failed guard, or the mark moved past the prefix)
+)
+
+// attempt reads the target's mark (with the hook's declared keys) and
+// applies the batch of rows [res.completed, prefixEnd) past it, the
+// batch guarded by the mark it read, in one store.TransactOnce: one
+// transaction on a store.Transactor (a read version, the snapshot read and
+// the commit, the guard costing no read of its own), the read and an Apply
+// on another store. The function may run again (the Transactor's retry of
+// a conflict): it derives everything from res and what it reads, and
+// rebuilds ln.batch each time.
+func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
+	rows := g.rows
+	var (
+		run  targetResult // res after the function's last run
+		read bool         // the last run read the snapshot
+		next attemptNext
+		end  int // the prefix the batch delivers
+	)
+	start := time.Now()
+	out, err := store.TransactOnce(ctx, f.h.Target, g.target, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		run, read, next = res, false, attemptDone
+		run.calls++
+		observed, hw, snapshot, err := f.snapshot(ctx, r, declared)
+		if err != nil {
+			return nil, err
+		}
+		read = true
+		for run.completed < len(rows) && rows[run.completed].Seq <= hw {
+			run.completed++
+		}
+		if run.completed == len(rows) || !apply {
+			return nil, nil
+		}
+		if run.completed >= prefixEnd {
+			next = attemptAgain
+			return nil, nil
+		}
+		run.selected = true
+		var ok bool
+		if end, ok = f.prepare(ctx, &ln.batch, g, prefixEnd, observed, run.completed, snapshot); !ok {
+			run.failed = true
+			return nil, nil
+		}
+		// The hook's additions share the apply's atomicity and size.
+		if limit >= 0 && run.calls >= limit {
+			return nil, nil
+		}
+		run.calls++
+		return &ln.batch, nil
+	})
+	f.h.observe(time.Since(start))
+	switch {
+	case err != nil && !read:
+		f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
+		run.failed, run.selected = true, true
+		return run, attemptDone
+	case err != nil:
+		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "error", err)
+		run.failed = true
+		return run, attemptDone
+	case out.Outcome == 0:
+		return run, next // nothing to apply
+	case out.Committed():
+		run.completed = end
+		return run, attemptCommitted
+	case out.Outcome == store.PreconditionFailed:
+		// Another delivery moved the mark: read it again.
+		return run, attemptAgain
+	default:
+		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "outcome", out.String())
+		run.failed = true
+		return run, attemptDone
+	}
 }
 
 // fitting returns how many of the rows costed by costs, from the first,
@@ -460,12 +504,12 @@ func (f *fire) readKeys(g *group, start, end int) (declared []store.Key, newEnd 
 	}
 }
 
-// snapshot reads the target's high-water mark, with the declared keys in
-// the same snapshot when there are any. observed is the mark's raw value
-// (nil: absent), hw its sequence.
-func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
+// snapshot reads, through r, the target's high-water mark, with the
+// declared keys in the same snapshot when there are any. observed is the
+// mark's raw value (nil: absent), hw its sequence.
+func (f *fire) snapshot(ctx context.Context, r store.Reader, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
 	if len(declared) == 0 {
-		if observed, _, err = f.h.Target.Get(ctx, target, f.rh); err != nil {
+		if observed, _, err = r.Get(ctx, f.rh); err != nil {
 			return nil, 0, nil, err
 		}
 	} else {
@@ -476,7 +520,7 @@ func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []
 				keys = append(keys, k)
 			}
 		}
-		values, err := f.h.Target.GetMany(ctx, target, keys)
+		values, err := r.GetMany(ctx, keys)
 		if err != nil {
 			return nil, 0, nil, err
 		}
