@@ -57,7 +57,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 
 	// The backlog and the page of pending rows are read side by side: the
 	// page does not depend on the backlog, which only says whether there
-	// is anything to read (see the design note on reads).
+	// is anything to deliver. A row queued between the two reads stays in
+	// the backlog the acknowledgments leave, for the next fire.
 	state, stateErr := decodeTimer(t.Value)
 	var pg *pageRead
 	if stateErr == nil {

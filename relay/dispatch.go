@@ -80,9 +80,33 @@ type tally struct {
 	pauseAt, overflowAt uint64
 }
 
-// lane is the memory one lane builds its target batches in.
+// lane is the memory one lane builds its target batches in, and the
+// state of the attempt it runs (see attempt): its transaction's function
+// is a method value bound once, so that an attempt allocates no closure.
 type lane struct {
 	batch store.Batch
+	fn    store.TransactFunc // transact
+
+	// The attempt's parameters.
+	f         *fire
+	g         *group
+	limit     int
+	apply     bool
+	declared  []store.Key
+	prefixEnd int
+	from      targetResult // the result before the attempt
+	// What the function's last run found.
+	run  targetResult
+	read bool // it read the snapshot
+	next attemptNext
+	end  int // the prefix its batch delivers
+}
+
+// newLane returns a lane with its function bound.
+func newLane() *lane {
+	ln := &lane{}
+	ln.fn = ln.transact
+	return ln
 }
 
 // laneRunner runs a fire's lanes beside the fire's own goroutine (tests
@@ -130,7 +154,7 @@ func (f *fire) dispatch(ctx context.Context) {
 	// Sized once: lanes write their launch's result in place.
 	f.launches = slices.Grow(f.launches[:0], len(f.groups))
 	for len(f.lanes) < min(d.n, len(f.groups)) {
-		f.lanes = append(f.lanes, &lane{})
+		f.lanes = append(f.lanes, newLane())
 	}
 	f.freeLanes = append(f.freeLanes[:0], f.lanes[:min(d.n, len(f.lanes))]...)
 	d.run(ctx)
@@ -378,48 +402,15 @@ const (
 // a conflict): it derives everything from res and what it reads, and
 // rebuilds ln.batch each time.
 func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
-	rows := g.rows
-	var (
-		run  targetResult // res after the function's last run
-		read bool         // the last run read the snapshot
-		next attemptNext
-		end  int // the prefix the batch delivers
-	)
+	ln.f, ln.g, ln.limit, ln.apply, ln.declared, ln.prefixEnd, ln.from = f, g, limit, apply, declared, prefixEnd, res
+	ln.run, ln.read, ln.next, ln.end = res, false, attemptDone, 0
 	start := time.Now()
-	out, err := store.TransactOnce(ctx, f.h.Target, g.target, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-		run, read, next = res, false, attemptDone
-		run.calls++
-		observed, hw, snapshot, err := f.snapshot(ctx, r, declared)
-		if err != nil {
-			return nil, err
-		}
-		read = true
-		for run.completed < len(rows) && rows[run.completed].Seq <= hw {
-			run.completed++
-		}
-		if run.completed == len(rows) || !apply {
-			return nil, nil
-		}
-		if run.completed >= prefixEnd {
-			next = attemptAgain
-			return nil, nil
-		}
-		run.selected = true
-		var ok bool
-		if end, ok = f.prepare(ctx, &ln.batch, g, prefixEnd, observed, run.completed, snapshot); !ok {
-			run.failed = true
-			return nil, nil
-		}
-		// The hook's additions share the apply's atomicity and size.
-		if limit >= 0 && run.calls >= limit {
-			return nil, nil
-		}
-		run.calls++
-		return &ln.batch, nil
-	})
+	out, err := store.TransactOnce(ctx, f.h.Target, g.target, ln.fn)
 	f.h.observe(time.Since(start))
+	run := ln.run
+	ln.f, ln.g, ln.declared = nil, nil, nil
 	switch {
-	case err != nil && !read:
+	case err != nil && !ln.read:
 		f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
 		run.failed, run.selected = true, true
 		return run, attemptDone
@@ -428,9 +419,9 @@ func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply
 		run.failed = true
 		return run, attemptDone
 	case out.Outcome == 0:
-		return run, next // nothing to apply
+		return run, ln.next // nothing to apply
 	case out.Committed():
-		run.completed = end
+		run.completed = ln.end
 		return run, attemptCommitted
 	case out.Outcome == store.PreconditionFailed:
 		// Another delivery moved the mark: read it again.
@@ -440,6 +431,46 @@ func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply
 		run.failed = true
 		return run, attemptDone
 	}
+}
+
+// transact is the function of the lane's attempt: it reads the snapshot
+// through r, passes the rows at or below the mark, and returns the batch
+// of the rest of the prefix, or nil when there is nothing to apply (all
+// duplicates, no slot, the call budget spent, the mark past the prefix,
+// or a hook or size failure).
+func (ln *lane) transact(ctx context.Context, r store.Reader) (*store.Batch, error) {
+	f, g, rows := ln.f, ln.g, ln.g.rows
+	run := ln.from
+	ln.read, ln.next = false, attemptDone
+	defer func() { ln.run = run }()
+	run.calls++
+	observed, hw, snapshot, err := f.snapshot(ctx, r, ln.declared)
+	if err != nil {
+		return nil, err
+	}
+	ln.read = true
+	for run.completed < len(rows) && rows[run.completed].Seq <= hw {
+		run.completed++
+	}
+	if run.completed == len(rows) || !ln.apply {
+		return nil, nil
+	}
+	if run.completed >= ln.prefixEnd {
+		ln.next = attemptAgain
+		return nil, nil
+	}
+	run.selected = true
+	var ok bool
+	if ln.end, ok = f.prepare(ctx, &ln.batch, g, ln.prefixEnd, observed, run.completed, snapshot); !ok {
+		run.failed = true
+		return nil, nil
+	}
+	// The hook's additions share the apply's atomicity and size.
+	if ln.limit >= 0 && run.calls >= ln.limit {
+		return nil, nil
+	}
+	run.calls++
+	return &ln.batch, nil
 }
 
 // fitting returns how many of the rows costed by costs, from the first,
