@@ -61,7 +61,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	// the backlog the acknowledgments leave, for the next fire.
 	state, stateErr := decodeTimer(t.Value)
 	var pg *pageRead
-	if stateErr == nil {
+	if stateErr == nil && !f.d.serial {
 		pg = f.readPage(ctx, state.cursor, maxRows)
 	}
 	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
@@ -88,6 +88,9 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
+	if pg == nil {
+		pg = f.readPage(ctx, state.cursor, maxRows) // Config.SerialReads
+	}
 	page, after, err := pg.wait()
 	if err != nil {
 		return nil, err
@@ -178,9 +181,15 @@ type pageRead struct {
 }
 
 // readPage starts reading the page of pending rows after cursor (see
-// page) on a goroutine of its own; wait returns it.
+// page) on a goroutine of its own, or reads it now with
+// Config.SerialReads; wait returns it.
 func (f *fire) readPage(ctx context.Context, cursor store.Cursor, limit int) *pageRead {
 	r := &pageRead{done: make(chan struct{})}
+	if f.d.serial {
+		r.page, r.after, r.err = f.page(ctx, cursor, limit)
+		close(r.done)
+		return r
+	}
 	go func() {
 		defer close(r.done)
 		r.page, r.after, r.err = f.page(ctx, cursor, limit)
