@@ -66,12 +66,6 @@ type Config struct {
 	// error when ctx ended first (nil: clock.Sleep, in real time). Tests
 	// inject their own.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// SerialReads makes a fire read the backlog and then the page of
-	// pending rows, on its own goroutine, instead of side by side (the
-	// default, which saves a read's round trip in sequence on
-	// FoundationDB): for a test that replays a fire's store calls in
-	// order. Sink calls are made one at a time either way.
-	SerialReads bool
 }
 
 // Delivery is the outcome-delivery timer's handler (kind
@@ -97,7 +91,6 @@ type Delivery struct {
 	clock   clock.Clock
 	budget  time.Duration
 	sleep   func(context.Context, time.Duration) error
-	serial  bool // Config.SerialReads
 }
 
 var _ timers.LibraryHandler = (*Delivery)(nil)
@@ -139,7 +132,7 @@ func NewDelivery(c Config) (*Delivery, error) {
 			c.SinkTimeout, c.MaxRows, c.FireBudget, store.ErrInvalid)
 	}
 	d := &Delivery{sink: c.Sink, sources: sources, legacy: legacy, metrics: c.Metrics, timeout: c.SinkTimeout,
-		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep, serial: c.SerialReads}
+		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep}
 	if d.timeout == 0 {
 		d.timeout = DefaultSinkTimeout
 	}

@@ -55,13 +55,14 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	maxRows := min(f.d.maxRows, MaxRows(caps))
 	caps = timers.HandlerCapabilities(caps, t)
 
-	// The backlog and the page of pending rows are read side by side: the
-	// page does not depend on the backlog, which only says whether there
-	// is anything to deliver. A row queued between the two reads stays in
-	// the backlog the acknowledgments leave, for the next fire.
+	// On a store that overlaps calls (store.OverlapsCalls), the backlog
+	// and the page of pending rows are read side by side: the page does
+	// not depend on the backlog, which only says whether there is anything
+	// to deliver. A row queued between the two reads stays in the backlog
+	// the acknowledgments leave, for the next fire.
 	state, stateErr := decodeTimer(t.Value)
 	var pg *pageRead
-	if stateErr == nil && !f.d.serial {
+	if stateErr == nil && store.OverlapsCalls(f.s) {
 		pg = f.readPage(ctx, state.cursor, maxRows)
 	}
 	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
@@ -89,7 +90,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
 	if pg == nil {
-		pg = f.readPage(ctx, state.cursor, maxRows) // Config.SerialReads
+		pg = f.readPage(ctx, state.cursor, maxRows)
 	}
 	page, after, err := pg.wait()
 	if err != nil {
@@ -180,12 +181,12 @@ type pageRead struct {
 	err   error
 }
 
-// readPage starts reading the page of pending rows after cursor (see
-// page) on a goroutine of its own, or reads it now with
-// Config.SerialReads; wait returns it.
+// readPage reads the page of pending rows after cursor (see page): on a
+// goroutine of its own on a store that overlaps calls, else now; wait
+// returns it.
 func (f *fire) readPage(ctx context.Context, cursor store.Cursor, limit int) *pageRead {
 	r := &pageRead{done: make(chan struct{})}
-	if f.d.serial {
+	if !store.OverlapsCalls(f.s) {
 		r.page, r.after, r.err = f.page(ctx, cursor, limit)
 		close(r.done)
 		return r

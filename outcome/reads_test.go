@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -20,12 +21,12 @@ import (
 // fireReads runs one fire of the seeded partition through a Faults whose
 // AfterRead hook is read, with a Delivery configured by cfg, and checks
 // that every outcome was delivered.
-func fireReads(t *testing.T, read func(context.Context, storetest.Call) error, cfg ...func(*outcome.Config)) {
-	e := newEnv(t, 100)
+func fireReads(t *testing.T, eng testengine.Engine, read func(context.Context, storetest.Call) error) {
+	e := newEnvOn(t, eng, 100)
 	e.seed("r1", "r2")
 	f := storetest.WithFaults(e.s)
 	f.AfterRead(read)
-	reg, err := timers.NewRegistry(delivery(t, outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil }), cfg...))
+	reg, err := timers.NewRegistry(delivery(t, outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })))
 	require.NoError(t, err)
 	rep, err := timers.RunDue(ctx, f, partition, reg, 100, timers.Budget{}, timers.WithClock(e.clock))
 	require.NoError(t, err)
@@ -43,14 +44,15 @@ func isPageRead(c storetest.Call) bool {
 	return c.Method == storetest.MethodScan && bytes.Equal(c.Start, start)
 }
 
-// A fire reads the backlog and its page of pending rows side by side: the
-// backlog's read waits (up to 10 s) for the page's, which it only meets
-// if both are in flight at once.
+// On a store that overlaps calls (the MVCC engine) a fire reads the
+// backlog and its page of pending rows side by side: the backlog's read
+// waits (up to 10 s) for the page's, which it only meets if both are in
+// flight at once.
 func TestFireReadsTheBacklogAndThePageSideBySide(t *testing.T) {
 	page := make(chan struct{})
 	var once sync.Once
 	met := false
-	fireReads(t, func(_ context.Context, c storetest.Call) error {
+	fireReads(t, testengine.MVCC, func(_ context.Context, c storetest.Call) error {
 		switch {
 		case isPageRead(c):
 			once.Do(func() { close(page) })
@@ -66,12 +68,12 @@ func TestFireReadsTheBacklogAndThePageSideBySide(t *testing.T) {
 	assert.True(t, met, "the page was read while the backlog's read was in flight")
 }
 
-// With Config.SerialReads a fire reads the backlog, then the page, on its
-// own goroutine.
-func TestSerialReadsReadTheBacklogThenThePage(t *testing.T) {
+// On a store that runs one writer at a time (the memory engine) a fire
+// reads the backlog, then the page, on its own goroutine.
+func TestFireReadsTheBacklogThenThePageOnOneWriter(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
-	fireReads(t, func(_ context.Context, c storetest.Call) error {
+	fireReads(t, testengine.Memory, func(_ context.Context, c storetest.Call) error {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -81,7 +83,7 @@ func TestSerialReadsReadTheBacklogThenThePage(t *testing.T) {
 			order = append(order, "page")
 		}
 		return nil
-	}, func(c *outcome.Config) { c.SerialReads = true })
+	})
 	require.GreaterOrEqual(t, len(order), 2)
 	assert.Equal(t, []string{"backlog", "page"}, order[:2])
 }

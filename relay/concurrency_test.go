@@ -191,15 +191,13 @@ func TestConcurrentLanesStopAtTheBlockedTargetCap(t *testing.T) {
 
 // With the default runner, lanes run at once: two targets' hooks meet
 // inside one fire (the first called waits, up to 10 s, for the other to be
-// called), on a target store whose calls wait (a delay on each) and whose
-// transactions overlap (the MVCC engine: a hook runs inside its target's
-// transaction, and the memory engine runs one writer at a time).
+// called), on a target store that overlaps calls (the MVCC engine; a hook
+// runs inside its target's transaction).
 func TestLanesRunAtOnceWhenTargetCallsWait(t *testing.T) {
 	met := make(chan struct{})
 	var once sync.Once
 	arrived := map[string]chan struct{}{string(ids(ta)[0]): make(chan struct{}), string(ids(tb)[0]): make(chan struct{})}
 	e := newEnv(t, testengine.MVCC.Open)
-	e.target.Delay(storetest.MethodGet, 2*relay.LaneWait).Delay(applyMethod, 2*relay.LaneWait)
 	e.audit.beforeApply = func(target store.Partition, _ []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
 		me := string(ids(target)[0])
 		close(arrived[me])

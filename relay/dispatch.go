@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -34,9 +33,9 @@ import (
 // the concurrency and whatever order the lanes finish in: concurrency
 // changes when target batches are applied, never which. Near a budget or
 // the cap, and with MaxTargetCalls set, lanes therefore run one after
-// another; so do they while the target store answers in under LaneWait on
-// average (see Budget.Concurrency), where they would only contend for its
-// lock and the CPU.
+// another; so do they on a target store that does not overlap calls made
+// side by side (store.OverlapsCalls; see Budget.Concurrency), where they
+// would only contend for its writer and the CPU.
 
 // dispatched is what delivery did with the window.
 type dispatched struct {
@@ -404,9 +403,7 @@ const (
 func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
 	ln.f, ln.g, ln.limit, ln.apply, ln.declared, ln.prefixEnd, ln.from = f, g, limit, apply, declared, prefixEnd, res
 	ln.run, ln.read, ln.next, ln.end = res, false, attemptDone, 0
-	start := time.Now()
 	out, err := store.TransactOnce(ctx, f.h.Target, g.target, ln.fn)
-	f.h.observe(time.Since(start))
 	run := ln.run
 	ln.f, ln.g, ln.declared = nil, nil, nil
 	switch {

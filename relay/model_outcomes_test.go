@@ -81,10 +81,7 @@ var (
 
 func (w *world) newDelivery() timers.Handler {
 	d, err := outcome.NewDelivery(outcome.Config{Sink: modelSink{w},
-		Sources: []outcome.Source{modelReservations, modelWithdrawals, modelTransfers}, MaxRows: 2,
-		// One store call at a time, so that a seed replays: the model's
-		// faults and interleavings are drawn in call order.
-		SerialReads: true})
+		Sources: []outcome.Source{modelReservations, modelWithdrawals, modelTransfers}, MaxRows: 2})
 	if err != nil {
 		panic(err)
 	}
