@@ -291,6 +291,8 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 	if err := f.recordBacklog(ctx); err != nil {
 		return nil, err
 	}
+	f.beginCheckpoint(ctx)
+	defer f.early.end() // before the scratch is released: deferred later
 	f.dispatch(ctx)
 	last, landed, err := f.checkpoint(ctx)
 	if err != nil {
