@@ -81,7 +81,7 @@ func fixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), ms(t0.Add(-5*time.Minute)), obs)
+	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-5*time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,19 +112,19 @@ func fixture(t *testing.T) string {
 	scan, _ := gen.EncodeRelayScanV1(gen.RelayScanV1{CycleEnd: 3, Cursor: 1, Blocked: [][]byte{id2}})
 	apply(ada, store.NewBatch().Put(gen.AppendRelayScanKey(nil), scan))
 	hold, _ := gen.EncodeRelayTimerV1(gen.RelayTimerV1{HoldMs: 4000})
-	schedule(t, l, ada, timers.Timer{Kind: timers.KindRelay, DueAtMs: ms(t0.Add(4 * time.Second)), Value: hold})
+	schedule(t, l, ada, timers.Timer{Kind: timers.KindRelay, DueAt: t0.Add(4 * time.Second), Value: hold})
 	backoff, _ := gen.EncodeOutcomeTimer(gen.OutcomeTimer{Attempt: 2})
-	schedule(t, l, ada, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAtMs: ms(t0.Add(30 * time.Second)), Value: backoff})
+	schedule(t, l, ada, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: t0.Add(30 * time.Second), Value: backoff})
 	// The service's timers: one due a minute ago, one in an hour.
-	schedule(t, l, ada, timers.Timer{Kind: kindShip, Reference: "ship/ada/1", DueAtMs: ms(t0.Add(-time.Minute)), Value: []byte("box 1")})
-	schedule(t, l, ada, timers.Timer{Kind: kindShip, Reference: "ship/ada/2", DueAtMs: ms(t0.Add(time.Hour))})
+	schedule(t, l, ada, timers.Timer{Kind: kindShip, Reference: "ship/ada/1", DueAt: t0.Add(-time.Minute), Value: []byte("box 1")})
+	schedule(t, l, ada, timers.Timer{Kind: kindShip, Reference: "ship/ada/2", DueAt: t0.Add(time.Hour)})
 	// A target that received a row, and a partition of a namespace
 	// nothing linked declares, with a due timer.
 	mark, _ := gen.EncodeU64Value(gen.U64Value{Value: 1})
 	idAda, _ := ada.AppendTuple(nil)
 	hw, _ := gen.AppendRelayHighWaterKey(nil, idAda)
 	apply(region1, store.NewBatch().Put(orderKey(t, 1), []byte{1}).Put(hw, mark))
-	schedule(t, l, foreign, timers.Timer{Kind: kindShip, Reference: "elsewhere", DueAtMs: ms(t0.Add(-2 * time.Minute))})
+	schedule(t, l, foreign, timers.Timer{Kind: kindShip, Reference: "elsewhere", DueAt: t0.Add(-2 * time.Minute)})
 	return path
 }
 

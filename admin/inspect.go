@@ -107,6 +107,13 @@ type LeaseReport struct {
 // msTime converts stored Unix milliseconds to a time in UTC.
 func msTime(ms uint64) time.Time { return time.UnixMilli(int64(ms)).UTC() }
 
+// storedMs is t as stored data holds it (see store.EncodeTime): the times
+// it takes come from the store.
+func storedMs(t time.Time) uint64 {
+	u, _ := store.EncodeTime(t)
+	return u
+}
+
 func ptime(t time.Time) *time.Time { return &t }
 
 // schemaOf returns the linked schema of a partition identity and its kind.
@@ -220,7 +227,7 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 		k, _ := timers.TimerKey(due, ref.kind, "")
 		timerKeys = append(timerKeys, k)
 		if ref.kind == timers.KindOutcomeDelivery {
-			rep.Outcomes.NextAttempt = ptime(msTime(due))
+			rep.Outcomes.NextAttempt = ptime(msTime(storedMs(due)))
 		}
 	}
 	for i, k := range timerKeys {
@@ -320,7 +327,7 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 		return rep, err
 	}
 	if ok {
-		rep.Wake = ptime(msTime(at))
+		rep.Wake = ptime(msTime(storedMs(at)))
 	}
 	return rep, nil
 }

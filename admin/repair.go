@@ -223,13 +223,13 @@ func rearm(ctx context.Context, st *opened, p store.Partition, b *store.Batch, k
 			value = v
 		}
 	}
-	if err := timers.Schedule(b, st.layer.Capabilities(), ref, timers.Timer{Kind: kind, DueAtMs: max(now, 1), Value: value}); err != nil {
+	if err := timers.Schedule(b, st.layer.Capabilities(), ref, timers.Timer{Kind: kind, DueAt: store.DecodeTime(max(now, 1)), Value: value}); err != nil {
 		return "", err
 	}
 	if ref == nil {
 		return fmt.Sprintf("the %s timer is created, due now", kind), nil
 	}
-	return fmt.Sprintf("the %s timer moves from %s to now", kind, stamp(msTime(due))), nil
+	return fmt.Sprintf("the %s timer moves from %s to now", kind, stamp(msTime(storedMs(due)))), nil
 }
 
 func nowMs(c *Command) uint64 { return uint64(max(c.now().UnixMilli(), 1)) }
@@ -310,7 +310,7 @@ func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error 
 			if err != nil {
 				return err
 			}
-			if due, derr := timers.DecodeRef(rv); ok && derr == nil && due == tk.DueAtMs {
+			if due, derr := timers.DecodeRef(rv); ok && derr == nil && storedMs(due) == tk.DueAtMs {
 				companion, companionValue = rk, rv
 			} else {
 				plan.b.Require(store.Guard(rk, rv))
@@ -509,7 +509,7 @@ func (c *Command) restore(ctx context.Context, st *opened, o *options) error {
 		}
 	case gen.TagTimerKey:
 		if tk, err := gen.ParseTimerKey(key); err == nil {
-			b.WakeAt(max(tk.DueAtMs, 1))
+			b.WakeAt(store.DecodeTime(max(tk.DueAtMs, 1)))
 			plan.say("the partition wakes by the timer's due time, %s", stamp(msTime(tk.DueAtMs)))
 		}
 	}
@@ -601,16 +601,16 @@ func (c *Command) redrive(ctx context.Context, st *opened, o *options) error {
 		return refusedf("redrive: the reference entry names a timer row %s that is missing: quarantine the reference entry", formatTuple(tk))
 	}
 	now := c.now()
-	if !msTime(due).After(now) {
-		fmt.Fprintf(c.Stdout, "the %s timer %q is due already (%s, %s): nothing to do\n", c.kindName(kind), o.ref, stamp(msTime(due)), rel(msTime(due), now))
+	if !msTime(storedMs(due)).After(now) {
+		fmt.Fprintf(c.Stdout, "the %s timer %q is due already (%s, %s): nothing to do\n", c.kindName(kind), o.ref, stamp(msTime(storedMs(due))), rel(msTime(storedMs(due)), now))
 		return nil
 	}
 	plan := &repairPlan{b: store.NewBatch()}
 	plan.b.Require(store.Equals(tk, tv))
-	if err := timers.Schedule(plan.b, st.layer.Capabilities(), ref, timers.Timer{Kind: kind, Reference: o.ref, DueAtMs: nowMs(c), Value: tv}); err != nil {
+	if err := timers.Schedule(plan.b, st.layer.Capabilities(), ref, timers.Timer{Kind: kind, Reference: o.ref, DueAt: store.DecodeTime(nowMs(c)), Value: tv}); err != nil {
 		return usagef("redrive: %v", err)
 	}
-	plan.say("move the %s timer %q from %s (%s) to now, its value unchanged", c.kindName(kind), o.ref, stamp(msTime(due)), rel(msTime(due), now))
+	plan.say("move the %s timer %q from %s (%s) to now, its value unchanged", c.kindName(kind), o.ref, stamp(msTime(storedMs(due))), rel(msTime(storedMs(due)), now))
 	if kind != timers.KindRelay && kind != timers.KindOutcomeDelivery {
 		plan.say("if the service registers no handler of kind %d, the scheduler holds it again %s later", uint16(kind), timers.DefaultHeldBackoff)
 	}

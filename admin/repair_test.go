@@ -35,7 +35,7 @@ func relayStore(t *testing.T, n, bad int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), ms(t0.Add(-time.Minute)), obs)
+	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func fireRelay(t *testing.T, path string, now time.Time) timers.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := timers.RunDue(context.Background(), l, ada, reg, ms(now), timers.DefaultBudget,
+	rep, err := timers.RunDue(context.Background(), l, ada, reg, now, timers.DefaultBudget,
 		timers.WithClock(clock.NewManual(now)), timers.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func relayTimer(t *testing.T, path string) (time.Time, []byte, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return msTime(due), v, true
+	return msTime(storedMs(due)), v, true
 }
 
 func getRev(t *testing.T, db, key string) string {

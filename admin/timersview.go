@@ -127,8 +127,8 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 			out[i].State, out[i].Note = "orphan", "no reference entry: no handler fires it"
 		case err != nil:
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
-		case msTime(due) != out[i].Due:
-			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(due))
+		case msTime(storedMs(due)) != out[i].Due:
+			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(storedMs(due)))
 		}
 	}
 	return out, n, nil
@@ -157,7 +157,7 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 		})
 		// Oldest first across the index's buckets.
 		slices.SortFunc(due, func(a, b store.DueEntry) int {
-			return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+			return cmp.Or(a.At.Compare(b.At), bytes.Compare(a.Partition, b.Partition))
 		})
 		for _, e := range due {
 			if err != nil {

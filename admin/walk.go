@@ -88,7 +88,7 @@ func walk(ctx context.Context, l *fdblayer.Layer, fn func(store.Identity) error,
 // through store.DueIndex only.
 func dueEntries(ctx context.Context, d store.DueIndex, untilMs uint64, fn func(store.DueEntry) error) error {
 	const pageSize = 256
-	q := store.DueQuery{UntilMs: untilMs, Limit: pageSize}
+	q := store.DueQuery{Until: store.DecodeTime(untilMs), Limit: pageSize}
 	for {
 		page, err := d.ScanDue(ctx, q)
 		if err != nil {

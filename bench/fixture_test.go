@@ -100,7 +100,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(f.s.Capabilities(), f.nowMs, o)
+		ob, err := outbox.NewBuilder(f.s.Capabilities(), ms(f.nowMs), o)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 // of a relay fire that delivered rows). done reports that the relay timer
 // completed.
 func (f *fixture) fire(tb testing.TB) (done bool) {
-	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, f.nowMs, timers.DefaultBudget, timers.WithLogger(f.log))
+	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, ms(f.nowMs), timers.DefaultBudget, timers.WithLogger(f.log))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func (f *fixture) fire(tb testing.TB) (done bool) {
 		tb.Fatalf("relay fire at %d: %+v", f.nowMs, rep)
 	}
 	f.nowMs++
-	return rep.NextDueMs == 0
+	return msOf(rep.NextDue) == 0
 }
 
 // drain fires the relay until its timer completes and returns the fires.

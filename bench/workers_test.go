@@ -270,7 +270,7 @@ func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clock.Real{}), o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), ms(clock.NowMs(clock.Real{})), o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 	nowMs := clock.NowMs(clock.Real{})
 	for _, p := range parts {
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAtMs: nowMs}); err != nil {
+		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAt: ms(nowMs)}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := s.Apply(ctx, p, batch); err != nil || !out.Committed() {
@@ -404,7 +404,7 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 
 // dueEmpty reports whether the due index holds no entry.
 func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
-	due, err := l.ScanDue(context.Background(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
+	due, err := l.ScanDue(context.Background(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

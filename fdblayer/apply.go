@@ -182,7 +182,7 @@ func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.B
 				if err != nil {
 					return out, false, err
 				}
-				holds = at == c.WakeMs
+				holds = at == encodedTime(c.Wake)
 			} else {
 				holds = c.Holds(vals[i])
 			}
@@ -194,7 +194,7 @@ func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.B
 			if cur.at, cur.ceil, err = decodeWake(vals[wakeRead(b)]); err != nil {
 				return out, false, err
 			}
-			next.at, next.ceil = b.Wakeup.Next(cur.at, cur.ceil)
+			next.at, next.ceil = b.Wakeup.NextEncoded(cur.at, cur.ceil)
 		}
 	}
 	key := append(s.key[:0], sub...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -106,7 +107,8 @@ func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 	if err != nil {
 		return nil, fmt.Errorf("fdblayer: scan due: %w", err)
 	}
-	if q.FromMs > q.UntilMs {
+	from, until := encodedTime(q.From), encodedTime(q.Until)
+	if from > until {
 		return []store.DueEntry{}, nil
 	}
 	first := 0
@@ -123,7 +125,7 @@ func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 		if i == first {
 			after = q.After
 		}
-		begin, end := l.bucketRange((q.Start+i)%l.DueBuckets(), q.FromMs, q.UntilMs, after)
+		begin, end := l.bucketRange((q.Start+i)%l.DueBuckets(), from, until, after)
 		reads = append(reads, RangeRead{Begin: begin, End: end, Limit: limit})
 	}
 	var entries []store.DueEntry
@@ -169,13 +171,13 @@ func (l *Layer) dueBucketPrefix(b int) []byte {
 	return append(bytes0(l.root), partitionEnd, dueTag, byte(b))
 }
 
-// bucketRange is the key range of bucket b's entries with fromMs <= AtMs
-// <= untilMs, strictly after after (nil: from the start).
+// bucketRange is the key range of bucket b's entries with fromMs <= at
+// <= untilMs (encoded times), strictly after after (nil: from the start).
 func (l *Layer) bucketRange(b int, fromMs, untilMs uint64, after *store.DueEntry) (begin, end []byte) {
 	prefix := l.dueBucketPrefix(b)
 	begin = binary.BigEndian.AppendUint64(bytes0(prefix), fromMs)
-	if after != nil && after.AtMs >= fromMs {
-		begin = binary.BigEndian.AppendUint64(bytes0(prefix), after.AtMs)
+	if after != nil && encodedTime(after.At) >= fromMs {
+		begin = binary.BigEndian.AppendUint64(bytes0(prefix), encodedTime(after.At))
 		begin = append(append(begin, after.Partition...), 0x00)
 	}
 	if untilMs == math.MaxUint64 {
@@ -203,7 +205,7 @@ func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []KeyValue, 
 		}
 		entries = append(entries, store.DueEntry{
 			Bucket:    b,
-			AtMs:      binary.BigEndian.Uint64(rest),
+			At:        store.DecodeTime(binary.BigEndian.Uint64(rest)),
 			Partition: append([]byte{}, rest[wakeBytes:]...),
 		})
 	}
@@ -218,10 +220,10 @@ func bytes0(b []byte) []byte { return append(make([]byte, 0, len(b)+64), b...) }
 // store.ErrCorrupt for a stored wake time that does not decode, and
 // store.ErrUnavailable when ctx ends or the engine fails. Safe for
 // concurrent use.
-func (l *Layer) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
+func (l *Layer) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
 	sub, err := l.appendSubspace(nil, p)
 	if err != nil {
-		return 0, false, fmt.Errorf("fdblayer: next wake: %w", err)
+		return time.Time{}, false, fmt.Errorf("fdblayer: next wake: %w", err)
 	}
 	key := [][]byte{append(sub, partitionEnd)}
 	var at uint64
@@ -234,9 +236,16 @@ func (l *Layer) NextWake(ctx context.Context, p store.Partition) (uint64, bool, 
 		return err
 	})
 	if err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
-	return at, at != 0, nil
+	return store.DecodeTime(at), at != 0, nil
+}
+
+// encodedTime is t as stored data holds it (see store.EncodeTime), for a
+// time a batch's or a query's validation has checked.
+func encodedTime(t time.Time) uint64 {
+	u, _ := store.EncodeTime(t)
+	return u
 }
 
 // decodeWake decodes a stored wake time and its ceiling; absent is 0.

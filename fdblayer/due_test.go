@@ -24,18 +24,18 @@ func identity(t *testing.T, p store.Partition) []byte {
 func TestDueIndexBesidePartitions(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, l *Layer) {
 		a, b := testPartition("iso"), testPartition("iso\x00")
-		mustApply(t, l, a, store.NewBatch().Put(k("t"), v("a")).WakeAt(2000))
-		mustApply(t, l, b, store.NewBatch().Put(k("t"), v("b")).WakeAt(1000))
+		mustApply(t, l, a, store.NewBatch().Put(k("t"), v("a")).WakeAt(ms(2000)))
+		mustApply(t, l, b, store.NewBatch().Put(k("t"), v("b")).WakeAt(ms(1000)))
 		for _, p := range []store.Partition{a, b} {
 			require.Equal(t, []string{"t"}, rowKeys(scanAllRows(t, l, p, nil, nil, 10)))
 		}
 		at, ok, err := l.NextWake(t.Context(), a)
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.Equal(t, uint64(2000), at)
+		require.Equal(t, uint64(2000), msOf(at))
 		at, _, err = l.NextWake(t.Context(), b)
 		require.NoError(t, err)
-		require.Equal(t, uint64(1000), at)
+		require.Equal(t, uint64(1000), msOf(at))
 		es := scanAllDue(t, l)
 		require.ElementsMatch(t, []store.DueEntry{dueAt(t, l, b, 1000), dueAt(t, l, a, 2000)}, es)
 		_, err = l.ScanDue(t.Context(), store.DueQuery{})
@@ -53,8 +53,8 @@ func TestWakeupUnknownResult(t *testing.T) {
 		b    *store.Batch
 		want store.Outcome
 	}{
-		{"SetWake", store.NewBatch().Put(k("t"), v("x")).SetWake(0, 5000), store.PreconditionFailed},
-		{"WakeAt", store.NewBatch().Put(k("t"), v("x")).WakeAt(5000), store.Committed},
+		{"SetWake", store.NewBatch().Put(k("t"), v("x")).SetWake(ms(0), ms(5000)), store.PreconditionFailed},
+		{"WakeAt", store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(5000)), store.Committed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: []faultStep{{fault: CommitThenUnknown}}}
@@ -63,7 +63,7 @@ func TestWakeupUnknownResult(t *testing.T) {
 			require.Equal(t, tc.want, out.Outcome)
 			if tc.want == store.PreconditionFailed {
 				require.Equal(t, 0, out.FailedIndex)
-				require.Equal(t, store.WakeIs(0), out.Failed)
+				require.Equal(t, store.WakeIs(ms(0)), out.Failed)
 			}
 			require.Equal(t, []store.DueEntry{dueAt(t, l, faultP, 5000)}, scanAllDue(t, l))
 		})
@@ -88,22 +88,22 @@ func TestCorruptWakeData(t *testing.T) {
 	_, _, err = l.NextWake(t.Context(), p)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 	for _, b := range []*store.Batch{
-		store.NewBatch().Put(k("t"), v("x")).WakeAt(1000),
-		store.NewBatch().Require(store.WakeIs(1000)).Put(k("t"), v("x")),
+		store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(1000)),
+		store.NewBatch().Require(store.WakeIs(ms(1000))).Put(k("t"), v("x")),
 	} {
 		_, err = l.Apply(t.Context(), p, b)
 		require.ErrorIs(t, err, store.ErrCorrupt)
 		require.NotErrorIs(t, err, store.ErrUnavailable)
 		require.Nil(t, mustGet(t, l, p, k("t")))
 	}
-	_, err = l.ScanDue(t.Context(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 10})
+	_, err = l.ScanDue(t.Context(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 10})
 	require.ErrorIs(t, err, store.ErrCorrupt)
 }
 
 // scanAllDue lists the whole due index, from bucket 0.
 func scanAllDue(t *testing.T, l *Layer) []store.DueEntry {
 	t.Helper()
-	es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: math.MaxUint64, Limit: 100_000})
+	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 100_000})
 	require.NoError(t, err)
 	return es
 }
@@ -111,7 +111,7 @@ func scanAllDue(t *testing.T, l *Layer) []store.DueEntry {
 // dueAt is p's entry at atMs, in its bucket of l.
 func dueAt(t *testing.T, l *Layer, p store.Partition, atMs uint64) store.DueEntry {
 	id := identity(t, p)
-	return store.DueEntry{Bucket: l.DueBucket(id), AtMs: atMs, Partition: id}
+	return store.DueEntry{Bucket: l.DueBucket(id), At: ms(atMs), Partition: id}
 }
 
 // TestDueBucketsSpread: partitions made due in the same millisecond land
@@ -124,7 +124,7 @@ func TestDueBucketsSpread(t *testing.T) {
 		var want []store.DueEntry
 		for i := range n {
 			p := testPartition(fmt.Sprintf("spread-%02d", i))
-			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(7000))
+			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(7000)))
 			want = append(want, dueAt(t, l, p, 7000))
 		}
 		buckets := map[int]bool{}
@@ -133,7 +133,7 @@ func TestDueBucketsSpread(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, len(buckets), DueHashBuckets/2, "buckets holding %d partitions due at one time", n)
 		for start := range l.DueBuckets() {
-			es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 7000, Start: start, Limit: 1000})
+			es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(7000), Start: start, Limit: 1000})
 			require.NoError(t, err)
 			require.ElementsMatch(t, want, es, "listing from bucket %d", start)
 		}
@@ -199,7 +199,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 				writeV1Entry(t, e, l, p, uint64(1000+i))
 			}
 			for start := range l.DueBuckets() {
-				es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 5000, Start: start, Limit: 3})
+				es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(5000), Start: start, Limit: 3})
 				require.NoError(t, err)
 				require.Len(t, es, 3)
 			}
@@ -210,15 +210,15 @@ func TestDueIndexFirstLayout(t *testing.T) {
 				require.Equal(t, identity(t, ps[i]), e.Partition)
 			}
 			// Touching a partition's wake time moves its entry.
-			mustApply(t, l, ps[0], store.NewBatch().SetWake(1000, 900))
-			mustApply(t, l, ps[1], store.NewBatch().WakeAt(500))
+			mustApply(t, l, ps[0], store.NewBatch().SetWake(ms(1000), ms(900)))
+			mustApply(t, l, ps[1], store.NewBatch().WakeAt(ms(500)))
 			// Lowering to a later time changes nothing: it stays where it is.
-			mustApply(t, l, ps[2], store.NewBatch().WakeAt(9000))
+			mustApply(t, l, ps[2], store.NewBatch().WakeAt(ms(9000)))
 			all = scanAllDue(t, l)
 			require.Len(t, all, 10)
 			require.Contains(t, all, dueAt(t, l, ps[0], 900))
 			require.Contains(t, all, dueAt(t, l, ps[1], 500))
-			require.Contains(t, all, store.DueEntry{Bucket: l.v1Bucket(), AtMs: 1002, Partition: identity(t, ps[2])})
+			require.Contains(t, all, store.DueEntry{Bucket: l.v1Bucket(), At: ms(1002), Partition: identity(t, ps[2])})
 
 			// A stale entry of the first layout (its wake time moved on
 			// without it) is dropped, and the wake time's own entry kept.
@@ -255,11 +255,11 @@ func TestScanDueIsOneRoundTrip(t *testing.T) {
 	var want []store.DueEntry
 	for i := range 40 {
 		p := testPartition(fmt.Sprintf("rt-%02d", i))
-		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(uint64(1000+i)))
+		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(uint64(1000+i))))
 		want = append(want, dueAt(t, l, p, uint64(1000+i)))
 	}
 	before := e.Stats()
-	es, err := l.ScanDue(t.Context(), store.DueQuery{UntilMs: 5000, Start: 5, Limit: 1000})
+	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(5000), Start: 5, Limit: 1000})
 	require.NoError(t, err)
 	after := e.Stats()
 	require.ElementsMatch(t, want, es)
@@ -267,7 +267,7 @@ func TestScanDueIsOneRoundTrip(t *testing.T) {
 	require.Equal(t, uint64(1), after.Begun-before.Begun)
 	// A page that ends early still resumes where it stopped.
 	var got []store.DueEntry
-	q := store.DueQuery{UntilMs: 5000, Start: 5, Limit: 7}
+	q := store.DueQuery{Until: ms(5000), Start: 5, Limit: 7}
 	for {
 		page, err := l.ScanDue(t.Context(), q)
 		require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -264,26 +265,26 @@ func (r *txnReader) GetMany(ctx context.Context, keys []store.Key) ([]store.Valu
 }
 
 // NextWake reads the partition's wake time in the transaction.
-func (r *txnReader) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *txnReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.begin(ctx, "next wake of"); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	key := append(append(r.s.key[:0], r.sub...), partitionEnd)
 	r.s.key = key
 	vals, err := r.txn.GetMany(r.s.vals[:0], [][]byte{key})
 	r.s.vals = vals
 	if err != nil {
-		return 0, false, r.fail("next wake of", err)
+		return time.Time{}, false, r.fail("next wake of", err)
 	}
 	at, _, err := decodeWake(vals[0])
 	if err != nil {
-		return 0, false, fmt.Errorf("fdblayer: transaction next wake of %s: %w", store.PartitionName(r.p), err)
+		return time.Time{}, false, fmt.Errorf("fdblayer: transaction next wake of %s: %w", store.PartitionName(r.p), err)
 	}
 	r.cache.put(key, vals[0])
 	r.spent += len(key) + len(vals[0])
-	return at, at != 0, nil
+	return store.DecodeTime(at), at != 0, nil
 }
 
 // Scan reads a page as Layer.Scan does, in the transaction, within what

@@ -47,7 +47,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 	e := NewMVCCEngine(MVCCOptions{})
 	l := openLayer(t, e)
 	p := testPartition("p")
-	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(5000))
+	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(ms(5000)))
 	for _, tc := range []struct {
 		name string
 		fn   store.TransactFunc
@@ -63,7 +63,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return store.NewBatch().Require(store.Guard(k("k"), val)).SetWake(at, at+1), nil
+			return store.NewBatch().Require(store.Guard(k("k"), val)).SetWake(at, at.Add(time.Millisecond)), nil
 		}, MVCCStats{Begun: 1, Reads: 2, KeysRead: 2, Commits: 1}},
 		{"guards on scanned rows", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			page, err := r.Scan(ctx, nil, nil, nil, 10)
@@ -233,7 +233,7 @@ func TestTransactOnceNestedCalls(t *testing.T) {
 		"Stats": func(ctx context.Context) error { _, err := l.Stats(ctx, p); return err },
 		"Probe": func(ctx context.Context) error { return l.Probe(ctx) },
 		"ScanDue": func(ctx context.Context) error {
-			_, err := l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
+			_, err := l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
 			return err
 		},
 		"NextWake": func(ctx context.Context) error { _, _, err := l.NextWake(ctx, p); return err },

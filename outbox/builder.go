@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -44,11 +45,16 @@ type outcomeRow struct {
 
 // NewBuilder returns a builder over the outbox state o a writer read (see
 // Read). caps are the store's Capabilities, which every row is checked
-// against; nowMs stamps relay rows (RelayV1.AtMs) and outcome rows
-// (OutcomePendingV1.AtMs), and is the due time of any timer Finish
-// creates. It fails with an error wrapping
-// store.ErrCorrupt when o's sequence or backlog does not decode.
-func NewBuilder(caps store.Capabilities, nowMs uint64, o Observed) (*Builder, error) {
+// against; now, to the millisecond, stamps relay rows (RelayV1.AtMs) and
+// outcome rows (OutcomePendingV1.AtMs), and is the due time of any timer
+// Finish creates. It fails with an error wrapping store.ErrInvalid for a
+// now before the Unix epoch, and with one wrapping store.ErrCorrupt when
+// o's sequence or backlog does not decode.
+func NewBuilder(caps store.Capabilities, now time.Time, o Observed) (*Builder, error) {
+	nowMs, err := store.EncodeTime(now)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: new builder: %w", err)
+	}
 	seq, err := DecodeSequence(o.Sequence)
 	if err != nil {
 		return nil, err
@@ -162,7 +168,7 @@ type Outcome struct {
 // Outcome appends a terminal outcome and returns the sequence it is
 // indexed at: o's record becomes terminal, it is indexed as pending
 // delivery (OutcomePendingKey(seq, o.ID), holding an OutcomePendingV1 of
-// o.Source, o.Key and the builder's nowMs), and the backlog grows by one row and the terminal
+// o.Source, o.Key and the builder's now), and the backlog grows by one row and the terminal
 // value's bytes. It fails with store.ErrInvalid, appending nothing, for
 // an invalid or repeated id, a missing source, an empty key or one over
 // caps, an absent prior or terminal value, a value over caps, or a batch
@@ -217,7 +223,7 @@ func (b *Builder) Len() int { return len(b.relays) + len(b.outcomes) }
 // sequence still as observed (absent or equal), the backlog still as
 // observed when outcomes were appended, the relay timer's reference entry
 // still as observed when relay rows were; the rows, the new sequence and
-// backlog; and the relay or outcome-delivery timer, due at nowMs, when it
+// backlog; and the relay or outcome-delivery timer, due at now, when it
 // is absent (see the package doc). With no rows appended it adds nothing.
 //
 // It fails with store.ErrInvalid, adding nothing, when it already
@@ -260,14 +266,14 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		return fmt.Errorf("outbox: encode sequence: %w", err)
 	}
 	out.Put(sequenceKey, seq)
-	due := max(b.nowMs, 1)
+	due := store.DecodeTime(max(b.nowMs, 1))
 	if len(b.relays) > 0 && b.observed.RelayTimer == nil {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAtMs: due}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAt: due}); err != nil {
 			return fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
 	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAtMs: due, Value: outcomeTimerValue}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: outcomeTimerValue}); err != nil {
 			return fmt.Errorf("outbox: outcome timer: %w", err)
 		}
 	}

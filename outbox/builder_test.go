@@ -70,7 +70,7 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
 		require.NotNil(t, b.Wakeup)
-		assert.Equal(t, now, b.Wakeup.AtMs, "the partition wakes for the new timer")
+		assert.Equal(t, now, uint64(b.Wakeup.At.UnixMilli()), "the partition wakes for the new timer")
 		e.mustApply(t, b)
 		assert.Equal(t, map[uint64]string{now: ""}, e.timerRows(t, timers.KindRelay))
 
@@ -257,7 +257,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 					if !assert.NoError(t, err) {
 						return
 					}
-					ob, err := outbox.NewBuilder(e.caps, now, o)
+					ob, err := outbox.NewBuilder(e.caps, ms(now), o)
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -316,7 +316,7 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 		"relay timer": {RelayTimer: store.Value("junk")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := outbox.NewBuilder(caps, now, o)
+			_, err := outbox.NewBuilder(caps, ms(now), o)
 			require.ErrorIs(t, err, store.ErrCorrupt)
 		})
 	}
@@ -339,7 +339,7 @@ func TestReadReadsInTheTransaction(t *testing.T) {
 				return nil, err
 			}
 			assert.Equal(t, want, got)
-			ob, err := outbox.NewBuilder(e.caps, 1, got)
+			ob, err := outbox.NewBuilder(e.caps, ms(1), got)
 			if err != nil {
 				return nil, err
 			}

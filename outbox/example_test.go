@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -36,7 +37,7 @@ func ExampleBuilder() {
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), o)
 		if err != nil {
 			return nil, err
 		}

@@ -52,7 +52,7 @@ func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
-	b, err := outbox.NewBuilder(e.caps, now, o)
+	b, err := outbox.NewBuilder(e.caps, ms(now), o)
 	require.NoError(t, err)
 	return b
 }

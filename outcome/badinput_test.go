@@ -218,7 +218,7 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 	})
 	reg, err := timers.NewRegistry(delivery(t, sink))
 	require.NoError(t, err)
-	_, err = timers.RunDue(runCtx, e.s, partition, reg, 100, timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	_, err = timers.RunDue(runCtx, e.s, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, uint64(2), e.backlogRows())
 	assert.Len(t, e.pending(), 2)
@@ -256,7 +256,7 @@ func TestMetrics(t *testing.T) {
 func TestEmptyBacklogCompletesTheTimer(t *testing.T) {
 	e := newEnv(t, 100)
 	b := store.NewBatch()
-	require.NoError(t, timers.Schedule(b, e.s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAtMs: 100}))
+	require.NoError(t, timers.Schedule(b, e.s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: ms(100)}))
 	out, err := e.s.Apply(ctx, partition, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed())

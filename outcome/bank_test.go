@@ -97,7 +97,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(bk.s.Capabilities(), nowMs, o)
+		ob, err := outbox.NewBuilder(bk.s.Capabilities(), ms(nowMs), o)
 		if err != nil {
 			return nil, err
 		}
@@ -414,7 +414,7 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 			require.NoError(t, err)
-			ob, err := outbox.NewBuilder(e.s.Capabilities(), 1, o)
+			ob, err := outbox.NewBuilder(e.s.Capabilities(), ms(1), o)
 			require.NoError(t, err)
 			err = tc.fn(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)
@@ -425,7 +425,7 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 	// The row it appends names the source and the record.
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(e.s.Capabilities(), 1234, o)
+	ob, err := outbox.NewBuilder(e.s.Capabilities(), ms(1234), o)
 	require.NoError(t, err)
 	seq, err := src.Append(ob, wdKey("a", 1), pending, settled)
 	require.NoError(t, err)

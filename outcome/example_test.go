@@ -66,7 +66,7 @@ func ExampleNewSource() {
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clk), o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), clk.Now(), o)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ func ExampleNewSource() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, 1_000, timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(1_000), timers.Budget{}, timers.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}

@@ -169,7 +169,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
-	return timers.Reschedule{DueAtMs: max(addSat(f.c.NowMs, delay), addSat(t.DueAtMs, 1)), Value: value, Batch: b}, nil
+	return timers.Reschedule{DueAt: f.c.Now.Add(time.Duration(delay) * time.Millisecond), Value: value, Batch: b}, nil
 }
 
 // pageRead is a page of pending rows being read beside the fire (see

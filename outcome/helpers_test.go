@@ -101,7 +101,7 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	t := e.t
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
-	bld, err := outbox.NewBuilder(e.s.Capabilities(), clock.NowMs(e.clock), o)
+	bld, err := outbox.NewBuilder(e.s.Capabilities(), ms(clock.NowMs(e.clock)), o)
 	require.NoError(t, err)
 	for _, id := range ids {
 		_, err := resSource.Append(bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)
@@ -156,7 +156,7 @@ func (e *env) fireWith(d *outcome.Delivery, nowMs uint64) timers.Report {
 	t := e.t
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, e.s, e.p, reg, nowMs, timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	rep, err := timers.RunDue(ctx, e.s, e.p, reg, ms(nowMs), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
 	require.NoError(t, err)
 	return rep
 }
@@ -216,8 +216,8 @@ func (e *env) plan(sink outcome.Sink) (key store.Key, value store.Value, fired t
 	key, value, tk, ok := e.timer()
 	require.True(e.t, ok)
 	d := delivery(e.t, sink)
-	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: e.p, NowMs: 100, Clock: e.clock, Logger: e.log},
-		timers.DueTimer{Key: key, DueAtMs: tk.DueAtMs, Kind: timers.Kind(tk.Kind), Reference: tk.Reference, Value: value})
+	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: e.p, Now: ms(100), Clock: e.clock, Logger: e.log},
+		timers.DueTimer{Key: key, DueAt: ms(tk.DueAtMs), Kind: timers.Kind(tk.Kind), Reference: tk.Reference, Value: value})
 	require.NoError(e.t, err)
 	return key, value, fired
 }

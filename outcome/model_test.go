@@ -403,7 +403,7 @@ func (m *omodel) produce(i int) {
 	if err != nil {
 		panic(err)
 	}
-	b, err := outbox.NewBuilder(m.layer.Capabilities(), clock.NowMs(m.clock), o)
+	b, err := outbox.NewBuilder(m.layer.Capabilities(), ms(clock.NowMs(m.clock)), o)
 	if err != nil {
 		m.note("produce p%d: %v", i, err) // a corrupt backlog: never staged
 		return

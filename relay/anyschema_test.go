@@ -67,7 +67,7 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 
 					o, err := outbox.Read(ctx, store.ReaderOf(s, region))
 					require.NoError(t, err)
-					ob, err := outbox.NewBuilder(s.Capabilities(), start, o)
+					ob, err := outbox.NewBuilder(s.Capabilities(), ms(start), o)
 					require.NoError(t, err)
 					for _, target := range []store.Partition{acme, acmeID, ta} {
 						_, err := ob.Relay(target, []gen.RelayPut{{Key: []byte("latest"), Value: []byte(store.PartitionName(target))}}, nil)
@@ -82,7 +82,7 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 					hook := &rowSources{}
 					reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
 					require.NoError(t, err)
-					rep, err := timers.RunDue(ctx, s, tc.source, reg, start, timers.Budget{}, timers.WithClock(clk))
+					rep, err := timers.RunDue(ctx, s, tc.source, reg, ms(start), timers.Budget{}, timers.WithClock(clk))
 					require.NoError(t, err)
 					require.Equal(t, 1, rep.Fired)
 

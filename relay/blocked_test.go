@@ -14,7 +14,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
-	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // Reference: a target whose apply fails is blocked for the rest of the
@@ -52,7 +51,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		assert.Equal(t, ids(tb), st.Blocked)
 		due, ok := e.timerDue(t)
 		require.True(t, ok, "blocked rows keep the timer")
-		assert.Equal(t, e.now()+timers.RetryBackoffMs, due, "fire 4 delivered nothing: it backs off")
+		assert.Equal(t, e.now()+retryBackoffMs, due, "fire 4 delivered nothing: it backs off")
 
 		// The next cycle starts from the head, nothing blocked.
 		e.target.Clear()
@@ -65,7 +64,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 }
 
 // Reference: a fire that delivers nothing (every target blocked) waits
-// RetryBackoffMs.
+// RetryBackoff.
 func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(ta, "k", "v"))
@@ -73,7 +72,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 		e.run(t)
 		due, ok := e.timerDue(t)
 		require.True(t, ok)
-		assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+		assert.Equal(t, e.now()+retryBackoffMs, due)
 		assert.Contains(t, e.logs.String(), "relay watermark read failed")
 		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 		assert.Equal(t, []uint64{1}, e.queued(t))

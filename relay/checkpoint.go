@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // Design note: a checkpoint is one or more source batches, each guarded by
@@ -27,17 +28,7 @@ import (
 // below their targets' marks and deletes them then. Since it outlives the
 // fire, whose scratch memory the next fire reuses, it holds its own copies
 // of the keys and values it guards; and it leaves room for what the run
-// adds (outcomeOps, outcomeBytes).
-
-// What a timer run adds to the batch a handler's outcome carries: the
-// guards of the timer row and its reference entry, a Reschedule's three
-// writes, a scheduler claim's lease guard, and the release of the claim
-// (the lease's delete; the wake time is not an operation), with room for
-// their keys and values.
-const (
-	outcomeOps   = 2 + 3 + 1 + 1
-	outcomeBytes = 1 << 10
-)
+// adds to it (timers.HandlerCapabilities).
 
 // checkpoint records the fire's progress in the source: it walks the
 // window in order, moving the cursor over rows delivered or held by a
@@ -52,10 +43,9 @@ const (
 // the last, which it returns for the fire's outcome to carry (see the
 // design note), and sets f.scan to the state that batch writes. It reports
 // false when a batch lost a race.
-func (f *fire) checkpoint(ctx context.Context) (*store.Batch, bool, error) {
-	caps := f.sourceCaps
-	caps.ReservedBatchOps += outcomeOps
-	caps.MaxBatchBytes = max(caps.MaxBatchBytes-outcomeBytes, 0)
+func (f *fire) checkpoint(ctx context.Context, t timers.DueTimer) (*store.Batch, bool, error) {
+	caps := timers.HandlerCapabilities(f.sourceCaps, t)
+	caps.MaxBatchBytes = max(caps.MaxBatchBytes, 0)
 	ck := checkpointer{f: f, caps: caps, observed: f.scanValue, state: f.scan, dels: f.dels[:0]}
 	defer func() { f.dels = ck.dels }()
 	var err error

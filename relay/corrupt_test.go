@@ -192,7 +192,7 @@ func (e *env) timerValue(t testing.TB) store.Value {
 	if !ok {
 		return nil
 	}
-	key, err := timers.TimerKey(due, timers.KindRelay, "")
+	key, err := timers.TimerKey(ms(due), timers.KindRelay, "")
 	require.NoError(t, err)
 	v, ok, err := e.inner.Get(e.ctx, source, key)
 	require.NoError(t, err)
@@ -275,7 +275,7 @@ func TestUndecodableRelayTimerValueRestartsTheHold(t *testing.T) {
 		b := store.NewBatch()
 		ref, _, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
 		require.NoError(t, err)
-		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), ref, timers.Timer{Kind: timers.KindRelay, DueAtMs: due, Value: store.Value{0xff}}))
+		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), ref, timers.Timer{Kind: timers.KindRelay, DueAt: ms(due), Value: store.Value{0xff}}))
 		out, err := e.inner.Apply(e.ctx, source, b)
 		require.NoError(t, err)
 		require.True(t, out.Committed())

@@ -216,8 +216,8 @@ func TestSourceMustBeAddressable(t *testing.T) {
 		{"identity over the bound", long},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &timers.Ctx{Store: e.source, Partition: tc.p, NowMs: e.now()}
-			_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAtMs: e.now()})
+			c := &timers.Ctx{Store: e.source, Partition: tc.p, Now: ms(e.now())}
+			_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: ms(e.now())})
 			require.ErrorIs(t, err, store.ErrInvalid)
 		})
 	}
@@ -229,8 +229,8 @@ func TestSourceMustBeAddressable(t *testing.T) {
 // sequence.
 func TestEmptyQueueIsDoneGuardedByTheSequence(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		c := &timers.Ctx{Store: e.source, Partition: source, NowMs: e.now()}
-		fired, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAtMs: e.now()})
+		c := &timers.Ctx{Store: e.source, Partition: source, Now: ms(e.now())}
+		fired, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: ms(e.now())})
 		require.NoError(t, err)
 		done, ok := fired.(timers.Done)
 		require.True(t, ok, "%T", fired)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // Design note: the first checkpoint batch's transaction, begun beside the
@@ -58,7 +59,7 @@ func (f *fire) beginCheckpoint(ctx context.Context) {
 	// The outcome's batch holds at most this many rows: two operations a
 	// row (its guard and its delete), two for the scan state.
 	caps := f.sourceCaps
-	if 2*len(f.rows)+2 <= caps.MaxBatchOps-caps.ReservedBatchOps-outcomeOps {
+	if 2*len(f.rows)+2 <= caps.MaxBatchOps-caps.ReservedBatchOps-timers.OutcomeOps {
 		return
 	}
 	keys := append(f.earlyKeys[:0], scanKey)

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -31,7 +32,7 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), o)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +51,7 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, src, reg, 1_000, timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.DefaultBudget)
 	if err != nil {
 		panic(err)
 	}
@@ -58,6 +59,6 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, rep.NextDueMs == 0)
+	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, msOf(rep.NextDue) == 0)
 	// Output: fired 1, head abc123, timer done: true
 }

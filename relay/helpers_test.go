@@ -160,7 +160,7 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, ro
 	t.Helper()
 	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(s.Capabilities(), atMs, o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), ms(atMs), o)
 	require.NoError(t, err)
 	seqs := make([]uint64, 0, len(rows))
 	for _, r := range rows {
@@ -179,7 +179,7 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, ro
 // run runs the source's due timers once at the clock's time.
 func (e *env) run(t testing.TB) timers.Report {
 	t.Helper()
-	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.Budget{},
+	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
 		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics))
 	require.NoError(t, err)
 	return rep
@@ -189,9 +189,9 @@ func (e *env) run(t testing.TB) timers.Report {
 // none.
 func (e *env) timerDue(t testing.TB) (due uint64, ok bool) {
 	t.Helper()
-	v, due, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
+	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
 	require.NoError(t, err)
-	return due, v != nil
+	return msOf(dueAt), v != nil
 }
 
 // step moves the clock to the relay timer's due time and runs once; it

@@ -33,7 +33,7 @@ func (f *fire) holdBack(t timers.DueTimer, last *store.Batch) timers.Fired {
 	}
 	f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", f.corruptKey,
 		"retry_in", time.Duration(hold)*time.Millisecond, "error", f.corruptErr)
-	return timers.Reschedule{DueAtMs: max(addSat(f.c.NowMs, hold), addSat(t.DueAtMs, 1)), Value: value, Batch: last}
+	return timers.Reschedule{DueAt: f.c.Now.Add(time.Duration(hold) * time.Millisecond), Value: value, Batch: last}
 }
 
 // heldMs returns the hold a relay timer's value records: 0 for the empty

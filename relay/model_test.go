@@ -361,7 +361,7 @@ func (w *world) produce(src int, via store.Store) {
 		return
 	}
 	nowMs := clock.NowMs(w.clock)
-	b, err := outbox.NewBuilder(w.layer.Capabilities(), nowMs, o)
+	b, err := outbox.NewBuilder(w.layer.Capabilities(), ms(nowMs), o)
 	if err != nil {
 		w.note("produce src%d: %v", src, err) // a corrupt relay timer reference
 		return
@@ -435,7 +435,7 @@ func (w *world) interleave(self *chaos, p store.Partition) {
 			if err != nil {
 				return // a corrupt reference entry
 			}
-			if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userKind, Reference: name, DueAtMs: due}); err != nil {
+			if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userKind, Reference: name, DueAt: ms(due)}); err != nil {
 				panic(err)
 			}
 		}
@@ -513,7 +513,7 @@ func (w *world) repair() {
 		if err != nil {
 			panic(err)
 		}
-		b.WakeAt(max(due, 1))
+		b.WakeAt(ms(max(msOf(due), 1)))
 	}
 	out, err := w.layer.Apply(w.ctx, c.p, b)
 	if err != nil || !out.Committed() {
@@ -967,9 +967,9 @@ func (c *chaos) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 
 func (c *chaos) DueBuckets() int { return c.w.layer.DueBuckets() }
 
-func (c *chaos) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
+func (c *chaos) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
 	if c.dead.Load() {
-		return 0, false, errCrashed
+		return time.Time{}, false, errCrashed
 	}
 	return c.w.layer.NextWake(ctx, p)
 }

@@ -58,7 +58,7 @@ func TestRowQueuedDuringTheFireKeepsTheTimer(t *testing.T) {
 		{"after earlier rows", func(t testing.TB, e *env) { e.queue(t, put(ta, "k", "1")) }},
 		{"the first row ever", func(t testing.TB, e *env) {
 			b := store.NewBatch()
-			require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: timers.KindRelay, DueAtMs: e.now()}))
+			require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: timers.KindRelay, DueAt: ms(e.now())}))
 			e.putBatch(t, b)
 		}},
 	}
@@ -90,7 +90,7 @@ func TestRowQueuedDuringTheFireKeepsTheTimer(t *testing.T) {
 // twice. The last checkpoint batch rides on the fire's outcome, so its race
 // is the outcome's (the run counts it raced and leaves the timer due); a
 // race of an earlier batch (a window of more rows than one checkpoint
-// batch holds) returns Retry, which moves the timer RetryBackoffMs later.
+// batch holds) returns Retry, which moves the timer RetryBackoff later.
 func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 	racers := []struct {
 		name  string
@@ -104,7 +104,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 			e.putSource(t, scanKey, v)
 		}, false},
 		{"a concurrent fire", func(t testing.TB, e *env, ctx context.Context) {
-			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, e.now(), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
+			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, ms(e.now()), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
 			require.NoError(t, err)
 			assert.Equal(t, 1, rep.Fired, "the racer finds every row a duplicate and completes")
 		}, true},
@@ -136,7 +136,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 					default:
 						assert.Equal(t, 1, rep.Retried, "the lost checkpoint retries")
 						require.True(t, ok)
-						assert.Equal(t, e.now()+timers.RetryBackoffMs, due)
+						assert.Equal(t, e.now()+retryBackoffMs, due)
 					}
 
 					e.drain(t, 3)
@@ -152,7 +152,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 // checkpointRows is how many rows one checkpoint batch deletes on a store
 // of 100-operation batches: 100 less the scan state's guard and put and
 // what the timer run adds to the last (7), two operations per row.
-const checkpointRows = (store.DefaultMaxBatchOps - 2 - 7) / 2
+const checkpointRows = (store.DefaultMaxBatchOps - 2 - timers.OutcomeOps) / 2
 
 // seqStep lists from, from+step, ... up to last.
 func seqStep(from, last, step uint64) []uint64 {
@@ -204,7 +204,7 @@ func TestUnknownCheckpointCommitResultNeverAppliesARowTwice(t *testing.T) {
 					return hit
 				})
 
-				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.Budget{},
+				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
 					timers.WithClock(e.clock), timers.WithLogger(e.logger))
 				if rows <= checkpointRows {
 					require.ErrorIs(t, err, store.ErrUnknownResult, "the outcome's apply")

@@ -99,6 +99,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -255,8 +256,8 @@ var (
 // Fire runs one relay fire for the source c.Partition (see the package
 // doc) and returns, each carrying the fire's last checkpoint batch:
 //
-//   - Reschedule, one millisecond after c.NowMs when it delivered rows and
-//     timers.RetryBackoffMs after it when it did not (and always after the
+//   - Reschedule, one millisecond after c.Now when it delivered rows and
+//     timers.RetryBackoff after it when it did not (and always after the
 //     timer's own due time), while rows remain queued, blocked or not yet
 //     scanned in this cycle;
 //   - Reschedule after a hold that grows from [CorruptHoldMin] to
@@ -294,7 +295,7 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 	f.beginCheckpoint(ctx)
 	defer f.early.end() // before the scratch is released: deferred later
 	f.dispatch(ctx)
-	last, landed, err := f.checkpoint(ctx)
+	last, landed, err := f.checkpoint(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -306,11 +307,11 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 		return f.holdBack(t, last), nil
 	}
 	if f.remaining() {
-		wait := uint64(1)
+		wait := time.Millisecond
 		if f.nDelivered == 0 {
-			wait = timers.RetryBackoffMs
+			wait = timers.RetryBackoff
 		}
-		return timers.Reschedule{DueAtMs: max(addSat(c.NowMs, wait), addSat(t.DueAtMs, 1)), Value: store.Value{}, Batch: last}, nil
+		return timers.Reschedule{DueAt: c.Now.Add(wait), Value: store.Value{}, Batch: last}, nil
 	}
 	// Guard the sequence either way: a first-ever row queued during this
 	// fire moves it from absent, so Done fails its guard and the timer
@@ -347,6 +348,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 		log:        c.Logger,
 		metrics:    h.Metrics,
 		lagBoundMs: uint64(DefaultLagBound / time.Millisecond),
+		nowMs:      clock.Ms(c.Now),
 	}
 	if f.hook == nil {
 		f.hook = NoHook{}
@@ -402,6 +404,7 @@ type fire struct {
 	log        *slog.Logger
 	metrics    telemetry.Metrics
 	lagBoundMs uint64
+	nowMs      uint64 // c.Now, as relay rows stamp it
 
 	// What readState read.
 	sequence      uint64

@@ -348,8 +348,8 @@ func (f *fire) decodeRead() bool {
 		if len(row.Record.Deletes) <= cap(deletes)-len(deletes) {
 			deletes = deletes[:len(deletes)+len(row.Record.Deletes)]
 		}
-		if !f.lagExceeded && f.c.NowMs > row.Record.AtMs && f.c.NowMs-row.Record.AtMs > f.lagBoundMs {
-			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.c.NowMs-row.Record.AtMs)
+		if !f.lagExceeded && f.nowMs > row.Record.AtMs && f.nowMs-row.Record.AtMs > f.lagBoundMs {
+			f.log.Warn("relay: outbox relay lag bound exceeded", "source", f.src, "age_ms", f.nowMs-row.Record.AtMs)
 			f.lagExceeded = true
 		}
 		f.rows = append(f.rows, queued{seq: row.Seq, key: kv.Key, value: kv.Value, group: g})

@@ -16,9 +16,11 @@
 // knows; positions come from the Go tokenizer, so every schema mistake is
 // reported as file:line. A separate schema language would need its own
 // parser, highlighting and docs for no gain in expressiveness. An importing
-// project declares its own schema package the same way and runs
+// project adds the generator as a tool of its module (go get -tool
+// github.com/mkit-dev/mkitfdb/cmd/codegen, as the README's quick start
+// does), declares its own schema package the same way and runs
 //
-//	//go:generate go run github.com/mkit-dev/mkitfdb/cmd/codegen -schema . -out ../gen -pkg gen
+//	//go:generate go tool codegen -schema . -out ../shopgen -pkg shopgen
 //
 // # Namespaces and reserved ranges
 //

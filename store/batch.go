@@ -20,10 +20,10 @@ const (
 // batch's writes commit on: a row's value (MustEqual, MustBeAbsent), or
 // the partition's wake time in the due index (MustWakeAt, see WakeIs).
 type Precondition struct {
-	Op     PreconditionOp
-	Key    Key    // for MustEqual and MustBeAbsent
-	Value  Value  // for MustEqual only
-	WakeMs uint64 // for MustWakeAt only
+	Op    PreconditionOp
+	Key   Key       // for MustEqual and MustBeAbsent
+	Value Value     // for MustEqual only
+	Wake  time.Time // for MustWakeAt only (zero: none)
 }
 
 // Equals requires key to hold exactly value (an empty value is a value).
@@ -68,7 +68,7 @@ func (c Precondition) String() string {
 	case MustBeAbsent:
 		return fmt.Sprintf("absent(%x)", []byte(c.Key))
 	case MustWakeAt:
-		return fmt.Sprintf("wake(%d)", c.WakeMs)
+		return fmt.Sprintf("wake(%d)", encodeTime(c.Wake))
 	}
 	return fmt.Sprintf("precondition(op %d)", c.Op)
 }
@@ -172,7 +172,7 @@ func (b *Batch) Merge(other *Batch) *Batch {
 		if w.Exact {
 			b.Wakeup = w
 		} else {
-			b.WakeAt(w.AtMs)
+			b.WakeAt(w.At)
 		}
 	}
 	return b
@@ -227,6 +227,9 @@ func (b *Batch) Validate(caps Capabilities) error {
 		case MustWakeAt:
 			if c.Key != nil || c.Value != nil {
 				return fmt.Errorf("%w: precondition %d on the wake time has a key or value", ErrInvalid, i)
+			}
+			if _, err := EncodeTime(c.Wake); err != nil {
+				return fmt.Errorf("precondition %d on the wake time: %w", i, err)
 			}
 			continue
 		default:

@@ -26,8 +26,8 @@ func TestValidateEachLimitAtItsBoundary(t *testing.T) {
 		{"bytes at limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("1"))), true},
 		{"bytes over limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("12"))), false},
 		{"unknown op", NewBatch().Add(Write{Op: 9, Key: Key("a")}), false},
-		{"wakeup only", NewBatch().WakeAt(5), true},
-		{"wakeup at zero", NewBatch().WakeAt(0), false},
+		{"wakeup only", NewBatch().WakeAt(ms(5)), true},
+		{"wakeup at zero", NewBatch().WakeAt(ms(0)), false},
 	} {
 		err := c.b.Validate(caps)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrInvalid) {
@@ -49,15 +49,15 @@ func TestPreconditionHolds(t *testing.T) {
 }
 
 func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
-	a := NewBatch().Put(Key("a"), nil).WithDeadline(time.UnixMilli(20)).WakeAt(50)
-	b := NewBatch().Delete(Key("b")).WithDeadline(time.UnixMilli(10)).WakeAt(30)
+	a := NewBatch().Put(Key("a"), nil).WithDeadline(time.UnixMilli(20)).WakeAt(ms(50))
+	b := NewBatch().Delete(Key("b")).WithDeadline(time.UnixMilli(10)).WakeAt(ms(30))
 	a.Merge(b)
-	if a.Ops() != 2 || !a.Deadline.Equal(time.UnixMilli(10)) || a.Wakeup.AtMs != 30 {
+	if a.Ops() != 2 || !a.Deadline.Equal(time.UnixMilli(10)) || msOf(a.Wakeup.At) != 30 {
 		t.Fatalf("merged %+v", a)
 	}
-	a.Merge(NewBatch().WakeAt(40))
-	if a.Wakeup.AtMs != 30 {
-		t.Fatalf("a later wakeup replaced an earlier one: %d", a.Wakeup.AtMs)
+	a.Merge(NewBatch().WakeAt(ms(40)))
+	if msOf(a.Wakeup.At) != 30 {
+		t.Fatalf("a later wakeup replaced an earlier one: %d", msOf(a.Wakeup.At))
 	}
 	c := a.Clone().Put(Key("c"), nil)
 	if a.Ops() != 2 || c.Ops() != 3 {
@@ -66,15 +66,15 @@ func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
 }
 
 func TestWakeAtKeepsExactness(t *testing.T) {
-	b := NewBatch().SetWake(7, 0).WakeAt(100)
-	if w := b.Wakeup; !w.Exact || w.AtMs != 100 {
+	b := NewBatch().SetWake(ms(7), ms(0)).WakeAt(ms(100))
+	if w := b.Wakeup; !w.Exact || msOf(w.At) != 100 {
 		t.Fatalf("WakeAt after SetWake(7, none) = %+v", w)
 	}
-	if len(b.Preconditions) != 1 || b.Preconditions[0].Op != MustWakeAt || b.Preconditions[0].WakeMs != 7 {
+	if len(b.Preconditions) != 1 || b.Preconditions[0].Op != MustWakeAt || msOf(b.Preconditions[0].Wake) != 7 {
 		t.Fatalf("SetWake(7, none) guards with %v, want WakeIs(7)", b.Preconditions)
 	}
-	b.WakeAt(200)
-	if b.Wakeup.AtMs != 100 {
+	b.WakeAt(ms(200))
+	if msOf(b.Wakeup.At) != 100 {
 		t.Fatalf("WakeAt raised an exact wakeup: %+v", b.Wakeup)
 	}
 }

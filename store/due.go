@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Design note: the due index.
@@ -35,92 +36,122 @@ import (
 // Wakeup changes a partition's wake time in the store's due index,
 // atomically with the batch that carries it. Every store with a due index
 // honours it; a store without one rejects a batch carrying it with
-// ErrInvalid.
+// ErrInvalid. Its times are kept to the millisecond (see EncodeTime).
 type Wakeup struct {
-	// AtMs is the wake time in milliseconds since the Unix epoch.
-	AtMs uint64
-	// Exact replaces the wake time with AtMs (AtMs 0: none) instead of
+	// At is the wake time.
+	At time.Time
+	// Exact replaces the wake time with At (the zero At: none) instead of
 	// lowering it, whatever the wake time is: a batch that must not
 	// replace a time it did not see guards it with WakeIs, as SetWake
 	// does.
 	Exact bool
-	// CeilingMs, with Exact and a wake time above it, bounds the next
+	// Ceiling, with Exact and a wake time above it, bounds the next
 	// lowering: the first WakeAt that follows sets the wake time to at
-	// most CeilingMs, and the ceiling is gone. 0: none. An Exact wakeup
-	// without one clears the ceiling the wake time had.
-	CeilingMs uint64
+	// most Ceiling, and the ceiling is gone. The zero Time: none. An Exact
+	// wakeup without one clears the ceiling the wake time had.
+	Ceiling time.Time
 }
 
 // MustWakeAt is the op of a WakeIs precondition: it requires the
-// partition's wake time to be Precondition.WakeMs (0: none). Only a store
-// with a due index evaluates it; another rejects a batch carrying it with
-// ErrInvalid. It fails like any precondition: PreconditionFailed, with
-// its own index in FailedIndex.
+// partition's wake time to be Precondition.Wake (the zero Time: none).
+// Only a store with a due index evaluates it; another rejects a batch
+// carrying it with ErrInvalid. It fails like any precondition:
+// PreconditionFailed, with its own index in FailedIndex.
 const MustWakeAt PreconditionOp = MustBeAbsent + 1
 
-// WakeIs requires the partition's wake time to be atMs (0: none): the
-// guard of a batch that replaces a wake time it read (see SetWake).
-func WakeIs(atMs uint64) Precondition { return Precondition{Op: MustWakeAt, WakeMs: atMs} }
+// WakeIs requires the partition's wake time to be at (the zero Time:
+// none), to the millisecond: the guard of a batch that replaces a wake
+// time it read (see SetWake).
+func WakeIs(at time.Time) Precondition {
+	return Precondition{Op: MustWakeAt, Wake: truncMs(at)}
+}
 
-// WakeAt asks the store to wake the partition no later than atMs: the
-// wake time becomes min(current, atMs, the ceiling SetWakeCeiling left).
-// It is what every timer write does, and needs no guard. It fails
-// validation for atMs 0. Combined with an earlier wakeup of the batch it
-// keeps the earlier time (and an Exact wakeup stays exact).
-func (b *Batch) WakeAt(atMs uint64) *Batch {
+// WakeAt asks the store to wake the partition no later than at: the wake
+// time becomes min(current, at, the ceiling SetWakeCeiling left). It is
+// what every timer write does, and needs no guard. It fails validation
+// for the zero at. Combined with an earlier wakeup of the batch it keeps
+// the earlier time (and an Exact wakeup stays exact).
+func (b *Batch) WakeAt(at time.Time) *Batch {
+	at = truncMs(at)
 	switch w := b.Wakeup; {
 	case w == nil:
-		b.Wakeup = &Wakeup{AtMs: atMs}
-	case w.AtMs == 0 && w.Exact, atMs != 0 && atMs < w.AtMs:
-		ceil := w.CeilingMs
-		if ceil >= atMs {
-			ceil = 0
+		b.Wakeup = &Wakeup{At: at}
+	case w.At.IsZero() && w.Exact, !at.IsZero() && at.Before(w.At):
+		ceil := w.Ceiling
+		if !ceil.Before(at) {
+			ceil = time.Time{}
 		}
-		b.Wakeup = &Wakeup{AtMs: atMs, Exact: w.Exact, CeilingMs: ceil}
+		b.Wakeup = &Wakeup{At: at, Exact: w.Exact, Ceiling: ceil}
 	}
 	return b
 }
 
-// SetWake replaces the partition's wake time with atMs (0: none) if it
-// still is expectMs (0: none): it appends WakeIs(expectMs) to the
-// preconditions and sets an Exact wakeup.
-func (b *Batch) SetWake(expectMs, atMs uint64) *Batch {
-	b.Preconditions = append(b.Preconditions, WakeIs(expectMs))
-	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true}
+// SetWake replaces the partition's wake time with at (the zero Time:
+// none) if it still is expect (the zero Time: none): it appends
+// WakeIs(expect) to the preconditions and sets an Exact wakeup.
+func (b *Batch) SetWake(expect, at time.Time) *Batch {
+	b.Preconditions = append(b.Preconditions, WakeIs(expect))
+	b.Wakeup = &Wakeup{At: truncMs(at), Exact: true}
 	return b
 }
 
-// SetWakeCeiling is SetWake with a ceiling (see Wakeup.CeilingMs): the
-// next WakeAt lowers the wake time atMs to at most ceilingMs. It fails
-// validation unless 0 < ceilingMs < atMs.
-func (b *Batch) SetWakeCeiling(expectMs, atMs, ceilingMs uint64) *Batch {
-	b.Preconditions = append(b.Preconditions, WakeIs(expectMs))
-	b.Wakeup = &Wakeup{AtMs: atMs, Exact: true, CeilingMs: ceilingMs}
+// SetWakeCeiling is SetWake with a ceiling (see Wakeup.Ceiling): the
+// next WakeAt lowers the wake time at to at most ceiling. It fails
+// validation unless ceiling is set and before at (to the millisecond).
+func (b *Batch) SetWakeCeiling(expect, at, ceiling time.Time) *Batch {
+	b.Preconditions = append(b.Preconditions, WakeIs(expect))
+	b.Wakeup = &Wakeup{At: truncMs(at), Exact: true, Ceiling: truncMs(ceiling)}
 	return b
+}
+
+// truncMs truncates t to the store's resolution, keeping the zero Time
+// and a time before the Unix epoch (which fails validation).
+func truncMs(t time.Time) time.Time {
+	if t.Before(epoch) {
+		return t
+	}
+	return t.Truncate(time.Millisecond)
 }
 
 func (w *Wakeup) validate() error {
+	if w == nil {
+		return nil
+	}
+	at, err := EncodeTime(w.At)
+	if err != nil {
+		return fmt.Errorf("wakeup: %w", err)
+	}
+	ceil, err := EncodeTime(w.Ceiling)
+	if err != nil {
+		return fmt.Errorf("wakeup ceiling: %w", err)
+	}
 	switch {
-	case w == nil:
-	case !w.Exact && w.AtMs == 0:
+	case !w.Exact && at == 0:
 		return fmt.Errorf("%w: wakeup at time 0", ErrInvalid)
-	case w.CeilingMs != 0 && (!w.Exact || w.CeilingMs >= w.AtMs):
-		return fmt.Errorf("%w: wake ceiling %d needs an exact wake time above it (%d)", ErrInvalid, w.CeilingMs, w.AtMs)
+	case ceil != 0 && (!w.Exact || ceil >= at):
+		return fmt.Errorf("%w: wake ceiling %d needs an exact wake time above it (%d)", ErrInvalid, ceil, at)
 	}
 	return nil
 }
 
 // Next is the wake time and ceiling w leaves a partition whose wake time
-// is cur (0: none) with ceiling ceil (0: none). It is the rule every
-// store with a due index applies.
-func (w *Wakeup) Next(cur, ceil uint64) (next, nextCeil uint64) {
+// is cur (the zero Time: none) with ceiling ceil (the zero Time: none),
+// to the millisecond. It is the rule every store with a due index applies.
+func (w *Wakeup) Next(cur, ceil time.Time) (next, nextCeil time.Time) {
+	n, c := w.NextEncoded(encodeTime(cur), encodeTime(ceil))
+	return DecodeTime(n), DecodeTime(c)
+}
+
+// NextEncoded is Next over encoded times (see EncodeTime), for a store
+// that keeps them encoded. w must have passed validation.
+func (w *Wakeup) NextEncoded(cur, ceil uint64) (next, nextCeil uint64) {
 	if w.Exact {
-		if w.AtMs == 0 {
+		if w.At.IsZero() {
 			return 0, 0
 		}
-		return w.AtMs, w.CeilingMs
+		return encodeTime(w.At), encodeTime(w.Ceiling)
 	}
-	at := w.AtMs
+	at := encodeTime(w.At)
 	if ceil != 0 {
 		at = min(at, ceil)
 	}
@@ -145,19 +176,20 @@ func (b *Batch) NeedsDueIndex() bool {
 }
 
 // DueEntry is one entry of the due index: a partition to look at from
-// AtMs on. Partition is the partition's tuple identity, as its
+// At on. Partition is the partition's tuple identity, as its
 // AppendTuple wrote it; Bucket is the bucket of the index that holds the
 // entry (see DueIndex).
 type DueEntry struct {
 	Bucket    int
-	AtMs      uint64
+	At        time.Time
 	Partition []byte
 }
 
 // DueQuery selects the due index entries one ScanDue lists.
 type DueQuery struct {
-	// FromMs and UntilMs bound the entries' AtMs, both inclusive.
-	FromMs, UntilMs uint64
+	// From and Until bound the entries' At, both inclusive, to the
+	// millisecond; the zero Time is the earliest.
+	From, Until time.Time
 	// Start is the bucket the listing starts at (0 <= Start <
 	// DueBuckets()), and Buckets how many it lists from there (0: all),
 	// wrapping from the last bucket to bucket 0.
@@ -180,7 +212,7 @@ type DueQuery struct {
 // type assertion, as io code asks for io.WriterTo.
 //
 // The index is split into DueBuckets() buckets, each ordered by
-// (AtMs, partition identity). A partition's entry lies in one bucket,
+// (At, partition identity). A partition's entry lies in one bucket,
 // chosen by the store from its identity, so that wake times written at
 // the same moment spread over the buckets (on FoundationDB: over as many
 // key ranges, and storage servers) instead of all landing at the end of
@@ -192,7 +224,7 @@ type DueIndex interface {
 	// never changes for an open store.
 	DueBuckets() int
 	// ScanDue lists the entries q selects, in one snapshot: bucket by
-	// bucket from q.Start, and within a bucket by (AtMs, identity), at
+	// bucket from q.Start, and within a bucket by (At, identity), at
 	// most q.Limit. A page shorter than q.Limit (without q.PerBucket)
 	// ends the listing; resume a full one with q.After set to its last
 	// entry. An entry may be stale (its partition's wake time moved
@@ -200,8 +232,9 @@ type DueIndex interface {
 	// range (Limit < 1, a bucket out of range, an After in a bucket the
 	// query does not list).
 	ScanDue(ctx context.Context, q DueQuery) ([]DueEntry, error)
-	// NextWake reads partition p's wake time; ok is false when it has none.
-	NextWake(ctx context.Context, p Partition) (atMs uint64, ok bool, err error)
+	// NextWake reads partition p's wake time; ok is false (and at the
+	// zero Time) when it has none.
+	NextWake(ctx context.Context, p Partition) (at time.Time, ok bool, err error)
 }
 
 // Check fails with ErrInvalid when q is out of range for an index of
@@ -210,6 +243,12 @@ func (q DueQuery) Check(buckets int) (int, error) {
 	n := q.Buckets
 	if n == 0 {
 		n = buckets
+	}
+	if _, err := EncodeTime(q.From); err != nil {
+		return 0, fmt.Errorf("due query from: %w", err)
+	}
+	if _, err := EncodeTime(q.Until); err != nil {
+		return 0, fmt.Errorf("due query until: %w", err)
 	}
 	switch {
 	case q.Limit < 1:
@@ -242,5 +281,5 @@ func (q DueQuery) Offset(b, buckets int) int {
 type WakeReader interface {
 	// NextWake reads the partition's wake time; ok is false when it has
 	// none. It fails as DueIndex.NextWake does.
-	NextWake(ctx context.Context) (atMs uint64, ok bool, err error)
+	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
 }

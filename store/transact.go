@@ -376,9 +376,9 @@ type dueReader struct {
 	di DueIndex
 }
 
-func (r *dueReader) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *dueReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 	if err := r.check("next wake"); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	return r.di.NextWake(ctx, r.p)
 }

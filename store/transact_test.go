@@ -760,15 +760,15 @@ func TestTransactOnce(t *testing.T) {
 			kept = r
 			at, ok, err := r.(store.WakeReader).NextWake(ctx)
 			if err != nil || ok {
-				return nil, fmt.Errorf("wake %d, %v, %v", at, ok, err)
+				return nil, fmt.Errorf("wake %v, %v, %v", at, ok, err)
 			}
-			return store.NewBatch().Put(txnKey, txnMine).SetWake(0, 5000), nil
+			return store.NewBatch().Put(txnKey, txnMine).SetWake(time.Time{}, store.DecodeTime(5000)), nil
 		})
 		require.NoError(t, err)
 		require.Equal(t, store.Committed, out.Outcome)
 		at, _, err := l.NextWake(t.Context(), txnP)
 		require.NoError(t, err)
-		require.Equal(t, uint64(5000), at)
+		require.Equal(t, int64(5000), at.UnixMilli())
 		_, err = kept.Scan(t.Context(), nil, nil, nil, 1)
 		require.ErrorIs(t, err, store.ErrInvalid, "a Reader used after its function returned")
 	})

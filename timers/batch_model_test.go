@@ -115,10 +115,10 @@ func (m *batchModel) Fire(ctx context.Context, c *timers.Ctx, dt timers.DueTimer
 		batch, fired = nil, timers.Retry{}
 	case bReschedule:
 		batch.Put(store.Key("out/"+dt.Reference), store.Value(mark))
-		fired = timers.Reschedule{DueAtMs: dt.DueAtMs + 50_000, Value: dt.Value, Batch: batch}
+		fired = timers.Reschedule{DueAt: ms(msOf(dt.DueAt) + 50_000), Value: dt.Value, Batch: batch}
 	case bRaceOwn:
 		// Another writer gives the timer a new value meanwhile.
-		m.e.schedule(m.t, timers.Timer{Kind: batchKind, Reference: dt.Reference, DueAtMs: dt.DueAtMs, Value: store.Value(string(mark))})
+		m.e.schedule(m.t, timers.Timer{Kind: batchKind, Reference: dt.Reference, DueAt: ms(msOf(dt.DueAt)), Value: store.Value(string(mark))})
 	case bRaceKey:
 		key := store.Key("ext/" + dt.Reference)
 		v, _, err := c.Store.Get(ctx, c.Partition, key)
@@ -198,7 +198,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 			b = bWrite
 		}
 		m.kind[ref] = b
-		e.schedule(t, timers.Timer{Kind: batchKind, Reference: ref, DueAtMs: now - uint64(rng.IntN(20))})
+		e.schedule(t, timers.Timer{Kind: batchKind, Reference: ref, DueAt: ms(now - uint64(rng.IntN(20)))})
 	}
 	reg := registry(t, m)
 	model := map[string]string{}
@@ -225,7 +225,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 			tr, err = s.Tick(e.ctx)
 			rep = tr.Timers
 		} else {
-			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, clock.NowMs(clk), timers.Budget{},
+			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, ms(clock.NowMs(clk)), timers.Budget{},
 				timers.WithClock(clk), timers.WithLogger(e.logger))
 		}
 		if err != nil && !errors.Is(err, storetest.ErrInjected) {

@@ -60,7 +60,7 @@ type Report struct {
 	Raced int
 	// Failed: the handler returned an error or no outcome, panicked, or
 	// returned an outcome the store rejected; the timer was moved
-	// RetryBackoffMs later (guarded like any outcome; a timer changed
+	// RetryBackoff later (guarded like any outcome; a timer changed
 	// meanwhile is left as it is, still due).
 	Failed int
 	// UnknownKind counts the kinds without a handler among the due timers,
@@ -74,21 +74,21 @@ type Report struct {
 	// handler found corrupt data is moved HeldBackoff later.
 	Corrupt int
 	// Held counts due timers no handler could fire in this run (an unknown
-	// kind, corrupt data): each waits HeldBackoff, and NextDueMs covers it,
+	// kind, corrupt data): each waits HeldBackoff, and NextDue covers it,
 	// so that a handler registered later or a repair fires it.
 	Held int
 	// More: the budget ended the run while a due timer it could fire
 	// remained; run the partition again soon.
 	More bool
-	// NextDueMs is the earliest time the partition needs running again, 0
-	// when it holds no timer the run knows of: the earliest due time of a
+	// NextDue is the earliest time the partition needs running again, the
+	// zero Time when it holds no timer the run knows of: the earliest due time of a
 	// timer the run moved, left due (its outcome raced, the budget cut the
 	// run, or it was moved to a due time the run had already passed) or
 	// did not reach, and HeldBackoff after the run for a corrupt row. When
 	// RunDue fails it is at or before the due time of every timer the run
 	// did not finish. A scheduler that sets the partition's wake time to
 	// it forgets no timer.
-	NextDueMs uint64
+	NextDue time.Time
 	// Elapsed is the run's time on its clock.
 	Elapsed time.Duration
 }

@@ -16,7 +16,7 @@ import (
 // partition), moves leave the parked wake time alone (RunDue notes their
 // due times instead), and the batch after which no due timer remains
 // deletes the lease and replaces the parked wake time with the run's
-// NextDueMs. A batch that fails only for the claim's sake (the lease is
+// NextDue. A batch that fails only for the claim's sake (the lease is
 // no longer ours, or a timer written during the run lowered the parked
 // wake time) is committed again without the claim, or without the
 // release, and the Scheduler releases the claim itself, re-reading the

@@ -54,7 +54,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 			check: func(t *testing.T, e *schedEnv, p store.Partition, rep timers.TickReport) {
 				assert.Equal(t, 1, rep.Timers.Failed)
 				w, _ := e.wake(t, p)
-				assert.Equal(t, now+timers.RetryBackoffMs, w)
+				assert.Equal(t, now+retryBackoffMs, w)
 			},
 		},
 		{
@@ -72,7 +72,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 		{
 			name: "wake moved by a writer",
 			during: func(e *schedEnv, p store.Partition) {
-				e.schedule(e.t, p, timers.Timer{Kind: kindB, Reference: "written", DueAtMs: now + 500})
+				e.schedule(e.t, p, timers.Timer{Kind: kindB, Reference: "written", DueAt: ms(now + 500)})
 			},
 			commits: 4, // claim; outcome with the release; the outcome alone; the release
 			check: func(t *testing.T, e *schedEnv, p store.Partition, rep timers.TickReport) {
@@ -93,7 +93,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 				l, _ := e.lease(t, p)
 				assert.Equal(t, "other", l.Owner, "left to its new owner")
 				w, _ := e.wake(t, p)
-				assert.Equal(t, timers.ParkedWakeMs, w)
+				assert.Equal(t, parkedMs, w)
 			},
 		},
 		{
@@ -115,9 +115,9 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 				e.t = t
 				p := part(0)
 				e.apply(t, p, store.NewBatch().Put(seqKey, store.Value("1")))
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "first", DueAtMs: now - 10})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "first", DueAt: ms(now - 10)})
 				if tc.second {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "second", DueAtMs: now - 5})
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "second", DueAt: ms(now - 5)})
 				}
 				fired := 0
 				h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {

@@ -19,11 +19,11 @@ func (reminder) Kind() timers.Kind { return 300 }
 
 func (reminder) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	n := len(t.Value) + 1
-	fmt.Printf("reminder %s #%d at %d\n", t.Reference, n, c.NowMs)
+	fmt.Printf("reminder %s #%d at %d\n", t.Reference, n, msOf(c.Now))
 	if n == 3 {
 		return timers.Done{}, nil
 	}
-	return timers.Reschedule{DueAtMs: c.NowMs + 60_000, Value: append(t.Value, 'x')}, nil
+	return timers.Reschedule{DueAt: ms(msOf(c.Now) + 60_000), Value: append(t.Value, 'x')}, nil
 }
 
 // A timer is written with Schedule, inside any batch, and fired by RunDue.
@@ -38,7 +38,7 @@ func ExampleRunDue() {
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")}
 
 	b := store.NewBatch()
-	tm := timers.Timer{Kind: 300, Reference: "standup", DueAtMs: 1_000}
+	tm := timers.Timer{Kind: 300, Reference: "standup", DueAt: ms(1_000)}
 	if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 		panic(err)
 	}
@@ -48,11 +48,11 @@ func ExampleRunDue() {
 
 	reg, _ := timers.NewRegistry(reminder{})
 	for nowMs := uint64(1_000); nowMs != 0; {
-		rep, err := timers.RunDue(ctx, s, p, reg, nowMs, timers.DefaultBudget, timers.WithClock(clk))
+		rep, err := timers.RunDue(ctx, s, p, reg, ms(nowMs), timers.DefaultBudget, timers.WithClock(clk))
 		if err != nil {
 			panic(err)
 		}
-		nowMs = rep.NextDueMs
+		nowMs = msOf(rep.NextDue)
 	}
 	// Output:
 	// reminder standup #1 at 1000

@@ -3,8 +3,10 @@ package timers_test
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -74,7 +76,7 @@ func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.
 	all := append([]timers.Option{
 		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
 	}, opts...)
-	return timers.RunDue(e.ctx, e.faults, e.p, reg, clock.NowMs(e.clock), budget, all...)
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), budget, all...)
 }
 
 // schedule writes timer t through Schedule, guarded by its current
@@ -138,9 +140,9 @@ func (e *env) timersIn(t testing.TB) (rows []stored, bad int) {
 // is false when there is none.
 func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due uint64, ok bool) {
 	t.Helper()
-	v, due, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
+	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
 	require.NoError(t, err)
-	return due, v != nil
+	return msOf(dueAt), v != nil
 }
 
 // captureApplies records every batch applied through the faults wrapper.
@@ -193,3 +195,22 @@ func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	require.NoError(t, err)
 	return reg
 }
+
+// ms is the time n milliseconds encode (0: the zero Time).
+func ms(n uint64) time.Time { return store.DecodeTime(n) }
+
+// msOf is t encoded, for times a test made valid.
+func msOf(t time.Time) uint64 {
+	u, err := store.EncodeTime(t)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// retryBackoffMs and parkedMs are timers.RetryBackoff and
+// timers.ParkedWake in stored milliseconds.
+const (
+	retryBackoffMs = uint64(timers.RetryBackoff / time.Millisecond)
+	parkedMs       = uint64(math.MaxUint64)
+)

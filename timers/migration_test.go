@@ -82,7 +82,7 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			}
 			l, ps := openV1Fixture(t, clk, opts...)
 			require.Equal(t, 80, timerCount(t, l, ps))
-			es, err := l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1000})
+			es, err := l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
@@ -112,12 +112,12 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			assert.Len(t, h.seen(), 40, "every due timer fired once")
 			assert.Equal(t, 40, timerCount(t, l, ps), "the ones a day later wait")
 
-			es, err = l.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1000})
+			es, err = l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
 				assert.Less(t, e.Bucket, l.DueBuckets()-1, "moved to its bucket")
-				assert.Greater(t, e.AtMs, uint64(86_400_000))
+				assert.Greater(t, msOf(e.At), uint64(86_400_000))
 			}
 			moved, err := l.MigrateDueIndex(ctx)
 			require.NoError(t, err)

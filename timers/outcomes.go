@@ -47,7 +47,7 @@ import (
 // release's wake guard failing makes the run go on as RunDue does when
 // that happens to a single outcome (see claimHold). An outcome the store
 // rejects as invalid or whose deadline passed becomes the timer's move
-// RetryBackoffMs later, as before.
+// RetryBackoff later, as before.
 
 // item is the outcome of one fired timer, not yet committed: the handler's
 // batch with the timer's guards and change (outcome), or the move later of
@@ -182,7 +182,7 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 				err = fmt.Errorf("unexpected outcome %v", out)
 			}
 			for i := range items {
-				r.noteNext(items[i].t.DueAtMs)
+				r.noteNext(items[i].t.dueMs)
 			}
 			return fmt.Errorf("timers: apply %v timer outcome in %s: %w", items[0].t.Kind, store.PartitionName(r.p), err)
 		}
@@ -207,7 +207,7 @@ func (r *run) full() store.Capabilities {
 
 // precheck turns an outcome that cannot commit, even alone (it fails
 // validation with the claim's lease guard, which every outcome under a
-// claim carries), into the timer's move RetryBackoffMs later, before it
+// claim carries), into the timer's move RetryBackoff later, before it
 // can spoil a combined batch.
 func (r *run) precheck(it *item, full store.Capabilities) {
 	if !it.outcome {
@@ -223,12 +223,12 @@ func (r *run) precheck(it *item, full store.Capabilities) {
 }
 
 // reject counts a failed fire whose outcome cannot commit and replaces it
-// with the timer's move RetryBackoffMs later.
+// with the timer's move RetryBackoff later.
 func (r *run) reject(it *item, msg string, cause error) {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, it.t.Kind)
-	r.log.Error("timers: "+msg+"; retrying later", "kind", it.t.Kind, "due_at_ms", it.t.DueAtMs, "error", cause)
-	mv, err := r.moveItem(it.t, RetryBackoffMs)
+	r.log.Error("timers: "+msg+"; retrying later", "kind", it.t.Kind, "due_at_ms", it.t.dueMs, "error", cause)
+	mv, err := r.moveItem(it.t, retryBackoffMs)
 	if err != nil { // the timer's own key moved: unreachable
 		panic(fmt.Sprintf("timers: move of a parsed timer key: %v", err))
 	}
@@ -238,7 +238,7 @@ func (r *run) reject(it *item, msg string, cause error) {
 // raced notes an item whose own precondition failed: nothing of it
 // landed, and the timer stays due at its own time.
 func (r *run) raced(it *item, out store.BatchOutcome) {
-	r.noteNext(it.t.DueAtMs)
+	r.noteNext(it.t.dueMs)
 	if !it.outcome {
 		r.log.Info("timers: timer changed meanwhile; not moved", "kind", it.t.Kind, "outcome", out.String())
 		return
@@ -246,7 +246,7 @@ func (r *run) raced(it *item, out store.BatchOutcome) {
 	r.report.Raced++
 	r.count(telemetry.MetricTimersRaced, it.t.Kind)
 	r.log.Info("timers: timer outcome raced; nothing applied", "kind", it.t.Kind,
-		"due_at_ms", it.t.DueAtMs, "failed", out.Failed.String())
+		"due_at_ms", it.t.dueMs, "failed", out.Failed.String())
 }
 
 // settle notes what a committed item left behind: the timer's new due
@@ -278,7 +278,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// One item without a claim: its own batch, as it is.
 		it := &items[0]
 		if it.newDue != 0 {
-			it.b.WakeAt(it.newDue)
+			it.b.WakeAt(store.DecodeTime(it.newDue))
 		}
 		cb.apply, cb.release = it.b, false
 		return 1
@@ -331,11 +331,11 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 			if w.Exact {
 				cb.b.Wakeup = w
 			} else {
-				cb.b.WakeAt(w.AtMs)
+				cb.b.WakeAt(w.At)
 			}
 		}
 		if !claimed && it.newDue != 0 {
-			cb.b.WakeAt(it.newDue)
+			cb.b.WakeAt(store.DecodeTime(it.newDue))
 		}
 		ops, bytes = ops+iops, bytes+ibytes
 		n++
@@ -350,15 +350,15 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		ops+2 <= full.MaxBatchOps && bytes+len(h.leaseKey) <= full.MaxBatchBytes {
 		// The release: the wake time the run leaves, every item of this
 		// batch included, replaces the parked one.
-		next := r.report.NextDueMs
+		next := r.nextDueMs
 		for i := range n {
 			next = earlierWake(next, items[i].newDue)
 		}
 		if own != nil {
-			next = earlierWake(next, own.AtMs)
+			next = earlierWake(next, encodedTime(own.At))
 		}
 		cb.owners = append(cb.owners, ownerWake)
-		cb.b.Delete(h.leaseKey).SetWake(ParkedWakeMs, next)
+		cb.b.Delete(h.leaseKey).SetWake(ParkedWake, store.DecodeTime(next))
 		cb.release = true
 	}
 	return n

@@ -10,14 +10,17 @@ import (
 // OutcomeOps is the most operations RunDue adds to a handler's batch to
 // make a timer's outcome: the guards of the timer row and its reference
 // entry, a Reschedule's three writes (the old row's delete, the new row
-// and the reference entry) and a Scheduler claim's lease guard.
-const OutcomeOps = 2 + 3 + 1
+// and the reference entry), a Scheduler claim's lease guard and the
+// claim's release (the lease's delete and the wake time's guard), so that
+// the release lands with the run's last outcome instead of in a
+// transaction of its own.
+const OutcomeOps = 2 + 3 + 1 + 2
 
 // HandlerCapabilities returns caps less what RunDue adds to the batch of
 // timer t's outcome: OutcomeOps more ReservedBatchOps, and MaxBatchBytes
 // less the bytes of the timer's guards and change (its row's key and value,
 // the moved row at any due time, its reference entry) and of a Scheduler
-// claim's lease guard. A handler whose batch passes
+// claim's lease guard and release. A handler whose batch passes
 // Validate(HandlerCapabilities(caps, t)) returns an outcome that fits one
 // batch of a store with caps, whatever the outcome (Done, Reschedule,
 // Retry), with a claim or without; a Reschedule whose Value is larger
@@ -35,11 +38,11 @@ func HandlerCapabilities(caps store.Capabilities, t DueTimer) store.Capabilities
 // batch for timer t's outcome (see HandlerCapabilities).
 func outcomeBytes(t DueTimer) int {
 	refKey, _ := RefKey(t.Kind, t.Reference) // t's own: its reference is in bounds
-	moved, _ := TimerKey(math.MaxUint64, t.Kind, t.Reference)
+	moved, _ := timerKey(math.MaxUint64, t.Kind, t.Reference)
 	ref := len(encodeRef(math.MaxUint64))
 	guards := len(t.Key) + len(t.Value) + len(refKey) + ref
 	change := len(t.Key) + len(moved) + len(t.Value) + len(refKey) + ref
-	return guards + change + leaseGuardBytes
+	return guards + change + leaseGuardBytes + len(gen.AppendSchedulerLeaseKey(nil))
 }
 
 // leaseGuardBytes is the most bytes a Scheduler claim's lease guard adds

@@ -38,8 +38,9 @@ func fillBatch(t *testing.T, caps store.Capabilities, extraOps int) *store.Batch
 // outcome land, Done and Reschedule alike, under a Scheduler's claim
 // (the lease guard and the release beside it) and run alone; past the
 // slack its outcome leaves (a Done writes one operation less than a
-// Reschedule, and without a claim there is no lease guard) one
-// operation more fails the timer, nothing of it written.
+// Reschedule, a release that does not fit lands in a batch of its own,
+// and without a claim there is no lease guard) one operation more fails
+// the timer, nothing of it written.
 func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -48,20 +49,22 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 	}{
 		{"done", 1, func(b *store.Batch, _ timers.DueTimer) timers.Fired { return timers.Done{Batch: b} }},
 		{"reschedule", 0, func(b *store.Batch, dt timers.DueTimer) timers.Fired {
-			return timers.Reschedule{DueAtMs: now + 60_000, Value: dt.Value, Batch: b}
+			return timers.Reschedule{DueAt: ms(now + 60_000), Value: dt.Value, Batch: b}
 		}},
 	} {
 		for _, claimed := range []bool{true, false} {
-			slack := tc.slack
+			// The room of the claim's release (two operations) is slack
+			// too: a release that does not fit lands on its own.
+			slack := tc.slack + 2
 			if !claimed {
-				slack++
+				slack++ // and the lease guard's
 			}
 			for _, extra := range []int{0, slack + 1} {
 				name := fmt.Sprintf("%s/claimed=%v/extra=%d", tc.name, claimed, extra)
 				t.Run(name, func(t *testing.T) {
 					forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 						p := e.p // the partition RunDue runs alone
-						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAtMs: now - 1, Value: store.Value("value of the timer")})
+						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAt: ms(now - 1), Value: store.Value("value of the timer")})
 						h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
 							return tc.outcome(fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra), dt), nil
 						}}

@@ -32,7 +32,7 @@ import (
 // crashes happen: every partition that holds a timer has a due index entry
 // at or before its earliest timer's due time (or is parked under a lease,
 // see the Scheduler). So every timer RunDue does not delete is accounted
-// for in Report.NextDueMs: one it moved, at its new due time; one whose
+// for in Report.NextDue: one it moved, at its new due time; one whose
 // outcome raced or whose move failed, at its own due time (it is still
 // due: the next run sees what changed); one of a kind without a handler,
 // or whose handler found corrupt data, is moved HeldBackoff later, like a
@@ -40,12 +40,13 @@ import (
 // fires it) without waking the partition at every poll; a row that cannot
 // be moved (a key that does not parse, a reference entry missing or naming
 // another row) is left in place and wakes the partition HeldBackoff later.
-// A run that fails part-way reports, as NextDueMs, at most the due time of
+// A run that fails part-way reports, as NextDue, at most the due time of
 // the first timer it did not finish. RunDue alone lowers the wake time
 // with each move (store.Batch.WakeAt); under a Scheduler's claim it leaves
 // that to the claim's release (see withClaim).
 
-// RunDue fires the due timers of partition p (DueAtMs <= nowMs), oldest
+// RunDue fires the due timers of partition p (DueAt <= now, to the
+// millisecond), oldest
 // first, each through the handler registered for its kind, until none is
 // left or the budget is spent. It scans the timer class in pages, never all
 // of it at once, and stops at the first timer not yet due.
@@ -67,7 +68,7 @@ import (
 // is reported as such, and the guards make running again safe. It is safe
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.
-func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, nowMs uint64, budget Budget, opts ...Option) (Report, error) {
+func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, now time.Time, budget Budget, opts ...Option) (Report, error) {
 	cfg := config{clock: clock.Real{}, pageSize: DefaultPageSize, heldBackoff: DefaultHeldBackoff}
 	for _, o := range opts {
 		o(&cfg)
@@ -88,6 +89,10 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 	if s == nil || p == nil || reg == nil {
 		return Report{}, fmt.Errorf("timers: run due: nil store, partition or registry: %w", store.ErrInvalid)
 	}
+	nowMs, err := store.EncodeTime(now)
+	if err != nil {
+		return Report{}, fmt.Errorf("timers: run due: %w", err)
+	}
 	budget = budget.withDefaults()
 	r := &run{
 		s:       s,
@@ -102,8 +107,9 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 		// this for every due partition, most of which hold a timer or two.
 		handled: make(map[ident]struct{}),
 	}
-	r.c = Ctx{Store: s, Partition: p, NowMs: nowMs, Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
-	err := r.scan(ctx)
+	r.c = Ctx{Store: s, Partition: p, Now: store.DecodeTime(nowMs), Clock: cfg.clock, Logger: r.log, Metrics: cfg.metrics}
+	err = r.scan(ctx)
+	r.report.NextDue = store.DecodeTime(r.nextDueMs)
 	r.report.Elapsed = cfg.clock.Now().Sub(r.started)
 	r.emit()
 	return r.report, err
@@ -152,6 +158,8 @@ type run struct {
 	unknown []Kind
 	tallies []tally
 	report  Report
+	// nextDueMs is Report.NextDue until the run ends (0: none).
+	nextDueMs uint64
 
 	cands []candidate
 	// items are the outcomes of the page's fires, not yet committed.
@@ -406,13 +414,13 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		r.corruptRow(c.key, kind, "timer has no reference entry; left in place", "due_at_ms", c.tk.DueAtMs)
 		return nil
 	}
-	if due, err := DecodeRef(c.refValue); err != nil || due != c.tk.DueAtMs {
+	if due, err := decodeRef(c.refValue); err != nil || due != c.tk.DueAtMs {
 		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
 			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", due, "error", err)
 		return nil
 	}
-	t := change{DueTimer: DueTimer{Key: c.key, DueAtMs: c.tk.DueAtMs, Kind: kind, Reference: c.tk.Reference, Value: c.value},
-		refKey: c.refKey, refValue: c.refValue}
+	t := change{DueTimer: DueTimer{Key: c.key, DueAt: store.DecodeTime(c.tk.DueAtMs), Kind: kind, Reference: c.tk.Reference, Value: c.value},
+		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue}
 	r.fires++
 	if c.handler == nil {
 		// unknownKind logged and counted it when the scan found it.
@@ -429,12 +437,12 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		if errors.Is(err, store.ErrCorrupt) {
 			r.countCorrupt()
 			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
-				"due_at_ms", t.DueAtMs, "retry_in", r.cfg.heldBackoff, "error", err)
+				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
 		return r.fail(t, "timer handler failed", err)
 	}
-	b, newDue, retry, err := r.outcome(t.DueTimer, t.refKey, t.refValue, fired)
+	b, newDue, retry, err := r.outcome(t, fired)
 	if err != nil {
 		return r.fail(t, "timer handler returned no valid outcome", err)
 	}
@@ -446,6 +454,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 // require: the reference entry's key and value as read.
 type change struct {
 	DueTimer
+	dueMs    uint64 // DueTimer.DueAt as stored
 	refKey   store.Key
 	refValue store.Value
 }
@@ -463,7 +472,7 @@ func (r *run) call(ctx context.Context, h Handler, t DueTimer) (fired Fired, err
 // outcome builds the batch that applies fired: the handler's batch, then
 // the timer's guards and change. newDue is the timer's new due time, 0
 // when it is deleted.
-func (r *run) outcome(t DueTimer, refKey store.Key, refValue store.Value, fired Fired) (b *store.Batch, newDue uint64, retry bool, err error) {
+func (r *run) outcome(t change, fired Fired) (b *store.Batch, newDue uint64, retry bool, err error) {
 	// The variants have value receivers, so pointers to them are Fired too.
 	switch f := fired.(type) {
 	case *Done:
@@ -482,19 +491,23 @@ func (r *run) outcome(t DueTimer, refKey store.Key, refValue store.Value, fired 
 	switch f := fired.(type) {
 	case Done:
 		b = outcomeBatch(f.Batch)
-		guard(b, t, refKey, refValue)
-		b.Delete(t.Key).Delete(refKey)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		b.Delete(t.Key).Delete(t.refKey)
 		return b, 0, false, nil
 	case Reschedule:
+		want, err := store.EncodeTime(f.DueAt)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("%v handler rescheduled: %w", t.Kind, err)
+		}
 		b = outcomeBatch(f.Batch)
-		guard(b, t, refKey, refValue)
-		newDue = after(t.DueAtMs, f.DueAtMs)
-		return b, newDue, false, move(b, t, refKey, newDue, f.Value)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		newDue = after(t.dueMs, want)
+		return b, newDue, false, move(b, t.DueTimer, t.refKey, newDue, f.Value)
 	case Retry:
 		b = outcomeBatch(nil)
-		guard(b, t, refKey, refValue)
-		newDue = r.backoffDue(t, RetryBackoffMs)
-		return b, newDue, true, move(b, t, refKey, newDue, t.Value)
+		guard(b, t.DueTimer, t.refKey, t.refValue)
+		newDue = r.backoffDue(t, retryBackoffMs)
+		return b, newDue, true, move(b, t.DueTimer, t.refKey, newDue, t.Value)
 	}
 	return nil, 0, false, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
 }
@@ -531,7 +544,7 @@ func guard(b *store.Batch, t DueTimer, refKey store.Key, refValue store.Value) {
 // move deletes the timer row and writes it (and its reference entry) at
 // due with value. The wake time is commit's to set.
 func move(b *store.Batch, t DueTimer, refKey store.Key, due uint64, value store.Value) error {
-	key, err := TimerKey(due, t.Kind, t.Reference)
+	key, err := timerKey(due, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
@@ -553,21 +566,21 @@ func after(old, want uint64) uint64 {
 
 // backoffDue is the due time of timer t moved backoffMs after the run's
 // time.
-func (r *run) backoffDue(t DueTimer, backoffMs uint64) uint64 {
+func (r *run) backoffDue(t change, backoffMs uint64) uint64 {
 	want := r.now + backoffMs
 	if want < r.now {
 		want = math.MaxUint64
 	}
-	return after(t.DueAtMs, want)
+	return after(t.dueMs, want)
 }
 
 // fail counts a failed fire, logs it, and queues the timer's move
-// RetryBackoffMs later, guarded like any outcome.
+// RetryBackoff later, guarded like any outcome.
 func (r *run) fail(t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.DueAtMs, "error", cause)
-	return r.moveLater(t, RetryBackoffMs)
+	r.log.Error("timers: "+msg+"; retrying later", "kind", t.Kind, "due_at_ms", t.dueMs, "error", cause)
+	return r.moveLater(t, retryBackoffMs)
 }
 
 // hold queues the move of a timer its handler cannot fire now (its kind
@@ -594,7 +607,7 @@ func (r *run) moveLater(t change, backoffMs uint64) error {
 func (r *run) moveItem(t change, backoffMs uint64) (item, error) {
 	b := outcomeBatch(nil)
 	guard(b, t.DueTimer, t.refKey, t.refValue)
-	due := r.backoffDue(t.DueTimer, backoffMs)
+	due := r.backoffDue(t, backoffMs)
 	if err := move(b, t.DueTimer, t.refKey, due, t.Value); err != nil {
 		return item{}, err
 	}
@@ -638,8 +651,8 @@ func (r *run) unknownKind(kind Kind) {
 // time of 0 at 1: the wake time 0 means none).
 func (r *run) noteNext(due uint64) {
 	due = max(due, 1)
-	if r.report.NextDueMs == 0 || due < r.report.NextDueMs {
-		r.report.NextDueMs = due
+	if r.nextDueMs == 0 || due < r.nextDueMs {
+		r.nextDueMs = due
 	}
 }
 

@@ -23,10 +23,10 @@ const heldMs = uint64(timers.DefaultHeldBackoff / time.Millisecond)
 func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		for _, ref := range []string{"x", "y", "z"} {
-			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAtMs: now - 10, Value: store.Value(ref)})
+			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAt: ms(now - 10), Value: store.Value(ref)})
 		}
-		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAtMs: now - 9})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAtMs: now - 1})
+		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAt: ms(now - 9)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAt: ms(now - 1)})
 		h := &handler{kind: kindA, fire: done}
 		reg := registry(t, h)
 
@@ -34,7 +34,7 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		assert.Equal(t, 2, rep.UnknownKind, "two kinds")
 		assert.Equal(t, 4, rep.Held, "four timers")
 		assert.Equal(t, 1, rep.Fired, "the registered kind still fires")
-		assert.Equal(t, now+heldMs, rep.NextDueMs, "held timers wake the partition after the backoff")
+		assert.Equal(t, now+heldMs, msOf(rep.NextDue), "held timers wake the partition after the backoff")
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), e.logs.String())
 		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
@@ -48,7 +48,7 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		w, ok, err := e.inner.(store.DueIndex).NextWake(e.ctx, e.p)
 		require.NoError(t, err)
 		require.True(t, ok)
-		assert.LessOrEqual(t, w, now+heldMs, "the partition wakes for them")
+		assert.LessOrEqual(t, msOf(w), now+heldMs, "the partition wakes for them")
 
 		rep = e.run(t, reg, timers.Budget{})
 		assert.Zero(t, rep.UnknownKind, "not looked at again before the backoff")
@@ -80,7 +80,7 @@ func corruptTimerKey() store.Key {
 func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		e.put(t, corruptTimerKey(), store.Value("v"))
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAtMs: now - 1})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAt: ms(now - 1)})
 		reg := registry(t, &handler{kind: kindA, fire: done})
 		rep := e.run(t, reg, timers.Budget{})
 
@@ -91,11 +91,11 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 		assert.Contains(t, e.logs.String(), "corrupt timer key")
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersCorrupt,
 			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}))
-		assert.Equal(t, now+heldMs, rep.NextDueMs, "the partition wakes again for it after the backoff")
+		assert.Equal(t, now+heldMs, msOf(rep.NextDue), "the partition wakes again for it after the backoff")
 
 		// A busy partition runs again before the backoff: the row is
 		// counted, not logged again.
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
 		rep = e.run(t, reg, timers.Budget{})
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, strings.Count(e.logs.String(), "corrupt timer key"), "logged once per interval")
@@ -105,7 +105,7 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 	refKey, err := timers.RefKey(kindA, "r")
 	require.NoError(t, err)
-	timerKey, err := timers.TimerKey(now-1, kindA, "r")
+	timerKey, err := timers.TimerKey(ms(now-1), kindA, "r")
 	require.NoError(t, err)
 	otherDue, err := gen.EncodeU64Value(gen.U64Value{Value: now + 100})
 	require.NoError(t, err)
@@ -144,8 +144,8 @@ func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 // does not name is an orphan, reported corrupt; the other fires.
 func TestAnOrphanTimerRowIsReportedCorrupt(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1, Value: store.Value("named")})
-		orphan, err := timers.TimerKey(now-2, kindA, "r")
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1), Value: store.Value("named")})
+		orphan, err := timers.TimerKey(ms(now-2), kindA, "r")
 		require.NoError(t, err)
 		e.put(t, orphan, store.Value("orphan"))
 		h := &handler{kind: kindA, fire: done}

@@ -26,14 +26,14 @@ const (
 
 func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 5, Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 5), Value: store.Value("v")})
 		h := &handler{kind: kindA, fire: func(_ context.Context, c *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
-			assert.Equal(t, now, c.NowMs)
+			assert.Equal(t, now, msOf(c.Now))
 			assert.Equal(t, e.p, c.Partition)
 			assert.NotNil(t, c.Logger)
 			assert.NotNil(t, c.Metrics)
 			assert.Equal(t, "v", string(tm.Value))
-			assert.Equal(t, now-5, tm.DueAtMs)
+			assert.Equal(t, now-5, msOf(tm.DueAt))
 			return timers.Done{Batch: store.NewBatch().Put(store.Key("side"), store.Value("effect"))}, nil
 		}}
 		rep := e.run(t, registry(t, h), timers.Budget{})
@@ -52,22 +52,22 @@ func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
 
 func TestRescheduleMovesTheTimerAndWakesThePartition(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("old")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("old")})
 		// A scheduler set the wake time far ahead; the move must lower it.
 		di := e.inner.(store.DueIndex)
 		wake, ok, err := di.NextWake(e.ctx, e.p)
 		require.NoError(t, err)
 		require.True(t, ok)
-		e.apply(t, store.NewBatch().SetWake(wake, now+10_000))
+		e.apply(t, store.NewBatch().SetWake(wake, ms(now+10_000)))
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
-			return timers.Reschedule{DueAtMs: now + 500, Value: store.Value("new"),
+			return timers.Reschedule{DueAt: ms(now + 500), Value: store.Value("new"),
 				Batch: store.NewBatch().Put(store.Key("side"), store.Value("x"))}, nil
 		}}
 		applies := e.captureApplies()
 		rep := e.run(t, registry(t, h), timers.Budget{})
 
 		assert.Equal(t, 1, rep.Fired)
-		assert.Equal(t, now+500, rep.NextDueMs)
+		assert.Equal(t, now+500, msOf(rep.NextDue))
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{{now + 500, kindA, "r", "new"}}, rows)
 		due, ok := e.refDue(t, kindA, "r")
@@ -76,10 +76,10 @@ func TestRescheduleMovesTheTimerAndWakesThePartition(t *testing.T) {
 		assert.Equal(t, "x", string(e.get(t, store.Key("side"))))
 		require.Len(t, *applies, 1, "one Apply carries the handler's batch and the move")
 		require.NotNil(t, (*applies)[0].Wakeup)
-		assert.Equal(t, store.Wakeup{AtMs: now + 500}, *(*applies)[0].Wakeup)
+		assert.Equal(t, store.Wakeup{At: ms(now + 500)}, *(*applies)[0].Wakeup)
 		wake, _, err = di.NextWake(e.ctx, e.p)
 		require.NoError(t, err)
-		assert.Equal(t, now+500, wake)
+		assert.Equal(t, now+500, msOf(wake))
 	})
 }
 
@@ -99,9 +99,9 @@ func TestRescheduleIsMonotonic(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, fdblayer.NewMemoryEngine(), now)
-			e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: old})
+			e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(old)})
 			h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
-				return timers.Reschedule{DueAtMs: tc.want}, nil
+				return timers.Reschedule{DueAt: ms(tc.want)}, nil
 			}}
 			rep := e.run(t, registry(t, h), timers.Budget{})
 			assert.Equal(t, 1, rep.Fired)
@@ -111,14 +111,14 @@ func TestRescheduleIsMonotonic(t *testing.T) {
 			assert.Equal(t, tc.got, rows[0].DueAtMs)
 			due, _ := e.refDue(t, kindA, "r")
 			assert.Equal(t, tc.got, due)
-			assert.Equal(t, tc.got, rep.NextDueMs)
+			assert.Equal(t, tc.got, msOf(rep.NextDue))
 		})
 	}
 }
 
 func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1, Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1), Value: store.Value("v")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Retry{}, nil
 		}}
@@ -128,9 +128,9 @@ func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 		assert.Equal(t, 1, rep.Retried)
 		assert.Zero(t, rep.Fired)
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now + timers.RetryBackoffMs, kindA, "r", "v"}}, rows)
+		assert.Equal(t, []stored{{now + retryBackoffMs, kindA, "r", "v"}}, rows)
 		require.Len(t, *applies, 1)
-		assert.Equal(t, now+timers.RetryBackoffMs, (*applies)[0].Wakeup.AtMs)
+		assert.Equal(t, now+retryBackoffMs, msOf((*applies)[0].Wakeup.At))
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersRetried))
 	})
 }
@@ -138,14 +138,14 @@ func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 func TestPointerOutcomesAreAccepted(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	for _, ref := range []string{"done", "resched", "retry"} {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAtMs: now})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAt: ms(now)})
 	}
 	h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		switch tm.Reference {
 		case "done":
 			return &timers.Done{}, nil
 		case "resched":
-			return &timers.Reschedule{DueAtMs: now + 3}, nil
+			return &timers.Reschedule{DueAt: ms(now + 3)}, nil
 		}
 		return &timers.Retry{}, nil
 	}}
@@ -153,7 +153,7 @@ func TestPointerOutcomesAreAccepted(t *testing.T) {
 	assert.Equal(t, 2, rep.Fired)
 	assert.Equal(t, 1, rep.Retried)
 	rows, _ := e.timersIn(t)
-	assert.Equal(t, []stored{{now + 3, kindA, "resched", ""}, {now + timers.RetryBackoffMs, kindA, "retry", ""}}, rows)
+	assert.Equal(t, []stored{{now + 3, kindA, "resched", ""}, {now + retryBackoffMs, kindA, "retry", ""}}, rows)
 }
 
 // Another writer moves or rewrites the timer after the handler read it and
@@ -163,14 +163,14 @@ func TestAConcurrentChangeBetweenFireAndApplyLeavesExactlyOneOutcome(t *testing.
 		name   string
 		change timers.Timer
 	}{
-		{"moved later", timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now + 50, Value: store.Value("theirs")}},
-		{"rewritten in place", timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10, Value: store.Value("theirs")}},
-		{"moved to a due time already passed", timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 5, Value: store.Value("theirs")}},
+		{"moved later", timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 50), Value: store.Value("theirs")}},
+		{"rewritten in place", timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10), Value: store.Value("theirs")}},
+		{"moved to a due time already passed", timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 5), Value: store.Value("theirs")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachEngine(t, now, func(t *testing.T, e *env) {
-				e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10, Value: store.Value("mine")})
+				e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10), Value: store.Value("mine")})
 				hooked := 0
 				e.faults.BeforeApply(func(ctx context.Context, p store.Partition, b *store.Batch) error {
 					if hooked++; hooked == 1 {
@@ -179,7 +179,7 @@ func TestAConcurrentChangeBetweenFireAndApplyLeavesExactlyOneOutcome(t *testing.
 					return nil
 				})
 				h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
-					return timers.Reschedule{DueAtMs: now + 999, Value: store.Value("ours"),
+					return timers.Reschedule{DueAt: ms(now + 999), Value: store.Value("ours"),
 						Batch: store.NewBatch().Put(store.Key("side"), store.Value("ours"))}, nil
 				}}
 				rep := e.run(t, registry(t, h), timers.Budget{})
@@ -188,9 +188,9 @@ func TestAConcurrentChangeBetweenFireAndApplyLeavesExactlyOneOutcome(t *testing.
 				assert.Zero(t, rep.Fired)
 				assert.Len(t, h.seen(), 1, "a raced timer is not fired again in the run")
 				rows, _ := e.timersIn(t)
-				assert.Equal(t, []stored{{tc.change.DueAtMs, kindA, "r", "theirs"}}, rows)
+				assert.Equal(t, []stored{{msOf(tc.change.DueAt), kindA, "r", "theirs"}}, rows)
 				due, _ := e.refDue(t, kindA, "r")
-				assert.Equal(t, tc.change.DueAtMs, due)
+				assert.Equal(t, msOf(tc.change.DueAt), due)
 				assert.Nil(t, e.get(t, store.Key("side")), "the handler's batch did not land")
 				assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersRaced))
 			})
@@ -200,7 +200,7 @@ func TestAConcurrentChangeBetweenFireAndApplyLeavesExactlyOneOutcome(t *testing.
 
 func TestAFailedHandlerGuardCountsAsRaced(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now, Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Done{Batch: store.NewBatch().Require(store.Equals(store.Key("missing"), store.Value("x")))}, nil
 		}}
@@ -228,7 +228,7 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 		}, "no outcome"},
 		{"outcome the store rejects", func(_ context.Context, c *timers.Ctx, _ timers.DueTimer) (timers.Fired, error) {
 			big := make(store.Value, c.Store.Capabilities().MaxValueBytes+1)
-			return timers.Reschedule{DueAtMs: now + 1, Value: big}, nil
+			return timers.Reschedule{DueAt: ms(now + 1), Value: big}, nil
 		}, "store rejected"},
 		{"deadline passed", func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Done{Batch: store.NewBatch().Put(store.Key("side"), store.Value("x")).
@@ -238,8 +238,8 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachEngine(t, now, func(t *testing.T, e *env) {
-				e.schedule(t, timers.Timer{Kind: kindA, Reference: "bad", DueAtMs: now - 2, Value: store.Value("v")})
-				e.schedule(t, timers.Timer{Kind: kindB, Reference: "good", DueAtMs: now - 1})
+				e.schedule(t, timers.Timer{Kind: kindA, Reference: "bad", DueAt: ms(now - 2), Value: store.Value("v")})
+				e.schedule(t, timers.Timer{Kind: kindB, Reference: "good", DueAt: ms(now - 1)})
 				bad := &handler{kind: kindA, fire: tc.fire}
 				good := &handler{kind: kindB, fire: done}
 				rep := e.run(t, registry(t, bad, good), timers.Budget{})
@@ -248,12 +248,12 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 				assert.Equal(t, 1, rep.Fired, "the other timer still fires")
 				assert.Equal(t, []string{"good"}, good.seen())
 				rows, _ := e.timersIn(t)
-				assert.Equal(t, []stored{{now + timers.RetryBackoffMs, kindA, "bad", "v"}}, rows,
+				assert.Equal(t, []stored{{now + retryBackoffMs, kindA, "bad", "v"}}, rows,
 					"the failed timer stays, moved by the retry backoff")
 				assert.Nil(t, e.get(t, store.Key("side")))
 				assert.Contains(t, e.logs.String(), tc.logs)
 				assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersFailed))
-				assert.Equal(t, now+timers.RetryBackoffMs, rep.NextDueMs)
+				assert.Equal(t, now+retryBackoffMs, msOf(rep.NextDue))
 			})
 		})
 	}
@@ -263,7 +263,7 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 // waits HeldBackoff (so a repair is seen) and wakes the partition then.
 func TestAHandlerReportingCorruptDataHoldsItsTimer(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 2, Value: store.Value("junk")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 2), Value: store.Value("junk")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return nil, fmt.Errorf("decode timer value: %w", store.ErrCorrupt)
 		}}
@@ -271,7 +271,7 @@ func TestAHandlerReportingCorruptDataHoldsItsTimer(t *testing.T) {
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
 		assert.Zero(t, rep.Failed)
-		assert.Equal(t, now+heldMs, rep.NextDueMs, "the partition wakes for it after the backoff")
+		assert.Equal(t, now+heldMs, msOf(rep.NextDue), "the partition wakes for it after the backoff")
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{{now + heldMs, kindA, "r", "junk"}}, rows, "kept, moved by the backoff")
 		assert.Contains(t, e.logs.String(), "corrupt")
@@ -282,15 +282,15 @@ func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		// Pages of two timers (a page reads one row past its size), each
 		// page's outcomes committed in one batch: the second fails.
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 3})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 2})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAtMs: now - 1})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAt: ms(now - 3)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 2)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAt: ms(now - 1)})
 		e.faults.FailNth(storetest.MethodApply, 2, nil)
 		h := &handler{kind: kindA, fire: done}
 		rep, err := e.runErr(registry(t, h), timers.Budget{}, timers.WithPageSize(1))
 		require.ErrorIs(t, err, store.ErrUnavailable)
 		assert.Equal(t, 2, rep.Fired)
-		assert.Equal(t, now-1, rep.NextDueMs, "the timer whose outcome did not commit stays due")
+		assert.Equal(t, now-1, msOf(rep.NextDue), "the timer whose outcome did not commit stays due")
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{{now - 1, kindA, "c", ""}}, rows)
 	})
@@ -298,8 +298,8 @@ func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 
 func TestACancelledContextEndsTheRun(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 2})
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 1})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAt: ms(now - 2)})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 1)})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.ctx = ctx
 	h := &handler{kind: kindA, fire: func(ctx context.Context, _ *timers.Ctx, _ timers.DueTimer) (timers.Fired, error) {
@@ -317,19 +317,19 @@ func TestACancelledContextEndsTheRun(t *testing.T) {
 
 func TestRunDueRejectsMissingArguments(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
-	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, now, timers.Budget{})
+	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, ms(now), timers.Budget{})
 	require.ErrorIs(t, err, store.ErrInvalid)
-	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), now, timers.Budget{})
+	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), ms(now), timers.Budget{})
 	require.ErrorIs(t, err, store.ErrInvalid)
 }
 
 func TestNothingDueFiresNothingAndReportsTheNextDueTime(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 30})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "latest", DueAtMs: now + 60})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 30)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "latest", DueAt: ms(now + 60)})
 		h := &handler{kind: kindA, fire: done}
 		rep := e.run(t, registry(t, h), timers.Budget{})
-		assert.Equal(t, timers.Report{NextDueMs: now + 30, Elapsed: rep.Elapsed}, rep)
+		assert.Equal(t, timers.Report{NextDue: ms(now + 30), Elapsed: rep.Elapsed}, rep)
 		assert.Empty(t, h.seen())
 		assert.False(t, strings.Contains(e.logs.String(), "level=WARN"), e.logs.String())
 	})

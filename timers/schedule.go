@@ -3,15 +3,26 @@ package timers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// TimerKey returns the key of the timer row (dueAtMs, kind, reference). It
-// fails with an error wrapping store.ErrInvalid for a reference over
+// TimerKey returns the key of the timer row (dueAt, kind, reference),
+// dueAt truncated to the millisecond. It fails with an error wrapping
+// store.ErrInvalid for a dueAt before the Unix epoch or a reference over
 // gen.MaxTimerKeyReference bytes.
-func TimerKey(dueAtMs uint64, kind Kind, reference string) (store.Key, error) {
+func TimerKey(dueAt time.Time, kind Kind, reference string) (store.Key, error) {
+	due, err := store.EncodeTime(dueAt)
+	if err != nil {
+		return nil, fmt.Errorf("timers: %v timer key: %w", kind, err)
+	}
+	return timerKey(due, kind, reference)
+}
+
+// timerKey is TimerKey of an encoded due time.
+func timerKey(dueAtMs uint64, kind Kind, reference string) (store.Key, error) {
 	// Tag, due time and kind take at most 14 bytes; the reference 2 more
 	// plus its escapes.
 	k, err := gen.AppendTimerKey(make([]byte, 0, 16+len(reference)), dueAtMs, uint16(kind), reference)
@@ -36,28 +47,37 @@ func RefKey(kind Kind, reference string) (store.Key, error) {
 // timer: pass it to Schedule or Cancel as the value to guard. It fails with
 // an error wrapping store.ErrCorrupt when the entry does not decode, and
 // with the store's errors.
-func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, reference string) (observed store.Value, dueAtMs uint64, err error) {
+func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, reference string) (observed store.Value, dueAt time.Time, err error) {
 	key, err := RefKey(kind, reference)
 	if err != nil {
-		return nil, 0, err
+		return nil, time.Time{}, err
 	}
 	v, ok, err := s.Get(ctx, p, key)
 	if err != nil {
-		return nil, 0, fmt.Errorf("timers: read %v timer reference: %w", kind, err)
+		return nil, time.Time{}, fmt.Errorf("timers: read %v timer reference: %w", kind, err)
 	}
 	if !ok {
-		return nil, 0, nil
+		return nil, time.Time{}, nil
 	}
 	due, err := DecodeRef(v)
 	if err != nil {
-		return nil, 0, err
+		return nil, time.Time{}, err
 	}
 	return v, due, nil
 }
 
 // DecodeRef decodes a timer reference entry's value: the timer's due time.
 // It fails with an error wrapping store.ErrCorrupt.
-func DecodeRef(v store.Value) (dueAtMs uint64, err error) {
+func DecodeRef(v store.Value) (dueAt time.Time, err error) {
+	due, err := decodeRef(v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return store.DecodeTime(due), nil
+}
+
+// decodeRef is DecodeRef, in the milliseconds the entry holds.
+func decodeRef(v store.Value) (dueAtMs uint64, err error) {
 	u, err := gen.DecodeU64Value(v)
 	if err != nil {
 		return 0, fmt.Errorf("timers: timer reference entry: %w", err)
@@ -79,10 +99,11 @@ func encodeRef(dueAtMs uint64) store.Value {
 // still holding observedRef (nil: there is no timer of t's kind and
 // reference), it deletes the timer row observedRef names (if any), puts the
 // new timer row and reference entry, and asks the store to wake the
-// partition at t.DueAtMs (b.WakeAt).
+// partition at t.DueAt (b.WakeAt).
 //
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
-// t.Kind or t.DueAtMs is 0, t.Reference is over gen.MaxTimerKeyReference
+// t.Kind is 0, t.DueAt is the zero Time or before the Unix epoch (or
+// within its first millisecond), t.Reference is over gen.MaxTimerKeyReference
 // bytes, or a key or t.Value is over caps (the store's Capabilities); with
 // store.ErrCorrupt when observedRef does not decode. It writes timers of
 // either kind range (see Kind): the library's own writers schedule its
@@ -91,7 +112,11 @@ func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, 
 	if t.Kind == 0 {
 		return fmt.Errorf("timers: schedule a timer: %w", t.Kind.checkUsable(true))
 	}
-	if t.DueAtMs == 0 {
+	dueMs, err := store.EncodeTime(t.DueAt)
+	if err != nil {
+		return fmt.Errorf("timers: schedule %v timer: %w", t.Kind, err)
+	}
+	if dueMs == 0 {
 		return fmt.Errorf("timers: schedule %v timer at time 0: %w", t.Kind, store.ErrInvalid)
 	}
 	if len(t.Value) > caps.MaxValueBytes {
@@ -102,7 +127,7 @@ func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, 
 	if err != nil {
 		return err
 	}
-	key, err := TimerKey(t.DueAtMs, t.Kind, t.Reference)
+	key, err := timerKey(dueMs, t.Kind, t.Reference)
 	if err != nil {
 		return err
 	}
@@ -112,20 +137,20 @@ func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, 
 	}
 	var old store.Key
 	if observedRef != nil {
-		due, err := DecodeRef(observedRef)
+		due, err := decodeRef(observedRef)
 		if err != nil {
 			return err
 		}
-		if due != t.DueAtMs {
+		if due != dueMs {
 			// The reference bounds the key: this cannot fail once key did not.
-			old, _ = TimerKey(due, t.Kind, t.Reference)
+			old, _ = timerKey(due, t.Kind, t.Reference)
 		}
 	}
 	b.Require(store.Guard(refKey, observedRef))
 	if old != nil {
 		b.Delete(old)
 	}
-	b.Put(key, t.Value).Put(refKey, encodeRef(t.DueAtMs)).WakeAt(t.DueAtMs)
+	b.Put(key, t.Value).Put(refKey, encodeRef(dueMs)).WakeAt(store.DecodeTime(dueMs))
 	return nil
 }
 
@@ -142,11 +167,11 @@ func Cancel(b *store.Batch, observedRef store.Value, kind Kind, reference string
 		b.Require(store.Absent(refKey))
 		return nil
 	}
-	due, err := DecodeRef(observedRef)
+	due, err := decodeRef(observedRef)
 	if err != nil {
 		return err
 	}
-	key, err := TimerKey(due, kind, reference)
+	key, err := timerKey(due, kind, reference)
 	if err != nil {
 		return err
 	}

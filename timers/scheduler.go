@@ -27,9 +27,9 @@ import (
 // stale), the first page of due timers and the lease (absent, expired or
 // already ours: the claim goes on), and replaces the lease by
 // SchedulerLeaseV1{Owner, now+LeaseDuration} and the wake time it read by
-// ParkedWakeMs, guarded by both. Releasing is one guarded change too: the
+// ParkedWake, guarded by both. Releasing is one guarded change too: the
 // lease still ours is deleted and the wake time set to what the run left
-// (its NextDueMs, which covers every timer the run did not delete), in the
+// (its NextDue, which covers every timer the run did not delete), in the
 // run's last batch of outcomes when there is one (see claimHold), else in
 // a batch of its own.
 //
@@ -38,7 +38,7 @@ import (
 // a write that changes it can fail the guard: had the wake time stayed at
 // the due time the scheduler saw (at or before now), a timer written during
 // the run with a later due time would leave it unchanged, and the finishing
-// batch would replace it with the run's NextDueMs (or none), forgetting
+// batch would replace it with the run's NextDue (or none), forgetting
 // that timer. Parked at the largest time, the wake time is lowered by every
 // timer write, so the guard fails, the scheduler re-reads the wake time and
 // keeps the earlier of the two. The parked time has the lease's expiry as
@@ -58,10 +58,20 @@ import (
 // two workers from firing one partition at once; each fire still lands
 // at most once through RunDue's guards, whatever the clocks say.
 
-// ParkedWakeMs is the wake time of a partition a scheduler has claimed:
-// the largest time, lowered by any timer write while the scheduler fires
-// it. The index lists parked partitions after every other.
-const ParkedWakeMs uint64 = math.MaxUint64
+// ParkedWake is the wake time of a partition a scheduler has claimed:
+// store.MaxTime, the largest time, lowered by any timer write while the
+// scheduler fires it. The index lists parked partitions after every
+// other. It is a variable only because a time.Time cannot be a constant:
+// never change it.
+var ParkedWake = store.MaxTime
+
+// parkedMs is ParkedWake as stored, and lastUnparkedMs the latest wake
+// time, as stored, that a listing of the partitions due covers: the
+// latest a time.Time encodes below ParkedWake (see store.EncodeTime).
+const (
+	parkedMs       = math.MaxUint64
+	lastUnparkedMs = math.MaxInt64 - 1
+)
 
 // Defaults of a SchedulerConfig.
 const (
@@ -336,8 +346,9 @@ func (s *Scheduler) Owner() string { return s.owner }
 // Claimed; a claimed
 // partition may also count in Recovered, Requeued, LeaseLost and Errors.
 type TickReport struct {
-	// NowMs is the tick's time: it listed the entries due by then.
-	NowMs uint64
+	// Now is the tick's time, to the millisecond: it listed the entries
+	// due by then.
+	Now time.Time
 	// Due counts the due index entries listed, one per partition.
 	Due int
 	// Parked counts the parked entries listed: partitions in flight on
@@ -353,7 +364,7 @@ type TickReport struct {
 	// alone.
 	Corrupt int
 	// BackedOff: this Scheduler failed to claim, run or release the
-	// partition less than RetryBackoffMs ago; it was left alone (still
+	// partition less than RetryBackoff ago; it was left alone (still
 	// due: another Scheduler may take it).
 	BackedOff int
 	// Claimed: the partition was claimed and RunDue ran.
@@ -369,7 +380,7 @@ type TickReport struct {
 	// store's error); Tick's error names the first.
 	Errors int
 	// Timers sums the reports of the runs: counts add up, More is set if
-	// any run's was, NextDueMs is the earliest, Elapsed the total.
+	// any run's was, NextDue is the earliest, Elapsed the total.
 	Timers Report
 }
 
@@ -397,8 +408,8 @@ func (r *Report) add(o Report) {
 	r.Corrupt += o.Corrupt
 	r.Held += o.Held
 	r.More = r.More || o.More
-	if o.NextDueMs != 0 && (r.NextDueMs == 0 || o.NextDueMs < r.NextDueMs) {
-		r.NextDueMs = o.NextDueMs
+	if !o.NextDue.IsZero() && (r.NextDue.IsZero() || o.NextDue.Before(r.NextDue)) {
+		r.NextDue = o.NextDue
 	}
 	r.Elapsed += o.Elapsed
 }
@@ -422,7 +433,8 @@ func (r *Report) add(o Report) {
 // TickReport.Errors counting them. Skipped partitions are not errors.
 func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	s.metrics.Add(MetricSchedulerTicks, nil, 1)
-	rep := TickReport{NowMs: clock.NowMs(s.clock)}
+	nowMs := clock.NowMs(s.clock)
+	rep := TickReport{Now: store.DecodeTime(nowMs)}
 	entries := make(chan store.DueEntry)
 	locals := make([]TickReport, s.workers)
 	firsts := make([]error, s.workers)
@@ -439,7 +451,7 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 			}
 		})
 	}
-	listErr := s.list(ctx, rep.NowMs, entries, &rep)
+	listErr := s.list(ctx, nowMs, entries, &rep)
 	close(entries)
 	wg.Wait()
 	var first error
@@ -479,14 +491,14 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 		}
 	}
 	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
-	q := store.DueQuery{UntilMs: min(nowMs, ParkedWakeMs-1), Start: start, Limit: s.listPage}
+	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Limit: s.listPage}
 	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
 		return err
 	}
 	if !s.listParked(nowMs) {
 		return nil
 	}
-	q = store.DueQuery{FromMs: ParkedWakeMs, UntilMs: ParkedWakeMs, Start: start, Limit: s.pageSize}
+	q = store.DueQuery{From: store.DecodeTime(parkedMs), Until: store.DecodeTime(parkedMs), Start: start, Limit: s.pageSize}
 	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
 }
 
@@ -566,7 +578,7 @@ func (s *Scheduler) enter(id string) bool {
 }
 
 // backingOff reports whether this Scheduler failed partition id less than
-// RetryBackoffMs ago. A failed partition stays due in the store (its wake
+// RetryBackoff ago. A failed partition stays due in the store (its wake
 // time covers every timer it holds), so the backoff is kept here, in
 // memory: it spaces one Scheduler's retries of a partition whose store
 // calls keep failing, without ever delaying a timer in the store.
@@ -580,7 +592,7 @@ func (s *Scheduler) backOff(id string, failed bool) {
 		s.failing.release(id)
 		return
 	}
-	s.failing.hold(id, clock.NowMs(s.clock), time.Duration(RetryBackoffMs)*time.Millisecond)
+	s.failing.hold(id, clock.NowMs(s.clock), RetryBackoff)
 }
 
 func (s *Scheduler) leave(id string) {

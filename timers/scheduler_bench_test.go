@@ -140,7 +140,7 @@ func benchStoreOf(b *testing.B, partitions int) *benchStore {
 	for i := range partitions {
 		p := part(i)
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "tomorrow", DueAtMs: now + 86_400_000}); err != nil {
+		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := l.Apply(ctx, p, batch); err != nil || !out.Committed() {
@@ -180,7 +180,7 @@ func (st *benchStore) arm(b *testing.B, due []store.Partition) {
 	caps := st.layer.Capabilities()
 	for _, p := range due {
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "now", DueAtMs: now}); err != nil {
+		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "now", DueAt: ms(now)}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := st.layer.Apply(ctx, p, batch); err != nil || !out.Committed() {

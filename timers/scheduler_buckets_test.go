@@ -17,7 +17,7 @@ const bucketParts = 48 // partitions due, spread over the buckets
 // armBuckets makes bucketParts partitions due at now-1.
 func armBuckets(t *testing.T, e *schedEnv) {
 	for i := range bucketParts {
-		e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 	}
 	buckets := map[int]bool{}
 	for _, d := range bucketsOf(t, e) {
@@ -28,7 +28,7 @@ func armBuckets(t *testing.T, e *schedEnv) {
 
 // bucketsOf lists the buckets of the due index's entries.
 func bucketsOf(t *testing.T, e *schedEnv) []int {
-	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{UntilMs: now, Limit: 1000})
+	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: ms(now), Limit: 1000})
 	require.NoError(t, err)
 	var out []int
 	for _, d := range es {

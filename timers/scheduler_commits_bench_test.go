@@ -55,7 +55,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 				}
 			}
 			for i := range partitions {
-				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAtMs: now + 86_400_000})
+				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)})
 			}
 			reads := []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodNextWake}
 			// A commit is an Apply or a TransactOnce (the claim) with
@@ -75,7 +75,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 				b.StopTimer()
 				for i := range partitions {
 					for j := range due {
-						apply(part(i), timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAtMs: now})
+						apply(part(i), timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: ms(now)})
 					}
 				}
 				applies, before := writes, 0

@@ -23,7 +23,7 @@ func ExampleScheduler() {
 	defer s.Close()
 	for _, ns := range []refdomain.NamespaceKey{refdomain.MustNamespaceKey("alpha"), refdomain.MustNamespaceKey("beta")} {
 		b := store.NewBatch()
-		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAtMs: 1_000}
+		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAt: ms(1_000)}
 		if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 			panic(err)
 		}
@@ -49,11 +49,11 @@ func ExampleScheduler() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("claimed %d, fired %d, next due at %d\n", rep.Claimed, rep.Timers.Fired, rep.Timers.NextDueMs)
-		if rep.Timers.NextDueMs == 0 {
+		fmt.Printf("claimed %d, fired %d, next due at %d\n", rep.Claimed, rep.Timers.Fired, msOf(rep.Timers.NextDue))
+		if msOf(rep.Timers.NextDue) == 0 {
 			break
 		}
-		clk.SetMs(rep.Timers.NextDueMs)
+		clk.SetMs(msOf(rep.Timers.NextDue))
 	}
 	// Output:
 	// reminder alpha #1 at 1000

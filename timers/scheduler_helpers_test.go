@@ -137,14 +137,14 @@ func (e *schedEnv) wake(t testing.TB, p store.Partition) (uint64, bool) {
 	t.Helper()
 	at, ok, err := e.layer.NextWake(e.ctx, p)
 	require.NoError(t, err)
-	return at, ok
+	return msOf(at), ok
 }
 
 // setWake replaces p's wake time, whatever it is, with atMs (0: none).
 func (e *schedEnv) setWake(t testing.TB, p store.Partition, atMs uint64) {
 	t.Helper()
 	cur, _ := e.wake(t, p)
-	e.apply(t, p, store.NewBatch().SetWake(cur, atMs))
+	e.apply(t, p, store.NewBatch().SetWake(ms(cur), ms(atMs)))
 }
 
 // lease reads p's scheduler lease; ok is false when there is none.
@@ -167,21 +167,21 @@ func (e *schedEnv) putLease(t testing.TB, p store.Partition, owner string, expir
 	v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: owner, ExpiresAtMs: expiresAtMs})
 	require.NoError(t, err)
 	cur, _ := e.wake(t, p)
-	e.apply(t, p, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v).SetWake(cur, timers.ParkedWakeMs))
+	e.apply(t, p, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v).SetWake(ms(cur), ms(parkedMs)))
 }
 
 // entries lists the whole due index, by time then identity, without
 // buckets.
 func (e *schedEnv) entries(t testing.TB) []store.DueEntry {
 	t.Helper()
-	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100_000})
+	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100_000})
 	require.NoError(t, err)
 	// By time, then identity; the buckets are the store's business.
 	for i := range es {
 		es[i].Bucket = 0
 	}
 	slices.SortFunc(es, func(a, b store.DueEntry) int {
-		return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+		return cmp.Or(a.At.Compare(b.At), bytes.Compare(a.Partition, b.Partition))
 	})
 	return es
 }
@@ -228,7 +228,7 @@ func (r *recorder) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (ti
 	if r.inFlight[name] > 1 {
 		r.overlaps = append(r.overlaps, name)
 	}
-	r.fires = append(r.fires, fire{name, t.Reference, t.DueAtMs, c.NowMs})
+	r.fires = append(r.fires, fire{name, t.Reference, msOf(t.DueAt), msOf(c.Now)})
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()

@@ -36,7 +36,7 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 		s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
 		if s.corrupt.allow(string(e.Partition), clock.NowMs(s.clock), corruptLogInterval) {
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
-				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", e.AtMs, "error", err)
+				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
 		}
 		return nil
 	}
@@ -47,14 +47,14 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	}
 	if !s.enter(id) {
 		// Another Tick of this Scheduler is firing it.
-		if e.AtMs != ParkedWakeMs {
+		if encodedTime(e.At) != parkedMs {
 			r.Contended++
 			s.count(MetricSchedulerContended, p)
 		}
 		return nil
 	}
 	defer s.leave(id)
-	c, err := s.claim(ctx, p, e.AtMs, r)
+	c, err := s.claim(ctx, p, encodedTime(e.At), r)
 	if err != nil {
 		if isCtxErr(ctx, err) {
 			return nil
@@ -118,7 +118,7 @@ const (
 // partition listed parked is the normal state of a partition in flight,
 // not contention.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
-	parked := listedMs == ParkedWakeMs
+	parked := listedMs == parkedMs
 	pageLimit := min(DefaultPageSize, s.budget.MaxTimers) + 1
 	// The first page feeds the fire only when it is read in the claim's
 	// transaction: a timer written after the scan then fails the claim (a
@@ -142,10 +142,11 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 				return nil, fmt.Errorf("store %T reads no wake time: %w", s.store, store.ErrInvalid)
 			}
 			var err error
-			if wake, ok, err = wr.NextWake(ctx); err != nil {
+			read, ok, err := wr.NextWake(ctx)
+			if err != nil {
 				return nil, fmt.Errorf("read wake time: %w", err)
 			}
-			if !ok || wake > nowMs && wake != ParkedWakeMs {
+			if wake = encodedTime(read); !ok || wake > nowMs && wake != parkedMs {
 				state = claimStale
 				return nil, nil
 			}
@@ -185,7 +186,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 			// during the fire lowers the wake time to at most the expiry, so
 			// that it is due when another worker may take over.
 			return store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).
-				SetWakeCeiling(wake, ParkedWakeMs, expires), nil
+				SetWakeCeiling(store.DecodeTime(wake), ParkedWake, store.DecodeTime(expires)), nil
 		})
 		switch {
 		case err != nil:
@@ -202,7 +203,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 			s.log.Error("timers: scheduler: lease does not decode; partition left alone", "partition", store.PartitionName(p))
 			return nil, nil
 		case state == claimContended:
-			if !parked || wake != ParkedWakeMs {
+			if !parked || wake != parkedMs {
 				r.Contended++
 				s.count(MetricSchedulerContended, p)
 			}
@@ -234,13 +235,13 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 // fire runs partition p's due timers under claim c and releases the
 // claim: in the run's last change when it can (see claimHold), else in a
 // batch of its own that deletes the lease and sets the wake time to what
-// the run left (Report.NextDueMs, which covers every timer it did not
+// the run left (Report.NextDue, which covers every timer it did not
 // delete, even when it failed). The run and the release outlive ctx's
 // cancellation, bounded by the lease each.
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
 	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
-	rep, runErr := RunDue(runCtx, s.store, p, s.reg, c.nowMs, s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
+	rep, runErr := RunDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
 	cancel()
 	r.Timers.add(rep)
 	if rep.More {
@@ -251,13 +252,13 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 	}
 	if runErr != nil {
 		s.log.Error("timers: scheduler: run failed; partition looked at again",
-			"partition", store.PartitionName(p), "next_ms", rep.NextDueMs, "error", runErr)
+			"partition", store.PartitionName(p), "next_ms", encodedTime(rep.NextDue), "error", runErr)
 	}
 	var err error
 	if !h.released {
 		finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 		defer cancel()
-		err = s.finish(finishCtx, p, c, rep.NextDueMs, h.wakeMoved, r)
+		err = s.finish(finishCtx, p, c, encodedTime(rep.NextDue), h.wakeMoved, r)
 	}
 	if runErr != nil {
 		return errors.Join(fmt.Errorf("run due: %w", runErr), err)
@@ -273,7 +274,7 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 // lease no longer ours means it expired and another worker claimed the
 // partition: finish counts it and leaves the partition to that worker.
 func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next uint64, moved bool, r *TickReport) error {
-	expect, want := ParkedWakeMs, next
+	expect, want := uint64(parkedMs), next
 	if moved {
 		m, err := s.wakeOf(ctx, p)
 		if err != nil {
@@ -285,9 +286,9 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 		b := store.NewBatch().Require(store.Equals(s.leaseKey, c.lease)).Delete(s.leaseKey)
 		switch {
 		case attempt <= maxWakeAttempts:
-			b.SetWake(expect, want)
+			b.SetWake(store.DecodeTime(expect), store.DecodeTime(want))
 		case want != 0:
-			b.WakeAt(want)
+			b.WakeAt(store.DecodeTime(want))
 		}
 		out, err := s.store.Apply(ctx, p, b)
 		switch {
@@ -335,7 +336,7 @@ func (s *Scheduler) wakeOf(ctx context.Context, p store.Partition) (uint64, erro
 	if !ok {
 		return 0, nil
 	}
-	return m, nil
+	return encodedTime(m), nil
 }
 
 // earlierWake is the earlier of two wake times, 0 meaning none.
@@ -349,10 +350,17 @@ func earlierWake(a, b uint64) uint64 {
 	return min(a, b)
 }
 
-// addMs adds d milliseconds to t, saturating short of ParkedWakeMs.
+// addMs adds d milliseconds to t, saturating short of parkedMs.
 func addMs(t, d uint64) uint64 {
-	if sum := t + d; sum >= t && sum < ParkedWakeMs {
+	if sum := t + d; sum >= t && sum < parkedMs {
 		return sum
 	}
-	return ParkedWakeMs - 1
+	return parkedMs - 1
+}
+
+// encodedTime is t as stored data holds it (see store.EncodeTime), for a
+// time the store returned or a caller's validation checked.
+func encodedTime(t time.Time) uint64 {
+	u, _ := store.EncodeTime(t)
+	return u
 }

@@ -38,11 +38,11 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 		for i := range partitions {
 			b := store.NewBatch()
 			for j := range 1 + rng.IntN(6) {
-				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%d", j), DueAtMs: now - 2_000 + uint64(rng.IntN(8_000))}
+				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%d", j), DueAt: ms(now - 2_000 + uint64(rng.IntN(8_000)))}
 				require.NoError(t, timers.Schedule(b, caps, nil, tm))
 				for r := range uint64(rounds) {
-					want[due{fmt.Sprintf("namespace(p%03d)", i), tm.Reference, tm.DueAtMs + r*stepMs}]++
-					lastDue = max(lastDue, tm.DueAtMs+r*stepMs)
+					want[due{fmt.Sprintf("namespace(p%03d)", i), tm.Reference, msOf(tm.DueAt) + r*stepMs}]++
+					lastDue = max(lastDue, msOf(tm.DueAt)+r*stepMs)
 				}
 			}
 			e.apply(t, part(i), b)
@@ -50,7 +50,7 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 		h := &recorder{kind: kindA,
 			outcome: func(_ *timers.Ctx, tm timers.DueTimer) timers.Fired {
 				if len(tm.Value) < rounds-1 {
-					return timers.Reschedule{DueAtMs: tm.DueAtMs + stepMs, Value: append(tm.Value, 'x')}
+					return timers.Reschedule{DueAt: ms(msOf(tm.DueAt) + stepMs), Value: append(tm.Value, 'x')}
 				}
 				return timers.Done{}
 			},
@@ -140,17 +140,17 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
 				e.putLease(t, p, tc.owner, now+uint64(leaseDuration.Milliseconds()))
 				if tc.written {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAtMs: now - 5})
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: ms(now - 5)})
 				}
 				h := &recorder{kind: kindA}
 				b := e.scheduler(t, "b", registry(t, h), nil)
 
 				rep := e.tick(t, b)
 				want := tc.wantAtNow
-				want.NowMs = now
+				want.Now = ms(now)
 				if want.Claimed == 1 {
 					want.Timers = timers.Report{Fired: 1, Elapsed: rep.Timers.Elapsed}
 					assert.Equal(t, want, rep, "our own lease is taken back at once")
@@ -184,7 +184,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 	t.Run("stuck in a fire", func(t *testing.T) {
 		forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 			p := part(0)
-			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10})
+			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
 			during, entered, release := blockFirst()
 			stuck := &recorder{kind: kindA, during: during}
 			a := e.scheduler(t, "a", registry(t, stuck), nil)
@@ -199,7 +199,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 			}()
 			<-entered
 			rep := e.tick(t, b)
-			assert.Equal(t, timers.TickReport{NowMs: now, Parked: 1}, rep, "in flight on a: left alone")
+			assert.Equal(t, timers.TickReport{Now: ms(now), Parked: 1}, rep, "in flight on a: left alone")
 
 			e.clock.Advance(leaseDuration)
 			rep = e.tick(t, b)
@@ -225,7 +225,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 func TestConcurrentTicksOfOneSchedulerDoNotShareAPartition(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
 		during, entered, release := blockFirst()
 		h := &recorder{kind: kindA, during: during}
 		s := e.scheduler(t, "me", registry(t, h), nil)
@@ -237,10 +237,10 @@ func TestConcurrentTicksOfOneSchedulerDoNotShareAPartition(t *testing.T) {
 		}()
 		<-entered
 		// A timer written meanwhile makes the partition due again.
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAtMs: now - 5})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: ms(now - 5)})
 
 		rep := e.tick(t, s)
-		assert.Equal(t, timers.TickReport{NowMs: now, Due: 1, Contended: 1}, rep)
+		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Contended: 1}, rep)
 
 		close(release)
 		rep = <-first

@@ -24,7 +24,7 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 		p := part(0)
 		seqKey := store.Key("sequence")
 		e.apply(t, p, store.NewBatch().Put(seqKey, store.Value("1")))
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "relay", DueAtMs: now - 10})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "relay", DueAt: ms(now - 10)})
 
 		// The relay stand-in: Done, guarded by the sequence it read.
 		var delivered []string
@@ -69,13 +69,13 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 func TestAWorkerDyingAfterATimerWriteLeavesItsPartitionDueAtItsLeaseExpiry(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAtMs: now - 10})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: ms(now - 10)})
 		dead := false
 		h := &recorder{kind: kindA, during: func(c *timers.Ctx, dt timers.DueTimer) {
 			if dt.Reference != "due" || dead {
 				return
 			}
-			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "next-week", DueAtMs: now + 7*86_400_000})
+			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "next-week", DueAt: ms(now + 7*86_400_000)})
 			dead = true // from here on, every call of the worker fails
 		}}
 		e.faults.FailWhen(storetest.MethodApply, func(storetest.Call) bool { return dead }, nil)

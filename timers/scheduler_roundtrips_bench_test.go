@@ -71,11 +71,11 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 				}
 			}
 			for i := range partitions {
-				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAtMs: now + 86_400_000})
+				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)})
 			}
 			tms := make([]timers.Timer, due)
 			for j := range tms {
-				tms[j] = timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAtMs: now}
+				tms[j] = timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: ms(now)}
 			}
 			var txns, reads, commits, fired, listing uint64
 			for b.Loop() {

@@ -50,7 +50,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case rep.Claimed > 0:
 			continue
 		default:
-			d = s.idle(ctx, rep.NowMs)
+			d = s.idle(ctx, encodedTime(rep.Now))
 		}
 		if d <= 0 {
 			continue
@@ -69,7 +69,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // nothing: until the first entry past what the tick listed, at most
 // PollInterval.
 func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
-	firsts, err := s.due.ScanDue(ctx, store.DueQuery{FromMs: horizonMs + 1, UntilMs: ParkedWakeMs - 1, Limit: s.due.DueBuckets(), PerBucket: 1})
+	firsts, err := s.due.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(horizonMs + 1), Until: store.DecodeTime(lastUnparkedMs), Limit: s.due.DueBuckets(), PerBucket: 1})
 	if err != nil {
 		s.log.Warn("timers: scheduler: cannot read the next wake time; polling", "error", err)
 		return s.poll
@@ -77,9 +77,9 @@ func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
 	if len(firsts) == 0 {
 		return s.poll
 	}
-	next := firsts[0].AtMs
+	next := encodedTime(firsts[0].At)
 	for _, e := range firsts[1:] {
-		next = min(next, e.AtMs)
+		next = min(next, encodedTime(e.At))
 	}
 	nowMs := clock.NowMs(s.clock)
 	if next <= nowMs {

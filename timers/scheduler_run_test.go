@@ -27,7 +27,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 		for i := 0; i < backlog; i += 20 {
 			b := store.NewBatch()
 			for j := i; j < i+20; j++ {
-				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("b%02d", j), DueAtMs: now - 9_000 + uint64(j)}
+				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("b%02d", j), DueAt: ms(now - 9_000 + uint64(j))}
 				require.NoError(t, timers.Schedule(b, caps, nil, tm))
 			}
 			e.apply(t, part(0), b)
@@ -39,7 +39,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 			if !once && c.Method == storetest.MethodScanDue {
 				once = true
 				for i := 1; i <= 3; i++ {
-					e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "new", DueAtMs: now - 5_000})
+					e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "new", DueAt: ms(now - 5_000)})
 				}
 			}
 			return nil
@@ -56,7 +56,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 		assert.Equal(t, perRun, rep.Timers.Fired)
 		var order []uint64
 		for _, en := range e.entries(t) {
-			order = append(order, en.AtMs)
+			order = append(order, msOf(en.At))
 		}
 		assert.Equal(t, []uint64{now - 9_000 + perRun, now - 5_000, now - 5_000, now - 5_000}, order,
 			"the backlog stays due at its earliest remaining timer")
@@ -88,8 +88,8 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 // next wake time, never longer than PollInterval.
 func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "soon", DueAtMs: now + 300})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 4_500})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "soon", DueAt: ms(now + 300)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 4_500)})
 		h := &recorder{kind: kindA}
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
@@ -116,12 +116,12 @@ func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		held := part(0)
-		e.schedule(t, held, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, held, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: now + 60_000})
 		require.NoError(t, err)
 		e.apply(t, held, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v))
-		e.schedule(t, part(1), timers.Timer{Kind: 999, Reference: "unknown", DueAtMs: now - 1})
-		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 1_500})
+		e.schedule(t, part(1), timers.Timer{Kind: 999, Reference: "unknown", DueAt: ms(now - 1)})
+		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 1_500)})
 		h := &recorder{kind: kindA}
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
@@ -151,8 +151,8 @@ func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 func TestRunFinishesInFlightFiresWhenCancelled(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		during, entered, release := blockFirst()
 		h := &recorder{kind: kindA, during: during}
 		ctx, cancel := context.WithCancel(e.ctx)

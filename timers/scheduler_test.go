@@ -73,10 +73,10 @@ func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 
 func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "a", DueAtMs: now - 10})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "b", DueAtMs: now - 5})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAtMs: now + 500})
-		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "c", DueAtMs: now + 1_000})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "a", DueAt: ms(now - 10)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 5)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 500)})
+		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "c", DueAt: ms(now + 1_000)})
 		type during struct {
 			lease   gen.SchedulerLeaseV1
 			leased  bool
@@ -96,10 +96,10 @@ func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 
 		// In the order of their buckets: by time within one.
 		assert.ElementsMatch(t, []fire{{"namespace(p000)", "a", now - 10, now}, {"namespace(p001)", "b", now - 5, now}}, h.seen())
-		assert.Equal(t, timers.TickReport{NowMs: now, Due: 2, Claimed: 2,
-			Timers: timers.Report{Fired: 2, NextDueMs: now + 500, Elapsed: rep.Timers.Elapsed}}, rep)
+		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 2, Claimed: 2,
+			Timers: timers.Report{Fired: 2, NextDue: ms(now + 500), Elapsed: rep.Timers.Elapsed}}, rep)
 		for _, d := range seen {
-			assert.Equal(t, during{gen.SchedulerLeaseV1{Owner: "worker-a", ExpiresAtMs: now + 10_000}, true, timers.ParkedWakeMs, true}, d,
+			assert.Equal(t, during{gen.SchedulerLeaseV1{Owner: "worker-a", ExpiresAtMs: now + 10_000}, true, parkedMs, true}, d,
 				"while it fires, the partition holds our lease and a parked wake time")
 		}
 		for i := range 3 {
@@ -140,7 +140,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				switch {
 				case tc.corrupt:
@@ -160,7 +160,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 
 				claimed := tc.want.Claimed == 1
 				want := tc.want
-				want.NowMs, want.Due = now, 1
+				want.Now, want.Due = ms(now), 1
 				if claimed {
 					want.Timers = timers.Report{Fired: 1, Elapsed: rep.Timers.Elapsed}
 				}
@@ -191,7 +191,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		leaseKey := gen.AppendSchedulerLeaseKey(nil)
 		raced := false
 		e.faults.BeforeApply(func(ctx context.Context, q store.Partition, b *store.Batch) error {
@@ -210,7 +210,7 @@ func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 		rep := e.tick(t, s)
 
 		require.True(t, raced)
-		assert.Equal(t, timers.TickReport{NowMs: now, Due: 1, Contended: 1}, rep)
+		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Contended: 1}, rep)
 		assert.Empty(t, h.seen())
 		l, _ := e.lease(t, p)
 		assert.Equal(t, "other", l.Owner)
@@ -242,9 +242,9 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAtMs: now - 10})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: ms(now - 10)})
 				if tc.existing != 0 {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "existing", DueAtMs: tc.existing})
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "existing", DueAt: ms(tc.existing)})
 				}
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				finishes, written := 0, false
@@ -255,7 +255,7 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 					finishes++
 					if !written {
 						written = true
-						e.schedule(t, q, timers.Timer{Kind: kindA, Reference: "written", DueAtMs: tc.written})
+						e.schedule(t, q, timers.Timer{Kind: kindA, Reference: "written", DueAt: ms(tc.written)})
 					}
 					return nil
 				})
@@ -285,7 +285,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		moved, gone, empty := part(0), part(1), part(2)
 		for i := range 3 {
-			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 10 + uint64(i)})
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10 + uint64(i))})
 		}
 		// p002's timer is cancelled: its wake time stays, with no timer.
 		ref, _, err := timers.ReadRef(e.ctx, e.layer, empty, kindA, "r")
@@ -312,7 +312,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 
 		rep := e.tick(t, s)
 
-		assert.Equal(t, timers.TickReport{NowMs: now, Due: 3, Stale: 2, Claimed: 1, Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep)
+		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 3, Stale: 2, Claimed: 1, Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep)
 		assert.Empty(t, h.seen())
 		w, _ := e.wake(t, moved)
 		assert.Equal(t, now+5_000, w, "a stale entry is left to the wake time it moved to")
@@ -324,12 +324,12 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 		}
 		_, ok = e.wake(t, empty)
 		assert.False(t, ok, "the wake time without timers is cleared")
-		assert.Equal(t, []store.DueEntry{{AtMs: now + 5_000, Partition: identity(t, moved)}}, e.entries(t),
+		assert.Equal(t, []store.DueEntry{{At: ms(now + 5_000), Partition: identity(t, moved)}}, e.entries(t),
 			"one entry left in the index")
 		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerStale, schedLabel))
 
 		rep = e.tick(t, s)
-		assert.Equal(t, timers.TickReport{NowMs: now}, rep, "nothing due")
+		assert.Equal(t, timers.TickReport{Now: ms(now)}, rep, "nothing due")
 	})
 }
 
@@ -339,7 +339,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "early", DueAtMs: now - 1, Value: store.Value("v")})
+		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "early", DueAt: ms(now - 1), Value: store.Value("v")})
 		reg := registry(t, &recorder{kind: kindA})
 		s := e.scheduler(t, "me", reg, nil)
 
@@ -381,8 +381,8 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		// A partition of the test kind: refdomain.ParsePartition cannot read it.
 		foreign := testPartition("x")
-		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		h := &recorder{kind: kindA}
 		s := e.scheduler(t, "me", registry(t, h), nil)
 
@@ -395,7 +395,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 
 		// With no parser at all, every partition is an identity; a
 		// project's own parser names its partitions.
-		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
 		own := e.scheduler(t, "own", registry(t, h), func(c *timers.SchedulerConfig) {
 			c.ParsePartition = func(id []byte) (store.Partition, error) {
 				return testPartition(string(id[1 : len(id)-1])), nil
@@ -405,7 +405,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 		assert.Equal(t, 1, rep.Claimed)
 		assert.Equal(t, "test:x", partitionsOf(h.seen())[2])
 		none := e.scheduler(t, "none", registry(t, h), func(c *timers.SchedulerConfig) { c.ParsePartition = nil })
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAtMs: now})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
 		rep = e.tick(t, none)
 		assert.Equal(t, 1, rep.Claimed)
 		assert.Equal(t, "identity(\"refdomain\", 2, \"p000\")", partitionsOf(h.seen())[3])
@@ -420,9 +420,9 @@ func (notATuple) Kind() string                           { return "broken" }
 
 func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.apply(t, notATuple{}, store.NewBatch().WakeAt(now-1))
+		e.apply(t, notATuple{}, store.NewBatch().WakeAt(ms(now-1)))
 		e.exempt(notATuple{}) // the checker cannot read it either
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		h := &recorder{kind: kindA}
 		s := e.scheduler(t, "me", registry(t, h), nil)
 		for i := range 3 {
@@ -445,7 +445,7 @@ func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
 func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		for i := range 3 {
-			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAtMs: now - 1})
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
 		}
 		leaseKey := gen.AppendSchedulerLeaseKey(nil)
 		is := func(c storetest.Call, p store.Partition) bool {
@@ -478,16 +478,16 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 		_, leased := e.lease(t, part(0))
 		assert.False(t, leased)
 		w, _ = e.wake(t, part(1))
-		assert.Equal(t, timers.ParkedWakeMs, w, "still parked")
+		assert.Equal(t, parkedMs, w, "still parked")
 		l, _ := e.lease(t, part(1))
 		assert.Equal(t, "me", l.Owner)
 
 		rep = e.tick(t, s)
-		assert.Equal(t, timers.TickReport{NowMs: now, Due: 1, Parked: 1, BackedOff: 2,
+		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Parked: 1, BackedOff: 2,
 			Timers: timers.Report{}}, withoutElapsed(rep), "both failed partitions are left alone for the backoff")
 
 		e.faults.Clear()
-		e.clock.SetMs(now + timers.RetryBackoffMs)
+		e.clock.SetMs(now + retryBackoffMs)
 		rep = e.tick(t, s)
 		assert.Equal(t, 2, rep.Claimed)
 		assert.Equal(t, 2, rep.Timers.Fired)

@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -101,16 +102,20 @@ func (k Kind) checkUsable(reserved bool) error {
 // label is the kind in decimal, for metrics.
 func (k Kind) label() string { return strconv.FormatUint(uint64(k), 10) }
 
-// RetryBackoffMs is how long a timer waits after a Retry, or after its
+// RetryBackoff is how long a timer waits after a Retry, or after its
 // handler failed, before it is due again.
-const RetryBackoffMs uint64 = 1_000
+const RetryBackoff = time.Second
+
+// retryBackoffMs is RetryBackoff in the milliseconds of stored due times.
+const retryBackoffMs = uint64(RetryBackoff / time.Millisecond)
 
 // Timer is a timer to write: its identity (Kind, Reference), its due time
-// and its handler-owned value.
+// and its handler-owned value. DueAt is kept to the millisecond
+// (truncated, see store.EncodeTime).
 type Timer struct {
 	Kind      Kind
 	Reference string
-	DueAtMs   uint64
+	DueAt     time.Time
 	Value     store.Value
 }
 
@@ -119,7 +124,7 @@ type Timer struct {
 // outcome lands only if the row still holds it.
 type DueTimer struct {
 	Key       store.Key
-	DueAtMs   uint64
+	DueAt     time.Time
 	Kind      Kind
 	Reference string
 	Value     store.Value
@@ -132,8 +137,9 @@ type Ctx struct {
 	Store store.Store
 	// Partition is the partition whose timers are firing.
 	Partition store.Partition
-	// NowMs is the run's time: every timer fired has DueAtMs <= NowMs.
-	NowMs uint64
+	// Now is the run's time, to the millisecond: every timer fired has
+	// DueAt <= Now.
+	Now time.Time
 	// Clock is the run's clock, for handlers that bound their own work.
 	Clock clock.Clock
 	// Logger is never nil.
@@ -168,7 +174,7 @@ type Ctx struct {
 // that fails for one timer never loses another timer's outcome.
 //
 // An error or a panic fails this timer only: RunDue logs it, counts it and
-// moves the timer RetryBackoffMs later. An error wrapping store.ErrCorrupt
+// moves the timer RetryBackoff later. An error wrapping store.ErrCorrupt
 // says stored data is corrupt: RunDue logs and counts it and leaves the
 // timer where it is, for a later run. A Handler is called from one
 // goroutine at a time per run, but several runs (of several partitions) may
@@ -205,17 +211,18 @@ type Done struct {
 	Batch *store.Batch
 }
 
-// Reschedule moves the timer to DueAtMs with Value, in the same Apply as
-// Batch (which may be nil). A due time at or before the timer's own is
-// moved to one millisecond after it, so a timer never fires twice at one
-// due time and a run always makes progress.
+// Reschedule moves the timer to DueAt (truncated to the millisecond) with
+// Value, in the same Apply as Batch (which may be nil). A due time at or
+// before the timer's own (the zero Time too) is moved to one millisecond
+// after it, so a timer never fires twice at one due time and a run always
+// makes progress; a DueAt before the Unix epoch fails the timer.
 type Reschedule struct {
-	DueAtMs uint64
-	Value   store.Value
-	Batch   *store.Batch
+	DueAt time.Time
+	Value store.Value
+	Batch *store.Batch
 }
 
-// Retry moves the timer, value unchanged, to RetryBackoffMs after the run's
+// Retry moves the timer, value unchanged, to RetryBackoff after the run's
 // time (and at least one millisecond after its own due time). It carries
 // no batch: nothing the handler planned lands.
 type Retry struct{}

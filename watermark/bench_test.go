@@ -118,7 +118,7 @@ var benchCoordinator = refdomain.CoordinatorPartition{NS: refdomain.MustNamespac
 
 // watermark runs a full watermark of the table on s and checks its result.
 func (t *benchTable) watermark(b *testing.B, s store.Store) {
-	got, err := watermark.Watermark(context.Background(), s, benchCoordinator, benchNowMs)
+	got, err := watermarkMs(context.Background(), s, benchCoordinator, benchNowMs)
 	if err != nil || got != t.least {
 		b.Fatalf("watermark %d, %v; want %d", got, err, t.least)
 	}
@@ -303,7 +303,7 @@ func interleave(s *[2]samples, small func(), smallShards int, next func() bool) 
 func (t *benchTable) stepper(b *testing.B) func() bool {
 	var checkpoint *watermark.Checkpoint
 	return func() bool {
-		next, got, err := watermark.Step(context.Background(), t.layer, benchCoordinator, benchNowMs, checkpoint, watermark.PageSize)
+		next, got, err := stepMs(context.Background(), t.layer, benchCoordinator, benchNowMs, checkpoint, watermark.PageSize)
 		if err != nil {
 			b.Fatal(err)
 		}

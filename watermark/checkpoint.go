@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/gen/wire"
@@ -48,7 +49,7 @@ func sameMarker(a, b store.Value) bool {
 }
 
 // Checkpoint resumes a watermark scan (see Step): the coordinator it
-// belongs to, the scan's ceiling (the nowMs of its first step), the
+// belongs to, the scan's ceiling (the now of its first step), the
 // minimum so far (never above the ceiling), the Generation it started
 // with and the store cursor of the next page. Step returns one; Encode and
 // Decode carry it between requests. A Checkpoint is immutable and safe to
@@ -61,13 +62,13 @@ type Checkpoint struct {
 // Coordinator returns the coordinator partition the checkpoint's scan reads.
 func (c *Checkpoint) Coordinator() refdomain.CoordinatorPartition { return c.coordinator }
 
-// CeilingMs returns the scan's ceiling: the nowMs of its first step, which
-// bounds its result from above.
-func (c *Checkpoint) CeilingMs() uint64 { return c.rec.CeilingMs }
+// Ceiling returns the scan's ceiling: the now of its first step, to the
+// millisecond, which bounds its result from above.
+func (c *Checkpoint) Ceiling() time.Time { return store.DecodeTime(c.rec.CeilingMs) }
 
-// MinimumMs returns the minimum of the ceiling and the watermarks of the
-// pages read so far.
-func (c *Checkpoint) MinimumMs() uint64 { return c.rec.MinimumMs }
+// Minimum returns the minimum of the ceiling and the watermarks of the
+// pages read so far (the zero Time for a relay watermark of 0).
+func (c *Checkpoint) Minimum() time.Time { return store.DecodeTime(c.rec.MinimumMs) }
 
 // Generation returns the lease markers the scan started with.
 func (c *Checkpoint) Generation() Generation {

@@ -135,8 +135,8 @@ func TestCheckpointRoundTrips(t *testing.T) {
 			if err != nil || !bytes.Equal(again, encoded) {
 				t.Fatalf("re-encoded %x, %v; want %x", again, err, encoded)
 			}
-			if decoded.Coordinator() != coordinator || decoded.CeilingMs() != 100 || decoded.MinimumMs() != 40 || !decoded.Generation().Equal(c.want) {
-				t.Fatalf("decoded %s %d %d %s; want %s 100 40 %s", decoded.Coordinator(), decoded.CeilingMs(), decoded.MinimumMs(), decoded.Generation(), coordinator, c.want)
+			if decoded.Coordinator() != coordinator || msOf(decoded.Ceiling()) != 100 || msOf(decoded.Minimum()) != 40 || !decoded.Generation().Equal(c.want) {
+				t.Fatalf("decoded %s %d %d %s; want %s 100 40 %s", decoded.Coordinator(), msOf(decoded.Ceiling()), msOf(decoded.Minimum()), decoded.Generation(), coordinator, c.want)
 			}
 			encoded[len(encoded)-1] ^= 0xff // Decode kept no alias of its input
 			if got := e.mustComplete(t, 300, decoded, 1); got != 40 {
@@ -199,7 +199,7 @@ func TestEncodeRefusesACursorOverItsBound(t *testing.T) {
 	e := newEnv(t, testengine.Memory)
 	e.putLease(t, 0, 40, 200)
 	e.putLease(t, 1, 90, 200)
-	cp, _, err := watermark.Step(e.ctx, longCursors{e.s}, coordinator, 100, nil, 1)
+	cp, _, err := stepMs(e.ctx, longCursors{e.s}, coordinator, 100, nil, 1)
 	if err != nil || cp == nil {
 		t.Fatalf("step: %v, %v", cp, err)
 	}

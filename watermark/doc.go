@@ -14,7 +14,7 @@
 // A scan reads the table a page at a time. Step reads one page and returns
 // a Checkpoint to resume from (Encode and Decode carry it between
 // requests); Watermark runs every step at once. The first step fixes the
-// scan's ceiling and its starting minimum at its nowMs, and later steps
+// scan's ceiling and its starting minimum at its now, and later steps
 // keep them: a shard that enters the table behind the cursor does so only
 // after a new lease grant, so its first relay commit is after the ceiling,
 // and the result stays a lower bound without it.

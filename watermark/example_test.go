@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -44,23 +45,23 @@ func ExampleWatermark() {
 	s := exampleStore(coord)
 	defer s.Close()
 
-	w, err := watermark.Watermark(ctx, s, coord, 100)
-	fmt.Println("watermark:", w, err)
+	w, err := watermark.Watermark(ctx, s, coord, time.UnixMilli(100))
+	fmt.Println("watermark:", w.UnixMilli(), err)
 
 	// A restore of the lease table writes a recovery marker.
 	marker, _ := refdomain.EncodeLeaseRecovery(refdomain.LeaseRecovery{ResumedAtMs: 120})
 	if _, err := s.Apply(ctx, coord, store.NewBatch().Put(refdomain.AppendLeaseRecoveryKey(nil), marker)); err != nil {
 		panic(err)
 	}
-	_, err = watermark.Watermark(ctx, s, coord, 130)
+	_, err = watermark.Watermark(ctx, s, coord, time.UnixMilli(130))
 	fmt.Println("recovering:", errors.Is(err, watermark.ErrRecovering))
 
 	// Once the lease and index tables are rebuilt:
-	if err := watermark.MarkLeaseTableReconciled(ctx, s, coord, 150); err != nil {
+	if err := watermark.MarkLeaseTableReconciled(ctx, s, coord, time.UnixMilli(150)); err != nil {
 		panic(err)
 	}
-	w, err = watermark.Watermark(ctx, s, coord, 160)
-	fmt.Println("watermark:", w, err)
+	w, err = watermark.Watermark(ctx, s, coord, time.UnixMilli(160))
+	fmt.Println("watermark:", w.UnixMilli(), err)
 	// Output:
 	// watermark: 40 <nil>
 	// recovering: true
@@ -84,15 +85,15 @@ func ExampleStep() {
 				panic(err)
 			}
 		}
-		next, w, err := watermark.Step(ctx, s, coord, uint64(100+request), checkpoint, 2)
+		next, w, err := watermark.Step(ctx, s, coord, time.UnixMilli(int64(100+request)), checkpoint, 2)
 		if err != nil {
 			panic(err)
 		}
 		if next == nil {
-			fmt.Printf("request %d: watermark %d\n", request, w)
+			fmt.Printf("request %d: watermark %d\n", request, w.UnixMilli())
 			return
 		}
-		fmt.Printf("request %d: minimum so far %d, ceiling %d\n", request, next.MinimumMs(), next.CeilingMs())
+		fmt.Printf("request %d: minimum so far %d, ceiling %d\n", request, next.Minimum().UnixMilli(), next.Ceiling().UnixMilli())
 		if carried, err = next.Encode(); err != nil {
 			panic(err)
 		}

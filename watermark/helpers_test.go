@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -125,7 +126,32 @@ func reconciled(t testing.TB, atMs uint64) store.Value {
 
 // step runs one Step through the env's store.
 func (e *env) step(nowMs uint64, c *watermark.Checkpoint, limit int) (*watermark.Checkpoint, uint64, error) {
-	return watermark.Step(e.ctx, e.s, coordinator, nowMs, c, limit)
+	next, w, err := watermark.Step(e.ctx, e.s, coordinator, ms(nowMs), c, limit)
+	return next, msOf(w), err
+}
+
+// ms is the time n milliseconds encode (0: the zero Time).
+func ms(n uint64) time.Time { return store.DecodeTime(n) }
+
+// msOf is t encoded, for times a test made valid.
+func msOf(t time.Time) uint64 {
+	u, err := store.EncodeTime(t)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// watermarkMs is watermark.Watermark in stored milliseconds.
+func watermarkMs(ctx context.Context, s store.Store, c refdomain.CoordinatorPartition, nowMs uint64) (uint64, error) {
+	w, err := watermark.Watermark(ctx, s, c, ms(nowMs))
+	return msOf(w), err
+}
+
+// stepMs is watermark.Step in stored milliseconds.
+func stepMs(ctx context.Context, s store.Store, c refdomain.CoordinatorPartition, nowMs uint64, ck *watermark.Checkpoint, limit int) (*watermark.Checkpoint, uint64, error) {
+	next, w, err := watermark.Step(ctx, s, c, ms(nowMs), ck, limit)
+	return next, msOf(w), err
 }
 
 // mustPending runs a step that must leave pages to read.

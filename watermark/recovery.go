@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -126,21 +127,27 @@ func (g Generation) String() string {
 // MarkLeaseTableReconciled records that the recovery p's recovery marker
 // holds has been reconciled: call it only after an external driver has
 // rebuilt the lease and index tables. It writes the reconcile marker,
-// max(atMs, recovery time + 1) so that it is later than the recovery, in
+// max(at, recovery time + 1ms), to the millisecond, so that it is later
+// than the recovery, in
 // a batch guarded on the exact recovery marker it read: a recovery
 // written meanwhile defeats it with ErrRecoveryRaced, and nothing is
 // written.
 //
-// It fails with an error wrapping store.ErrInvalid for a partition that
+// It fails with an error wrapping store.ErrInvalid for an at before the
+// Unix epoch, for a partition that
 // is neither a coordinator nor a namespace partition, when there is no
 // recovery marker, when the marker records a first activation (no
 // recovery time) or a recovery time with no successor; with one wrapping
 // store.ErrCorrupt when the marker does not decode; and with the store's
 // error when the read or the write fails (store.ErrUnknownResult: the
 // marker may have been written; calling again is safe).
-func MarkLeaseTableReconciled(ctx context.Context, s store.Store, p refdomain.Partition, atMs uint64) error {
+func MarkLeaseTableReconciled(ctx context.Context, s store.Store, p refdomain.Partition, at time.Time) error {
 	if err := fencePartition(p, "a lease reconciliation"); err != nil {
 		return err
+	}
+	atMs, err := store.EncodeTime(at)
+	if err != nil {
+		return fmt.Errorf("watermark: reconcile %s: %w", p, err)
 	}
 	value, ok, err := s.Get(ctx, p, recoveryKey)
 	if err != nil {
@@ -153,14 +160,14 @@ func MarkLeaseTableReconciled(ctx context.Context, s store.Store, p refdomain.Pa
 	if err != nil {
 		return fmt.Errorf("watermark: lease recovery marker of %s: %w", p, err)
 	}
-	at, recovered := recoveryTime(recovery)
+	recoveredMs, recovered := recoveryTime(recovery)
 	switch {
 	case !recovered:
 		return fmt.Errorf("watermark: %s's lease recovery marker records a first activation, no recovery to reconcile: %w", p, store.ErrInvalid)
-	case at == math.MaxUint64:
-		return fmt.Errorf("watermark: %s's lease recovery time %d has no successor: %w", p, at, store.ErrInvalid)
+	case recoveredMs == math.MaxUint64:
+		return fmt.Errorf("watermark: %s's lease recovery time %d has no successor: %w", p, recoveredMs, store.ErrInvalid)
 	}
-	stamp, err := gen.EncodeU64Value(gen.U64Value{Value: max(atMs, at+1)})
+	stamp, err := gen.EncodeU64Value(gen.U64Value{Value: max(atMs, recoveredMs+1)})
 	if err != nil {
 		return fmt.Errorf("watermark: encode reconcile marker: %w", err)
 	}

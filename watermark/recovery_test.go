@@ -84,7 +84,7 @@ func TestCheckRecoveryFailsClosedOnCorruptMarkers(t *testing.T) {
 			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
 			// Nor does a scan start over it: a checkpoint carrying the
 			// corrupt marker would be one Decode refuses.
-			_, _, err = watermark.Step(e.ctx, e.s, coordinator, 1000, nil, 1)
+			_, _, err = stepMs(e.ctx, e.s, coordinator, 1000, nil, 1)
 			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
 		})
 	}
@@ -123,7 +123,7 @@ func TestLeaseMarkersLiveInCoordinatorOrNamespacePartitions(t *testing.T) {
 	e.apply(t, ns, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
 	_, err := watermark.CheckRecovery(e.ctx, e.s, ns, nil)
 	requireErr(t, err, []error{watermark.ErrRecovering}, "namespace(default) recovered at 100 ms")
-	if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, ns, 0); err != nil {
+	if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, ns, ms(0)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := watermark.CheckRecovery(e.ctx, e.s, ns, nil); err != nil {
@@ -147,7 +147,7 @@ func TestLeaseMarkersLiveInCoordinatorOrNamespacePartitions(t *testing.T) {
 		t.Run(store.PartitionName(p), func(t *testing.T) {
 			_, err := watermark.CheckRecovery(e.ctx, e.s, p, nil)
 			requireErr(t, err, []error{store.ErrInvalid}, "a lease recovery check needs a coordinator or namespace partition, not "+store.PartitionName(p))
-			err = watermark.MarkLeaseTableReconciled(e.ctx, e.s, p, 1)
+			err = watermark.MarkLeaseTableReconciled(e.ctx, e.s, p, ms(1))
 			requireErr(t, err, []error{store.ErrInvalid}, "a lease reconciliation needs a coordinator or namespace partition")
 		})
 	}
@@ -184,7 +184,7 @@ func TestMarkLeaseTableReconciled(t *testing.T) {
 			if c.recovery != nil {
 				e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, c.recovery))
 			}
-			err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, c.atMs)
+			err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(c.atMs))
 			stamp, ok, rerr := e.s.Inner().Get(e.ctx, coordinator, reconcileKey)
 			if rerr != nil {
 				t.Fatal(rerr)
@@ -228,7 +228,7 @@ func TestMarkLeaseTableReconciledLosesToANewRecovery(t *testing.T) {
 			}
 			return err
 		})
-		err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, 200)
+		err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(200))
 		requireErr(t, err, []error{watermark.ErrRecoveryRaced, store.ErrPreconditionFailed}, "coordinator(default)")
 		if _, ok, err := e.s.Inner().Get(e.ctx, coordinator, reconcileKey); err != nil || ok {
 			t.Fatalf("reconcile marker present %v (%v) after a lost race", ok, err)

@@ -21,19 +21,19 @@ func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 2, 90, 200)
 		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
-		if checkpoint.CeilingMs() != 100 || checkpoint.MinimumMs() != 40 || checkpoint.Coordinator() != coordinator {
+		if msOf(checkpoint.Ceiling()) != 100 || msOf(checkpoint.Minimum()) != 40 || checkpoint.Coordinator() != coordinator {
 			t.Fatalf("decoded checkpoint: ceiling %d, minimum %d, coordinator %s; want 100, 40, %s",
-				checkpoint.CeilingMs(), checkpoint.MinimumMs(), checkpoint.Coordinator(), coordinator)
+				msOf(checkpoint.Ceiling()), msOf(checkpoint.Minimum()), checkpoint.Coordinator(), coordinator)
 		}
 
 		other := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("another")}
-		_, _, err := watermark.Step(e.ctx, e.s, other, 150, checkpoint, 1)
+		_, _, err := stepMs(e.ctx, e.s, other, 150, checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "coordinator(default)", "not coordinator(another)")
 
 		e.putLease(t, 1, 70, 200) // ahead of the cursor: read, and lower than 90
 		checkpoint = e.mustPending(t, 150, checkpoint, 1)
-		if checkpoint.CeilingMs() != 100 {
-			t.Fatalf("second page: ceiling %d; want the scan start's 100", checkpoint.CeilingMs())
+		if msOf(checkpoint.Ceiling()) != 100 {
+			t.Fatalf("second page: ceiling %d; want the scan start's 100", msOf(checkpoint.Ceiling()))
 		}
 		if got := e.mustComplete(t, 150, checkpoint, 1); got != 40 {
 			t.Fatalf("watermark %d; want 40", got)
@@ -131,19 +131,19 @@ func TestANewRowBehindTheCursorIsExcludedByTheScanCeiling(t *testing.T) {
 func TestCorruptionAndRecoveryFailClosed(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.apply(t, coordinator, store.NewBatch().Put(leaseKey(t, 0), store.Value("bad")))
-		_, err := watermark.Watermark(e.ctx, e.s, coordinator, 100)
+		_, err := watermarkMs(e.ctx, e.s, coordinator, 100)
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard", "r0")
 		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 10)
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
-		_, err = watermark.Watermark(e.ctx, e.s, coordinator, 200)
+		_, err = watermarkMs(e.ctx, e.s, coordinator, 200)
 		requireErr(t, err, []error{watermark.ErrRecovering}, "recovered at 100 ms")
 
-		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, 101); err != nil {
+		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(101)); err != nil {
 			t.Fatal(err)
 		}
-		_, err = watermark.Watermark(e.ctx, e.s, coordinator, 200)
+		_, err = watermarkMs(e.ctx, e.s, coordinator, 200)
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -35,12 +36,13 @@ func readLease(coordinator refdomain.CoordinatorPartition, row store.KeyValue) (
 
 // Step reads one page of at most limit lease rows (at least 1) of
 // coordinator's lease table. With a nil checkpoint it starts a scan whose
-// ceiling and starting minimum are nowMs; with one (from an earlier Step
-// or Decode) it resumes that scan, keeping its ceiling and minimum and
-// ignoring nowMs. When more rows remain it returns the checkpoint to
-// resume from; after the last page it returns a nil checkpoint and the
-// watermark: the minimum of the ceiling and every lease row's relay
-// watermark.
+// ceiling and starting minimum are now (to the millisecond); with one
+// (from an earlier Step or Decode) it resumes that scan, keeping its
+// ceiling and minimum and ignoring now. When more rows remain it returns
+// the checkpoint to resume from and the zero Time; after the last page it
+// returns a nil checkpoint and the watermark: the minimum of the ceiling
+// and every lease row's relay watermark (the zero Time for a relay
+// watermark of 0, which is before every commit).
 //
 // Every step checks the recovery fence first (CheckRecovery), and a
 // resumed step checks that the markers are the ones its scan started
@@ -49,16 +51,32 @@ func readLease(coordinator refdomain.CoordinatorPartition, row store.KeyValue) (
 // read: it entered after a new lease grant, so its first relay commit is
 // after the ceiling.
 //
-// It fails with an error wrapping ErrCheckpoint for a checkpoint of
-// another coordinator; with ErrRecovering or ErrGenerationChanged as
+// It fails with an error wrapping store.ErrInvalid for a now before the
+// Unix epoch that starts a scan; with one wrapping ErrCheckpoint for a
+// checkpoint of another coordinator; with ErrRecovering or ErrGenerationChanged as
 // CheckRecovery does; with an error wrapping store.ErrCorrupt for a lease
 // row whose key or value does not decode (the scan fails closed, never
 // skipping it); and with the store's error when a read fails (a cursor
 // the store does not accept wraps store.ErrInvalid).
-func Step(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, nowMs uint64, checkpoint *Checkpoint, limit int) (*Checkpoint, uint64, error) {
+func Step(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, now time.Time, checkpoint *Checkpoint, limit int) (*Checkpoint, time.Time, error) {
+	next, minimum, err := step(ctx, s, coordinator, now, checkpoint, limit)
+	if err != nil || next != nil {
+		return next, time.Time{}, err
+	}
+	return nil, store.DecodeTime(minimum), nil
+}
+
+// step is Step with the watermark as stored.
+func step(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, now time.Time, checkpoint *Checkpoint, limit int) (*Checkpoint, uint64, error) {
 	id, err := coordinator.AppendTuple(nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("watermark: coordinator: %w", err)
+	}
+	var nowMs uint64
+	if checkpoint == nil {
+		if nowMs, err = store.EncodeTime(now); err != nil {
+			return nil, 0, fmt.Errorf("watermark: scan of %s: %w", coordinator, err)
+		}
 	}
 	var (
 		expected *Generation
@@ -113,15 +131,15 @@ func checkpointOwner(c *Checkpoint) string {
 }
 
 // Watermark runs a whole scan of coordinator's lease table (Step, PageSize
-// rows a step, with nowMs as its ceiling) and returns the watermark: the
-// minimum of nowMs and every lease row's relay watermark. For callers
+// rows a step, with now as its ceiling) and returns the watermark: the
+// minimum of now and every lease row's relay watermark. For callers
 // that can scan at once; callers bounded per request use Step. It fails
 // as Step does. The result can decrease between calls: a new shard's
 // first report may be stale-low, and a restore resets the maxima.
-func Watermark(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, nowMs uint64) (uint64, error) {
+func Watermark(ctx context.Context, s store.Store, coordinator refdomain.CoordinatorPartition, now time.Time) (time.Time, error) {
 	var checkpoint *Checkpoint
 	for {
-		next, watermark, err := Step(ctx, s, coordinator, nowMs, checkpoint, PageSize)
+		next, watermark, err := Step(ctx, s, coordinator, now, checkpoint, PageSize)
 		if err != nil || next == nil {
 			return watermark, err
 		}

@@ -38,19 +38,19 @@ func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) uint64 {
 // pages give the same as Watermark's whatever the page size.
 func TestWatermarkIsTheMinimumOverEveryPage(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, 500); err != nil || got != 500 {
+		if got, err := watermarkMs(e.ctx, e.s, coordinator, 500); err != nil || got != 500 {
 			t.Fatalf("empty table: %d, %v; want nowMs 500", got, err)
 		}
 		least := e.putLeases(t, 3*watermark.PageSize+5, rand.New(rand.NewPCG(1, 2)))
 		scans := e.s.Calls(storetest.MethodScan)
-		got, err := watermark.Watermark(e.ctx, e.s, coordinator, 5_000_000)
+		got, err := watermarkMs(e.ctx, e.s, coordinator, 5_000_000)
 		if err != nil || got != least {
 			t.Fatalf("watermark %d, %v; want the least lease watermark %d", got, err, least)
 		}
 		if pages := e.s.Calls(storetest.MethodScan) - scans; pages != 4 {
 			t.Fatalf("%d pages of %d rows for %d leases; want 4", pages, watermark.PageSize, 3*watermark.PageSize+5)
 		}
-		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, least-1); err != nil || got != least-1 {
+		if got, err := watermarkMs(e.ctx, e.s, coordinator, least-1); err != nil || got != least-1 {
 			t.Fatalf("nowMs below every lease: %d, %v; want %d", got, err, least-1)
 		}
 		for _, limit := range []int{-1, 0, 1, 7, 1000} {
@@ -162,7 +162,7 @@ func TestScansFailClosed(t *testing.T) {
 				key = leaseKey(t, 5)
 			}
 			e.apply(t, coordinator, store.NewBatch().Put(key, c.value(t)))
-			_, err := watermark.Watermark(e.ctx, e.s, coordinator, 100)
+			_, err := watermarkMs(e.ctx, e.s, coordinator, 100)
 			requireErr(t, err, []error{store.ErrCorrupt}, "lease table of coordinator(default)", c.says)
 			var cursor store.Cursor
 			for {
@@ -252,7 +252,7 @@ func TestACheckpointIsSafeToShare(t *testing.T) {
 			wg.Go(func() {
 				cp := checkpoint
 				for {
-					next, value, err := watermark.Step(e.ctx, e.s, coordinator, 1_000, cp, 7)
+					next, value, err := stepMs(e.ctx, e.s, coordinator, 1_000, cp, 7)
 					if err != nil || next == nil {
 						results[i], errs[i] = value, err
 						return

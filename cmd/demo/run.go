@@ -249,7 +249,7 @@ func queue(ctx context.Context, s store.Store, p plan, src int, clk clock.Clock)
 		if seq >= p.goal {
 			return nil
 		}
-		b, err := outbox.NewBuilder(s.Capabilities(), clock.NowMs(clk), obs)
+		b, err := outbox.NewBuilder(s.Capabilities(), clk.Now(), obs)
 		if err != nil {
 			return err
 		}

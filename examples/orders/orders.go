@@ -77,7 +77,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAtMs, b); err != nil {
 			return nil, err
 		}
-		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAtMs: placedAtMs + uint64(s.ShipDelay.Milliseconds())}
+		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: time.UnixMilli(int64(placedAtMs)).Add(s.ShipDelay)}
 		if err := timers.Schedule(b, caps, nil, ship); err != nil {
 			return nil, err
 		}
@@ -187,7 +187,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return nil, err
 	}
 	b := store.NewBatch()
-	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.NowMs, b, ship); err != nil {
+	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, uint64(c.Now.UnixMilli()), b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -207,7 +207,7 @@ func relayIndex(caps store.Capabilities, observed outbox.Observed, customer orde
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	ob, err := outbox.NewBuilder(caps, nowMs, observed)
+	ob, err := outbox.NewBuilder(caps, time.UnixMilli(int64(nowMs)), observed)
 	if err != nil {
 		return err
 	}

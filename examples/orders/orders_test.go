@@ -161,7 +161,7 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	defer s.Close()
 	shard := ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("acme")}
 	b := store.NewBatch()
-	if err := timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: orders.KindShip, Reference: "7", DueAtMs: 10}); err != nil {
+	if err := timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: orders.KindShip, Reference: "7", DueAt: ms(10)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Apply(ctx, shard, b); err != nil {
@@ -171,7 +171,7 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, 10, timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, shard, reg, ms(10), timers.DefaultBudget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), 1_000, obs)
+	ob, err := outbox.NewBuilder(s.Capabilities(), ms(1_000), obs)
 	if err != nil {
 		t.Fatal(err)
 	}

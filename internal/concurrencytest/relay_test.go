@@ -248,7 +248,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 			w.t.Errorf("producer %d: read outbox: %v", id, err)
 			return
 		}
-		b, err := outbox.NewBuilder(w.s.Capabilities(), clock.NowMs(clock.Real{}), obs)
+		b, err := outbox.NewBuilder(w.s.Capabilities(), ms(clock.NowMs(clock.Real{})), obs)
 		if err != nil {
 			w.t.Errorf("producer %d: %v", id, err)
 			return
@@ -313,7 +313,7 @@ func (w *world) drained(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
-	due, err := w.s.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 1})
+	due, err := w.s.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
 	return len(due) == 0, err
 }
 
@@ -359,10 +359,10 @@ func (w *world) reportUndrained() {
 		if err != nil {
 			w.t.Fatalf("read wake time of source %d: %v", src, err)
 		}
-		fmt.Fprintf(&b, "\n  source %d: %d rows queued; relay timer present=%v due=%d; due index wake time present=%v at=%d",
+		fmt.Fprintf(&b, "\n  source %d: %d rows queued; relay timer present=%v due=%v; due index wake time present=%v at=%v",
 			src, len(page.Entries), ref != nil, due, hasWake, wake)
 	}
-	entries, err := w.s.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100})
+	entries, err := w.s.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100})
 	if err != nil {
 		w.t.Fatalf("scan due: %v", err)
 	}

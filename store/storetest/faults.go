@@ -78,7 +78,7 @@ type Call struct {
 	After     store.Cursor    // Scan
 	Limit     int             // Scan, ScanDue
 	Batch     *store.Batch    // Apply; TransactOnce once its function returned (nil before)
-	UntilMs   uint64          // ScanDue: Due.UntilMs
+	Until     time.Time       // ScanDue: Due.Until
 	AfterDue  *store.DueEntry // ScanDue: Due.After
 	Due       store.DueQuery  // ScanDue
 }
@@ -489,7 +489,7 @@ func (f *Faults) Probe(ctx context.Context) error {
 
 // ScanDue implements store.DueIndex by forwarding to the inner store.
 func (f *Faults) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
-	c := Call{Method: MethodScanDue, UntilMs: q.UntilMs, AfterDue: q.After, Limit: q.Limit, Due: q}
+	c := Call{Method: MethodScanDue, Until: q.Until, AfterDue: q.After, Limit: q.Limit, Due: q}
 	pl := f.start(&c)
 	if err := pl.enter(ctx, &c); err != nil {
 		return nil, err
@@ -509,22 +509,22 @@ func (f *Faults) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntr
 }
 
 // NextWake implements store.DueIndex by forwarding to the inner store.
-func (f *Faults) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
+func (f *Faults) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
 	c := Call{Method: MethodNextWake, Partition: p}
 	pl := f.start(&c)
 	if err := pl.enter(ctx, &c); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	di, err := f.dueIndex(&c)
 	if err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	at, ok, err := di.NextWake(ctx, p)
 	if err != nil {
 		return at, ok, err
 	}
 	if err := pl.leaveRead(ctx, &c); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	return at, ok, nil
 }

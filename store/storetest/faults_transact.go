@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -237,14 +238,14 @@ func (r *faultReader) Scan(ctx context.Context, start, end store.Key, after stor
 
 // NextWake makes the Reader a store.WakeReader; it fails with
 // store.ErrInvalid when the inner store's Reader is none.
-func (r *faultReader) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *faultReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 	c := Call{Method: MethodNextWake}
 	if err := r.enter(ctx, c); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	wr, ok := r.inner.(store.WakeReader)
 	if !ok {
-		return 0, false, fmt.Errorf("storetest: NextWake in a transaction of %s: %w: the store keeps no due index", store.PartitionName(r.p), store.ErrInvalid)
+		return time.Time{}, false, fmt.Errorf("storetest: NextWake in a transaction of %s: %w: the store keeps no due index", store.PartitionName(r.p), store.ErrInvalid)
 	}
 	return wr.NextWake(ctx)
 }
@@ -258,7 +259,7 @@ type recordedRead struct {
 	after      store.Cursor
 	limit      int
 	page       store.ScanPage
-	wake       uint64
+	wake       time.Time
 	woke       bool
 }
 
@@ -336,9 +337,9 @@ func (r *recorder) Scan(ctx context.Context, start, end store.Key, after store.C
 
 // NextWake reads through the Faults' DueIndex, so it fails with
 // store.ErrInvalid over a store without a due index.
-func (r *recorder) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *recorder) NextWake(ctx context.Context) (time.Time, bool, error) {
 	if err := r.check(MethodNextWake); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	at, ok, err := r.f.NextWake(ctx, r.p)
 	if err == nil {
@@ -377,7 +378,7 @@ func (r *recorder) replay(ctx context.Context, rr store.Reader) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if at != rd.wake || woke != rd.woke {
+			if !at.Equal(rd.wake) || woke != rd.woke {
 				return false, nil
 			}
 		}

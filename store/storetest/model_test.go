@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -233,7 +234,7 @@ func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 	for i, c := range b.Preconditions {
 		holds := c.Holds(read(rows, c.Key))
 		if c.Op == store.MustWakeAt {
-			holds = cur == c.WakeMs
+			holds = cur == msOf(c.Wake)
 		}
 		if !holds {
 			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}
@@ -251,7 +252,7 @@ func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 		}
 	}
 	if w := b.Wakeup; w != nil {
-		at, ceil := w.Next(cur, m.ceil[id])
+		at, ceil := w.NextEncoded(cur, m.ceil[id])
 		delete(m.wake, id)
 		delete(m.ceil, id)
 		if at != 0 {
@@ -411,17 +412,17 @@ func (r *modelReader) Scan(ctx context.Context, start, end store.Key, after stor
 
 // NextWake makes the model's reader a store.WakeReader; without a due
 // index it fails with ErrInvalid.
-func (r *modelReader) NextWake(ctx context.Context) (uint64, bool, error) {
+func (r *modelReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.begin(ctx); err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	if !r.m.due {
-		return 0, false, modelErr(r.p, fmt.Errorf("%w: the store keeps no due index", store.ErrInvalid))
+		return time.Time{}, false, modelErr(r.p, fmt.Errorf("%w: the store keeps no due index", store.ErrInvalid))
 	}
 	at, ok := r.m.wake[r.id]
-	return at, ok, nil
+	return ms(at), ok, nil
 }
 
 // modelDueBuckets is the model's number of due index buckets.
@@ -460,8 +461,8 @@ func (d dueModel) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEnt
 func listDue(wake map[string]uint64, q store.DueQuery, n int) []store.DueEntry {
 	var out []store.DueEntry
 	for id, at := range wake {
-		e := store.DueEntry{Bucket: modelBucket(id), AtMs: at, Partition: []byte(id)}
-		if at >= q.FromMs && at <= q.UntilMs && q.Offset(e.Bucket, modelDueBuckets) < n &&
+		e := store.DueEntry{Bucket: modelBucket(id), At: ms(at), Partition: []byte(id)}
+		if at >= msOf(q.From) && at <= msOf(q.Until) && q.Offset(e.Bucket, modelDueBuckets) < n &&
 			(q.After == nil || compareDue(q, e, *q.After) > 0) {
 			out = append(out, e)
 		}
@@ -480,18 +481,18 @@ func listDue(wake map[string]uint64, q store.DueQuery, n int) []store.DueEntry {
 // compareDue orders entries as a listing q lists them.
 func compareDue(q store.DueQuery, a, b store.DueEntry) int {
 	return cmp.Or(cmp.Compare(q.Offset(a.Bucket, modelDueBuckets), q.Offset(b.Bucket, modelDueBuckets)),
-		cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+		cmp.Compare(msOf(a.At), msOf(b.At)), bytes.Compare(a.Partition, b.Partition))
 }
 
-func (d dueModel) NextWake(ctx context.Context, p store.Partition) (uint64, bool, error) {
+func (d dueModel) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
 	id, err := d.begin(ctx, p)
 	if err != nil {
-		return 0, false, err
+		return time.Time{}, false, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at, ok := d.wake[id]
-	return at, ok, nil
+	return ms(at), ok, nil
 }
 
 func (m *model) Capabilities() store.Capabilities { return m.caps }

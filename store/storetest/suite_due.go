@@ -44,8 +44,9 @@ func (f *fixture) dueIndex(t testing.TB) store.DueIndex {
 // wake reads p's wake time, 0 for none.
 func (f *fixture) wake(t testing.TB, di store.DueIndex, p store.Partition) uint64 {
 	t.Helper()
-	at, ok, err := di.NextWake(f.ctx, p)
+	wake, ok, err := di.NextWake(f.ctx, p)
 	noErr(t, err, fmt.Sprintf("NextWake(%v)", p))
+	at := msOf(wake)
 	if ok == (at == 0) {
 		t.Fatalf("NextWake(%v) = %d, %v: a wake time is never 0, and none is reported as ok false", p, at, ok)
 	}
@@ -64,7 +65,7 @@ func dueEntry(t testing.TB, p store.Partition, atMs uint64) store.DueEntry {
 	t.Helper()
 	id, err := p.AppendTuple(nil)
 	noErr(t, err, "AppendTuple")
-	return store.DueEntry{AtMs: atMs, Partition: id}
+	return store.DueEntry{At: ms(atMs), Partition: id}
 }
 
 // scanDue pages through the due index as q selects, q.Limit entries a
@@ -105,14 +106,14 @@ func listingOrder(q store.DueQuery, buckets int, a, b store.DueEntry) int {
 
 // compareByTime orders entries by time, then identity.
 func compareByTime(a, b store.DueEntry) int {
-	return cmp.Or(cmp.Compare(a.AtMs, b.AtMs), bytes.Compare(a.Partition, b.Partition))
+	return cmp.Or(a.At.Compare(b.At), bytes.Compare(a.Partition, b.Partition))
 }
 
 // byTime returns es sorted by time, then identity, buckets left out.
 func byTime(es []store.DueEntry) []store.DueEntry {
 	out := make([]store.DueEntry, len(es))
 	for i, e := range es {
-		out[i] = store.DueEntry{AtMs: e.AtMs, Partition: e.Partition}
+		out[i] = store.DueEntry{At: e.At, Partition: e.Partition}
 	}
 	slices.SortFunc(out, compareByTime)
 	return out
@@ -120,7 +121,7 @@ func byTime(es []store.DueEntry) []store.DueEntry {
 
 func sameEntries(a, b []store.DueEntry) bool {
 	return slices.EqualFunc(a, b, func(x, y store.DueEntry) bool {
-		return x.Bucket == y.Bucket && x.AtMs == y.AtMs && bytes.Equal(x.Partition, y.Partition)
+		return x.Bucket == y.Bucket && x.At.Equal(y.At) && bytes.Equal(x.Partition, y.Partition)
 	})
 }
 
@@ -134,7 +135,7 @@ func (f *fixture) wantDue(t testing.TB, di store.DueIndex, untilMs uint64, want 
 	bucketOf := map[string]int{}
 	for start := range di.DueBuckets() {
 		for _, limit := range []int{1, 2, 1000} {
-			got := f.scanDue(t, di, store.DueQuery{UntilMs: untilMs, Start: start, Limit: limit})
+			got := f.scanDue(t, di, store.DueQuery{Until: ms(untilMs), Start: start, Limit: limit})
 			for _, e := range got {
 				if b, seen := bucketOf[string(e.Partition)]; seen && b != e.Bucket {
 					t.Fatalf("ScanDue until %d from bucket %d: %x listed in bucket %d, before in %d", untilMs, start, e.Partition, e.Bucket, b)
@@ -158,10 +159,10 @@ func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 	if _, ok := f.s.(store.DueIndex); ok {
 		t.Skip("the store keeps a due index")
 	}
-	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(1000), "Put with WakeAt")
-	f.rejects(t, store.NewBatch().WakeAt(1000), "WakeAt alone")
-	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(0, 1000), "Put with SetWake")
-	f.rejects(t, store.NewBatch().Require(store.WakeIs(0)).Put(store.Key("k"), store.Value("v")), "Put guarded by WakeIs")
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(1000)), "Put with WakeAt")
+	f.rejects(t, store.NewBatch().WakeAt(ms(1000)), "WakeAt alone")
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(ms(0), ms(1000)), "Put with SetWake")
+	f.rejects(t, store.NewBatch().Require(store.WakeIs(ms(0))).Put(store.Key("k"), store.Value("v")), "Put guarded by WakeIs")
 }
 
 // testWakeAtLowers: WakeAt sets a partition's wake time to the earlier of
@@ -170,14 +171,14 @@ func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 func testWakeAtLowers(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	f.wantWake(t, di, f.p, 0)
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(5000), store.Committed, "Put with WakeAt(5000)")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(5000)), store.Committed, "Put with WakeAt(5000)")
 	f.wantValue(t, f.p, store.Key("timer"), store.Value("t"))
 	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(7000), store.Committed, "WakeAt(7000) alone")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(7000)), store.Committed, "WakeAt(7000) alone")
 	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt(3000) alone")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt(3000) alone")
 	f.wantWake(t, di, f.p, 3000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt(3000) again")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt(3000) again")
 	f.wantWake(t, di, f.p, 3000)
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000)})
 }
@@ -196,33 +197,33 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 			t.Fatalf("%s: failed precondition %d %v, want %d %v", what, out.FailedIndex, out.Failed, i, b.Preconditions[i])
 		}
 	}
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(1, 4000), "SetWake expecting 1 when none")
-	f.apply(t, f.p, store.NewBatch().SetWake(0, 4000), store.Committed, "SetWake expecting none")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(1), ms(4000)), "SetWake expecting 1 when none")
+	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(4000)), store.Committed, "SetWake expecting none")
 	f.wantWake(t, di, f.p, 4000)
 
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(999, 5000), "SetWake expecting 999 at 4000")
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(0, 5000), "SetWake expecting none at 4000")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(999), ms(5000)), "SetWake expecting 999 at 4000")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(0), ms(5000)), "SetWake expecting none at 4000")
 	// Preconditions are checked in order: a row guard before the WakeIs
 	// that holds, then the WakeIs that fails at index 1, before a row
 	// guard that would fail too.
 	f.put(t, f.p, "g", "1")
-	b := store.NewBatch().Require(store.Equals(store.Key("g"), store.Value("1"))).SetWake(999, 5000).Require(store.Absent(store.Key("g"))).Put(store.Key("w"), store.Value("x"))
+	b := store.NewBatch().Require(store.Equals(store.Key("g"), store.Value("1"))).SetWake(ms(999), ms(5000)).Require(store.Absent(store.Key("g"))).Put(store.Key("w"), store.Value("x"))
 	out := f.apply(t, f.p, b, store.PreconditionFailed, "row guard, failing WakeIs, failing row guard")
-	if out.FailedIndex != 1 || !samePrecondition(out.Failed, store.WakeIs(999)) {
-		t.Fatalf("row guard, failing WakeIs, failing row guard: failed precondition %d %v, want 1 %v", out.FailedIndex, out.Failed, store.WakeIs(999))
+	if out.FailedIndex != 1 || !samePrecondition(out.Failed, store.WakeIs(ms(999))) {
+		t.Fatalf("row guard, failing WakeIs, failing row guard: failed precondition %d %v, want 1 %v", out.FailedIndex, out.Failed, store.WakeIs(ms(999)))
 	}
-	f.apply(t, f.p, store.NewBatch().Require(store.WakeIs(4000)).Put(store.Key("checked"), store.Value("x")), store.Committed, "WakeIs(4000) alone guarding a put")
+	f.apply(t, f.p, store.NewBatch().Require(store.WakeIs(ms(4000))).Put(store.Key("checked"), store.Value("x")), store.Committed, "WakeIs(4000) alone guarding a put")
 	f.wantValue(t, f.p, store.Key("checked"), store.Value("x"))
 	f.wantAbsent(t, f.p, store.Key("w"))
 	f.wantWake(t, di, f.p, 4000)
 
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(4000, 6000), store.Committed, "SetWake raising 4000 to 6000")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(4000), ms(6000)), store.Committed, "SetWake raising 4000 to 6000")
 	f.wantValue(t, f.p, store.Key("w"), store.Value("x"))
 	f.wantWake(t, di, f.p, 6000)
-	f.apply(t, f.p, store.NewBatch().SetWake(6000, 0), store.Committed, "SetWake clearing 6000")
+	f.apply(t, f.p, store.NewBatch().SetWake(ms(6000), ms(0)), store.Committed, "SetWake clearing 6000")
 	f.wantWake(t, di, f.p, 0)
 	f.wantDue(t, di, math.MaxUint64, nil)
-	f.apply(t, f.p, store.NewBatch().SetWake(0, 0), store.Committed, "SetWake clearing none")
+	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(0)), store.Committed, "SetWake clearing none")
 	f.wantWake(t, di, f.p, 0)
 }
 
@@ -233,22 +234,22 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 func testWakeCeiling(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	const parked = math.MaxUint64
-	f.rejects(t, store.NewBatch().SetWakeCeiling(0, 5000, 5000), "SetWakeCeiling with the ceiling at the wake time")
-	f.rejects(t, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWakeCeiling(0, 5000, 6000), "SetWakeCeiling with the ceiling above the wake time")
-	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(0, parked, 5000), store.Committed, "SetWakeCeiling(parked, ceiling 5000)")
+	f.rejects(t, store.NewBatch().SetWakeCeiling(ms(0), ms(5000), ms(5000)), "SetWakeCeiling with the ceiling at the wake time")
+	f.rejects(t, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWakeCeiling(ms(0), ms(5000), ms(6000)), "SetWakeCeiling with the ceiling above the wake time")
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(ms(0), ms(parked), ms(5000)), store.Committed, "SetWakeCeiling(parked, ceiling 5000)")
 	f.wantWake(t, di, f.p, parked)
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, parked)})
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(90_000), store.Committed, "WakeAt(90000) under the ceiling 5000")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(90_000)), store.Committed, "WakeAt(90000) under the ceiling 5000")
 	f.wantWake(t, di, f.p, 5000)
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 5000)})
-	f.apply(t, f.p, store.NewBatch().WakeAt(80_000), store.Committed, "WakeAt(80000) once the ceiling is gone")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(80_000)), store.Committed, "WakeAt(80000) once the ceiling is gone")
 	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(4000), store.Committed, "WakeAt(4000)")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(4000)), store.Committed, "WakeAt(4000)")
 	f.wantWake(t, di, f.p, 4000)
 
-	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(4000, parked, 6000), store.Committed, "SetWakeCeiling(parked, ceiling 6000)")
-	f.apply(t, f.p, store.NewBatch().SetWake(parked, parked), store.Committed, "SetWake(parked) clearing the ceiling")
-	f.apply(t, f.p, store.NewBatch().WakeAt(90_000), store.Committed, "WakeAt(90000) without a ceiling")
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(ms(4000), ms(parked), ms(6000)), store.Committed, "SetWakeCeiling(parked, ceiling 6000)")
+	f.apply(t, f.p, store.NewBatch().SetWake(ms(parked), ms(parked)), store.Committed, "SetWake(parked) clearing the ceiling")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(90_000)), store.Committed, "WakeAt(90000) without a ceiling")
 	f.wantWake(t, di, f.p, 90_000)
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 90_000)})
 }
@@ -257,19 +258,19 @@ func testWakeCeiling(t *testing.T, f *fixture) {
 // passed deadline, invalid, cancelled) leaves the wake time alone.
 func testWakeupOnlyWithItsBatch(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(5000), store.Committed, "WakeAt(5000)")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(5000)), store.Committed, "WakeAt(5000)")
 
-	f.apply(t, f.p, store.NewBatch().Require(store.Absent(store.Key("k"))).WakeAt(1000), store.PreconditionFailed, "WakeAt with a failing guard")
-	f.apply(t, f.p, store.NewBatch().WakeAt(1000).WithDeadline(f.clk.Now().Add(-time.Millisecond)), store.DeadlinePassed, "WakeAt past its deadline")
+	f.apply(t, f.p, store.NewBatch().Require(store.Absent(store.Key("k"))).WakeAt(ms(1000)), store.PreconditionFailed, "WakeAt with a failing guard")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(1000)).WithDeadline(f.clk.Now().Add(-time.Millisecond)), store.DeadlinePassed, "WakeAt past its deadline")
 	for name, b := range map[string]*store.Batch{
-		"WakeAt(0)":                 store.NewBatch().Put(store.Key("x"), store.Value("x")).WakeAt(0),
-		"WakeAt with an empty key":  store.NewBatch().Put(store.Key{}, store.Value("x")).WakeAt(1000),
-		"WakeAt with an unknown op": store.NewBatch().Add(store.Write{Op: 9, Key: store.Key("x")}).WakeAt(1000),
+		"WakeAt(0)":                 store.NewBatch().Put(store.Key("x"), store.Value("x")).WakeAt(ms(0)),
+		"WakeAt with an empty key":  store.NewBatch().Put(store.Key{}, store.Value("x")).WakeAt(ms(1000)),
+		"WakeAt with an unknown op": store.NewBatch().Add(store.Write{Op: 9, Key: store.Key("x")}).WakeAt(ms(1000)),
 	} {
 		_, err := f.s.Apply(f.ctx, f.p, b)
 		wantSentinel(t, err, store.ErrInvalid, name)
 	}
-	_, err := f.s.Apply(cancelledContext(f.ctx), f.p, store.NewBatch().WakeAt(1000))
+	_, err := f.s.Apply(cancelledContext(f.ctx), f.p, store.NewBatch().WakeAt(ms(1000)))
 	if !wrapsOneOf(err, store.ErrUnavailable, store.ErrUnknownResult) {
 		t.Fatalf("WakeAt with a cancelled context: error %v, want ErrUnavailable or ErrUnknownResult", err)
 	}
@@ -282,15 +283,15 @@ func testWakeupOnlyWithItsBatch(t *testing.T, f *fixture) {
 // unencodable partition is ErrInvalid for NextWake and for a Wakeup.
 func testWakePerPartition(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.apply(t, f.p, store.NewBatch().WakeAt(3000), store.Committed, "WakeAt in p")
-	f.apply(t, f.other, store.NewBatch().WakeAt(8000), store.Committed, "WakeAt in other")
+	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt in p")
+	f.apply(t, f.other, store.NewBatch().WakeAt(ms(8000)), store.Committed, "WakeAt in other")
 	f.wantWake(t, di, f.p, 3000)
 	f.wantWake(t, di, f.other, 8000)
 	f.wantWake(t, di, Partition{Name: "suite-third"}, 0)
 	for _, p := range []store.Partition{Partition{Name: "x", Broken: true}, Partition{}, nil} {
 		_, _, err := di.NextWake(f.ctx, p)
 		wantSentinel(t, err, store.ErrInvalid, "NextWake on "+store.PartitionName(p))
-		_, err = f.s.Apply(f.ctx, p, store.NewBatch().WakeAt(1000))
+		_, err = f.s.Apply(f.ctx, p, store.NewBatch().WakeAt(ms(1000)))
 		wantSentinel(t, err, store.ErrInvalid, "WakeAt on "+store.PartitionName(p))
 	}
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000), dueEntry(t, f.other, 8000)})
@@ -307,7 +308,7 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 	}{{"due-b", 3000}, {"due-a", 3000}, {"due-c", 1000}, {"due-e", 9000}, {"due-d", 2000}} {
 		p := Partition{Name: w.name}
 		ps[w.name] = p
-		f.apply(t, p, store.NewBatch().Put(store.Key("timer"), store.Value(w.name)).WakeAt(w.at), store.Committed, "WakeAt in "+w.name)
+		f.apply(t, p, store.NewBatch().Put(store.Key("timer"), store.Value(w.name)).WakeAt(ms(w.at)), store.Committed, "WakeAt in "+w.name)
 	}
 	return ps, []store.DueEntry{
 		dueEntry(t, ps["due-c"], 1000), dueEntry(t, ps["due-d"], 2000),
@@ -315,8 +316,8 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 	}
 }
 
-// testScanDue: ScanDue lists the entries whose time lies in [FromMs,
-// UntilMs] (both inclusive), bucket by bucket from Start (wrapping), by
+// testScanDue: ScanDue lists the entries whose time lies in [From,
+// Until] (both inclusive), bucket by bucket from Start (wrapping), by
 // time then identity within a bucket, strictly after the given entry, at
 // most Limit at a time, at most PerBucket from each bucket; a query out
 // of range is ErrInvalid.
@@ -334,20 +335,20 @@ func testScanDue(t *testing.T, f *fixture) {
 
 	buckets := di.DueBuckets()
 	for start := range buckets {
-		listing := f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Start: start, Limit: 1000})
+		listing := f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Start: start, Limit: 1000})
 		for i, after := range listing {
-			got := f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Start: start, After: &after, Limit: 2})
+			got := f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Start: start, After: &after, Limit: 2})
 			if !sameEntries(got, listing[i+1:]) {
 				t.Fatalf("ScanDue from bucket %d after entry %d:\n got %v\nwant %v", start, i, got, listing[i+1:])
 			}
 		}
 		// Resuming after an entry not in the index, in the bucket of the
 		// listing's second entry.
-		between := store.DueEntry{Bucket: listing[1].Bucket, AtMs: 2500, Partition: []byte("\x02zzz\x00")}
-		q := store.DueQuery{UntilMs: 3000, Start: start, After: &between, Limit: 10}
+		between := store.DueEntry{Bucket: listing[1].Bucket, At: ms(2500), Partition: []byte("\x02zzz\x00")}
+		q := store.DueQuery{Until: ms(3000), Start: start, After: &between, Limit: 10}
 		var want []store.DueEntry
 		for _, e := range listing {
-			if e.AtMs <= 3000 && listingOrder(q, buckets, e, between) > 0 {
+			if msOf(e.At) <= 3000 && listingOrder(q, buckets, e, between) > 0 {
 				want = append(want, e)
 			}
 		}
@@ -355,7 +356,7 @@ func testScanDue(t *testing.T, f *fixture) {
 			t.Fatalf("ScanDue from bucket %d after an entry not in the index:\n got %v\nwant %v", start, got, want)
 		}
 		// Some buckets only, from start.
-		some := store.DueQuery{UntilMs: math.MaxUint64, Start: start, Buckets: 1 + start%buckets, Limit: 3}
+		some := store.DueQuery{Until: ms(math.MaxUint64), Start: start, Buckets: 1 + start%buckets, Limit: 3}
 		want = slices.DeleteFunc(slices.Clone(listing), func(e store.DueEntry) bool { return some.Offset(e.Bucket, buckets) >= some.Buckets })
 		if got := f.scanDue(t, di, some); !sameEntries(got, want) {
 			t.Fatalf("ScanDue of %d buckets from %d:\n got %v\nwant %v", some.Buckets, start, got, want)
@@ -363,19 +364,19 @@ func testScanDue(t *testing.T, f *fixture) {
 	}
 
 	// FromMs bounds the times from below.
-	got := f.scanDue(t, di, store.DueQuery{FromMs: 2000, UntilMs: 3000, Limit: 2})
+	got := f.scanDue(t, di, store.DueQuery{From: ms(2000), Until: ms(3000), Limit: 2})
 	if !sameEntries(byTime(got), all[1:4]) {
 		t.Fatalf("ScanDue of [2000, 3000]:\n got %v\nwant %v", byTime(got), all[1:4])
 	}
-	if got := f.scanDue(t, di, store.DueQuery{FromMs: 3001, UntilMs: 3000, Limit: 2}); len(got) != 0 {
+	if got := f.scanDue(t, di, store.DueQuery{From: ms(3001), Until: ms(3000), Limit: 2}); len(got) != 0 {
 		t.Fatalf("ScanDue of an empty time range: %v", got)
 	}
 
 	// PerBucket: the first entries of each bucket.
-	es, err := di.ScanDue(f.ctx, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100, PerBucket: 1})
+	es, err := di.ScanDue(f.ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100, PerBucket: 1})
 	noErr(t, err, "ScanDue with PerBucket 1")
 	firsts := map[int]store.DueEntry{}
-	for _, e := range f.scanDue(t, di, store.DueQuery{UntilMs: math.MaxUint64, Limit: 100}) {
+	for _, e := range f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100}) {
 		if _, ok := firsts[e.Bucket]; !ok {
 			firsts[e.Bucket] = e
 		}
@@ -390,13 +391,13 @@ func testScanDue(t *testing.T, f *fixture) {
 	}
 
 	for name, q := range map[string]store.DueQuery{
-		"limit 0":                     {UntilMs: 10},
-		"negative per-bucket limit":   {UntilMs: 10, Limit: 1, PerBucket: -1},
-		"start past the last bucket":  {UntilMs: 10, Limit: 1, Start: buckets},
-		"negative start":              {UntilMs: 10, Limit: 1, Start: -1},
-		"more buckets than the index": {UntilMs: 10, Limit: 1, Buckets: buckets + 1},
-		"after in an unlisted bucket": {UntilMs: 10, Limit: 1, Buckets: 1, After: &store.DueEntry{Bucket: 1, AtMs: 1}},
-		"after in no bucket":          {UntilMs: 10, Limit: 1, After: &store.DueEntry{Bucket: buckets, AtMs: 1}},
+		"limit 0":                     {Until: ms(10)},
+		"negative per-bucket limit":   {Until: ms(10), Limit: 1, PerBucket: -1},
+		"start past the last bucket":  {Until: ms(10), Limit: 1, Start: buckets},
+		"negative start":              {Until: ms(10), Limit: 1, Start: -1},
+		"more buckets than the index": {Until: ms(10), Limit: 1, Buckets: buckets + 1},
+		"after in an unlisted bucket": {Until: ms(10), Limit: 1, Buckets: 1, After: &store.DueEntry{Bucket: 1, At: ms(1)}},
+		"after in no bucket":          {Until: ms(10), Limit: 1, After: &store.DueEntry{Bucket: buckets, At: ms(1)}},
 	} {
 		if name == "after in an unlisted bucket" && buckets == 1 {
 			continue
@@ -412,9 +413,9 @@ func testScanDue(t *testing.T, f *fixture) {
 func testScanDueFollowsChanges(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	ps, _ := dueFixturePartitions(t, f)
-	f.apply(t, ps["due-e"], store.NewBatch().WakeAt(500), store.Committed, "lowering due-e to 500")
-	f.apply(t, ps["due-d"], store.NewBatch().SetWake(2000, 0), store.Committed, "clearing due-d")
-	f.apply(t, ps["due-c"], store.NewBatch().SetWake(1000, 4000), store.Committed, "raising due-c to 4000")
+	f.apply(t, ps["due-e"], store.NewBatch().WakeAt(ms(500)), store.Committed, "lowering due-e to 500")
+	f.apply(t, ps["due-d"], store.NewBatch().SetWake(ms(2000), ms(0)), store.Committed, "clearing due-d")
+	f.apply(t, ps["due-c"], store.NewBatch().SetWake(ms(1000), ms(4000)), store.Committed, "raising due-c to 4000")
 	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{
 		dueEntry(t, ps["due-e"], 500), dueEntry(t, ps["due-a"], 3000),
 		dueEntry(t, ps["due-b"], 3000), dueEntry(t, ps["due-c"], 4000),
@@ -442,11 +443,12 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 		n, last := 0, uint64(math.MaxUint64)
 		defer func() { polled <- n }()
 		for !done.Load() {
-			at, ok, err := di.NextWake(f.ctx, f.p)
+			wake, ok, err := di.NextWake(f.ctx, f.p)
 			if err != nil {
 				t.Errorf("NextWake: %v", err)
 				return
 			}
+			at := msOf(wake)
 			if ok && at > last {
 				t.Errorf("wake time rose from %d to %d under WakeAt alone", last, at)
 				return
@@ -477,7 +479,7 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 			wg.Go(func() {
 				for i, at := range times[w] {
 					k := store.Key(fmt.Sprintf("timer/%d/%d/%d", round, w, i))
-					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(at))
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(ms(at)))
 					if err != nil || !out.Committed() {
 						t.Errorf("round %d worker %d WakeAt(%d): %v, %v", round, w, at, out, err)
 						return
@@ -500,7 +502,7 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 func testConcurrentSetWake(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	const workers, each, start, maxAttempts = 8, 20, 1000, 100_000
-	f.apply(t, f.p, store.NewBatch().SetWake(0, start), store.Committed, "initial wake time")
+	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(start)), store.Committed, "initial wake time")
 	var committed, unknown atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -511,12 +513,13 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 						t.Errorf("worker %d: no commit in %d attempts", w, maxAttempts)
 						return
 					}
-					at, _, err := di.NextWake(f.ctx, f.p)
+					wake, _, err := di.NextWake(f.ctx, f.p)
 					if err != nil {
 						t.Errorf("worker %d: NextWake: %v", w, err)
 						return
 					}
-					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().SetWake(at, at+1))
+					at := msOf(wake)
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().SetWake(ms(at), ms(at+1)))
 					if errors.Is(err, store.ErrUnknownResult) {
 						unknown.Add(1)
 						break
@@ -548,5 +551,18 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 
 // samePrecondition reports whether a and b are the same precondition.
 func samePrecondition(a, b store.Precondition) bool {
-	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && sameValue(a.Value, b.Value) && a.WakeMs == b.WakeMs
+	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && sameValue(a.Value, b.Value) && a.Wake.Equal(b.Wake)
+}
+
+// ms is the time that n milliseconds encode in stored data (0: the zero
+// Time), for the suite's times.
+func ms(n uint64) time.Time { return store.DecodeTime(n) }
+
+// msOf is t encoded in stored data, in milliseconds.
+func msOf(t time.Time) uint64 {
+	u, err := store.EncodeTime(t)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }

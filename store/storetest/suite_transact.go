@@ -332,22 +332,22 @@ func testTransactWakeups(t *testing.T, f *fixture) {
 			if err != nil {
 				return nil, err
 			}
-			return build(at, woke), nil
+			return build(msOf(at), woke), nil
 		}, want, what)
 	}
 	step("WakeAt(5000) after reading none", store.Committed, func(at uint64, ok bool) *store.Batch {
 		if ok || at != 0 {
 			t.Errorf("wake time read %d, %v; want none", at, ok)
 		}
-		return store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(5000)
+		return store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(5000))
 	})
 	f.wantWake(t, di, f.p, 5000)
 	step("SetWake(read, 7000)", store.Committed, func(at uint64, _ bool) *store.Batch {
-		return store.NewBatch().SetWake(at, 7000)
+		return store.NewBatch().SetWake(ms(at), ms(7000))
 	})
 	f.wantWake(t, di, f.p, 7000)
 	out := step("SetWake expecting another time", store.PreconditionFailed, func(at uint64, _ bool) *store.Batch {
-		return store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(at+1, 9000)
+		return store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(at+1), ms(9000))
 	})
 	if out.FailedIndex != 0 || out.Failed.Op != store.MustWakeAt {
 		t.Fatalf("failed precondition %d %v, want the WakeIs, 0", out.FailedIndex, out.Failed)
@@ -396,7 +396,7 @@ func testTransactNested(t *testing.T, f *fixture) {
 	}
 	if di, ok := f.s.(store.DueIndex); ok {
 		calls["ScanDue"] = func(ctx context.Context) error {
-			_, err := di.ScanDue(ctx, store.DueQuery{UntilMs: 1, Limit: 1})
+			_, err := di.ScanDue(ctx, store.DueQuery{Until: ms(1), Limit: 1})
 			return err
 		}
 		calls["NextWake"] = func(ctx context.Context) error { _, _, err := di.NextWake(ctx, f.p); return err }
@@ -434,8 +434,8 @@ func testTransactInvalid(t *testing.T, f *fixture) {
 		"key over limit":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).Put(make(store.Key, caps.MaxKeyBytes+1), store.Value("x")),
 		"too many ops":     tooManyOps(caps),
 		"unknown op":       store.NewBatch().Put(store.Key("ok"), store.Value("x")).Add(store.Write{Op: 9, Key: store.Key("x")}),
-		"wakeup at zero":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).WakeAt(0),
-		"ceiling too high": store.NewBatch().Put(store.Key("ok"), store.Value("x")).SetWakeCeiling(0, 10, 20),
+		"wakeup at zero":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).WakeAt(ms(0)),
+		"ceiling too high": store.NewBatch().Put(store.Key("ok"), store.Value("x")).SetWakeCeiling(ms(0), ms(10), ms(20)),
 	} {
 		_, err := tr.TransactOnce(f.ctx, f.p, func(context.Context, store.Reader) (*store.Batch, error) { return b, nil })
 		wantSentinel(t, err, store.ErrInvalid, name)

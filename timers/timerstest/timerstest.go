@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -20,14 +21,15 @@ type Violation struct {
 	Partition store.Partition
 	// Problem says what is wrong, in words.
 	Problem string
-	// WakeMs is the partition's due index entry (0: none).
-	WakeMs uint64
-	// EarliestDueMs is the due time of its earliest timer (0: none).
-	EarliestDueMs uint64
+	// Wake is the partition's due index entry (the zero Time: none).
+	Wake time.Time
+	// EarliestDue is the due time of its earliest timer (the zero Time:
+	// none).
+	EarliestDue time.Time
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s: %s (wake %d, earliest timer due %d)", store.PartitionName(v.Partition), v.Problem, v.WakeMs, v.EarliestDueMs)
+	return fmt.Sprintf("%s: %s (wake %d, earliest timer due %d)", store.PartitionName(v.Partition), v.Problem, msOf(v.Wake), msOf(v.EarliestDue))
 }
 
 // Error is the error CheckDueIndex returns for violations: it lists them.
@@ -52,7 +54,7 @@ func (e Error) Error() string {
 //     later than both that and the lease's expiry (the lease holder's
 //     release sets the entry; if the holder died, the partition is listed
 //     once the lease has expired), unless it is parked
-//     (timers.ParkedWakeMs): every scheduler tick lists parked partitions
+//     (timers.ParkedWake): every scheduler tick lists parked partitions
 //     and claims those whose lease has expired;
 //   - it is parked without a lease row;
 //   - its wake time (NextWake) and its due index entry disagree.
@@ -91,15 +93,15 @@ func entries(ctx context.Context, due store.DueIndex) (map[string]uint64, error)
 	out := make(map[string]uint64)
 	var after *store.DueEntry
 	for {
-		es, err := due.ScanDue(ctx, store.DueQuery{UntilMs: math.MaxUint64, After: after, Limit: page})
+		es, err := due.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, After: after, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("timerstest: list the due index: %w", err)
 		}
 		for _, e := range es {
 			if prev, dup := out[string(e.Partition)]; dup {
-				return nil, fmt.Errorf("timerstest: partition %x listed at %d and %d: %w", e.Partition, prev, e.AtMs, store.ErrCorrupt)
+				return nil, fmt.Errorf("timerstest: partition %x listed at %d and %d: %w", e.Partition, prev, msOf(e.At), store.ErrCorrupt)
 			}
-			out[string(e.Partition)] = e.AtMs
+			out[string(e.Partition)] = msOf(e.At)
 		}
 		if len(es) < page {
 			return out, nil
@@ -113,22 +115,23 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 	if err != nil {
 		return nil, fmt.Errorf("timerstest: %w", err)
 	}
-	wake, ok, err := due.NextWake(ctx, p)
+	wakeAt, ok, err := due.NextWake(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("timerstest: wake time of %s: %w", store.PartitionName(p), err)
 	}
+	wake := msOf(wakeAt)
 	entry, inIndex := listed[string(id)]
 	if !ok {
 		wake = 0
 	}
 	if ok != inIndex || wake != entry {
-		return &Violation{Partition: p, Problem: fmt.Sprintf("wake time %d and due index entry %d disagree", wake, entry), WakeMs: entry}, nil
+		return &Violation{Partition: p, Problem: fmt.Sprintf("wake time %d and due index entry %d disagree", wake, entry), Wake: store.DecodeTime(entry)}, nil
 	}
 	rows, earliest, err := timersOf(ctx, s, p)
 	if err != nil {
 		return nil, err
 	}
-	v := &Violation{Partition: p, WakeMs: entry, EarliestDueMs: earliest}
+	v := &Violation{Partition: p, Wake: store.DecodeTime(entry), EarliestDue: store.DecodeTime(earliest)}
 	if rows > 0 && !inIndex {
 		v.Problem = fmt.Sprintf("holds %d timer rows and has no due index entry", rows)
 		return v, nil
@@ -147,10 +150,10 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 		leaseMs = l.ExpiresAtMs
 	}
 	switch {
-	case entry == timers.ParkedWakeMs && !leased:
+	case entry == math.MaxUint64 && !leased:
 		v.Problem = "parked without a scheduler lease"
 		return v, nil
-	case entry == timers.ParkedWakeMs:
+	case entry == math.MaxUint64:
 	case earliest != 0 && entry > max(earliest, leaseMs):
 		v.Problem = "due index entry later than its earliest timer"
 		if leased {
@@ -186,7 +189,7 @@ func timersOf(ctx context.Context, s store.Store, p store.Partition) (rows int, 
 			if err != nil {
 				return 0, 0, fmt.Errorf("timerstest: read a timer reference of %s: %w", store.PartitionName(p), err)
 			}
-			if d, derr := timers.DecodeRef(v); ok && derr == nil && d == tk.DueAtMs {
+			if d, derr := timers.DecodeRef(v); ok && derr == nil && msOf(d) == tk.DueAtMs {
 				earliest, found = max(tk.DueAtMs, 1), true
 			}
 		}
@@ -195,4 +198,11 @@ func timersOf(ctx context.Context, s store.Store, p store.Partition) (rows int, 
 		}
 		after = page.Next
 	}
+}
+
+// msOf is t as stored data holds it (see store.EncodeTime): times here
+// come from the store.
+func msOf(t time.Time) uint64 {
+	u, _ := store.EncodeTime(t)
+	return u
 }

@@ -31,18 +31,18 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 		problem string               // "" when the invariant holds
 	}{
 		{"kept", func(*store.Batch) {}, ""},
-		{"earlier entry", func(b *store.Batch) { b.SetWake(now, now-5) }, ""},
-		{"no entry", func(b *store.Batch) { b.SetWake(now, 0) }, "no due index entry"},
-		{"later entry", func(b *store.Batch) { b.SetWake(now, now+1) }, "later than its earliest timer"},
+		{"earlier entry", func(b *store.Batch) { b.SetWake(ms(now), ms(now-5)) }, ""},
+		{"no entry", func(b *store.Batch) { b.SetWake(ms(now), ms(0)) }, "no due index entry"},
+		{"later entry", func(b *store.Batch) { b.SetWake(ms(now), ms(now+1)) }, "later than its earliest timer"},
 		{"parked under a lease", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(now, timers.ParkedWakeMs)
+			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(parkedMs))
 		}, ""},
-		{"parked without a lease", func(b *store.Batch) { b.SetWake(now, timers.ParkedWakeMs) }, "parked without a scheduler lease"},
+		{"parked without a lease", func(b *store.Batch) { b.SetWake(ms(now), ms(parkedMs)) }, "parked without a scheduler lease"},
 		{"leased, entry before the lease expires", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(now, now+10)
+			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(now+10))
 		}, ""},
 		{"leased, entry after the lease expires", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(now, now+11)
+			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(now+11))
 		}, "and its lease's expiry"},
 		{"corrupt lease", func(b *store.Batch) { b.Put(leaseKey, store.Value("junk")) }, "lease does not decode"},
 	}
@@ -54,7 +54,7 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 			defer l.Close()
 			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}
 			b := store.NewBatch()
-			require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 300, Reference: "r", DueAtMs: now}))
+			require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 300, Reference: "r", DueAt: ms(now)}))
 			out, err := l.Apply(ctx, p, b)
 			require.NoError(t, err)
 			require.True(t, out.Committed())
