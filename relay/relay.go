@@ -44,9 +44,11 @@
 // On FoundationDB, where each transaction, read and commit waits for the
 // cluster, a fire waits in sequence for: the outbox state and the queue's
 // first page, read side by side; any further page of the window; the
-// targets' lanes, up to Concurrency at once, each a high-water read and a
-// commit per target batch; a commit per checkpoint batch but the last;
-// and the outcome's commit, which carries the last. It reads the queue's
+// targets' lanes, up to Concurrency at once, each target batch one
+// transaction (its high-water read and its commit); a commit per
+// checkpoint batch but the last (the first one's transaction begun, and
+// its guards read, beside the lanes); and the outcome's commit, which
+// carries the last. It reads the queue's
 // head for the backlog gauge only when the window does not show it (rows
 // remain below the cursor for blocked targets), and it never reads the
 // queue again after the checkpoint.
