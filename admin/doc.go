@@ -18,7 +18,7 @@
 //
 //	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
 //
-// (Command has the same with options: the service's timer kinds' names.)
+// ([Command] has the same with options: the service's timer kinds' names.)
 //
 // # Commands
 //

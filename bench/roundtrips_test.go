@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -23,7 +24,7 @@ import (
 // scheduler's listing, claims and releases included. The counts are
 // exact, not timed.
 func BenchmarkRelayRoundTrips(b *testing.B) {
-	e := fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
 	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

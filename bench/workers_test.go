@@ -12,6 +12,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
@@ -49,7 +50,7 @@ var workerCounts = []int{1, 2, 4}
 var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC, {
 	Name: "mvcc-latency",
 	Open: func(testing.TB, string) fdblayer.Engine {
-		return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Latency: 200 * time.Microsecond})
+		return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Latency: 200 * time.Microsecond})
 	},
 }}
 
@@ -65,7 +66,7 @@ const (
 // workerStore is a Layer over one engine, with its engine's counters.
 type workerStore struct {
 	l    *fdblayer.Layer
-	mvcc *fdblayer.MVCCEngine // nil on the memory engine
+	mvcc *fdbsim.MVCCEngine // nil on the memory engine
 }
 
 func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
@@ -75,14 +76,14 @@ func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	m, _ := e.(*fdblayer.MVCCEngine)
+	m, _ := e.(*fdbsim.MVCCEngine)
 	return &workerStore{l: l, mvcc: m}
 }
 
 // stats reads the engine's counters (zero on the memory engine).
-func (ws *workerStore) stats() fdblayer.MVCCStats {
+func (ws *workerStore) stats() fdbsim.MVCCStats {
 	if ws.mvcc == nil {
-		return fdblayer.MVCCStats{}
+		return fdbsim.MVCCStats{}
 	}
 	return ws.mvcc.Stats()
 }
@@ -165,8 +166,8 @@ type workerMeter struct {
 // run times fn, called with the timer stopped, and stops it again.
 func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	before := ws.stats()
-	claimed := m.rec.CounterSum(timers.MetricSchedulerClaimed)
-	contended := m.rec.CounterSum(timers.MetricSchedulerContended)
+	claimed := m.rec.CounterSum(telemetry.MetricSchedulerClaimed)
+	contended := m.rec.CounterSum(telemetry.MetricSchedulerContended)
 	b.StartTimer()
 	start := time.Now()
 	fn()
@@ -175,8 +176,8 @@ func (m *workerMeter) run(b *testing.B, ws *workerStore, fn func()) {
 	after := ws.stats()
 	m.txns += after.Begun + after.Retries - before.Begun - before.Retries
 	m.reads += after.Reads - before.Reads
-	m.claimed += m.rec.CounterSum(timers.MetricSchedulerClaimed) - claimed
-	m.contended += m.rec.CounterSum(timers.MetricSchedulerContended) - contended
+	m.claimed += m.rec.CounterSum(telemetry.MetricSchedulerClaimed) - claimed
+	m.contended += m.rec.CounterSum(telemetry.MetricSchedulerContended) - contended
 	m.commits += after.Commits - before.Commits
 	m.conflicts += after.Conflicts - before.Conflicts
 	m.retries += after.Retries - before.Retries

@@ -1,5 +1,5 @@
 // Package clock is the one source of time for the library: every component
-// that reads the time takes a Clock, so tests drive time with a Manual clock
+// that reads the time takes a [Clock], so tests drive time with a [Manual] clock
 // and never sleep.
 package clock
 

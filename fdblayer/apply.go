@@ -8,63 +8,32 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Apply applies a guarded batch to partition p in one engine transaction:
-// it reads every precondition key (all reads issued before any is waited
-// on), compares, and either returns PreconditionFailed (naming the first
-// failed precondition, nothing written) or applies the writes in order and
-// commits. A batch with a deadline reports DeadlinePassed, writing nothing,
-// when the Layer's clock reads past it at the start of an attempt.
+// Apply applies a guarded batch to partition p in one engine transaction,
+// as [store.Store.Apply] specifies: it reads every precondition key (all
+// reads issued before any is waited on) and returns PreconditionFailed
+// (naming the first failed precondition), or DeadlinePassed when the
+// Layer's clock reads past the batch's deadline at the start of an
+// attempt, both with nothing written; or it applies the writes in order,
+// and the batch's Wakeup to the wake time and its due index entry (see
+// ScanDue), and commits.
 //
-// A batch's Wakeup changes the partition's wake time and its due index
-// entry (see ScanDue) in the same transaction: WakeAt lowers it, an Exact
-// one replaces it. A WakeIs precondition reads the wake time in the same
-// transaction and fails like any other precondition, with its index.
+// A retryable engine error (a FoundationDB conflict, 1020, and the like)
+// makes Apply retry in a fresh transaction, every precondition
+// re-evaluated, up to the retry limit and within ctx; then it fails with
+// [store.ErrUnavailable] and [ErrRetriesExhausted], or with
+// store.ErrUnavailable after a fatal engine error, having written nothing.
+// After a commit whose result is unknown (FoundationDB's 1021) it retries
+// too and lets the retry's preconditions decide, or fails with
+// [store.ErrUnknownResult] when ctx, the retries, a fatal error or the
+// deadline end the retries: see that error for what a batch landing twice
+// does. It never depends on FoundationDB's automatic_idempotency option.
 //
-// It fails with store.ErrInvalid, before any I/O, for a batch that fails
+// It fails with [store.ErrInvalid], before any I/O, for a batch that fails
 // Validate(Capabilities().Full()), a key starting with 0xFF (see the
-// package doc) or a partition that cannot encode. When
-// ctx is already done it returns ctx's error (wrapped with
-// store.ErrUnavailable) and writes nothing.
-//
-// Retries: a retryable engine error (a FoundationDB conflict, 1020, and
-// the like) makes Apply retry in a fresh transaction, re-reading and
-// re-evaluating every precondition, up to the retry limit and within ctx.
-// After the budget it fails with store.ErrUnavailable and
-// ErrRetriesExhausted; after a fatal engine error, with
-// store.ErrUnavailable. Neither wrote anything.
-//
-// Unknown commit results: after a commit whose result is unknown
-// (FoundationDB's 1021 commit_unknown_result, an engine that cannot tell)
-// the batch may have landed. Apply does not try to find out; it retries,
-// and the retry's preconditions decide, as store.Store.Apply describes:
-//
-//   - if the batch had landed and its writes broke one of its guards
-//     (Absent of a key it puts, Equals of a value it changes), that guard
-//     now fails, and Apply returns PreconditionFailed for a batch that did
-//     commit, which landed once;
-//   - if its guards still hold (the batch had not landed, or its writes
-//     leave its guards true), the retry commits and Apply returns
-//     Committed. Such a batch may have landed twice, with other writers'
-//     commits in between: a key it guards still held what the guard
-//     expects, so no change to it is lost, but a key it writes without
-//     guarding it is written again, so an unguarded put can overwrite a
-//     value another writer put after the first landing, and an unguarded
-//     delete can delete a row another writer recreated. A WakeAt landing
-//     twice lowers the wake time twice: at worst an early wake.
-//
-// The library's handlers stay correct either way: each batch of theirs
-// guards a row the same batch changes (a sequence, a high-water mark, a
-// timer row), so it lands at most once, and PreconditionFailed only ever
-// makes the handler re-read and find its own work already done. When ctx ends
-// while a commit is in flight (FoundationDB may still commit a cancelled or
-// timed-out transaction later), or the retry budget, a fatal error or the
-// batch's deadline ends the retries after an unknown result, Apply fails
-// with store.ErrUnknownResult wrapping the cause: it never reports
-// Committed for a batch that may not have landed, nor a plain failure for
-// one that may have. It never depends on FoundationDB's
-// automatic_idempotency option.
-//
-// Apply is safe for concurrent use; it neither retains nor modifies b.
+// package doc) or a partition that cannot encode. When ctx is already done
+// it returns ctx's error, wrapped with store.ErrUnavailable, and writes
+// nothing. Apply is safe for concurrent use; it neither retains nor
+// modifies b.
 func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
 	if err := b.Validate(l.caps.Full()); err != nil {
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: apply to %s: %w", store.PartitionName(p), err)

@@ -1,9 +1,11 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"sync"
 	"testing"
@@ -24,20 +26,20 @@ type faultScript struct {
 }
 
 type faultStep struct {
-	fault Fault
+	fault fdbsim.Fault
 	// then runs after the engine is released (a concurrent writer).
 	then func()
 	// hold blocks the commit until its context ends.
 	hold bool
 }
 
-func (s *faultScript) fault(ctx context.Context) (Fault, func()) {
+func (s *faultScript) fault(ctx context.Context) (fdbsim.Fault, func()) {
 	s.mu.Lock()
 	n := s.calls
 	s.calls++
 	s.mu.Unlock()
 	if n >= len(s.steps) {
-		return CommitNormally, nil
+		return fdbsim.CommitNormally, nil
 	}
 	st := s.steps[n]
 	if st.hold {
@@ -55,7 +57,7 @@ func (s *faultScript) commits() int {
 // faultLayer opens a Layer over a MemoryEngine consulting script.
 func faultLayer(t *testing.T, script *faultScript, opts ...Option) *Layer {
 	t.Helper()
-	return openLayer(t, NewMemoryEngine(WithFault(script.fault)), opts...)
+	return openLayer(t, fdbsim.InjectFaults(NewMemoryEngine(), script.fault), opts...)
 }
 
 var faultP = testPartition("faults")
@@ -95,7 +97,7 @@ func TestApplyRetryReevaluatesPreconditions(t *testing.T) {
 			script := &faultScript{}
 			l := faultLayer(t, script)
 			mustApply(t, l, faultP, store.NewBatch().Put(k("guard"), v("v1")))
-			script.steps = []faultStep{{fault: CommitConflict, then: func() {
+			script.steps = []faultStep{{fault: fdbsim.CommitConflict, then: func() {
 				mustApply(t, l, faultP, store.NewBatch().Put(k("guard"), tc.interloper))
 			}}}
 			script.calls = 0
@@ -130,7 +132,7 @@ func TestApplyUnknownResultGuardedLandsOnce(t *testing.T) {
 	script := &faultScript{}
 	l := faultLayer(t, script, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	mustApply(t, l, faultP, store.NewBatch().Put(k("seq"), v("1")))
-	script.steps = []faultStep{{fault: CommitThenUnknown}}
+	script.steps = []faultStep{{fault: fdbsim.CommitThenUnknown}}
 	script.calls = 0
 
 	b := store.NewBatch().Require(store.Equals(k("seq"), v("1"))).
@@ -152,7 +154,7 @@ func TestApplyUnknownResultGuardsHoldCommits(t *testing.T) {
 	script := &faultScript{}
 	l := faultLayer(t, script)
 	mustApply(t, l, faultP, store.NewBatch().Put(k("config"), v("on")))
-	script.steps = []faultStep{{fault: CommitThenUnknown}}
+	script.steps = []faultStep{{fault: fdbsim.CommitThenUnknown}}
 	script.calls = 0
 
 	out := mustApply(t, l, faultP, store.NewBatch().Require(store.Equals(k("config"), v("on"))).Put(k("row"), v("x")))
@@ -171,7 +173,7 @@ func TestApplyUnknownResultUnguardedWritesLandTwice(t *testing.T) {
 	script := &faultScript{}
 	l := faultLayer(t, script)
 	mustApply(t, l, faultP, store.NewBatch().Put(k("config"), v("on")).Put(k("gone"), v("old")))
-	script.steps = []faultStep{{fault: CommitThenUnknown, then: func() {
+	script.steps = []faultStep{{fault: fdbsim.CommitThenUnknown, then: func() {
 		mustApply(t, l, faultP, store.NewBatch().Put(k("row"), v("theirs")).Put(k("gone"), v("recreated")))
 	}}}
 	script.calls = 0
@@ -187,7 +189,7 @@ func TestApplyUnknownResultUnguardedWritesLandTwice(t *testing.T) {
 // TestApplyUnknownWithoutLandingCommits: an unknown result for a commit
 // that did not land is retried to Committed, landing once.
 func TestApplyUnknownWithoutLandingCommits(t *testing.T) {
-	script := &faultScript{steps: []faultStep{{fault: UnknownWithoutCommit}, {fault: UnknownWithoutCommit}}}
+	script := &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}}}
 	l := faultLayer(t, script)
 	out := mustApply(t, l, faultP, store.NewBatch().Require(store.Absent(k("k"))).Put(k("k"), v("v")))
 	require.Equal(t, store.Committed, out.Outcome)
@@ -201,13 +203,13 @@ func TestApplyUnknownWithoutLandingCommits(t *testing.T) {
 func TestApplyContextEndsDuringCommit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		fault   Fault
+		fault   fdbsim.Fault
 		landed  bool
 		timeout bool
 	}{
-		{"cancelled, not landed", CommitNormally, false, false},
-		{"cancelled, landed", CommitThenUnknown, true, false},
-		{"deadline, not landed", CommitNormally, false, true},
+		{"cancelled, not landed", fdbsim.CommitNormally, false, false},
+		{"cancelled, landed", fdbsim.CommitThenUnknown, true, false},
+		{"deadline, not landed", fdbsim.CommitNormally, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: []faultStep{{fault: tc.fault, hold: true}}}
@@ -263,7 +265,7 @@ func TestApplyRetryBudget(t *testing.T) {
 	conflicts := func(n int) []faultStep {
 		steps := make([]faultStep, n)
 		for i := range steps {
-			steps[i] = faultStep{fault: CommitConflict}
+			steps[i] = faultStep{fault: fdbsim.CommitConflict}
 		}
 		return steps
 	}
@@ -273,7 +275,7 @@ func TestApplyRetryBudget(t *testing.T) {
 		want  error
 	}{
 		{"conflicts only", conflicts(10), store.ErrUnavailable},
-		{"after an unknown result", append([]faultStep{{fault: UnknownWithoutCommit}}, conflicts(9)...), store.ErrUnknownResult},
+		{"after an unknown result", append([]faultStep{{fault: fdbsim.UnknownWithoutCommit}}, conflicts(9)...), store.ErrUnknownResult},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: tc.steps}
@@ -296,15 +298,15 @@ func TestApplyFatalError(t *testing.T) {
 		want    error
 		commits int
 	}{
-		{"first commit", []faultStep{{fault: CommitFatal}}, store.ErrUnavailable, 1},
-		{"after an unknown result", []faultStep{{fault: UnknownWithoutCommit}, {fault: CommitFatal}}, store.ErrUnknownResult, 2},
+		{"first commit", []faultStep{{fault: fdbsim.CommitFatal}}, store.ErrUnavailable, 1},
+		{"after an unknown result", []faultStep{{fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.CommitFatal}}, store.ErrUnknownResult, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: tc.steps}
 			l := faultLayer(t, script)
 			_, err := l.Apply(t.Context(), faultP, store.NewBatch().Put(k("k"), v("v")))
 			require.ErrorIs(t, err, tc.want)
-			require.ErrorIs(t, err, ErrInjectedFatal)
+			require.ErrorIs(t, err, fdbsim.ErrInjectedFatal)
 			require.Equal(t, tc.commits, script.commits())
 		})
 	}
@@ -330,11 +332,11 @@ func TestApplyDeadline(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name    string
-		fault   Fault
+		fault   fdbsim.Fault
 		wantErr error
 	}{
-		{"passes during a conflict", CommitConflict, nil},
-		{"passes after an unknown result", CommitThenUnknown, store.ErrUnknownResult},
+		{"passes during a conflict", fdbsim.CommitConflict, nil},
+		{"passes after an unknown result", fdbsim.CommitThenUnknown, store.ErrUnknownResult},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewManual(start)
@@ -355,13 +357,13 @@ func TestApplyDeadline(t *testing.T) {
 // TestApplyErrorsWrapOneSentinel: whatever the failure, an error wraps
 // exactly one store sentinel and names the partition, never a value.
 func TestApplyErrorsWrapOneSentinel(t *testing.T) {
-	for _, f := range []Fault{CommitFatal, CommitThenUnknown} {
-		script := &faultScript{steps: []faultStep{{fault: f}, {fault: CommitFatal}}}
+	for _, f := range []fdbsim.Fault{fdbsim.CommitFatal, fdbsim.CommitThenUnknown} {
+		script := &faultScript{steps: []faultStep{{fault: f}, {fault: fdbsim.CommitFatal}}}
 		l := faultLayer(t, script)
 		_, err := l.Apply(t.Context(), faultP, store.NewBatch().Put(k("k"), v("secret-value")))
 		require.Error(t, err)
 		n := 0
-		for _, s := range storeSentinels {
+		for _, s := range StoreSentinels {
 			if errors.Is(err, s) {
 				n++
 			}

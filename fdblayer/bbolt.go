@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -130,7 +131,7 @@ func (t *boltTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes in
 	n, size := 0, 0
 	for k, v := c.Seek(begin); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
 		dst = append(dst, KeyValue{Key: k, Value: v})
-		if n, size = n+1, size+len(k)+len(v); rangeStop(n, size, limit, maxBytes) {
+		if n, size = n+1, size+len(k)+len(v); memkv.RangeStop(n, size, limit, maxBytes) {
 			break
 		}
 	}

@@ -1,8 +1,9 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
 	"encoding/binary"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -51,8 +52,8 @@ func BenchmarkBoltFillPercent(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				err = e.db.View(func(tx *bolt.Tx) error {
-					s := tx.Bucket(boltBucket).Stats()
+				err = e.DB().View(func(tx *bolt.Tx) error {
+					s := tx.Bucket(BoltBucket).Stats()
 					b.ReportMetric(100*float64(s.LeafInuse)/float64(s.LeafAlloc), "leaf-fill-%")
 					b.ReportMetric(float64(tx.Size())/float64(s.KeyN), "bytes/key")
 					return nil

@@ -1,7 +1,8 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,9 +70,9 @@ func TestBoltOpenPermissionErrors(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.db")
-			_, err := OpenBoltEngine(path, BoltOptions{openFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
+			_, err := OpenBoltEngine(path, WithOpenFile(BoltOptions{}, func(name string, _ int, _ os.FileMode) (*os.File, error) {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: errno}
-			}})
+			}))
 			require.ErrorIs(t, err, store.ErrInvalid)
 			require.ErrorIs(t, err, errno)
 			require.NotErrorIs(t, err, store.ErrUnavailable)
@@ -118,7 +119,7 @@ func TestBoltOpenLocked(t *testing.T) {
 		} else {
 			require.GreaterOrEqual(t, took, timeout/2)
 		}
-		if _, ok := lockHolder(path); ok {
+		if _, ok := LockHolder(path); ok {
 			require.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid())+": this process")
 		} else {
 			require.Contains(t, err.Error(), "pid unknown")

@@ -1,7 +1,8 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,13 +41,12 @@ func TestBoltReopen(t *testing.T) {
 // the file's state unknown, so Apply reports ErrUnknownResult.
 func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
 	var file *os.File
-	e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), BoltOptions{
-		openFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+	e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), WithOpenFile(BoltOptions{},
+		func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
 			file = f
 			return f, err
-		},
-	})
+		}))
 	require.NoError(t, err)
 	l, err := Open(e)
 	require.NoError(t, err)
@@ -82,8 +82,8 @@ func TestBoltFillPercent(t *testing.T) {
 			require.NoError(t, err)
 		}
 		var s bolt.BucketStats
-		require.NoError(t, e.db.View(func(tx *bolt.Tx) error {
-			s = tx.Bucket(boltBucket).Stats()
+		require.NoError(t, e.DB().View(func(tx *bolt.Tx) error {
+			s = tx.Bucket(BoltBucket).Stats()
 			return nil
 		}))
 		return float64(s.LeafInuse) / float64(s.LeafAlloc)

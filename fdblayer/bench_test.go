@@ -1,9 +1,10 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"path/filepath"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func benchLayer(b *testing.B) *Layer {
 // fullKey is the engine key of k in p under l.
 func fullKey(b testing.TB, l *Layer, p store.Partition, k store.Key) []byte {
 	b.Helper()
-	sub, err := l.appendSubspace(nil, p)
+	sub, err := l.AppendSubspace(nil, p)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package fdblayer
+package fdblayer_test
 
 import (
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/clock"

@@ -33,7 +33,7 @@ import (
 // byte, FNV-1a of the identity modulo the bucket count, before the time
 // spreads those writes: over DueHashBuckets (16) ranges on an engine
 // whose keys many servers share (Distributed: FoundationDB, and
-// MVCCEngine, which stands for it), so that 16 storage teams share the
+// fdbsim's MVCCEngine, which stands for it), so that 16 storage teams share the
 // tail, far more than the few a cluster running this library's
 // schedulers keeps busy, while a listing of every bucket stays one
 // transaction of 17 range reads issued at once (16 buckets and the first
@@ -42,8 +42,8 @@ import (
 // buys nothing and costs the index's locality (bench/README.md measures
 // it). Within a bucket
 // entries sort by time, then identity, as ScanDue lists them. Every Layer
-// over a store must use the same count (the engine's, unless
-// WithDueBuckets): a listing covers the buckets its Layer knows.
+// over a store must use the same count (its engine's): a listing covers
+// the buckets its Layer knows.
 //
 // Entries of the first layout (tag 0x01, no bucket) are listed as the
 // last bucket, so a store written before buckets keeps every timer; each
@@ -63,7 +63,7 @@ const (
 const DueHashBuckets = 16
 
 // Distributed is implemented by engines whose keys many servers share
-// (FDBEngine, and MVCCEngine, which stands for it): the Layer spreads its
+// (FDBEngine, and fdbsim's MVCCEngine, which stands for it): the Layer spreads its
 // due index over DueHashBuckets buckets on them, and keeps one on the
 // others.
 type Distributed interface {
@@ -74,10 +74,10 @@ type Distributed interface {
 
 var _ store.DueIndex = (*Layer)(nil)
 
-// DueBucket is the bucket of the due index that holds the entry of the
+// dueBucket is the bucket of the due index that holds the entry of the
 // partition whose tuple identity is identity: FNV-1a (32 bits) of it,
 // modulo the Layer's hashed buckets (DueBuckets() - 1).
-func (l *Layer) DueBucket(identity []byte) int {
+func (l *Layer) dueBucket(identity []byte) int {
 	h := uint32(2166136261)
 	for _, c := range identity {
 		h ^= uint32(c)
@@ -87,7 +87,7 @@ func (l *Layer) DueBucket(identity []byte) int {
 }
 
 // DueBuckets implements store.DueIndex: the hashed buckets (DueHashBuckets
-// on a Distributed engine, else 1, unless WithDueBuckets) and one more,
+// on a Distributed engine, else 1) and one more,
 // last, that lists the entries of the layout before buckets.
 func (l *Layer) DueBuckets() int { return l.dueBuckets + 1 }
 
@@ -277,7 +277,7 @@ func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
 		return key
 	}
 	identity := sub[len(l.root):]
-	bucket := l.DueBucket(identity)
+	bucket := l.dueBucket(identity)
 	if cur.at != next.at && cur.at != 0 {
 		key = l.appendDueKey(key[:0], bucket, cur.at, identity)
 		txn.Clear(key)
@@ -449,7 +449,7 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 		}
 		// The entry the wake time calls for, whether or not the old one
 		// named it (a stale one stood beside it).
-		txn.Set(l.appendDueKey(nil, l.DueBucket(o.id), at, o.id), emptyValue)
+		txn.Set(l.appendDueKey(nil, l.dueBucket(o.id), at, o.id), emptyValue)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

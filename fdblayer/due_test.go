@@ -1,8 +1,10 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"encoding/binary"
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"testing"
 
@@ -57,7 +59,7 @@ func TestWakeupUnknownResult(t *testing.T) {
 		{"WakeAt", store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(5000)), store.Committed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := &faultScript{steps: []faultStep{{fault: CommitThenUnknown}}}
+			script := &faultScript{steps: []faultStep{{fault: fdbsim.CommitThenUnknown}}}
 			l := faultLayer(t, script)
 			out := mustApply(t, l, faultP, tc.b)
 			require.Equal(t, tc.want, out.Outcome)
@@ -76,12 +78,12 @@ func TestCorruptWakeData(t *testing.T) {
 	e := NewMemoryEngine()
 	l := openLayer(t, e)
 	p := testPartition("p")
-	sub, err := l.appendSubspace(nil, p)
+	sub, err := l.AppendSubspace(nil, p)
 	require.NoError(t, err)
 	txn, err := e.Begin(t.Context())
 	require.NoError(t, err)
-	txn.Set(append(sub, partitionEnd), []byte{1, 2, 3})
-	txn.Set(append([]byte(DefaultRootPrefix), partitionEnd, dueTag, 0, 0, 0, 0, 0, 0, 1, 0), []byte{}) // a time, no identity
+	txn.Set(append(sub, PartitionEnd), []byte{1, 2, 3})
+	txn.Set(append([]byte(DefaultRootPrefix), PartitionEnd, DueTag, 0, 0, 0, 0, 0, 0, 1, 0), []byte{}) // a time, no identity
 	require.NoError(t, txn.Commit())
 	txn.Close()
 
@@ -118,7 +120,7 @@ func dueAt(t *testing.T, l *Layer, p store.Partition, atMs uint64) store.DueEntr
 // in at least half of the buckets, each entry in the bucket of its
 // identity's hash, and every listing (from any bucket) finds them all.
 func TestDueBucketsSpread(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, l *Layer) {
+	forEachDistributedEngine(t, func(t *testing.T, l *Layer) {
 		require.Equal(t, DueHashBuckets+1, l.DueBuckets())
 		const n = 64
 		var want []store.DueEntry
@@ -139,40 +141,38 @@ func TestDueBucketsSpread(t *testing.T) {
 		}
 		// The keys themselves: each entry under its bucket's prefix.
 		for _, e := range want {
-			key := binary.BigEndian.AppendUint64(l.dueBucketPrefix(e.Bucket), 7000)
-			require.Equal(t, []byte{partitionEnd, dueTag, byte(e.Bucket)}, key[len(l.root):len(l.root)+3])
+			key := binary.BigEndian.AppendUint64(l.DueBucketPrefix(e.Bucket), 7000)
+			require.Equal(t, []byte{PartitionEnd, DueTag, byte(e.Bucket)}, key[len(l.Root()):len(l.Root())+3])
 		}
-	}, WithDueBuckets(DueHashBuckets))
+	})
 }
 
 // TestDueBucketsByEngine: a Distributed engine's due index has
 // DueHashBuckets buckets, the memory and bbolt engines' one (each with the
-// first layout's bucket after it); WithDueBuckets sets any count from 1 to
-// 255 and refuses others.
+// first layout's bucket after it); fdbsim.AsDistributed gives a local
+// engine the buckets of a Distributed one.
 func TestDueBucketsByEngine(t *testing.T) {
-	require.Equal(t, DueHashBuckets+1, openLayer(t, NewMVCCEngine(MVCCOptions{})).DueBuckets())
+	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})).DueBuckets())
 	require.Equal(t, 2, openLayer(t, NewMemoryEngine()).DueBuckets())
 	bolt, _ := engineCases[2].open(t)
 	require.Equal(t, 2, openLayer(t, bolt).DueBuckets())
-	require.Equal(t, 256, openLayer(t, NewMemoryEngine(), WithDueBuckets(255)).DueBuckets())
-	for _, n := range []int{-1, 256} {
-		_, err := Open(NewMemoryEngine(), WithDueBuckets(n))
-		require.ErrorIs(t, err, store.ErrInvalid)
-	}
+	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(NewMemoryEngine())).DueBuckets())
+	bolt, _ = engineCases[2].open(t)
+	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(bolt)).DueBuckets())
 }
 
 // writeV1Entry writes partition p's wake time atMs as the layout before
 // buckets did: the wake key and an entry root | 0xFF 0x01 | at | identity.
 func writeV1Entry(t *testing.T, e Engine, l *Layer, p store.Partition, atMs uint64) {
 	t.Helper()
-	sub, err := l.appendSubspace(nil, p)
+	sub, err := l.AppendSubspace(nil, p)
 	require.NoError(t, err)
 	txn, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	defer txn.Close()
-	txn.Set(append(sub, partitionEnd), binary.BigEndian.AppendUint64(nil, atMs))
-	entry := binary.BigEndian.AppendUint64(append(append([]byte{}, l.root...), partitionEnd, dueTagV1), atMs)
-	txn.Set(append(entry, sub[len(l.root):]...), []byte{})
+	txn.Set(append(sub, PartitionEnd), binary.BigEndian.AppendUint64(nil, atMs))
+	entry := binary.BigEndian.AppendUint64(append(append([]byte{}, l.Root()...), PartitionEnd, DueTagV1), atMs)
+	txn.Set(append(entry, sub[len(l.Root()):]...), []byte{})
 	require.NoError(t, txn.Commit())
 }
 
@@ -187,7 +187,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 		open func() Engine
 	}{
 		{"memory", func() Engine { return NewMemoryEngine() }},
-		{"mvcc", func() Engine { return NewMVCCEngine(MVCCOptions{}) }},
+		{"mvcc", func() Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}) }},
 	} {
 		t.Run(eng.name, func(t *testing.T) {
 			e := eng.open()
@@ -206,7 +206,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			all := scanAllDue(t, l)
 			require.Len(t, all, 10)
 			for i, e := range all {
-				require.Equal(t, l.v1Bucket(), e.Bucket)
+				require.Equal(t, l.V1Bucket(), e.Bucket)
 				require.Equal(t, identity(t, ps[i]), e.Partition)
 			}
 			// Touching a partition's wake time moves its entry.
@@ -218,12 +218,12 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			require.Len(t, all, 10)
 			require.Contains(t, all, dueAt(t, l, ps[0], 900))
 			require.Contains(t, all, dueAt(t, l, ps[1], 500))
-			require.Contains(t, all, store.DueEntry{Bucket: l.v1Bucket(), At: ms(1002), Partition: identity(t, ps[2])})
+			require.Contains(t, all, store.DueEntry{Bucket: l.V1Bucket(), At: ms(1002), Partition: identity(t, ps[2])})
 
 			// A stale entry of the first layout (its wake time moved on
 			// without it) is dropped, and the wake time's own entry kept.
 			writeV1Entry(t, e, l, ps[3], 1003)
-			stale := binary.BigEndian.AppendUint64(append(append([]byte{}, l.root...), partitionEnd, dueTagV1), 1)
+			stale := binary.BigEndian.AppendUint64(append(append([]byte{}, l.Root()...), PartitionEnd, DueTagV1), 1)
 			txn, err := e.Begin(t.Context())
 			require.NoError(t, err)
 			txn.Set(append(stale, identity(t, ps[3])...), []byte{})
@@ -250,7 +250,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 // is one read round trip, and finds what the one-bucket-at-a-time listing
 // of the other engines does.
 func TestScanDueIsOneRoundTrip(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
 	l := openLayer(t, e)
 	var want []store.DueEntry
 	for i := range 40 {

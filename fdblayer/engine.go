@@ -12,10 +12,11 @@ import (
 // raw bytes compared with bytes.Compare; the Layer alone knows partitions,
 // batches and cursors.
 //
-// Four engines implement it: MemoryEngine (tests, benchmarks), BoltEngine
-// (embedded, durable: the default), FDBEngine (FoundationDB, build tag
-// fdb) and MVCCEngine (FoundationDB's transaction semantics in process:
-// overlapping transactions that conflict, for concurrency tests). All
+// Three engines here implement it: MemoryEngine (tests, benchmarks),
+// BoltEngine (embedded, durable: the default) and FDBEngine
+// (FoundationDB, build tag fdb); package fdbsim adds MVCCEngine
+// (FoundationDB's transaction semantics in process: overlapping
+// transactions that conflict, for concurrency tests). All
 // methods are safe for concurrent use; a transaction is used by one
 // goroutine at a time.
 type Engine interface {
@@ -56,7 +57,7 @@ type ReadTxn interface {
 	// order: at most limit of them (limit >= 1) and, when maxBytes > 0,
 	// none after the first row with which the rows' keys and values come
 	// to more than maxBytes bytes (that row is appended: it tells the
-	// caller the range goes on). See rangeStop.
+	// caller the range goes on).
 	GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error)
 
 	// OnError decides what to do about err, returned by this transaction.
@@ -169,11 +170,4 @@ func fdbLimits() Limits {
 // transaction with a later deadline).
 func fdbTimeoutMs(d time.Duration) int64 {
 	return min(max(d.Milliseconds(), 1), math.MaxInt32)
-}
-
-// rangeStop is GetRange's stopping rule for every engine: after n rows
-// holding size bytes of keys and values, a read bounded by limit rows and
-// maxBytes bytes (0: rows only) stops.
-func rangeStop(n, size, limit, maxBytes int) bool {
-	return n >= limit || maxBytes > 0 && size > maxBytes
 }

@@ -1,9 +1,11 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -23,13 +25,10 @@ func TestEngineContract(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
 			e, opts := ec.open(t)
-			cfg := defaultConfig()
-			for _, o := range opts {
-				o(&cfg)
-			}
-			key := func(s string) []byte { return append(append([]byte{}, cfg.root...), s...) }
+			root := ConfiguredRoot(opts)
+			key := func(s string) []byte { return append(append([]byte{}, root...), s...) }
 			ctx := t.Context()
-			require.Equal(t, fdbLimits(), e.Limits())
+			require.Equal(t, FDBLimits(), e.Limits())
 
 			txn, err := e.Begin(ctx)
 			require.NoError(t, err)
@@ -63,22 +62,22 @@ func TestEngineContract(t *testing.T) {
 			require.Equal(t, []KeyValue{{key("a"), []byte("1")}, {key("b"), []byte{}}}, rows)
 			// A byte budget stops the read at the first row that passes
 			// it, that row included: a holds len(root)+2 bytes.
-			rowA := len(cfg.root) + 2
+			rowA := len(root) + 2
 			for _, tc := range []struct {
 				maxBytes, limit int
 				want            []string
 			}{
 				{1, 10, []string{"a"}},
 				{rowA, 10, []string{"a", "b"}},
-				{rowA + len(cfg.root) + 1, 10, []string{"a", "b", "c"}},
-				{rowA + len(cfg.root) + 1, 2, []string{"a", "b"}},
+				{rowA + len(root) + 1, 10, []string{"a", "b", "c"}},
+				{rowA + len(root) + 1, 2, []string{"a", "b"}},
 				{1 << 20, 10, []string{"a", "b", "c", "d", "x"}},
 			} {
 				rows, err = rt.GetRange(rows[:0], key(""), key("z"), tc.limit, tc.maxBytes)
 				require.NoError(t, err)
 				var got []string
 				for _, r := range rows {
-					got = append(got, string(r.Key[len(cfg.root):]))
+					got = append(got, string(r.Key[len(root):]))
 				}
 				require.Equal(t, tc.want, got, "limit %d, %d bytes", tc.limit, tc.maxBytes)
 			}
@@ -88,8 +87,8 @@ func TestEngineContract(t *testing.T) {
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, int64(0))
 			switch e.(type) {
-			case *MemoryEngine, *BoltEngine, *MVCCEngine:
-				require.Equal(t, int64(5*(len(cfg.root)+1)+1+0+1+1+4), n, "exact on this engine")
+			case *MemoryEngine, *BoltEngine, *fdbsim.MVCCEngine:
+				require.Equal(t, int64(5*(len(root)+1)+1+0+1+1+4), n, "exact on this engine")
 			}
 			require.NoError(t, e.Probe(ctx))
 
@@ -113,16 +112,16 @@ func TestGuardedIncrementsUnderFaults(t *testing.T) {
 		rng    = rand.New(rand.NewPCG(7, 11))
 		landed int
 	)
-	fault := func(context.Context) (Fault, func()) {
+	fault := func(context.Context) (fdbsim.Fault, func()) {
 		mu.Lock()
 		defer mu.Unlock()
-		f := []Fault{CommitNormally, CommitNormally, CommitConflict, CommitThenUnknown, UnknownWithoutCommit}[rng.IntN(5)]
-		if f == CommitNormally || f == CommitThenUnknown {
+		f := []fdbsim.Fault{fdbsim.CommitNormally, fdbsim.CommitNormally, fdbsim.CommitConflict, fdbsim.CommitThenUnknown, fdbsim.UnknownWithoutCommit}[rng.IntN(5)]
+		if f == fdbsim.CommitNormally || f == fdbsim.CommitThenUnknown {
 			landed++
 		}
 		return f, nil
 	}
-	l := openLayer(t, NewMemoryEngine(WithFault(fault)), WithRetryLimit(50))
+	l := openLayer(t, fdbsim.InjectFaults(NewMemoryEngine(), fault), WithRetryLimit(50))
 	p, counter := testPartition("p"), k("counter")
 	enc := func(n uint64) store.Value { return binary.BigEndian.AppendUint64(nil, n) }
 
@@ -174,8 +173,8 @@ func TestFDBTimeoutStaysInTheOptionsRange(t *testing.T) {
 		{time.Duration(math.MaxInt32) * time.Millisecond, math.MaxInt32},
 		{30 * 24 * time.Hour, math.MaxInt32},
 	} {
-		if got := fdbTimeoutMs(c.d); got != c.want {
-			t.Errorf("fdbTimeoutMs(%v) = %d, want %d", c.d, got, c.want)
+		if got := FDBTimeoutMs(c.d); got != c.want {
+			t.Errorf("FDBTimeoutMs(%v) = %d, want %d", c.d, got, c.want)
 		}
 	}
 }

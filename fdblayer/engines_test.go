@@ -1,6 +1,8 @@
-package fdblayer
+package fdblayer_test
 
 import (
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -20,7 +22,7 @@ type engineCase struct {
 // FoundationDB under the fdb build tag.
 var engineCases = []engineCase{
 	{name: "memory", open: func(*testing.T) (Engine, []Option) { return NewMemoryEngine(), nil }},
-	{name: "mvcc", open: func(*testing.T) (Engine, []Option) { return NewMVCCEngine(MVCCOptions{}), nil }},
+	{name: "mvcc", open: func(*testing.T) (Engine, []Option) { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), nil }},
 	{name: "bbolt", open: func(t *testing.T) (Engine, []Option) {
 		e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), BoltOptions{})
 		if err != nil {
@@ -48,6 +50,18 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, l *Layer), opts ...Option
 		t.Run(ec.name, func(t *testing.T) {
 			e, base := ec.open(t)
 			fn(t, openLayer(t, e, append(base, opts...)...))
+		})
+	}
+}
+
+// forEachDistributedEngine runs fn as a subtest per engine, on a fresh
+// Layer over the engine made Distributed (fdbsim.AsDistributed), so that
+// its due index has DueHashBuckets buckets on every engine.
+func forEachDistributedEngine(t *testing.T, fn func(t *testing.T, l *Layer), opts ...Option) {
+	for _, ec := range engineCases {
+		t.Run(ec.name, func(t *testing.T) {
+			e, base := ec.open(t)
+			fn(t, openLayer(t, fdbsim.AsDistributed(e), append(base, opts...)...))
 		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
 
+	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -221,7 +223,7 @@ func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
 // GetRange reads a row limit in one request (StreamingModeExact) when it
 // has no byte budget. With one it iterates in StreamingModeWantAll,
 // which transfers as much of the limit per request as the cluster allows,
-// and stops at the budget (see rangeStop): the binding's range options
+// and stops at the budget (see memkv.RangeStop): the binding's range options
 // carry no target bytes.
 func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
 	r := fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}
@@ -243,7 +245,7 @@ func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int
 			return dst, err
 		}
 		dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
-		if n, size = n+1, size+len(kv.Key)+len(kv.Value); rangeStop(n, size, limit, maxBytes) {
+		if n, size = n+1, size+len(kv.Key)+len(kv.Value); memkv.RangeStop(n, size, limit, maxBytes) {
 			break
 		}
 	}
@@ -265,11 +267,11 @@ func (t *fdbTxn) Commit() error {
 }
 
 // commitError wraps a commit's error, with store.ErrUnknownResult when the
-// commit may have landed (see fdbMayHaveCommitted).
+// commit may have landed (see fdbcode.MayHaveCommitted).
 func commitError(err error) error {
 	var fe fdb.Error
 	if errors.As(err, &fe) {
-		return fdbCommitError("FoundationDB", fe.Code, err)
+		return fdbcode.CommitError("fdblayer: FoundationDB", fe.Code, err)
 	}
 	return fmt.Errorf("fdblayer: FoundationDB commit: %w", err)
 }

@@ -1,6 +1,6 @@
 //go:build fdb
 
-package fdblayer
+package fdblayer_test
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
 
+	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -33,7 +35,7 @@ func openTestFDB(t *testing.T) (Engine, []Option) {
 	root := append([]byte("\x02mkitfdb-test\x00\x02"), hex.EncodeToString(id)...)
 	root = append(root, 0x00)
 	t.Cleanup(func() {
-		_, err := e.db.Transact(func(tr fdb.Transaction) (any, error) {
+		_, err := e.DB().Transact(func(tr fdb.Transaction) (any, error) {
 			tr.ClearRange(fdb.KeyRange{Begin: fdb.Key(root), End: fdb.Key(append(bytes.Clone(root), 0xFF))})
 			return nil, nil
 		})
@@ -78,7 +80,7 @@ func TestFDBCommitErrors(t *testing.T) {
 		{1031, true},  // transaction_timed_out
 		{1039, true},  // cluster_version_changed
 	} {
-		err := commitError(fdb.Error{Code: tc.code})
+		err := CommitError(fdb.Error{Code: tc.code})
 		if got := errors.Is(err, store.ErrUnknownResult); got != tc.unknown {
 			t.Errorf("code %d: wraps ErrUnknownResult %v, want %v", tc.code, got, tc.unknown)
 		}
@@ -92,10 +94,10 @@ func TestFDBCommitErrors(t *testing.T) {
 // TestFDBAPIVersionOnce: selecting the API version again, here or through
 // the binding, is accepted.
 func TestFDBAPIVersionOnce(t *testing.T) {
-	if err := selectAPIVersion(); err != nil {
+	if err := SelectAPIVersion(); err != nil {
 		t.Fatal(err)
 	}
-	if err := selectAPIVersion(); err != nil {
+	if err := SelectAPIVersion(); err != nil {
 		t.Fatal(err)
 	}
 	if err := fdb.APIVersion(FDBAPIVersion); err != nil {
@@ -118,7 +120,7 @@ func TestFDBContextDeadlineEndsTransaction(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	_, err = txn.GetMany(nil, [][]byte{[]byte("\x02mkitfdb-test\x00probe")})
 	var fe fdb.Error
-	if !errors.As(err, &fe) || (fe.Code != fdbTransactionTimedOut && fe.Code != fdbTransactionCancelled) {
+	if !errors.As(err, &fe) || (fe.Code != fdbcode.TransactionTimedOut && fe.Code != fdbcode.TransactionCancelled) {
 		t.Fatalf("read after the deadline: %v, want FoundationDB error 1031 or 1025", err)
 	}
 	if err := txn.OnError(err); err == nil {

@@ -2,8 +2,8 @@
 // transactional key/value Engine: each partition is a subspace, each
 // guarded batch one transaction. The engines are MemoryEngine (tests,
 // benchmarks), BoltEngine (embedded, durable, the default), FDBEngine
-// (FoundationDB, build tag fdb) and MVCCEngine (FoundationDB's transaction
-// semantics in process); every line of mapping logic is shared, so the
+// (FoundationDB, build tag fdb) and fdbsim's MVCCEngine (FoundationDB's
+// transaction semantics in process); every line of mapping logic is shared, so the
 // conformance suite run on the other engines exercises what runs on
 // FoundationDB, and the MVCC engine makes it meet FoundationDB's conflicts.
 //
@@ -22,7 +22,7 @@
 // different arity (("a") and ("a", "b")) must not share a partition kind:
 // the Partition contract says no encoding is a prefix of another's.
 //
-// The Layer also keeps the due index of store.DueIndex: each partition's
+// The Layer also keeps the due index of [store.DueIndex]: each partition's
 // wake time at root+identity+0xFF, just past its subspace, and the index
 // entries under root+0xFF, where no identity starts (see due.go). Its
 // TransactOnce runs a function's reads and the batch it returns in one
@@ -31,7 +31,7 @@
 // Design note: the Layer does not use FoundationDB's automatic_idempotency
 // option (documented as experimental) nor a per-batch marker key to resolve
 // unknown commit results; a retry's preconditions decide instead (see
-// Layer.Apply).
+// [Layer.Apply]).
 package fdblayer
 
 import (
@@ -87,12 +87,9 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	buckets := cfg.dueBuckets
-	if buckets == 0 {
-		buckets = 1
-		if d, ok := engine.(Distributed); ok && d.Distributed() {
-			buckets = DueHashBuckets
-		}
+	buckets := 1
+	if d, ok := engine.(Distributed); ok && d.Distributed() {
+		buckets = DueHashBuckets
 	}
 	return &Layer{
 		dueBuckets:  buckets,
@@ -109,9 +106,6 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 
 // Close closes the engine. Operations must have returned first.
 func (l *Layer) Close() error { return l.engine.Close() }
-
-// Engine returns the engine the Layer runs on.
-func (l *Layer) Engine() Engine { return l.engine }
 
 // Capabilities reports the limits Apply validates batches against,
 // derived from the engine's limits at Open; ReservedBatchOps is 0 (callers

@@ -1,8 +1,9 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"sync/atomic"
 	"testing"
 

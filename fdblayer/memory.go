@@ -2,199 +2,43 @@ package fdblayer
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/google/btree"
 
-	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
 // MemoryEngine is an ordered in-memory Engine on a B-tree, for tests and
 // benchmarks. Transactions are serializable by locking: a write
-// transaction holds the engine exclusively from Begin (or a retry's
-// OnError) to its Commit or Close, a read transaction holds it shared
+// transaction holds the engine exclusively from Begin to its Commit or
+// Close, a read transaction holds it shared
 // until Close, so every transaction's reads and its commit see one
 // snapshot. It reports FoundationDB's limits (FDBMaxKeyBytes, ...) and
 // does not enforce them; the Layer keeps within them.
 //
-// A FaultFunc injects commit failures (conflicts, unknown results, delays)
-// so that the Layer's retry logic is tested without FoundationDB.
+// Package fdbsim injects commit failures (conflicts, unknown results,
+// delays) into it (InjectFaults), so that the Layer's retry logic is
+// tested without FoundationDB.
 //
 // All methods are safe for concurrent use. A goroutine must not begin a
 // transaction while it holds another one open on the same engine.
 type MemoryEngine struct {
 	mu     sync.RWMutex
-	tree   *btree.BTreeG[memItem]
+	tree   *btree.BTreeG[memkv.Item]
 	closed bool
-	fault  FaultFunc
 	ops    sync.Pool // *memOps, the write buffers of ended transactions
 }
 
-// memItem is one row: its key and then its value in one allocation, kv,
-// the first klen bytes being the key, and a copy of the key's first 32
-// bytes. The tree holds items by value, 64 bytes each (a cache line):
-// comparing one during a search touches the node, and the key's own bytes
-// only when the copies tie (see lessItem), where an item behind a pointer
-// costs two more cache lines. In a store much larger than the cache each
-// of those is a miss, which is what made operations slower as the store
-// grew. 32 bytes, not 16: a key starts with the root prefix (6 bytes by
-// default) and the partition's identity, which starts with its schema's
-// namespace ("\x02refdomain\x00", 11 bytes) and variant, so 16 bytes
-// were the same for every partition of a schema, and every comparison
-// read the keys (SchedulerTickScaling, spread: 1.26 with 16 bytes, 1.23
-// with 32, and 10% less time at 100,000 partitions).
-type memItem struct {
-	kv             []byte
-	klen           int
-	p0, p1, p2, p3 uint64 // the key's first 32 bytes, big-endian, zero-padded (see lessItem)
-}
-
-// keyItem is the item to search for key k.
-func keyItem(k []byte) memItem {
-	it := memItem{kv: k, klen: len(k)}
-	it.p0, it.p1, it.p2, it.p3 = keyPrefix(k)
-	return it
-}
-
-// keyPrefix is k's first 32 bytes as four big-endian numbers,
-// zero-padded.
-func keyPrefix(k []byte) (uint64, uint64, uint64, uint64) {
-	var b [32]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16]), binary.BigEndian.Uint64(b[16:24]), binary.BigEndian.Uint64(b[24:])
-}
-
-// newMemItem is the item holding key = value, in one new allocation.
-func newMemItem(key, value []byte) memItem {
-	kv := make([]byte, len(key)+len(value))
-	copy(kv, key)
-	copy(kv[len(key):], value)
-	it := memItem{kv: kv, klen: len(key)}
-	it.p0, it.p1, it.p2, it.p3 = keyPrefix(key)
-	return it
-}
-
-func (it memItem) key() []byte   { return it.kv[:it.klen:it.klen] }
-func (it memItem) value() []byte { return it.kv[it.klen:] }
-
-// lessItem orders items by key. Keys whose first 32 bytes differ are
-// ordered by the copies the items hold, without reading the keys: every
-// key starts with the root prefix and its partition's tuple, so a search
-// through other partitions' rows touches only the nodes, which in a store
-// larger than the cache spares a miss per comparison. Zero padding keeps
-// the order: where a short key ends, the longer key's next byte is either
-// above zero (it sorts after, as it should) or zero (the copies tie, and
-// the keys decide).
-func lessItem(a, b memItem) bool {
-	// Written out rather than compareItems(a, b) < 0: every search of the
-	// memory engine runs it. Through compareItems, BenchmarkSchedulerTick-
-	// Scaling's spread ratio measured 1.262 (store ratio 1.88); written
-	// out, 1.238 (1.65).
-	if a.p0 != b.p0 {
-		return a.p0 < b.p0
-	}
-	if a.p1 != b.p1 {
-		return a.p1 < b.p1
-	}
-	if a.p2 != b.p2 {
-		return a.p2 < b.p2
-	}
-	if a.p3 != b.p3 {
-		return a.p3 < b.p3
-	}
-	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen]) < 0
-}
-
-// compareItems compares the keys of a and b as lessItem orders them:
-// -1, 0 or +1.
-func compareItems(a, b memItem) int {
-	if a.p0 != b.p0 {
-		return cmp.Compare(a.p0, b.p0)
-	}
-	if a.p1 != b.p1 {
-		return cmp.Compare(a.p1, b.p1)
-	}
-	if a.p2 != b.p2 {
-		return cmp.Compare(a.p2, b.p2)
-	}
-	if a.p3 != b.p3 {
-		return cmp.Compare(a.p3, b.p3)
-	}
-	return bytes.Compare(a.kv[:a.klen], b.kv[:b.klen])
-}
-
-// MemoryOption configures a MemoryEngine.
-type MemoryOption func(*MemoryEngine)
-
-// WithFault installs f, consulted at every write commit.
-func WithFault(f FaultFunc) MemoryOption { return func(e *MemoryEngine) { e.fault = f } }
-
-// memDegree is the B-tree's degree: nodes hold 63 to 127 items. Wider
-// nodes than the 32 this engine first used make the tree a level shallower at
-// 100,000 partitions, so a search into a part of the store the cache does
-// not hold misses on one node fewer (SchedulerTickScaling measured 64 and
-// 128 alike, and both faster than 32).
-const memDegree = 64
-
 // NewMemoryEngine returns an empty memory engine.
-func NewMemoryEngine(opts ...MemoryOption) *MemoryEngine {
-	e := &MemoryEngine{tree: btree.NewG(memDegree, lessItem)}
-	for _, o := range opts {
-		o(e)
-	}
-	return e
+func NewMemoryEngine() *MemoryEngine {
+	return &MemoryEngine{tree: btree.NewG(memkv.Degree, memkv.Less)}
 }
-
-// Fault says what one write commit of a MemoryEngine does.
-type Fault uint8
-
-const (
-	// CommitNormally commits (unless the transaction's context has ended,
-	// in which case nothing is written and Commit returns its error).
-	CommitNormally Fault = iota
-	// CommitConflict writes nothing and fails with a retryable conflict,
-	// like FoundationDB's 1020 not_committed.
-	CommitConflict
-	// CommitThenUnknown writes, then fails with an error wrapping
-	// store.ErrUnknownResult, like a 1021 commit_unknown_result for a
-	// commit that landed. The error is retryable.
-	CommitThenUnknown
-	// UnknownWithoutCommit writes nothing and fails like CommitThenUnknown:
-	// a 1021 for a commit that did not land.
-	UnknownWithoutCommit
-	// CommitFatal writes nothing and fails with a non-retryable error.
-	CommitFatal
-)
-
-// FaultFunc decides what a write commit does. It runs inside Commit with
-// the transaction's context while the transaction holds the engine
-// exclusively, so it must not use the engine (nor a Layer over it); it may
-// block, for instance until ctx ends, to hold a commit in flight. The
-// returned then, when non-nil, runs after the engine is released and
-// before Commit returns: the place to act as a concurrent writer through a
-// Layer. A FaultFunc is called from the committing goroutine, one commit
-// at a time.
-type FaultFunc func(ctx context.Context) (f Fault, then func())
 
 // errTxnEnded: a transaction used after Commit (without OnError) or Close.
 var errTxnEnded = errors.New("fdblayer: memory engine: transaction has ended")
-
-// Errors a MemoryEngine commit fails with under a Fault.
-var (
-	// ErrInjectedConflict is CommitConflict's error; OnError retries it.
-	ErrInjectedConflict = errors.New("fdblayer: memory engine: injected conflict")
-	// ErrInjectedUnknown is wrapped (with store.ErrUnknownResult) by the
-	// errors of CommitThenUnknown and UnknownWithoutCommit; OnError
-	// retries them.
-	ErrInjectedUnknown = errors.New("fdblayer: memory engine: injected unknown commit result")
-	// ErrInjectedFatal is CommitFatal's error; OnError gives up on it.
-	ErrInjectedFatal = errors.New("fdblayer: memory engine: injected fatal error")
-)
 
 // Begin starts a write transaction, waiting for the engine to be free. It
 // fails when ctx is done or the engine is closed.
@@ -231,10 +75,10 @@ func (e *MemoryEngine) EstimateRangeSize(ctx context.Context, begin, end []byte)
 }
 
 // treeRangeBytes counts the bytes of keys and values in [begin, end) of tr.
-func treeRangeBytes(tr *btree.BTreeG[memItem], begin, end []byte) int64 {
+func treeRangeBytes(tr *btree.BTreeG[memkv.Item], begin, end []byte) int64 {
 	var n int64
-	tr.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
-		n += int64(len(it.kv))
+	tr.AscendRange(memkv.KeyItem(begin), memkv.KeyItem(end), func(it memkv.Item) bool {
+		n += int64(it.Size())
 		return true
 	})
 	return n
@@ -273,13 +117,7 @@ type memTxn struct {
 }
 
 // memOps is a write buffer, reused across transactions.
-type memOps struct{ w []memWrite }
-
-// memWrite is one pending write; del marks a Clear.
-type memWrite struct {
-	item memItem
-	del  bool
-}
+type memOps struct{ w []memkv.Write }
 
 func (t *memTxn) lock() error {
 	if err := t.ctx.Err(); err != nil {
@@ -320,20 +158,7 @@ func (t *memTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
-	return treeGetMany(t.e.tree, dst, keys), nil
-}
-
-// treeGetMany appends to dst the value in tr of each key, nil when absent.
-func treeGetMany(tr *btree.BTreeG[memItem], dst [][]byte, keys [][]byte) [][]byte {
-	for _, k := range keys {
-		it, ok := tr.Get(keyItem(k))
-		if !ok {
-			dst = append(dst, nil)
-			continue
-		}
-		dst = append(dst, it.value())
-	}
-	return dst
+	return memkv.GetMany(t.e.tree, dst, keys), nil
 }
 
 func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
@@ -344,25 +169,25 @@ func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int
 }
 
 // treeGetRange appends to dst the rows of tr in [begin, end), as far as
-// rangeStop lets it.
-func treeGetRange(tr *btree.BTreeG[memItem], dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
+// memkv.RangeStop lets it.
+func treeGetRange(tr *btree.BTreeG[memkv.Item], dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
 	n, size := 0, 0
-	tr.AscendRange(keyItem(begin), keyItem(end), func(it memItem) bool {
-		dst = append(dst, KeyValue{Key: it.key(), Value: it.value()})
-		n, size = n+1, size+len(it.kv)
-		return !rangeStop(n, size, limit, maxBytes)
+	tr.AscendRange(memkv.KeyItem(begin), memkv.KeyItem(end), func(it memkv.Item) bool {
+		dst = append(dst, KeyValue{Key: it.Key(), Value: it.Value()})
+		n, size = n+1, size+it.Size()
+		return !memkv.RangeStop(n, size, limit, maxBytes)
 	})
 	return dst
 }
 
 // Set copies key and value into one allocation, which the tree keeps.
-func (t *memTxn) Set(key, value []byte) { t.add(memWrite{item: newMemItem(key, value)}) }
+func (t *memTxn) Set(key, value []byte) { t.add(memkv.Write{Item: memkv.NewItem(key, value)}) }
 
 func (t *memTxn) Clear(key []byte) {
-	t.add(memWrite{item: keyItem(bytes.Clone(key)), del: true})
+	t.add(memkv.Write{Item: memkv.KeyItem(bytes.Clone(key)), Del: true})
 }
 
-func (t *memTxn) add(w memWrite) {
+func (t *memTxn) add(w memkv.Write) {
 	if t.ops == nil {
 		if ops, ok := t.e.ops.Get().(*memOps); ok {
 			t.ops = ops
@@ -390,71 +215,21 @@ func (t *memTxn) Commit() error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	fault, then := CommitNormally, func() {}
-	if t.e.fault != nil {
-		var th func()
-		fault, th = t.e.fault(t.ctx)
-		if th != nil {
-			then = th
-		}
-	}
-	var err error
-	switch fault {
-	case CommitNormally:
-		// The fault may have held the commit until the context ended.
-		if err = t.ctx.Err(); err != nil {
-			err = fmt.Errorf("fdblayer: memory engine: commit interrupted: %w", err)
-		} else {
-			t.applyOps()
-		}
-	case CommitConflict:
-		err = ErrInjectedConflict
-	case CommitThenUnknown:
-		t.applyOps()
-		err = fmt.Errorf("%w: %w", store.ErrUnknownResult, ErrInjectedUnknown)
-	case UnknownWithoutCommit:
-		err = fmt.Errorf("%w: %w", store.ErrUnknownResult, ErrInjectedUnknown)
-	case CommitFatal:
-		err = ErrInjectedFatal
-	default:
-		err = fmt.Errorf("fdblayer: memory engine: unknown fault %d", fault)
-	}
+	t.applyOps()
 	t.dropOps()
 	t.unlock()
-	then()
-	return err
+	return nil
 }
 
 func (t *memTxn) applyOps() {
 	if t.ops != nil {
-		applyWrites(t.e.tree, t.ops.w)
+		memkv.Apply(t.e.tree, t.ops.w)
 	}
 }
 
-// applyWrites applies ws to tr in order.
-func applyWrites(tr *btree.BTreeG[memItem], ws []memWrite) {
-	for _, w := range ws {
-		if w.del {
-			tr.Delete(w.item)
-		} else {
-			tr.ReplaceOrInsert(w.item)
-		}
-	}
-}
-
-// OnError retries the injected conflicts and unknown results at once
-// (there is no contention to back off from): it takes the engine again
-// and drops pending writes. Every other error is returned.
-func (t *memTxn) OnError(err error) error {
-	if !errors.Is(err, ErrInjectedConflict) && !errors.Is(err, ErrInjectedUnknown) {
-		return err
-	}
-	t.dropOps()
-	if t.locked {
-		return nil
-	}
-	return t.lock()
-}
+// OnError returns err: a memory engine's transaction never conflicts,
+// so nothing it fails with is worth a retry.
+func (t *memTxn) OnError(err error) error { return err }
 
 func (t *memTxn) Close() {
 	t.dropOps()

@@ -56,7 +56,6 @@ type config struct {
 	maxTxnReadBytes   int
 	clock             clock.Clock
 	logger            *slog.Logger
-	dueBuckets        int // 0: the engine's (see Distributed)
 }
 
 func defaultConfig() config {
@@ -72,13 +71,6 @@ func defaultConfig() config {
 		logger:            slog.Default(),
 	}
 }
-
-// WithDueBuckets sets the number of buckets the due index hashes
-// partitions into, 1 to 255 (default: DueHashBuckets on a Distributed
-// engine, else 1). Every Layer over one store must use the same number:
-// a listing covers the buckets its Layer knows. Open fails with
-// store.ErrInvalid for a number out of range.
-func WithDueBuckets(n int) Option { return func(c *config) { c.dueBuckets = n } }
 
 // WithRootPrefix sets the bytes every key starts with (default
 // DefaultRootPrefix). Two Layers with distinct, non-prefix-related roots
@@ -133,8 +125,6 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: fdblayer: root prefix starts with 0xff (system keys)", store.ErrInvalid)
 	case c.maxBatchOps < 1:
 		return fmt.Errorf("%w: fdblayer: max batch ops %d < 1", store.ErrInvalid, c.maxBatchOps)
-	case c.dueBuckets < 0 || c.dueBuckets > 255:
-		return fmt.Errorf("%w: fdblayer: %d due buckets, want 1 to 255", store.ErrInvalid, c.dueBuckets)
 	case c.maxPartitionBytes < 1:
 		return fmt.Errorf("%w: fdblayer: max partition bytes %d < 1", store.ErrInvalid, c.maxPartitionBytes)
 	case c.retryLimit < 0:

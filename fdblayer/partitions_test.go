@@ -1,9 +1,11 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"slices"
 	"testing"
 
@@ -122,7 +124,7 @@ func TestListPartitionsRefusesABadSplitter(t *testing.T) {
 
 // Each partition costs one read of one row, however many rows it holds.
 func TestListPartitionsReadsOneRowPerPartition(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
 	l := openLayer(t, e)
 	ctx := context.Background()
 	for i := range 5 {

@@ -1,9 +1,10 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,11 +82,11 @@ func TestCursorTamper(t *testing.T) {
 		bad[i/8] ^= 1 << (i % 8)
 		vs = append(vs, variant{name: fmt.Sprintf("bit %d flipped", i), cursor: bad})
 	}
-	sub, err := l.appendSubspace(nil, p)
+	sub, err := l.AppendSubspace(nil, p)
 	require.NoError(t, err)
 	vs = append(vs,
-		variant{name: "position before start", cursor: appendCursor(nil, sub, k("a"), k("z"), k("0"))},
-		variant{name: "position at end", cursor: appendCursor(nil, sub, k("a"), k("z"), k("z"))},
+		variant{name: "position before start", cursor: AppendCursor(nil, sub, k("a"), k("z"), k("0"))},
+		variant{name: "position at end", cursor: AppendCursor(nil, sub, k("a"), k("z"), k("z"))},
 	)
 
 	otherRoot := openLayer(t, NewMemoryEngine(), WithRootPrefix([]byte("\x02other\x00")))
@@ -120,9 +121,9 @@ func TestCursorTamper(t *testing.T) {
 // stored, so a change of layout needs a new version.
 func TestCursorLayoutStable(t *testing.T) {
 	sub := []byte(DefaultRootPrefix + "\x02p\x00")
-	got := appendCursor(nil, sub, k("a"), k("z"), k("b\x00"))
+	got := AppendCursor(nil, sub, k("a"), k("z"), k("b\x00"))
 	require.Equal(t, "01"+"d9d95496b40be82d"+"6200", hex.EncodeToString(got))
-	last, err := parseCursor(got, sub, k("a"), k("z"))
+	last, err := ParseCursor(got, sub, k("a"), k("z"))
 	require.NoError(t, err)
 	require.Equal(t, []byte("b\x00"), last)
 }
@@ -173,7 +174,7 @@ func TestPartitionIsolation(t *testing.T) {
 			default:
 				continue
 			}
-			sub, err := l.appendSubspace(nil, p)
+			sub, err := l.AppendSubspace(nil, p)
 			require.NoError(t, err)
 			want := int64(0)
 			for _, key := range keys {
@@ -237,7 +238,7 @@ func TestCutPage(t *testing.T) {
 		{"no budget", rowsOf(100, 100), 3, 0, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keep, more := cutPage(tc.got, tc.n, tc.maxBytes)
+			keep, more := CutPage(tc.got, tc.n, tc.maxBytes)
 			require.Equal(t, tc.keep, keep)
 			require.Equal(t, tc.more, more)
 		})

@@ -1,4 +1,4 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"time"

@@ -15,7 +15,7 @@ import (
 // its reads go through txnReader, at the transaction's snapshot, and the
 // batch it returns is checked and committed in the same transaction, by
 // the code Apply commits with (commitBatch). Every engine makes the reads
-// count: MVCCEngine and FoundationDB record a read conflict range per read
+// count: fdbsim.MVCCEngine and FoundationDB record a read conflict range per read
 // and fail the commit (1020) when a later commit wrote into one, and the
 // memory and bbolt engines hold their single writer's lock from Begin to
 // the commit, so nothing can write in between. A conflict resets the
@@ -54,7 +54,7 @@ var _ store.Transactor = (*Layer)(nil)
 // the batch fn returns in the same transaction, checking its
 // preconditions at that snapshot: a precondition on a key fn read is
 // evaluated on what fn read, without reading it again. A row fn read that
-// another writer changes before the commit fails the commit (on MVCCEngine
+// another writer changes before the commit fails the commit (on fdbsim.MVCCEngine
 // and FoundationDB; the memory and bbolt engines let no writer in between),
 // and fn runs again on a fresh snapshot, as do retryable engine errors of
 // its reads, within the retry limit and ctx; past them TransactOnce fails

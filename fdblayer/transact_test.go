@@ -1,8 +1,10 @@
-package fdblayer
+package fdblayer_test
 
 import (
 	"context"
 	"fmt"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"testing"
 	"time"
@@ -27,11 +29,11 @@ func copyFn(runs *int) store.TransactFunc {
 }
 
 // statsDelta is what e counted while fn ran.
-func statsDelta(e *MVCCEngine, fn func()) MVCCStats {
+func statsDelta(e *fdbsim.MVCCEngine, fn func()) fdbsim.MVCCStats {
 	before := e.Stats()
 	fn()
 	after := e.Stats()
-	return MVCCStats{
+	return fdbsim.MVCCStats{
 		Begun: after.Begun - before.Begun, Reads: after.Reads - before.Reads, KeysRead: after.KeysRead - before.KeysRead,
 		Commits: after.Commits - before.Commits, Conflicts: after.Conflicts - before.Conflicts, Retries: after.Retries - before.Retries,
 		TooOld: after.TooOld - before.TooOld, Unknown: after.Unknown - before.Unknown,
@@ -44,16 +46,16 @@ func statsDelta(e *MVCCEngine, fn func()) MVCCStats {
 // of its own; a guard on a key it did not read costs one read for all
 // such guards.
 func TestTransactOnceRoundTrips(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(ms(5000)))
 	for _, tc := range []struct {
 		name string
 		fn   store.TransactFunc
-		want MVCCStats
+		want fdbsim.MVCCStats
 	}{
-		{"guard on the row read", copyFn(new(int)), MVCCStats{Begun: 1, Reads: 1, KeysRead: 1, Commits: 1}},
+		{"guard on the row read", copyFn(new(int)), fdbsim.MVCCStats{Begun: 1, Reads: 1, KeysRead: 1, Commits: 1}},
 		{"WakeIs on the wake time read", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			at, _, err := r.(store.WakeReader).NextWake(ctx)
 			if err != nil {
@@ -64,7 +66,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 				return nil, err
 			}
 			return store.NewBatch().Require(store.Guard(k("k"), val)).SetWake(at, at.Add(time.Millisecond)), nil
-		}, MVCCStats{Begun: 1, Reads: 2, KeysRead: 2, Commits: 1}},
+		}, fdbsim.MVCCStats{Begun: 1, Reads: 2, KeysRead: 2, Commits: 1}},
 		{"guards on scanned rows", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			page, err := r.Scan(ctx, nil, nil, nil, 10)
 			if err != nil {
@@ -75,14 +77,14 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 				b.Require(store.Equals(kv.Key, kv.Value))
 			}
 			return b.Put(k("scanned"), v("x")), nil
-		}, MVCCStats{Begun: 1, Reads: 1, KeysRead: 2, Commits: 1}},
+		}, fdbsim.MVCCStats{Begun: 1, Reads: 1, KeysRead: 2, Commits: 1}},
 		{"guards on rows not read", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			return store.NewBatch().Require(store.Absent(k("a")), store.Absent(k("b"))).Put(k("a"), v("x")), nil
-		}, MVCCStats{Begun: 1, Reads: 1, KeysRead: 2, Commits: 1}},
+		}, fdbsim.MVCCStats{Begun: 1, Reads: 1, KeysRead: 2, Commits: 1}},
 		{"nothing to write", func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			_, _, err := r.Get(ctx, k("k"))
 			return nil, err
-		}, MVCCStats{Begun: 1, Reads: 1, KeysRead: 1}},
+		}, fdbsim.MVCCStats{Begun: 1, Reads: 1, KeysRead: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := statsDelta(e, func() {
@@ -98,12 +100,12 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 // changes the row the function read, before its commit, makes the commit
 // conflict, and the function runs again on the new value.
 func TestTransactOnceRerunsOnConflict(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
 	runs := 0
-	var stats MVCCStats
+	var stats fdbsim.MVCCStats
 	stats = statsDelta(e, func() {
 		out, err := l.TransactOnce(t.Context(), p, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			if runs == 0 {
@@ -139,7 +141,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 		}
 	}
 	t.Run("landed: the re-run finds its work done", func(t *testing.T) {
-		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: CommitThenUnknown}}})
+		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.CommitThenUnknown}}})
 		runs := 0
 		out, err := l.TransactOnce(t.Context(), faultP, put(&runs))
 		require.NoError(t, err)
@@ -148,7 +150,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 		require.Equal(t, v("v"), mustGet(t, l, faultP, k("k")))
 	})
 	t.Run("not landed: the re-run commits", func(t *testing.T) {
-		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: UnknownWithoutCommit}}})
+		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit}}})
 		runs := 0
 		out, err := l.TransactOnce(t.Context(), faultP, put(&runs))
 		require.NoError(t, err)
@@ -156,7 +158,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 		require.Equal(t, 2, runs)
 	})
 	t.Run("retries exhausted", func(t *testing.T) {
-		steps := []faultStep{{fault: UnknownWithoutCommit}, {fault: UnknownWithoutCommit}, {fault: UnknownWithoutCommit}}
+		steps := []faultStep{{fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}}
 		l := faultLayer(t, &faultScript{steps: steps}, WithRetryLimit(2))
 		runs := 0
 		_, err := l.TransactOnce(t.Context(), faultP, put(&runs))
@@ -167,7 +169,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 	})
 	t.Run("deadline passed on the re-run", func(t *testing.T) {
 		clk := clock.NewManualMs(1_000_000)
-		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, WithClock(clk))
+		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, WithClock(clk))
 		deadline := clk.Now().Add(time.Minute)
 		_, err := l.TransactOnce(t.Context(), faultP, func(context.Context, store.Reader) (*store.Batch, error) {
 			return store.NewBatch().Put(k("k"), v("v")).WithDeadline(deadline), nil

@@ -4,26 +4,27 @@
 // schema package (the one whose //go:generate line names this directory). Edit
 // the schema, not this package: go generate rewrites it.
 //
-// Key classes (OutboxSequenceKey, RelayScanKey, OutcomeBacklogKey, RelayKey
-// and 10 more): for a class K, AppendK(dst, fields...) appends its key (a
-// FoundationDB tuple: the class tag, then the fields, so byte order is field
-// order; no allocation when dst has room), K.AppendKey does the same for a
-// value, ParseK parses one, ParseKey parses a key of any class and
-// ClassRange(tag) is the range that holds a class. Tags 1-99 are the library's
-// key classes, in any partition; an importing schema's are 100 and above.
+// Key classes ([OutboxSequenceKey], [RelayScanKey], [OutcomeBacklogKey],
+// [RelayKey] and 10 more): for a class K, AppendK(dst, fields...) appends its
+// key (a FoundationDB tuple: the class tag, then the fields, so byte order is
+// field order; no allocation when dst has room), K.AppendKey does the same for
+// a value, ParseK parses one, [ParseKey] parses a key of any class and
+// [ClassRange](tag) is the range that holds a class. Tags 1-99 are the
+// library's key classes, in any partition; an importing schema's are 100 and
+// above.
 //
-// Records (U64Value, RelayV1, RelayScanV1, RelayTimerV1 and 7 more): for a
-// record R, AppendR and EncodeR encode a value after checking every rule of
-// the schema (an error wrapping wire.ErrInvalid otherwise, nothing appended);
-// DecodeR decodes strictly: truncated input, trailing bytes, an unknown
-// version, variant or enum value, a length over its bound or a broken rule is
-// an error wrapping wire.ErrCorrupt that names the record, the field and the
-// reason, and no input makes a decoder panic. Decoded []byte fields alias the
-// input; DecodeRInto decodes into a value, reusing its slices.
+// Records ([U64Value], [RelayV1], [RelayScanV1], [RelayTimerV1] and 7 more):
+// for a record R, AppendR and EncodeR encode a value after checking every rule
+// of the schema (an error wrapping [wire.ErrInvalid] otherwise, nothing
+// appended); DecodeR decodes strictly: truncated input, trailing bytes, an
+// unknown version, variant or enum value, a length over its bound or a broken
+// rule is an error wrapping [wire.ErrCorrupt] that names the record, the field
+// and the reason, and no input makes a decoder panic. Decoded []byte fields
+// alias the input; DecodeRInto decodes into a value, reusing its slices.
 //
-// Identities (OutcomeID, OutcomeSource) are valid by construction: NewX
-// validates a name (an error wrapping wire.ErrInvalid), MustX panics instead,
-// for constants; every value but the zero one is valid.
+// Identities ([OutcomeID], [OutcomeSource]) are valid by construction: NewX
+// validates a name (an error wrapping [wire.ErrInvalid]), MustX panics
+// instead, for constants; every value but the zero one is valid.
 //
 // The package registers itself in package registry (gen/registry) when it is
 // initialised: its namespace, mkit, its import path, and what parses its

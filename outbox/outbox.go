@@ -3,7 +3,7 @@
 // terminal outcome rows (records of the service's own schema that reached
 // a terminal state, queued by an outcome source and pushed to a sink by
 // outcome delivery: package outcome), and plans the acknowledgment of
-// delivered outcomes (Acks).
+// delivered outcomes ([Acks]).
 //
 // # Rows
 //
@@ -18,8 +18,8 @@
 //	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer
 //
 // Relay rows and outcome rows share one sequence. A writer reads the
-// sequence, the backlog and the relay timer's reference entry (Read),
-// appends rows to a Builder and finishes it into its own batch: the
+// sequence, the backlog and the relay timer's reference entry ([Read]),
+// appends rows to a [Builder] and finishes it into its own batch: the
 // batch's guards make it fail, writing nothing, if any of the three changed
 // since the read, so concurrent writers never share a sequence and no row
 // is ever queued without its timer.

@@ -242,11 +242,11 @@ func TestMetrics(t *testing.T) {
 	m := telemetry.NewRecorder()
 	e.fireWith(delivery(t, &capture{}, func(c *outcome.Config) { c.Metrics = m }), 100)
 	rows, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
-		telemetry.Label{Name: telemetry.LabelShardKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitRows})
+		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitRows})
 	require.True(t, ok)
 	assert.Equal(t, 3.0, rows, "the backlog as the fire found it")
 	bytes, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
-		telemetry.Label{Name: telemetry.LabelShardKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitBytes})
+		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitBytes})
 	require.True(t, ok)
 	assert.Positive(t, bytes)
 	assert.Equal(t, uint64(2), m.Counter(telemetry.MetricSyntheticOutcomesAcked))

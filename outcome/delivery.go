@@ -29,9 +29,7 @@ const (
 // caps: each acknowledgment costs outbox.AckOps operations, and with the
 // backlog's (outbox.AckFixedOps) and the timer's own (timers.OutcomeOps)
 // they must fit one batch, so that a fire's acknowledgments land
-// atomically. With the
-// default 100-operation batch it is 30 (the reference, whose
-// acknowledgment cost four operations, had 23). At least 1.
+// atomically. With the default 100-operation batch it is 30. At least 1.
 func MaxRows(caps store.Capabilities) int {
 	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timers.OutcomeOps-outbox.AckFixedOps)/outbox.AckOps, 1)
 }

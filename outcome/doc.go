@@ -4,35 +4,35 @@
 //
 // # Sources
 //
-// A service declares an outcome source (NewSource) for a record class of
+// A service declares an outcome source ([NewSource]) for a record class of
 // its own schema, from the generated codec functions and its own rules:
 // the record's key and record codecs, when a record is terminal, the
-// outcome's id (what receivers deduplicate by), its Event (type,
+// outcome's id (what receivers deduplicate by), its [Event] (type,
 // timestamp, payload), optionally which outcomes are synthetic
 // (acknowledged without a sink call), and what the acknowledgment does to
-// the record (OnAck: KeepRecord or DeleteRecord, in the acknowledging
+// the record (OnAck: [KeepRecord] or [DeleteRecord], in the acknowledging
 // batch). The reference domain's reservations are one such source
 // (package refdomain/reservations).
 //
 // # Queueing
 //
 // The service makes a record terminal through its source, in its own
-// batch (TypedSource.Append on an outbox.Builder): the batch rewrites the
+// batch ([TypedSource.Append] on an [outbox.Builder]): the batch rewrites the
 // record, guarded by the value the service read, and queues a pending row
 // that names the source and the record's key, with the time it was
 // queued; the batch that fills an empty backlog creates the
-// outcome-delivery timer (timers.KindOutcomeDelivery). The rows it queues
-// are the library's (gen.OutcomePendingKey, the backlog, the timer); the
+// outcome-delivery timer ([timers.KindOutcomeDelivery]). The rows it queues
+// are the library's ([gen.OutcomePendingKey], the backlog, the timer); the
 // record stays where it is, in the service's own partition, which holds
 // the service's records and the library's runtime rows, never another
 // schema's records.
 //
 // # Delivery
 //
-// Delivery is the timer's handler: register it, with every source whose
-// outcomes it delivers, in the timers.Registry of a timers.Scheduler, and
+// [Delivery] is the timer's handler: register it, with every source whose
+// outcomes it delivers, in the [timers.Registry] of a [timers.Scheduler], and
 // every partition's queued outcomes, of all its sources in one backlog,
-// are pushed to its Sink in sequence order, each sink call bounded by a
+// are pushed to its [Sink] in sequence order, each sink call bounded by a
 // timeout and each fire by a row count and a wall-clock budget, and the
 // delivered ones acknowledged in one guarded batch: the pending rows are
 // deleted, and the records too when their source says so. A failing sink
@@ -42,29 +42,29 @@
 // non-terminal record) is logged and kept, never dropped, and never holds
 // up the rows behind it. Pending rows written before rows named their
 // source (an empty value) resolve through the one source that sets
-// SourceConfig.LegacyKey (the reservations source does), and are kept and
+// [SourceConfig.LegacyKey] (the reservations source does), and are kept and
 // logged without one. Delivery is at least once: a sink deduplicates by
-// Envelope.ID.
+// [Envelope.ID].
 //
 // # Envelopes and webhooks
 //
-// Each outcome reaches its sink as an Envelope: id, type, timestamp and
+// Each outcome reaches its sink as an [Envelope]: id, type, timestamp and
 // the source's payload as data, the structure Standard Webhooks
-// recommends; its JSON form is stable within EnvelopeVersion.
-// WebhookSink POSTs each envelope's JSON form to an https URL, each
-// attempt signed afresh with HMAC-SHA256 (HMACKey) or Ed25519
-// (Ed25519Signer), by several keys at once while they rotate
-// (WebhookConfig.ExtraSigners), in the library's own scheme, which binds
-// the recipient (WebhookConfig.Endpoint), and, with
-// WebhookConfig.StandardWebhooks, in Standard Webhooks' as well
+// recommends; its JSON form is stable within [EnvelopeVersion].
+// [WebhookSink] POSTs each envelope's JSON form to an https URL, each
+// attempt signed afresh with HMAC-SHA256 ([HMACKey]) or Ed25519
+// ([Ed25519Signer]), by several keys at once while they rotate
+// ([WebhookConfig.ExtraSigners]), in the library's own scheme, which binds
+// the recipient ([WebhookConfig.Endpoint]), and, with
+// [WebhookConfig.StandardWebhooks], in Standard Webhooks' as well
 // (webhook-id, webhook-timestamp, webhook-signature; "whsec_" secrets of
-// 24 bytes and more, ParseWebhookSecret). sign.go's design note says
-// exactly what each scheme signs.
+// 24 bytes and more, [ParseWebhookSecret]). The doc of [HeaderSignature]
+// and the other headers says exactly what each scheme signs.
 //
-// On the receiving side, Receiver verifies either scheme as http.Handler
+// On the receiving side, [Receiver] verifies either scheme as http.Handler
 // middleware: the signature, the validity window, the endpoint when
 // configured, and that the request's key (its nonce, or its Standard
-// Webhooks message id) was not accepted before; Handle turns verified
+// Webhooks message id) was not accepted before; [Handle] turns verified
 // requests into calls of the service's own function, which deduplicates
 // by Envelope.ID:
 //
@@ -77,11 +77,43 @@
 //	secret, _ := outcome.ParseWebhookSecret("whsec_...")
 //	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{secret}})
 //
-// The keys a Receiver accepted are held in a NonceStore. The default,
-// MemoryNonceStore, serves one process; a receiver running as several
+// The keys a Receiver accepted are held in a [NonceStore]. The default,
+// [MemoryNonceStore], serves one process; a receiver running as several
 // replicas, or that must refuse a replay after a restart, uses a
-// PartitionNonceStore, kept in a partition of the receiving service's
+// [PartitionNonceStore], kept in a partition of the receiving service's
 // store, so that every replica refuses what any of them accepted (one
-// commit per request). nonces.go's and receiver.go's design notes say
-// what is held, for how long, and when it is released.
+// commit per request). What is held, for how long, and when it is
+// released:
+//
+// # What a receiver accepts once, and when
+//
+// A Receiver verifies a request under the library's own scheme when it
+// carries HeaderSignature and the receiver has Verifiers, else under
+// Standard Webhooks when it carries HeaderWebhookSignature and the
+// receiver has StandardWebhooks keys ([HeaderSignature] says what each
+// signs). It reads its clock once it has read the body, and checks
+// the window against that time: a body that trickles in past the window
+// is refused, and no key is ever recorded already expired.
+//
+// Once the signature verified, the receiver claims the request's key in
+// its NonceStore until the window ends, and refuses (401) a request whose
+// key is held. What the key is, and how long it is held, differs:
+//
+//   - The library's scheme: the nonce, which names one attempt (a
+//     sender's retry is a new attempt, with a new nonce), held until
+//     expires-at plus MaxSkew whatever the handler answers. A request
+//     bearing it again is a replay.
+//   - Standard Webhooks: the message id, which the sender's retries of
+//     one message share, each with a new timestamp and signature; the
+//     specification advises receivers to process a message once by it.
+//     It is held until the timestamp plus Tolerance, so neither a
+//     captured request replayed nor a duplicate of the message reaches
+//     the handler inside the window. When the handler behind Wrap does
+//     not answer 2xx (it failed: 503; it panicked), Wrap releases the
+//     claim, so that the sender's retry is accepted at once instead of
+//     being refused until the window ends. After a 2xx the id stays held
+//     until then; a retry after it (the sender lost the answer) is
+//     accepted, and the handler deduplicates it by Envelope.ID, as it
+//     deduplicates every at-least-once delivery. No retry is refused
+//     beyond one window.
 package outcome

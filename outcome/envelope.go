@@ -9,7 +9,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Design note: the envelope's JSON form is stable.
+// EnvelopeVersion is the version of the envelope's JSON form, which is
+// stable.
 //
 // A sink sends each outcome as an Envelope, the structure Standard
 // Webhooks recommends for a payload:
@@ -22,8 +23,6 @@ import (
 // the service's own payload, a JSON object, as its source produced it.
 // Fields may be added in a later version; none is renamed or removed
 // within one. testdata/envelope_*.json hold the golden forms.
-
-// EnvelopeVersion is the version of the envelope's JSON form.
 const EnvelopeVersion = 1
 
 // Bounds of an Envelope's fields.
@@ -62,7 +61,7 @@ type envelopeJSON struct {
 // envelopeTime is the layout of Envelope.Timestamp in JSON.
 const envelopeTime = "2006-01-02T15:04:05.000Z07:00"
 
-// JSON returns the envelope's JSON form (see the design note), with Data
+// JSON returns the envelope's JSON form (see [EnvelopeVersion]), with Data
 // compacted. It fails with an error wrapping store.ErrInvalid for an
 // envelope that breaks ParseEnvelope's rules.
 func (e Envelope) JSON() ([]byte, error) {

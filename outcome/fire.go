@@ -75,7 +75,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 		pg.wait()
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
-	kind := telemetry.Label{Name: telemetry.LabelShardKind, Value: f.p.Kind()}
+	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
 	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
 	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
 	if backlog.Rows == 0 {

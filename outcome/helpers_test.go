@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -20,6 +21,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -138,9 +140,12 @@ var resSource = func() *reservations.Source {
 // delivery builds a Delivery of sink and the reservations source, with a
 // sleep that never elapses, and the changes of cfg.
 func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.Config)) *outcome.Delivery {
-	c := outcome.Config{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep}
+	c := outcome.Config{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep, Metrics: telemetry.NewRecorder()}
 	for _, f := range cfg {
 		f(&c)
+	}
+	if rec, ok := c.Metrics.(*telemetry.Recorder); ok {
+		t.Cleanup(func() { assert.NoError(t, rec.Err(), "samples the telemetry catalogue does not list") })
 	}
 	d, err := outcome.NewDelivery(c)
 	require.NoError(t, err)

@@ -93,7 +93,7 @@ func checkClaim(key string, until, now time.Time) error {
 }
 
 // MemoryNonceStore is a NonceStore in memory, for one receiving process
-// (see the design note in nonces.go). It holds at most its bound of
+// ([PartitionNonceStore] serves several). It holds at most its bound of
 // unexpired keys; a claim beyond it fails with ErrBusy until some expire.
 type MemoryNonceStore struct {
 	mu    sync.Mutex
@@ -201,9 +201,9 @@ type PartitionNonceConfig struct {
 }
 
 // PartitionNonceStore is a NonceStore kept in a partition of a store, for
-// receivers running as several replicas or restarting (see the design
-// note in nonces.go): every instance over the same partition refuses a
-// key any of them claimed. Each claim costs one commit, and every
+// receivers running as several replicas or restarting: every instance over
+// the same partition refuses a key any of them claimed, and two racing on
+// one key commit one claim. Each claim costs one commit, and every
 // SweepEvery-th claim of an instance a read and a commit more. It is safe
 // for concurrent use.
 type PartitionNonceStore struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
@@ -44,7 +45,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 		{"mvcc-latency", func() fdblayer.Engine {
 			// As bench/README.md's worker benchmarks: sleeps of up to 200 µs
 			// that stretch to about a millisecond on the 2-core machine.
-			return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Latency: 200 * time.Microsecond})
+			return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Latency: 200 * time.Microsecond})
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
@@ -109,7 +110,7 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 // accepting twice.
 func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
 	for _, eng := range []testengine.Engine{testengine.MVCC, {Name: "mvcc-unknown-results", Open: func(testing.TB, string) fdblayer.Engine {
-		return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
+		return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
 	}}} {
 		t.Run(eng.Name, func(t *testing.T) { raceReplicas(t, eng) })
 	}

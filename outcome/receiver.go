@@ -15,38 +15,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Design note: what a receiver accepts once, and when.
-//
-// A Receiver verifies a request under the library's own scheme when it
-// carries HeaderSignature and the receiver has Verifiers, else under
-// Standard Webhooks when it carries HeaderWebhookSignature and the
-// receiver has StandardWebhooks keys (see sign.go's design note for what
-// each signs). It reads its clock once it has read the body, and checks
-// the window against that time: a body that trickles in past the window
-// is refused, and no key is ever recorded already expired.
-//
-// Once the signature verified, the receiver claims the request's key in
-// its NonceStore until the window ends, and refuses (401) a request whose
-// key is held. What the key is, and how long it is held, differs:
-//
-//   - The library's scheme: the nonce, which names one attempt (a
-//     sender's retry is a new attempt, with a new nonce), held until
-//     expires-at plus MaxSkew whatever the handler answers. A request
-//     bearing it again is a replay.
-//   - Standard Webhooks: the message id, which the sender's retries of
-//     one message share, each with a new timestamp and signature; the
-//     specification advises receivers to process a message once by it.
-//     It is held until the timestamp plus Tolerance, so neither a
-//     captured request replayed nor a duplicate of the message reaches
-//     the handler inside the window. When the handler behind Wrap does
-//     not answer 2xx (it failed: 503; it panicked), Wrap releases the
-//     claim, so that the sender's retry is accepted at once instead of
-//     being refused until the window ends. After a 2xx the id stays held
-//     until then; a retry after it (the sender lost the answer) is
-//     accepted, and the handler deduplicates it by Envelope.ID, as it
-//     deduplicates every at-least-once delivery. No retry is refused
-//     beyond one window.
-
 // Defaults of a ReceiverConfig.
 const (
 	// DefaultMaxSkew is the clock difference tolerated between sender and
@@ -92,7 +60,7 @@ type ReceiverConfig struct {
 	// Nonces remembers the keys of accepted requests (nil: a
 	// MemoryNonceStore of MaxNonces). Use a PartitionNonceStore when the
 	// receiver runs as several replicas or must refuse replays across
-	// restarts (see nonces.go's design note).
+	// restarts.
 	Nonces NonceStore
 	// Clock checks validity windows (nil: clock.Real).
 	Clock clock.Clock
@@ -121,7 +89,8 @@ type ReceiverConfig struct {
 }
 
 // Receiver verifies signed hook requests, of the library's scheme or of
-// Standard Webhooks (see sign.go's and this file's design notes): the
+// Standard Webhooks (see [HeaderSignature] for what each signs, and the
+// package doc for what it accepts once): the
 // signature, under any of its keys; the validity window; the endpoint
 // signed, when configured; and that the request's key was not accepted
 // before. Wrap makes it an http.Handler middleware, and Handle turns

@@ -16,7 +16,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Design note: what a hook request signs.
+// Headers of a signed hook request, and what it signs.
 //
 // Every attempt is signed afresh. The library's own scheme signs, with
 // each signer that meets its minimum key size,
@@ -51,15 +51,12 @@ import (
 // what keeps a delivery to one endpoint is a key of that endpoint's own,
 // as the specification asks of its senders. A Receiver accepts a Standard
 // Webhooks request within Tolerance of its timestamp and refuses a
-// message id it holds (see the receiver's design note for when it holds
-// one). HMAC keys of 24 bytes and more (the specification's and Svix's
+// message id it holds (the package doc says when it holds one). HMAC keys of 24 bytes and more (the specification's and Svix's
 // "whsec_" secrets) sign and verify Standard Webhooks; the library's own
 // scheme needs MinHMACKeyBytes, so a shorter key signs only the Standard
 // Webhooks headers. With HMAC-SHA256 the receiver holds the sender's
 // secret; with Ed25519 only the public key, so a compromised receiver
 // cannot sign.
-
-// Headers of a signed hook request.
 const (
 	HeaderEndpoint  = "X-Mkit-Hook-Endpoint"
 	HeaderNonce     = "X-Mkit-Hook-Nonce"
@@ -301,7 +298,8 @@ func standardVersion(scheme string) string {
 	return ""
 }
 
-// signedMessage is what the library's scheme signs (see the design note).
+// signedMessage is what the library's scheme signs (see the Header
+// constants).
 func signedMessage(endpoint, nonce string, createdMs, expiresMs uint64, body []byte) []byte {
 	m := make([]byte, 0, 80+len(endpoint)+len(nonce)+len(body))
 	m = append(m, "mkit-hook-v2\n"...)

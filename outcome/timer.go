@@ -11,8 +11,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Backoff bounds, as in the reference: 1 s doubling per failed attempt up
-// to MaxBackoff, plus up to a fifth of jitter, never beyond MaxBackoff.
+// Backoff bounds: 1 s doubling per failed attempt up to MaxBackoff, plus
+// up to a fifth of jitter, never beyond MaxBackoff.
 const (
 	// BaseBackoff is the delay after the first failed sink call.
 	BaseBackoff = time.Second

@@ -60,8 +60,8 @@ type WebhookConfig struct {
 	// Validity is each signature's validity window (default
 	// DefaultValidity, at most MaxValidity).
 	Validity time.Duration
-	// StandardWebhooks adds the Standard Webhooks headers (see sign.go's
-	// design note), for receivers that verify those: a Receiver
+	// StandardWebhooks adds the Standard Webhooks headers (see
+	// [HeaderWebhookSignature]), for receivers that verify those: a Receiver
 	// configured with ReceiverConfig.StandardWebhooks, or any receiver of
 	// that specification, holding the "whsec_" secret or the "whpk_"
 	// public key (Ed25519Signer.WebhookPublicKey).
@@ -74,7 +74,7 @@ type WebhookConfig struct {
 }
 
 // WebhookSink is a Sink that POSTs each envelope's JSON form (Envelope.JSON)
-// to a URL, every attempt signed afresh (see sign.go's design note). A 2xx
+// to a URL, every attempt signed afresh (see [HeaderSignature]). A 2xx
 // answer delivers the outcome. 408, 429, 5xx and network failures are
 // retryable, with the answer's Retry-After honoured as the DeliveryError's
 // hint; other answers are a DeliveryError naming the status. Neither the

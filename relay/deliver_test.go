@@ -160,7 +160,7 @@ func TestDuplicateOnlyGroupsTakeNoTargetSlot(t *testing.T) {
 // than the lag bound, both labelled with the source's kind.
 func TestBacklogGaugeAndLagCounterLabelledBySourceKind(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		label := telemetry.Label{Name: telemetry.LabelSourceKind, Value: "ref"}
+		label := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"}
 		old := e.now() - uint64(relay.DefaultLagBound.Milliseconds()) - 1
 		e.queueAt(t, old, put(ta, "k", "1"), put(ta, "k", "2"))
 		var rows []row
@@ -190,10 +190,10 @@ func TestHandlerMetricsReplaceTheRuns(t *testing.T) {
 		e.h.Metrics = own
 		e.queue(t, put(ta, "k", "v"))
 		e.run(t)
-		v, ok := own.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelSourceKind, Value: "ref"})
+		v, ok := own.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"})
 		assert.True(t, ok)
 		assert.Equal(t, 1.0, v)
-		_, ok = e.metrics.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelSourceKind, Value: "ref"})
+		_, ok = e.metrics.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"})
 		assert.False(t, ok)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -102,6 +103,7 @@ func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ..
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	e.h = &relay.Handler{Target: e.target, Hook: e.audit}
+	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
 	for _, o := range opts {
 		o(t, e, open)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -23,7 +24,7 @@ func TestConcurrencyFollowsTheTargetStore(t *testing.T) {
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
-	memory, mvcc := open(fdblayer.NewMemoryEngine()), open(fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{}))
+	memory, mvcc := open(fdblayer.NewMemoryEngine()), open(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}))
 	c := &timers.Ctx{Store: memory, Partition: refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("src")}}
 	for _, tc := range []struct {
 		name   string

@@ -1,5 +1,5 @@
 // Package relay drains a source partition's outbox: it delivers queued
-// relay rows (outbox.Builder.Relay) to their target partitions, in
+// relay rows ([outbox.Builder.Relay]) to their target partitions, in
 // sequence order per target, exactly once in effect, and deletes them from
 // the source.
 //
@@ -15,10 +15,10 @@
 //
 //	RelayHighWaterKey(source)  U64Value: the highest sequence from source applied here
 //
-// Partitions are named by their tuple identities (store.IdentityOf): a
+// Partitions are named by their tuple identities ([store.IdentityOf]): a
 // row's target, a blocked target and a high-water key's source. So the
 // source and the targets may be partitions of any schema, and the relay
-// never parses them: it addresses each target as a store.Identity.
+// never parses them: it addresses each target as a [store.Identity].
 //
 // # One fire
 //
@@ -28,7 +28,7 @@
 // high-water mark, guarded by the mark the relay read. A row at or below
 // the mark was applied before (by an earlier fire whose checkpoint did not
 // land, or whose apply's result was lost) and is never applied again.
-// Different targets are delivered concurrently (Budget.Concurrency), each
+// Different targets are delivered concurrently ([Budget.Concurrency]), each
 // target's batches one after another; what the fire delivers, pauses at
 // and blocks is what delivering the targets one after another, in order of
 // first sequence, would give. Then it checkpoints: it deletes the
@@ -53,7 +53,7 @@
 // remain below the cursor for blocked targets), and it never reads the
 // queue again after the checkpoint.
 //
-// A Handler is safe for concurrent use by runs of different partitions;
+// A [Handler] is safe for concurrent use by runs of different partitions;
 // two runs of one partition race each other's guards, which keep delivery
 // exactly-once in effect (a scheduler's lease keeps them apart).
 //
@@ -64,10 +64,10 @@
 // the row and every row after it stay queued, never skipped, and the
 // source is held back. The fire logs the row ("relay: corrupt relay row;
 // tick stopped", with the source, the row's key in hex and the decoding
-// error) and moves the relay timer CorruptHoldMin later; each fire that
+// error) and moves the relay timer [CorruptHoldMin] later; each fire that
 // still finds a corrupt row there holds the source twice as long, up to
-// CorruptHoldMax, and logs it again, so the log slows with the hold. The
-// hold is kept in the relay timer's value (a gen.RelayTimerV1; the timer
+// [CorruptHoldMax], and logs it again, so the log slows with the hold. The
+// hold is kept in the relay timer's value (a [gen.RelayTimerV1]; the timer
 // of a source held by nothing has an empty value), and ends with the row:
 // the first fire that finds no corrupt row delivers on and clears it.
 //

@@ -465,7 +465,7 @@ func (f *fire) recordBacklog(ctx context.Context) error {
 			backlog = addSat(f.sequence-min(f.sequence, k.Seq), 1)
 		}
 	}
-	labels := []telemetry.Label{{Name: telemetry.LabelSourceKind, Value: f.src.Kind()}}
+	labels := []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: f.src.Kind()}}
 	f.metrics.Gauge(telemetry.MetricRelayBacklogRows, labels, float64(backlog))
 	if f.lagExceeded {
 		f.metrics.Add(telemetry.MetricRelayLagExceeded, labels, 1)

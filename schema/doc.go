@@ -31,8 +31,9 @@
 //
 // A namespace is 1-32 bytes of a-z, 0-9 and _, starting with a letter.
 // Every partition identity the schema generates (its AppendTuple) is the
-// tuple (namespace, variant tag, fields...), and its ParsePartition refuses
-// an identity of any other namespace, so the identities of two schemas are
+// tuple (namespace, variant tag, fields...), and its parser (Parse and the
+// partition union's name: ParsePartition, ParseShard) refuses an identity
+// of any other namespace, so the identities of two schemas are
 // never tuple prefixes of each other: no scan, Stats or cursor of one
 // schema's partition reaches another's rows, whatever their variant tags
 // and fields. The namespace "mkit" and every name starting with "mkit" are

@@ -1,7 +1,7 @@
 // Package store is the contract every handler programs against: a
 // partitioned, ordered key/value store with atomic guarded batches.
 //
-// A Store holds many partitions. Each partition is an independent ordered
+// A [Store] holds many partitions. Each partition is an independent ordered
 // keyspace: the same key in two partitions names two rows, and a scan never
 // leaves its partition. A guarded batch (preconditions plus writes) is
 // applied atomically inside one partition: every precondition is checked
@@ -9,11 +9,14 @@
 // or none does.
 //
 // A store may offer extensions, which callers ask for with a type
-// assertion and do without when it has none: DueIndex (the due index a
-// scheduler lists), ScanAppender (scan pages read into the caller's
-// memory) and Transactor (a function's reads and the batch built from
-// them in one transaction; Transact and TransactOnce use it when they
+// assertion and do without when it has none: [DueIndex] (the due index a
+// scheduler lists), [ScanAppender] (scan pages read into the caller's
+// memory) and [Transactor] (a function's reads and the batch built from
+// them in one transaction; [Transact] and [TransactOnce] use it when they
 // can).
+//
+// A commit whose result is unknown may have landed: [ErrUnknownResult]
+// says what that means for a batch and its guards.
 //
 // Implementations live elsewhere (package fdblayer); store/storetest holds
 // the conformance suite every implementation passes, and the fault-injecting
@@ -58,8 +61,8 @@ type Partition interface {
 
 // Store is a partitioned ordered key/value store with atomic guarded
 // batches. Every method is safe for concurrent use, takes a context that
-// bounds it, and fails with errors wrapping ErrInvalid, ErrCorrupt,
-// ErrUnavailable or ErrUnknownResult.
+// bounds it, and fails with errors wrapping [ErrInvalid], [ErrCorrupt],
+// [ErrUnavailable] or [ErrUnknownResult].
 //
 // Byte slices passed in are not retained past the call. Byte slices
 // returned are owned by the caller.
@@ -90,29 +93,10 @@ type Store interface {
 	// I/O: ReservedBatchOps is room a batch builder keeps for operations
 	// it adds later (a hook's), not a limit of Apply.
 	//
-	// Unknown commit results: ErrUnknownResult means the batch may or may
-	// not have committed, and may still commit later. A store may also
-	// meet an unknown commit inside Apply and replay the batch itself
-	// (fdblayer does), reporting what the replay found. Either way a batch
-	// can land twice, with other writers' commits in between, and the
-	// guards decide what that does:
-	//   - a key the batch guards is safe: a replay commits only where every
-	//     guard still holds, so it never overwrites a change another writer
-	//     made to a guarded key;
-	//   - a batch whose writes break its own guards (Absent of a key it
-	//     puts, Equals of a value it changes) lands at most once; its
-	//     replay reports PreconditionFailed, although the batch committed;
-	//   - a key the batch writes without guarding it is not safe: if its
-	//     guards still hold, the replay reports Committed and writes the
-	//     key again, so an unguarded put can overwrite a value another
-	//     writer put after the first landing, and an unguarded delete can
-	//     delete a row another writer recreated meanwhile;
-	//   - a replayed WakeAt lowers the wake time again, at worst waking the
-	//     partition early; an Exact wakeup is guarded by its WakeIs.
-	// A batch that guards every key it writes with what its builder read
-	// (Guard) is therefore never applied over another writer's change.
-	// Transact re-runs its function after an unknown result instead of
-	// replaying the batch.
+	// When the commit's result is unknown, Apply fails with
+	// [ErrUnknownResult], or retries the batch and reports what the retry
+	// found; either way the batch may land twice, and its guards decide
+	// what that does (see ErrUnknownResult).
 	Apply(ctx context.Context, p Partition, b *Batch) (BatchOutcome, error)
 
 	// Capabilities reports the limits batches are validated against.

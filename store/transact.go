@@ -61,11 +61,11 @@ type Reader interface {
 // error ends Transact and is returned as it is.
 //
 // The function may run several times, and after an unknown commit result
-// it runs again on a state in which its earlier batch may have landed: it
-// must derive everything from what it reads and recognise its own work
-// done (for example, guard a put with Absent of the key it creates, or
-// record the id of the request it applies), or a re-run does the work
-// twice. It must have no effect other than through the batch it returns.
+// ([ErrUnknownResult]) it runs again on a state in which its earlier batch
+// may have landed: it must derive everything from what it reads and
+// recognise its own work done (for example, guard a put with Absent of the
+// key it creates, or record the id of the request it applies), or a re-run
+// does the work twice. It must have no effect other than through the batch it returns.
 // On a Transactor it runs while the store holds a transaction open, so it
 // must be short, and it must not call the store itself (see
 // Transactor): it reads through r only.
@@ -94,7 +94,7 @@ type Transactor interface {
 	// conflict, so fn meets its earlier batch possibly landed, as
 	// TransactFunc says; it never reports Committed for a batch that may
 	// not have landed, and fails with ErrUnknownResult when it cannot run
-	// fn again (see Store.Apply for what a batch landing twice does).
+	// fn again (see [ErrUnknownResult]).
 	//
 	// Limits: the batch is validated as Apply validates it (ErrInvalid,
 	// nothing written). The reads of one run share
@@ -145,49 +145,23 @@ func (c *transactConfig) check() error {
 }
 
 // Transact runs fn and applies the batch it returns to partition p of s,
-// the guarded read-modify-write that FoundationDB's Database.Transact and
-// bbolt's DB.Update run. Each attempt is one TransactOnce: one transaction
-// when s is a Transactor (which runs fn again itself when a row fn read
-// changed before the commit), reads and an Apply otherwise. When the
-// batch fails a precondition, because another writer changed a row fn
-// read (or, on a Transactor, a row fn guards without reading it),
-// Transact waits a jittered, exponentially growing backoff (see
-// WithBackoff) and runs fn again, up to WithRetries times. fn never sees
-// a failed precondition; its contract is TransactFunc's.
+// the guarded read-modify-write loop of FoundationDB's Database.Transact
+// and bbolt's DB.Update. Each attempt is one [TransactOnce]. When the
+// batch fails a precondition (another writer changed a row fn read or
+// guards) or its commit result is unknown ([ErrUnknownResult]), Transact
+// waits a jittered, exponentially growing backoff ([WithBackoff]) and runs
+// fn again, up to [WithRetries] times: fn must keep [TransactFunc]'s
+// contract, and never sees a failed precondition.
 //
-// It returns the last outcome reported (the zero BatchOutcome when fn had
-// nothing to write) and a nil error once a batch committed or fn returned
-// nothing to write. Otherwise the error says why, naming the partition,
-// never a value:
-//
-//   - fn failed: fn's error, as it is, after no write of this attempt;
-//   - every attempt failed a precondition: an error wrapping
-//     ErrPreconditionFailed that names the last failed precondition (its
-//     key, not its value), with that outcome;
-//   - the batch's deadline passed: an error wrapping ErrDeadlinePassed,
-//     with that outcome; it is not retried, as a re-run cannot commit
-//     earlier;
-//   - ctx ended (checked before each attempt and during each backoff):
-//     an error wrapping ctx's error;
-//   - the store failed otherwise (ErrInvalid, ErrUnavailable, ErrCorrupt
-//     from a read): that error, wrapped, not retried; invalid options:
-//     ErrInvalid, before any I/O.
-//
-// Unknown commit results: when an attempt ends with ErrUnknownResult, its
-// batch may have landed. Transact runs fn again, as after a failed
-// precondition and within the same retry budget, rather than replay a
-// batch built for a state that may be gone: fn re-reads, and finds its
-// work done (returning nil) or builds its batch afresh. That is only safe
-// for a function that recognises its own work (see TransactFunc): one
-// that does not, such as an increment guarded by the counter alone,
-// applies twice when its first batch landed. The same holds when the
-// store resolves an unknown commit itself (a Transactor running fn again,
-// or Apply replaying a batch and reporting PreconditionFailed for a batch
-// that committed: see Store.Apply, which also says what a key the batch
-// writes without guarding it risks). When Transact ends with an error
-// other than fn's after an unknown result, the error also wraps
-// ErrUnknownResult: an earlier batch may have landed, so the failure never
-// reads as "nothing written".
+// It returns the last outcome the store reported (the zero BatchOutcome
+// when fn had nothing to write) and a nil error once a batch committed or
+// fn had nothing to write. Otherwise it returns fn's error as it is, or an
+// error naming the partition, never a value, that wraps
+// [ErrPreconditionFailed] (the retries ran out), [ErrDeadlinePassed] (not
+// retried), ctx's error, or the store's error (not retried); invalid
+// options fail with [ErrInvalid] before any I/O. After an unknown result
+// any error but fn's also wraps ErrUnknownResult: an earlier batch may
+// have landed.
 //
 // Transact is safe for concurrent use; it does not retain the batches fn
 // returns.

@@ -1,12 +1,14 @@
 // Package telemetry is the library's small metrics interface: gauges and
-// counters with labels, a no-op default, and an in-memory Recorder for
+// counters with labels, a no-op default, and an in-memory [Recorder] for
 // tests. Package telemetry/prom adapts it to Prometheus.
 //
-// Every metric the library emits is named by a constant of this package;
-// Help describes each. Label names are constants too, so a dashboard can be
-// written against this file alone. A metric name is always used with the
-// same label names (in any order); adapters may drop a sample that breaks
-// this, and say so in their logs.
+// Every metric the library emits is a [Desc] of this package's catalogue
+// (catalogue.go, listed by [Catalogue]): its name, help text, type and
+// label names, so that a dashboard can be written against that file alone.
+// Components emit by Desc, and no other package can make one, so a metric
+// cannot be emitted without its entry. A sample whose label names are not
+// exactly its Desc's (see [Check]) is dropped by adapters, which say so in
+// their logs.
 package telemetry
 
 // Label is one label of a sample: a name and its value. Values never hold
@@ -22,10 +24,10 @@ type Label struct {
 // sample they cannot record is dropped (and logged, where they can log).
 // The labels slice is not retained past the call.
 type Metrics interface {
-	// Gauge sets the gauge name with labels to v.
-	Gauge(name string, labels []Label, v float64)
-	// Add adds delta to the counter name with labels.
-	Add(name string, labels []Label, delta uint64)
+	// Gauge sets the gauge d with labels to v.
+	Gauge(d *Desc, labels []Label, v float64)
+	// Add adds delta to the counter d with labels.
+	Add(d *Desc, labels []Label, delta uint64)
 }
 
 // Noop is a Metrics that records nothing: the default wherever a Metrics is
@@ -33,93 +35,15 @@ type Metrics interface {
 type Noop struct{}
 
 // Gauge does nothing.
-func (Noop) Gauge(string, []Label, float64) {}
+func (Noop) Gauge(*Desc, []Label, float64) {}
 
 // Add does nothing.
-func (Noop) Add(string, []Label, uint64) {}
+func (Noop) Add(*Desc, []Label, uint64) {}
 
-// OrNoop returns m, or Noop when m is nil.
+// OrNoop returns m, or [Noop] when m is nil.
 func OrNoop(m Metrics) Metrics {
 	if m == nil {
 		return Noop{}
 	}
 	return m
 }
-
-// Label names used by the library.
-const (
-	// LabelPartitionKind is the kind of the partition a sample is about
-	// (store.Partition.Kind: "ref", "namespace", ...).
-	LabelPartitionKind = "partition_kind"
-	// LabelSourceKind is the kind of a relay's source partition.
-	LabelSourceKind = "source_kind"
-	// LabelShardKind is the kind of the partition holding an outbox.
-	LabelShardKind = "shard_kind"
-	// LabelUnit says what a backlog gauge counts: UnitRows or UnitBytes.
-	LabelUnit = "unit"
-	// LabelTimerKind is a timer's kind, in decimal.
-	LabelTimerKind = "timer_kind"
-)
-
-// Values of LabelUnit.
-const (
-	UnitRows  = "rows"
-	UnitBytes = "bytes"
-)
-
-// Metric names used by the library. Gauges are plain nouns; counters end
-// in _total, as Prometheus expects.
-const (
-	// MetricRelayBacklogRows (gauge; LabelSourceKind): an upper bound on
-	// the relay rows queued in a source partition, set at each relay fire.
-	MetricRelayBacklogRows = "mkitfdb_relay_backlog_rows"
-	// MetricRelayLagExceeded (counter; LabelSourceKind): relay fires that
-	// found a queued row older than the relay lag bound.
-	MetricRelayLagExceeded = "mkitfdb_relay_lag_exceeded_total"
-	// MetricOutboxBacklog (gauge; LabelShardKind, LabelUnit): undelivered
-	// terminal outcomes of a partition, in rows and in bytes, set at each
-	// outcome-delivery fire.
-	MetricOutboxBacklog = "mkitfdb_outbox_backlog"
-	// MetricSyntheticOutcomesAcked (counter): synthetic outcomes (of a
-	// source's SourceConfig.Synthetic, such as the reference domain's "s:"
-	// reservations) acknowledged locally instead of sent to a sink.
-	MetricSyntheticOutcomesAcked = "mkitfdb_synthetic_outcomes_acked_total"
-	// MetricTimersFired (counter; LabelPartitionKind, LabelTimerKind):
-	// timers whose handler ran and whose Done or Reschedule committed.
-	MetricTimersFired = "mkitfdb_timers_fired_total"
-	// MetricTimersRetried (counter; LabelPartitionKind, LabelTimerKind):
-	// timers whose handler asked for a Retry that committed.
-	MetricTimersRetried = "mkitfdb_timers_retried_total"
-	// MetricTimersRaced (counter; LabelPartitionKind, LabelTimerKind):
-	// timer outcomes whose guards failed (the timer, or a row the handler
-	// guarded, changed between the fire and the apply).
-	MetricTimersRaced = "mkitfdb_timers_raced_total"
-	// MetricTimersFailed (counter; LabelPartitionKind, LabelTimerKind):
-	// timers whose handler returned an error, panicked, or returned an
-	// outcome the store rejected.
-	MetricTimersFailed = "mkitfdb_timers_failed_total"
-	// MetricTimersUnknownKind (counter; LabelPartitionKind,
-	// LabelTimerKind): due timers of a kind no handler is registered for,
-	// counted once per kind per run.
-	MetricTimersUnknownKind = "mkitfdb_timers_unknown_kind_total"
-	// MetricTimersCorrupt (counter; LabelPartitionKind): due timers left in
-	// place because their key, reference entry or value is corrupt.
-	MetricTimersCorrupt = "mkitfdb_timers_corrupt_total"
-)
-
-var help = map[string]string{
-	MetricRelayBacklogRows:       "Upper bound on the relay rows queued in a source partition.",
-	MetricRelayLagExceeded:       "Relay fires that found a queued row older than the relay lag bound.",
-	MetricOutboxBacklog:          "Undelivered terminal outcomes of a partition, in rows or bytes.",
-	MetricSyntheticOutcomesAcked: "Synthetic outcomes acknowledged locally instead of sent to a sink.",
-	MetricTimersFired:            "Timers whose handler ran and whose Done or Reschedule committed.",
-	MetricTimersRetried:          "Timers whose handler asked for a retry that committed.",
-	MetricTimersRaced:            "Timer outcomes whose guards failed because a row changed meanwhile.",
-	MetricTimersFailed:           "Timers whose handler failed, panicked or returned an outcome the store rejected.",
-	MetricTimersUnknownKind:      "Due timers of a kind no handler is registered for, once per kind per run.",
-	MetricTimersCorrupt:          "Due timers left in place because their key, reference entry or value is corrupt.",
-}
-
-// Help returns the description of a metric the library emits, or "" for a
-// name it does not know.
-func Help(name string) string { return help[name] }

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
@@ -47,12 +49,13 @@ func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
 func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
-	// one by default): the tests exercise the buckets everywhere.
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clk), fdblayer.WithDueBuckets(fdblayer.DueHashBuckets))
+	// one unless made Distributed): the tests exercise the buckets
+	// everywhere.
+	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}
-	return &env{
+	e := &env{
 		ctx:     context.Background(),
 		faults:  storetest.WithFaults(l),
 		inner:   l,
@@ -62,6 +65,8 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
+	return e
 }
 
 // run runs RunDue at the clock's time on the faults wrapper.

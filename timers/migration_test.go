@@ -15,6 +15,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -26,8 +27,9 @@ import (
 // whose timers (kind 1000; 30 due at 10,000 ms, 10 at 20,000, each with
 // one a day later) were written by the code before the due index had
 // buckets (testdata/due-v1.go.txt, run at e64c5c8), so every due index
-// entry is of that layout.
-func openV1Fixture(t *testing.T, clk clock.Clock, opts ...fdblayer.Option) (*fdblayer.Layer, []store.Partition) {
+// entry is of that layout. distributed opens it through
+// fdbsim.AsDistributed, with DueHashBuckets buckets.
+func openV1Fixture(t *testing.T, clk clock.Clock, distributed bool) (*fdblayer.Layer, []store.Partition) {
 	t.Helper()
 	src, err := os.Open("testdata/due-v1.bbolt")
 	require.NoError(t, err)
@@ -38,9 +40,13 @@ func openV1Fixture(t *testing.T, clk clock.Clock, opts ...fdblayer.Option) (*fdb
 	_, err = io.Copy(dst, src)
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
-	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
+	bolt, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
 	require.NoError(t, err)
-	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	var e fdblayer.Engine = bolt
+	if distributed {
+		e = fdbsim.AsDistributed(bolt)
+	}
+	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var ps []store.Partition
@@ -70,17 +76,13 @@ func timerCount(t *testing.T, l *fdblayer.Layer, ps []store.Partition) int {
 func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 	for _, tc := range []struct {
 		migrateFirst bool
-		buckets      int // 0: bbolt's one
-	}{{false, 0}, {true, 0}, {false, fdblayer.DueHashBuckets}, {true, fdblayer.DueHashBuckets}} {
+		distributed  bool // fdbsim.AsDistributed: DueHashBuckets buckets, not bbolt's one
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
 		migrateFirst := tc.migrateFirst
-		t.Run(fmt.Sprintf("migrate-first=%v/buckets=%d", migrateFirst, tc.buckets), func(t *testing.T) {
+		t.Run(fmt.Sprintf("migrate-first=%v/distributed=%v", migrateFirst, tc.distributed), func(t *testing.T) {
 			ctx := context.Background()
 			clk := clock.NewManualMs(10_000)
-			var opts []fdblayer.Option
-			if tc.buckets != 0 {
-				opts = append(opts, fdblayer.WithDueBuckets(tc.buckets))
-			}
-			l, ps := openV1Fixture(t, clk, opts...)
+			l, ps := openV1Fixture(t, clk, tc.distributed)
 			require.Equal(t, 80, timerCount(t, l, ps))
 			es, err := l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1000})
 			require.NoError(t, err)

@@ -136,7 +136,7 @@ type candidate struct {
 
 // tally counts one metric of one timer kind, emitted when the run ends.
 type tally struct {
-	metric string
+	metric *telemetry.Desc
 	kind   Kind
 	n      uint64
 }
@@ -656,7 +656,7 @@ func (r *run) noteNext(due uint64) {
 	}
 }
 
-func (r *run) count(metric string, kind Kind) {
+func (r *run) count(metric *telemetry.Desc, kind Kind) {
 	if metric == telemetry.MetricTimersCorrupt {
 		kind = 0 // counted per partition kind only
 	}

@@ -92,38 +92,6 @@ const minListPage = 64
 // lowers the wake time (store.Batch.WakeAt), which needs no guard.
 const maxWakeAttempts = 4
 
-// Metric names of the scheduler. Counters with LabelPartitionKind name
-// the kind of the partition concerned.
-const (
-	// MetricSchedulerTicks (counter): Tick calls.
-	MetricSchedulerTicks = "mkitfdb_scheduler_ticks_total"
-	// MetricSchedulerClaimed (counter; LabelPartitionKind): partitions
-	// claimed and run.
-	MetricSchedulerClaimed = "mkitfdb_scheduler_partitions_claimed_total"
-	// MetricSchedulerContended (counter; LabelPartitionKind): due
-	// partitions skipped because another worker held their lease or won
-	// the claim.
-	MetricSchedulerContended = "mkitfdb_scheduler_lease_contended_total"
-	// MetricSchedulerLeaseLost (counter; LabelPartitionKind): runs whose
-	// lease was no longer theirs at the finishing batch.
-	MetricSchedulerLeaseLost = "mkitfdb_scheduler_lease_lost_total"
-	// MetricSchedulerRecovered (counter; LabelPartitionKind): claims that
-	// took over another owner's expired lease.
-	MetricSchedulerRecovered = "mkitfdb_scheduler_leases_recovered_total"
-	// MetricSchedulerRequeued (counter; LabelPartitionKind): runs the
-	// budget cut, left due for the next tick.
-	MetricSchedulerRequeued = "mkitfdb_scheduler_requeued_total"
-	// MetricSchedulerStale (counter; LabelPartitionKind): due index
-	// entries whose partition's wake time had moved on when looked at.
-	MetricSchedulerStale = "mkitfdb_scheduler_stale_entries_total"
-	// MetricSchedulerCorrupt (counter): due index entries whose identity
-	// names no partition, and leases that do not decode.
-	MetricSchedulerCorrupt = "mkitfdb_scheduler_corrupt_total"
-	// MetricSchedulerErrors (counter; LabelPartitionKind): partitions
-	// whose claim, run or finishing batch failed.
-	MetricSchedulerErrors = "mkitfdb_scheduler_partition_errors_total"
-)
-
 // SchedulerConfig configures a Scheduler. Store and Registry are
 // required; a zero value of any other field takes its default.
 type SchedulerConfig struct {
@@ -137,9 +105,9 @@ type SchedulerConfig struct {
 	// identity it does not know (nil: none) is addressed as a
 	// store.Identity, which reaches the same rows: the scheduler fires
 	// every partition of the store, whatever its schema; the library's
-	// handlers (the relay among them) need no parse. PartitionParser
-	// adapts a generated schema's ParsePartition. An identity that is not a tuple names no partition: it
-	// is counted in Corrupt and logged once an hour.
+	// handlers (the relay among them) need no parse. [PartitionParser]
+	// adapts a generated schema's parser. An identity that is not a tuple
+	// names no partition: it is counted in Corrupt and logged once an hour.
 	ParsePartition func(identity []byte) (store.Partition, error)
 	// Owner names this Scheduler in the leases it writes, at most
 	// gen.MaxSchedulerLeaseV1Owner bytes. It must be unique among the
@@ -179,9 +147,10 @@ type SchedulerConfig struct {
 	Metrics telemetry.Metrics
 }
 
-// PartitionParser adapts a generated schema's ParsePartition
-// (refdomain.ParsePartition, ordersgen.ParsePartition, ...), which returns
-// the schema's own partition interface, to SchedulerConfig.ParsePartition.
+// PartitionParser adapts a generated schema's partition parser (Parse and
+// the name of the schema's partition union: refdomain.ParsePartition,
+// ordersgen.ParseShard, ...), which returns the schema's own partition
+// interface, to [SchedulerConfig].ParsePartition.
 // A store holding the partitions of several schemas parses with a function
 // of its own that tries each by namespace; the scheduler fires what none
 // of them knows as a store.Identity anyway.
@@ -432,7 +401,7 @@ func (r *Report) add(o Report) {
 // every listed partition was handled, naming the first failure, with
 // TickReport.Errors counting them. Skipped partitions are not errors.
 func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
-	s.metrics.Add(MetricSchedulerTicks, nil, 1)
+	s.metrics.Add(telemetry.MetricSchedulerTicks, nil, 1)
 	nowMs := clock.NowMs(s.clock)
 	rep := TickReport{Now: store.DecodeTime(nowMs)}
 	entries := make(chan store.DueEntry)
@@ -602,7 +571,7 @@ func (s *Scheduler) leave(id string) {
 }
 
 // count adds one to a counter labelled with p's kind.
-func (s *Scheduler) count(metric string, p store.Partition) {
+func (s *Scheduler) count(metric *telemetry.Desc, p store.Partition) {
 	s.metrics.Add(metric, []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: p.Kind()}}, 1)
 }
 

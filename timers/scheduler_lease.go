@@ -9,6 +9,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 )
 
 // claim is a lease this Scheduler holds on a partition.
@@ -33,7 +34,7 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	p, err := s.partition(e.Partition)
 	if err != nil {
 		r.Corrupt++
-		s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
+		s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
 		if s.corrupt.allow(string(e.Partition), clock.NowMs(s.clock), corruptLogInterval) {
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
 				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
@@ -49,7 +50,7 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 		// Another Tick of this Scheduler is firing it.
 		if encodedTime(e.At) != parkedMs {
 			r.Contended++
-			s.count(MetricSchedulerContended, p)
+			s.count(telemetry.MetricSchedulerContended, p)
 		}
 		return nil
 	}
@@ -93,7 +94,7 @@ func (s *Scheduler) partition(identity []byte) (store.Partition, error) {
 // from it, and returns the error naming it.
 func (s *Scheduler) failed(id string, p store.Partition, what string, err error) error {
 	s.backOff(id, true)
-	s.count(MetricSchedulerErrors, p)
+	s.count(telemetry.MetricSchedulerErrors, p)
 	s.log.Error("timers: scheduler: partition "+what+" failed", "partition", store.PartitionName(p), "error", err)
 	return fmt.Errorf("timers: scheduler: %s %s: %w", what, store.PartitionName(p), err)
 }
@@ -195,25 +196,25 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 			return nil, fmt.Errorf("claim: %w", err)
 		case state == claimStale:
 			r.Stale++
-			s.count(MetricSchedulerStale, p)
+			s.count(telemetry.MetricSchedulerStale, p)
 			return nil, nil
 		case state == claimCorrupt:
 			r.Corrupt++
-			s.metrics.Add(MetricSchedulerCorrupt, nil, 1)
+			s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
 			s.log.Error("timers: scheduler: lease does not decode; partition left alone", "partition", store.PartitionName(p))
 			return nil, nil
 		case state == claimContended:
 			if !parked || wake != parkedMs {
 				r.Contended++
-				s.count(MetricSchedulerContended, p)
+				s.count(telemetry.MetricSchedulerContended, p)
 			}
 			return nil, nil
 		case out.Committed():
 			r.Claimed++
-			s.count(MetricSchedulerClaimed, p)
+			s.count(telemetry.MetricSchedulerClaimed, p)
 			if c.recovered {
 				r.Recovered++
-				s.count(MetricSchedulerRecovered, p)
+				s.count(telemetry.MetricSchedulerRecovered, p)
 				s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
 			}
 			return c, nil
@@ -228,7 +229,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 	}
 	// The wake time kept moving under busy writers: the next tick looks.
 	r.Contended++
-	s.count(MetricSchedulerContended, p)
+	s.count(telemetry.MetricSchedulerContended, p)
 	return nil, nil
 }
 
@@ -248,7 +249,7 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 		// At its earliest remaining due time: the next tick lists it with
 		// every other partition due by then.
 		r.Requeued++
-		s.count(MetricSchedulerRequeued, p)
+		s.count(telemetry.MetricSchedulerRequeued, p)
 	}
 	if runErr != nil {
 		s.log.Error("timers: scheduler: run failed; partition looked at again",
@@ -310,7 +311,7 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 			// moved carried its own WakeAt, and the new owner's run sees
 			// the timers it left.
 			r.LeaseLost++
-			s.count(MetricSchedulerLeaseLost, p)
+			s.count(telemetry.MetricSchedulerLeaseLost, p)
 			s.log.Warn("timers: scheduler: lease expired during the run and was taken over",
 				"partition", store.PartitionName(p), "lease_ms", s.leaseMs)
 			return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -176,7 +177,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 				assert.False(t, leased)
 				_, ok := e.wake(t, p)
 				assert.False(t, ok)
-				assert.Equal(t, uint64(1), e.metrics.Counter(timers.MetricSchedulerRecovered, schedLabel))
+				assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricSchedulerRecovered, schedLabel))
 			})
 		})
 	}
@@ -211,7 +212,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 			repA := <-aDone
 			assert.Equal(t, 1, repA.LeaseLost, "a finds its lease gone")
 			assert.Equal(t, 1, repA.Timers.Raced, "a's outcome does not land a second time")
-			assert.Equal(t, uint64(1), e.metrics.Counter(timers.MetricSchedulerLeaseLost, schedLabel))
+			assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricSchedulerLeaseLost, schedLabel))
 			_, leased := e.lease(t, p)
 			assert.False(t, leased)
 			assert.Empty(t, e.entries(t))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -30,7 +31,7 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
 			clk := clock.NewManualMs(now)
-			e := fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Clock: clk})
+			e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Clock: clk})
 			l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -79,7 +80,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 			assert.Equal(t, perRun, rep.Timers.Fired)
 		}
 		assert.Equal(t, backlog/perRun, ticks, "a budget's worth per tick")
-		assert.Equal(t, uint64(backlog/perRun-1), e.metrics.Counter(timers.MetricSchedulerRequeued, schedLabel))
+		assert.Equal(t, uint64(backlog/perRun-1), e.metrics.Counter(telemetry.MetricSchedulerRequeued, schedLabel))
 		assert.Empty(t, e.entries(t))
 	})
 }
@@ -106,7 +107,7 @@ func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 		assert.Equal(t, []fire{{"namespace(p000)", "soon", now + 300, now + 300}, {"namespace(p001)", "later", now + 4_500, now + 4_500}}, h.seen())
 		ms := time.Millisecond
 		assert.Equal(t, []time.Duration{300 * ms, time.Second, time.Second, time.Second, time.Second, 200 * ms, time.Second}, w.recorded())
-		assert.Equal(t, uint64(9), e.metrics.CounterSum(timers.MetricSchedulerTicks), "one tick per wait, and one after each claim")
+		assert.Equal(t, uint64(9), e.metrics.CounterSum(telemetry.MetricSchedulerTicks), "one tick per wait, and one after each claim")
 	})
 }
 
@@ -139,9 +140,9 @@ func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 		assert.Equal(t, []fire{{"namespace(p002)", "later", now + 1_500, now + 1_500}}, h.seen())
 		// Ticks at now (claims p001), now, now+1000, now+1500 (claims
 		// p002), now+1500, now+2500.
-		assert.Equal(t, uint64(6), e.metrics.CounterSum(timers.MetricSchedulerTicks))
-		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerClaimed, schedLabel))
-		assert.Equal(t, uint64(6), e.metrics.Counter(timers.MetricSchedulerContended, schedLabel))
+		assert.Equal(t, uint64(6), e.metrics.CounterSum(telemetry.MetricSchedulerTicks))
+		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerClaimed, schedLabel))
+		assert.Equal(t, uint64(6), e.metrics.Counter(telemetry.MetricSchedulerContended, schedLabel))
 	})
 }
 

@@ -112,8 +112,8 @@ func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 		assert.Equal(t, now+500, w)
 		w, _ = e.wake(t, part(2))
 		assert.Equal(t, now+1_000, w, "not due: untouched")
-		assert.Equal(t, uint64(1), e.metrics.CounterSum(timers.MetricSchedulerTicks))
-		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerClaimed, schedLabel))
+		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricSchedulerTicks))
+		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerClaimed, schedLabel))
 
 		e.clock.SetMs(now + 500)
 		rep = e.tick(t, s)
@@ -177,9 +177,9 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 					assert.Equal(t, before, after, "lease untouched")
 					assert.Equal(t, now-1, w, "wake time untouched")
 				}
-				assert.Equal(t, uint64(tc.want.Contended), e.metrics.Counter(timers.MetricSchedulerContended, schedLabel))
-				assert.Equal(t, uint64(tc.want.Recovered), e.metrics.Counter(timers.MetricSchedulerRecovered, schedLabel))
-				assert.Equal(t, uint64(tc.want.Corrupt), e.metrics.CounterSum(timers.MetricSchedulerCorrupt))
+				assert.Equal(t, uint64(tc.want.Contended), e.metrics.Counter(telemetry.MetricSchedulerContended, schedLabel))
+				assert.Equal(t, uint64(tc.want.Recovered), e.metrics.Counter(telemetry.MetricSchedulerRecovered, schedLabel))
+				assert.Equal(t, uint64(tc.want.Corrupt), e.metrics.CounterSum(telemetry.MetricSchedulerCorrupt))
 				if tc.corrupt {
 					assert.Contains(t, e.logs.String(), "lease does not decode")
 				}
@@ -326,7 +326,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 		assert.False(t, ok, "the wake time without timers is cleared")
 		assert.Equal(t, []store.DueEntry{{At: ms(now + 5_000), Partition: identity(t, moved)}}, e.entries(t),
 			"one entry left in the index")
-		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerStale, schedLabel))
+		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerStale, schedLabel))
 
 		rep = e.tick(t, s)
 		assert.Equal(t, timers.TickReport{Now: ms(now)}, rep, "nothing due")
@@ -431,7 +431,7 @@ func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
 			e.clock.Advance(time.Second)
 		}
 		assert.Equal(t, []string{"namespace(p000)"}, partitionsOf(h.seen()), "the others still fire")
-		assert.Equal(t, uint64(3), e.metrics.CounterSum(timers.MetricSchedulerCorrupt), "counted at every tick")
+		assert.Equal(t, uint64(3), e.metrics.CounterSum(telemetry.MetricSchedulerCorrupt), "counted at every tick")
 		assert.Equal(t, 1, strings.Count(e.logs.String(), "names no partition"), "logged once")
 	})
 }
@@ -472,7 +472,7 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 		assert.Equal(t, 2, rep.Claimed)
 		assert.Equal(t, 2, rep.Errors)
 		assert.Equal(t, 1, rep.Timers.Fired, "p002 only")
-		assert.Equal(t, uint64(2), e.metrics.Counter(timers.MetricSchedulerErrors, schedLabel))
+		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerErrors, schedLabel))
 		w, _ := e.wake(t, part(0))
 		assert.LessOrEqual(t, w, now-1, "a failed run leaves its partition due")
 		_, leased := e.lease(t, part(0))

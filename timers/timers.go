@@ -7,24 +7,24 @@
 //	TimerKey(due_at_ms, kind, reference)  ->  the handler's value
 //	TimerRefKey(kind, reference)           ->  U64Value(due_at_ms)
 //
-// The timer row orders timers by due time, so RunDue finds the due ones with
+// The timer row orders timers by due time, so [RunDue] finds the due ones with
 // one forward scan; the reference entry makes (kind, reference) name at
 // most one timer and lets a writer find, guard and move it without a scan
-// (Schedule, Cancel, ReadRef). Every batch that writes a timer also lowers
-// the partition's wake time in the store's due index (store.Batch.WakeAt),
+// ([Schedule], [Cancel], [ReadRef]). Every batch that writes a timer also lowers
+// the partition's wake time in the store's due index ([store.Batch.WakeAt]),
 // so a scheduler finds the partition when the timer falls due.
 //
-// RunDue fires a partition's due timers oldest first, within a Budget. A
-// handler returns a Fired outcome (Done, Reschedule or Retry) carrying a
+// RunDue fires a partition's due timers oldest first, within a [Budget]. A
+// handler returns a [Fired] outcome ([Done], [Reschedule] or [Retry]) carrying a
 // batch of its own; RunDue applies that batch together with the timer's own
 // change atomically, guarded by the timer row and reference entry still
 // holding what the handler saw, and commits the outcomes of a page of
 // timers together, in as few batches as the store's limits allow (see
-// Handler for what that means to a handler). A timer changed meanwhile by
+// [Handler] for what that means to a handler). A timer changed meanwhile by
 // another writer makes its guard fail and nothing of its outcome lands:
 // each fire takes effect at most once per observed timer value.
 //
-// Handlers are registered by Kind in a Registry. Kinds 1 to 255 are
+// Handlers are registered by [Kind] in a [Registry]. Kinds 1 to 255 are
 // reserved for the library's own handlers; a service's handlers take kinds
 // 256 to 65535, so that no kind the library adds later can collide with
 // one a service uses (see Kind).
@@ -175,8 +175,11 @@ type Ctx struct {
 //
 // An error or a panic fails this timer only: RunDue logs it, counts it and
 // moves the timer RetryBackoff later. An error wrapping store.ErrCorrupt
-// says stored data is corrupt: RunDue logs and counts it and leaves the
-// timer where it is, for a later run. A Handler is called from one
+// says stored data is corrupt: RunDue logs it, counts it in Report.Corrupt
+// and Report.Held (not Failed) and moves the timer, value unchanged and
+// guarded like any outcome, HeldBackoff after the run's time
+// ([WithHeldBackoff]), so that it fires again once the data is repaired,
+// without waking the partition at every poll. A Handler is called from one
 // goroutine at a time per run, but several runs (of several partitions) may
 // call it concurrently.
 type Handler interface {

@@ -14,7 +14,7 @@ import (
 )
 
 // Checkpoint byte layout: the library's WatermarkCheckpoint record
-// (gen.EncodeWatermarkCheckpoint), version 2 of the reference's layout:
+// (gen.EncodeWatermarkCheckpoint), version 2:
 //
 //	0x02 | coordinator identity (length-prefixed tuple, at most 1,024 bytes)
 //	     | ceiling ms (8, big-endian) | minimum ms (8, big-endian)
@@ -22,10 +22,10 @@ import (
 //	     | reconcile marker (0, or 1 and length-prefixed bytes)
 //	     | cursor (length-prefixed, 1 to 4,096 bytes)
 //
-// Design note: the reference wrote the absent marker as the length
-// 0xFFFFFFFF and left the cursor unprefixed at the end; the record says
-// absent with a presence byte and prefixes every field, so that the
-// generated strict decoder (canonical lengths, no trailing bytes, the
+// Design note: the record says absent with a presence byte and prefixes
+// every field, rather than write an absent marker as the length 0xFFFFFFFF
+// and leave the cursor unprefixed at the end, so that the generated strict
+// decoder (canonical lengths, no trailing bytes, the
 // minimum-not-above-ceiling rule) serves it like every other record.
 
 // Generation is the exact pair of lease markers of a coordinator that

@@ -10,11 +10,10 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// PageSize is the page Watermark reads the lease table in: the reference's
-// 128 rows, at most about 60 KB of lease rows, far below what one
-// FoundationDB read may return. A step costs two store calls (the fence's
-// GetMany and the page's Scan), and the last one a third. Step takes any
-// page size.
+// PageSize is the page Watermark reads the lease table in: 128 rows, at
+// most about 60 KB of lease rows, far below what one FoundationDB read may
+// return. A step costs two store calls (the fence's GetMany and the page's
+// Scan), and the last one a third. Step takes any page size.
 const PageSize = 128
 
 // The lease table: every LeasedShardKey of a coordinator partition.

@@ -35,24 +35,24 @@ func emitDoc(f *File, s *schema) {
 		{keys, "Key classes (%s): for a class K, AppendK(dst, fields...) appends its key " +
 			"(a FoundationDB tuple: the class tag, then the fields, so byte order is field order; " +
 			"no allocation when dst has room), K.AppendKey does the same for a value, ParseK " +
-			"parses one, ParseKey parses a key of any class and ClassRange(tag) is the range " +
+			"parses one, [ParseKey] parses a key of any class and [ClassRange](tag) is the range " +
 			"that holds a class. Tags 1-99 are the library's key classes, in any partition; an " +
 			"importing schema's are 100 and above."},
 		{records, "Records (%s): for a record R, AppendR and EncodeR encode a value after " +
-			"checking every rule of the schema (an error wrapping wire.ErrInvalid otherwise, " +
+			"checking every rule of the schema (an error wrapping [wire.ErrInvalid] otherwise, " +
 			"nothing appended); DecodeR decodes strictly: truncated input, trailing bytes, an " +
 			"unknown version, variant or enum value, a length over its bound or a broken rule " +
-			"is an error wrapping wire.ErrCorrupt that names the record, the field and the " +
+			"is an error wrapping [wire.ErrCorrupt] that names the record, the field and the " +
 			"reason, and no input makes a decoder panic. Decoded []byte fields alias the input; " +
 			"DecodeRInto decodes into a value, reusing its slices."},
 		{identities, "Identities (%s) are valid by construction: NewX validates a name (an " +
-			"error wrapping wire.ErrInvalid), MustX panics instead, for constants; every value " +
+			"error wrapping [wire.ErrInvalid]), MustX panics instead, for constants; every value " +
 			"but the zero one is valid."},
 		{partitions, "Partition unions (%s): each variant is a store.Partition, identified by " +
-			"its tuple encoding (SchemaNamespace, the variant tag, the fields...): the schema's " +
+			"its tuple encoding ([SchemaNamespace], the variant tag, the fields...): the schema's " +
 			"namespace first, so no identity of another schema's partition is a tuple prefix of " +
 			"one of these, and ParseX refuses an identity of another namespace (an error wrapping " +
-			"wire.ErrCorrupt that names the namespace found)."},
+			"[wire.ErrCorrupt] that names the namespace found)."},
 	} {
 		if len(para.names) > 0 {
 			b.WriteString("\n")
@@ -102,8 +102,12 @@ func wrap(text string, width int) []string {
 
 // list names at most four declarations, then how many more there are.
 func list(names []string) string {
-	if len(names) <= 4 {
-		return strings.Join(names, ", ")
+	links := make([]string, min(len(names), 4))
+	for i := range links {
+		links[i] = "[" + names[i] + "]"
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:4], ", "), len(names)-4)
+	if len(names) <= 4 {
+		return strings.Join(links, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(links, ", "), len(names)-4)
 }

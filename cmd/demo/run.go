@@ -182,11 +182,11 @@ func (w *untilDrained) Wait(ctx context.Context, d time.Duration) error {
 // metrics.
 type counter struct{ ticks, fires atomic.Uint64 }
 
-func (n *counter) Gauge(string, []telemetry.Label, float64) {}
+func (n *counter) Gauge(*telemetry.Desc, []telemetry.Label, float64) {}
 
-func (n *counter) Add(name string, _ []telemetry.Label, delta uint64) {
-	switch name {
-	case timers.MetricSchedulerTicks:
+func (n *counter) Add(d *telemetry.Desc, _ []telemetry.Label, delta uint64) {
+	switch d {
+	case telemetry.MetricSchedulerTicks:
 		n.ticks.Add(delta)
 	case telemetry.MetricTimersFired:
 		n.fires.Add(delta)

@@ -12,7 +12,7 @@
 // nothing could tell their rows apart: the second to initialise panics,
 // naming both import paths, so the program fails at start.
 //
-// Register is for generated code; Lookup and All are safe for concurrent
+// [Register] is for generated code; [Lookup] and [All] are safe for concurrent
 // use, and see every package once init has run.
 package registry
 

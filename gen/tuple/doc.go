@@ -2,8 +2,8 @@
 // that mkitfdb keys use, byte-identical to the official binding's tuple.Pack.
 //
 // Packed tuples sort bytewise in the same order as the tuples they encode
-// (see Compare), which is what makes them usable as keys: rows of one key
-// class sort by their fields, and RangeEnd bounds every key under a packed
+// (see [Compare]), which is what makes them usable as keys: rows of one key
+// class sort by their fields, and [RangeEnd] bounds every key under a packed
 // prefix.
 //
 // # Byte layout
@@ -34,9 +34,9 @@
 //
 // The Append functions write one element into a caller's buffer and never
 // allocate when it has room; the Len functions give an element's exact size
-// without encoding it. A Reader decodes elements one at a time and accepts
+// without encoding it. A [Reader] decodes elements one at a time and accepts
 // only canonical encodings, so whatever it reads re-encodes to the same bytes.
-// Pack, Unpack and Compare work on the generic Tuple form, for tests, tools
+// [Pack], [Unpack] and Compare work on the generic [Tuple] form, for tests, tools
 // and comparisons with the binding.
 //
 // Design note: the official binding's tuple package imports its cgo fdb

@@ -21,12 +21,13 @@ func internSlot(h uint64) uint64 { return h & (internSlots - 1) }
 //
 // It is direct-mapped: each encoding hashes to one of 256 slots, and a new
 // entry replaces the slot's old one, so it holds at most 256 values and
-// never grows. A decoder adds an encoding it missed only when Admit says
-// so, one time in internAdmit at random: an encoding that repeats is soon
-// added, while a stream of encodings never seen before costs a hash and a
-// lookup each, and an entry for only one in internAdmit of them. Entries
-// are immutable and published atomically: every method is safe for
-// concurrent use. The zero value is an empty table.
+// never grows. A decoder adds an encoding it missed only when [Intern.Admit]
+// says so: when that encoding was also the last one its slot missed. An
+// encoding that repeats is held from its second miss in a row, while a
+// stream of encodings never seen before costs a hash, a lookup and a store
+// each, and evicts no entry. Entries are immutable and published
+// atomically: every method is safe for concurrent use. The zero value is
+// an empty table.
 //
 // Only values that are fully determined by their encoding and were
 // verified when first decoded may be added: a hit returns the earlier

@@ -150,3 +150,33 @@ func TestSpansMeasureWithoutReading(t *testing.T) {
 		t.Errorf("SpanFixed after a failure = %d, want -1", got)
 	}
 }
+
+// Admit admits an encoding at its second miss in a row at its slot, and
+// never one that a stream of new encodings brings only once.
+func TestInternAdmitsAnEncodingAtItsSecondMiss(t *testing.T) {
+	var tab Intern[struct{}]
+	for i := range 4 * internSlots {
+		if _, err := InternName([]byte(fmt.Sprint("name-", i)), &tab, "Name", 1, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 * internSlots {
+		if e, _ := tab.Find([]byte(fmt.Sprint("name-", i))); e != nil {
+			t.Fatalf("name-%d, read once, was admitted", i)
+		}
+	}
+	_, h := tab.Find([]byte("repeated"))
+	if tab.Admit(h) {
+		t.Fatal("admitted at the first miss")
+	}
+	if !tab.Admit(h) {
+		t.Fatal("not admitted at the second miss in a row")
+	}
+	var other uint64
+	for i := 0; other == 0 || internSlot(other) == internSlot(h); i++ {
+		_, other = tab.Find([]byte(fmt.Sprint("another-", i)))
+	}
+	if tab.Admit(other) || !tab.Admit(h) {
+		t.Fatal("a miss at another slot changed this slot's admission")
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
@@ -85,7 +86,7 @@ func TestRelayUnderConcurrentSchedulers(t *testing.T) {
 type world struct {
 	t      *testing.T
 	set    setup
-	engine *fdblayer.MVCCEngine
+	engine *fdbsim.MVCCEngine
 	s      *fdblayer.Layer
 	logs   *testlog.Buffer
 
@@ -116,7 +117,7 @@ func runWorld(t *testing.T, set setup) {
 	t.Logf("setup %+v", set)
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine := fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Seed: set.seed, Latency: set.latency})
+	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Seed: set.seed, Latency: set.latency})
 	s, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 )
 
 // Engine is one engine the tests run on: its name (a subtest's name) and
@@ -33,7 +34,7 @@ var (
 	// MVCC is the engine with FoundationDB's transaction semantics
 	// (snapshots, optimistic commits that conflict), on the wall clock,
 	// without faults.
-	MVCC = Engine{"mvcc", func(testing.TB, string) fdblayer.Engine { return fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{}) }}
+	MVCC = Engine{"mvcc", func(testing.TB, string) fdblayer.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}) }}
 	// All are the engines every handler test runs on.
 	All = []Engine{Memory, Bolt, MVCC}
 )

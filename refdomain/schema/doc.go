@@ -1,5 +1,5 @@
-// Package schema declares the domain of the reference service mkitfdb was
-// ported from (mkit_server, a Git hosting server): its partition kinds,
+// Package schema declares the domain of the reference service
+// (mkit_server, a Git hosting server): its partition kinds,
 // its reservations and their terminal outcomes, and a coordinator's lease
 // table of ref shards. cmd/codegen generates package refdomain from it.
 //

@@ -1,6 +1,6 @@
 // Package storetest holds what every store.Store implementation and every
-// handler test shares: the conformance suite (Run), a test partition
-// identity (Partition), and a fault-injecting wrapper (Faults).
+// handler test shares: the conformance suite ([Run]), a test partition
+// identity ([Partition]), and a fault-injecting wrapper ([Faults]).
 //
 // An implementation passes the whole contract with one call:
 //

@@ -2,13 +2,12 @@
 // (github.com/prometheus/client_golang). It is optional: only programs that
 // import it depend on the Prometheus client.
 //
-// The Adapter registers one GaugeVec or CounterVec per metric name, lazily,
-// on the name's first sample, with the label names of that sample. Every
-// later sample of the name must carry the same label names (in any order)
-// and be of the same type. A sample that does not, or whose name, label
-// names or label values Prometheus rejects, is dropped and logged (once per
-// name and label set, at Error): a metrics mistake never panics and never
-// fails the caller.
+// The Adapter registers one GaugeVec or CounterVec per metric of the
+// catalogue, lazily, on its first sample, with the [telemetry.Desc]'s name,
+// help text (exported as HELP, beside its TYPE) and label names. A sample
+// that [telemetry.Check] rejects, or whose label values Prometheus rejects,
+// is dropped and logged (once per metric and label set, at Error): a
+// metrics mistake never panics and never fails the caller.
 package prom
 
 import (
@@ -37,17 +36,16 @@ type Adapter struct {
 	dropped atomic.Uint64
 
 	mu       sync.RWMutex
-	families map[string]*family
+	families map[*telemetry.Desc]*family
 	warned   map[string]struct{}
 }
 
-// family is one registered (or failed) metric name.
+// family is one registered (or failed) metric.
 type family struct {
-	counter bool
-	names   []string // label names, in the order of the first sample
-	gauge   *prometheus.GaugeVec
-	count   *prometheus.CounterVec
-	err     error // registration failed: every sample of the name is dropped
+	names []string // label names, in the catalogue's order
+	gauge *prometheus.GaugeVec
+	count *prometheus.CounterVec
+	err   error // registration failed: every sample of the metric is dropped
 }
 
 // Option configures an Adapter.
@@ -73,7 +71,7 @@ func New(reg prometheus.Registerer, opts ...Option) *Adapter {
 	a := &Adapter{
 		reg:      reg,
 		logger:   slog.Default(),
-		families: make(map[string]*family),
+		families: make(map[*telemetry.Desc]*family),
 		warned:   make(map[string]struct{}),
 	}
 	for _, o := range opts {
@@ -82,89 +80,69 @@ func New(reg prometheus.Registerer, opts ...Option) *Adapter {
 	return a
 }
 
-// Gauge sets the gauge name with labels to v.
-func (a *Adapter) Gauge(name string, labels []telemetry.Label, v float64) {
+// Gauge sets the gauge d with labels to v.
+func (a *Adapter) Gauge(d *telemetry.Desc, labels []telemetry.Label, v float64) {
 	var buf [maxLabels]string
-	f, values := a.resolve(name, labels, false, buf[:0])
+	f, values := a.resolve(d, telemetry.Gauge, labels, buf[:0])
 	if f == nil {
 		return
 	}
 	g, err := f.gauge.GetMetricWithLabelValues(values...)
 	if err != nil {
-		a.drop(name, labels, err)
+		a.drop(d, labels, err)
 		return
 	}
 	g.Set(v)
 }
 
-// Add adds delta to the counter name with labels.
-func (a *Adapter) Add(name string, labels []telemetry.Label, delta uint64) {
+// Add adds delta to the counter d with labels.
+func (a *Adapter) Add(d *telemetry.Desc, labels []telemetry.Label, delta uint64) {
 	var buf [maxLabels]string
-	f, values := a.resolve(name, labels, true, buf[:0])
+	f, values := a.resolve(d, telemetry.Counter, labels, buf[:0])
 	if f == nil {
 		return
 	}
 	c, err := f.count.GetMetricWithLabelValues(values...)
 	if err != nil {
-		a.drop(name, labels, err)
+		a.drop(d, labels, err)
 		return
 	}
 	c.Add(float64(delta))
 }
 
-// resolve finds (or registers) the family of name and orders labels'
-// values as its label names into buf; a nil family means the sample was
-// dropped (and logged).
-func (a *Adapter) resolve(name string, labels []telemetry.Label, counter bool, buf []string) (*family, []string) {
-	f := a.family(name, labels, counter)
+// resolve checks a sample of d, finds (or registers) its family and orders
+// labels' values as its label names into buf; a nil family means the
+// sample was dropped (and logged).
+func (a *Adapter) resolve(d *telemetry.Desc, t telemetry.Type, labels []telemetry.Label, buf []string) (*family, []string) {
+	if err := telemetry.Check(d, t, labels); err != nil {
+		a.drop(d, labels, err)
+		return nil, nil
+	}
+	a.mu.RLock()
+	f := a.families[d]
+	a.mu.RUnlock()
 	if f == nil {
+		f = a.register(d)
+	}
+	if f.err != nil {
+		a.drop(d, labels, f.err)
 		return nil, nil
 	}
-	values, ok := f.values(buf, labels)
-	if !ok {
-		a.drop(name, labels, errLabelMismatch(f.names, labels))
-		return nil, nil
-	}
-	return f, values
+	return f, f.values(buf, labels)
 }
 
 // Dropped reports how many samples the Adapter has dropped.
 func (a *Adapter) Dropped() uint64 { return a.dropped.Load() }
 
-// family returns the registered family of name, registering it on first
-// use; nil (after logging) when the sample cannot be recorded.
-func (a *Adapter) family(name string, labels []telemetry.Label, counter bool) *family {
-	a.mu.RLock()
-	f := a.families[name]
-	a.mu.RUnlock()
-	if f == nil {
-		f = a.register(name, labels, counter)
-	}
-	switch {
-	case f.err != nil:
-		a.drop(name, labels, f.err)
-		return nil
-	case f.counter != counter:
-		a.drop(name, labels, fmt.Errorf("%s is registered as a %s", name, typeName(f.counter)))
-		return nil
-	}
-	return f
-}
-
-func (a *Adapter) register(name string, labels []telemetry.Label, counter bool) *family {
+// register registers the family of d (a metric of the catalogue).
+func (a *Adapter) register(d *telemetry.Desc) *family {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if f := a.families[name]; f != nil {
+	if f := a.families[d]; f != nil {
 		return f
 	}
-	f := &family{counter: counter, names: make([]string, len(labels))}
-	for i, l := range labels {
-		f.names[i] = l.Name
-	}
-	help := telemetry.Help(name)
-	if help == "" {
-		help = "mkitfdb metric " + name + "."
-	}
+	f := &family{names: d.Labels()}
+	name, help, counter := d.Name(), d.Help(), d.Type() == telemetry.Counter
 	if counter {
 		f.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, f.names)
 		f.err = a.registerVec(f.count, func(existing prometheus.Collector) bool {
@@ -187,7 +165,7 @@ func (a *Adapter) register(name string, labels []telemetry.Label, counter bool) 
 	if f.err != nil {
 		f.err = fmt.Errorf("register %s %s: %w", typeName(counter), name, f.err)
 	}
-	a.families[name] = f
+	a.families[d] = f
 	return f
 }
 
@@ -203,11 +181,8 @@ func (a *Adapter) registerVec(c prometheus.Collector, reuse func(prometheus.Coll
 }
 
 // values puts the label values of labels in the family's label order into
-// dst; ok is false when the label names differ from the family's.
-func (f *family) values(dst []string, labels []telemetry.Label) ([]string, bool) {
-	if len(labels) != len(f.names) {
-		return nil, false
-	}
+// dst. The label names are the family's (telemetry.Check said so).
+func (f *family) values(dst []string, labels []telemetry.Label) []string {
 	inOrder := true
 	for i, l := range labels {
 		if l.Name != f.names[i] {
@@ -219,30 +194,27 @@ func (f *family) values(dst []string, labels []telemetry.Label) ([]string, bool)
 		for _, l := range labels {
 			dst = append(dst, l.Value)
 		}
-		return dst, true
+		return dst
 	}
 	for _, name := range f.names {
-		found := -1
-		for i, l := range labels {
+		for _, l := range labels {
 			if l.Name == name {
-				if found >= 0 {
-					return nil, false // a label named twice
-				}
-				found = i
+				dst = append(dst, l.Value)
+				break
 			}
 		}
-		if found < 0 {
-			return nil, false
-		}
-		dst = append(dst, labels[found].Value)
 	}
-	return dst, true
+	return dst
 }
 
-// drop counts a sample it cannot record and logs the reason once per name
-// and label set.
-func (a *Adapter) drop(name string, labels []telemetry.Label, reason error) {
+// drop counts a sample it cannot record and logs the reason once per
+// metric and label set.
+func (a *Adapter) drop(d *telemetry.Desc, labels []telemetry.Label, reason error) {
 	a.dropped.Add(1)
+	name := "<nil>"
+	if d != nil {
+		name = d.Name()
+	}
 	key := name + "\x00" + strings.Join(labelNames(labels), "\x00")
 	a.mu.Lock()
 	_, seen := a.warned[key]
@@ -253,10 +225,6 @@ func (a *Adapter) drop(name string, labels []telemetry.Label, reason error) {
 	if !seen {
 		a.logger.Error("prom: metric sample dropped", "metric", name, "labels", labelNames(labels), "error", reason)
 	}
-}
-
-func errLabelMismatch(want []string, labels []telemetry.Label) error {
-	return fmt.Errorf("label names %v, registered with %v", labelNames(labels), want)
 }
 
 func labelNames(labels []telemetry.Label) []string {
@@ -270,9 +238,9 @@ func labelNames(labels []telemetry.Label) []string {
 
 func typeName(counter bool) string {
 	if counter {
-		return "counter"
+		return telemetry.Counter.String()
 	}
-	return "gauge"
+	return telemetry.Gauge.String()
 }
 
 var _ telemetry.Metrics = (*Adapter)(nil)

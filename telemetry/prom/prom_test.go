@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,17 +39,17 @@ func TestGaugeIsRegisteredLazilyWithHelp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing registered before the first sample")
 
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("shard_kind", "ref", "unit", "rows"), 3)
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("shard_kind", "ref", "unit", "bytes"), 120)
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("shard_kind", "ref", "unit", "rows"), 2)
+	a.Gauge(telemetry.MetricOutboxBacklog, labels("partition_kind", "ref", "unit", "rows"), 3)
+	a.Gauge(telemetry.MetricOutboxBacklog, labels("partition_kind", "ref", "unit", "bytes"), 120)
+	a.Gauge(telemetry.MetricOutboxBacklog, labels("unit", "rows", "partition_kind", "ref"), 2)
 
 	want := `
 # HELP mkitfdb_outbox_backlog Undelivered terminal outcomes of a partition, in rows or bytes.
 # TYPE mkitfdb_outbox_backlog gauge
-mkitfdb_outbox_backlog{shard_kind="ref",unit="bytes"} 120
-mkitfdb_outbox_backlog{shard_kind="ref",unit="rows"} 2
+mkitfdb_outbox_backlog{partition_kind="ref",unit="bytes"} 120
+mkitfdb_outbox_backlog{partition_kind="ref",unit="rows"} 2
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricOutboxBacklog))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricOutboxBacklog.Name()))
 	assert.Zero(t, a.Dropped())
 }
 
@@ -64,19 +65,49 @@ func TestCounterAccumulatesAndAcceptsLabelsInAnyOrder(t *testing.T) {
 mkitfdb_timers_fired_total{partition_kind="ref",timer_kind="7"} 5
 mkitfdb_timers_fired_total{partition_kind="ref",timer_kind="8"} 1
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricTimersFired))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricTimersFired.Name()))
 	assert.Zero(t, a.Dropped())
 }
 
-func TestUnknownNameGetsAGenericHelp(t *testing.T) {
+// Every metric of the catalogue is exported with its HELP, its TYPE and
+// its label names.
+func TestEveryCatalogueMetricIsExportedWithHelpAndType(t *testing.T) {
 	a, reg, _ := newAdapter(t)
-	a.Add("app_requests_total", nil, 4)
-	want := `
-# HELP app_requests_total mkitfdb metric app_requests_total.
-# TYPE app_requests_total counter
-app_requests_total 4
-`
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "app_requests_total"))
+	for _, d := range telemetry.Catalogue() {
+		var ls []telemetry.Label
+		for _, n := range d.Labels() {
+			ls = append(ls, telemetry.Label{Name: n, Value: "v"})
+		}
+		if d.Type() == telemetry.Counter {
+			a.Add(d, ls, 1)
+		} else {
+			a.Gauge(d, ls, 1)
+		}
+	}
+	require.Zero(t, a.Dropped())
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	require.Len(t, byName, len(telemetry.Catalogue()))
+	for _, d := range telemetry.Catalogue() {
+		f := byName[d.Name()]
+		require.NotNil(t, f, d.Name())
+		assert.Equal(t, d.Help(), f.GetHelp(), d.Name())
+		want := dto.MetricType_GAUGE
+		if d.Type() == telemetry.Counter {
+			want = dto.MetricType_COUNTER
+		}
+		assert.Equal(t, want, f.GetType(), d.Name())
+		require.Len(t, f.GetMetric(), 1, d.Name())
+		var names []string
+		for _, lp := range f.GetMetric()[0].GetLabel() {
+			names = append(names, lp.GetName())
+		}
+		assert.ElementsMatch(t, d.Labels(), names, d.Name())
+	}
 }
 
 func TestMismatchedSamplesAreDroppedAndLoggedOnceNeverPanicking(t *testing.T) {
@@ -87,29 +118,48 @@ func TestMismatchedSamplesAreDroppedAndLoggedOnceNeverPanicking(t *testing.T) {
 	}{
 		{
 			name:   "other label names",
-			sample: func(a *prom.Adapter) { a.Add("c_total", labels("other", "x"), 1) },
-			logs:   "registered with [kind]",
+			sample: func(a *prom.Adapter) { a.Add(telemetry.MetricSchedulerClaimed, labels("other", "x"), 1) },
+			logs:   `its catalogue entry has [\"partition_kind\"]`,
 		},
 		{
-			name:   "an extra label",
-			sample: func(a *prom.Adapter) { a.Add("c_total", labels("kind", "a", "more", "b"), 1) },
-			logs:   "registered with [kind]",
+			name: "an extra label",
+			sample: func(a *prom.Adapter) {
+				a.Add(telemetry.MetricSchedulerClaimed, labels("partition_kind", "a", "more", "b"), 1)
+			},
+			logs: `its catalogue entry has [\"partition_kind\"]`,
 		},
 		{
-			name:   "a gauge under a counter's name",
-			sample: func(a *prom.Adapter) { a.Gauge("c_total", labels("kind", "a"), 1) },
-			logs:   "registered as a counter",
+			name: "a label named twice",
+			sample: func(a *prom.Adapter) {
+				a.Add(telemetry.MetricTimersFired, labels("partition_kind", "a", "partition_kind", "b"), 1)
+			},
+			logs: "its catalogue entry has",
+		},
+		{
+			name:   "a gauge sample of a counter",
+			sample: func(a *prom.Adapter) { a.Gauge(telemetry.MetricSchedulerClaimed, labels("partition_kind", "a"), 1) },
+			logs:   "is a counter, sampled as a gauge",
+		},
+		{
+			name:   "a Desc not in the catalogue",
+			sample: func(a *prom.Adapter) { a.Add(new(telemetry.Desc), nil, 1) },
+			logs:   "not in the catalogue",
+		},
+		{
+			name:   "a nil Desc",
+			sample: func(a *prom.Adapter) { a.Add(nil, nil, 1) },
+			logs:   "not in the catalogue",
 		},
 		{
 			name:   "a label value that is not UTF-8",
-			sample: func(a *prom.Adapter) { a.Add("c_total", labels("kind", "\xff"), 1) },
+			sample: func(a *prom.Adapter) { a.Add(telemetry.MetricSchedulerClaimed, labels("partition_kind", "\xff"), 1) },
 			logs:   "metric sample dropped",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, reg, logs := newAdapter(t)
-			a.Add("c_total", labels("kind", "a"), 1)
+			a.Add(telemetry.MetricSchedulerClaimed, labels("partition_kind", "a"), 1)
 			require.NotPanics(t, func() {
 				tc.sample(a)
 				tc.sample(a)
@@ -118,56 +168,47 @@ func TestMismatchedSamplesAreDroppedAndLoggedOnceNeverPanicking(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(logs.String(), "metric sample dropped"), logs.String())
 			assert.Contains(t, logs.String(), tc.logs)
 			want := `
-# HELP c_total mkitfdb metric c_total.
-# TYPE c_total counter
-c_total{kind="a"} 1
+# HELP mkitfdb_scheduler_partitions_claimed_total Partitions the scheduler claimed and ran.
+# TYPE mkitfdb_scheduler_partitions_claimed_total counter
+mkitfdb_scheduler_partitions_claimed_total{partition_kind="a"} 1
 `
-			require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "c_total"))
+			require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricSchedulerClaimed.Name()))
 		})
 	}
 }
 
-func TestALabelNamedTwiceIsDropped(t *testing.T) {
-	a, _, logs := newAdapter(t)
-	a.Add("c_total", labels("kind", "a", "zone", "z"), 1)
-	require.NotPanics(t, func() { a.Add("c_total", labels("zone", "z", "zone", "y"), 1) })
-	assert.Equal(t, uint64(1), a.Dropped())
-	assert.Contains(t, logs.String(), "registered with [kind zone]")
-}
-
-func TestInvalidNamesAreDroppedNotPanicking(t *testing.T) {
+// A registry holding another collector of the metric's name refuses the
+// registration: the metric's samples are dropped and logged once.
+func TestARefusedRegistrationDropsTheMetric(t *testing.T) {
 	a, reg, logs := newAdapter(t)
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: telemetry.MetricSchedulerTicks.Name(), Help: "another"}))
 	require.NotPanics(t, func() {
-		// Prometheus accepts any UTF-8 name; it rejects empty and
-		// non-UTF-8 names.
-		a.Gauge("", nil, 1)
-		a.Gauge("", nil, 2)
-		a.Add("ok_total", labels("bad\xff", "x"), 1)
+		a.Add(telemetry.MetricSchedulerTicks, nil, 1)
+		a.Add(telemetry.MetricSchedulerTicks, nil, 1)
 	})
-	assert.Equal(t, uint64(3), a.Dropped())
-	assert.Equal(t, 2, strings.Count(logs.String(), "metric sample dropped"), logs.String())
-	n, err := testutil.GatherAndCount(reg)
-	require.NoError(t, err)
-	assert.Zero(t, n)
+	assert.Equal(t, uint64(2), a.Dropped())
+	assert.Equal(t, 1, strings.Count(logs.String(), "metric sample dropped"), logs.String())
+	assert.Contains(t, logs.String(), "register counter mkitfdb_scheduler_ticks_total")
 }
 
 func TestTwoAdaptersShareOneRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a, b := prom.New(reg), prom.New(reg)
-	a.Add("shared_total", labels("k", "v"), 1)
-	b.Add("shared_total", labels("k", "v"), 2)
-	a.Gauge("shared_gauge", nil, 1)
-	b.Gauge("shared_gauge", nil, 7)
+	a.Add(telemetry.MetricSchedulerTicks, nil, 1)
+	b.Add(telemetry.MetricSchedulerTicks, nil, 2)
+	a.Gauge(telemetry.MetricRelayBacklogRows, labels("partition_kind", "ref"), 1)
+	b.Gauge(telemetry.MetricRelayBacklogRows, labels("partition_kind", "ref"), 7)
 	assert.Zero(t, a.Dropped()+b.Dropped())
 	want := `
-# HELP shared_gauge mkitfdb metric shared_gauge.
-# TYPE shared_gauge gauge
-shared_gauge 7
-# HELP shared_total mkitfdb metric shared_total.
-# TYPE shared_total counter
-shared_total{k="v"} 3
+# HELP mkitfdb_relay_backlog_rows Upper bound on the relay rows queued in a source partition.
+# TYPE mkitfdb_relay_backlog_rows gauge
+mkitfdb_relay_backlog_rows{partition_kind="ref"} 7
+# HELP mkitfdb_scheduler_ticks_total Scheduler ticks.
+# TYPE mkitfdb_scheduler_ticks_total counter
+mkitfdb_scheduler_ticks_total 3
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "shared_total", "shared_gauge"))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		telemetry.MetricSchedulerTicks.Name(), telemetry.MetricRelayBacklogRows.Name()))
 }
 
 func TestAdapterIsSafeForConcurrentUse(t *testing.T) {
@@ -178,16 +219,16 @@ func TestAdapterIsSafeForConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				a.Add("conc_total", labels("k", "v"), 1)
-				a.Gauge("conc_gauge", labels("k", "v"), 1)
+				a.Add(telemetry.MetricSchedulerTicks, nil, 1)
+				a.Gauge(telemetry.MetricRelayBacklogRows, labels("partition_kind", "ref"), 1)
 			}
 		}()
 	}
 	wg.Wait()
 	want := `
-# HELP conc_total mkitfdb metric conc_total.
-# TYPE conc_total counter
-conc_total{k="v"} 1600
+# HELP mkitfdb_scheduler_ticks_total Scheduler ticks.
+# TYPE mkitfdb_scheduler_ticks_total counter
+mkitfdb_scheduler_ticks_total 1600
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "conc_total"))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricSchedulerTicks.Name()))
 }

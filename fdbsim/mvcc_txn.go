@@ -1,4 +1,4 @@
-package fdblayer
+package fdbsim
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
 // mvccTxn is an MVCCEngine transaction. It reads at version rv, the last
@@ -25,7 +28,7 @@ type mvccTxn struct {
 
 	reads  []keyRange
 	arena  []byte // copies of read keys the conflict ranges hold
-	writes []memWrite
+	writes []memkv.Write
 	size   int   // bytes as FoundationDB counts them: mutations plus conflict ranges
 	err    error // the first limit a Set or Clear broke; Commit returns it
 
@@ -39,7 +42,7 @@ func (t *mvccTxn) reset() error {
 	t.endLocked()
 	if e.closed {
 		e.mu.Unlock()
-		return ErrClosed
+		return fdblayer.ErrClosed
 	}
 	t.rv = e.store.begin()
 	t.registered = true
@@ -71,7 +74,7 @@ func (t *mvccTxn) usable() error {
 	}
 	if t.e.opts.Clock.Now().Sub(t.start) > t.e.opts.Lifetime {
 		t.e.tooOld.Add(1)
-		return FDBError{Code: fdbTransactionTooOld}
+		return FDBError{Code: fdbcode.TransactionTooOld}
 	}
 	return nil
 }
@@ -111,7 +114,7 @@ func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 // it; a read-write transaction adds the range it covered as a read
 // conflict range: up to just after the last row when it stopped at its
 // limit or byte budget, the whole range otherwise.
-func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *mvccTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) ([]fdblayer.KeyValue, error) {
 	if err := t.beforeRead(); err != nil {
 		return dst, err
 	}
@@ -119,15 +122,15 @@ func (t *mvccTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes in
 	return t.getRange(dst, begin, end, limit, maxBytes), nil
 }
 
-// GetRanges implements RangesReader: the ranges are read at t's version,
+// GetRanges implements [fdblayer.RangesReader]: the ranges are read at t's version,
 // each as GetRange reads it, after one round trip's latency, and count as
 // one read.
-func (t *mvccTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
+func (t *mvccTxn) GetRanges(reads []fdblayer.RangeRead) ([][]fdblayer.KeyValue, error) {
 	if err := t.beforeRead(); err != nil {
 		return nil, err
 	}
 	t.e.reads.Add(1)
-	out := make([][]KeyValue, len(reads))
+	out := make([][]fdblayer.KeyValue, len(reads))
 	for i, r := range reads {
 		out[i] = t.getRange(nil, r.Begin, r.End, r.Limit, 0)
 	}
@@ -136,7 +139,7 @@ func (t *mvccTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
 
 // getRange is GetRange after its latency, not counted as a read of its
 // own.
-func (t *mvccTxn) getRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
+func (t *mvccTxn) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) []fdblayer.KeyValue {
 	n := len(dst)
 	t.e.mu.RLock()
 	dst, stopped := t.e.store.rows.getRange(dst, begin, end, limit, maxBytes, t.rv)
@@ -169,11 +172,11 @@ func (t *mvccTxn) Set(key, value []byte) {
 	if !t.checkKey(key) {
 		return
 	}
-	if len(value) > FDBMaxValueBytes {
-		t.fail(FDBError{Code: fdbValueTooLarge})
+	if len(value) > fdblayer.FDBMaxValueBytes {
+		t.fail(FDBError{Code: fdbcode.ValueTooLarge})
 		return
 	}
-	t.writes = append(t.writes, memWrite{item: newMemItem(key, value)})
+	t.writes = append(t.writes, memkv.Write{Item: memkv.NewItem(key, value)})
 	t.size += len(key) + len(value) + 2*len(key) + 1
 }
 
@@ -184,14 +187,14 @@ func (t *mvccTxn) Clear(key []byte) {
 	if !t.checkKey(key) {
 		return
 	}
-	t.writes = append(t.writes, memWrite{item: keyItem(bytes.Clone(key)), del: true})
+	t.writes = append(t.writes, memkv.Write{Item: memkv.KeyItem(bytes.Clone(key)), Del: true})
 	t.size += 2 * (2*len(key) + 1)
 }
 
 // checkKey reports whether key may be written, failing t otherwise.
 func (t *mvccTxn) checkKey(key []byte) bool {
-	if len(key) > FDBMaxKeyBytes {
-		t.fail(FDBError{Code: fdbKeyTooLarge})
+	if len(key) > fdblayer.FDBMaxKeyBytes {
+		t.fail(FDBError{Code: fdbcode.KeyTooLarge})
 		return false
 	}
 	return true
@@ -221,14 +224,14 @@ func (t *mvccTxn) Commit() error {
 		t.close()
 		return t.commitError(t.err)
 	}
-	if t.size > FDBMaxTxnBytes {
+	if t.size > fdblayer.FDBMaxTxnBytes {
 		t.close()
-		return t.commitError(FDBError{Code: fdbTransactionTooLarge})
+		return t.commitError(FDBError{Code: fdbcode.TransactionTooLarge})
 	}
 	fault, then := t.e.fault(t.ctx)
 	if err := t.e.latency(t.ctx); err != nil {
 		t.close()
-		return fmt.Errorf("fdblayer: mvcc engine: commit interrupted: %w", err)
+		return fmt.Errorf("fdbsim: mvcc engine: commit interrupted: %w", err)
 	}
 	// The fault or the latency may have held the commit past the
 	// transaction's lifetime or its context's end.
@@ -239,16 +242,16 @@ func (t *mvccTxn) Commit() error {
 			err = t.e.commit(t)
 		case CommitConflict:
 			t.e.conflicts.Add(1)
-			err = FDBError{Code: fdbNotCommitted}
+			err = FDBError{Code: fdbcode.NotCommitted}
 		case CommitThenUnknown:
 			_ = t.e.commit(t) // landed, unless it conflicted: unknown either way
-			err = FDBError{Code: fdbCommitUnknownResult}
+			err = FDBError{Code: fdbcode.CommitUnknownResult}
 		case UnknownWithoutCommit:
-			err = FDBError{Code: fdbCommitUnknownResult}
+			err = FDBError{Code: fdbcode.CommitUnknownResult}
 		case CommitFatal:
 			err = ErrInjectedFatal
 		default:
-			err = fmt.Errorf("fdblayer: mvcc engine: unknown fault %d", fault)
+			err = fmt.Errorf("fdbsim: mvcc engine: unknown fault %d", fault)
 		}
 	}
 	t.close()
@@ -268,10 +271,10 @@ func (t *mvccTxn) commitError(err error) error {
 	if !errors.As(err, &fe) {
 		return err
 	}
-	if fe.Code == fdbCommitUnknownResult {
+	if fe.Code == fdbcode.CommitUnknownResult {
 		t.e.unknown.Add(1)
 	}
-	return fdbCommitError("mvcc engine", fe.Code, err)
+	return fdbcode.CommitError("fdbsim: mvcc engine", fe.Code, err)
 }
 
 // OnError retries transaction_too_old, not_committed and
@@ -285,14 +288,14 @@ func (t *mvccTxn) OnError(err error) error {
 		return err
 	}
 	switch fe.Code {
-	case fdbTransactionTooOld, fdbNotCommitted, fdbCommitUnknownResult:
+	case fdbcode.TransactionTooOld, fdbcode.NotCommitted, fdbcode.CommitUnknownResult:
 	default:
 		return err
 	}
 	d := time.Duration(t.e.random() * float64(t.backoff))
 	t.backoff = min(2*t.backoff, t.e.opts.MaxBackoff)
 	if werr := clock.Sleep(t.ctx, d); werr != nil {
-		return fmt.Errorf("fdblayer: mvcc engine: retry of %w: %w", err, werr)
+		return fmt.Errorf("fdbsim: mvcc engine: retry of %w: %w", err, werr)
 	}
 	if rerr := t.reset(); rerr != nil {
 		return rerr

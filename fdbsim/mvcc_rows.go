@@ -1,10 +1,13 @@
-package fdblayer
+package fdbsim
 
 import (
 	"bytes"
 	"math"
 
 	"github.com/google/btree"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
 // mvccRows is MVCCEngine's storage: every version of every key that an
@@ -14,11 +17,10 @@ import (
 // whatever its number (old is false), so that a write replaces it in
 // place and keeps it, as an old version, only when an open transaction
 // may read it; a clear writes a tombstone. collect drops what no open
-// transaction can read. BenchmarkMVCCSnapshot measured it against a
-// copy-on-write B-tree cloned per version: about half the time and a
-// twentieth of the bytes per transaction, because a commit beside an open
-// snapshot copies no nodes. Not safe for concurrent use: the engine's
-// lock guards it (reads under a read lock).
+// transaction can read. Unlike a copy-on-write B-tree cloned per version,
+// a commit beside an open snapshot copies no nodes (bench/README.md
+// compares the two). Not safe for concurrent use: the engine's lock guards
+// it (reads under a read lock).
 type mvccRows struct {
 	tree *btree.BTreeG[versionedItem]
 }
@@ -27,7 +29,7 @@ type mvccRows struct {
 // a tombstone), the version that wrote it, and whether a later version
 // replaced it.
 type versionedItem struct {
-	item    memItem
+	item    memkv.Item
 	version uint64
 	del     bool
 	old     bool
@@ -37,7 +39,7 @@ type versionedItem struct {
 // ones, latest first. A key's newest versions compare equal whatever
 // their numbers, so that writing one replaces the other.
 func lessVersioned(a, b versionedItem) bool {
-	if c := compareItems(a.item, b.item); c != 0 {
+	if c := memkv.Compare(a.item, b.item); c != 0 {
 		return c < 0
 	}
 	if a.old != b.old {
@@ -47,26 +49,26 @@ func lessVersioned(a, b versionedItem) bool {
 }
 
 // firstVersion is the search item that sorts before every version of key.
-func firstVersion(key memItem) versionedItem {
+func firstVersion(key memkv.Item) versionedItem {
 	return versionedItem{item: key, version: math.MaxUint64}
 }
 
 // mvccDegree is the B-tree's degree, as the memory engine's.
-const mvccDegree = memDegree
+const mvccDegree = memkv.Degree
 
 func newMVCCRows() mvccRows { return mvccRows{tree: btree.NewG(mvccDegree, lessVersioned)} }
 
 // get returns key's value at version rv; ok is false when it is absent.
 func (r *mvccRows) get(key []byte, rv uint64) (value []byte, ok bool) {
-	r.tree.AscendGreaterOrEqual(firstVersion(keyItem(key)), func(it versionedItem) bool {
-		if !bytes.Equal(it.item.key(), key) {
+	r.tree.AscendGreaterOrEqual(firstVersion(memkv.KeyItem(key)), func(it versionedItem) bool {
+		if !bytes.Equal(it.item.Key(), key) {
 			return false
 		}
 		if it.version > rv {
 			return true
 		}
 		if !it.del {
-			value, ok = it.item.value(), true
+			value, ok = it.item.Value(), true
 		}
 		return false
 	})
@@ -84,14 +86,14 @@ func (r *mvccRows) getMany(dst [][]byte, keys [][]byte, rv uint64) [][]byte {
 
 // ascend calls fn with each key's row at version rv in [begin, end), in
 // key order, until fn returns false.
-func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memItem) bool) {
-	stop := keyItem(end)
+func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memkv.Item) bool) {
+	stop := memkv.KeyItem(end)
 	var last []byte // the key whose version at rv was decided
-	r.tree.AscendGreaterOrEqual(firstVersion(keyItem(begin)), func(it versionedItem) bool {
-		if compareItems(it.item, stop) >= 0 {
+	r.tree.AscendGreaterOrEqual(firstVersion(memkv.KeyItem(begin)), func(it versionedItem) bool {
+		if memkv.Compare(it.item, stop) >= 0 {
 			return false
 		}
-		k := it.item.key()
+		k := it.item.Key()
 		if it.version > rv || (last != nil && bytes.Equal(k, last)) {
 			return true
 		}
@@ -102,12 +104,12 @@ func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memItem) bool) {
 
 // getRange appends the rows at rv in [begin, end), as far as rangeStop
 // lets it; stopped reports that it stopped there, before the range's end.
-func (r *mvccRows) getRange(dst []KeyValue, begin, end []byte, limit, maxBytes int, rv uint64) (_ []KeyValue, stopped bool) {
+func (r *mvccRows) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int, rv uint64) (_ []fdblayer.KeyValue, stopped bool) {
 	n, size := 0, 0
-	r.ascend(begin, end, rv, func(it memItem) bool {
-		dst = append(dst, KeyValue{Key: it.key(), Value: it.value()})
-		n, size = n+1, size+len(it.kv)
-		stopped = rangeStop(n, size, limit, maxBytes)
+	r.ascend(begin, end, rv, func(it memkv.Item) bool {
+		dst = append(dst, fdblayer.KeyValue{Key: it.Key(), Value: it.Value()})
+		n, size = n+1, size+it.Size()
+		stopped = memkv.RangeStop(n, size, limit, maxBytes)
 		return !stopped
 	})
 	return dst, stopped
@@ -116,8 +118,8 @@ func (r *mvccRows) getRange(dst []KeyValue, begin, end []byte, limit, maxBytes i
 // rangeBytes counts the bytes of the keys and values at rv in [begin, end).
 func (r *mvccRows) rangeBytes(begin, end []byte, rv uint64) int64 {
 	var n int64
-	r.ascend(begin, end, rv, func(it memItem) bool {
-		n += int64(len(it.kv))
+	r.ascend(begin, end, rv, func(it memkv.Item) bool {
+		n += int64(it.Size())
 		return true
 	})
 	return n
@@ -128,16 +130,16 @@ func (r *mvccRows) rangeBytes(begin, end []byte, rv uint64) int64 {
 // place, and kept as an old version when read(its version) says an open
 // transaction may read it. It appends to dirty, and returns, the keys
 // that may now hold versions or a tombstone no one reads, for collect.
-func (r *mvccRows) write(ws []memWrite, version uint64, read func(version uint64) bool, dirty []memItem) []memItem {
+func (r *mvccRows) write(ws []memkv.Write, version uint64, read func(version uint64) bool, dirty []memkv.Item) []memkv.Item {
 	for _, w := range ws {
-		prev, had := r.tree.ReplaceOrInsert(versionedItem{item: w.item, version: version, del: w.del})
+		prev, had := r.tree.ReplaceOrInsert(versionedItem{item: w.Item, version: version, del: w.Del})
 		kept := had && prev.version != version && read(prev.version)
 		if kept {
 			prev.old = true
 			r.tree.ReplaceOrInsert(prev)
 		}
-		if kept || w.del {
-			dirty = append(dirty, w.item)
+		if kept || w.Del {
+			dirty = append(dirty, w.Item)
 		}
 	}
 	return dirty
@@ -146,11 +148,11 @@ func (r *mvccRows) write(ws []memWrite, version uint64, read func(version uint64
 // collect drops the versions of key no transaction reading at oldest or
 // later can read: all but those after oldest and the newest at or below
 // it, and that one too when it is a tombstone.
-func (r *mvccRows) collect(key memItem, oldest uint64, drop []versionedItem) []versionedItem {
+func (r *mvccRows) collect(key memkv.Item, oldest uint64, drop []versionedItem) []versionedItem {
 	drop = drop[:0]
 	found := false // the newest version at or below oldest
 	r.tree.AscendGreaterOrEqual(firstVersion(key), func(it versionedItem) bool {
-		if compareItems(it.item, key) != 0 {
+		if memkv.Compare(it.item, key) != 0 {
 			return false
 		}
 		if it.version > oldest {

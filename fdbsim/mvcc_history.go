@@ -1,9 +1,11 @@
-package fdblayer
+package fdbsim
 
 import (
 	"bytes"
 
 	"github.com/google/btree"
+
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
 // mvccHistory is MVCCEngine's resolver: for each key written by a commit
@@ -31,7 +33,7 @@ type versionedKey struct {
 // storage must collect once no transaction reads them (dirty).
 type committedKeys struct {
 	version     uint64
-	keys, dirty []memItem
+	keys, dirty []memkv.Item
 }
 
 // keyRange is a conflict range [begin, end); point marks [k, k+0x00),
@@ -80,9 +82,9 @@ func (h *mvccHistory) conflicts(reads []keyRange, rv uint64) bool {
 // record notes that the commit of version wrote keys, which open
 // transactions may conflict with, and dirty keys to collect later. The
 // history keeps both (they must stay unchanged).
-func (h *mvccHistory) record(version uint64, keys, dirty []memItem) {
+func (h *mvccHistory) record(version uint64, keys, dirty []memkv.Item) {
 	for _, k := range keys {
-		h.last.ReplaceOrInsert(versionedKey{key: k.key(), version: version})
+		h.last.ReplaceOrInsert(versionedKey{key: k.Key(), version: version})
 	}
 	if len(keys) > 0 || len(dirty) > 0 {
 		h.commits = append(h.commits, committedKeys{version: version, keys: keys, dirty: dirty})
@@ -116,7 +118,7 @@ func (h *mvccHistory) end(rv uint64) {
 // no transaction can conflict with them. It calls collect with each key
 // they wrote and that oldest version, so that the storage drops the
 // versions no transaction can read any more.
-func (h *mvccHistory) prune(current uint64, collect func(key memItem, oldest uint64)) {
+func (h *mvccHistory) prune(current uint64, collect func(key memkv.Item, oldest uint64)) {
 	oldest := current
 	for rv := range h.open {
 		oldest = min(oldest, rv)
@@ -125,7 +127,7 @@ func (h *mvccHistory) prune(current uint64, collect func(key memItem, oldest uin
 	for ; n < len(h.commits) && h.commits[n].version <= oldest; n++ {
 		c := h.commits[n]
 		for _, k := range c.keys {
-			if it, ok := h.last.Get(versionedKey{key: k.key()}); ok && it.version == c.version {
+			if it, ok := h.last.Get(versionedKey{key: k.Key()}); ok && it.version == c.version {
 				h.last.Delete(it)
 			}
 		}

@@ -1,4 +1,4 @@
-package fdblayer
+package fdbsim
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/btree"
+
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
 // BenchmarkMVCCSnapshot measures the choice behind MVCCEngine's storage:
@@ -20,7 +23,7 @@ import (
 // commit, with 1 and 4 goroutines per CPU, over 10,000 and 100,000 keys.
 // The resolver is the same for both and left out.
 //
-//	go test -run '^$' -bench MVCCSnapshot -benchmem -count 6 ./fdblayer/ | tee s.txt
+//	go test -run '^$' -bench MVCCSnapshot -benchmem -count 6 ./fdbsim/ | tee s.txt
 //	benchstat -col /store s.txt
 func BenchmarkMVCCSnapshot(b *testing.B) {
 	stores := []struct {
@@ -37,9 +40,9 @@ func BenchmarkMVCCSnapshot(b *testing.B) {
 				b.Run(fmt.Sprintf("keys=%d/par=%d/store=%s", keys, par, st.name), func(b *testing.B) {
 					s := st.open()
 					value := bytes.Repeat([]byte{'v'}, 64)
-					var ws []memWrite
+					var ws []memkv.Write
 					for i := range keys {
-						ws = append(ws, memWrite{item: newMemItem(snapshotKey(i), value)})
+						ws = append(ws, memkv.Write{Item: memkv.NewItem(snapshotKey(i), value)})
 						if len(ws) == 1000 {
 							s.commit(ws)
 							ws = nil
@@ -57,16 +60,16 @@ func BenchmarkMVCCSnapshot(b *testing.B) {
 						rng := rand.New(rand.NewPCG(seed, 1))
 						seedMu.Unlock()
 						var dst [][]byte
-						var rows []KeyValue
+						var rows []fdblayer.KeyValue
 						for pb.Next() {
 							snap := s.snapshot()
 							dst = snap.getMany(dst[:0], [][]byte{snapshotKey(rng.IntN(keys)), snapshotKey(rng.IntN(keys))})
 							start := rng.IntN(keys)
 							rows = snap.getRange(rows[:0], snapshotKey(start), snapshotKey(keys), 64)
 							snap.done()
-							w := make([]memWrite, 4)
+							w := make([]memkv.Write, 4)
 							for i := range w {
-								w[i] = memWrite{item: newMemItem(snapshotKey(rng.IntN(keys)), value)}
+								w[i] = memkv.Write{Item: memkv.NewItem(snapshotKey(rng.IntN(keys)), value)}
 							}
 							s.commit(w)
 						}
@@ -82,25 +85,25 @@ func snapshotKey(i int) []byte { return fmt.Appendf(nil, "\x02mkit\x00\x02part\x
 // snapshotStore is the storage half of an MVCC engine.
 type snapshotStore interface {
 	snapshot() snapshotReader
-	commit(ws []memWrite)
+	commit(ws []memkv.Write)
 }
 
 type snapshotReader interface {
 	getMany(dst [][]byte, keys [][]byte) [][]byte
-	getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue
+	getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue
 	done()
 }
 
 // cowStore is MVCCEngine's storage: a clone per version.
 type cowStore struct {
 	mu   sync.Mutex
-	tree *btree.BTreeG[memItem]
-	snap *btree.BTreeG[memItem]
+	tree *btree.BTreeG[memkv.Item]
+	snap *btree.BTreeG[memkv.Item]
 }
 
-func newCOWStore(degree int) *cowStore { return &cowStore{tree: btree.NewG(degree, lessItem)} }
+func newCOWStore(degree int) *cowStore { return &cowStore{tree: btree.NewG(degree, memkv.Less)} }
 
-type cowSnap struct{ t *btree.BTreeG[memItem] }
+type cowSnap struct{ t *btree.BTreeG[memkv.Item] }
 
 func (s *cowStore) snapshot() snapshotReader {
 	s.mu.Lock()
@@ -111,16 +114,20 @@ func (s *cowStore) snapshot() snapshotReader {
 	return cowSnap{s.snap}
 }
 
-func (s *cowStore) commit(ws []memWrite) {
+func (s *cowStore) commit(ws []memkv.Write) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	applyWrites(s.tree, ws)
+	memkv.Apply(s.tree, ws)
 	s.snap = nil
 }
 
-func (c cowSnap) getMany(dst [][]byte, keys [][]byte) [][]byte { return treeGetMany(c.t, dst, keys) }
-func (c cowSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue {
-	return treeGetRange(c.t, dst, begin, end, limit, 0)
+func (c cowSnap) getMany(dst [][]byte, keys [][]byte) [][]byte { return memkv.GetMany(c.t, dst, keys) }
+func (c cowSnap) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue {
+	c.t.AscendRange(memkv.KeyItem(begin), memkv.KeyItem(end), func(it memkv.Item) bool {
+		dst = append(dst, fdblayer.KeyValue{Key: it.Key(), Value: it.Value()})
+		return len(dst) < limit
+	})
+	return dst
 }
 func (cowSnap) done() {}
 
@@ -156,7 +163,7 @@ func (v versionedSnap) getMany(dst [][]byte, keys [][]byte) [][]byte {
 	return v.s.s.rows.getMany(dst, keys, v.rv)
 }
 
-func (v versionedSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []KeyValue {
+func (v versionedSnap) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
 	dst, _ = v.s.s.rows.getRange(dst, begin, end, limit, 0, v.rv)
@@ -165,7 +172,7 @@ func (v versionedSnap) getRange(dst []KeyValue, begin, end []byte, limit int) []
 
 // commit commits as the engine does: the committing transaction is open
 // until its writes are applied.
-func (s *versionedStore) commit(ws []memWrite) {
+func (s *versionedStore) commit(ws []memkv.Write) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rv := s.s.begin()

@@ -1,10 +1,11 @@
-package fdblayer
+package fdbsim
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -13,8 +14,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
+
+// openLayer opens a Layer over e, logging nowhere, closed when t ends.
+func openLayer(t testing.TB, e fdblayer.Engine, opts ...fdblayer.Option) *fdblayer.Layer {
+	t.Helper()
+	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
 
 // mvccKey is a raw engine key for the engine-level tests.
 func mvccKey(s string) []byte { return []byte("\x02t\x00" + s) }
@@ -39,7 +52,7 @@ func mvccSeed(t *testing.T, e *MVCCEngine, kv ...string) {
 	require.NoError(t, txn.Commit())
 }
 
-func mvccGet(t *testing.T, txn ReadTxn, key string) []byte {
+func mvccGet(t *testing.T, txn fdblayer.ReadTxn, key string) []byte {
 	t.Helper()
 	vals, err := txn.GetMany(nil, [][]byte{mvccKey(key)})
 	require.NoError(t, err)
@@ -83,7 +96,7 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 	t2, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	defer t2.Close()
-	for _, txn := range []Txn{t1, t2} {
+	for _, txn := range []fdblayer.Txn{t1, t2} {
 		vals, err := txn.GetMany(nil, [][]byte{mvccKey("x"), mvccKey("y")})
 		require.NoError(t, err)
 		require.Equal(t, [][]byte{[]byte("1"), []byte("1")}, vals, "both see x+y = 2, so each may take one away")
@@ -92,7 +105,7 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 	t2.Set(mvccKey("y"), []byte("0"))
 	require.NoError(t, t1.Commit())
 	err = t2.Commit()
-	requireCode(t, err, fdbNotCommitted)
+	requireCode(t, err, fdbcode.NotCommitted)
 	require.NotErrorIs(t, err, store.ErrUnknownResult, "a conflict wrote nothing")
 
 	require.NoError(t, t2.OnError(err), "OnError retries a conflict")
@@ -145,7 +158,7 @@ func TestMVCCPhantom(t *testing.T) {
 			reader.Set(mvccKey("count"), []byte{byte(len(rows))})
 			err = reader.Commit()
 			if tc.conflict {
-				requireCode(t, err, fdbNotCommitted)
+				requireCode(t, err, fdbcode.NotCommitted)
 			} else {
 				require.NoError(t, err)
 			}
@@ -196,9 +209,9 @@ func TestMVCCTransactionTooOld(t *testing.T) {
 	txn.Set(mvccKey("k"), []byte("2"))
 	clk.Advance(time.Millisecond)
 	_, err = txn.GetMany(nil, [][]byte{mvccKey("k")})
-	requireCode(t, err, fdbTransactionTooOld)
+	requireCode(t, err, fdbcode.TransactionTooOld)
 	err = txn.Commit()
-	requireCode(t, err, fdbTransactionTooOld)
+	requireCode(t, err, fdbcode.TransactionTooOld)
 	require.NotErrorIs(t, err, store.ErrUnknownResult)
 
 	require.NoError(t, txn.OnError(err))
@@ -210,7 +223,7 @@ func TestMVCCTransactionTooOld(t *testing.T) {
 	require.Equal(t, []byte("3"), mvccGet(t, ro, "k"), "the too-old write never landed")
 	clk.Advance(MVCCLifetime + time.Millisecond)
 	_, err = ro.GetRange(nil, mvccKey(""), mvccKey("\xff"), 1, 0)
-	requireCode(t, err, fdbTransactionTooOld)
+	requireCode(t, err, fdbcode.TransactionTooOld)
 }
 
 // TestMVCCLimits: every FoundationDB limit is refused with its code at
@@ -222,9 +235,9 @@ func TestMVCCLimits(t *testing.T) {
 	// 100 sets and the marker every case writes (3*6+1 bytes) come to
 	// exactly FDBMaxTxnBytes.
 	const marker = 3*len("marker") + 1
-	fill := func(txn Txn) {
+	fill := func(txn fdblayer.Txn) {
 		for i := range 100 {
-			n := FDBMaxTxnBytes/100 - 31
+			n := fdblayer.FDBMaxTxnBytes/100 - 31
 			if i == 0 {
 				n -= marker
 			}
@@ -233,29 +246,29 @@ func TestMVCCLimits(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		txn  func(t *testing.T, txn Txn)
+		txn  func(t *testing.T, txn fdblayer.Txn)
 		code int // 0: commits
 	}{
-		{"key at the limit", func(_ *testing.T, txn Txn) { txn.Set(big(FDBMaxKeyBytes), nil) }, 0},
-		{"key over the limit", func(_ *testing.T, txn Txn) { txn.Set(big(FDBMaxKeyBytes+1), nil) }, fdbKeyTooLarge},
-		{"cleared key over the limit", func(_ *testing.T, txn Txn) { txn.Clear(big(FDBMaxKeyBytes + 1)) }, fdbKeyTooLarge},
-		{"value at the limit", func(_ *testing.T, txn Txn) { txn.Set([]byte("k"), big(FDBMaxValueBytes)) }, 0},
-		{"value over the limit", func(_ *testing.T, txn Txn) { txn.Set([]byte("k"), big(FDBMaxValueBytes+1)) }, fdbValueTooLarge},
-		{"transaction at the limit", func(_ *testing.T, txn Txn) { fill(txn) }, 0},
-		{"transaction over the limit by a point read's conflict range", func(t *testing.T, txn Txn) {
+		{"key at the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set(big(fdblayer.FDBMaxKeyBytes), nil) }, 0},
+		{"key over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set(big(fdblayer.FDBMaxKeyBytes+1), nil) }, fdbcode.KeyTooLarge},
+		{"cleared key over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Clear(big(fdblayer.FDBMaxKeyBytes + 1)) }, fdbcode.KeyTooLarge},
+		{"value at the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set([]byte("k"), big(fdblayer.FDBMaxValueBytes)) }, 0},
+		{"value over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set([]byte("k"), big(fdblayer.FDBMaxValueBytes+1)) }, fdbcode.ValueTooLarge},
+		{"transaction at the limit", func(_ *testing.T, txn fdblayer.Txn) { fill(txn) }, 0},
+		{"transaction over the limit by a point read's conflict range", func(t *testing.T, txn fdblayer.Txn) {
 			fill(txn)
 			_, err := txn.GetMany(nil, [][]byte{{}})
 			require.NoError(t, err)
-		}, fdbTransactionTooLarge},
-		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn Txn) {
+		}, fdbcode.TransactionTooLarge},
+		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn fdblayer.Txn) {
 			fill(txn)
 			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1, 0)
 			require.NoError(t, err)
-		}, fdbTransactionTooLarge},
-		{"transaction over the limit by a clear", func(_ *testing.T, txn Txn) {
+		}, fdbcode.TransactionTooLarge},
+		{"transaction over the limit by a clear", func(_ *testing.T, txn fdblayer.Txn) {
 			fill(txn)
 			txn.Clear(nil)
-		}, fdbTransactionTooLarge},
+		}, fdbcode.TransactionTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := NewMVCCEngine(MVCCOptions{})
@@ -283,7 +296,7 @@ func TestMVCCLimits(t *testing.T) {
 // store.ErrUnknownResult when no retry may decide; with retries, the
 // retry's guard decides, as Apply documents.
 func TestMVCCUnknownResultThroughLayer(t *testing.T) {
-	p, key := testPartition("p"), k("row")
+	p, key := storetest.Partition{Name: "p"}, store.Key("row")
 	for _, tc := range []struct {
 		name    string
 		fault   Fault
@@ -305,11 +318,11 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 				}
 				return CommitNormally, nil
 			}})
-			l := openLayer(t, e, WithRetryLimit(tc.retries))
+			l := openLayer(t, e, fdblayer.WithRetryLimit(tc.retries))
 			out, err := l.Apply(t.Context(), p, store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("v")))
 			if tc.retries == 0 {
 				require.ErrorIs(t, err, store.ErrUnknownResult)
-				requireCode(t, err, fdbCommitUnknownResult)
+				requireCode(t, err, fdbcode.CommitUnknownResult)
 			} else {
 				require.NoError(t, err)
 				require.Equal(t, tc.outcome, out.Outcome)
@@ -336,7 +349,7 @@ func TestMVCCRandomFaultsAreSeeded(t *testing.T) {
 			code := 0
 			if err != nil {
 				require.ErrorIs(t, err, store.ErrUnknownResult)
-				requireCode(t, err, fdbCommitUnknownResult)
+				requireCode(t, err, fdbcode.CommitUnknownResult)
 				code = 1
 			}
 			ro, err := e.BeginRead(t.Context())
@@ -400,14 +413,14 @@ func TestMVCCBackoff(t *testing.T) {
 	var bounds []time.Duration
 	for range 7 {
 		bounds = append(bounds, mt.backoff)
-		require.NoError(t, txn.OnError(FDBError{Code: fdbNotCommitted}))
+		require.NoError(t, txn.OnError(FDBError{Code: fdbcode.NotCommitted}))
 	}
 	us := time.Microsecond
 	require.Equal(t, []time.Duration{us, 2 * us, 4 * us, 8 * us, 16 * us, 20 * us, 20 * us}, bounds)
 	require.Equal(t, uint64(7), e.Stats().Retries)
-	require.NoError(t, txn.OnError(FDBError{Code: fdbTransactionTooOld}))
-	require.NoError(t, txn.OnError(FDBError{Code: fdbCommitUnknownResult}))
-	for _, err := range []error{FDBError{Code: fdbTransactionTooLarge}, ErrInjectedFatal, context.Canceled} {
+	require.NoError(t, txn.OnError(FDBError{Code: fdbcode.TransactionTooOld}))
+	require.NoError(t, txn.OnError(FDBError{Code: fdbcode.CommitUnknownResult}))
+	for _, err := range []error{FDBError{Code: fdbcode.TransactionTooLarge}, ErrInjectedFatal, context.Canceled} {
 		require.Equal(t, err, txn.OnError(err), "not retried")
 	}
 }
@@ -429,7 +442,7 @@ func TestMVCCHistoryIsPruned(t *testing.T) {
 	require.Equal(t, 2, e.store.hist.last.Len())
 	require.Len(t, e.store.hist.commits, 10)
 	old.Set(mvccKey("z"), nil)
-	requireCode(t, old.Commit(), fdbNotCommitted)
+	requireCode(t, old.Commit(), fdbcode.NotCommitted)
 	old.Close()
 	mvccSeed(t, e, "c", "v")
 	require.Zero(t, e.store.hist.last.Len())
@@ -444,11 +457,11 @@ func TestMVCCClosed(t *testing.T) {
 	defer txn.Close()
 	require.NoError(t, e.Close())
 	txn.Set(mvccKey("k"), nil)
-	require.ErrorIs(t, txn.Commit(), ErrClosed)
+	require.ErrorIs(t, txn.Commit(), fdblayer.ErrClosed)
 	_, err = e.BeginRead(t.Context())
-	require.ErrorIs(t, err, ErrClosed)
-	require.ErrorIs(t, e.Probe(t.Context()), ErrClosed)
-	require.ErrorIs(t, e.Close(), ErrClosed)
+	require.ErrorIs(t, err, fdblayer.ErrClosed)
+	require.ErrorIs(t, e.Probe(t.Context()), fdblayer.ErrClosed)
+	require.ErrorIs(t, e.Close(), fdblayer.ErrClosed)
 }
 
 // TestMVCCOldVersionsAreCollected: the store keeps the versions an open
@@ -494,7 +507,7 @@ func TestMVCCSnapshotsMatchModel(t *testing.T) {
 		}
 		states := []map[string]string{{}} // committed state per version, from 0
 		type open struct {
-			txn     ReadTxn
+			txn     fdblayer.ReadTxn
 			version int
 		}
 		var snaps []open

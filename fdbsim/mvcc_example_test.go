@@ -1,4 +1,4 @@
-package fdblayer_test
+package fdbsim_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 )
 
 // Two transactions of an MVCCEngine overlap: both read the key, both
@@ -14,7 +15,7 @@ import (
 // later version, where it commits.
 func ExampleNewMVCCEngine() {
 	ctx := context.Background()
-	e := fdblayer.NewMVCCEngine(fdblayer.MVCCOptions{Seed: 1})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Seed: 1})
 	defer e.Close()
 	key := []byte("\x02counter\x00")
 
@@ -30,7 +31,7 @@ func ExampleNewMVCCEngine() {
 	}
 	fmt.Println("a:", a.Commit())
 	err := b.Commit()
-	var fe fdblayer.FDBError
+	var fe fdbsim.FDBError
 	fmt.Println("b:", errors.As(err, &fe), fe.Code)
 
 	if err := b.OnError(err); err != nil {

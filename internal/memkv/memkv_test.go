@@ -1,4 +1,4 @@
-package fdblayer
+package memkv
 
 import (
 	"bytes"
@@ -23,15 +23,15 @@ func TestLessItemIsKeyOrder(t *testing.T) {
 	}
 	keys = append(keys, []byte{}, []byte{0}, make([]byte, 16), make([]byte, 17), append(make([]byte, 16), 1),
 		make([]byte, 32), make([]byte, 33), append(make([]byte, 32), 1), append(make([]byte, 31), 1))
-	items := make([]memItem, len(keys))
+	items := make([]Item, len(keys))
 	for i, k := range keys {
-		items[i] = keyItem(k)
+		items[i] = KeyItem(k)
 	}
 	for i := range items {
 		for j := range items {
 			want := bytes.Compare(keys[i], keys[j]) < 0
-			if got := lessItem(items[i], items[j]); got != want {
-				t.Fatalf("lessItem(%x, %x) = %v, want %v", keys[i], keys[j], got, want)
+			if got := Less(items[i], items[j]); got != want {
+				t.Fatalf("Less(%x, %x) = %v, want %v", keys[i], keys[j], got, want)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package fdblayer
+package fdbsim
 
 import (
 	"context"
@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
+	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
-// MVCCEngine is an in-memory Engine with FoundationDB's transaction
+// MVCCEngine is an in-memory [fdblayer.Engine] with FoundationDB's transaction
 // semantics, so that code run on it meets the concurrency a cluster
 // produces:
 //
@@ -27,10 +30,10 @@ import (
 //     of its read conflict ranges holds a key written by a commit after its
 //     read version. A transaction that writes nothing, and every
 //     transaction of BeginRead, commits trivially and never conflicts.
-//   - Limits enforced with FoundationDB's codes: a key over FDBMaxKeyBytes
+//   - Limits enforced with FoundationDB's codes: a key over [fdblayer.FDBMaxKeyBytes]
 //     fails the commit with key_too_large (2102), a value over
-//     FDBMaxValueBytes with value_too_large (2103), a transaction whose
-//     mutations plus conflict ranges exceed FDBMaxTxnBytes with
+//     [fdblayer.FDBMaxValueBytes] with value_too_large (2103), a transaction whose
+//     mutations plus conflict ranges exceed [fdblayer.FDBMaxTxnBytes] with
 //     transaction_too_large (2101), and a read or commit more than
 //     MVCCOptions.Lifetime (5 s) after the transaction's read version with
 //     transaction_too_old (1007), on MVCCOptions.Clock.
@@ -43,9 +46,9 @@ import (
 //
 // Each of those conditions is an FDBError carrying FoundationDB's code
 // (and a commit error after which the commit may have landed, 1021, also
-// wraps store.ErrUnknownResult), so the Layer handles them as it handles
+// wraps store.ErrUnknownResult), so the [fdblayer.Layer] handles them as it handles
 // the FoundationDB engine's; a context's end is its error, a closed engine
-// ErrClosed. Stats counts commits, conflicts and retries.
+// [fdblayer.ErrClosed]. Stats counts commits, conflicts and retries.
 //
 // All methods are safe for concurrent use; transactions never wait for
 // each other (a read waits only for the instant a commit takes to check
@@ -166,10 +169,12 @@ func (e *MVCCEngine) Stats() MVCCStats {
 
 // Begin starts a read-write transaction at the last committed version. It
 // fails when ctx is done or the engine is closed; it never waits.
-func (e *MVCCEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx, true) }
+func (e *MVCCEngine) Begin(ctx context.Context) (fdblayer.Txn, error) { return e.begin(ctx, true) }
 
 // BeginRead starts a read-only transaction at the last committed version.
-func (e *MVCCEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx, false) }
+func (e *MVCCEngine) BeginRead(ctx context.Context) (fdblayer.ReadTxn, error) {
+	return e.begin(ctx, false)
+}
 
 func (e *MVCCEngine) begin(ctx context.Context, write bool) (*mvccTxn, error) {
 	if err := e.latency(ctx); err != nil {
@@ -209,7 +214,7 @@ func (s *mvccStore) end(rv uint64) {
 	s.hist.prune(s.version, s.collect)
 }
 
-func (s *mvccStore) collect(key memItem, oldest uint64) {
+func (s *mvccStore) collect(key memkv.Item, oldest uint64) {
 	s.drop = s.rows.collect(key, oldest, s.drop)
 	clear(s.drop)
 }
@@ -217,26 +222,26 @@ func (s *mvccStore) collect(key memItem, oldest uint64) {
 // apply commits ws, the writes of the open transaction that read at rv,
 // as the next version. Only the other transactions open now can read what
 // it replaces or conflict with it.
-func (s *mvccStore) apply(ws []memWrite, rv uint64) {
+func (s *mvccStore) apply(ws []memkv.Write, rv uint64) {
 	latest, others := s.hist.latestOther(rv)
 	s.version++
 	dirty := s.rows.write(ws, s.version, func(v uint64) bool { return others && latest >= v }, nil)
-	var keys []memItem
+	var keys []memkv.Item
 	if others {
-		keys = make([]memItem, len(ws))
+		keys = make([]memkv.Item, len(ws))
 		for i, w := range ws {
-			keys[i] = w.item
+			keys[i] = w.Item
 		}
 	}
 	s.hist.record(s.version, keys, dirty)
 }
 
 // Distributed reports true: the engine stands for FoundationDB, whose
-// keys many servers share (see Distributed).
+// keys many servers share (see [fdblayer.Distributed]).
 func (e *MVCCEngine) Distributed() bool { return true }
 
 // Limits reports FoundationDB's limits, which it enforces.
-func (e *MVCCEngine) Limits() Limits { return fdbLimits() }
+func (e *MVCCEngine) Limits() fdblayer.Limits { return fdbLimits }
 
 // EstimateRangeSize counts the bytes of keys and values in [begin, end) of
 // the last version exactly.
@@ -247,7 +252,7 @@ func (e *MVCCEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
-		return 0, ErrClosed
+		return 0, fdblayer.ErrClosed
 	}
 	return e.store.rows.rangeBytes(begin, end, e.store.version), nil
 }
@@ -260,18 +265,18 @@ func (e *MVCCEngine) Probe(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return fdblayer.ErrClosed
 	}
 	return nil
 }
 
 // Close closes the engine: later transactions, and commits of open ones,
-// fail with ErrClosed.
+// fail with [fdblayer.ErrClosed].
 func (e *MVCCEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return fdblayer.ErrClosed
 	}
 	e.closed = true
 	return nil
@@ -285,11 +290,11 @@ func (e *MVCCEngine) commit(t *mvccTxn) error {
 	defer e.mu.Unlock()
 	defer t.endLocked()
 	if e.closed {
-		return ErrClosed
+		return fdblayer.ErrClosed
 	}
 	if e.store.hist.conflicts(t.reads, t.rv) {
 		e.conflicts.Add(1)
-		return FDBError{Code: fdbNotCommitted}
+		return FDBError{Code: fdbcode.NotCommitted}
 	}
 	e.store.apply(t.writes, t.rv)
 	e.commits.Add(1)
@@ -330,4 +335,11 @@ func (e *MVCCEngine) fault(ctx context.Context) (Fault, func()) {
 }
 
 // errMVCCTxnEnded: a transaction used after Commit (without OnError) or Close.
-var errMVCCTxnEnded = errors.New("fdblayer: mvcc engine: transaction has ended")
+var errMVCCTxnEnded = errors.New("fdbsim: mvcc engine: transaction has ended")
+
+// fdbLimits are FoundationDB's limits, which the engine enforces.
+var fdbLimits = fdblayer.Limits{
+	MaxKeyBytes:   fdblayer.FDBMaxKeyBytes,
+	MaxValueBytes: fdblayer.FDBMaxValueBytes,
+	MaxTxnBytes:   fdblayer.FDBMaxTxnBytes,
+}
