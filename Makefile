@@ -38,10 +38,13 @@ test: lint
 ## bounds the whole step, so that a hung command fails it (killed a minute
 ## before, the failure naming it) long before CI's limit; it is generous,
 ## since the step takes 1 min warm and 3 to 4 min cold on 2 loaded cores, and
-## a time limit must not fail a slow machine.
+## a time limit must not fail a slow machine. README_PARALLEL commands run
+## side by side: many of them wait (builds, injected latency) rather than
+## compute.
 README_TIMEOUT ?= 20m
+README_PARALLEL ?= 3
 test-readme:
-	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -timeout $(README_TIMEOUT) ./internal/readme
+	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -parallel $(README_PARALLEL) -timeout $(README_TIMEOUT) ./internal/readme
 
 ## fuzz: every native fuzz target (of FUZZPKG) for FUZZTIME each (default
 ## 10s); fails only on a real failure (see scripts/fuzz.sh)

@@ -459,3 +459,14 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 	}
 	return len(rows), false, nil
 }
+
+var _ store.Overlapping = (*Layer)(nil)
+
+// OverlapsCalls implements store.Overlapping: calls overlap on a
+// Distributed engine (FDBEngine, MVCCEngine), whose transactions run at
+// once, and not on the memory and bbolt engines, which run one writer at
+// a time.
+func (l *Layer) OverlapsCalls() bool {
+	d, ok := l.engine.(Distributed)
+	return ok && d.Distributed()
+}

@@ -1,19 +1,8 @@
 package fdblayer_test
 
 import (
-	"time"
-
-	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 )
 
-// ms is the time n milliseconds encode (0: the zero Time).
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
-
-// msOf is t encoded, for times a test made valid.
-func msOf(t time.Time) uint64 {
-	u, err := store.EncodeTime(t)
-	if err != nil {
-		panic(err)
-	}
-	return u
-}
+// ms and msOf convert the tests' times to and from stored milliseconds.
+var ms, msOf = mstime.Time, mstime.Ms

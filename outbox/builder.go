@@ -86,33 +86,34 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 	if target == nil {
 		return 0, fmt.Errorf("outbox: relay row without a target: %w", store.ErrInvalid)
 	}
-	name := store.PartitionName(target)
+	// The name is built only for an error: it costs allocations.
+	name := func() string { return store.PartitionName(target) }
 	id, err := target.AppendTuple(nil)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("outbox: relay row to %s: target identity: %w", name, errInvalid(err))
+		return 0, fmt.Errorf("outbox: relay row to %s: target identity: %w", name(), errInvalid(err))
 	case len(id) == 0 || len(id) > gen.MaxRelayV1Target:
 		return 0, fmt.Errorf("outbox: relay row to %s: target identity has %d bytes, want 1 to %d: %w",
-			name, len(id), gen.MaxRelayV1Target, store.ErrInvalid)
+			name(), len(id), gen.MaxRelayV1Target, store.ErrInvalid)
 	}
 	n := len(puts) + len(deletes)
 	switch {
 	case n == 0:
-		return 0, fmt.Errorf("outbox: relay row to %s has no writes: %w", name, store.ErrInvalid)
+		return 0, fmt.Errorf("outbox: relay row to %s has no writes: %w", name(), store.ErrInvalid)
 	case n > MaxRelayWrites:
-		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, limit %d: %w", name, n, MaxRelayWrites, store.ErrInvalid)
+		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, limit %d: %w", name(), n, MaxRelayWrites, store.ErrInvalid)
 	case n+2 > b.caps.MaxBatchOps:
 		return 0, fmt.Errorf("outbox: relay row to %s has %d writes, and its target batch would exceed %d operations: %w",
-			name, n, b.caps.MaxBatchOps, store.ErrInvalid)
+			name(), n, b.caps.MaxBatchOps, store.ErrInvalid)
 	}
 	for i, p := range puts {
 		if err := b.checkRow("put", i, p.Key, p.Value); err != nil {
-			return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", name(), err)
 		}
 	}
 	for i, k := range deletes {
 		if err := b.checkRow("delete", i, k, nil); err != nil {
-			return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
+			return 0, fmt.Errorf("outbox: relay row to %s: %w", name(), err)
 		}
 	}
 	seq, err = b.next()
@@ -121,11 +122,11 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 	}
 	row, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: puts, Deletes: deletes, AtMs: b.nowMs})
 	if err != nil {
-		return 0, fmt.Errorf("outbox: relay row to %s: %w", name, err)
+		return 0, fmt.Errorf("outbox: relay row to %s: %w", name(), err)
 	}
 	if len(row) > b.caps.MaxValueBytes {
 		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
-			name, len(row), b.caps.MaxValueBytes, store.ErrInvalid)
+			name(), len(row), b.caps.MaxValueBytes, store.ErrInvalid)
 	}
 	key := store.Key(gen.AppendRelayKey(nil, seq))
 	if err := b.reserve(1, len(key)+len(row)); err != nil {

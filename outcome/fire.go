@@ -49,34 +49,50 @@ type acked struct {
 }
 
 func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error) {
-	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
-	if err != nil {
-		return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
-	}
-	backlog, err := outbox.DecodeBacklog(oc)
-	if err != nil {
-		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
-	}
-	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
-	if backlog.Rows == 0 {
-		// Guarded: an outcome queued meanwhile keeps the timer.
-		return timers.Done{Batch: store.NewBatch().Require(store.Guard(backlogKey, oc)).Delete(backlogKey)}, nil
-	}
-	state, err := decodeTimer(t.Value)
-	if err != nil {
-		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
-	}
 	// MaxRows reserves the timer's own operations; the acknowledgments'
 	// plan reserves what the timer's outcome adds (operations and bytes).
 	caps := f.s.Capabilities()
 	maxRows := min(f.d.maxRows, MaxRows(caps))
 	caps = timers.HandlerCapabilities(caps, t)
 
+	// On a store that overlaps calls (store.OverlapsCalls), the backlog
+	// and the page of pending rows are read side by side: the page does
+	// not depend on the backlog, which only says whether there is anything
+	// to deliver. A row queued between the two reads stays in the backlog
+	// the acknowledgments leave, for the next fire.
+	state, stateErr := decodeTimer(t.Value)
+	var pg *pageRead
+	if stateErr == nil && store.OverlapsCalls(f.s) {
+		pg = f.readPage(ctx, state.cursor, maxRows)
+	}
+	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
+	if err != nil {
+		pg.wait()
+		return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+	}
+	backlog, err := outbox.DecodeBacklog(oc)
+	if err != nil {
+		pg.wait()
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
+	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
+	if backlog.Rows == 0 {
+		pg.wait()
+		// Guarded: an outcome queued meanwhile keeps the timer.
+		return timers.Done{Batch: store.NewBatch().Require(store.Guard(backlogKey, oc)).Delete(backlogKey)}, nil
+	}
+	if stateErr != nil {
+		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), stateErr)
+	}
+
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
-	page, after, err := f.page(ctx, state.cursor, maxRows)
+	if pg == nil {
+		pg = f.readPage(ctx, state.cursor, maxRows)
+	}
+	page, after, err := pg.wait()
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +170,42 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
 	return timers.Reschedule{DueAt: f.c.Now.Add(time.Duration(delay) * time.Millisecond), Value: value, Batch: b}, nil
+}
+
+// pageRead is a page of pending rows being read beside the fire (see
+// readPage).
+type pageRead struct {
+	done  chan struct{}
+	page  store.ScanPage
+	after store.Cursor
+	err   error
+}
+
+// readPage reads the page of pending rows after cursor (see page): on a
+// goroutine of its own on a store that overlaps calls, else now; wait
+// returns it.
+func (f *fire) readPage(ctx context.Context, cursor store.Cursor, limit int) *pageRead {
+	r := &pageRead{done: make(chan struct{})}
+	if !store.OverlapsCalls(f.s) {
+		r.page, r.after, r.err = f.page(ctx, cursor, limit)
+		close(r.done)
+		return r
+	}
+	go func() {
+		defer close(r.done)
+		r.page, r.after, r.err = f.page(ctx, cursor, limit)
+	}()
+	return r
+}
+
+// wait returns the page once it is read. A nil r (no page started)
+// returns nothing.
+func (r *pageRead) wait() (store.ScanPage, store.Cursor, error) {
+	if r == nil {
+		return store.ScanPage{}, nil, nil
+	}
+	<-r.done
+	return r.page, r.after, r.err
 }
 
 // page scans the pending rows after cursor, at most limit, wrapping to the

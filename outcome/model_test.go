@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,20 +64,26 @@ type omodel struct {
 	engine testengine.Engine
 	mutant mutant // a broken Delivery the model must catch
 
-	t      testing.TB
-	rng    *rand.Rand
-	clock  *clock.Manual
-	layer  *fdblayer.Layer
-	parts  []store.Partition
-	quiet  bool
-	depth  int
-	ids    int
-	trace  []string
-	queued []map[string]queued // per partition: the outcomes that landed, by id
-	taken  map[string]bool     // the ids the sink took (a successful call)
-	broken []corrupted
-	work   []*oworker
-	seen   omodelStats
+	t   testing.TB
+	rng *rand.Rand
+	// scanRng draws the faults of scans: a fire reads its page of pending
+	// rows beside the backlog, on a goroutine of its own, so scans draw
+	// from a stream of their own to keep the seed's choices its own.
+	scanRng *rand.Rand
+	// faultsMu guards seen.faults, counted by both streams.
+	faultsMu sync.Mutex
+	clock    *clock.Manual
+	layer    *fdblayer.Layer
+	parts    []store.Partition
+	quiet    bool
+	depth    int
+	ids      int
+	trace    []string
+	queued   []map[string]queued // per partition: the outcomes that landed, by id
+	taken    map[string]bool     // the ids the sink took (a successful call)
+	broken   []corrupted
+	work     []*oworker
+	seen     omodelStats
 
 	withdrawals *outcome.TypedSource[bankgen.WithdrawalKey, bankgen.WithdrawalV1]
 	transfers   *outcome.TypedSource[bankgen.TransferKey, bankgen.TransferV1]
@@ -120,7 +127,7 @@ func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	m := &omodel{seed: seed, engine: eng, mutant: mutant, t: t, rng: rand.New(rand.NewPCG(seed, 0x6f7574)), clock: clk, layer: l, taken: map[string]bool{}}
+	m := &omodel{seed: seed, engine: eng, mutant: mutant, t: t, rng: rand.New(rand.NewPCG(seed, 0x6f7574)), scanRng: rand.New(rand.NewPCG(seed, 0x7363616e)), clock: clk, layer: l, taken: map[string]bool{}}
 	for i := range omodelParts {
 		if i < omodelResParts {
 			m.parts = append(m.parts, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("ns%d", i))})
@@ -143,16 +150,21 @@ func (m *omodel) note(format string, args ...any) {
 
 func (m *omodel) newWorker() *oworker {
 	f := storetest.WithFaults(m.layer)
-	fault := func(storetest.Call) bool {
-		if !m.quiet && m.rng.IntN(30) == 0 {
-			m.seen.faults++
-			return true
+	fault := func(rng *rand.Rand) func(storetest.Call) bool {
+		return func(storetest.Call) bool {
+			if !m.quiet && rng.IntN(30) == 0 {
+				m.faultsMu.Lock()
+				m.seen.faults++
+				m.faultsMu.Unlock()
+				return true
+			}
+			return false
 		}
-		return false
 	}
-	for _, meth := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodApply} {
-		f.FailWhen(meth, fault, nil)
+	for _, meth := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodApply} {
+		f.FailWhen(meth, fault(m.rng), nil)
 	}
+	f.FailWhen(storetest.MethodScan, fault(m.scanRng), nil)
 	f.CommitThenFailWhen(func(storetest.Call) bool {
 		if !m.quiet && m.rng.IntN(30) == 0 {
 			m.seen.unknown++

@@ -26,7 +26,8 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 			rows = append(rows, put(ta, "k", fmt.Sprint("a", i)), put(tb, "k", fmt.Sprint("b", i)))
 		}
 		e.queue(t, rows...) // ta: 1,3,5,7,9,11; tb: 2,4,...,12
-		e.target.FailWhen(storetest.MethodApply, isApplyTo(tb), nil)
+		e.target.FailWhen(applyMethod, isApplyTo(tb), nil)
+		applies := countApplies(e.target)
 
 		// Fire 1 (window: rows 1..4): ta delivered, tb blocked.
 		rep := e.step(t)
@@ -34,7 +35,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		assert.Equal(t, gen.RelayScanV1{CycleEnd: 12, Cursor: 4, Blocked: ids(tb)}, e.scanState(t))
 		assert.Equal(t, []uint64{2, 4, 5, 6, 7, 8, 9, 10, 11, 12}, e.queued(t))
 		assert.Contains(t, e.logs.String(), "relay target apply failed")
-		tbApplies := e.target.Calls(storetest.MethodApply)
+		tbApplies := applies()
 
 		// Fires 2 to 4 finish the cycle without trying tb again (the
 		// window of fire 2 starts at the cursor's row, 4, still queued).
@@ -44,7 +45,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		e.step(t)
 		assert.Equal(t, []uint64{2, 4, 6, 8, 10, 12}, e.queued(t))
 		assert.Equal(t, "a5", e.get(t, ta, "k"))
-		assert.Equal(t, tbApplies+2, e.target.Calls(storetest.MethodApply), "two ta batches, no tb apply")
+		assert.Equal(t, tbApplies+2, applies(), "two ta batches, no tb apply")
 		st := e.scanState(t)
 		assert.Equal(t, st.CycleEnd, st.Cursor, "the cycle is over")
 		assert.Equal(t, ids(tb), st.Blocked)
@@ -96,9 +97,9 @@ func TestBlockedTargetCapEndsTheCycleAndLosesNothing(t *testing.T) {
 			// The relay addresses its targets by identity: parse it.
 			p, err := refdomain.ParsePartition(ids(c.Partition)[0])
 			ns, ok := p.(refdomain.NamespacePartition)
-			return err == nil && ok && strings.HasPrefix(ns.NS.String(), "bad")
+			return isApply(c) && err == nil && ok && strings.HasPrefix(ns.NS.String(), "bad")
 		}
-		e.target.FailWhen(storetest.MethodApply, failBad, nil)
+		e.target.FailWhen(applyMethod, failBad, nil)
 
 		rep := e.run(t)
 		require.Equal(t, 1, rep.Fired)

@@ -289,7 +289,10 @@ func (ck *checkpointer) flush(ctx context.Context) (bool, error) {
 	}
 	// fits, which counts as Validate does, admitted every part of this
 	// batch; Apply validates it again.
-	out, err := f.c.Store.Apply(ctx, f.c.Partition, b)
+	out, err, ok := f.early.apply(b)
+	if !ok {
+		out, err = f.c.Store.Apply(ctx, f.c.Partition, b)
+	}
 	if err != nil {
 		return false, fmt.Errorf("relay: checkpoint of %s: %w", f.src, err)
 	}

@@ -49,7 +49,7 @@ func randomLanesScenario(r *rand.Rand) lanesScenario {
 	for tg := range sc.targets {
 		switch r.IntN(6) {
 		case 0:
-			sc.failAt[tg], sc.method[tg] = 1+r.IntN(3), storetest.MethodApply
+			sc.failAt[tg], sc.method[tg] = 1+r.IntN(3), applyMethod
 		case 1:
 			sc.failAt[tg], sc.method[tg] = 1+r.IntN(3), storetest.MethodGet
 		case 2:
@@ -93,6 +93,9 @@ func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) stri
 	calls := map[string]int{}
 	fails := func(m storetest.Method) func(storetest.Call) bool {
 		return func(c storetest.Call) bool {
+			if m == applyMethod && !isApply(c) {
+				return false // a read of duplicates or past a budget: no apply
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			id := string(ids(c.Partition)[0])
@@ -112,7 +115,7 @@ func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) stri
 	}
 	e.target.BeforeApply(func(ctx context.Context, _ store.Partition, _ *store.Batch) error { yield(ctx); return nil })
 	e.target.AfterRead(func(ctx context.Context, _ storetest.Call) error { yield(ctx); return nil })
-	e.target.FailWhen(storetest.MethodApply, fails(storetest.MethodApply), nil)
+	e.target.FailWhen(applyMethod, fails(applyMethod), nil)
 	e.target.FailWhen(storetest.MethodGet, fails(storetest.MethodGet), nil)
 
 	var b strings.Builder
@@ -176,7 +179,7 @@ func TestConcurrentLanesStopAtTheBlockedTargetCap(t *testing.T) {
 	for tg := range sc.targets {
 		sc.rows = append(sc.rows, tg, tg)
 		if tg != relay.MaxBlockedTargets+2 {
-			sc.failAt[tg], sc.method[tg] = 1, storetest.MethodApply
+			sc.failAt[tg], sc.method[tg] = 1, applyMethod
 		}
 	}
 	want := sc.play(t, 1, nil)
@@ -188,13 +191,13 @@ func TestConcurrentLanesStopAtTheBlockedTargetCap(t *testing.T) {
 
 // With the default runner, lanes run at once: two targets' hooks meet
 // inside one fire (the first called waits, up to 10 s, for the other to be
-// called), on a target store whose calls wait (a delay on each).
+// called), on a target store that overlaps calls (the MVCC engine; a hook
+// runs inside its target's transaction).
 func TestLanesRunAtOnceWhenTargetCallsWait(t *testing.T) {
 	met := make(chan struct{})
 	var once sync.Once
 	arrived := map[string]chan struct{}{string(ids(ta)[0]): make(chan struct{}), string(ids(tb)[0]): make(chan struct{})}
-	e := newEnv(t, testengine.Memory.Open)
-	e.target.Delay(storetest.MethodGet, 2*relay.LaneWait).Delay(storetest.MethodApply, 2*relay.LaneWait)
+	e := newEnv(t, testengine.MVCC.Open)
 	e.audit.beforeApply = func(target store.Partition, _ []relay.Row, _ []store.KeyValue, _ *store.Batch) error {
 		me := string(ids(target)[0])
 		close(arrived[me])

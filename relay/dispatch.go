@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -34,9 +33,9 @@ import (
 // the concurrency and whatever order the lanes finish in: concurrency
 // changes when target batches are applied, never which. Near a budget or
 // the cap, and with MaxTargetCalls set, lanes therefore run one after
-// another; so do they while the target store answers in under LaneWait on
-// average (see Budget.Concurrency), where they would only contend for its
-// lock and the CPU.
+// another; so do they on a target store that does not overlap calls made
+// side by side (store.OverlapsCalls; see Budget.Concurrency), where they
+// would only contend for its writer and the CPU.
 
 // dispatched is what delivery did with the window.
 type dispatched struct {
@@ -80,9 +79,33 @@ type tally struct {
 	pauseAt, overflowAt uint64
 }
 
-// lane is the memory one lane builds its target batches in.
+// lane is the memory one lane builds its target batches in, and the
+// state of the attempt it runs (see attempt): its transaction's function
+// is a method value bound once, so that an attempt allocates no closure.
 type lane struct {
 	batch store.Batch
+	fn    store.TransactFunc // transact
+
+	// The attempt's parameters.
+	f         *fire
+	g         *group
+	limit     int
+	apply     bool
+	declared  []store.Key
+	prefixEnd int
+	from      targetResult // the result before the attempt
+	// What the function's last run found.
+	run  targetResult
+	read bool // it read the snapshot
+	next attemptNext
+	end  int // the prefix its batch delivers
+}
+
+// newLane returns a lane with its function bound.
+func newLane() *lane {
+	ln := &lane{}
+	ln.fn = ln.transact
+	return ln
 }
 
 // laneRunner runs a fire's lanes beside the fire's own goroutine (tests
@@ -130,7 +153,7 @@ func (f *fire) dispatch(ctx context.Context) {
 	// Sized once: lanes write their launch's result in place.
 	f.launches = slices.Grow(f.launches[:0], len(f.groups))
 	for len(f.lanes) < min(d.n, len(f.groups)) {
-		f.lanes = append(f.lanes, &lane{})
+		f.lanes = append(f.lanes, newLane())
 	}
 	f.freeLanes = append(f.freeLanes[:0], f.lanes[:min(d.n, len(f.lanes))]...)
 	d.run(ctx)
@@ -315,11 +338,13 @@ func (f *fire) runner(n int) laneRunner {
 
 // deliverTarget delivers g's rows in target batches, built in ln, and
 // returns the prefix applied or found duplicate; progress stays when a
-// later batch fails. limit bounds its target store calls (-1: none); with
-// apply false it only reads the mark and counts duplicates. Each batch
-// gets one more try after a failed guard (a concurrent delivery), on a
-// fresh snapshot. Lanes run it concurrently for different groups: it
-// reads only what the fire does not change while they run.
+// later batch fails. limit bounds its target store calls (-1: none): a
+// batch's snapshot read and its apply count one each, although on a
+// store.Transactor the two are one transaction (see attempt); with apply
+// false it only reads the mark and counts duplicates. Each batch gets one
+// more try after a failed guard (a concurrent delivery), on a fresh
+// snapshot. Lanes run it concurrently for different groups: it reads only
+// what the fire does not change while they run.
 func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int, apply bool) (res targetResult) {
 	rows := g.rows
 	for res.completed < len(rows) {
@@ -340,54 +365,14 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 				res.failed = true
 				return res
 			}
-			prefixEnd = end
-			res.calls++
-			start := time.Now()
-			observed, hw, snapshot, err := f.snapshot(ctx, g.target, declared)
-			f.h.observe(time.Since(start))
-			if err != nil {
-				f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
-				res.failed, res.selected = true, true
+			var next attemptNext
+			res, next = f.attempt(ctx, ln, g, limit, apply, res, declared, end)
+			switch next {
+			case attemptDone:
 				return res
-			}
-			for res.completed < len(rows) && rows[res.completed].Seq <= hw {
-				res.completed++
-			}
-			if res.completed == len(rows) || !apply {
-				return res
-			}
-			if res.completed >= prefixEnd {
-				continue
-			}
-			res.selected = true
-			end, ok = f.prepare(ctx, &ln.batch, g, prefixEnd, observed, res.completed, snapshot)
-			if !ok {
-				res.failed = true
-				return res
-			}
-			// The hook's additions share the apply's atomicity and size.
-			if limit >= 0 && res.calls >= limit {
-				return res
-			}
-			res.calls++
-			start = time.Now()
-			out, err := f.h.Target.Apply(ctx, g.target, &ln.batch)
-			f.h.observe(time.Since(start))
-			switch {
-			case err == nil && out.Committed():
-				res.completed = end
+			case attemptCommitted:
 				committed = true
 				break attempts
-			case err == nil && out.Outcome == store.PreconditionFailed:
-				// Another delivery moved the mark: read it again.
-			case err != nil:
-				f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "error", err)
-				res.failed = true
-				return res
-			default:
-				f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "outcome", out.String())
-				res.failed = true
-				return res
 			}
 		}
 		if !committed {
@@ -396,6 +381,93 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 		}
 	}
 	return res
+}
+
+// attemptNext is what deliverTarget does after an attempt.
+type attemptNext uint8
+
+const (
+	attemptDone      attemptNext = iota // return the result
+	attemptCommitted                    // the batch landed: deliver the next rows
+	attemptAgain                        // try again (a failed guard, or the mark moved past the prefix)
+)
+
+// attempt reads the target's mark (with the hook's declared keys) and
+// applies the batch of rows [res.completed, prefixEnd) past it, the
+// batch guarded by the mark it read, in one store.TransactOnce: one
+// transaction on a store.Transactor (a read version, the snapshot read and
+// the commit, the guard costing no read of its own), the read and an Apply
+// on another store. The function may run again (the Transactor's retry of
+// a conflict): it derives everything from res and what it reads, and
+// rebuilds ln.batch each time.
+func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
+	ln.f, ln.g, ln.limit, ln.apply, ln.declared, ln.prefixEnd, ln.from = f, g, limit, apply, declared, prefixEnd, res
+	ln.run, ln.read, ln.next, ln.end = res, false, attemptDone, 0
+	out, err := store.TransactOnce(ctx, f.h.Target, g.target, ln.fn)
+	run := ln.run
+	ln.f, ln.g, ln.declared = nil, nil, nil
+	switch {
+	case err != nil && !ln.read:
+		f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
+		run.failed, run.selected = true, true
+		return run, attemptDone
+	case err != nil:
+		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "error", err)
+		run.failed = true
+		return run, attemptDone
+	case out.Outcome == 0:
+		return run, ln.next // nothing to apply
+	case out.Committed():
+		run.completed = ln.end
+		return run, attemptCommitted
+	case out.Outcome == store.PreconditionFailed:
+		// Another delivery moved the mark: read it again.
+		return run, attemptAgain
+	default:
+		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "outcome", out.String())
+		run.failed = true
+		return run, attemptDone
+	}
+}
+
+// transact is the function of the lane's attempt: it reads the snapshot
+// through r, passes the rows at or below the mark, and returns the batch
+// of the rest of the prefix, or nil when there is nothing to apply (all
+// duplicates, no slot, the call budget spent, the mark past the prefix,
+// or a hook or size failure).
+func (ln *lane) transact(ctx context.Context, r store.Reader) (*store.Batch, error) {
+	f, g, rows := ln.f, ln.g, ln.g.rows
+	run := ln.from
+	ln.read, ln.next = false, attemptDone
+	defer func() { ln.run = run }()
+	run.calls++
+	observed, hw, snapshot, err := f.snapshot(ctx, r, ln.declared)
+	if err != nil {
+		return nil, err
+	}
+	ln.read = true
+	for run.completed < len(rows) && rows[run.completed].Seq <= hw {
+		run.completed++
+	}
+	if run.completed == len(rows) || !ln.apply {
+		return nil, nil
+	}
+	if run.completed >= ln.prefixEnd {
+		ln.next = attemptAgain
+		return nil, nil
+	}
+	run.selected = true
+	var ok bool
+	if ln.end, ok = f.prepare(ctx, &ln.batch, g, ln.prefixEnd, observed, run.completed, snapshot); !ok {
+		run.failed = true
+		return nil, nil
+	}
+	// The hook's additions share the apply's atomicity and size.
+	if ln.limit >= 0 && run.calls >= ln.limit {
+		return nil, nil
+	}
+	run.calls++
+	return &ln.batch, nil
 }
 
 // fitting returns how many of the rows costed by costs, from the first,
@@ -460,12 +532,12 @@ func (f *fire) readKeys(g *group, start, end int) (declared []store.Key, newEnd 
 	}
 }
 
-// snapshot reads the target's high-water mark, with the declared keys in
-// the same snapshot when there are any. observed is the mark's raw value
-// (nil: absent), hw its sequence.
-func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
+// snapshot reads, through r, the target's high-water mark, with the
+// declared keys in the same snapshot when there are any. observed is the
+// mark's raw value (nil: absent), hw its sequence.
+func (f *fire) snapshot(ctx context.Context, r store.Reader, declared []store.Key) (observed store.Value, hw uint64, snap []store.KeyValue, err error) {
 	if len(declared) == 0 {
-		if observed, _, err = f.h.Target.Get(ctx, target, f.rh); err != nil {
+		if observed, _, err = r.Get(ctx, f.rh); err != nil {
 			return nil, 0, nil, err
 		}
 	} else {
@@ -476,7 +548,7 @@ func (f *fire) snapshot(ctx context.Context, target store.Partition, declared []
 				keys = append(keys, k)
 			}
 		}
-		values, err := f.h.Target.GetMany(ctx, target, keys)
+		values, err := r.GetMany(ctx, keys)
 		if err != nil {
 			return nil, 0, nil, err
 		}

@@ -391,9 +391,46 @@ func (h *auditHook) applyCalls() []hookCall {
 	return append([]hookCall(nil), h.calls...)
 }
 
-// isApplyTo matches Apply calls to partition p.
+// applyMethod is the target store call that applies a target batch: the
+// relay reads a target's mark and applies the batch past it in one
+// TransactOnce (whose reads Faults counts and faults as reads).
+const applyMethod = storetest.MethodTransact
+
+// isApply matches the TransactOnce calls that apply a target batch: the
+// relay's function returned one (a call that found only duplicates, or
+// that a budget stopped after the read, returns none).
+func isApply(c storetest.Call) bool { return c.Method == applyMethod && c.Batch != nil }
+
+// isApplyTo matches the target batches applied to partition p.
 func isApplyTo(p store.Partition) func(storetest.Call) bool {
-	return func(c storetest.Call) bool { return same(c.Partition, p) }
+	return func(c storetest.Call) bool { return isApply(c) && same(c.Partition, p) }
+}
+
+// countApplies counts, from now on, the target batches f is asked to
+// apply (TransactOnce calls with a batch).
+func countApplies(f *storetest.Faults) func() int {
+	var n atomic.Int64
+	f.FailWhen(applyMethod, func(c storetest.Call) bool {
+		if isApply(c) {
+			n.Add(1)
+		}
+		return false
+	}, nil)
+	return func() int { return int(n.Load()) }
+}
+
+// plainStore hides the store.Transactor of the store it wraps: over it,
+// store.TransactOnce reads and then applies with Apply, so that a target
+// guard can fail as it does on a store without transactions.
+type plainStore struct{ store.Store }
+
+// withPlainTarget gives the target a Faults over a store that is not a
+// store.Transactor (the source's Layer behind plainStore).
+func withPlainTarget() option {
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
+		e.target = storetest.WithFaults(plainStore{e.tinner})
+		e.h.Target = e.target
+	}
 }
 
 // ids returns the tuple identities of ps, as the relay's scan state lists

@@ -48,6 +48,11 @@ type Hook interface {
 	// (first) and the keys ReadKeys named (sorted, without duplicates), a
 	// nil Value for an absent key; it is empty when ReadKeys named none.
 	// It must not modify what b already holds, nor retain b or observed.
+	// It runs inside the transaction that reads observed and applies b
+	// (store.TransactOnce, one transaction on a store.Transactor): it must
+	// be short, and must not call the target store (a call with ctx fails
+	// with store.ErrInvalid on the Layer). It may run again for the same
+	// rows when the store retries the transaction.
 	// The result must pass the target's Capabilities().Full() with
 	// ReservedOps(target, rows) operations reserved; a batch that does not
 	// is retried with half the rows.

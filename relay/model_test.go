@@ -963,6 +963,24 @@ func (c *chaos) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	return out, err
 }
 
+// TransactOnce makes chaos a store.Transactor, as the Layer is: fn runs
+// in one transaction of the world's layer, with the seed's faults,
+// crashes and interleavings at the call, as Apply has them (a lane
+// yields before it, never inside the transaction, which on the memory
+// engine holds the only writer); fn's reads are the transaction's and
+// fail with it.
+func (c *chaos) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
+	err, crash := c.enter(ctx, p, true)
+	if err != nil {
+		return store.BatchOutcome{}, err
+	}
+	out, err := c.w.layer.TransactOnce(ctx, p, fn)
+	if crash && err == nil {
+		return store.BatchOutcome{}, c.leave(true, nil)
+	}
+	return out, err
+}
+
 func (c *chaos) Capabilities() store.Capabilities { return c.w.layer.Capabilities() }
 
 func (c *chaos) Stats(ctx context.Context, p store.Partition) (store.PartitionStats, error) {

@@ -251,7 +251,9 @@ func TestFailedTargetGuardIsReadAgainAndRetriedOnce(t *testing.T) {
 	})
 }
 
-// Two failed guards in a row block the target.
+// Two failed guards in a row block the target, on a target store without
+// transactions (on a store.Transactor the mark is read in the batch's own
+// transaction: see TestTargetMarkMovedUnderTheTransactionIsReadAgain).
 func TestTargetGuardFailingTwiceBlocksTheTarget(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(tb, "k", "1"), put(tb, "k", "2"), put(ta, "k", "3"))
@@ -270,6 +272,38 @@ func TestTargetGuardFailingTwiceBlocksTheTarget(t *testing.T) {
 		assert.Equal(t, []uint64{3}, e.queued(t))
 		e.requireAppliedOnce(t, ta)
 		e.requireAppliedOnce(t, tb, 1, 2)
+	}, withPlainTarget())
+}
+
+// On a store.Transactor a target's mark is read in the transaction that
+// applies the batch past it: a mark another delivery moves before the
+// commit (twice here) makes the store run the relay's function again on
+// the mark as it is now, not fail the guard, and the rows past it land.
+func TestTargetMarkMovedUnderTheTransactionIsReadAgain(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(tb, "k", "1"), put(tb, "k", "2"), put(ta, "k", "3"))
+		var mark uint64
+		e.target.BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
+			if same(p, ta) && mark < 2 {
+				mark++
+				e.setHighWater(t, ta, mark) // 1, then 2: never covering row 3
+			}
+			return nil
+		})
+
+		e.run(t)
+		assert.Equal(t, uint64(2), mark)
+		assert.Empty(t, e.scanState(t).Blocked)
+		assert.Empty(t, e.queued(t))
+		e.requireAppliedOnce(t, ta, 3)
+		e.requireAppliedOnce(t, tb, 1, 2)
+		var seqs [][]uint64
+		for _, c := range e.audit.applyCalls() {
+			if same(c.target, ta) {
+				seqs = append(seqs, c.seqs)
+			}
+		}
+		assert.Equal(t, [][]uint64{{3}, {3}, {3}}, seqs, "built again on each mark read")
 	})
 }
 

@@ -44,9 +44,11 @@
 // On FoundationDB, where each transaction, read and commit waits for the
 // cluster, a fire waits in sequence for: the outbox state and the queue's
 // first page, read side by side; any further page of the window; the
-// targets' lanes, up to Concurrency at once, each a high-water read and a
-// commit per target batch; a commit per checkpoint batch but the last;
-// and the outcome's commit, which carries the last. It reads the queue's
+// targets' lanes, up to Concurrency at once, each target batch one
+// transaction (its high-water read and its commit); a commit per
+// checkpoint batch but the last (the first one's transaction begun, and
+// its guards read, beside the lanes); and the outcome's commit, which
+// carries the last. It reads the queue's
 // head for the backlog gauge only when the window does not show it (rows
 // remain below the cursor for blocked targets), and it never reads the
 // queue again after the checkpoint.
@@ -97,7 +99,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -147,15 +148,6 @@ const (
 	DefaultConcurrency = 8
 )
 
-// LaneWait is the average target store call below which a fire delivers
-// to its targets one after another whatever [Budget.Concurrency] allows: a
-// store that answers that fast (in process: the memory engine, bbolt
-// without fsync) does not wait for anything that concurrent lanes could
-// overlap, and it serializes its transactions, so lanes would only
-// contend for its lock and the CPU. A store call that waits for a disk's
-// fsync or a cluster takes longer.
-const LaneWait = 100 * time.Microsecond
-
 // DefaultLagBound is the age of a queued row past which a fire logs a
 // warning and counts telemetry.MetricRelayLagExceeded.
 const DefaultLagBound = time.Minute
@@ -186,8 +178,10 @@ type Budget struct {
 	// what a fire delivers, pauses at and blocks is what delivering the
 	// targets one after another gives, whatever order concurrent
 	// deliveries finish in. 1 delivers one target after another on the
-	// fire's own goroutine, as does a Handler whose target store calls
-	// have lately averaged under [LaneWait].
+	// fire's own goroutine, as does a Handler whose Target store does not
+	// overlap calls made side by side ([store.OverlapsCalls]: the memory
+	// and bbolt engines run one writer at a time, so lanes would only
+	// contend for it).
 	Concurrency int
 }
 
@@ -223,8 +217,7 @@ func (b Budget) withDefaults() Budget {
 // High-water rows in targets never expire.
 //
 // A Handler's fields must not change once it is registered, nor may it be
-// copied; it is then safe for concurrent use. It keeps one thing between
-// fires: the target store's recent call latency (see Budget.Concurrency).
+// copied; it is then safe for concurrent use.
 type Handler struct {
 	// Target is the store of the target partitions.
 	Target store.Store
@@ -239,31 +232,9 @@ type Handler struct {
 	LagBound time.Duration
 
 	// newLanes, when set, runs the lanes of each dispatch instead of
-	// goroutines, whatever the calls' latency (tests: a deterministic
+	// goroutines, whatever the Target store (tests: a deterministic
 	// schedule).
 	newLanes func() laneRunner
-	// callNs is a moving average of the target store's call latency, in
-	// nanoseconds (0: none measured yet).
-	callNs atomic.Int64
-}
-
-// observe adds one target store call's latency to the moving average.
-func (h *Handler) observe(d time.Duration) {
-	old := h.callNs.Load()
-	if old == 0 {
-		h.callNs.Store(max(int64(d), 1))
-		return
-	}
-	// A lost update between two fires only loses a sample.
-	h.callNs.Store(max(old+(int64(d)-old)/8, 1))
-}
-
-// callsWait reports whether the target store's calls have lately waited
-// long enough for concurrent lanes to overlap them (or none was measured
-// yet).
-func (h *Handler) callsWait() bool {
-	ns := h.callNs.Load()
-	return ns == 0 || ns >= int64(LaneWait)
 }
 
 var _ timers.Handler = (*Handler)(nil)
@@ -323,6 +294,8 @@ func (h *Handler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (t
 	if err := f.recordBacklog(ctx); err != nil {
 		return nil, err
 	}
+	f.beginCheckpoint(ctx)
+	defer f.early.end() // before the scratch is released: deferred later
 	f.dispatch(ctx)
 	last, landed, err := f.checkpoint(ctx, t)
 	if err != nil {
@@ -391,7 +364,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if h.LagBound > 0 {
 		f.lagBoundMs = uint64(h.LagBound / time.Millisecond)
 	}
-	if f.budget.Concurrency > 1 && h.newLanes == nil && !h.callsWait() {
+	if f.budget.Concurrency > 1 && h.newLanes == nil && !store.OverlapsCalls(h.Target) {
 		f.budget.Concurrency = 1
 	}
 	return f, nil

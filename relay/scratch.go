@@ -45,6 +45,10 @@ type scratch struct {
 	readCap   int
 
 	ckpt store.Batch // the checkpoint batch being built
+	// early is the first checkpoint batch's transaction, begun beside the
+	// lanes (nil: none), and earlyKeys what it reads.
+	early     *earlyCheckpoint
+	earlyKeys []store.Key
 
 	// The dispatch's memory: one launch per group given a lane, the lanes
 	// (each builds its target batches in a batch of its own), and the
@@ -147,6 +151,7 @@ func (s *scratch) reset() {
 	}
 	s.launches, s.freeLanes = reuse(s.launches), reuse(s.freeLanes)
 	s.ckpt = store.Batch{Preconditions: reuse(s.ckpt.Preconditions), Writes: reuse(s.ckpt.Writes)}
+	s.early, s.earlyKeys = nil, reuse(s.earlyKeys)
 }
 
 // keepBytes returns b emptied, or nil when it is over maxKeptReadBytes:

@@ -15,6 +15,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -211,17 +212,8 @@ var fixedRetry = timers.RetryPolicy{
 	MaxInterval:     timers.RetryBackoff,
 }
 
-// ms is the time n milliseconds encode (0: the zero Time).
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
-
-// msOf is t encoded, for times a test made valid.
-func msOf(t time.Time) uint64 {
-	u, err := store.EncodeTime(t)
-	if err != nil {
-		panic(err)
-	}
-	return u
-}
+// ms and msOf convert the tests' times to and from stored milliseconds.
+var ms, msOf = mstime.Time, mstime.Ms
 
 // retryBackoffMs and parkedMs are timers.RetryBackoff and
 // timers.ParkedWake in stored milliseconds.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -130,17 +130,8 @@ func (e *env) step(nowMs uint64, c *watermark.Checkpoint, limit int) (*watermark
 	return next, msOf(w), err
 }
 
-// ms is the time n milliseconds encode (0: the zero Time).
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
-
-// msOf is t encoded, for times a test made valid.
-func msOf(t time.Time) uint64 {
-	u, err := store.EncodeTime(t)
-	if err != nil {
-		panic(err)
-	}
-	return u
-}
+// ms and msOf convert the tests' times to and from stored milliseconds.
+var ms, msOf = mstime.Time, mstime.Ms
 
 // watermarkMs is watermark.Watermark in stored milliseconds.
 func watermarkMs(ctx context.Context, s store.Store, c refdomain.CoordinatorPartition, nowMs uint64) (uint64, error) {

@@ -1,10 +1,8 @@
 package concurrencytest_test
 
 import (
-	"time"
-
-	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 )
 
-// ms is the time n milliseconds encode in stored data (0: the zero Time).
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
+// ms converts the tests' stored milliseconds to times.
+var ms = mstime.Time

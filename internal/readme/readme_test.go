@@ -128,6 +128,12 @@ func TestEveryREADMECommandIsRun(t *testing.T) {
 					checkCI(t, cmd)
 				case h.run != nil:
 					skipUnlessRun(t)
+					// The commands are independent (each demo and
+					// quick start in a directory of its own), and many
+					// wait rather than compute (builds, the benchmarks'
+					// injected latency): side by side, up to go test's
+					// -parallel (make test-readme sets it).
+					t.Parallel()
 					h.run(t, cmd)
 				default:
 					t.Skipf("not run: %s", h.reason)

@@ -538,6 +538,10 @@ func (f *Faults) DueBuckets() int {
 	return 1
 }
 
+// OverlapsCalls implements store.Overlapping: the inner store's answer
+// (false when it is not Overlapping). A Delay does not change it.
+func (f *Faults) OverlapsCalls() bool { return store.OverlapsCalls(f.inner) }
+
 func (f *Faults) dueIndex(c *Call) (store.DueIndex, error) {
 	di, ok := f.inner.(store.DueIndex)
 	if !ok {

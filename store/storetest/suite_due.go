@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -554,15 +555,5 @@ func samePrecondition(a, b store.Precondition) bool {
 	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && sameValue(a.Value, b.Value) && a.Wake.Equal(b.Wake)
 }
 
-// ms is the time that n milliseconds encode in stored data (0: the zero
-// Time), for the suite's times.
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
-
-// msOf is t encoded in stored data, in milliseconds.
-func msOf(t time.Time) uint64 {
-	u, err := store.EncodeTime(t)
-	if err != nil {
-		panic(err)
-	}
-	return u
-}
+// ms and msOf convert the tests' times to and from stored milliseconds.
+var ms, msOf = mstime.Time, mstime.Ms

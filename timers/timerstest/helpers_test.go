@@ -2,13 +2,12 @@ package timerstest_test
 
 import (
 	"math"
-	"time"
 
-	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/internal/mstime"
 )
 
-// ms is the time n milliseconds encode (0: the zero Time).
-func ms(n uint64) time.Time { return store.DecodeTime(n) }
+// ms converts the tests' stored milliseconds to times.
+var ms = mstime.Time
 
 // parkedMs is timers.ParkedWake in stored milliseconds.
 const parkedMs = uint64(math.MaxUint64)
