@@ -104,17 +104,26 @@ func (r *Recorder) CounterSum(d *Desc) uint64 {
 }
 
 // seriesKey names one series: the metric name and its labels sorted by
-// name, separated by bytes that valid names and values never hold.
+// name, separated by bytes that valid names and values never hold. Labels
+// already in order (as the library emits them) are not copied.
 func seriesKey(d *Desc, labels []Label) string {
 	name := "<nil>"
 	if d != nil {
 		name = d.name
 	}
-	sorted := slices.Clone(labels)
-	slices.SortFunc(sorted, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
+	byName := func(a, b Label) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(labels, byName) {
+		labels = slices.Clone(labels)
+		slices.SortFunc(labels, byName)
+	}
+	n := len(name)
+	for _, l := range labels {
+		n += 2 + len(l.Name) + len(l.Value)
+	}
 	var sb strings.Builder
+	sb.Grow(n)
 	sb.WriteString(name)
-	for _, l := range sorted {
+	for _, l := range labels {
 		sb.WriteByte(0)
 		sb.WriteString(l.Name)
 		sb.WriteByte(1)
