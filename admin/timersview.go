@@ -182,10 +182,8 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 				err = each(id, nowMs+1)
 			}
 		}
-	case o.partID != nil:
-		err = each(st.partition(o), 0)
 	default:
-		err = walk(ctx, st.layer, func(id store.Identity) error { return each(id, 0) }, func(Unlinked) error { return nil })
+		err = eachPartition(ctx, st, o, func(id store.Identity) error { return each(id, 0) })
 	}
 	if err != nil {
 		return err
