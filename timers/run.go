@@ -456,7 +456,12 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		return r.fail(ctx, t, "timer handler failed", err)
 	}
 	it, err := r.outcome(ctx, t, fired)
-	if err != nil {
+	var storeErr storeFailure
+	switch {
+	case errors.As(err, &storeErr):
+		// The outcome is valid; the store failed while the run built it.
+		return storeErr.err
+	case err != nil:
 		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
 	it.outcome = true
@@ -558,8 +563,13 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 			cause = errRetry
 		}
 		it, err := r.failure(ctx, t, cause, f.After)
+		if err != nil {
+			// A Retry is always valid: failure fails only when the store
+			// does (the dead letter's read).
+			return item{}, storeFailure{err}
+		}
 		it.retry = true
-		return it, err
+		return it, nil
 	case Snooze:
 		b := outcomeBatch(nil)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
@@ -568,6 +578,15 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 	}
 	return item{}, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
 }
+
+// storeFailure is an error of the store met while the run builds a
+// handler's valid outcome (the read of its dead letter's key): it fails
+// the run, as any store failure does, and is never recorded as the
+// handler's failure, which would spend an attempt on it.
+type storeFailure struct{ err error }
+
+func (e storeFailure) Error() string { return e.err.Error() }
+func (e storeFailure) Unwrap() error { return e.err }
 
 // errRetry is the last error a Retry without Err records.
 var errRetry = errors.New("retry")
