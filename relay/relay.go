@@ -432,13 +432,15 @@ func (f *fire) release() {
 
 // remaining reports whether queued work remains after the checkpoint: a
 // blocked target's rows, rows of the cycle not yet scanned or not
-// delivered, or rows queued after the cycle began (the outbox sequence
-// read is past the cycle's end: no fire of this cycle reads them, and only
-// a fire reading them deletes them). Rows queued during the fire move the
-// sequence, which Done's guard catches.
+// delivered, rows queued after the cycle began (the outbox sequence read
+// is past the cycle's end: no fire of this cycle reads them, and only a
+// fire reading them deletes them), or anything the window's reads did not
+// show gone after its rows (see window.tailEmpty): a key past a budget's
+// cut, malformed or not, or a row past the cycle. Rows queued during the
+// fire move the sequence, which Done's guard catches.
 func (f *fire) remaining() bool {
 	return len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered ||
-		f.sequence > f.scan.CycleEnd
+		f.sequence > f.scan.CycleEnd || !f.tailEmpty
 }
 
 // addSat adds without wrapping past math.MaxUint64.
