@@ -153,8 +153,9 @@ type world struct {
 	producer  *chaos
 	owners    int
 	corrupted []corruption
-	depth     int  // nesting of actors run inside a fire
-	quiet     bool // no faults, crashes or interleavings: the final drain
+	stuck     string // a tick that ran into its deadline (see tick)
+	depth     int    // nesting of actors run inside a fire
+	quiet     bool   // no faults, crashes or interleavings: the final drain
 	trace     []string
 	seen      modelStats
 	// userMu guards userFires: the user timers fired in a tick, by
@@ -381,7 +382,14 @@ func (w *world) tick(i int, chaotic bool) {
 		wk.store.crashAfter = w.rng.IntN(2) == 0
 	}
 	w.note("tick %s (crash at call %d, after it %v)", wk.owner, wk.store.crashAt, wk.store.crashAfter)
-	rep, err := wk.s.Tick(w.ctx)
+	ctx, cancel := context.WithTimeout(w.ctx, fireDeadline)
+	rep, err := wk.s.Tick(ctx)
+	late := ctx.Err() != nil
+	cancel()
+	if late {
+		// A fire that waits for itself: the check after the step fails.
+		w.stuck = fmt.Sprintf("tick %s ran into its deadline: %v", wk.owner, err)
+	}
 	w.note("tick %s: claimed %d fired %d raced %d errors %d lease lost %d (%v)", wk.owner, rep.Claimed, rep.Timers.Fired, rep.Timers.Raced, rep.Errors, rep.LeaseLost, err)
 	w.seen.raced += rep.Timers.Raced
 	w.userMu.Lock()
@@ -635,6 +643,9 @@ func (w *world) isCorrupt(p store.Partition, key store.Key) bool {
 
 // check runs the checks of the design note.
 func (w *world) check() error {
+	if w.stuck != "" {
+		return errors.New(w.stuck)
+	}
 	if err := timerstest.CheckDueIndex(w.ctx, w.layer, w.all); err != nil {
 		return err
 	}
@@ -1098,20 +1109,23 @@ func (c *chaos) NextWake(ctx context.Context, p store.Partition) (time.Time, boo
 }
 
 // modelSeeds is how many seeds TestRelayModel plays on the memory engine
-// (a few on bbolt and on the MVCC engine, whose transactions overlap as
-// on FoundationDB); -short plays fewer.
+// (a few on bbolt, on the MVCC engine, whose transactions overlap as on
+// FoundationDB, and on the memory and bbolt engines made Distributed,
+// whose due index has a cluster's buckets); -short plays fewer.
 const modelSeeds = 300
 
 // TestRelayModel plays the model (see the design note) from many seeds. A
 // failing seed names itself and replays alone with
 // -run 'TestRelayModel/<engine>/seed=<n>'.
 func TestRelayModel(t *testing.T) {
-	runs := map[string]int{testengine.Memory.Name: modelSeeds, testengine.Bolt.Name: 8, testengine.MVCC.Name: 30}
+	runs := map[string]int{testengine.Memory.Name: modelSeeds, testengine.Bolt.Name: 8, testengine.MVCC.Name: 30,
+		testengine.MemoryDistributed.Name: 20, testengine.BoltDistributed.Name: 3}
 	if testing.Short() {
-		runs = map[string]int{testengine.Memory.Name: 30, testengine.Bolt.Name: 2, testengine.MVCC.Name: 4}
+		runs = map[string]int{testengine.Memory.Name: 30, testengine.Bolt.Name: 2, testengine.MVCC.Name: 4,
+			testengine.MemoryDistributed.Name: 4, testengine.BoltDistributed.Name: 1}
 	}
 	var seen modelStats
-	for _, eng := range testengine.All {
+	for _, eng := range engines {
 		t.Run(eng.Name, func(t *testing.T) {
 			for seed := range uint64(runs[eng.Name]) {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

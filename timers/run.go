@@ -65,8 +65,11 @@ import (
 // per run.
 //
 // RunDue fails, returning the report so far, when ctx ends or the store
-// fails (a scan, a read or an apply error other than ErrInvalid for a
-// handler's outcome); an apply that may have landed (store.ErrUnknownResult)
+// fails (a scan, a read, the read of a dead letter's key among them, or
+// an apply error other than ErrInvalid for a handler's outcome): a store
+// failure is never recorded as a timer's failure and spends none of its
+// attempts, so that the next run records the handler's outcome as the
+// handler gave it. An apply that may have landed (store.ErrUnknownResult)
 // is reported as such, and the guards make running again safe. It is safe
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.

@@ -447,6 +447,11 @@ func appendRows(dst []store.KeyValue, buf []byte, src []store.KeyValue) ([]store
 
 // Apply implements store.Store.
 func (f *Faults) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	return f.apply(ctx, p, b, func() (store.BatchOutcome, error) { return f.inner.Apply(ctx, p, b) })
+}
+
+// apply runs an Apply's steps around inner, the inner store's call.
+func (f *Faults) apply(ctx context.Context, p store.Partition, b *store.Batch, inner func() (store.BatchOutcome, error)) (store.BatchOutcome, error) {
 	c := Call{Method: MethodApply, Partition: p, Batch: b}
 	pl := f.start(&c)
 	if err := pl.enter(ctx, &c); err != nil {
@@ -457,7 +462,7 @@ func (f *Faults) Apply(ctx context.Context, p store.Partition, b *store.Batch) (
 			return store.BatchOutcome{}, fmt.Errorf("storetest: BeforeApply hook of %s: %w", c.describe(), err)
 		}
 	}
-	out, err := f.inner.Apply(ctx, p, b)
+	out, err := inner()
 	if err == nil && pl.commitThenFail && out.Committed() {
 		return store.BatchOutcome{}, fmt.Errorf("storetest: %s committed, result withheld: %w", c.describe(), store.ErrUnknownResult)
 	}
