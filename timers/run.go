@@ -459,12 +459,12 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		return r.fail(ctx, t, "timer handler failed", err)
 	}
 	it, err := r.outcome(ctx, t, fired)
-	var storeErr storeFailure
-	switch {
-	case errors.As(err, &storeErr):
-		// The outcome is valid; the store failed while the run built it.
-		return storeErr.err
-	case err != nil:
+	if err != nil {
+		if sf, ok := err.(storeFailure); ok {
+			// The outcome is valid; the store failed while the run built
+			// it.
+			return sf.err
+		}
 		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
 	it.outcome = true
@@ -568,7 +568,8 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 		it, err := r.failure(ctx, t, cause, f.After)
 		if err != nil {
 			// A Retry is always valid: failure fails only when the store
-			// does (the dead letter's read).
+			// does (the dead letter's read). Returned as it is: fire tells
+			// it from the handler's by its type.
 			return item{}, storeFailure{err}
 		}
 		it.retry = true
