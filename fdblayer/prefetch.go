@@ -22,12 +22,13 @@ import (
 // caller's work is slow) fails the same way, transaction_too_old, and is
 // retried alike. A guard that fails on what was read ahead is decided
 // again by Apply, on the state now: no commit ran to conflict, and the
-// key may have changed since. On the memory and bbolt engines a write transaction
-// holds the one writer's lock from Begin to its commit, and a read
-// transaction of the memory engine holds it shared, so that a transaction
-// kept open while the caller waits for its own writes would never end:
-// there the prefetch reads nothing and keeps nothing, and the batch is
-// applied as Apply applies it, where a read costs no round trip anyway.
+// key may have changed since. On the memory and bbolt engines a write
+// transaction holds the one writer's lock from Begin to its commit, and a
+// read transaction of the memory engine holds it shared, so that a
+// transaction kept open while the caller waits for its own writes would
+// never end: there the prefetch reads nothing and keeps nothing, and the
+// batch is applied as Apply applies it, where a read costs no round trip
+// anyway.
 
 var _ store.Prefetcher = (*Layer)(nil)
 

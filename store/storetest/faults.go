@@ -119,7 +119,8 @@ func (r *rule) matches(c Call) bool {
 // commits whose result is lost, delays, and hooks that change the store
 // between a caller's reads and its write. With nothing configured it is
 // transparent. *Faults implements store.Store, store.ScanAppender,
-// store.Transactor (see TransactOnce: over any inner store) and
+// store.Transactor (see TransactOnce: over any inner store),
+// store.Prefetcher (see Prefetch: over any inner store) and
 // store.DueIndex (whose methods fail with store.ErrInvalid when the inner
 // store keeps no due index: wrap such a store only where no code asserts
 // DueIndex). It and
