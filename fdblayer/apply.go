@@ -54,19 +54,30 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if err != nil {
 		return store.BatchOutcome{}, l.applyError(p, nil, err)
 	}
-	return l.retry(ctx, txn, s, p, b, sub, pre)
+	return l.retry(ctx, txn, s, p, b, sub, pre, nil)
 }
 
 // retry runs attempts of b in txn until one decides the batch or the
-// retries end, and closes txn. (A function of its own, with few returns,
-// so that its defer and Apply's stay cheap.)
-func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partition, b *store.Batch, sub []byte, pre [][]byte) (store.BatchOutcome, error) {
+// retries end, and closes txn. known, when not nil, holds what txn read
+// before (see Prefetch): the first attempt reads only the preconditions
+// it does not hold, and a precondition failing there is decided again by
+// Apply, on a fresh snapshot; a retry, on a fresh snapshot, reads them
+// all. (A function of its own, with few returns, so that its defer and
+// Apply's stay cheap.)
+func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partition, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (store.BatchOutcome, error) {
 	defer txn.Close()
 	// unknown is the first error after which the batch may have landed;
 	// nil while every failed attempt is known to have written nothing.
 	var unknown error
-	for attempt := 0; ; attempt++ {
-		out, committing, err := l.attempt(ctx, txn, s, b, sub, pre)
+	for attempt := 0; ; attempt, known = attempt+1, nil {
+		out, committing, err := l.attempt(ctx, txn, s, b, sub, pre, known)
+		if err == nil && known != nil && out.Outcome == store.PreconditionFailed {
+			// Decided on what was read before, which a writer may have
+			// changed since: no commit ran to conflict with it. Decide
+			// again on the state now, as Apply does.
+			txn.Close()
+			return l.Apply(ctx, p, b)
+		}
 		if err == nil {
 			if out.Outcome == store.DeadlinePassed && unknown != nil {
 				return out, l.applyError(p, unknown, fmt.Errorf("deadline passed at %v on a retry", out.Now))
@@ -112,14 +123,15 @@ func (l *Layer) giveUp(ctx context.Context, txn Txn, what string, p store.Partit
 
 // attempt runs one try of a batch in txn: deadline, then commitBatch.
 // pre are the preconditions' engine keys, sub the prefix of the writes'
-// keys. committing reports that err came from Commit.
-func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte) (out store.BatchOutcome, committing bool, err error) {
+// keys, known what txn read before (nil: nothing). committing reports
+// that err came from Commit.
+func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	if !b.Deadline.IsZero() {
 		if now := l.clock.Now(); now.After(b.Deadline) {
 			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
 		}
 	}
-	return l.commitBatch(ctx, txn, s, b, sub, pre, nil)
+	return l.commitBatch(ctx, txn, s, b, sub, pre, known)
 }
 
 // commitBatch reads b's preconditions in txn (every read issued before

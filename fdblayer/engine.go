@@ -93,6 +93,19 @@ type Txn interface {
 	Commit() error
 }
 
+// Optimistic is implemented by engines whose transactions never wait for
+// each other (FDBEngine, and fdbsim's MVCCEngine, which stands for it):
+// each reads at its own version, and a write after its reads makes its
+// commit conflict. An open transaction holds a read version there, no
+// lock, so the Layer may keep one open while its caller waits for other
+// calls (Layer.Prefetch); on the memory and bbolt engines, whose write
+// transaction holds the one writer's lock from Begin, it never does. A
+// wrapper of an engine forwards it.
+type Optimistic interface {
+	// Optimistic reports whether transactions never wait for each other.
+	Optimistic() bool
+}
+
 // RangeRead is one range of a RangesReader's GetRanges: the rows with keys
 // in [Begin, End), at most Limit of them (Limit >= 1), as GetRange reads
 // them without a byte budget.

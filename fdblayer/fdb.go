@@ -88,6 +88,10 @@ func (e *FDBEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx
 // servers (see Distributed).
 func (e *FDBEngine) Distributed() bool { return true }
 
+// Optimistic reports true: a transaction holds a read version, no lock,
+// and never waits for another (see Optimistic).
+func (e *FDBEngine) Optimistic() bool { return true }
+
 // BeginRead starts a transaction bound to ctx; it is never committed.
 func (e *FDBEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx) }
 

@@ -61,6 +61,9 @@ type Layer struct {
 	scratch     sync.Pool // *scratch
 	// dueBuckets is the number of hashed buckets of the due index.
 	dueBuckets int
+	// optimistic: the engine's transactions never wait for each other
+	// (see Optimistic).
+	optimistic bool
 	// v1 says whether the store may hold due index entries of the first
 	// layout: v1Unknown until a wake change looked (see probeV1).
 	v1 atomic.Int32
@@ -91,8 +94,10 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 	if d, ok := engine.(Distributed); ok && d.Distributed() {
 		buckets = DueHashBuckets
 	}
+	o, ok := engine.(Optimistic)
 	return &Layer{
 		dueBuckets:  buckets,
+		optimistic:  ok && o.Optimistic(),
 		engine:      engine,
 		root:        cfg.root,
 		caps:        caps,

@@ -59,8 +59,8 @@ var (
 // retries the injected conflicts and unknown results at once (there is no
 // contention to back off from) on a fresh transaction of inner, whose
 // Begin may fail (a context's end, a closed engine). Read transactions,
-// and every other error, are inner's own. The result is Distributed, and
-// its transactions RangesReaders, when inner's are.
+// and every other error, are inner's own. The result is Distributed and
+// Optimistic, and its transactions RangesReaders, when inner's are.
 //
 // A write transaction of inner runs on its context without the
 // cancellation (context.WithoutCancel); the result checks the context
@@ -89,6 +89,14 @@ func (e *faultEngine) Distributed() bool { return distributed(e.Engine) }
 func distributed(e fdblayer.Engine) bool {
 	d, ok := e.(fdblayer.Distributed)
 	return ok && d.Distributed()
+}
+
+// Optimistic reports whether the inner engine is.
+func (e *faultEngine) Optimistic() bool { return optimistic(e.Engine) }
+
+func optimistic(e fdblayer.Engine) bool {
+	o, ok := e.(fdblayer.Optimistic)
+	return ok && o.Optimistic()
 }
 
 // Begin starts a transaction of the inner engine whose commits f decides.

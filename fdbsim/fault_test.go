@@ -129,13 +129,19 @@ func TestInjectFaultsContextEnds(t *testing.T) {
 }
 
 // TestWrappersKeepCapabilities: InjectFaults keeps its engine's
-// Distributed and its transactions' RangesReader; AsDistributed makes any
-// engine Distributed, wrapped or not.
+// Distributed, Optimistic and its transactions' RangesReader;
+// AsDistributed makes any engine Distributed, wrapped or not, and keeps
+// Optimistic: the memory engine, one writer at a time, is never
+// Optimistic, however wrapped.
 func TestWrappersKeepCapabilities(t *testing.T) {
 	never := func(context.Context) (fdbsim.Fault, func()) { return fdbsim.CommitNormally, nil }
 	isDistributed := func(e fdblayer.Engine) bool {
 		d, ok := e.(fdblayer.Distributed)
 		return ok && d.Distributed()
+	}
+	isOptimistic := func(e fdblayer.Engine) bool {
+		o, ok := e.(fdblayer.Optimistic)
+		return ok && o.Optimistic()
 	}
 	readsRanges := func(e fdblayer.Engine) bool {
 		txn, err := e.Begin(t.Context())
@@ -145,18 +151,20 @@ func TestWrappersKeepCapabilities(t *testing.T) {
 		return ok
 	}
 	for _, tc := range []struct {
-		name                     string
-		e                        fdblayer.Engine
-		distributed, rangeReader bool
+		name                                 string
+		e                                    fdblayer.Engine
+		distributed, rangeReader, optimistic bool
 	}{
-		{"memory", fdbsim.InjectFaults(fdblayer.NewMemoryEngine(), never), false, false},
-		{"mvcc", fdbsim.InjectFaults(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), never), true, true},
-		{"distributed memory", fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), true, false},
-		{"faults over distributed memory", fdbsim.InjectFaults(fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), never), true, false},
+		{"memory", fdbsim.InjectFaults(fdblayer.NewMemoryEngine(), never), false, false, false},
+		{"mvcc", fdbsim.InjectFaults(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), never), true, true, true},
+		{"distributed memory", fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), true, false, false},
+		{"faults over distributed memory", fdbsim.InjectFaults(fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), never), true, false, false},
+		{"distributed mvcc", fdbsim.AsDistributed(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})), true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.e.Close()
 			require.Equal(t, tc.distributed, isDistributed(tc.e), "Distributed")
+			require.Equal(t, tc.optimistic, isOptimistic(tc.e), "Optimistic")
 			require.Equal(t, tc.rangeReader, readsRanges(tc.e), "RangesReader")
 		})
 	}

@@ -240,6 +240,10 @@ func (s *mvccStore) apply(ws []memkv.Write, rv uint64) {
 // keys many servers share (see [fdblayer.Distributed]).
 func (e *MVCCEngine) Distributed() bool { return true }
 
+// Optimistic reports true: transactions never wait for each other (see
+// [fdblayer.Optimistic]).
+func (e *MVCCEngine) Optimistic() bool { return true }
+
 // Limits reports FoundationDB's limits, which it enforces.
 func (e *MVCCEngine) Limits() fdblayer.Limits { return fdbLimits }
 

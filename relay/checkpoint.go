@@ -289,7 +289,7 @@ func (ck *checkpointer) flush(ctx context.Context) (bool, error) {
 	}
 	// fits, which counts as Validate does, admitted every part of this
 	// batch; Apply validates it again.
-	out, err, ok := f.early.apply(b)
+	out, err, ok := f.early.apply(ctx, b)
 	if !ok {
 		out, err = f.c.Store.Apply(ctx, f.c.Partition, b)
 	}

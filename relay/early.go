@@ -7,8 +7,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// Design note: the first checkpoint batch's transaction, begun beside the
-// lanes.
+// Design note: the first checkpoint batch's guards, read beside the lanes.
 //
 // A fire whose delivered rows take more than the one checkpoint batch its
 // outcome carries applies the first before it returns: on FoundationDB a
@@ -17,43 +16,45 @@ import (
 // depends on the lanes but the batch itself: the guarded keys are the
 // window's rows and the scan state, known once the window is read, and the
 // target batches write no source key. So on a source store that overlaps
-// calls and runs one transaction per TransactOnce, the fire begins that
-// transaction as the lanes start, reads the scan state and the window's
-// rows in it, and waits; the checkpoint hands it its first batch, whose
-// guards are then evaluated on what the transaction read (they cost no
-// read of their own), and only the commit is left in sequence. The batch
-// is the one Apply would commit, guard for guard, and a row or the scan
-// state that another writer changes after the read makes the commit
-// conflict: the store runs the function again, which reads again and
-// returns the same batch, so the guards decide as Apply's would. A fire
-// that does not flush a batch (it all fits the outcome's, or it fails
-// first) ends the transaction with nothing written; one whose early read
-// failed applies its first batch with Apply, as without it.
+// calls and reads ahead (store.Prefetcher), the fire reads the scan state
+// and the window's rows ahead as the lanes start, and the checkpoint
+// applies its first batch with what was read: its guards cost no read
+// while nothing wrote those keys since, and only the commit is left in
+// sequence. The batch is the one Apply would commit, guard for guard, and
+// the store decides them on the state the batch commits on: a row or the
+// scan state that another writer changed since the read makes the commit
+// conflict, and the store reads again and decides as Apply does.
+//
+// The fire never holds a transaction while it waits for its lanes: the
+// prefetch is a call that returns once it has read, and holds nothing
+// another transaction waits for (a store whose transactions exclude one
+// another, as the memory and bbolt engines' one writer does, reads
+// nothing ahead, and the batch is then applied as with Apply). What the
+// fire waits for, when it applies the batch, is only the prefetch's own
+// read. A fire that applies no batch before the last (it all fits the
+// outcome's, or it fails first) closes the prefetch, writing nothing; one
+// whose prefetch failed applies its first batch with Apply, as without
+// it.
 
-// earlyCheckpoint is the first checkpoint batch's transaction, begun
-// beside the lanes (see the design note).
+// earlyCheckpoint is the read ahead of the first checkpoint batch's
+// guards, begun beside the lanes (see the design note).
 type earlyCheckpoint struct {
-	ready chan struct{} // closed once batch is set (nil: nothing to apply)
-	batch *store.Batch
-	done  chan struct{} // closed when the transaction ended
-	out   store.BatchOutcome
-	err   error
-	// readFailed: the function's read failed, so the transaction ended
-	// before the batch was handed over, writing nothing.
-	readFailed bool
-	handed     bool // ready is closed
+	done chan struct{}    // closed once the prefetch returned
+	pf   store.Prefetched // what it read (nil: it failed)
+	used bool             // a batch was handed to it
 }
 
-// beginCheckpoint begins the early checkpoint transaction when the
-// window's rows may need a checkpoint batch besides the outcome's and the
-// source store overlaps calls and is a store.Transactor; f.early is nil
-// otherwise.
+// beginCheckpoint reads the scan state and the window's rows ahead, on a
+// goroutine of its own, when they may need a checkpoint batch besides the
+// outcome's and the source store overlaps calls and is a
+// store.Prefetcher; f.early is nil otherwise.
 func (f *fire) beginCheckpoint(ctx context.Context) {
 	f.early = nil
 	if f.budget.Concurrency < 2 || len(f.rows) == 0 || !store.OverlapsCalls(f.c.Store) {
 		return
 	}
-	if _, ok := f.c.Store.(store.Transactor); !ok {
+	pfr, ok := f.c.Store.(store.Prefetcher)
+	if !ok {
 		return
 	}
 	// The outcome's batch holds at most this many rows: two operations a
@@ -67,50 +68,41 @@ func (f *fire) beginCheckpoint(ctx context.Context) {
 		keys = append(keys, f.rows[i].key)
 	}
 	f.earlyKeys = keys
-	e := &earlyCheckpoint{ready: make(chan struct{}), done: make(chan struct{})}
+	e := &earlyCheckpoint{done: make(chan struct{})}
 	f.early = e
+	p := f.c.Partition
 	go func() {
 		defer close(e.done)
-		e.out, e.err = store.TransactOnce(ctx, f.c.Store, f.c.Partition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-			if _, err := r.GetMany(ctx, keys); err != nil {
-				e.readFailed = true
-				return nil, err
-			}
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return e.batch, nil
-		})
+		if pf, err := pfr.Prefetch(ctx, p, keys); err == nil {
+			e.pf = pf
+		}
 	}()
 }
 
-// apply applies b in the early transaction and reports its result; ok is
-// false when the transaction could not take it (its read failed, or it
-// was used already): the caller applies b itself.
-func (e *earlyCheckpoint) apply(b *store.Batch) (out store.BatchOutcome, err error, ok bool) {
-	if e == nil || e.handed {
+// apply applies b with what was read ahead and reports the result; ok is
+// false when nothing was (the prefetch failed, or a batch used it
+// already): the caller applies b itself.
+func (e *earlyCheckpoint) apply(ctx context.Context, b *store.Batch) (out store.BatchOutcome, err error, ok bool) {
+	if e == nil || e.used {
 		return out, nil, false
 	}
-	e.batch, e.handed = b, true
-	close(e.ready)
+	e.used = true
 	<-e.done
-	if e.readFailed {
+	if e.pf == nil {
 		return out, nil, false
 	}
-	return e.out, e.err, true
+	out, err = e.pf.Apply(ctx, b)
+	return out, err, true
 }
 
-// end ends the early transaction, with nothing written when no batch was
-// handed to it, and waits for it: the transaction reads the fire's memory.
+// end waits for the prefetch, which reads the fire's memory, and closes
+// it, writing nothing when no batch was applied with it.
 func (e *earlyCheckpoint) end() {
 	if e == nil {
 		return
 	}
-	if !e.handed {
-		e.handed = true
-		close(e.ready)
-	}
 	<-e.done
+	if e.pf != nil {
+		e.pf.Close()
+	}
 }

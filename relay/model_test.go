@@ -44,14 +44,19 @@ import (
 // another actor: a producer committing, another worker's tick (after the
 // clock passed the lease, so that two fires of one partition overlap), or
 // a corruption of a queued row or a relay timer's reference entry, which a
-// later step repairs. Everything runs on the test's goroutine but for the
-// Tick's own (one worker, one lister), and the random choices are made on
-// the worker's goroutine only, so a seed replays exactly.
+// later step repairs. A step also queues a malformed key right after a
+// source's last queued row, where a window cut by its budget ends (the
+// seed sizes the relay's windows by rows, and for some seeds by bytes,
+// to a few rows), which a later step deletes. Everything runs on the
+// test's goroutine but for the Tick's own (one worker, one lister), and
+// the random choices are made on the worker's goroutine only, so a seed
+// replays exactly.
 //
 // After every step the world checks: the due index invariant
 // (timerstest.CheckDueIndex); every row that left a queue was delivered
-// (its target's high-water mark for the source reached it), and no row is
-// queued without its relay timer; each target
+// (its target's high-water mark for the source reached it), and nothing
+// is queued without its relay timer, a malformed key no more than a row;
+// each target
 // equals the application, in sequence order, of exactly the rows its
 // high-water marks cover, each applied by exactly one committed target
 // batch (an audit hook records them). At the end, faults off and the
@@ -88,6 +93,18 @@ type modelConfig struct {
 // target lanes.
 func (c modelConfig) concurrency() int { return []int{1, 2, 4}[c.seed%3] }
 
+// relayBudget is the relay's budget for the seed: windows of 4 or 8 rows
+// and, for half the seeds, of 150 to 390 bytes (one to four of the
+// model's rows), so that a window often ends at a source's last queued
+// row because of its budget.
+func (c modelConfig) relayBudget() relay.Budget {
+	b := relay.Budget{MaxRows: 1 + int(c.seed/3%2), MaxTargets: 2, Concurrency: c.concurrency()}
+	if c.seed/6%2 == 1 {
+		b.MaxBytes = 150 + int(c.seed/12%7)*40
+	}
+	return b
+}
+
 const (
 	modelSources = 3
 	modelTargets = 3
@@ -107,11 +124,13 @@ type modelRow struct {
 	deletes [][]byte
 }
 
-// corruption is a row a step replaced with junk, to repair later.
+// corruption is a row a step replaced with junk, or a malformed key it
+// queued (original nil), to repair later.
 type corruption struct {
 	p        store.Partition
 	key      store.Key
 	original store.Value
+	junk     store.Value // what the step wrote (nil: junk)
 }
 
 var junk = store.Value("\xffjunk")
@@ -134,8 +153,9 @@ type world struct {
 	producer  *chaos
 	owners    int
 	corrupted []corruption
-	depth     int  // nesting of actors run inside a fire
-	quiet     bool // no faults, crashes or interleavings: the final drain
+	stuck     string // a tick that ran into its deadline (see tick)
+	depth     int    // nesting of actors run inside a fire
+	quiet     bool   // no faults, crashes or interleavings: the final drain
 	trace     []string
 	seen      modelStats
 	// userMu guards userFires: the user timers fired in a tick, by
@@ -156,8 +176,8 @@ type world struct {
 // modelStats counts what a run exercised, so that TestRelayModel can
 // check that the seeds, together, staged every race they are meant to.
 type modelStats struct {
-	faults, unknown, crashes, interleaved, overlaps, raced, leaseLost, recovered, corrupt, held int
-	outcomes, bankOutcomes, sinkFailures                                                        int
+	faults, unknown, crashes, interleaved, overlaps, raced, leaseLost, recovered, corrupt, malformed, held int
+	outcomes, bankOutcomes, sinkFailures                                                                   int
 	// concurrentFailures counts target calls that failed (an injected
 	// fault, an unknown result or a crash) while other lanes of the fire
 	// were in flight.
@@ -169,6 +189,9 @@ type modelStats struct {
 	// deadLettered, redriven and periods count the service timers' dead
 	// letters, re-drives and counted periods (model_timers_test.go).
 	deadLettered, redriven, periods int
+	// deadLetterFaults counts the reads of a dead letter's key the
+	// workers' stores failed.
+	deadLetterFaults int
 }
 
 func (s *modelStats) add(o modelStats) {
@@ -181,6 +204,7 @@ func (s *modelStats) add(o modelStats) {
 	s.leaseLost += o.leaseLost
 	s.recovered += o.recovered
 	s.corrupt += o.corrupt
+	s.malformed += o.malformed
 	s.held += o.held
 	s.outcomes += o.outcomes
 	s.bankOutcomes += o.bankOutcomes
@@ -190,6 +214,7 @@ func (s *modelStats) add(o modelStats) {
 	s.deadLettered += o.deadLettered
 	s.redriven += o.redriven
 	s.periods += o.periods
+	s.deadLetterFaults += o.deadLetterFaults
 }
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
@@ -245,8 +270,10 @@ func (w *world) run() error {
 			w.advance(time.Duration(w.rng.IntN(1500)) * time.Millisecond)
 		case r < 85:
 			w.produceJob()
-		case r < 93:
+		case r < 89:
 			w.corrupt()
+		case r < 93:
+			w.malform()
 		case r < 96:
 			w.redrive()
 		default:
@@ -315,7 +342,7 @@ type worker struct {
 func (w *world) newWorker() *worker {
 	w.owners++
 	wk := &worker{owner: fmt.Sprintf("w%d", w.owners), store: &chaos{w: w, worker: true}}
-	rh := &relay.Handler{Target: wk.store, Hook: w.audit, Budget: relay.Budget{MaxRows: 2, MaxTargets: 2, Concurrency: w.cfg.concurrency()}}
+	rh := &relay.Handler{Target: wk.store, Hook: w.audit, Budget: w.cfg.relayBudget()}
 	relay.SetLaneRunner(rh, w.newTurnstile)
 	var h timers.Handler = rh
 	if w.cfg.mutant {
@@ -355,7 +382,14 @@ func (w *world) tick(i int, chaotic bool) {
 		wk.store.crashAfter = w.rng.IntN(2) == 0
 	}
 	w.note("tick %s (crash at call %d, after it %v)", wk.owner, wk.store.crashAt, wk.store.crashAfter)
-	rep, err := wk.s.Tick(w.ctx)
+	ctx, cancel := context.WithTimeout(w.ctx, fireDeadline)
+	rep, err := wk.s.Tick(ctx)
+	late := ctx.Err() != nil
+	cancel()
+	if late {
+		// A fire that waits for itself: the check after the step fails.
+		w.stuck = fmt.Sprintf("tick %s ran into its deadline: %v", wk.owner, err)
+	}
 	w.note("tick %s: claimed %d fired %d raced %d errors %d lease lost %d (%v)", wk.owner, rep.Claimed, rep.Timers.Fired, rep.Timers.Raced, rep.Errors, rep.LeaseLost, err)
 	w.seen.raced += rep.Timers.Raced
 	w.userMu.Lock()
@@ -511,7 +545,7 @@ func (w *world) corrupt() {
 		key = k
 	}
 	v, ok, err := w.layer.Get(w.ctx, p, key)
-	if err != nil || !ok || bytes.Equal(v, junk) {
+	if err != nil || !ok || bytes.Equal(v, junk) || w.isCorrupt(p, key) {
 		return
 	}
 	out, err := w.layer.Apply(w.ctx, p, store.NewBatch().Require(store.Equals(key, v)).Put(key, junk))
@@ -523,16 +557,67 @@ func (w *world) corrupt() {
 	w.note("corrupt src%d key %x", src, []byte(key))
 }
 
-// repair restores the oldest corrupted row. A timer's reference entry is
-// a timer write: like every one, it lowers the wake time to the timer's
-// due time.
+// malform queues a malformed key right after a source's last queued row:
+// a key no writer of the library writes, which the relay must treat as a
+// corrupt row (it stops the window and holds the source back) and never
+// leave queued without the relay timer. It runs between steps only, never
+// inside a fire: a key written after a fire's reads is one it cannot see
+// (every writer of the library moves the outbox sequence, which Done's
+// guard checks; this one does not).
+func (w *world) malform() {
+	src := w.rng.IntN(modelSources)
+	p := w.sources[src]
+	start, end := gen.ClassRange(gen.TagRelayKey)
+	page, err := w.layer.Scan(w.ctx, p, start, end, nil, 10_000)
+	if err != nil {
+		panic(err)
+	}
+	var last store.Key
+	for _, kv := range page.Entries {
+		if _, err := gen.ParseRelayKey(kv.Key); err == nil {
+			last = kv.Key
+		}
+	}
+	if last == nil {
+		// Nothing queued, so maybe no relay timer: a key now would be
+		// the model's loss, not the relay's.
+		return
+	}
+	key := append(bytes.Clone(last), byte(w.rng.IntN(3)))
+	// As large as one to three of the model's rows, so that a window
+	// sized in bytes often ends before it.
+	value := append(bytes.Clone(junk), bytes.Repeat([]byte{'j'}, 60+w.rng.IntN(240))...)
+	out, err := w.layer.Apply(w.ctx, p, store.NewBatch().Require(store.Absent(key)).Put(key, value))
+	if err != nil {
+		panic(fmt.Sprintf("malform: %v", err))
+	}
+	if !out.Committed() {
+		return // queued already
+	}
+	w.corrupted = append(w.corrupted, corruption{p: p, key: key, junk: value})
+	w.seen.malformed++
+	w.note("malformed key %x in src%d", []byte(key), src)
+}
+
+// repair restores the oldest corrupted row, or deletes the oldest
+// malformed key. A timer's reference entry is a timer write: like every
+// one, it lowers the wake time to the timer's due time.
 func (w *world) repair() {
 	if len(w.corrupted) == 0 {
 		return
 	}
 	c := w.corrupted[0]
 	w.corrupted = w.corrupted[1:]
-	b := store.NewBatch().Require(store.Equals(c.key, junk)).Put(c.key, c.original)
+	written := c.junk
+	if written == nil {
+		written = junk
+	}
+	b := store.NewBatch().Require(store.Equals(c.key, written))
+	if c.original == nil {
+		b.Delete(c.key)
+	} else {
+		b.Put(c.key, c.original)
+	}
 	if _, err := gen.ParseTimerRefKey(c.key); err == nil {
 		due, err := timers.DecodeRef(c.original)
 		if err != nil {
@@ -558,11 +643,14 @@ func (w *world) isCorrupt(p store.Partition, key store.Key) bool {
 
 // check runs the checks of the design note.
 func (w *world) check() error {
+	if w.stuck != "" {
+		return errors.New(w.stuck)
+	}
 	if err := timerstest.CheckDueIndex(w.ctx, w.layer, w.all); err != nil {
 		return err
 	}
 	for src, p := range w.sources {
-		queued, err := w.queue(p)
+		queued, _, err := w.queue(p)
 		if err != nil {
 			return err
 		}
@@ -589,10 +677,8 @@ func (w *world) check() error {
 		for seq := range queued {
 			return fmt.Errorf("src%d row %d is queued but was never produced", src, seq)
 		}
-		if len(w.rows[src]) > 0 {
-			if err := w.checkTimer(src); err != nil {
-				return err
-			}
+		if err := w.checkTimer(src); err != nil {
+			return err
 		}
 		if err := w.checkOutcomes(src); err != nil {
 			return err
@@ -606,12 +692,14 @@ func (w *world) check() error {
 	return w.checkServiceTimers(false)
 }
 
-// checkTimer checks the outbox's promise: no row is ever queued without
-// its relay timer (which may be corrupt, waiting for a repair).
+// checkTimer checks the outbox's promise: nothing is ever queued without
+// its relay timer (which may be corrupt, waiting for a repair), a
+// malformed key no more than a row: a relay completes its timer only when
+// nothing at all is queued behind its cursor.
 func (w *world) checkTimer(src int) error {
 	p := w.sources[src]
-	q, err := w.queue(p)
-	if err != nil || len(q) == 0 {
+	q, malformed, err := w.queue(p)
+	if err != nil || len(q)+malformed == 0 {
 		return err
 	}
 	ref, err := timers.RefKey(timers.KindRelay, "")
@@ -619,27 +707,33 @@ func (w *world) checkTimer(src int) error {
 		return err
 	}
 	if _, ok, err := w.layer.Get(w.ctx, p, ref); err != nil || !ok {
-		return fmt.Errorf("src%d holds %d queued rows and no relay timer (%v)", src, len(q), err)
+		return fmt.Errorf("src%d holds %d queued rows and %d malformed keys and no relay timer (%v)", src, len(q), malformed, err)
 	}
 	return nil
 }
 
-// queue reads source p's queued rows by sequence.
-func (w *world) queue(p store.Partition) (map[uint64]store.Value, error) {
+// queue reads source p's queued rows by sequence, and counts the
+// malformed keys a step queued there (any other is an error).
+func (w *world) queue(p store.Partition) (map[uint64]store.Value, int, error) {
 	start, end := gen.ClassRange(gen.TagRelayKey)
 	page, err := w.layer.Scan(w.ctx, p, start, end, nil, 10_000)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make(map[uint64]store.Value, len(page.Entries))
+	malformed := 0
 	for _, kv := range page.Entries {
 		k, err := gen.ParseRelayKey(kv.Key)
 		if err != nil {
-			return nil, fmt.Errorf("%s: queue key %x: %w", store.PartitionName(p), []byte(kv.Key), err)
+			if w.isCorrupt(p, kv.Key) {
+				malformed++
+				continue
+			}
+			return nil, 0, fmt.Errorf("%s: queue key %x: %w", store.PartitionName(p), []byte(kv.Key), err)
 		}
 		out[k.Seq] = kv.Value
 	}
-	return out, nil
+	return out, malformed, nil
 }
 
 // highWater reads target t's high-water mark for source src.
@@ -737,8 +831,8 @@ func (w *world) drained() bool {
 		}
 	}
 	for _, p := range w.sources {
-		q, err := w.queue(p)
-		if err != nil || len(q) > 0 {
+		q, malformed, err := w.queue(p)
+		if err != nil || len(q)+malformed > 0 {
 			return false
 		}
 	}
@@ -918,6 +1012,13 @@ func (c *chaos) Get(ctx context.Context, p store.Partition, key store.Key) (stor
 	} else if crash {
 		return nil, false, c.leave(true, nil)
 	}
+	if c.worker && !c.w.quiet && isDeadLetterKey(key) && c.w.rng.IntN(3) == 0 {
+		// The read a run makes before it writes a dead letter: the store
+		// is briefly unavailable (see model_timers_test.go).
+		c.w.seen.deadLetterFaults++
+		c.w.note("dead letter read in %s fails", store.PartitionName(p))
+		return nil, false, storetest.ErrInjected
+	}
 	return c.w.layer.Get(ctx, p, key)
 }
 
@@ -1008,20 +1109,23 @@ func (c *chaos) NextWake(ctx context.Context, p store.Partition) (time.Time, boo
 }
 
 // modelSeeds is how many seeds TestRelayModel plays on the memory engine
-// (a few on bbolt and on the MVCC engine, whose transactions overlap as
-// on FoundationDB); -short plays fewer.
+// (a few on bbolt, on the MVCC engine, whose transactions overlap as on
+// FoundationDB, and on the memory and bbolt engines made Distributed,
+// whose due index has a cluster's buckets); -short plays fewer.
 const modelSeeds = 300
 
 // TestRelayModel plays the model (see the design note) from many seeds. A
 // failing seed names itself and replays alone with
 // -run 'TestRelayModel/<engine>/seed=<n>'.
 func TestRelayModel(t *testing.T) {
-	runs := map[string]int{testengine.Memory.Name: modelSeeds, testengine.Bolt.Name: 8, testengine.MVCC.Name: 30}
+	runs := map[string]int{testengine.Memory.Name: modelSeeds, testengine.Bolt.Name: 8, testengine.MVCC.Name: 30,
+		testengine.MemoryDistributed.Name: 20, testengine.BoltDistributed.Name: 3}
 	if testing.Short() {
-		runs = map[string]int{testengine.Memory.Name: 30, testengine.Bolt.Name: 2, testengine.MVCC.Name: 4}
+		runs = map[string]int{testengine.Memory.Name: 30, testengine.Bolt.Name: 2, testengine.MVCC.Name: 4,
+			testengine.MemoryDistributed.Name: 4, testengine.BoltDistributed.Name: 1}
 	}
 	var seen modelStats
-	for _, eng := range testengine.All {
+	for _, eng := range engines {
 		t.Run(eng.Name, func(t *testing.T) {
 			for seed := range uint64(runs[eng.Name]) {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -1041,11 +1145,12 @@ func TestRelayModel(t *testing.T) {
 			"injected faults": seen.faults, "unknown results": seen.unknown, "crashes": seen.crashes,
 			"interleaved actors": seen.interleaved, "lease takeovers mid-fire": seen.overlaps,
 			"raced outcomes": seen.raced, "lost leases": seen.leaseLost, "recovered leases": seen.recovered,
-			"corruptions": seen.corrupt, "held timers": seen.held,
+			"corruptions": seen.corrupt, "malformed keys": seen.malformed, "held timers": seen.held,
 			"outcomes": seen.outcomes, "bank outcomes": seen.bankOutcomes, "sink refusals": seen.sinkFailures,
 			"failed targets among concurrent lanes": seen.concurrentFailures,
 			"guard failures among batched outcomes": seen.batchedRaces,
 			"dead letters":                          seen.deadLettered, "re-driven dead letters": seen.redriven, "counted periods": seen.periods,
+			"failed dead letter reads": seen.deadLetterFaults,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)

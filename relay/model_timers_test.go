@@ -21,15 +21,21 @@ import (
 // hold two more of a service's kinds:
 //
 //   - jobs (jobKind): a producer schedules one now and then, whose value
-//     is its plan: how many fires fail before one succeeds, and whether
-//     the failures are Permanent. Its kind allows three attempts, so a job
-//     planned to fail three times or more, or permanently, ends as a dead
-//     letter; a success writes the job's done row in its outcome batch. A
-//     step now and then re-drives a dead letter, which fails again as
-//     planned. After every step each job the producer landed is in exactly
-//     one place (a live timer, its done row, or one dead letter), and when
-//     the queues drain each is where its plan says, its dead letter with
-//     the attempts its plan spent: nothing is dropped or doubled.
+//     is its plan: how many fires fail before one succeeds, whether the
+//     failures are Permanent, and whether the handler fails with an error
+//     or returns a Retry carrying it. Its kind allows three attempts, so a
+//     job planned to fail three times or more, or permanently, ends as a
+//     dead letter; a success writes the job's done row in its outcome
+//     batch. A step now and then re-drives a dead letter, which fails
+//     again as planned. The workers' stores fail a third of the reads of a
+//     dead letter's key (the read a run makes before it writes one), on
+//     top of the chaos every call meets: a store failure fails the run and
+//     spends nothing, so the plan still decides. After every step each job
+//     the producer landed is in exactly one place (a live timer, its done
+//     row, or one dead letter), and each dead letter holds what the
+//     handler failed with: its plan's error, Permanent as planned, after
+//     the attempts its plan spends; when the queues drain each job is
+//     where its plan says: nothing is dropped or doubled.
 //   - a periodic timer (periodicKind, every modelPeriod) per source, whose
 //     fire counts its period in a row of its own, guarded, and fails the
 //     first attempt of every third period: each period's count stays 1,
@@ -52,6 +58,7 @@ type modelJob struct {
 	ref       string
 	failures  int
 	permanent bool
+	retry     bool // the handler returns Retry{Err} rather than the error
 }
 
 // dead says where the job's plan ends: a dead letter.
@@ -67,6 +74,12 @@ func (j modelJob) attempts() int {
 	return jobPolicy.MaxAttempts
 }
 
+// jobError is the error a job's n-th attempt fails with, by its plan: the
+// last error its dead letter records.
+func jobError(ref string, n int) string {
+	return fmt.Sprintf("job %s: attempt %d fails as planned", ref, n)
+}
+
 func jobDoneKey(ref string) store.Key { return store.Key("jobs/done/" + ref) }
 
 // jobTimer fires jobs by their plans.
@@ -75,15 +88,18 @@ type jobTimer struct{}
 func (jobTimer) Kind() timers.Kind { return jobKind }
 
 func (jobTimer) Fire(_ context.Context, _ *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
-	f, perm, ok := strings.Cut(string(t.Value), "/")
+	f, how, ok := strings.Cut(string(t.Value), "/")
 	failures, err := strconv.Atoi(f)
 	if !ok || err != nil {
 		return nil, fmt.Errorf("job %s: bad plan %q: %w", t.Reference, t.Value, store.ErrCorrupt)
 	}
 	if t.Attempts < failures {
-		err := fmt.Errorf("job %s: attempt %d fails as planned", t.Reference, t.Attempts+1)
-		if perm == "p" {
-			return nil, timers.Permanent(err)
+		err := errors.New(jobError(t.Reference, t.Attempts+1))
+		if strings.Contains(how, "p") {
+			err = timers.Permanent(err)
+		}
+		if strings.Contains(how, "r") {
+			return timers.Retry{Err: err}, nil
 		}
 		return nil, err
 	}
@@ -144,11 +160,9 @@ func (w *world) startPeriodic() {
 // produceJob lands a job with a plan of the seed's choosing, due within
 // two seconds.
 func (w *world) produceJob() {
-	j := modelJob{src: w.rng.IntN(modelSources), ref: fmt.Sprintf("job-%d", len(w.jobs)), failures: w.rng.IntN(5), permanent: w.rng.IntN(5) == 0}
-	plan := strconv.Itoa(j.failures) + "/"
-	if j.permanent {
-		plan += "p"
-	}
+	j := modelJob{src: w.rng.IntN(modelSources), ref: fmt.Sprintf("job-%d", len(w.jobs)), failures: w.rng.IntN(5),
+		permanent: w.rng.IntN(4) == 0, retry: w.rng.IntN(2) == 0}
+	plan := planOf(j)
 	b := store.NewBatch()
 	due := clock.NowMs(w.clock) + uint64(w.rng.IntN(2000))
 	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAt: ms(due), Value: store.Value(plan)}); err != nil {
@@ -232,7 +246,15 @@ func (w *world) checkServiceTimers(final bool) error {
 			n++
 		}
 		if n != 1 {
-			return fmt.Errorf("job %s (src%d, plan %d/%v) is in %d places: live %v, done %v, %d dead letters", j.ref, j.src, j.failures, j.permanent, n, live, done, len(dl))
+			return fmt.Errorf("job %s (src%d, plan %s) is in %d places: live %v, done %v, %d dead letters", j.ref, j.src, planOf(j), n, live, done, len(dl))
+		}
+		// A dead letter holds the handler's own failure: a store failure
+		// while it was made fails the run instead of standing for it.
+		for _, d := range dl {
+			if want := jobError(j.ref, d.Attempts); !j.dead() || d.LastError != want || d.Permanent != j.permanent || d.Attempts != j.attempts() {
+				return fmt.Errorf("job %s (plan %s): a dead letter after %d attempts, permanent %v, last error %q; the plan fails %d attempts with %q, permanent %v",
+					j.ref, planOf(j), d.Attempts, d.Permanent, d.LastError, j.attempts(), jobError(j.ref, j.attempts()), j.permanent)
+			}
 		}
 		if !final {
 			continue
@@ -241,11 +263,11 @@ func (w *world) checkServiceTimers(final bool) error {
 		case live:
 			return fmt.Errorf("job %s still live after the drain", j.ref)
 		case j.dead() && done:
-			return fmt.Errorf("job %s (plan %d/%v) is done; it must be a dead letter", j.ref, j.failures, j.permanent)
+			return fmt.Errorf("job %s (plan %s) is done; it must be a dead letter", j.ref, planOf(j))
 		case !j.dead() && !done:
-			return fmt.Errorf("job %s (plan %d/%v) is a dead letter (%s); it must be done", j.ref, j.failures, j.permanent, dl[0].LastError)
-		case !done && (dl[0].Attempts != j.attempts() || dl[0].Permanent != j.permanent || string(dl[0].Value) != planOf(j)):
-			return fmt.Errorf("job %s (plan %d/%v): dead letter %+v", j.ref, j.failures, j.permanent, dl[0])
+			return fmt.Errorf("job %s (plan %s) is a dead letter (%s); it must be done", j.ref, planOf(j), dl[0].LastError)
+		case !done && (dl[0].Attempts != j.attempts() || string(dl[0].Value) != planOf(j)):
+			return fmt.Errorf("job %s (plan %s): dead letter %+v", j.ref, planOf(j), dl[0])
 		}
 	}
 	for ref := range dead {
@@ -261,7 +283,16 @@ func planOf(j modelJob) string {
 	if j.permanent {
 		plan += "p"
 	}
+	if j.retry {
+		plan += "r"
+	}
 	return plan
+}
+
+// isDeadLetterKey reports whether key is a dead letter's (its record's).
+func isDeadLetterKey(key store.Key) bool {
+	_, err := gen.ParseDeadLetterKey(key)
+	return err == nil
 }
 
 // checkPeriodic checks source src's periodic timer: it exists, and every

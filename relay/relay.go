@@ -39,19 +39,27 @@
 // cycle (a cycle ends at the sequence that was current when it began); its
 // rows stay queued and the next cycle retries them from the head. Nothing
 // is ever skipped: a corrupt row stops the window, and the valid prefix
-// before it is checkpointed.
+// before it is checkpointed. A fire completes the relay timer (Done) only
+// when its reads showed nothing queued behind its cursor, well-formed or
+// not: when nothing was queued after the cycle began, its window reads on
+// past the cycle's end to the end of the queue class (a malformed key
+// there is a corrupt row, a row there is the next cycle's), and a window
+// its budget cut asks for one row more to see what follows. A key behind
+// the cursor keeps the timer; the next fire meets it.
 //
 // On FoundationDB, where each transaction, read and commit waits for the
 // cluster, a fire waits in sequence for: the outbox state and the queue's
 // first page, read side by side; any further page of the window; the
 // targets' lanes, up to Concurrency at once, each target batch one
 // transaction (its high-water read and its commit); a commit per
-// checkpoint batch but the last (the first one's transaction begun, and
-// its guards read, beside the lanes); and the outcome's commit, which
-// carries the last. It reads the queue's
-// head for the backlog gauge only when the window does not show it (rows
-// remain below the cursor for blocked targets), and it never reads the
-// queue again after the checkpoint.
+// checkpoint batch but the last (the first one's guards read ahead beside
+// the lanes, on a source store that is a [store.Prefetcher]); and the
+// outcome's commit, which carries the last. It reads the queue's head for
+// the backlog gauge only when the window does not show it (rows remain
+// below the cursor for blocked targets), and it never reads the queue
+// again after the checkpoint. It never holds a transaction while it waits
+// for another call: a read ahead holds nothing another transaction waits
+// for, so a fire cannot wait for itself, on whatever engine.
 //
 // A [Handler] is safe for concurrent use by runs of different partitions;
 // two runs of one partition race each other's guards, which keep delivery
@@ -261,14 +269,17 @@ var (
 //   - Reschedule, one millisecond after c.Now when it delivered rows and
 //     timers.RetryBackoff after it when it did not (and always after the
 //     timer's own due time), while rows remain queued, blocked or not yet
-//     scanned in this cycle;
+//     scanned in this cycle, or something is queued behind the cursor
+//     that the fire did not read (past its budget, or past the cycle);
 //   - Reschedule after a hold that grows from [CorruptHoldMin] to
 //     [CorruptHoldMax], the hold in the timer's value, when a corrupt row
 //     stopped the window (the valid prefix before it is checkpointed; the
 //     row is logged and never skipped; see Corrupt rows in the package doc);
-//   - Done when no row remains, guarded by the outbox sequence still
-//     holding the value the fire read, so that a row queued during the
-//     fire keeps the timer;
+//   - Done when no row remains: the fire's reads showed nothing queued
+//     behind its cursor, no row and no key of the queue at all, and the
+//     outbox sequence still holds the value the fire read (Done is
+//     guarded by it, so that a row queued during the fire keeps the
+//     timer);
 //   - Retry, carrying nothing, when a checkpoint batch before the last lost
 //     a race (another writer changed the scan state or a queued row).
 //
@@ -432,13 +443,15 @@ func (f *fire) release() {
 
 // remaining reports whether queued work remains after the checkpoint: a
 // blocked target's rows, rows of the cycle not yet scanned or not
-// delivered, or rows queued after the cycle began (the outbox sequence
-// read is past the cycle's end: no fire of this cycle reads them, and only
-// a fire reading them deletes them). Rows queued during the fire move the
-// sequence, which Done's guard catches.
+// delivered, rows queued after the cycle began (the outbox sequence read
+// is past the cycle's end: no fire of this cycle reads them, and only a
+// fire reading them deletes them), or anything the window's reads did not
+// show gone after its rows (see window.tailEmpty): a key past a budget's
+// cut, malformed or not, or a row past the cycle. Rows queued during the
+// fire move the sequence, which Done's guard catches.
 func (f *fire) remaining() bool {
 	return len(f.scan.Blocked) > 0 || f.scan.Cursor < f.scan.CycleEnd || len(f.rows) > f.nDelivered ||
-		f.sequence > f.scan.CycleEnd
+		f.sequence > f.scan.CycleEnd || !f.tailEmpty
 }
 
 // addSat adds without wrapping past math.MaxUint64.

@@ -45,8 +45,8 @@ type scratch struct {
 	readCap   int
 
 	ckpt store.Batch // the checkpoint batch being built
-	// early is the first checkpoint batch's transaction, begun beside the
-	// lanes (nil: none), and earlyKeys what it reads.
+	// early is the read ahead of the first checkpoint batch's guards,
+	// begun beside the lanes (nil: none), and earlyKeys what it reads.
 	early     *earlyCheckpoint
 	earlyKeys []store.Key
 

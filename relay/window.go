@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 
@@ -23,6 +24,10 @@ type window struct {
 	corruptKey string
 	corruptErr error
 	exhausted  bool // no queued row of this cycle lies past raw
+	// tailEmpty: the window's reads showed nothing queued after its rows,
+	// no key of the queue class at all, well-formed or not, up to the
+	// class's end. Only then may the fire complete the relay timer.
+	tailEmpty bool
 	// head is the queue's first row when the window's first page showed
 	// it (headKnown): the window started at the queue's head, or at a
 	// cursor below which no row remains (nothing is blocked).
@@ -158,9 +163,18 @@ func (f *fire) beside(ctx context.Context, fn func(ctx context.Context)) (wait f
 // over MaxBytes is read alone). It starts at the cursor's own key, which
 // may remain for a blocked target, so that malformed keys between it and
 // the next sequence cannot be skipped; at cursor 0, at the head of the
-// queue class, which catches malformed keys before sequence 1. first, when
-// not nil, is a page read from the queue's head beside the outbox state,
-// which stands for the window's first page where it can (see headPage).
+// queue class, which catches malformed keys before sequence 1. When the
+// outbox state says nothing was queued after the cycle began, it reads
+// on past the cycle's end to the end of the queue class, for what may lie
+// there though no producer queued it in this cycle: a malformed key
+// (which stops the window as a corrupt row), a row queued during the fire
+// or one past the outbox sequence (which ends the window: it is the next
+// cycle's). So the fire knows whether anything at all is queued behind
+// its rows (tailEmpty); on the window's last page it asks for one row
+// more than its budget leaves, to see what follows its rows without
+// another read. first, when not nil, is a page read from the queue's head
+// beside the outbox state, which stands for the window's first page where
+// it can (see headPage).
 func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	limit := f.budget.MaxRows * 4
 	if first != nil && (len(first.Entries) > 0 || first.Next == nil) {
@@ -169,27 +183,32 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 			f.head = first.Entries[0].Key
 		}
 	}
-	if f.scan.Cursor >= f.scan.CycleEnd || limit <= 0 {
-		f.exhausted = true
-		return nil
-	}
 	var anchor store.Key
-	start, end := queueStart, queueEnd
+	start := queueStart
 	if f.scan.Cursor != 0 {
 		anchor = gen.AppendRelayKey(nil, f.scan.Cursor)
 		start = anchor
 	}
-	if f.scan.CycleEnd < ^uint64(0) {
-		end = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
+	// The cycle's rows lie before cycleEnd (nil: every relay key is the
+	// cycle's).
+	var cycleEnd store.Key
+	if f.scan.CycleEnd < math.MaxUint64 {
+		cycleEnd = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
 	}
-	w := windowReader{f: f, anchor: anchor, remaining: limit}
+	end, toEnd := queueEnd, true
+	if f.sequence > f.scan.CycleEnd && cycleEnd != nil {
+		// Rows were queued after the cycle began: the fire reschedules
+		// for them whatever lies past the cycle, so it reads no further.
+		end, toEnd = cycleEnd, false
+	}
+	w := windowReader{f: f, anchor: anchor, cycleEnd: cycleEnd, remaining: limit}
 	if first != nil {
-		if rows, exhausted, next, ok := f.headPage(first, anchor, end, min(ScanPageRows, limit)); ok {
+		if rows, exhausted, tailEmpty, next, ok := f.headPage(first, anchor, cycleEnd, min(ScanPageRows, limit)); ok {
 			if !w.take(rows) || !f.decodeRead() {
 				return nil
 			}
 			if exhausted || w.remaining <= 0 {
-				f.exhausted = exhausted
+				f.exhausted, f.tailEmpty = exhausted, exhausted && tailEmpty
 				return nil
 			}
 			start, anchor, w.anchor = next, nil, nil
@@ -197,7 +216,11 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	}
 	var after store.Cursor
 	for {
-		page, err := f.scanQueue(ctx, start, end, after, min(ScanPageRows, w.remaining), &f.readBuf)
+		n := min(ScanPageRows, w.remaining)
+		if n == w.remaining && toEnd && f.mayEnd(n) {
+			n++ // what follows the window's rows, if anything
+		}
+		page, err := f.scanQueue(ctx, start, end, after, n, &f.readBuf)
 		if err != nil {
 			return fmt.Errorf("relay: scan the queue of %s: %w", f.src, err)
 		}
@@ -206,79 +229,113 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 			f.head, f.headKnown = page.Entries[0].Key, true
 		}
 		if !w.take(page.Entries) || !f.decodeRead() {
-			return nil // the byte budget, or a corrupt row, ends the window
+			return nil // a budget, a corrupt row or the cycle's end ends the window
 		}
-		if w.remaining <= 0 || page.Next == nil {
-			f.exhausted = page.Next == nil
+		if page.Next == nil {
+			f.exhausted, f.tailEmpty = true, toEnd
+			return nil
+		}
+		if w.remaining <= 0 {
 			return nil
 		}
 		after = page.Next
 	}
 }
 
+// mayEnd reports whether the window, with rows rows of its budget left,
+// may reach the cycle's last row: its rows have distinct sequences, so at
+// most CycleEnd-last of the cycle's follow the last one read.
+func (f *fire) mayEnd(rows int) bool {
+	last := f.scan.Cursor
+	if len(f.rows) > 0 {
+		last = f.rows[len(f.rows)-1].seq
+	}
+	return f.scan.CycleEnd-min(last, f.scan.CycleEnd) <= uint64(rows)
+}
+
 // headPage decides whether a page read from the queue's head, beside the
 // outbox state, can stand for the first page of the window that runs from
-// anchor (nil: the head) to end, pageRows rows: the page was read with
-// one row more, to see what follows them. It may be older than the state:
-// rows of the cycle may have been queued after it. Rows are queued in
-// sequence order (each batch guarded by the outbox sequence), so a page
+// anchor (nil: the head), pageRows rows, the cycle's rows lying before
+// cycleEnd (nil: all): the page was read to the end of the queue class
+// with one row more, to see what follows them. It may be older than the
+// state: rows of the cycle may have been queued after it. Rows are queued
+// in sequence order (each batch guarded by the outbox sequence), so a page
 // that shows a row shows every row queued before it. It stands for the
 // window's first page (ok) when no row remains at or below the cursor
 // and either more of the window's rows follow its first pageRows (which
 // are then the window's first page; next is where to read on, afresh: a
 // cursor is bound to its range) or it shows the whole cycle, down to row
-// CycleEnd or a row past it (the window is then exhausted). Otherwise the
-// window is read as if there were no such page.
-func (f *fire) headPage(first *store.ScanPage, anchor, end store.Key, pageRows int) (rows []store.KeyValue, exhausted bool, next store.Key, ok bool) {
+// CycleEnd or a row past it, or an empty cycle's nothing (the window is
+// then exhausted, and tailEmpty says whether the page shows nothing after
+// the cycle's rows). Otherwise, a malformed key past the cycle among
+// them, the window is read as if there were no such page.
+func (f *fire) headPage(first *store.ScanPage, anchor, cycleEnd store.Key, pageRows int) (rows []store.KeyValue, exhausted, tailEmpty bool, next store.Key, ok bool) {
 	entries := first.Entries
 	if anchor != nil && len(entries) > 0 && bytes.Compare(entries[0].Key, anchor) <= 0 {
-		return nil, false, nil, false
+		return nil, false, false, nil, false
 	}
 	n := 0
-	for n < len(entries) && bytes.Compare(entries[n].Key, end) < 0 {
+	for n < len(entries) && (cycleEnd == nil || bytes.Compare(entries[n].Key, cycleEnd) < 0) {
 		n++
 	}
 	if n > pageRows {
-		return entries[:pageRows:pageRows], false, append(bytes.Clone(entries[pageRows-1].Key), 0x00), true
+		return entries[:pageRows:pageRows], false, false, append(bytes.Clone(entries[pageRows-1].Key), 0x00), true
 	}
 	// No row of the window follows the page's n (fewer entries than the
 	// page's limit mean none at all): true of the state beside it only if
 	// the page shows the whole cycle.
-	if n < len(entries) {
-		if k, err := gen.ParseRelayKey(entries[n].Key); err == nil && k.Seq > f.scan.CycleEnd {
-			return entries[:n:n], true, nil, true
-		}
-	} else if n > 0 {
-		if k, err := gen.ParseRelayKey(entries[n-1].Key); err == nil && k.Seq == f.scan.CycleEnd {
-			return entries[:n:n], true, nil, true
-		}
+	whole := false
+	switch {
+	case n < len(entries):
+		_, err := gen.ParseRelayKey(entries[n].Key)
+		whole = err == nil // a row past the cycle; a malformed key is read again as the window's
+	case n > 0:
+		k, err := gen.ParseRelayKey(entries[n-1].Key)
+		whole = err == nil && k.Seq == f.scan.CycleEnd
+	default:
+		whole = f.scan.CycleEnd == 0
 	}
-	return nil, false, nil, false
+	if !whole {
+		return nil, false, false, nil, false
+	}
+	return entries[:n:n], true, n == len(entries) && first.Next == nil, nil, true
 }
 
 // windowReader adds the rows of the pages read to the window, within its
-// row and byte budgets.
+// row and byte budgets and the cycle.
 type windowReader struct {
 	f         *fire
 	anchor    store.Key // the cursor's row, not the window's (nil: none)
+	cycleEnd  store.Key // the cycle's rows lie before it (nil: all)
 	remaining int       // rows the budget leaves
 	size      int       // the window's bytes
 }
 
 // take adds entries to the window and reports whether the window goes
-// on: false once a row over the byte budget ends it.
+// on: false once a row past its row or byte budget, or a well-formed row
+// past the cycle (the cycle is then read to its end), ends it. A malformed
+// key past the cycle is added, and ends the window as a corrupt row.
 func (w *windowReader) take(entries []store.KeyValue) bool {
 	f := w.f
 	for _, kv := range entries {
-		w.remaining--
 		if w.anchor != nil && bytes.Equal(kv.Key, w.anchor) {
+			w.remaining--
 			continue
 		}
+		if w.cycleEnd != nil && bytes.Compare(kv.Key, w.cycleEnd) >= 0 {
+			if _, err := gen.ParseRelayKey(kv.Key); err == nil {
+				if f.decodeRead() {
+					f.exhausted = true
+				}
+				return false
+			}
+		}
 		n := len(kv.Key) + len(kv.Value)
-		if len(f.raw) > 0 && w.size+n > f.budget.MaxBytes {
+		if w.remaining <= 0 || len(f.raw) > 0 && w.size+n > f.budget.MaxBytes {
 			f.decodeRead()
 			return false
 		}
+		w.remaining--
 		w.size += n
 		f.raw = append(f.raw, kv)
 	}

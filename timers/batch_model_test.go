@@ -15,6 +15,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -29,9 +30,11 @@ import (
 // a later one depends on an earlier one's write), guards that fail
 // (always, or because an outside writer changed the guarded key or the
 // timer itself during the fire), handler errors, retries and
-// reschedules; runs alone or under a Scheduler's claim, with injected
-// store failures. Every outcome writes a marker, so that the check knows
-// which landed. After each run it checks that
+// reschedules, and permanent failures (a Retry with a Permanent error),
+// which make dead letters; runs alone or under a Scheduler's claim, with
+// injected store failures, among them failed reads of a dead letter's key.
+// Every outcome writes a marker, so that the check knows which landed.
+// After each run it checks that
 //   - replaying, in firing order, exactly the outcomes that landed on a
 //     model of the handlers' keys finds every guard holding at its turn and
 //     ends with the store's values: the combined batches were equivalent
@@ -40,6 +43,11 @@ import (
 //   - in a run without a store failure, every outcome that depends on no
 //     other (a write, a reschedule) landed, and the report counts exactly
 //     the outcomes that landed: a failed guard lost no other timer's work;
+//   - a permanent failure spends no attempt: its handler never sees one
+//     recorded (a store failure while the dead letter is made fails the
+//     run, and is not taken for the handler's failure), and every dead
+//     letter is a permanent failure's, after one attempt, its last error
+//     the handler's own;
 //   - the due index invariant holds.
 
 type behaviour int
@@ -53,11 +61,12 @@ const (
 	bReschedule                  // Reschedule, with an independent write
 	bRaceOwn                     // an outside writer changes the timer during its fire
 	bRaceKey                     // an outside writer changes the key it guards during its fire
+	bPermanent                   // Retry with a Permanent error: a dead letter at once
 	behaviours
 )
 
 func (b behaviour) String() string {
-	return [...]string{"write", "counter", "fail-guard", "error", "retry", "reschedule", "race-own", "race-key"}[b]
+	return [...]string{"write", "counter", "fail-guard", "error", "retry", "reschedule", "race-own", "race-key", "permanent"}[b]
 }
 
 // batchFire is one fire the model saw: its timer, behaviour, and the
@@ -81,7 +90,13 @@ type batchModel struct {
 	nfires  int
 	layer   *fdblayer.Layer
 	counter []store.Key
+	// spent lists the permanent failures' fires that saw an attempt
+	// recorded: none may.
+	spent []string
 }
+
+// permanentErr is the error a bPermanent timer's handler fails with.
+func permanentErr(ref string) error { return fmt.Errorf("%s fails for good", ref) }
 
 const batchKind = kindA
 
@@ -113,6 +128,13 @@ func (m *batchModel) Fire(ctx context.Context, c *timers.Ctx, dt timers.DueTimer
 		fired = nil
 	case bRetry:
 		batch, fired = nil, timers.Retry{}
+	case bPermanent:
+		if dt.Attempts != 0 {
+			m.mu.Lock()
+			m.spent = append(m.spent, fmt.Sprintf("%s: attempt %d, last error %q", dt.Reference, dt.Attempts+1, dt.LastError))
+			m.mu.Unlock()
+		}
+		batch, fired = nil, timers.Retry{Err: timers.Permanent(permanentErr(dt.Reference))}
 	case bReschedule:
 		batch.Put(store.Key("out/"+dt.Reference), store.Value(mark))
 		fired = timers.Reschedule{DueAt: ms(msOf(dt.DueAt) + 50_000), Value: dt.Value, Batch: batch}
@@ -163,7 +185,7 @@ func TestBatchedOutcomesModel(t *testing.T) {
 		})
 	}
 	t.Logf("staged: %v", staged)
-	for _, what := range []string{"failed guard beside a landed outcome", "split at a written key", "claimed", "store failure"} {
+	for _, what := range []string{"failed guard beside a landed outcome", "split at a written key", "claimed", "store failure", "failed dead letter read", "dead letter"} {
 		if staged[what] == 0 {
 			t.Errorf("no seed staged a %s", what)
 		}
@@ -212,6 +234,28 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 		if failing {
 			e.faults.FailNth(storetest.MethodApply, 1+rng.IntN(3), nil)
 			staged["store failure"]++
+		}
+		if rng.IntN(3) == 0 {
+			// The store fails some reads of a dead letter's key, briefly:
+			// each by the seed's coin, drawn here so that a seed replays.
+			coins := make([]bool, 64)
+			for i := range coins {
+				coins[i] = rng.IntN(2) == 0
+			}
+			var mu sync.Mutex
+			e.faults.FailWhen(storetest.MethodGet, func(c storetest.Call) bool {
+				if _, err := gen.ParseDeadLetterKey(c.Key); err != nil {
+					return false
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				fail := coins[0]
+				coins = append(coins[1:], fail)
+				if fail {
+					staged["failed dead letter read"]++
+				}
+				return fail
+			}, nil)
 		}
 		claimed := rng.IntN(2) == 0
 		var rep timers.Report
@@ -303,6 +347,26 @@ func (m *batchModel) check(run int, model map[string]string, rep timers.Report, 
 	}
 	if anyRaced && anyLanded {
 		staged["failed guard beside a landed outcome"]++
+	}
+	m.mu.Lock()
+	spent := m.spent
+	m.mu.Unlock()
+	if len(spent) > 0 {
+		return fmt.Errorf("a permanent failure spent an attempt: %v", spent)
+	}
+	dls, _, err := timers.DeadLetters(ctx, store.ReaderOf(m.layer, m.e.p), nil, 1000)
+	if err != nil {
+		return err
+	}
+	for _, d := range dls {
+		if b := m.kind[d.Reference]; b != bPermanent {
+			return fmt.Errorf("%s (%v) is a dead letter (%s)", d.Reference, b, d.LastError)
+		}
+		if want := permanentErr(d.Reference).Error(); d.LastError != want || !d.Permanent || d.Attempts != 1 {
+			return fmt.Errorf("%s: dead letter after %d attempts, permanent %v, last error %q; want 1, true, %q",
+				d.Reference, d.Attempts, d.Permanent, d.LastError, want)
+		}
+		staged["dead letter"]++
 	}
 	if clean && rep.Fired != fired {
 		return fmt.Errorf("the report counts %d fired, %d outcomes landed", rep.Fired, fired)

@@ -134,7 +134,9 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 		// An item alone needs no check before: the store's validation
 		// of its batch decides (see reject).
 		for i := range items {
-			r.precheck(ctx, &items[i], full)
+			if err := r.precheck(ctx, &items[i], full); err != nil {
+				return r.unfinished(items, err)
+			}
 		}
 	}
 	// One allocation of each slice: room for every item's guards and
@@ -220,20 +222,20 @@ func (r *run) full() store.Capabilities {
 // precheck turns an outcome that cannot commit, even alone (it fails
 // validation with the claim's lease guard, which every outcome under a
 // claim carries), into the timer's failure (see failure), before it can
-// spoil a combined batch.
-func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) {
+// spoil a combined batch. It fails, leaving the item as it is, when the
+// store does (the dead letter's read).
+func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) error {
 	if !it.outcome {
-		return
+		return nil
 	}
 	if h := r.cfg.claim; h != nil {
 		full.MaxBatchOps -= 1
 		full.MaxBatchBytes -= len(h.leaseKey) + len(h.lease)
 	}
 	if err := it.b.Validate(full); err != nil {
-		// An error of the dead letter's read leaves the item as it is:
-		// the store rejects it, and reject runs again.
-		_ = r.reject(ctx, it, "store rejected the timer's outcome", err)
+		return r.reject(ctx, it, "store rejected the timer's outcome", err)
 	}
+	return nil
 }
 
 // reject counts a failed fire whose outcome cannot commit and replaces it

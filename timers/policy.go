@@ -18,7 +18,9 @@ import (
 
 // RetryPolicy says when a kind's failing timer fires again and when it
 // becomes a dead letter. A failure is a handler error or panic, an
-// outcome the store rejects, or a Retry outcome; after its n-th failure
+// outcome the store rejects, or a Retry outcome, recorded with the error
+// the handler gave (a store that fails while the run records it fails the
+// run instead: see RunDue); after its n-th failure
 // since it last succeeded a timer waits
 //
 //	min(InitialInterval * BackoffFactor^(n-1), MaxInterval)

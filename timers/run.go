@@ -65,8 +65,11 @@ import (
 // per run.
 //
 // RunDue fails, returning the report so far, when ctx ends or the store
-// fails (a scan, a read or an apply error other than ErrInvalid for a
-// handler's outcome); an apply that may have landed (store.ErrUnknownResult)
+// fails (a scan, a read, the read of a dead letter's key among them, or
+// an apply error other than ErrInvalid for a handler's outcome): a store
+// failure is never recorded as a timer's failure and spends none of its
+// attempts, so that the next run records the handler's outcome as the
+// handler gave it. An apply that may have landed (store.ErrUnknownResult)
 // is reported as such, and the guards make running again safe. It is safe
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.
@@ -457,6 +460,11 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 	}
 	it, err := r.outcome(ctx, t, fired)
 	if err != nil {
+		if sf, ok := err.(storeFailure); ok {
+			// The outcome is valid; the store failed while the run built
+			// it.
+			return sf.err
+		}
 		return r.fail(ctx, t, "timer handler returned no valid outcome", err)
 	}
 	it.outcome = true
@@ -558,8 +566,14 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 			cause = errRetry
 		}
 		it, err := r.failure(ctx, t, cause, f.After)
+		if err != nil {
+			// A Retry is always valid: failure fails only when the store
+			// does (the dead letter's read). Returned as it is: fire tells
+			// it from the handler's by its type.
+			return item{}, storeFailure{err}
+		}
 		it.retry = true
-		return it, err
+		return it, nil
 	case Snooze:
 		b := outcomeBatch(nil)
 		guard(b, t.DueTimer, t.refKey, t.refValue)
@@ -568,6 +582,15 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 	}
 	return item{}, fmt.Errorf("%v handler returned no outcome (%T)", t.Kind, fired)
 }
+
+// storeFailure is an error of the store met while the run builds a
+// handler's valid outcome (the read of its dead letter's key): it fails
+// the run, as any store failure does, and is never recorded as the
+// handler's failure, which would spend an attempt on it.
+type storeFailure struct{ err error }
+
+func (e storeFailure) Error() string { return e.err.Error() }
+func (e storeFailure) Unwrap() error { return e.err }
 
 // errRetry is the last error a Retry without Err records.
 var errRetry = errors.New("retry")

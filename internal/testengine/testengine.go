@@ -37,4 +37,22 @@ var (
 	MVCC = Engine{"mvcc", func(testing.TB, string) fdblayer.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}) }}
 	// All are the engines every handler test runs on.
 	All = []Engine{Memory, Bolt, MVCC}
+	// MemoryDistributed and BoltDistributed are the memory and bbolt
+	// engines made Distributed (see Distributed).
+	MemoryDistributed = Distributed(Memory)
+	BoltDistributed   = Distributed(Bolt)
 )
+
+// Distributed returns e made Distributed (fdbsim.AsDistributed), named
+// "<name>-distributed": a Layer over it keeps the due buckets a cluster
+// has and reports calls made side by side as overlapping
+// (store.OverlapsCalls), so that handlers make them so (the relay's
+// lanes, its first checkpoint batch's read ahead, outcome delivery's
+// reads) while the memory and bbolt engines still run one write
+// transaction at a time: a handler that held one while it waited for
+// another call would hang there.
+func Distributed(e Engine) Engine {
+	return Engine{e.Name + "-distributed", func(t testing.TB, file string) fdblayer.Engine {
+		return fdbsim.AsDistributed(e.Open(t, file))
+	}}
+}

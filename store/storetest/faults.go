@@ -119,7 +119,8 @@ func (r *rule) matches(c Call) bool {
 // commits whose result is lost, delays, and hooks that change the store
 // between a caller's reads and its write. With nothing configured it is
 // transparent. *Faults implements store.Store, store.ScanAppender,
-// store.Transactor (see TransactOnce: over any inner store) and
+// store.Transactor (see TransactOnce: over any inner store),
+// store.Prefetcher (see Prefetch: over any inner store) and
 // store.DueIndex (whose methods fail with store.ErrInvalid when the inner
 // store keeps no due index: wrap such a store only where no code asserts
 // DueIndex). It and
@@ -447,6 +448,11 @@ func appendRows(dst []store.KeyValue, buf []byte, src []store.KeyValue) ([]store
 
 // Apply implements store.Store.
 func (f *Faults) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	return f.apply(ctx, p, b, func() (store.BatchOutcome, error) { return f.inner.Apply(ctx, p, b) })
+}
+
+// apply runs an Apply's steps around inner, the inner store's call.
+func (f *Faults) apply(ctx context.Context, p store.Partition, b *store.Batch, inner func() (store.BatchOutcome, error)) (store.BatchOutcome, error) {
 	c := Call{Method: MethodApply, Partition: p, Batch: b}
 	pl := f.start(&c)
 	if err := pl.enter(ctx, &c); err != nil {
@@ -457,7 +463,7 @@ func (f *Faults) Apply(ctx context.Context, p store.Partition, b *store.Batch) (
 			return store.BatchOutcome{}, fmt.Errorf("storetest: BeforeApply hook of %s: %w", c.describe(), err)
 		}
 	}
-	out, err := f.inner.Apply(ctx, p, b)
+	out, err := inner()
 	if err == nil && pl.commitThenFail && out.Committed() {
 		return store.BatchOutcome{}, fmt.Errorf("storetest: %s committed, result withheld: %w", c.describe(), store.ErrUnknownResult)
 	}

@@ -57,7 +57,8 @@ type group struct {
 // fresh store and manual clock, in parallel. A store that implements
 // store.DueIndex is held to it ("Due/..."); one that does not must reject
 // batches carrying a Wakeup or a WakeIs. A store that implements
-// store.Transactor is held to it ("Transact/...").
+// store.Transactor is held to it ("Transact/..."), and one that
+// implements store.Prefetcher to that ("Prefetch/...").
 func Run(t *testing.T, newStore NewStore) {
 	t.Helper()
 	groups := []group{
@@ -75,6 +76,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Errors", errorChecks},
 		{"Due", dueChecks},
 		{"Transact", transactChecks},
+		{"Prefetch", prefetchChecks},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
