@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -25,7 +25,7 @@ import (
 // Only a schema knows where an identity ends: an identity and a key are
 // both tuples, and their element types overlap. So the caller passes a
 // Splitter (an operator's command builds one from the linked schemas,
-// gen/registry.IdentityPrefix). Where it cannot tell (a namespace no
+// codec/registry.IdentityPrefix). Where it cannot tell (a namespace no
 // linked schema declares, a variant its schema does not know), the region
 // of keys under the prefix it names is reported as one Unsplit region and
 // skipped.

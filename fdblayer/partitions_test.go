@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 

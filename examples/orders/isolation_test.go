@@ -14,11 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"

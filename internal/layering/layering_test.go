@@ -15,7 +15,7 @@ const module = "github.com/mkit-dev/mkitfdb"
 // and the packages beside it, such as refdomain/reservations) or an
 // example's. Tests may import those; the packages themselves may not.
 func TestLibraryPackagesImportNoServiceDomain(t *testing.T) {
-	pkgs := []string{"outcome", "outbox", "relay", "timers", "store", "gen", "gen/wire", "gen/tuple", "fdblayer", "fdbsim", "telemetry", "clock"}
+	pkgs := []string{"outcome", "outbox", "relay", "timers", "store", "gen", "codec/wire", "codec/tuple", "codec/registry", "fdblayer", "fdbsim", "telemetry", "clock"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, module+"/"+p)

@@ -267,13 +267,13 @@ func runGenerate(t *testing.T, _ string) {
 }
 
 // runFuzz runs make fuzz with a tiny count budget on one package,
-// gen/wire, whose fuzz target has no dependency in this module to build
+// codec/wire, whose fuzz target has no dependency in this module to build
 // with coverage instrumentation: it proves the target finds and runs fuzz
 // targets (scripts/fuzz.sh); the fuzz targets of every package run on
 // their seed corpora in go test ./....
 func runFuzz(t *testing.T, _ string) {
-	out := command(t, "", nil, "make", "fuzz", "FUZZTIME=20x", "FUZZPKG=./gen/wire")
-	if !strings.Contains(out, "fuzz github.com/mkit-dev/mkitfdb/gen/wire Fuzz") {
+	out := command(t, "", nil, "make", "fuzz", "FUZZTIME=20x", "FUZZPKG=./codec/wire")
+	if !strings.Contains(out, "fuzz github.com/mkit-dev/mkitfdb/codec/wire Fuzz") {
 		t.Errorf("make fuzz ran no fuzz target:\n%s", out)
 	}
 }

@@ -4,7 +4,7 @@ package bankgen
 
 import (
 	"encoding/binary"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // internAccountID holds AccountID names already decoded and validated.

@@ -3,7 +3,7 @@
 package bankgen
 
 import (
-	"github.com/mkit-dev/mkitfdb/gen/registry"
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"reflect"
 )
 

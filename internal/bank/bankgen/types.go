@@ -5,7 +5,7 @@ package bankgen
 import (
 	"cmp"
 	"fmt"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // AccountID names an account.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/examples/orders"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
 )
 
 // TestDecodesTheServicesOwnKeysAndRecordsByName: the service's admin

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // fuzzSeeds are the golden encodings and the malformed vectors, except the

@@ -1,4 +1,8 @@
-package gen
+// A hand-written test of the generated package everygen:
+// TestEveryFieldTypeGenerates copies it beside the code generated from
+// testdata/everytype, where it reaches the unexported decoders.
+
+package everygen
 
 import (
 	"bytes"
@@ -10,20 +14,16 @@ import (
 // of 16384 bytes or longer) are read by the fast path itself, not left to
 // the Reader, and a non-canonical or over-bound one fails both paths.
 func TestFastPathReadsLongLengths(t *testing.T) {
-	v := RelayV1{
-		Target: []byte("target"),
-		Puts:   []RelayPut{{Key: []byte("k"), Value: bytes.Repeat([]byte{7}, 20000)}},
-		AtMs:   1,
-	}
-	b, err := EncodeRelayV1(v)
+	v := RLong{Key: []byte("k"), V: bytes.Repeat([]byte{7}, 20000)}
+	b, err := EncodeRLong(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fast, slow RelayV1
-	if !fastDecodeRelayV1(b, &fast) {
+	var fast, slow RLong
+	if !fastDecodeRLong(b, &fast) {
 		t.Fatal("the fast path left a 20000-byte value to the Reader")
 	}
-	if err := readerDecodeRelayV1(b, &slow); err != nil || !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(fast, v) {
+	if err := readerDecodeRLong(b, &slow); err != nil || !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(fast, v) {
 		t.Fatalf("fast path %+v, Reader path %+v (%v)", fast, slow, err)
 	}
 	// the value's length is the three bytes after the key
@@ -40,13 +40,13 @@ func TestFastPathReadsLongLengths(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := append(append(bytes.Clone(b[:at]), c.len...), b[at+3:]...)
-			if fastDecodeRelayV1(m, &fast) {
+			if fastDecodeRLong(m, &fast) {
 				t.Error("the fast path decoded it")
 			}
-			if err := readerDecodeRelayV1(m, &slow); err == nil {
+			if err := readerDecodeRLong(m, &slow); err == nil {
 				t.Error("the Reader path decoded it")
 			}
-			agreeRelayV1(t, b, m)
+			agreeRLong(t, b, m)
 		})
 	}
 }

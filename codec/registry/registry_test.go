@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mkit-dev/mkitfdb/codec/registry"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 )

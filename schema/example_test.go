@@ -1,19 +1,20 @@
-package gen_test
+package schema_test
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
-// A key class's constructor appends a FoundationDB tuple, so keys sort by
-// their fields; the parser gives the fields back, and the class's range
-// holds every key of the class.
-func ExampleAppendRelayKey() {
+// What cmd/codegen generates from this schema, in package gen: a key
+// class's constructor appends a FoundationDB tuple, so keys sort by their
+// fields; the parser gives the fields back, and the class's range holds
+// every key of the class.
+func Example_keys() {
 	k9 := gen.AppendRelayKey(nil, 9)
 	k10 := gen.AppendRelayKey(nil, 10)
 	parsed, err := gen.ParseRelayKey(k10)
@@ -30,10 +31,10 @@ func ExampleAppendRelayKey() {
 	// in the class range: true
 }
 
-// A record encodes after checking the schema's rules and decodes
-// strictly: bytes that are not a whole, valid record are an error wrapping
-// wire.ErrCorrupt, never a panic or a half-filled value.
-func ExampleEncodeRelayV1() {
+// A generated record encodes after checking the schema's rules and
+// decodes strictly: bytes that are not a whole, valid record are an error
+// wrapping wire.ErrCorrupt, never a panic or a half-filled value.
+func Example_records() {
 	// Any schema's partition can be a target: here the reference domain's.
 	target, err := refdomain.RefIndexPartition{NS: refdomain.MustNamespaceKey("shop"), Repo: refdomain.MustRepoName("orders"), ShardRef: refdomain.MustShardRef("main")}.AppendTuple(nil)
 	if err != nil {
@@ -65,8 +66,9 @@ func ExampleEncodeRelayV1() {
 	// truncated is corrupt: true
 }
 
-// Identities are valid by construction: the constructor checks the name.
-func ExampleNewOutcomeID() {
+// Generated identities are valid by construction: the constructor checks
+// the name.
+func Example_identities() {
 	_, err := gen.NewOutcomeID("")
 	fmt.Println("empty is invalid:", errors.Is(err, wire.ErrInvalid))
 	id, err := gen.NewOutcomeID("r-42")

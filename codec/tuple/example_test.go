@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // Example encodes a key the way generated key codecs do, into a reused

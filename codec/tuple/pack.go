@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // MaxDepth is the deepest nesting of tuples Pack, AppendTuple and Unpack

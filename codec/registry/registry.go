@@ -23,7 +23,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 )
 
 // ErrNotLinked is the error of IdentityPrefix for an identity whose

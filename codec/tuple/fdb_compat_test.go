@@ -12,7 +12,7 @@ import (
 )
 
 // This file checks the package against the official binding's tuple layer,
-// which needs cgo and libfdb_c to build: go test -tags fdb ./gen/tuple.
+// which needs cgo and libfdb_c to build: go test -tags fdb ./codec/tuple.
 
 // toBinding converts t to the binding's Tuple. Among integers the binding
 // encodes only int, int64, uint, uint64 and *big.Int (it panics on int8 ..

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // malformedVectors are byte strings no tuple packs to: truncated elements,

@@ -3,7 +3,7 @@ package tuple
 import (
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // Errors: every decoding failure wraps wire.ErrCorrupt and every encoding
