@@ -33,7 +33,7 @@ test: lint
 ## test-readme: run every command of the README: the demo, the quick start
 ## as a module of its own, each benchmark command for one iteration (make
 ## bench: every benchmark once), make fuzz on one package, make generate's
-## check (see internal/readme). Plain go test only checks that each command
+## check (see internal/checks/readme). Plain go test only checks that each command
 ## is covered; MKITFDB_README_COMMANDS=1 makes it run them. README_TIMEOUT
 ## bounds the whole step, so that a hung command fails it (killed a minute
 ## before, the failure naming it) long before CI's limit; it is generous,
@@ -44,7 +44,7 @@ test: lint
 README_TIMEOUT ?= 20m
 README_PARALLEL ?= 3
 test-readme:
-	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -parallel $(README_PARALLEL) -timeout $(README_TIMEOUT) ./internal/readme
+	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -parallel $(README_PARALLEL) -timeout $(README_TIMEOUT) ./internal/checks/readme
 
 ## fuzz: every native fuzz target (of FUZZPKG) for FUZZTIME each (default
 ## 10s); fails only on a real failure (see scripts/fuzz.sh)
@@ -76,7 +76,7 @@ check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
-	$(GO) run ./cmd/codegen -schema internal/bank/schema -out internal/bank/bankgen -pkg bankgen -check
+	$(GO) run ./cmd/codegen -schema internal/testkit/bank/schema -out internal/testkit/bank/bankgen -pkg bankgen -check
 
 ## test-fdb: the fdb-tagged tests against a throwaway local FoundationDB
 test-fdb:

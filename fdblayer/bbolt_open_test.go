@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/mkit-dev/mkitfdb/internal/testpath"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/timers"
 )

@@ -27,7 +27,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"schema", "gen", "gen"},
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
-		{"internal/bank/schema", "internal/bank/bankgen", "bankgen"},
+		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
 	} {
 		files, err := generate(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
@@ -304,7 +304,7 @@ func TestEveryFieldTypeGenerates(t *testing.T) {
 // the registry.
 func TestTwoPackagesOfOneNamespaceFailAtStart(t *testing.T) {
 	m := newTempModule(t, "example.com/dup")
-	files, err := generate(filepath.Join(repoRoot(t), "internal/bank/schema"), "bankgen")
+	files, err := generate(filepath.Join(repoRoot(t), "internal/testkit/bank/schema"), "bankgen")
 	if err != nil {
 		t.Fatal(err)
 	}

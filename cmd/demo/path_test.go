@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/internal/testpath"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 )
 
@@ -21,7 +21,7 @@ func TestLinkedSchemasAreRegistered(t *testing.T) {
 		got = append(got, s.Namespace+"="+s.ImportPath)
 	}
 	want := []string{
-		"bank=github.com/mkit-dev/mkitfdb/internal/bank/bankgen",
+		"bank=github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen",
 		"mkit=github.com/mkit-dev/mkitfdb/gen",
 		"orders=github.com/mkit-dev/mkitfdb/examples/orders/ordersgen",
 		"refdomain=github.com/mkit-dev/mkitfdb/refdomain",

@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite testdata/fdblayer.txt from fdbl
 // production code needs belongs in fdblayer, what only tests and
 // benchmarks need in fdbsim (or fdblayer's export_test.go).
 func TestFDBLayerSurface(t *testing.T) {
-	s, err := count(&build.Default, filepath.Join("..", "..", "fdblayer"))
+	s, err := count(&build.Default, filepath.Join("..", "..", "..", "fdblayer"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +36,12 @@ func TestFDBLayerSurface(t *testing.T) {
 	want := strings.Fields(string(b))
 	for _, n := range got {
 		if !slices.Contains(want, n) {
-			t.Errorf("fdblayer exports %s, which %s does not list: production API goes there (go test ./internal/apisurface -update), test hooks go to fdbsim", n, golden)
+			t.Errorf("fdblayer exports %s, which %s does not list: production API goes there (go test ./internal/checks/apisurface -update), test hooks go to fdbsim", n, golden)
 		}
 	}
 	for _, n := range want {
 		if !slices.Contains(got, n) {
-			t.Errorf("%s lists %s, which fdblayer no longer exports (go test ./internal/apisurface -update)", golden, n)
+			t.Errorf("%s lists %s, which fdblayer no longer exports (go test ./internal/checks/apisurface -update)", golden, n)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/outcome"
 )
 

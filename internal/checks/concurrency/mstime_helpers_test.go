@@ -1,4 +1,4 @@
-package concurrencytest_test
+package concurrency_test
 
 import (
 	"github.com/mkit-dev/mkitfdb/internal/mstime"

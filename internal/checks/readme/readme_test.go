@@ -16,10 +16,10 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// root is the repository root (this package is internal/readme).
+// root is the repository root (this package is internal/checks/readme).
 func root(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../..")
+	dir, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestEveryREADMECommandIsRun(t *testing.T) {
 			seen[cmd] = true
 			h, ok := byCommand[cmd]
 			if !ok {
-				t.Errorf("README.md:%d: %q is run by no test: add it to byCommand in internal/readme", b.Line, cmd)
+				t.Errorf("README.md:%d: %q is run by no test: add it to byCommand in internal/checks/readme", b.Line, cmd)
 				continue
 			}
 			t.Run(cmd, func(t *testing.T) {

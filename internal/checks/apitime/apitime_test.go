@@ -216,7 +216,7 @@ func itoa(n int) string {
 // is an integer named as milliseconds: those are time.Time or
 // time.Duration. (outbox, storetest and timerstest are held to it too.)
 func TestPublicAPICarriesNoIntegerMilliseconds(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	fset := token.NewFileSet()
 	var all []string
 	for _, p := range packages {

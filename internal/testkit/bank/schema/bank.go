@@ -6,7 +6,7 @@
 //mk:namespace bank
 package schema
 
-//go:generate go run ../../../cmd/codegen -schema . -out ../bankgen -pkg bankgen
+//go:generate go run ../../../../cmd/codegen -schema . -out ../bankgen -pkg bankgen
 
 // AccountID names an account.
 //

@@ -1,4 +1,4 @@
-package concurrencytest_test
+package concurrency_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"

@@ -1,5 +1,6 @@
 // Package layering holds the tests that keep the library's packages
-// apart from the services built on them.
+// apart from the services built on them, and generated folders to
+// generated code.
 package layering
 
 import (
@@ -12,8 +13,10 @@ const module = "github.com/mkit-dev/mkitfdb"
 
 // The library's runtime and handlers serve every importing service: none
 // of them, nor anything they import, is the reference domain's (refdomain
-// and the packages beside it, such as refdomain/reservations) or an
-// example's. Tests may import those; the packages themselves may not.
+// and the packages beside it, such as refdomain/reservations), an
+// example's or the test kit's (internal/testkit: the test service and
+// the tests' helpers). Tests may import those; the packages themselves
+// may not.
 func TestLibraryPackagesImportNoServiceDomain(t *testing.T) {
 	pkgs := []string{"outcome", "outbox", "relay", "timers", "store", "gen", "codec/wire", "codec/tuple", "codec/registry", "fdblayer", "fdbsim", "telemetry", "clock"}
 	args := []string{"list", "-deps"}
@@ -29,7 +32,7 @@ func TestLibraryPackagesImportNoServiceDomain(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages for %d: %q", len(deps), len(pkgs), deps)
 	}
 	for _, d := range deps {
-		for _, banned := range []string{module + "/refdomain", module + "/examples", module + "/internal/bank", module + "/watermark"} {
+		for _, banned := range []string{module + "/refdomain", module + "/examples", module + "/internal/testkit", module + "/watermark"} {
 			if d == banned || strings.HasPrefix(d, banned+"/") {
 				t.Errorf("a library package depends on %s", d)
 			}
