@@ -13,6 +13,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -138,7 +139,7 @@ func orderKey(t *testing.T, n uint64) store.Key {
 
 func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	t.Helper()
-	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: true})
+	e, err := boltengine.Open(path, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

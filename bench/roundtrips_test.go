@@ -24,7 +24,7 @@ import (
 // scheduler's listing, claims and releases included. The counts are
 // exact, not timed.
 func BenchmarkRelayRoundTrips(b *testing.B) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

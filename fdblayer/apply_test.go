@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"sync"
@@ -57,7 +58,7 @@ func (s *faultScript) commits() int {
 // faultLayer opens a Layer over a MemoryEngine consulting script.
 func faultLayer(t *testing.T, script *faultScript, opts ...Option) *Layer {
 	t.Helper()
-	return openLayer(t, fdbsim.InjectFaults(NewMemoryEngine(), script.fault), opts...)
+	return openLayer(t, fdbsim.InjectFaults(memengine.New(), script.fault), opts...)
 }
 
 var faultP = testPartition("faults")

@@ -2,6 +2,9 @@ package fdblayer_test
 
 import (
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"path/filepath"
@@ -15,16 +18,16 @@ import (
 // root prefix on the shared cluster).
 type engineCase struct {
 	name string
-	open func(t *testing.T) (Engine, []Option)
+	open func(t *testing.T) (kv.Engine, []Option)
 }
 
 // engineCases are the engines every shared test runs on; fdb_test.go adds
 // FoundationDB under the fdb build tag.
 var engineCases = []engineCase{
-	{name: "memory", open: func(*testing.T) (Engine, []Option) { return NewMemoryEngine(), nil }},
-	{name: "mvcc", open: func(*testing.T) (Engine, []Option) { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), nil }},
-	{name: "bbolt", open: func(t *testing.T) (Engine, []Option) {
-		e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), BoltOptions{})
+	{name: "memory", open: func(*testing.T) (kv.Engine, []Option) { return memengine.New(), nil }},
+	{name: "mvcc", open: func(*testing.T) (kv.Engine, []Option) { return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}), nil }},
+	{name: "bbolt", open: func(t *testing.T) (kv.Engine, []Option) {
+		e, err := boltengine.Open(filepath.Join(t.TempDir(), "store.bbolt"), boltengine.Config{})
 		if err != nil {
 			t.Fatalf("open bbolt: %v", err)
 		}
@@ -34,7 +37,7 @@ var engineCases = []engineCase{
 
 // openLayer opens a Layer over e, closed when t ends. It logs nowhere
 // unless opts say otherwise.
-func openLayer(t testing.TB, e Engine, opts ...Option) *Layer {
+func openLayer(t testing.TB, e kv.Engine, opts ...Option) *Layer {
 	t.Helper()
 	l, err := Open(e, append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {

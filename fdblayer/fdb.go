@@ -13,6 +13,7 @@ import (
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -82,18 +83,18 @@ func OpenFDBEngine(clusterFile string) (*FDBEngine, error) {
 }
 
 // Begin starts a transaction bound to ctx.
-func (e *FDBEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx) }
+func (e *FDBEngine) Begin(ctx context.Context) (kv.Txn, error) { return e.begin(ctx) }
 
 // Distributed reports true: a cluster's keys are spread over its storage
 // servers (see Distributed).
 func (e *FDBEngine) Distributed() bool { return true }
 
 // BeginRead starts a transaction bound to ctx; it is never committed.
-func (e *FDBEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx) }
+func (e *FDBEngine) BeginRead(ctx context.Context) (kv.ReadTxn, error) { return e.begin(ctx) }
 
 func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, kv.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		// From API version 610 on, the timeout survives OnError's reset,
 		// so it bounds every retry too.
-		if err := tr.Options().SetTimeout(fdbTimeoutMs(time.Until(deadline))); err != nil {
+		if err := tr.Options().SetTimeout(fdbcode.TimeoutMs(time.Until(deadline))); err != nil {
 			tr.Cancel()
 			return nil, err
 		}
@@ -114,7 +115,7 @@ func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
 }
 
 // Limits reports FoundationDB's limits.
-func (e *FDBEngine) Limits() Limits { return fdbLimits() }
+func (e *FDBEngine) Limits() kv.Limits { return kv.FDBLimits() }
 
 // EstimateRangeSize returns FoundationDB's sampled estimate of the bytes
 // in [begin, end): accurate for large ranges, rough for small ones.
@@ -158,7 +159,7 @@ func (e *FDBEngine) run(ctx context.Context, fn func(*fdbTxn) error) error {
 // The process-wide database handle stays open for other engines.
 func (e *FDBEngine) Close() error {
 	if e.closed.Swap(true) {
-		return ErrClosed
+		return kv.ErrClosed
 	}
 	return nil
 }
@@ -193,8 +194,8 @@ func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 // GetRanges implements RangesReader: each range is read in a goroutine of
 // its own (a Transaction is safe for concurrent use), so that the reads
 // are in flight together.
-func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
-	out := make([][]KeyValue, len(reads))
+func (t *fdbTxn) GetRanges(reads []kv.RangeRead) ([][]kv.KeyValue, error) {
+	out := make([][]kv.KeyValue, len(reads))
 	errs := make([]error, len(reads))
 	var wg sync.WaitGroup
 	for i, r := range reads {
@@ -204,9 +205,9 @@ func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
 				errs[i] = err
 				return
 			}
-			rows := make([]KeyValue, len(kvs))
-			for j, kv := range kvs {
-				rows[j] = KeyValue{Key: kv.Key, Value: kv.Value}
+			rows := make([]kv.KeyValue, len(kvs))
+			for j, row := range kvs {
+				rows[j] = kv.KeyValue{Key: row.Key, Value: row.Value}
 			}
 			out[i] = rows
 		})
@@ -225,27 +226,27 @@ func (t *fdbTxn) GetRanges(reads []RangeRead) ([][]KeyValue, error) {
 // which transfers as much of the limit per request as the cluster allows,
 // and stops at the budget (see memkv.RangeStop): the binding's range options
 // carry no target bytes.
-func (t *fdbTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *fdbTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	r := fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}
 	if maxBytes <= 0 {
 		kvs, err := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit}).GetSliceWithError()
 		if err != nil {
 			return dst, err
 		}
-		for _, kv := range kvs {
-			dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
+		for _, row := range kvs {
+			dst = append(dst, kv.KeyValue{Key: row.Key, Value: row.Value})
 		}
 		return dst, nil
 	}
 	it := t.tr.GetRange(r, fdb.RangeOptions{Limit: limit, Mode: fdb.StreamingModeWantAll}).Iterator()
 	n, size := 0, 0
 	for it.Advance() {
-		kv, err := it.Get()
+		row, err := it.Get()
 		if err != nil {
 			return dst, err
 		}
-		dst = append(dst, KeyValue{Key: kv.Key, Value: kv.Value})
-		if n, size = n+1, size+len(kv.Key)+len(kv.Value); memkv.RangeStop(n, size, limit, maxBytes) {
+		dst = append(dst, kv.KeyValue{Key: row.Key, Value: row.Value})
+		if n, size = n+1, size+len(row.Key)+len(row.Value); memkv.RangeStop(n, size, limit, maxBytes) {
 			break
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -26,7 +27,7 @@ func init() {
 // openTestFDB opens the cluster FDB_CLUSTER_FILE names, skipping the test
 // when none is set or it does not answer. Each test gets its own root
 // prefix, cleared when the test ends.
-func openTestFDB(t *testing.T) (Engine, []Option) {
+func openTestFDB(t *testing.T) (kv.Engine, []Option) {
 	t.Helper()
 	e := openFDBOrSkip(t)
 	id := make([]byte, 8)

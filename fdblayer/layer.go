@@ -1,11 +1,14 @@
 // Package fdblayer implements store.Store over a small ordered,
-// transactional key/value Engine: each partition is a subspace, each
-// guarded batch one transaction. The engines are MemoryEngine (tests,
-// benchmarks), BoltEngine (embedded, durable, the default), FDBEngine
-// (FoundationDB, build tag fdb) and fdbsim's MVCCEngine (FoundationDB's
-// transaction semantics in process); every line of mapping logic is shared, so the
+// transactional key/value engine ([kv.Engine]): each partition is a
+// subspace, each guarded batch one transaction. The engines are drivers
+// in packages of their own, so that a program links only those it opens:
+// memengine (tests, benchmarks), boltengine (embedded, durable, the
+// default), fdbengine (FoundationDB: a module of its own, needing cgo and
+// libfdb_c) and fdbsim's MVCCEngine (FoundationDB's transaction semantics
+// in process). Every line of mapping logic is here, shared, so the
 // conformance suite run on the other engines exercises what runs on
-// FoundationDB, and the MVCC engine makes it meet FoundationDB's conflicts.
+// FoundationDB, and the MVCC engine makes it meet FoundationDB's
+// conflicts.
 //
 // Key layout: every engine key is
 //
@@ -43,14 +46,15 @@ import (
 	"sync/atomic"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Layer is the store.Store of this library over one Engine, with every
+// Layer is the store.Store of this library over one engine, with every
 // extension: store.DueIndex, store.ScanAppender and store.Transactor. It
 // is safe for concurrent use; its configuration is fixed at Open.
 type Layer struct {
-	engine      Engine
+	engine      kv.Engine
 	root        []byte
 	caps        store.Capabilities
 	maxIdentity int
@@ -72,7 +76,7 @@ var _ store.Store = (*Layer)(nil)
 // closes the engine. It fails with store.ErrInvalid when an option is out
 // of range or the engine's limits leave no room for keys or batches; it
 // does no I/O.
-func Open(engine Engine, opts ...Option) (*Layer, error) {
+func Open(engine kv.Engine, opts ...Option) (*Layer, error) {
 	if engine == nil {
 		return nil, fmt.Errorf("%w: fdblayer: nil engine", store.ErrInvalid)
 	}
@@ -88,7 +92,7 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 		return nil, err
 	}
 	buckets := 1
-	if d, ok := engine.(Distributed); ok && d.Distributed() {
+	if d, ok := engine.(kv.Distributed); ok && d.Distributed() {
 		buckets = DueHashBuckets
 	}
 	return &Layer{
@@ -186,7 +190,7 @@ type scratch struct {
 	key  []byte
 	keys [][]byte
 	vals [][]byte
-	rows []KeyValue
+	rows []kv.KeyValue
 }
 
 // maxPooledBytes keeps a rare huge batch from pinning its buffers.

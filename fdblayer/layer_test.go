@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"sync/atomic"
 	"testing"
 
@@ -16,7 +18,7 @@ import (
 // root prefix and the largest identity, batches keep three engine keys of
 // room per operation, and options that leave no room fail Open.
 func TestCapabilities(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine())
+	l := openLayer(t, memengine.New())
 	require.Equal(t, store.Capabilities{
 		MaxBatchOps:   100,
 		MaxKeyBytes:   10_000 - len(DefaultRootPrefix) - DefaultMaxPartitionBytes,
@@ -27,7 +29,7 @@ func TestCapabilities(t *testing.T) {
 		MaxTransactReadBytes: 4 << 20,
 	}, l.Capabilities())
 
-	l = openLayer(t, NewMemoryEngine(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10),
+	l = openLayer(t, memengine.New(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10),
 		WithMaxScanBytes(1000), WithMaxTransactReadBytes(3000))
 	caps := l.Capabilities()
 	require.Equal(t, 9_900, caps.MaxKeyBytes)
@@ -51,7 +53,7 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 		"nil clock":              WithClock(nil),
 		"nil logger":             WithLogger(nil),
 	} {
-		_, err := Open(NewMemoryEngine(), opt)
+		_, err := Open(memengine.New(), opt)
 		require.ErrorIs(t, err, store.ErrInvalid, name)
 	}
 	_, err := Open(nil)
@@ -158,13 +160,13 @@ var errFlaky = errors.New("flaky read")
 // flakyEngine wraps an engine so that its transactions' reads fail with a
 // retryable error while failures remain, and fatally once fatal is set.
 type flakyEngine struct {
-	Engine
+	kv.Engine
 	failures atomic.Int32
 	fatal    atomic.Bool
 	retries  atomic.Int32
 }
 
-func (f *flakyEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
+func (f *flakyEngine) BeginRead(ctx context.Context) (kv.ReadTxn, error) {
 	txn, err := f.Engine.BeginRead(ctx)
 	if err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func (f *flakyEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
 	return &flakyTxn{ReadTxn: txn, e: f}, nil
 }
 
-func (f *flakyEngine) Begin(ctx context.Context) (Txn, error) {
+func (f *flakyEngine) Begin(ctx context.Context) (kv.Txn, error) {
 	txn, err := f.Engine.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -181,9 +183,9 @@ func (f *flakyEngine) Begin(ctx context.Context) (Txn, error) {
 }
 
 type flakyTxn struct {
-	ReadTxn
-	Txn // nil for read transactions
-	e   *flakyEngine
+	kv.ReadTxn
+	kv.Txn // nil for read transactions
+	e      *flakyEngine
 }
 
 func (t *flakyTxn) fail() error {
@@ -203,7 +205,7 @@ func (t *flakyTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return t.ReadTxn.GetMany(dst, keys)
 }
 
-func (t *flakyTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *flakyTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.fail(); err != nil {
 		return dst, err
 	}
@@ -227,7 +229,7 @@ func (t *flakyTxn) Commit() error         { return t.Txn.Commit() }
 // error within the retry limit; past it, or on a fatal error, they fail
 // with ErrUnavailable.
 func TestReadRetries(t *testing.T) {
-	f := &flakyEngine{Engine: NewMemoryEngine()}
+	f := &flakyEngine{Engine: memengine.New()}
 	l := openLayer(t, f, WithRetryLimit(2))
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -153,7 +154,7 @@ func (c *config) check() error {
 // full key twice. Batch.Bytes counts each user key once, so MaxBatchBytes
 // keeps three engine keys' worth of room per operation, and for the four
 // operations a Wakeup adds (see due.go).
-func (c *config) capabilities(lim Limits) (store.Capabilities, error) {
+func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 	caps := store.Capabilities{
 		MaxBatchOps:   c.maxBatchOps,
 		MaxKeyBytes:   lim.MaxKeyBytes - len(c.root) - c.maxPartitionBytes,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -71,10 +72,10 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 		pos = append(pos, after...)
 		pos = append(pos, partitionEnd, 0x00)
 	}
-	var row []KeyValue
+	var row []kv.KeyValue
 	for {
 		row = row[:0]
-		err := l.read(ctx, nil, "list partitions", func(txn ReadTxn) error {
+		err := l.read(ctx, nil, "list partitions", func(txn kv.ReadTxn) error {
 			var err error
 			row, err = txn.GetRange(row[:0], pos, end, 1, 0)
 			return err

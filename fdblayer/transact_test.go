@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"testing"
@@ -46,7 +47,7 @@ func statsDelta(e *fdbsim.MVCCEngine, fn func()) fdbsim.MVCCStats {
 // of its own; a guard on a key it did not read costs one read for all
 // such guards.
 func TestTransactOnceRoundTrips(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(ms(5000)))
@@ -100,7 +101,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 // changes the row the function read, before its commit, makes the commit
 // conflict, and the function runs again on the new value.
 func TestTransactOnceRerunsOnConflict(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
@@ -183,7 +184,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 // whatever the function made of the error; past the retry limit the
 // Layer fails with ErrUnavailable.
 func TestTransactOnceReadErrorsRetry(t *testing.T) {
-	f := &flakyEngine{Engine: NewMemoryEngine()}
+	f := &flakyEngine{Engine: memengine.New()}
 	l := openLayer(t, f, WithRetryLimit(2))
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
@@ -217,8 +218,8 @@ func TestTransactOnceReadErrorsRetry(t *testing.T) {
 // function's transaction (on the memory engine it would wait forever); a
 // call with another context reaches another Layer on another engine.
 func TestTransactOnceNestedCalls(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine())
-	other := openLayer(t, NewMemoryEngine())
+	l := openLayer(t, memengine.New())
+	other := openLayer(t, memengine.New())
 	p := testPartition("p")
 	calls := map[string]func(ctx context.Context) error{
 		"Get":     func(ctx context.Context) error { _, _, err := l.Get(ctx, p, k("k")); return err },

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
@@ -34,7 +35,7 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t testing.TB, engine fdblayer.Engine) *env {
+func newEnv(t testing.TB, engine kv.Engine) *env {
 	l, err := fdblayer.Open(engine, fdblayer.WithClock(clock.NewManualMs(now)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
@@ -56,11 +57,11 @@ type env struct {
 }
 
 // option changes a test's env before its handler is registered.
-type option func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine)
+type option func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine)
 
 // withTargetStore gives the target its own Layer, opened with opts.
 func withTargetStore(opts ...fdblayer.Option) option {
-	return func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine) {
+	return func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine) {
 		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
 		e.tinner, e.target = l, storetest.WithFaults(l)
 		e.h.Target = e.target
@@ -69,7 +70,7 @@ func withTargetStore(opts ...fdblayer.Option) option {
 
 // withBudget sets the handler's budget.
 func withBudget(b relay.Budget) option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Budget = b }
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) { e.h.Budget = b }
 }
 
 // forEachEngine runs fn as a subtest per engine.
@@ -79,14 +80,14 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) 
 	}
 }
 
-func openLayer(t testing.TB, engine fdblayer.Engine, clk clock.Clock, opts ...fdblayer.Option) *fdblayer.Layer {
+func openLayer(t testing.TB, engine kv.Engine, clk clock.Clock, opts ...fdblayer.Option) *fdblayer.Layer {
 	l, err := fdblayer.Open(engine, append([]fdblayer.Option{fdblayer.WithClock(clk)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
-func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ...option) *env {
+func newEnv(t testing.TB, open func(testing.TB, string) kv.Engine, opts ...option) *env {
 	clk := clock.NewManualMs(start)
 	l := openLayer(t, open(t, "source.bbolt"), clk)
 	logs := &testlog.Buffer{}
@@ -427,7 +428,7 @@ type plainStore struct{ store.Store }
 // withPlainTarget gives the target a Faults over a store that is not a
 // store.Transactor (the source's Layer behind plainStore).
 func withPlainTarget() option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) {
 		e.target = storetest.WithFaults(plainStore{e.tinner})
 		e.h.Target = e.target
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/mstime"
@@ -47,7 +48,7 @@ func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
+func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
 	// one unless made Distributed): the tests exercise the buckets

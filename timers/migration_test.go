@@ -15,6 +15,8 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -40,9 +42,9 @@ func openV1Fixture(t *testing.T, clk clock.Clock, distributed bool) (*fdblayer.L
 	_, err = io.Copy(dst, src)
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
-	bolt, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
+	bolt, err := boltengine.Open(path, boltengine.Config{})
 	require.NoError(t, err)
-	var e fdblayer.Engine = bolt
+	var e kv.Engine = bolt
 	if distributed {
 		e = fdbsim.AsDistributed(bolt)
 	}

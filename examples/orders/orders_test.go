@@ -14,6 +14,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/examples/orders"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
@@ -117,7 +118,7 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 // neither writes anything.
 func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 // completed.
 func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func runWorld(t *testing.T, set setup) {
 	t.Logf("setup %+v", set)
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Seed: set.seed, Latency: set.latency})
+	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Seed: set.seed, Latency: set.latency})
 	s, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -312,11 +315,11 @@ func TestREADMELimitsAreCapabilities(t *testing.T) {
 		}
 		return n
 	}
-	bolt, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), "caps.db"), fdblayer.BoltOptions{NoSync: true})
+	bolt, err := boltengine.Open(filepath.Join(t.TempDir(), "caps.db"), boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, e := range map[string]fdblayer.Engine{"memory": fdblayer.NewMemoryEngine(), "bbolt": bolt} {
+	for name, e := range map[string]kv.Engine{"memory": memengine.New(), "bbolt": bolt} {
 		l, err := fdblayer.Open(e)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 )
 
@@ -16,16 +18,16 @@ import (
 // several.
 type Engine struct {
 	Name string
-	Open func(t testing.TB, file string) fdblayer.Engine
+	Open func(t testing.TB, file string) kv.Engine
 }
 
 var (
 	// Memory is the memory engine.
-	Memory = Engine{"memory", func(testing.TB, string) fdblayer.Engine { return fdblayer.NewMemoryEngine() }}
+	Memory = Engine{"memory", func(testing.TB, string) kv.Engine { return memengine.New() }}
 	// Bolt is the bbolt engine with NoSync.
-	Bolt = Engine{"bbolt", func(t testing.TB, file string) fdblayer.Engine {
+	Bolt = Engine{"bbolt", func(t testing.TB, file string) kv.Engine {
 		t.Helper()
-		e, err := fdblayer.OpenBoltEngine(filepath.Join(t.TempDir(), file), fdblayer.BoltOptions{NoSync: true})
+		e, err := boltengine.Open(filepath.Join(t.TempDir(), file), boltengine.Config{NoSync: true})
 		if err != nil {
 			t.Fatalf("open bbolt engine: %v", err)
 		}
@@ -34,7 +36,7 @@ var (
 	// MVCC is the engine with FoundationDB's transaction semantics
 	// (snapshots, optimistic commits that conflict), on the wall clock,
 	// without faults.
-	MVCC = Engine{"mvcc", func(testing.TB, string) fdblayer.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}) }}
+	MVCC = Engine{"mvcc", func(testing.TB, string) kv.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}) }}
 	// All are the engines every handler test runs on.
 	All = []Engine{Memory, Bolt, MVCC}
 )

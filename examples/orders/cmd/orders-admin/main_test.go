@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/examples/orders"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 )
 
 // TestDecodesTheServicesOwnKeysAndRecordsByName: the service's admin
@@ -23,7 +24,7 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 		t.Fatal("the orders schema is not linked into the command")
 	}
 	db := filepath.Join(t.TempDir(), "orders.db")
-	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{NoSync: true})
+	e, err := boltengine.Open(db, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fdblayer
+package boltengine
 
 import (
 	"errors"
@@ -15,22 +15,23 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// DefaultBoltLockTimeout is how long OpenBoltEngine waits for another
-// process to release the file when BoltOptions.LockTimeout is zero.
-const DefaultBoltLockTimeout = 5 * time.Second
+// DefaultLockTimeout is how long Open waits for another process to
+// release the file when Config.LockTimeout is zero.
+const DefaultLockTimeout = 5 * time.Second
 
-// NoLockWait, as BoltOptions.LockTimeout, makes OpenBoltEngine try the file
-// lock once and fail at once with ErrLocked when another handle holds it.
+// NoLockWait, as Config.LockTimeout, makes Open try the file lock once and
+// fail at once with ErrLocked when another handle holds it.
 const NoLockWait time.Duration = -1
 
-// BoltOptions configures OpenBoltEngine. The zero value syncs every commit.
-type BoltOptions struct {
+// Config configures Open. The zero value creates the file if needed, syncs
+// every commit and waits DefaultLockTimeout for the file's lock.
+type Config struct {
 	// NoSync skips the fsync after each commit: much faster, but a machine
 	// crash (not a process crash) can lose recent commits or corrupt the
 	// file. Set it only for data that can be rebuilt.
 	NoSync bool
 	// LockTimeout bounds the wait for the file lock (bbolt allows one
-	// process per file); zero means DefaultBoltLockTimeout, NoLockWait (any
+	// process per file); zero means DefaultLockTimeout, NoLockWait (any
 	// negative value) means no wait at all.
 	LockTimeout time.Duration
 	// FileMode is the mode of a new file; zero means 0600.
@@ -61,8 +62,8 @@ type BoltOptions struct {
 	openFile func(string, int, os.FileMode) (*os.File, error)
 }
 
-// OpenBoltEngine opens (creating if needed, unless BoltOptions.MustExist)
-// the bbolt file at path. Its errors say what must change:
+// Open opens (creating if needed, unless Config.MustExist) the bbolt file
+// at path. Its errors say what must change:
 //   - store.ErrInvalid (with the fs error, e.g. fs.ErrNotExist or
 //     fs.ErrPermission, where there is one): the path cannot be used as
 //     given and retrying will not help: its directory is missing or not a
@@ -81,20 +82,20 @@ type BoltOptions struct {
 // A path that fails a check is left as it was: nothing is created, written
 // or removed. A FillPercent out of [0, 1] is an error wrapping
 // store.ErrInvalid.
-func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
+func Open(path string, o Config) (*Engine, error) {
 	if !(o.FillPercent >= 0 && o.FillPercent <= 1) {
-		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: FillPercent %v is out of [0, 1]", path, store.ErrInvalid, o.FillPercent)
+		return nil, fmt.Errorf("boltengine: open %s: %w: FillPercent %v is out of [0, 1]", path, store.ErrInvalid, o.FillPercent)
 	}
 	if o.ReadOnly {
 		o.MustExist = true
 	}
-	if err := checkBoltPath(path, o.MustExist); err != nil {
+	if err := checkPath(path, o.MustExist); err != nil {
 		return nil, err
 	}
 	timeout := o.LockTimeout
 	switch {
 	case timeout == 0:
-		timeout = DefaultBoltLockTimeout
+		timeout = DefaultLockTimeout
 	case timeout < 0:
 		// bbolt gives up after its first try when the timeout is shorter
 		// than its 50 ms retry interval; zero would mean "wait forever".
@@ -115,46 +116,46 @@ func OpenBoltEngine(path string, o BoltOptions) (*BoltEngine, error) {
 	}
 	db, err := bolt.Open(path, o.FileMode, &bolt.Options{Timeout: timeout, NoSync: o.NoSync, OpenFile: openFile, ReadOnly: o.ReadOnly})
 	if err != nil {
-		return nil, boltOpenError(path, err)
+		return nil, openError(path, err)
 	}
 	// A file that has the bucket is opened without a write, so opening
 	// and closing a database changes nothing in it.
 	var exists bool
 	_ = db.View(func(tx *bolt.Tx) error {
-		exists = tx.Bucket(boltBucket) != nil
+		exists = tx.Bucket(bucket) != nil
 		return nil
 	})
 	switch {
 	case exists:
 	case o.MustExist:
 		_ = db.Close()
-		return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: a bbolt file without the %q bucket, not a database of this library", path, store.ErrInvalid, boltBucket)
+		return nil, fmt.Errorf("boltengine: open %s: %w: a bbolt file without the %q bucket, not a database of this library", path, store.ErrInvalid, bucket)
 	default:
 		err = db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucketIfNotExists(boltBucket)
+			_, err := tx.CreateBucketIfNotExists(bucket)
 			return err
 		})
 		if err != nil {
 			_ = db.Close()
 			if errors.Is(err, berrors.ErrIncompatibleValue) {
-				return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %q is not a bucket", path, store.ErrCorrupt, boltBucket)
+				return nil, fmt.Errorf("boltengine: open %s: %w: %q is not a bucket", path, store.ErrCorrupt, bucket)
 			}
-			return nil, fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
+			return nil, fmt.Errorf("boltengine: open %s: %w: %w", path, store.ErrUnavailable, err)
 		}
 	}
-	return &BoltEngine{db: db, fillPercent: o.FillPercent}, nil
+	return &Engine{db: db, fillPercent: o.FillPercent}, nil
 }
 
-// checkBoltPath rejects, before anything is opened, a path whose directory
+// checkPath rejects, before anything is opened, a path whose directory
 // is missing or something other than a regular file, and (with mustExist)
 // a missing or empty file: bbolt would create the one and initialise the
 // other.
-func checkBoltPath(path string, mustExist bool) error {
+func checkPath(path string, mustExist bool) error {
 	invalid := func(what string, err error) error {
 		if err != nil {
-			return fmt.Errorf("fdblayer: open bbolt %s: %w: %s: %w", path, store.ErrInvalid, what, err)
+			return fmt.Errorf("boltengine: open %s: %w: %s: %w", path, store.ErrInvalid, what, err)
 		}
-		return fmt.Errorf("fdblayer: open bbolt %s: %w: %s", path, store.ErrInvalid, what)
+		return fmt.Errorf("boltengine: open %s: %w: %s", path, store.ErrInvalid, what)
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -167,7 +168,7 @@ func checkBoltPath(path string, mustExist bool) error {
 	case err == nil:
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return boltOpenError(path, err)
+		return openError(path, err)
 	case mustExist:
 		return invalid("no database there", fs.ErrNotExist)
 	}
@@ -177,16 +178,16 @@ func checkBoltPath(path string, mustExist bool) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return invalid(fmt.Sprintf("directory %s does not exist", dir), fs.ErrNotExist)
 	case err != nil:
-		return boltOpenError(path, err)
+		return openError(path, err)
 	case !di.IsDir():
 		return invalid(fmt.Sprintf("%s is not a directory", dir), syscall.ENOTDIR)
 	}
 	return nil
 }
 
-// boltOpenError maps an error of bolt.Open (or of a stat of its path) to
+// openError maps an error of bolt.Open (or of a stat of its path) to
 // the store sentinel that says what the caller must fix.
-func boltOpenError(path string, err error) error {
+func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		holder := "pid unknown"
@@ -198,10 +199,10 @@ func boltOpenError(path string, err error) error {
 		}
 		return fmt.Errorf("%w (%s): %s: %w", ErrLocked, holder, path, store.ErrUnavailable)
 	case errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum):
-		return fmt.Errorf("fdblayer: open bbolt %s: %w: not a bbolt database of this library: %w", path, store.ErrCorrupt, err)
+		return fmt.Errorf("boltengine: open %s: %w: not a bbolt database of this library: %w", path, store.ErrCorrupt, err)
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
 		errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrInvalid, err)
+		return fmt.Errorf("boltengine: open %s: %w: %w", path, store.ErrInvalid, err)
 	}
-	return fmt.Errorf("fdblayer: open bbolt %s: %w: %w", path, store.ErrUnavailable, err)
+	return fmt.Errorf("boltengine: open %s: %w: %w", path, store.ErrUnavailable, err)
 }

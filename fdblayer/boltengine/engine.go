@@ -1,4 +1,9 @@
-package fdblayer
+// Package boltengine is the embedded, durable [kv.Engine]: one bbolt file
+// (go.etcd.io/bbolt) holding the keys FoundationDB would hold.
+// fdblayer.Open(engine, fdblayer.Config{}) over it is the store of a
+// service that runs on one machine. Only programs that import this
+// package link bbolt.
+package boltengine
 
 import (
 	"bytes"
@@ -9,57 +14,63 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// BoltEngine is the embedded, durable Engine: one bbolt file holding one
+// Engine is the embedded, durable [kv.Engine]: one bbolt file holding one
 // bucket whose keys are the same bytes FoundationDB would hold. Each
-// commit is synced to disk unless BoltOptions.NoSync says otherwise, so
-// data survives closing and reopening the file (and, with sync, a machine
+// commit is synced to disk unless [Config].NoSync says otherwise, so data
+// survives closing and reopening the file (and, with sync, a machine
 // crash). bbolt runs one write transaction at a time and any number of
 // readers beside it; it has no conflicts to retry. It reports
-// FoundationDB's limits (FDBMaxKeyBytes, ...) so that data written here
-// also fits FoundationDB.
+// FoundationDB's limits ([kv.FDBLimits]) so that data written here also
+// fits FoundationDB.
 //
 // All methods are safe for concurrent use. A goroutine must not begin a
 // write transaction while it holds a read transaction open: bbolt may
 // need to remap the file, which waits for readers.
-type BoltEngine struct {
+type Engine struct {
 	db          *bolt.DB
-	fillPercent float64 // BoltOptions.FillPercent; 0: bbolt's default
+	fillPercent float64 // Config.FillPercent; 0: bbolt's default
 }
 
-// boltBucket names the one bucket.
-var boltBucket = []byte("mkitfdb")
+var _ kv.Engine = (*Engine)(nil)
+
+// bucket names the one bucket.
+var bucket = []byte("mkitfdb")
+
+// errTxnEnded: a transaction used after Commit or Close.
+var errTxnEnded = errors.New("boltengine: transaction has ended")
 
 // Begin starts a write transaction, waiting for the current writer to
 // finish (bbolt's wait does not observe ctx). It fails when ctx is done or
 // the engine is closed.
-func (e *BoltEngine) Begin(ctx context.Context) (Txn, error) { return e.begin(ctx, true) }
+func (e *Engine) Begin(ctx context.Context) (kv.Txn, error) { return e.begin(ctx, true) }
 
 // BeginRead starts a read transaction. It fails when ctx is done or the
 // engine is closed.
-func (e *BoltEngine) BeginRead(ctx context.Context) (ReadTxn, error) { return e.begin(ctx, false) }
+func (e *Engine) BeginRead(ctx context.Context) (kv.ReadTxn, error) { return e.begin(ctx, false) }
 
-func (e *BoltEngine) begin(ctx context.Context, writable bool) (*boltTxn, error) {
+func (e *Engine) begin(ctx context.Context, writable bool) (*boltTxn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	tx, err := e.db.Begin(writable)
 	if err != nil {
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+			return nil, fmt.Errorf("boltengine: %w: %w", kv.ErrClosed, err)
 		}
 		if errors.Is(err, berrors.ErrDatabaseReadOnly) {
-			return nil, fmt.Errorf("fdblayer: bbolt: %w: the database is open read-only (BoltOptions.ReadOnly): %w", store.ErrInvalid, err)
+			return nil, fmt.Errorf("boltengine: %w: the database is open read-only (Config.ReadOnly): %w", store.ErrInvalid, err)
 		}
 		return nil, err
 	}
-	b := tx.Bucket(boltBucket)
+	b := tx.Bucket(bucket)
 	if b == nil {
 		_ = tx.Rollback()
-		return nil, fmt.Errorf("fdblayer: bbolt: %w: bucket %q is missing", store.ErrCorrupt, boltBucket)
+		return nil, fmt.Errorf("boltengine: %w: bucket %q is missing", store.ErrCorrupt, bucket)
 	}
 	if writable && e.fillPercent != 0 {
 		b.FillPercent = e.fillPercent
@@ -68,11 +79,11 @@ func (e *BoltEngine) begin(ctx context.Context, writable bool) (*boltTxn, error)
 }
 
 // Limits reports FoundationDB's limits.
-func (e *BoltEngine) Limits() Limits { return fdbLimits() }
+func (e *Engine) Limits() kv.Limits { return kv.FDBLimits() }
 
 // EstimateRangeSize counts the bytes of keys and values in [begin, end)
 // exactly, in one read transaction.
-func (e *BoltEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
+func (e *Engine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
 	t, err := e.begin(ctx, false)
 	if err != nil {
 		return 0, err
@@ -88,7 +99,7 @@ func (e *BoltEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (
 
 // Probe opens and ends a read transaction. It fails when ctx is done or
 // the engine is closed.
-func (e *BoltEngine) Probe(ctx context.Context) error {
+func (e *Engine) Probe(ctx context.Context) error {
 	t, err := e.begin(ctx, false)
 	if err != nil {
 		return err
@@ -97,10 +108,11 @@ func (e *BoltEngine) Probe(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the file, waiting for open transactions to end.
-func (e *BoltEngine) Close() error { return e.db.Close() }
+// Close closes the file, waiting for open transactions to end; later
+// transactions fail with [kv.ErrClosed].
+func (e *Engine) Close() error { return e.db.Close() }
 
-// boltTxn is a BoltEngine transaction.
+// boltTxn is an Engine transaction.
 type boltTxn struct {
 	ctx  context.Context
 	tx   *bolt.Tx
@@ -123,14 +135,14 @@ func (t *boltTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 }
 
 // GetRange returns slices of bbolt's memory map, valid until Close.
-func (t *boltTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *boltTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
 	c := t.b.Cursor()
 	n, size := 0, 0
 	for k, v := c.Seek(begin); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
-		dst = append(dst, KeyValue{Key: k, Value: v})
+		dst = append(dst, kv.KeyValue{Key: k, Value: v})
 		if n, size = n+1, size+len(k)+len(v); memkv.RangeStop(n, size, limit, maxBytes) {
 			break
 		}
@@ -168,10 +180,10 @@ func (t *boltTxn) Commit() error {
 	t.done = true
 	if t.err != nil {
 		_ = t.tx.Rollback()
-		return fmt.Errorf("fdblayer: bbolt: %w", t.err)
+		return fmt.Errorf("boltengine: %w", t.err)
 	}
 	if err := t.tx.Commit(); err != nil {
-		return fmt.Errorf("fdblayer: bbolt commit: %w: %w", store.ErrUnknownResult, err)
+		return fmt.Errorf("boltengine: commit: %w: %w", store.ErrUnknownResult, err)
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package fdblayer
+// Package memengine is an in-memory [kv.Engine] on a B-tree, for tests
+// and benchmarks: fdblayer.Open(memengine.New(), fdblayer.Config{}) is a
+// store.Store whose data lives as long as the engine.
+package memengine
 
 import (
 	"bytes"
@@ -8,15 +11,15 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
-// MemoryEngine is an ordered in-memory Engine on a B-tree, for tests and
-// benchmarks. Transactions are serializable by locking: a write
-// transaction holds the engine exclusively from Begin to its Commit or
-// Close, a read transaction holds it shared
-// until Close, so every transaction's reads and its commit see one
-// snapshot. It reports FoundationDB's limits (FDBMaxKeyBytes, ...) and
+// Engine is an ordered in-memory [kv.Engine] on a B-tree. Transactions
+// are serializable by locking: a write transaction holds the engine
+// exclusively from Begin to its Commit or Close, a read transaction holds
+// it shared until Close, so every transaction's reads and its commit see
+// one snapshot. It reports FoundationDB's limits ([kv.FDBLimits]) and
 // does not enforce them; the Layer keeps within them.
 //
 // Package fdbsim injects commit failures (conflicts, unknown results,
@@ -25,24 +28,26 @@ import (
 //
 // All methods are safe for concurrent use. A goroutine must not begin a
 // transaction while it holds another one open on the same engine.
-type MemoryEngine struct {
+type Engine struct {
 	mu     sync.RWMutex
 	tree   *btree.BTreeG[memkv.Item]
 	closed bool
 	ops    sync.Pool // *memOps, the write buffers of ended transactions
 }
 
-// NewMemoryEngine returns an empty memory engine.
-func NewMemoryEngine() *MemoryEngine {
-	return &MemoryEngine{tree: btree.NewG(memkv.Degree, memkv.Less)}
+var _ kv.Engine = (*Engine)(nil)
+
+// New returns an empty memory engine.
+func New() *Engine {
+	return &Engine{tree: btree.NewG(memkv.Degree, memkv.Less)}
 }
 
 // errTxnEnded: a transaction used after Commit (without OnError) or Close.
-var errTxnEnded = errors.New("fdblayer: memory engine: transaction has ended")
+var errTxnEnded = errors.New("memengine: transaction has ended")
 
 // Begin starts a write transaction, waiting for the engine to be free. It
 // fails when ctx is done or the engine is closed.
-func (e *MemoryEngine) Begin(ctx context.Context) (Txn, error) {
+func (e *Engine) Begin(ctx context.Context) (kv.Txn, error) {
 	t := &memTxn{e: e, ctx: ctx, write: true}
 	if err := t.lock(); err != nil {
 		return nil, err
@@ -52,7 +57,7 @@ func (e *MemoryEngine) Begin(ctx context.Context) (Txn, error) {
 
 // BeginRead starts a read transaction. It fails when ctx is done or the
 // engine is closed.
-func (e *MemoryEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
+func (e *Engine) BeginRead(ctx context.Context) (kv.ReadTxn, error) {
 	t := &memTxn{e: e, ctx: ctx}
 	if err := t.lock(); err != nil {
 		return nil, err
@@ -61,11 +66,11 @@ func (e *MemoryEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
 }
 
 // Limits reports FoundationDB's limits.
-func (e *MemoryEngine) Limits() Limits { return fdbLimits() }
+func (e *Engine) Limits() kv.Limits { return kv.FDBLimits() }
 
 // EstimateRangeSize counts the bytes of keys and values in [begin, end)
 // exactly.
-func (e *MemoryEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
+func (e *Engine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
 	t, err := e.BeginRead(ctx)
 	if err != nil {
 		return 0, err
@@ -85,7 +90,7 @@ func treeRangeBytes(tr *btree.BTreeG[memkv.Item], begin, end []byte) int64 {
 }
 
 // Probe fails when ctx is done or the engine is closed.
-func (e *MemoryEngine) Probe(ctx context.Context) error {
+func (e *Engine) Probe(ctx context.Context) error {
 	t, err := e.BeginRead(ctx)
 	if err != nil {
 		return err
@@ -94,22 +99,22 @@ func (e *MemoryEngine) Probe(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the engine; later transactions fail with ErrClosed. The
-// data is dropped.
-func (e *MemoryEngine) Close() error {
+// Close closes the engine; later transactions fail with [kv.ErrClosed].
+// The data is dropped. A second Close returns kv.ErrClosed.
+func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return ErrClosed
+		return kv.ErrClosed
 	}
 	e.closed = true
 	e.tree.Clear(false)
 	return nil
 }
 
-// memTxn is a MemoryEngine transaction; write says which lock it holds.
+// memTxn is an Engine transaction; write says which lock it holds.
 type memTxn struct {
-	e      *MemoryEngine
+	e      *Engine
 	ctx    context.Context
 	write  bool
 	locked bool
@@ -130,7 +135,7 @@ func (t *memTxn) lock() error {
 	}
 	if t.e.closed {
 		t.unlock()
-		return ErrClosed
+		return kv.ErrClosed
 	}
 	t.locked = true
 	return nil
@@ -161,7 +166,7 @@ func (t *memTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return memkv.GetMany(t.e.tree, dst, keys), nil
 }
 
-func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *memTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.usable(); err != nil {
 		return dst, err
 	}
@@ -170,10 +175,10 @@ func (t *memTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int
 
 // treeGetRange appends to dst the rows of tr in [begin, end), as far as
 // memkv.RangeStop lets it.
-func treeGetRange(tr *btree.BTreeG[memkv.Item], dst []KeyValue, begin, end []byte, limit, maxBytes int) []KeyValue {
+func treeGetRange(tr *btree.BTreeG[memkv.Item], dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) []kv.KeyValue {
 	n, size := 0, 0
 	tr.AscendRange(memkv.KeyItem(begin), memkv.KeyItem(end), func(it memkv.Item) bool {
-		dst = append(dst, KeyValue{Key: it.Key(), Value: it.Value()})
+		dst = append(dst, kv.KeyValue{Key: it.Key(), Value: it.Value()})
 		n, size = n+1, size+it.Size()
 		return !memkv.RangeStop(n, size, limit, maxBytes)
 	})

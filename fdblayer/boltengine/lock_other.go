@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fdblayer
+package boltengine
 
 // lockHolder reports false: only Linux's /proc/locks names a lock's holder
 // without the holder's cooperation, so elsewhere the error says "pid unknown".

@@ -1,8 +1,7 @@
-package fdblayer_test
+package boltengine_test
 
 import (
 	"fmt"
-	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,44 +10,46 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer"
+	. "github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// TestBoltReopen: what a Layer committed on a bbolt file is there after
+// TestReopen: what a Layer committed on a bbolt file is there after
 // closing and reopening it, synced or not.
-func TestBoltReopen(t *testing.T) {
+func TestReopen(t *testing.T) {
 	for _, noSync := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "store.bbolt")
 		p := testPartition("p")
-		e, err := OpenBoltEngine(path, BoltOptions{NoSync: noSync})
+		e, err := Open(path, Config{NoSync: noSync})
 		require.NoError(t, err)
-		l, err := Open(e)
+		l, err := fdblayer.Open(e)
 		require.NoError(t, err)
 		mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")).Put(k("b"), v("")).Put(k("c"), v("3")))
 		mustApply(t, l, p, store.NewBatch().Require(store.Equals(k("c"), v("3"))).Delete(k("c")))
 		require.NoError(t, l.Close())
 
-		e, err = OpenBoltEngine(path, BoltOptions{NoSync: noSync})
+		e, err = Open(path, Config{NoSync: noSync})
 		require.NoError(t, err)
 		l = openLayer(t, e)
-		rows := scanAllRows(t, l, p, nil, nil, 10)
+		rows := scanAll(t, l, p, 10)
 		require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}, {Key: k("b"), Value: v("")}}, rows, "noSync %v", noSync)
 		require.NotNil(t, rows[1].Value)
 	}
 }
 
-// TestBoltCommitFailureIsUnknownResult: a commit whose write fails leaves
+// TestCommitFailureIsUnknownResult: a commit whose write fails leaves
 // the file's state unknown, so Apply reports ErrUnknownResult.
-func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
+func TestCommitFailureIsUnknownResult(t *testing.T) {
 	var file *os.File
-	e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), WithOpenFile(BoltOptions{},
+	e, err := Open(filepath.Join(t.TempDir(), "store.bbolt"), WithOpenFile(Config{},
 		func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
 			file = f
 			return f, err
 		}))
 	require.NoError(t, err)
-	l, err := Open(e)
+	l, err := fdblayer.Open(e)
 	require.NoError(t, err)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
@@ -60,16 +61,16 @@ func TestBoltCommitFailureIsUnknownResult(t *testing.T) {
 	_ = l.Close() // the broken file cannot close cleanly
 }
 
-// TestBoltFillPercent: keys put in order fill the pages bbolt splits to
+// TestFillPercent: keys put in order fill the pages bbolt splits to
 // BoltOptions.FillPercent, so FillPercent 1 packs such a file about twice
 // as densely as bbolt's default; a FillPercent out of [0, 1] is refused
 // before anything is created.
-func TestBoltFillPercent(t *testing.T) {
+func TestFillPercent(t *testing.T) {
 	leafFill := func(fill float64) float64 {
 		path := filepath.Join(t.TempDir(), "fill.bbolt")
-		e, err := OpenBoltEngine(path, BoltOptions{NoSync: true, FillPercent: fill})
+		e, err := Open(path, Config{NoSync: true, FillPercent: fill})
 		require.NoError(t, err)
-		l, err := Open(e)
+		l, err := fdblayer.Open(e)
 		require.NoError(t, err)
 		defer l.Close()
 		value := make([]byte, 256)
@@ -83,7 +84,7 @@ func TestBoltFillPercent(t *testing.T) {
 		}
 		var s bolt.BucketStats
 		require.NoError(t, e.DB().View(func(tx *bolt.Tx) error {
-			s = tx.Bucket(BoltBucket).Stats()
+			s = tx.Bucket(Bucket).Stats()
 			return nil
 		}))
 		return float64(s.LeafInuse) / float64(s.LeafAlloc)
@@ -95,7 +96,7 @@ func TestBoltFillPercent(t *testing.T) {
 
 	for _, bad := range []float64{-0.5, 1.5, math.NaN(), math.Inf(1)} {
 		path := filepath.Join(t.TempDir(), "bad.bbolt")
-		_, err := OpenBoltEngine(path, BoltOptions{FillPercent: bad})
+		_, err := Open(path, Config{FillPercent: bad})
 		require.ErrorIs(t, err, store.ErrInvalid, "FillPercent %v", bad)
 		require.ErrorContains(t, err, "FillPercent")
 		_, statErr := os.Stat(path)

@@ -1,4 +1,4 @@
-package fdblayer
+package boltengine
 
 import (
 	"bufio"

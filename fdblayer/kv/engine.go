@@ -1,24 +1,32 @@
-package fdblayer
-
-import (
-	"context"
-	"math"
-	"time"
-)
-
-// Engine is the smallest ordered, transactional key/value store the Layer
-// needs: transactions with point reads, bounded forward range reads, sets
-// and clears, plus a size estimate and a liveness probe. Keys and values are
-// raw bytes compared with bytes.Compare; the Layer alone knows partitions,
-// batches and cursors.
+// Package kv is the contract between fdblayer's Layer and the engines it
+// runs on: the smallest ordered, transactional key/value store the Layer
+// needs. An engine is a driver in a package of its own, so that a program
+// links only the engines it opens:
 //
-// Three engines here implement it: MemoryEngine (tests, benchmarks),
-// BoltEngine (embedded, durable: the default) and FDBEngine
-// (FoundationDB, build tag fdb); package fdbsim adds MVCCEngine
-// (FoundationDB's transaction semantics in process: overlapping
-// transactions that conflict, for concurrency tests). All
-// methods are safe for concurrent use; a transaction is used by one
-// goroutine at a time.
+//   - fdblayer/memengine: in memory, for tests and benchmarks;
+//   - fdblayer/boltengine: one bbolt file, embedded and durable;
+//   - fdblayer/fdbengine: a FoundationDB cluster (a module of its own: it
+//     needs cgo and libfdb_c);
+//   - fdbsim's MVCCEngine: FoundationDB's transaction semantics in
+//     process, for tests.
+//
+// A custom engine implements [Engine], its transactions [ReadTxn] and
+// [Txn], and optionally [RangesReader] and [Distributed]; it reports
+// [FDBLimits] (or smaller limits) so that data and batches that fit it
+// also fit FoundationDB, and returns [ErrClosed] once closed. Test it as
+// this module's engines are tested: run store/storetest's conformance
+// suite on a Layer over it (fdblayer.Open).
+//
+// Keys and values are raw bytes compared with bytes.Compare; the Layer
+// alone knows partitions, batches and cursors.
+package kv
+
+import "context"
+
+// Engine is an ordered, transactional key/value store: transactions with
+// point reads, bounded forward range reads, sets and clears, plus a size
+// estimate and a liveness probe. All methods are safe for concurrent use;
+// a transaction is used by one goroutine at a time.
 type Engine interface {
 	// Begin starts a read-write transaction bound to ctx: when ctx ends the
 	// transaction fails, and an engine that can cancel work in flight does.
@@ -93,6 +101,12 @@ type Txn interface {
 	Commit() error
 }
 
+// KeyValue is one row of a range read.
+type KeyValue struct {
+	Key   []byte
+	Value []byte
+}
+
 // RangeRead is one range of a RangesReader's GetRanges: the rows with keys
 // in [Begin, End), at most Limit of them (Limit >= 1), as GetRange reads
 // them without a byte budget.
@@ -112,62 +126,13 @@ type RangesReader interface {
 	GetRanges(reads []RangeRead) ([][]KeyValue, error)
 }
 
-// getRanges reads reads in txn: at once when it is a RangesReader, else
-// one range after another.
-func getRanges(txn ReadTxn, reads []RangeRead) ([][]KeyValue, error) {
-	if rr, ok := txn.(RangesReader); ok {
-		return rr.GetRanges(reads)
-	}
-	out := make([][]KeyValue, len(reads))
-	for i, r := range reads {
-		rows, err := txn.GetRange(nil, r.Begin, r.End, r.Limit, 0)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = rows
-	}
-	return out, nil
-}
-
-// KeyValue is one row of a range read.
-type KeyValue struct {
-	Key   []byte
-	Value []byte
-}
-
-// Limits are the bounds an engine accepts. Each is inclusive.
-type Limits struct {
-	// MaxKeyBytes bounds one full key (root prefix, partition identity and
-	// user key together).
-	MaxKeyBytes int
-	// MaxValueBytes bounds one value.
-	MaxValueBytes int
-	// MaxTxnBytes bounds the bytes one transaction affects, counted as
-	// FoundationDB counts them: mutations plus read and write conflict
-	// ranges.
-	MaxTxnBytes int
-}
-
-// FoundationDB's documented limits: keys up to 10,000 bytes, values up to
-// 100,000 bytes, transactions up to 10,000,000 bytes. Every engine reports
-// them, so that data and batches that work on the memory and bbolt engines
-// also fit FoundationDB.
-const (
-	FDBMaxKeyBytes   = 10_000
-	FDBMaxValueBytes = 100_000
-	FDBMaxTxnBytes   = 10_000_000
-)
-
-// fdbLimits returns FoundationDB's limits as Limits.
-func fdbLimits() Limits {
-	return Limits{MaxKeyBytes: FDBMaxKeyBytes, MaxValueBytes: FDBMaxValueBytes, MaxTxnBytes: FDBMaxTxnBytes}
-}
-
-// fdbTimeoutMs is the transaction timeout, in ms, that FoundationDB gets
-// for a context deadline d away: at least 1 (0 would mean no timeout, and
-// a passed deadline must still end the transaction), at most INT_MAX, the
-// option's documented range (about 24.8 days; the context ends a
-// transaction with a later deadline).
-func fdbTimeoutMs(d time.Duration) int64 {
-	return min(max(d.Milliseconds(), 1), math.MaxInt32)
+// Distributed is implemented by engines whose keys many servers share
+// (FoundationDB's, and fdbsim's MVCCEngine, which stands for it): the
+// Layer spreads its due index over hashed buckets on them (see
+// fdblayer.DueHashBuckets), and keeps one on the others. Every Layer over
+// one store must see the same answer.
+type Distributed interface {
+	// Distributed reports whether the engine's keys are spread over
+	// servers.
+	Distributed() bool
 }

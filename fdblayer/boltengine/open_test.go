@@ -1,8 +1,7 @@
-package fdblayer_test
+package boltengine_test
 
 import (
 	"context"
-	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	. "github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// TestBoltOpenErrors: each path OpenBoltEngine cannot use fails with the
+// TestOpenErrors: each path OpenBoltEngine cannot use fails with the
 // sentinel that says what to fix and leaves the path as it was.
-func TestBoltOpenErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
@@ -50,7 +50,7 @@ func TestBoltOpenErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testpath.Snapshot(t, tc.path)
-			_, err := OpenBoltEngine(tc.path, BoltOptions{MustExist: tc.mustExist})
+			_, err := Open(tc.path, Config{MustExist: tc.mustExist})
 			require.Error(t, err)
 			for _, w := range tc.want {
 				require.ErrorIs(t, err, w)
@@ -62,15 +62,15 @@ func TestBoltOpenErrors(t *testing.T) {
 	}
 }
 
-// TestBoltOpenPermissionErrors: an open the system refuses for permission
+// TestOpenPermissionErrors: an open the system refuses for permission
 // or a read-only file system is ErrInvalid, not "unavailable". The refusal
 // is injected, so the test holds for root too (whom permission bits do not
-// stop; TestBoltOpenUnwritableDirectory checks a real directory).
-func TestBoltOpenPermissionErrors(t *testing.T) {
+// stop; TestOpenUnwritableDirectory checks a real directory).
+func TestOpenPermissionErrors(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.db")
-			_, err := OpenBoltEngine(path, WithOpenFile(BoltOptions{}, func(name string, _ int, _ os.FileMode) (*os.File, error) {
+			_, err := Open(path, WithOpenFile(Config{}, func(name string, _ int, _ os.FileMode) (*os.File, error) {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: errno}
 			}))
 			require.ErrorIs(t, err, store.ErrInvalid)
@@ -80,9 +80,9 @@ func TestBoltOpenPermissionErrors(t *testing.T) {
 	}
 }
 
-// TestBoltOpenUnwritableDirectory: a directory the process may not write
+// TestOpenUnwritableDirectory: a directory the process may not write
 // is ErrInvalid with fs.ErrPermission, not "unavailable".
-func TestBoltOpenUnwritableDirectory(t *testing.T) {
+func TestOpenUnwritableDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ro")
 	require.NoError(t, os.Mkdir(dir, 0o500))
 	probe := filepath.Join(dir, "probe")
@@ -92,24 +92,24 @@ func TestBoltOpenUnwritableDirectory(t *testing.T) {
 		t.Skip("this process writes into a 0500 directory (running as root?): no permission error to test")
 	}
 	path := filepath.Join(dir, "x.db")
-	_, err := OpenBoltEngine(path, BoltOptions{})
+	_, err := Open(path, Config{})
 	require.ErrorIs(t, err, store.ErrInvalid)
 	require.ErrorIs(t, err, fs.ErrPermission)
 	_, err = os.Stat(path)
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
-// TestBoltOpenLocked: a file another handle holds is ErrLocked (with
+// TestOpenLocked: a file another handle holds is ErrLocked (with
 // ErrUnavailable), at once under NoLockWait and after the timeout
 // otherwise, naming the holder's pid where the system lists it.
-func TestBoltOpenLocked(t *testing.T) {
+func TestOpenLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.bbolt")
-	e, err := OpenBoltEngine(path, BoltOptions{})
+	e, err := Open(path, Config{})
 	require.NoError(t, err)
 	defer e.Close()
 	for _, timeout := range []time.Duration{NoLockWait, 100 * time.Millisecond} {
 		start := time.Now()
-		_, err = OpenBoltEngine(path, BoltOptions{LockTimeout: timeout, MustExist: true})
+		_, err = Open(path, Config{LockTimeout: timeout, MustExist: true})
 		took := time.Since(start)
 		require.ErrorIs(t, err, ErrLocked)
 		require.ErrorIs(t, err, store.ErrUnavailable)
@@ -127,11 +127,11 @@ func TestBoltOpenLocked(t *testing.T) {
 	}
 }
 
-// TestBoltOpenMustExistReopens: MustExist opens a database this library
+// TestOpenMustExistReopens: MustExist opens a database this library
 // wrote, with its rows, and opening and reading it writes nothing.
-func TestBoltOpenMustExistReopens(t *testing.T) {
+func TestOpenMustExistReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.bbolt")
-	e, err := OpenBoltEngine(path, BoltOptions{})
+	e, err := Open(path, Config{})
 	require.NoError(t, err)
 	l := openLayer(t, e)
 	p := testPartition("p")
@@ -139,43 +139,43 @@ func TestBoltOpenMustExistReopens(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	before := testpath.Snapshot(t, path)
-	e, err = OpenBoltEngine(path, BoltOptions{MustExist: true})
+	e, err = Open(path, Config{MustExist: true})
 	require.NoError(t, err)
 	l = openLayer(t, e)
-	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, l, p, nil, nil, 10))
+	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAll(t, l, p, 10))
 	require.NoError(t, l.Close())
 	require.Equal(t, before, testpath.Snapshot(t, path), "opening, reading and closing wrote to the file")
 }
 
-// TestBoltOpenReadOnly: read-only handles share a file, a writer excludes
+// TestOpenReadOnly: read-only handles share a file, a writer excludes
 // them and they exclude a writer (ErrLocked, at once under NoLockWait); a
 // read-only Layer reads, refuses every write with ErrInvalid and leaves
 // the file as it was; a missing file is ErrInvalid and is not created.
-func TestBoltOpenReadOnly(t *testing.T) {
+func TestOpenReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "store.bbolt")
-	_, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true})
+	_, err := Open(path, Config{ReadOnly: true})
 	require.ErrorIs(t, err, store.ErrInvalid)
 	require.NoFileExists(t, path)
 
-	e, err := OpenBoltEngine(path, BoltOptions{})
+	e, err := Open(path, Config{})
 	require.NoError(t, err)
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
-	_, err = OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	_, err = Open(path, Config{ReadOnly: true, LockTimeout: NoLockWait})
 	require.ErrorIs(t, err, ErrLocked, "a reader opened beside the writer")
 	require.NoError(t, l.Close())
 
 	before := testpath.Snapshot(t, path)
-	r1, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	r1, err := Open(path, Config{ReadOnly: true, LockTimeout: NoLockWait})
 	require.NoError(t, err)
-	r2, err := OpenBoltEngine(path, BoltOptions{ReadOnly: true, LockTimeout: NoLockWait})
+	r2, err := Open(path, Config{ReadOnly: true, LockTimeout: NoLockWait})
 	require.NoError(t, err, "two readers share the file")
-	_, err = OpenBoltEngine(path, BoltOptions{LockTimeout: NoLockWait})
+	_, err = Open(path, Config{LockTimeout: NoLockWait})
 	require.ErrorIs(t, err, ErrLocked, "a writer opened beside a reader")
 	lr := openLayer(t, r1)
-	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAllRows(t, lr, p, nil, nil, 10))
+	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAll(t, lr, p, 10))
 	_, err = lr.Apply(context.Background(), p, store.NewBatch().Put(k("b"), v("2")))
 	require.ErrorIs(t, err, store.ErrInvalid)
 	require.NoError(t, lr.Close())
