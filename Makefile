@@ -55,8 +55,9 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
 
-## lint: gofmt, go vet, and go vet -tags fdb where FoundationDB's C headers
-## are found: in FDB_INCLUDE (default ../shared/fdb-c/include beside the
+## lint: gofmt, go vet, and go vet of the FoundationDB engine's module
+## (fdblayer/fdbengine, which needs cgo) where FoundationDB's C headers are
+## found: in FDB_INCLUDE (default ../shared/fdb-c/include beside the
 ## checkout; vet compiles the cgo code, nothing links) or installed with
 ## libfdb_c. Without them it says so in one line.
 FDB_INCLUDE ?= $(abspath $(CURDIR)/../shared/fdb-c/include)
@@ -65,11 +66,11 @@ lint: check-generated
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@if [ -f "$(FDB_INCLUDE)/foundationdb/fdb_c.h" ]; then \
-	  echo 'CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) vet -tags fdb ./...'; \
-	  CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) vet -tags fdb ./...; \
+	  echo 'CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) -C fdblayer/fdbengine vet ./...'; \
+	  CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) -C fdblayer/fdbengine vet ./...; \
 	elif ldconfig -p 2>/dev/null | grep -q libfdb_c; then \
-	  echo '$(GO) vet -tags fdb ./...'; $(GO) vet -tags fdb ./...; \
-	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet -tags fdb"; fi
+	  echo '$(GO) -C fdblayer/fdbengine vet ./...'; $(GO) -C fdblayer/fdbengine vet ./...; \
+	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet of fdblayer/fdbengine"; fi
 
 ## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/ is not what its schema generates
 check-generated:
@@ -78,6 +79,9 @@ check-generated:
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
 	$(GO) run ./cmd/codegen -schema internal/testkit/bank/schema -out internal/testkit/bank/bankgen -pkg bankgen -check
 
-## test-fdb: the fdb-tagged tests against a throwaway local FoundationDB
+## test-fdb: the FoundationDB engine module's tests (fdblayer/fdbengine:
+## the store's conformance suite on a cluster, the engine's own tests, the
+## tuple layer against the binding's) against a throwaway local
+## FoundationDB
 test-fdb:
 	./scripts/test-fdb.sh

@@ -21,8 +21,9 @@ type engineCase struct {
 	open func(t *testing.T) (kv.Engine, []Option)
 }
 
-// engineCases are the engines every shared test runs on; fdb_test.go adds
-// FoundationDB under the fdb build tag.
+// engineCases are the engines every shared test runs on. FoundationDB's
+// engine is tested in its own module (fdblayer/fdbengine), which runs the
+// store's conformance suite on a cluster.
 var engineCases = []engineCase{
 	{name: "memory", open: func(*testing.T) (kv.Engine, []Option) { return memengine.New(), nil }},
 	{name: "mvcc", open: func(*testing.T) (kv.Engine, []Option) { return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}), nil }},

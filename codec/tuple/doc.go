@@ -47,6 +47,6 @@
 // nested tuple missing its terminator, and panics on some truncated input,
 // while generated codecs need a decoder that rejects every byte string it
 // could not have produced. This package therefore implements the format
-// itself, and fdb_compat_test.go (build tag fdb) checks it against the
-// binding byte for byte.
+// itself, and the FoundationDB engine's module (fdblayer/fdbengine, whose
+// tests link the binding) checks it against the binding byte for byte.
 package tuple

@@ -3,9 +3,8 @@ package tuple
 import (
 	"bytes"
 	"fmt"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/tuplecase"
 	"math"
-	"math/big"
-	"strings"
 	"testing"
 )
 
@@ -15,71 +14,15 @@ type goldenVector struct {
 	hex   string
 }
 
-// goldenVectors are encodings every FoundationDB binding agrees on. The
-// "spec" ones are the test cases of FoundationDB's design/tuple.md; the rest
-// are integer boundaries and combinations worked out from the same rules
-// (and checked against the binding by fdb_compat_test.go).
+// goldenVectors are tuplecase's golden vectors: encodings every
+// FoundationDB binding agrees on (checked against the binding by the
+// FoundationDB engine module's differential test).
 func goldenVectors() []goldenVector {
-	ff := func(n int) string { return strings.TrimSpace(strings.Repeat("ff ", n)) }
-	zeros := func(n int) string { return strings.TrimSpace(strings.Repeat("00 ", n)) }
-	return []goldenVector{
-		{"spec/null", Tuple{nil}, "00"},
-		{"spec/bytes", Tuple{[]byte("foo\x00bar")}, "01 66 6f 6f 00 ff 62 61 72 00"},
-		{"spec/string", Tuple{"F\u00d4O\x00bar"}, "02 46 c3 94 4f 00 ff 62 61 72 00"},
-		{"spec/nested", Tuple{Tuple{[]byte("foo\x00bar"), nil, Tuple{}}}, "05 01 66 6f 6f 00 ff 62 61 72 00 00 ff 05 00 00"},
-		{"spec/nested empty", Tuple{Tuple{}}, "05 00"},
-		{"spec/nested only null", Tuple{Tuple{nil}}, "05 00 ff 00"},
-		{"spec/int -5551212", Tuple{-5551212}, "11 ab 4b 93"},
-		{"spec/int -1", Tuple{-1}, "13 fe"},
-
-		{"empty tuple", Tuple{}, ""},
-		{"int 0", Tuple{0}, "14"},
-		{"int 1", Tuple{1}, "15 01"},
-		{"int 255", Tuple{255}, "15 ff"},
-		{"int 256", Tuple{256}, "16 01 00"},
-		{"int 65535", Tuple{65535}, "16 ff ff"},
-		{"int 65536", Tuple{65536}, "17 01 00 00"},
-		{"int -255", Tuple{-255}, "13 00"},
-		{"int -256", Tuple{-256}, "12 fe ff"},
-		{"int -65535", Tuple{-65535}, "12 00 00"},
-		{"int -65536", Tuple{-65536}, "11 fe ff ff"},
-		{"int MaxInt64", Tuple{int64(math.MaxInt64)}, "1c 7f " + ff(7)},
-		{"int MinInt64", Tuple{int64(math.MinInt64)}, "0c 7f " + ff(7)},
-		{"int MinInt64+1", Tuple{int64(math.MinInt64 + 1)}, "0c 80 " + zeros(7)},
-		{"uint 2^63", Tuple{uint64(1 << 63)}, "1c 80 " + zeros(7)},
-		{"uint MaxUint64", Tuple{uint64(math.MaxUint64)}, "1c " + ff(8)},
-		{"int8 MinInt8", Tuple{int8(math.MinInt8)}, "13 7f"},
-		{"uint8 200", Tuple{uint8(200)}, "15 c8"},
-		{"int16 MaxInt16", Tuple{int16(math.MaxInt16)}, "16 7f ff"},
-		{"int32 MinInt32", Tuple{int32(math.MinInt32)}, "10 7f ff ff ff"},
-		{"uint32 MaxUint32", Tuple{uint32(math.MaxUint32)}, "18 ff ff ff ff"},
-		{"uint 1", Tuple{uint(1)}, "15 01"},
-		{"big 5", Tuple{big.NewInt(5)}, "15 05"},
-		{"big 0", Tuple{big.NewInt(0)}, "14"},
-		{"big MinInt64", Tuple{big.NewInt(math.MinInt64)}, "0c 7f " + ff(7)},
-		{"big -(2^63+1)", Tuple{bigInt("-9223372036854775809")}, "0c 7f " + ff(6) + " fe"},
-		{"big -(2^64-1)", Tuple{bigInt("-18446744073709551615")}, "0c " + zeros(8)},
-		{"big 2^64", Tuple{pow2(64)}, "1d 09 01 " + zeros(8)},
-		{"big -2^64", Tuple{new(big.Int).Neg(pow2(64))}, "0b f6 fe " + ff(8)},
-		{"big 2^72-1", Tuple{new(big.Int).Sub(pow2(72), big.NewInt(1))}, "1d 09 " + ff(9)},
-		{"big 2^72", Tuple{pow2(72)}, "1d 0a 01 " + zeros(9)},
-		{"big -(2^72)", Tuple{new(big.Int).Neg(pow2(72))}, "0b f5 fe " + ff(9)},
-		{"big 2^2040-1", Tuple{new(big.Int).Sub(pow2(2040), big.NewInt(1))}, "1d ff " + ff(255)},
-		{"big -(2^2040-1)", Tuple{new(big.Int).Sub(big.NewInt(1), pow2(2040))}, "0b 00 " + zeros(255)},
-		{"true", Tuple{true}, "27"},
-		{"false", Tuple{false}, "26"},
-		{"empty string", Tuple{""}, "02 00"},
-		{"empty bytes", Tuple{[]byte{}}, "01 00"},
-		{"nil bytes", Tuple{[]byte(nil)}, "01 00"},
-		{"bytes 00", Tuple{[]byte{0x00}}, "01 00 ff 00"},
-		{"bytes ff", Tuple{[]byte{0xff}}, "01 ff 00"},
-		{"string 00 00", Tuple{"\x00\x00"}, "02 00 ff 00 ff 00"},
-		{"string 00 ff", Tuple{"\x00\xff"}, "02 00 ff ff 00"},
-		{"mixed", Tuple{"a", 1, true, nil, []byte("b")}, "02 61 00 15 01 27 00 01 62 00"},
-		{"nested in nested", Tuple{Tuple{Tuple{nil}, 1}}, "05 05 00 ff 00 15 01 00"},
-		{"nested then null", Tuple{Tuple{"a"}, nil}, "05 02 61 00 00 00"},
-		{"nested bytes 00", Tuple{Tuple{[]byte{0}, nil}}, "05 01 00 ff 00 00 ff 00"},
+	var out []goldenVector
+	for _, v := range tuplecase.Golden() {
+		out = append(out, goldenVector{v.Name, fromCase(v.Tuple), v.Hex})
 	}
+	return out
 }
 
 func TestGoldenPack(t *testing.T) {

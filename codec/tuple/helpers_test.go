@@ -2,36 +2,51 @@ package tuple
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/tuplecase"
 	"math"
 	"math/big"
-	"strings"
 	"testing"
 )
 
-// unhex parses space-separated hex bytes ("01 ff 00"); it panics on a typo,
-// which only a broken test table can contain.
-func unhex(s string) []byte {
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	if err != nil {
-		panic(fmt.Sprintf("bad hex %q: %v", s, err))
+// The test tables' helpers, shared with the FoundationDB engine module's
+// differential test.
+var (
+	unhex  = tuplecase.Unhex
+	bigInt = tuplecase.BigInt
+	pow2   = tuplecase.Pow2
+)
+
+// fromCase converts a tuplecase tuple (nested tuples as []any) to a Tuple.
+func fromCase(t []any) Tuple {
+	out := make(Tuple, len(t))
+	for i, e := range t {
+		if nested, ok := e.([]any); ok {
+			e = fromCase(nested)
+		}
+		out[i] = e
 	}
-	return b
+	return out
 }
 
-// bigInt parses a base-10 integer for test tables.
-func bigInt(s string) *big.Int {
-	v, ok := new(big.Int).SetString(s, 10)
-	if !ok {
-		panic("bad big integer " + s)
+// toCase converts a Tuple to a tuplecase tuple.
+func toCase(t Tuple) []any {
+	out := make([]any, len(t))
+	for i, e := range t {
+		if nested, ok := e.(Tuple); ok {
+			e = toCase(nested)
+		}
+		out[i] = e
 	}
-	return v
+	return out
 }
 
-// pow2 returns 2^n as a big.Int.
-func pow2(n int) *big.Int {
-	return new(big.Int).Lsh(big.NewInt(1), uint(n))
+// TestCasesKeepTheBound: tuplecase's generator keeps within this
+// package's bound.
+func TestCasesKeepTheBound(t *testing.T) {
+	if tuplecase.MaxBigIntBytes != MaxBigIntBytes {
+		t.Fatalf("tuplecase.MaxBigIntBytes = %d, MaxBigIntBytes = %d", tuplecase.MaxBigIntBytes, MaxBigIntBytes)
+	}
 }
 
 // normalize returns t with its elements in the types Unpack returns them:

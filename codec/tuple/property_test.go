@@ -2,158 +2,23 @@ package tuple
 
 import (
 	"bytes"
-	"math"
-	"math/big"
-	"math/rand/v2"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/tuplecase"
 	"testing"
 )
 
 // propertySeed fixes the random tuples, so a failure reproduces exactly.
-const propertySeed = 0x7475706c65
+const propertySeed = tuplecase.PropertySeed
 
-// tupleGen makes random tuples of every supported kind, biased towards
-// values where encodings are easy to get wrong: zero and 0xFF bytes in
-// strings, integers at the boundaries of each byte width, nulls inside
-// nested tuples.
-type tupleGen struct {
-	rng  *rand.Rand
-	ints []*big.Int // boundary integers
-}
+// tupleGen makes random tuples (tuplecase.Gen's) as Tuples.
+type tupleGen struct{ g *tuplecase.Gen }
 
-func newTupleGen(seed uint64) *tupleGen {
-	g := &tupleGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	one := big.NewInt(1)
-	for k := 0; k <= 256; k++ {
-		if k > 10 && k%50 != 0 && k != 255 {
-			continue // every width up to 10 bytes, then a sample
-		}
-		p := pow2(8 * k)
-		for _, v := range []*big.Int{new(big.Int).Sub(p, one), p, new(big.Int).Add(p, one)} {
-			if (v.BitLen()+7)/8 > MaxBigIntBytes {
-				continue
-			}
-			g.ints = append(g.ints, v, new(big.Int).Neg(v))
-		}
-	}
-	g.ints = append(g.ints,
-		big.NewInt(math.MaxInt64), big.NewInt(math.MinInt64),
-		new(big.Int).SetUint64(math.MaxUint64), new(big.Int).Sub(pow2(2040), one),
-		new(big.Int).Sub(one, pow2(2040)))
-	return g
-}
+func newTupleGen(seed uint64) *tupleGen { return &tupleGen{tuplecase.NewGen(seed)} }
 
-var genAlphabet = []byte{0x00, 0x00, 0x01, 'a', 'b', 0x7f, 0xfe, 0xff}
+func (g *tupleGen) tuple(depth int) Tuple { return fromCase(g.g.Tuple(depth)) }
 
-func (g *tupleGen) blob() []byte {
-	b := make([]byte, g.rng.IntN(5))
-	for i := range b {
-		b[i] = genAlphabet[g.rng.IntN(len(genAlphabet))]
-	}
-	return b
-}
-
-// integer returns a random integer as a random Go type able to hold it.
-func (g *tupleGen) integer() any {
-	var v *big.Int
-	switch g.rng.IntN(4) {
-	case 0:
-		v = g.ints[g.rng.IntN(len(g.ints))]
-	case 1:
-		v = big.NewInt(g.rng.Int64N(7) - 3)
-	case 2:
-		v = big.NewInt(int64(g.rng.Uint64()) >> g.rng.IntN(64))
-	default:
-		mag := make([]byte, 1+g.rng.IntN(20))
-		for i := range mag {
-			mag[i] = byte(g.rng.UintN(256))
-		}
-		v = new(big.Int).SetBytes(mag)
-		if g.rng.IntN(2) == 0 {
-			v.Neg(v)
-		}
-	}
-	var fits []any
-	if v.IsInt64() {
-		n := v.Int64()
-		fits = append(fits, n, int(n))
-		if n == int64(int8(n)) {
-			fits = append(fits, int8(n))
-		}
-		if n == int64(int16(n)) {
-			fits = append(fits, int16(n))
-		}
-		if n == int64(int32(n)) {
-			fits = append(fits, int32(n))
-		}
-	}
-	if v.IsUint64() {
-		n := v.Uint64()
-		fits = append(fits, n, uint(n))
-		if n <= math.MaxUint8 {
-			fits = append(fits, uint8(n))
-		}
-		if n <= math.MaxUint16 {
-			fits = append(fits, uint16(n))
-		}
-		if n <= math.MaxUint32 {
-			fits = append(fits, uint32(n))
-		}
-	}
-	fits = append(fits, new(big.Int).Set(v))
-	return fits[g.rng.IntN(len(fits))]
-}
-
-func (g *tupleGen) element(depth int) any {
-	switch g.rng.IntN(8) {
-	case 0:
-		return nil
-	case 1:
-		return g.blob()
-	case 2:
-		return string(g.blob())
-	case 3:
-		return g.rng.IntN(2) == 0
-	case 4:
-		if depth < 3 {
-			return g.tuple(depth + 1)
-		}
-		return nil
-	}
-	return g.integer()
-}
-
-func (g *tupleGen) tuple(depth int) Tuple {
-	t := make(Tuple, g.rng.IntN(4))
-	for i := range t {
-		t[i] = g.element(depth)
-	}
-	return t
-}
-
-// related returns a tuple close to t, so that comparisons are decided deep
-// inside the tuples or end in a tie, not always at the first element.
+// related returns a tuple close to t (see tuplecase.Gen.Related).
 func (g *tupleGen) related(t Tuple, depth int) Tuple {
-	out := append(Tuple{}, t...)
-	switch g.rng.IntN(6) {
-	case 0:
-		return g.tuple(depth)
-	case 1:
-		return out
-	case 2:
-		return out[:g.rng.IntN(len(out)+1)]
-	case 3:
-		return append(out, g.element(depth))
-	}
-	if len(out) == 0 {
-		return append(out, g.element(depth))
-	}
-	i := g.rng.IntN(len(out))
-	if inner, ok := out[i].(Tuple); ok && g.rng.IntN(2) == 0 {
-		out[i] = g.related(inner, depth+1)
-	} else {
-		out[i] = g.element(depth)
-	}
-	return out
+	return fromCase(g.g.Related(toCase(t), depth))
 }
 
 func mustPack(tb testing.TB, t Tuple) []byte {

@@ -10,7 +10,7 @@
 //
 // Usage:
 //
-//	go run ./internal/checks/apisurface [-tags fdb] [-v] ./fdblayer ./fdbsim
+//	go run ./internal/checks/apisurface [-tags t1,t2] [-v] ./fdblayer ./fdblayer/kv ./fdbsim
 //
 // It prints one line per package (kinds and total) and, with -v, every
 // identifier, as Type.Method or Type.Field for members.

@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.txt from the package
 // surfaces are the packages (from the module root) whose exported
 // identifiers TestSurface holds to a list: the Layer, the engine contract
 // and the engines.
-var surfaces = []string{"fdblayer", "fdblayer/kv", "fdblayer/memengine", "fdblayer/boltengine"}
+var surfaces = []string{"fdblayer", "fdblayer/kv", "fdblayer/memengine", "fdblayer/boltengine", "fdblayer/fdbengine"}
 
 // TestSurface holds each package's exported identifiers to the list in
 // testdata/<package path, slashes as underscores>.txt, so that adding one

@@ -1,6 +1,16 @@
-//go:build fdb
-
-package fdblayer
+// Package fdbengine is the [kv.Engine] over a FoundationDB cluster:
+// fdblayer.Open(engine, fdblayer.Config{}) over it is the store of a
+// service whose state lives in FoundationDB. It is a module of its own
+// (github.com/mkit-dev/mkitfdb/fdblayer/fdbengine), because it links
+// FoundationDB's client through cgo: building it needs cgo, FoundationDB's
+// C headers and libfdb_c, and only the programs that import it do. The
+// mkitfdb command of this module (cmd/mkitfdb) is the operator's command
+// that opens clusters.
+//
+// Its tests need libfdb_c to link and a cluster to run: set
+// FDB_CLUSTER_FILE, or run scripts/test-fdb.sh of the main module (make
+// test-fdb), which starts a throwaway fdbserver.
+package fdbengine
 
 import (
 	"context"
@@ -19,13 +29,13 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// FDBAPIVersion is the FoundationDB API version the engine selects: the
+// APIVersion is the FoundationDB API version the engine selects: the
 // highest the Go binding supports.
-const FDBAPIVersion = 730
+const APIVersion = 730
 
-// fdbEngineRetries bounds the retries of EstimateRangeSize and Probe, which
+// engineRetries bounds the retries of EstimateRangeSize and Probe, which
 // have no Layer retry loop around them.
-const fdbEngineRetries = 10
+const engineRetries = 10
 
 var (
 	apiOnce sync.Once
@@ -35,16 +45,16 @@ var (
 	openMu sync.Mutex
 )
 
-// selectAPIVersion selects FDBAPIVersion once per process. The binding
+// selectAPIVersion selects APIVersion once per process. The binding
 // accepts the same version selected again (by other code in the process)
 // and refuses a different one.
 func selectAPIVersion() error {
-	apiOnce.Do(func() { apiErr = fdb.APIVersion(FDBAPIVersion) })
+	apiOnce.Do(func() { apiErr = fdb.APIVersion(APIVersion) })
 	return apiErr
 }
 
-// FDBEngine is the Engine over a FoundationDB cluster (build tag fdb; cgo
-// and libfdb_c needed). A transaction's context maps onto FoundationDB's:
+// Engine is the [kv.Engine] over a FoundationDB cluster. A transaction's
+// context maps onto FoundationDB's:
 // a deadline becomes the transaction's timeout option, and the context's
 // end cancels the transaction. FoundationDB may still commit a transaction
 // cancelled or timed out during its commit, so such a commit error, like
@@ -52,47 +62,66 @@ func selectAPIVersion() error {
 // FoundationDB's: it retries conflicts (1020), unknown results,
 // transaction_too_old and the like after the client's backoff.
 //
+// It reports FoundationDB's limits ([kv.FDBLimits]) and is
+// [kv.Distributed]: the Layer spreads its due index over the cluster's
+// storage servers.
+//
 // All methods are safe for concurrent use.
-type FDBEngine struct {
+type Engine struct {
 	db     fdb.Database
 	closed atomic.Bool
 }
 
-// OpenFDBEngine connects to the cluster named by clusterFile, or by the
-// FDB_CLUSTER_FILE environment variable when clusterFile is empty, or by
-// the client's default cluster file when both are. It selects
-// FDBAPIVersion on first use. The binding keeps one database handle per
-// cluster file for the whole process: engines opened on one file share it.
-// It fails with store.ErrUnavailable when the client cannot start or
-// another API version is already selected; connecting happens in the
-// background, so an unreachable cluster shows in Probe, not here.
-func OpenFDBEngine(clusterFile string) (*FDBEngine, error) {
+var (
+	_ kv.Engine      = (*Engine)(nil)
+	_ kv.Distributed = (*Engine)(nil)
+)
+
+// Config configures Open. The zero value opens the cluster of the
+// FDB_CLUSTER_FILE environment variable, or the client's default cluster
+// file.
+type Config struct {
+	// ClusterFile names the cluster's cluster file; "" means the
+	// FDB_CLUSTER_FILE environment variable, or the client's default
+	// cluster file (/etc/foundationdb/fdb.cluster on Linux) when that is
+	// empty too.
+	ClusterFile string
+}
+
+// Open connects to the cluster c names. It selects APIVersion on first
+// use. The binding keeps one database handle per cluster file for the
+// whole process: engines opened on one file share it. It fails with
+// store.ErrUnavailable when the client cannot start or another API
+// version is already selected; connecting happens in the background, so
+// an unreachable cluster shows in Probe, not here.
+func Open(c Config) (*Engine, error) {
+	clusterFile := c.ClusterFile
 	if clusterFile == "" {
 		clusterFile = os.Getenv("FDB_CLUSTER_FILE")
 	}
 	if err := selectAPIVersion(); err != nil {
-		return nil, fmt.Errorf("fdblayer: FoundationDB API version %d: %w: %w", FDBAPIVersion, store.ErrUnavailable, err)
+		return nil, fmt.Errorf("fdbengine: FoundationDB API version %d: %w: %w", APIVersion, store.ErrUnavailable, err)
 	}
 	openMu.Lock()
 	db, err := fdb.OpenDatabase(clusterFile)
 	openMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("fdblayer: open FoundationDB %q: %w: %w", clusterFile, store.ErrUnavailable, err)
+		return nil, fmt.Errorf("fdbengine: open FoundationDB %q: %w: %w", clusterFile, store.ErrUnavailable, err)
 	}
-	return &FDBEngine{db: db}, nil
+	return &Engine{db: db}, nil
 }
 
 // Begin starts a transaction bound to ctx.
-func (e *FDBEngine) Begin(ctx context.Context) (kv.Txn, error) { return e.begin(ctx) }
+func (e *Engine) Begin(ctx context.Context) (kv.Txn, error) { return e.begin(ctx) }
 
 // Distributed reports true: a cluster's keys are spread over its storage
-// servers (see Distributed).
-func (e *FDBEngine) Distributed() bool { return true }
+// servers (see [kv.Distributed]).
+func (e *Engine) Distributed() bool { return true }
 
 // BeginRead starts a transaction bound to ctx; it is never committed.
-func (e *FDBEngine) BeginRead(ctx context.Context) (kv.ReadTxn, error) { return e.begin(ctx) }
+func (e *Engine) BeginRead(ctx context.Context) (kv.ReadTxn, error) { return e.begin(ctx) }
 
-func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
+func (e *Engine) begin(ctx context.Context) (*fdbTxn, error) {
 	if e.closed.Load() {
 		return nil, kv.ErrClosed
 	}
@@ -115,11 +144,11 @@ func (e *FDBEngine) begin(ctx context.Context) (*fdbTxn, error) {
 }
 
 // Limits reports FoundationDB's limits.
-func (e *FDBEngine) Limits() kv.Limits { return kv.FDBLimits() }
+func (e *Engine) Limits() kv.Limits { return kv.FDBLimits() }
 
 // EstimateRangeSize returns FoundationDB's sampled estimate of the bytes
 // in [begin, end): accurate for large ranges, rough for small ones.
-func (e *FDBEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
+func (e *Engine) EstimateRangeSize(ctx context.Context, begin, end []byte) (int64, error) {
 	var n int64
 	err := e.run(ctx, func(t *fdbTxn) (err error) {
 		n, err = t.tr.GetEstimatedRangeSizeBytes(fdb.KeyRange{Begin: fdb.Key(begin), End: fdb.Key(end)}).Get()
@@ -129,7 +158,7 @@ func (e *FDBEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (i
 }
 
 // Probe gets a read version, which needs the cluster to answer.
-func (e *FDBEngine) Probe(ctx context.Context) error {
+func (e *Engine) Probe(ctx context.Context) error {
 	return e.run(ctx, func(t *fdbTxn) error {
 		_, err := t.tr.GetReadVersion().Get()
 		return err
@@ -138,7 +167,7 @@ func (e *FDBEngine) Probe(ctx context.Context) error {
 
 // run runs fn in a transaction, retrying what OnError retries, a bounded
 // number of times.
-func (e *FDBEngine) run(ctx context.Context, fn func(*fdbTxn) error) error {
+func (e *Engine) run(ctx context.Context, fn func(*fdbTxn) error) error {
 	t, err := e.begin(ctx)
 	if err != nil {
 		return err
@@ -146,7 +175,7 @@ func (e *FDBEngine) run(ctx context.Context, fn func(*fdbTxn) error) error {
 	defer t.Close()
 	for attempt := 0; ; attempt++ {
 		err := fn(t)
-		if err == nil || attempt == fdbEngineRetries {
+		if err == nil || attempt == engineRetries {
 			return err
 		}
 		if err := t.OnError(err); err != nil {
@@ -155,16 +184,17 @@ func (e *FDBEngine) run(ctx context.Context, fn func(*fdbTxn) error) error {
 	}
 }
 
-// Close marks the engine closed; later transactions fail with ErrClosed.
+// Close marks the engine closed; later transactions fail with
+// [kv.ErrClosed], and so does a second Close.
 // The process-wide database handle stays open for other engines.
-func (e *FDBEngine) Close() error {
+func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return kv.ErrClosed
 	}
 	return nil
 }
 
-// fdbTxn is an FDBEngine transaction.
+// fdbTxn is an Engine transaction.
 type fdbTxn struct {
 	ctx  context.Context
 	tr   fdb.Transaction
@@ -191,7 +221,7 @@ func (t *fdbTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return dst, nil
 }
 
-// GetRanges implements RangesReader: each range is read in a goroutine of
+// GetRanges implements kv.RangesReader: each range is read in a goroutine of
 // its own (a Transaction is safe for concurrent use), so that the reads
 // are in flight together.
 func (t *fdbTxn) GetRanges(reads []kv.RangeRead) ([][]kv.KeyValue, error) {
@@ -272,9 +302,9 @@ func (t *fdbTxn) Commit() error {
 func commitError(err error) error {
 	var fe fdb.Error
 	if errors.As(err, &fe) {
-		return fdbcode.CommitError("fdblayer: FoundationDB", fe.Code, err)
+		return fdbcode.CommitError("fdbengine", fe.Code, err)
 	}
-	return fmt.Errorf("fdblayer: FoundationDB commit: %w", err)
+	return fmt.Errorf("fdbengine: commit: %w", err)
 }
 
 // OnError asks FoundationDB whether err is retryable; if it is, the client
@@ -286,7 +316,7 @@ func (t *fdbTxn) OnError(err error) error {
 		return err
 	}
 	if err := t.tr.OnError(fe).Get(); err != nil {
-		return fmt.Errorf("fdblayer: FoundationDB: %w", err)
+		return fmt.Errorf("fdbengine: %w", err)
 	}
 	return nil
 }
