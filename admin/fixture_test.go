@@ -143,7 +143,7 @@ func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

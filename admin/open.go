@@ -138,11 +138,8 @@ func (c *Command) open(o *options, write bool) (*opened, error) {
 		}
 		e = fe
 	}
-	opts := []fdblayer.Option{fdblayer.WithLogger(slog.New(slog.DiscardHandler))}
-	if o.rootBytes != nil {
-		opts = append(opts, fdblayer.WithRootPrefix(o.rootBytes))
-	}
-	l, err := fdblayer.Open(e, opts...)
+	// A nil -root is the Layer's default root.
+	l, err := fdblayer.Open(e, fdblayer.Config{RootPrefix: o.rootBytes, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		_ = e.Close()
 		return nil, usagef("cannot open %s: %v", where, err)

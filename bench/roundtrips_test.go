@@ -25,7 +25,7 @@ import (
 // exact, not timed.
 func BenchmarkRelayRoundTrips(b *testing.B) {
 	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -72,7 +72,7 @@ type workerStore struct {
 
 func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
 	e := eng.Open(b, "workers.bbolt")
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -156,10 +156,10 @@ func TestDueBucketsSpread(t *testing.T) {
 func TestDueBucketsByEngine(t *testing.T) {
 	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})).DueBuckets())
 	require.Equal(t, 2, openLayer(t, memengine.New()).DueBuckets())
-	bolt, _ := engineCases[2].open(t)
+	bolt := engineCases[2].open(t)
 	require.Equal(t, 2, openLayer(t, bolt).DueBuckets())
 	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(memengine.New())).DueBuckets())
-	bolt, _ = engineCases[2].open(t)
+	bolt = engineCases[2].open(t)
 	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(bolt)).DueBuckets())
 }
 

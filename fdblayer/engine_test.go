@@ -25,8 +25,8 @@ import (
 func TestEngineContract(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, opts := ec.open(t)
-			root := ConfiguredRoot(opts)
+			e := ec.open(t)
+			root := []byte(DefaultRootPrefix)
 			key := func(s string) []byte { return append(append([]byte{}, root...), s...) }
 			ctx := t.Context()
 			require.Equal(t, kv.FDBLimits(), e.Limits())
@@ -122,7 +122,7 @@ func TestGuardedIncrementsUnderFaults(t *testing.T) {
 		}
 		return f, nil
 	}
-	l := openLayer(t, fdbsim.InjectFaults(memengine.New(), fault), WithRetryLimit(50))
+	l := openLayer(t, fdbsim.InjectFaults(memengine.New(), fault), Config{RetryLimit: 50})
 	p, counter := testPartition("p"), k("counter")
 	enc := func(n uint64) store.Value { return binary.BigEndian.AppendUint64(nil, n) }
 

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	s, err := fdblayer.Open(engine)
+	s, err := fdblayer.Open(engine, fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}

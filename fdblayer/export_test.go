@@ -25,20 +25,17 @@ var (
 	CutPage        = cutPage
 )
 
-// ConfiguredRoot is the root prefix a Layer opened with opts uses.
-func ConfiguredRoot(opts []Option) []byte {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return cfg.root
-}
-
 // Engine is the engine the Layer runs on.
 func (l *Layer) Engine() kv.Engine { return l.engine }
 
 // Root is the Layer's root prefix.
 func (l *Layer) Root() []byte { return l.root }
+
+// RetryLimit is how often the Layer retries an operation.
+func (l *Layer) RetryLimit() int { return l.retryLimit }
+
+// MaxScanRows is the most rows of one Scan page.
+func (l *Layer) MaxScanRows() int { return l.maxScanRows }
 
 // AppendSubspace appends p's subspace (root and identity) to dst.
 func (l *Layer) AppendSubspace(dst []byte, p store.Partition) ([]byte, error) {

@@ -72,19 +72,17 @@ type Layer struct {
 
 var _ store.Store = (*Layer)(nil)
 
-// Open returns a Layer over engine and takes ownership of it: Layer.Close
-// closes the engine. It fails with store.ErrInvalid when an option is out
-// of range or the engine's limits leave no room for keys or batches; it
-// does no I/O.
-func Open(engine kv.Engine, opts ...Option) (*Layer, error) {
+// Open returns a Layer over engine configured by c (see [Config]; the
+// zero Config is every default) and takes ownership of the engine:
+// Layer.Close closes it. It fails with store.ErrInvalid when a field of c
+// is out of range or the engine's limits leave no room for keys or
+// batches; it does no I/O.
+func Open(engine kv.Engine, c Config) (*Layer, error) {
 	if engine == nil {
 		return nil, fmt.Errorf("%w: fdblayer: nil engine", store.ErrInvalid)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
+	cfg, err := c.resolve()
+	if err != nil {
 		return nil, err
 	}
 	caps, err := cfg.capabilities(engine.Limits())

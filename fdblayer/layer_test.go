@@ -29,8 +29,8 @@ func TestCapabilities(t *testing.T) {
 		MaxTransactReadBytes: 4 << 20,
 	}, l.Capabilities())
 
-	l = openLayer(t, memengine.New(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10),
-		WithMaxScanBytes(1000), WithMaxTransactReadBytes(3000))
+	l = openLayer(t, memengine.New(), Config{RootPrefix: []byte{}, MaxPartitionBytes: 100, MaxBatchOps: 10,
+		MaxScanBytes: 1000, MaxTransactReadBytes: 3000})
 	caps := l.Capabilities()
 	require.Equal(t, 9_900, caps.MaxKeyBytes)
 	require.Equal(t, 10, caps.MaxBatchOps)
@@ -39,25 +39,42 @@ func TestCapabilities(t *testing.T) {
 	require.Equal(t, 3000, caps.MaxTransactReadBytes)
 }
 
-func TestOpenRejectsBadOptions(t *testing.T) {
-	for name, opt := range map[string]Option{
-		"system root":            WithRootPrefix([]byte{0xFF, 1}),
-		"no batch ops":           WithMaxBatchOps(0),
-		"batch ops beyond bytes": WithMaxBatchOps(400),
-		"no partition bytes":     WithMaxPartitionBytes(0),
-		"identity fills keys":    WithMaxPartitionBytes(10_000),
-		"negative retries":       WithRetryLimit(-1),
-		"no scan rows":           WithMaxScanRows(0),
-		"no scan bytes":          WithMaxScanBytes(0),
-		"no transact read bytes": WithMaxTransactReadBytes(0),
-		"nil clock":              WithClock(nil),
-		"nil logger":             WithLogger(nil),
+// TestOpenRejectsBadConfig: a Config out of range fails Open with
+// ErrInvalid naming the field (or the limit the engine cannot meet), as
+// does a nil engine.
+func TestOpenRejectsBadConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"system root":                     {Config{RootPrefix: []byte{0xFF, 1}}, "Config.RootPrefix"},
+		"negative batch ops":              {Config{MaxBatchOps: -1}, "Config.MaxBatchOps"},
+		"batch ops beyond bytes":          {Config{MaxBatchOps: 400}, "400-operation batches"},
+		"negative partition bytes":        {Config{MaxPartitionBytes: -1}, "Config.MaxPartitionBytes"},
+		"identity fills keys":             {Config{MaxPartitionBytes: 10_000}, "leaves no room for keys"},
+		"negative scan rows":              {Config{MaxScanRows: -1}, "Config.MaxScanRows"},
+		"negative scan bytes":             {Config{MaxScanBytes: -5}, "Config.MaxScanBytes"},
+		"negative transact read bytes":    {Config{MaxTransactReadBytes: -1}, "Config.MaxTransactReadBytes"},
+		"root and identity fill the keys": {Config{RootPrefix: make([]byte, 9_000), MaxPartitionBytes: 1_000}, "leaves no room for keys"},
 	} {
-		_, err := Open(memengine.New(), opt)
+		_, err := Open(memengine.New(), tc.cfg)
 		require.ErrorIs(t, err, store.ErrInvalid, name)
+		require.ErrorContains(t, err, tc.want, name)
 	}
-	_, err := Open(nil)
+	_, err := Open(nil, Config{})
 	require.ErrorIs(t, err, store.ErrInvalid)
+}
+
+// TestZeroConfigIsTheDefaults: the zero Config opens the Layer every
+// default does: the default root prefix, scan page and retry limit.
+func TestZeroConfigIsTheDefaults(t *testing.T) {
+	l := openLayer(t, memengine.New())
+	require.Equal(t, []byte(DefaultRootPrefix), l.Root())
+	require.Equal(t, DefaultRetryLimit, l.RetryLimit())
+	require.Equal(t, DefaultMaxScanRows, l.MaxScanRows())
+	require.Equal(t, 0, openLayer(t, memengine.New(), Config{RetryLimit: NoRetries}).RetryLimit())
+	require.Equal(t, 0, openLayer(t, memengine.New(), Config{RetryLimit: -7}).RetryLimit())
+	require.Empty(t, openLayer(t, memengine.New(), Config{RootPrefix: []byte{}}).Root())
 }
 
 // badPartition is an identity that encodes to fixed bytes.
@@ -135,8 +152,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 func TestProbe(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, opts := ec.open(t)
-			l, err := Open(e, opts...)
+			l, err := Open(ec.open(t), Config{})
 			require.NoError(t, err)
 			require.NoError(t, l.Probe(t.Context()))
 			ctx, cancel := context.WithCancel(t.Context())
@@ -230,7 +246,7 @@ func (t *flakyTxn) Commit() error         { return t.Txn.Commit() }
 // with ErrUnavailable.
 func TestReadRetries(t *testing.T) {
 	f := &flakyEngine{Engine: memengine.New()}
-	l := openLayer(t, f, WithRetryLimit(2))
+	l := openLayer(t, f, Config{RetryLimit: 2})
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
 

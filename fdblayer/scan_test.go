@@ -92,7 +92,7 @@ func TestCursorTamper(t *testing.T) {
 		variant{name: "position at end", cursor: AppendCursor(nil, sub, k("a"), k("z"), k("z"))},
 	)
 
-	otherRoot := openLayer(t, memengine.New(), WithRootPrefix([]byte("\x02other\x00")))
+	otherRoot := openLayer(t, memengine.New(), Config{RootPrefix: []byte("\x02other\x00")})
 	for _, vt := range vs {
 		target, part, start, end, cursor := l, store.Partition(p), k("a"), k("z"), c
 		if vt.p != nil {
@@ -134,7 +134,7 @@ func TestCursorLayoutStable(t *testing.T) {
 // TestScanPageBound: a limit above the Layer's maximum page returns pages
 // of the maximum, with cursors, until the range ends.
 func TestScanPageBound(t *testing.T) {
-	l := openLayer(t, memengine.New(), WithMaxScanRows(3))
+	l := openLayer(t, memengine.New(), Config{MaxScanRows: 3})
 	p := testPartition("p")
 	b := store.NewBatch()
 	for i := range 7 {
@@ -203,7 +203,7 @@ func TestPartitionIsolation(t *testing.T) {
 func TestRootPrefixIsolation(t *testing.T) {
 	e := memengine.New()
 	a := openLayer(t, e)
-	b, err := Open(e, WithRootPrefix([]byte("\x02other\x00")))
+	b, err := Open(e, Config{RootPrefix: []byte("\x02other\x00")})
 	require.NoError(t, err)
 	p := testPartition("p")
 	mustApply(t, a, p, store.NewBatch().Put(k("k"), v("a")))
@@ -268,5 +268,5 @@ func TestScanByteBudgetNext(t *testing.T) {
 			after = page.Next
 		}
 		require.Equal(t, [][]string{{"a", "b"}, {"c"}, {}}, pages)
-	}, WithMaxScanBytes(100))
+	}, Config{MaxScanBytes: 100})
 }

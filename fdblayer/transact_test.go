@@ -160,7 +160,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 	})
 	t.Run("retries exhausted", func(t *testing.T) {
 		steps := []faultStep{{fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}}
-		l := faultLayer(t, &faultScript{steps: steps}, WithRetryLimit(2))
+		l := faultLayer(t, &faultScript{steps: steps}, Config{RetryLimit: 2})
 		runs := 0
 		_, err := l.TransactOnce(t.Context(), faultP, put(&runs))
 		require.ErrorIs(t, err, store.ErrUnknownResult)
@@ -170,7 +170,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 	})
 	t.Run("deadline passed on the re-run", func(t *testing.T) {
 		clk := clock.NewManualMs(1_000_000)
-		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, WithClock(clk))
+		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, Config{Clock: clk})
 		deadline := clk.Now().Add(time.Minute)
 		_, err := l.TransactOnce(t.Context(), faultP, func(context.Context, store.Reader) (*store.Batch, error) {
 			return store.NewBatch().Put(k("k"), v("v")).WithDeadline(deadline), nil
@@ -185,7 +185,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 // Layer fails with ErrUnavailable.
 func TestTransactOnceReadErrorsRetry(t *testing.T) {
 	f := &flakyEngine{Engine: memengine.New()}
-	l := openLayer(t, f, WithRetryLimit(2))
+	l := openLayer(t, f, Config{RetryLimit: 2})
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
 
@@ -300,5 +300,5 @@ func TestTransactOnceScanBudget(t *testing.T) {
 		require.Len(t, rest.Entries, 8, "the transaction's cursor resumes a plain scan")
 		require.Equal(t, "r2", string(rest.Entries[0].Key))
 		require.Nil(t, rest.Next)
-	}, WithMaxTransactReadBytes(4000), WithMaxScanBytes(1<<20))
+	}, Config{MaxTransactReadBytes: 4000, MaxScanBytes: 1 << 20})
 }

@@ -22,7 +22,7 @@ func Example_layer() {
 		UnknownLanded: 0.01,             // commits that land and report 1021
 		Seed:          1,
 	})
-	l, err := fdblayer.Open(e) // a store.Store; l.Close closes e
+	l, err := fdblayer.Open(e, fdblayer.Config{}) // a store.Store; l.Close closes e
 	if err != nil {
 		panic(err)
 	}

@@ -22,9 +22,10 @@ import (
 )
 
 // openLayer opens a Layer over e, logging nowhere, closed when t ends.
-func openLayer(t testing.TB, e kv.Engine, opts ...fdblayer.Option) *fdblayer.Layer {
+func openLayer(t testing.TB, e kv.Engine, cfg fdblayer.Config) *fdblayer.Layer {
 	t.Helper()
-	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	l, err := fdblayer.Open(e, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
@@ -305,8 +306,8 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 		landed  bool
 		outcome store.Outcome // with retries
 	}{
-		{"landed, no retry", CommitThenUnknown, 0, true, 0},
-		{"not landed, no retry", UnknownWithoutCommit, 0, false, 0},
+		{"landed, no retry", CommitThenUnknown, fdblayer.NoRetries, true, 0},
+		{"not landed, no retry", UnknownWithoutCommit, fdblayer.NoRetries, false, 0},
 		{"landed, the retry's guard fails", CommitThenUnknown, 3, true, store.PreconditionFailed},
 		{"not landed, the retry commits", UnknownWithoutCommit, 3, true, store.Committed},
 	} {
@@ -319,9 +320,9 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 				}
 				return CommitNormally, nil
 			}})
-			l := openLayer(t, e, fdblayer.WithRetryLimit(tc.retries))
+			l := openLayer(t, e, fdblayer.Config{RetryLimit: tc.retries})
 			out, err := l.Apply(t.Context(), p, store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("v")))
-			if tc.retries == 0 {
+			if tc.retries == fdblayer.NoRetries {
 				require.ErrorIs(t, err, store.ErrUnknownResult)
 				requireCode(t, err, fdbcode.CommitUnknownResult)
 			} else {

@@ -36,7 +36,7 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 }
 
 func newEnv(t testing.TB, engine kv.Engine) *env {
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clock.NewManualMs(now)))
+	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManualMs(now)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return &env{

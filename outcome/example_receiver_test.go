@@ -25,7 +25,7 @@ func ExampleReceiver_standardWebhooks() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := fdblayer.Open(memengine.New()) // the receiving service's store
+	db, err := fdblayer.Open(memengine.New(), fdblayer.Config{}) // the receiving service's store
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -122,7 +122,7 @@ type oworker struct {
 
 func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) *omodel {
 	clk := clock.NewManualMs(1_000_000)
-	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

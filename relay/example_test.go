@@ -21,7 +21,7 @@ import (
 // target partition and completes the timer.
 func ExampleHandler() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clock.NewManualMs(1_000)))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManualMs(1_000)})
 	if err != nil {
 		panic(err)
 	}

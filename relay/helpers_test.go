@@ -59,10 +59,11 @@ type env struct {
 // option changes a test's env before its handler is registered.
 type option func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine)
 
-// withTargetStore gives the target its own Layer, opened with opts.
-func withTargetStore(opts ...fdblayer.Option) option {
+// withTargetStore gives the target its own Layer, configured by cfg (on
+// the env's clock).
+func withTargetStore(cfg fdblayer.Config) option {
 	return func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine) {
-		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
+		l := openLayer(t, open(t, "target.bbolt"), e.clock, cfg)
 		e.tinner, e.target = l, storetest.WithFaults(l)
 		e.h.Target = e.target
 	}
@@ -80,8 +81,15 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) 
 	}
 }
 
-func openLayer(t testing.TB, engine kv.Engine, clk clock.Clock, opts ...fdblayer.Option) *fdblayer.Layer {
-	l, err := fdblayer.Open(engine, append([]fdblayer.Option{fdblayer.WithClock(clk)}, opts...)...)
+// openLayer opens a Layer over engine on clk, configured by cfg (at most
+// one), closed when t ends.
+func openLayer(t testing.TB, engine kv.Engine, clk clock.Clock, cfg ...fdblayer.Config) *fdblayer.Layer {
+	var c fdblayer.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Clock = clk
+	l, err := fdblayer.Open(engine, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l

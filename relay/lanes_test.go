@@ -19,7 +19,7 @@ import (
 // of 1 is always sequential.
 func TestConcurrencyFollowsTheTargetStore(t *testing.T) {
 	open := func(e kv.Engine) *fdblayer.Layer {
-		l, err := fdblayer.Open(e)
+		l, err := fdblayer.Open(e, fdblayer.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

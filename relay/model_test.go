@@ -194,7 +194,7 @@ func (s *modelStats) add(o modelStats) {
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
 	clk := clock.NewManualMs(start)
-	l, err := fdblayer.Open(cfg.engine.Open(t, "model.bbolt"), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(cfg.engine.Open(t, "model.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // it, and prints as its tuple.
 func TestIdentityAddressesThePartitionItNames(t *testing.T) {
 	ctx := context.Background()
-	l, err := fdblayer.Open(memengine.New())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("acme")}

@@ -47,7 +47,7 @@ func (report) Fire(_ context.Context, _ *timers.Ctx, t timers.DueTimer) (timers.
 func ExampleWithRetry() {
 	ctx := context.Background()
 	clk := clock.NewManualMs(1_000)
-	s, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
 	}

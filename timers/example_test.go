@@ -31,7 +31,7 @@ func (reminder) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (timer
 func ExampleRunDue() {
 	ctx := context.Background()
 	clk := clock.NewManualMs(1_000)
-	s, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
 	}

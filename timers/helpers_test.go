@@ -53,7 +53,7 @@ func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
 	// one unless made Distributed): the tests exercise the buckets
 	// everywhere.
-	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}

@@ -48,7 +48,7 @@ func openV1Fixture(t *testing.T, clk clock.Clock, distributed bool) (*fdblayer.L
 	if distributed {
 		e = fdbsim.AsDistributed(bolt)
 	}
-	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var ps []store.Partition

@@ -314,7 +314,7 @@ func openTimerV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, store.P
 	require.NoError(t, dst.Close())
 	e, err := boltengine.Open(path, boltengine.Config{})
 	require.NoError(t, err)
-	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("timer-v1")}

@@ -211,7 +211,7 @@ func TestRegistryKindRanges(t *testing.T) {
 // TestScheduleRejectsKindZero: a timer of kind 0 adds nothing to the
 // batch; either range's kinds schedule.
 func TestScheduleRejectsKindZero(t *testing.T) {
-	l, err := fdblayer.Open(memengine.New())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	b := store.NewBatch()

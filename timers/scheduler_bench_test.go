@@ -131,7 +131,7 @@ func benchStoreOf(b *testing.B, partitions int) *benchStore {
 		return st
 	}
 	clk := clock.NewManualMs(now)
-	l, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}

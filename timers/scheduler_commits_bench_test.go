@@ -28,7 +28,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
 			clk := clock.NewManualMs(now)
-			l, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,7 +17,7 @@ import (
 func ExampleScheduler() {
 	ctx := context.Background()
 	clk := clock.NewManualMs(1_000)
-	s, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 func TestNewSchedulerRejectsBadConfig(t *testing.T) {
-	l, err := fdblayer.Open(memengine.New())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	reg := registry(t)

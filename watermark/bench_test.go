@@ -86,7 +86,7 @@ func benchTableOf(b *testing.B, engine string, shards int) *benchTable {
 		b.Fatalf("no engine %q", engine)
 	}
 	const batchRows = 300
-	l, err := fdblayer.Open(e, fdblayer.WithMaxBatchOps(batchRows))
+	l, err := fdblayer.Open(e, fdblayer.Config{MaxBatchOps: batchRows})
 	if err != nil {
 		b.Fatal(err)
 	}

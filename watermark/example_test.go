@@ -16,7 +16,7 @@ import (
 // exampleStore is a memory store whose coordinator leases three shards,
 // with relay watermarks 40, 90 and 70 ms.
 func exampleStore(coord refdomain.CoordinatorPartition) *fdblayer.Layer {
-	s, err := fdblayer.Open(memengine.New())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -46,7 +46,7 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 }
 
 func newEnv(t testing.TB, eng testengine.Engine) *env {
-	l, err := fdblayer.Open(eng.Open(t, "watermark.bbolt"))
+	l, err := fdblayer.Open(eng.Open(t, "watermark.bbolt"), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

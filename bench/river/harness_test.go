@@ -120,7 +120,7 @@ func newOursOp(tb testing.TB, dir string, n, parts int) *oursOp {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	s, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

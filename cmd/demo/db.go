@@ -121,7 +121,7 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 	if err != nil {
 		return nil, pathError(path, err)
 	}
-	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
 	if err != nil {
 		engine.Close()
 		os.Remove(path) // ours: created just now, nothing in it
@@ -137,7 +137,7 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 	if err != nil {
 		return nil, pathError(path, err)
 	}
-	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
 	if err != nil {
 		engine.Close()
 		return nil, err

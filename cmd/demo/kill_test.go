@@ -137,7 +137,7 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e)
+	l, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

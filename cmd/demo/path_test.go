@@ -50,7 +50,7 @@ func TestPathsNotTheDemosAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e)
+	l, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func fill(t *testing.T, s store.Store, parts []store.Partition, keys []store.Key
 
 func open(t *testing.T, e testengine.Engine, file string) store.Store {
 	t.Helper()
-	s, err := fdblayer.Open(e.Open(t, file))
+	s, err := fdblayer.Open(e.Open(t, file), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

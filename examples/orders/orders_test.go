@@ -52,7 +52,7 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 	for _, e := range testengine.All {
 		t.Run(e.Name, func(t *testing.T) {
 			clk := clock.NewManualMs(1_000)
-			s, err := fdblayer.Open(e.Open(t, "orders.db"), fdblayer.WithClock(clk))
+			s, err := fdblayer.Open(e.Open(t, "orders.db"), fdblayer.Config{Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 // neither writes anything.
 func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(memengine.New())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 // completed.
 func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(memengine.New())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

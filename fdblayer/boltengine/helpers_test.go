@@ -39,7 +39,7 @@ func v(s string) store.Value { return store.Value(s) }
 // openLayer opens a Layer over e that logs nowhere, closed when t ends.
 func openLayer(t testing.TB, e kv.Engine) *fdblayer.Layer {
 	t.Helper()
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -70,8 +70,7 @@ func TestConformance(t *testing.T) {
 	openOrSkip(t)
 	storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store {
 		e := openOrSkip(t)
-		l, err := fdblayer.Open(e, fdblayer.WithRootPrefix(testRoot(t, e)), fdblayer.WithClock(clk),
-			fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+		l, err := fdblayer.Open(e, fdblayer.Config{RootPrefix: testRoot(t, e), Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,7 +95,7 @@ func TestIsTerminalAndIsSynthetic(t *testing.T) {
 // and acknowledged like any other.
 func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	clk := clock.NewManualMs(100)
-	s, err := fdblayer.Open(memengine.New(), fdblayer.WithClock(clk))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	defer s.Close()
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("default")}

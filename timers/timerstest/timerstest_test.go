@@ -50,7 +50,7 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := fdblayer.Open(memengine.New())
+			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 			require.NoError(t, err)
 			defer l.Close()
 			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}

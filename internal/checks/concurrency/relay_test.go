@@ -118,7 +118,7 @@ func runWorld(t *testing.T, set setup) {
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Seed: set.seed, Latency: set.latency})
-	s, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	s, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

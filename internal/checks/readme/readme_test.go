@@ -320,7 +320,7 @@ func TestREADMELimitsAreCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, e := range map[string]kv.Engine{"memory": memengine.New(), "bbolt": bolt} {
-		l, err := fdblayer.Open(e)
+		l, err := fdblayer.Open(e, fdblayer.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

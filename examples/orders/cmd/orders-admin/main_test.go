@@ -28,7 +28,7 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fdblayer.Open(e)
+	s, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
