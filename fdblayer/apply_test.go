@@ -18,7 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// faultScript answers a MemoryEngine's commits from a list, one entry per
+// faultScript answers a memory engine's commits from a list, one entry per
 // commit, then commits normally. It counts the commits it saw.
 type faultScript struct {
 	mu    sync.Mutex

@@ -62,7 +62,7 @@ func TestCommitFailureIsUnknownResult(t *testing.T) {
 }
 
 // TestFillPercent: keys put in order fill the pages bbolt splits to
-// BoltOptions.FillPercent, so FillPercent 1 packs such a file about twice
+// Config.FillPercent, so FillPercent 1 packs such a file about twice
 // as densely as bbolt's default; a FillPercent out of [0, 1] is refused
 // before anything is created.
 func TestFillPercent(t *testing.T) {

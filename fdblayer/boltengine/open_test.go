@@ -18,7 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// TestOpenErrors: each path OpenBoltEngine cannot use fails with the
+// TestOpenErrors: each path Open cannot use fails with the
 // sentinel that says what to fix and leaves the path as it was.
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -101,8 +101,8 @@ var byCommand = map[string]how{
 	"make fuzz":        {run: runFuzz},
 	"make bench":       {run: runOnce},
 	"make test-fdb":    {run: runTestFDB},
-	"FDB_CLUSTER_FILE=/etc/foundationdb/fdb.cluster go test -tags fdb ./...": {
-		reason: "needs a FoundationDB cluster and libfdb_c; make test-fdb runs the same tests where FoundationDB is installed, and make lint vets the fdb-tagged code",
+	"FDB_CLUSTER_FILE=/etc/foundationdb/fdb.cluster go -C fdblayer/fdbengine test ./...": {
+		reason: "needs a FoundationDB cluster and libfdb_c; make test-fdb runs the same tests where FoundationDB is installed, and make lint vets the fdbengine module",
 	},
 }
 
