@@ -221,7 +221,7 @@ func (c *Command) flagSet(sub *subcommand) (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet(c.name()+" "+sub.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.db, "db", "", "the bbolt `file` to open (read-only for views)")
-	fs.StringVar(&o.clusterFile, "cluster-file", "", "the FoundationDB cluster `file` to open (a command with Command.OpenCluster set)")
+	fs.StringVar(&o.clusterFile, "cluster-file", "", "the FoundationDB cluster `file` to open (by a command that opens clusters, such as the mkitfdb of module fdblayer/fdbengine)")
 	fs.StringVar(&o.root, "root", "", "the store's root prefix as a tuple or x:HEX (default (\"mkit\"), fdblayer's)")
 	if !sub.repair {
 		fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
