@@ -50,8 +50,8 @@ const NoRetries = -1
 
 // Config configures a Layer at Open. The zero value is the default of
 // every field: each zero field means the default its comment names. A
-// negative limit (but RetryLimit's NoRetries) or a root starting with 0xFF
-// fails Open with store.ErrInvalid, naming the field.
+// negative limit (RetryLimit aside, where it means NoRetries) or a root
+// starting with 0xFF fails Open with store.ErrInvalid, naming the field.
 type Config struct {
 	// RootPrefix is the bytes every key starts with: nil means
 	// DefaultRootPrefix, an empty non-nil slice no prefix at all. Two
