@@ -33,7 +33,7 @@ test: lint
 ## test-readme: run every command of the README: the demo, the quick start
 ## as a module of its own, each benchmark command for one iteration (make
 ## bench: every benchmark once), make fuzz on one package, make generate's
-## check (see internal/readme). Plain go test only checks that each command
+## check (see internal/checks/readme). Plain go test only checks that each command
 ## is covered; MKITFDB_README_COMMANDS=1 makes it run them. README_TIMEOUT
 ## bounds the whole step, so that a hung command fails it (killed a minute
 ## before, the failure naming it) long before CI's limit; it is generous,
@@ -44,7 +44,7 @@ test: lint
 README_TIMEOUT ?= 20m
 README_PARALLEL ?= 3
 test-readme:
-	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -parallel $(README_PARALLEL) -timeout $(README_TIMEOUT) ./internal/readme
+	MKITFDB_README_COMMANDS=1 $(GO) test -count=1 -parallel $(README_PARALLEL) -timeout $(README_TIMEOUT) ./internal/checks/readme
 
 ## fuzz: every native fuzz target (of FUZZPKG) for FUZZTIME each (default
 ## 10s); fails only on a real failure (see scripts/fuzz.sh)
@@ -55,8 +55,9 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
 
-## lint: gofmt, go vet, and go vet -tags fdb where FoundationDB's C headers
-## are found: in FDB_INCLUDE (default ../shared/fdb-c/include beside the
+## lint: gofmt, go vet, and go vet of the FoundationDB engine's module
+## (fdblayer/fdbengine, which needs cgo) where FoundationDB's C headers are
+## found: in FDB_INCLUDE (default ../shared/fdb-c/include beside the
 ## checkout; vet compiles the cgo code, nothing links) or installed with
 ## libfdb_c. Without them it says so in one line.
 FDB_INCLUDE ?= $(abspath $(CURDIR)/../shared/fdb-c/include)
@@ -65,19 +66,22 @@ lint: check-generated
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@if [ -f "$(FDB_INCLUDE)/foundationdb/fdb_c.h" ]; then \
-	  echo 'CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) vet -tags fdb ./...'; \
-	  CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) vet -tags fdb ./...; \
+	  echo 'CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) -C fdblayer/fdbengine vet ./...'; \
+	  CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) -C fdblayer/fdbengine vet ./...; \
 	elif ldconfig -p 2>/dev/null | grep -q libfdb_c; then \
-	  echo '$(GO) vet -tags fdb ./...'; $(GO) vet -tags fdb ./...; \
-	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet -tags fdb"; fi
+	  echo '$(GO) -C fdblayer/fdbengine vet ./...'; $(GO) -C fdblayer/fdbengine vet ./...; \
+	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet of fdblayer/fdbengine"; fi
 
 ## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/ is not what its schema generates
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
-	$(GO) run ./cmd/codegen -schema internal/bank/schema -out internal/bank/bankgen -pkg bankgen -check
+	$(GO) run ./cmd/codegen -schema internal/testkit/bank/schema -out internal/testkit/bank/bankgen -pkg bankgen -check
 
-## test-fdb: the fdb-tagged tests against a throwaway local FoundationDB
+## test-fdb: the FoundationDB engine module's tests (fdblayer/fdbengine:
+## the store's conformance suite on a cluster, the engine's own tests, the
+## tuple layer against the binding's) against a throwaway local
+## FoundationDB
 test-fdb:
 	./scripts/test-fdb.sh

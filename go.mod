@@ -3,7 +3,6 @@ module github.com/mkit-dev/mkitfdb
 go 1.26.0
 
 require (
-	github.com/apple/foundationdb/bindings/go v0.0.0-20260629183922-51e1c42eb9a8
 	github.com/dave/jennifer v1.7.1
 	github.com/google/btree v1.1.3
 	github.com/prometheus/client_golang v1.25.0

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -50,6 +51,12 @@ type Command struct {
 	// Clock tells the time the views measure ages against and repairs
 	// record; nil means the real clock.
 	Clock clock.Clock
+	// OpenCluster opens the FoundationDB cluster a -cluster-file names,
+	// as fdbengine.Open does (package fdblayer/fdbengine, a module of its
+	// own: cgo and libfdb_c). Nil means the command opens no cluster, and
+	// -cluster-file is refused in one line that says where the command
+	// that does is.
+	OpenCluster func(clusterFile string) (kv.Engine, error)
 
 	// onOpen and beforeApply, for tests, run when the store is open and
 	// between a repair's read and its batch.
@@ -214,7 +221,7 @@ func (c *Command) flagSet(sub *subcommand) (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet(c.name()+" "+sub.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.db, "db", "", "the bbolt `file` to open (read-only for views)")
-	fs.StringVar(&o.clusterFile, "cluster-file", "", "the FoundationDB cluster `file` to open (a binary built with -tags fdb)")
+	fs.StringVar(&o.clusterFile, "cluster-file", "", "the FoundationDB cluster `file` to open (by a command that opens clusters, such as the mkitfdb of module fdblayer/fdbengine)")
 	fs.StringVar(&o.root, "root", "", "the store's root prefix as a tuple or x:HEX (default (\"mkit\"), fdblayer's)")
 	if !sub.repair {
 		fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")

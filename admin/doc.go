@@ -42,8 +42,9 @@
 //	delete-dead  delete a dead letter
 //
 // Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
-// (FoundationDB, in a binary built with -tags fdb; without the tag it
-// says how to build one). Views take -json: one JSON object whose shape
+// (FoundationDB, through Command.OpenCluster: the mkitfdb of module
+// fdblayer/fdbengine sets it; a command without it says where that one
+// is). Views take -json: one JSON object whose shape
 // is stable (fields may be added, none renamed or removed). Partitions and
 // keys are written as the views print them: a tuple such as ("orders", 2,
 // "ada") or (16, 5), or x:HEX.

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -138,11 +139,11 @@ func orderKey(t *testing.T, n uint64) store.Key {
 
 func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	t.Helper()
-	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: true})
+	e, err := boltengine.Open(path, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -90,22 +92,24 @@ func (st *opened) partition(o *options) store.Identity {
 	return id
 }
 
-// openFDB opens a FoundationDB engine; open_fdb.go sets it in a binary
-// built with -tags fdb.
-var openFDB func(clusterFile string) (fdblayer.Engine, error)
+// fdbCommand is the import path of the operator's command that opens
+// FoundationDB clusters: this package's Command with OpenCluster set to
+// the FoundationDB engine, in the module that holds the engine.
+const fdbCommand = "github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb"
 
 // open opens the store the flags name: a bbolt file read-only for a view
-// (a shared lock) and for writing for a repair, or a FoundationDB cluster.
-// Nothing is created: a missing file is bad input.
+// (a shared lock) and for writing for a repair, or a FoundationDB cluster
+// through Command.OpenCluster. Nothing is created: a missing file is bad
+// input.
 func (c *Command) open(o *options, write bool) (*opened, error) {
-	var e fdblayer.Engine
+	var e kv.Engine
 	where := o.db
 	if o.db != "" {
-		be, err := fdblayer.OpenBoltEngine(o.db, fdblayer.BoltOptions{
-			ReadOnly: !write, MustExist: true, LockTimeout: fdblayer.NoLockWait,
+		be, err := boltengine.Open(o.db, boltengine.Config{
+			ReadOnly: !write, MustExist: true, LockTimeout: boltengine.NoLockWait,
 		})
 		switch {
-		case errors.Is(err, fdblayer.ErrLocked):
+		case errors.Is(err, boltengine.ErrLocked):
 			mode := "read it"
 			if write {
 				mode = "write it"
@@ -125,20 +129,17 @@ func (c *Command) open(o *options, write bool) (*opened, error) {
 			}
 			return nil, usagef("cluster file %s: %v", o.clusterFile, err)
 		}
-		if openFDB == nil {
-			return nil, usagef("this %s was built without FoundationDB: build it with -tags fdb (cgo and libfdb_c needed), e.g. go build -tags fdb github.com/mkit-dev/mkitfdb/cmd/mkitfdb", c.name())
+		if c.OpenCluster == nil {
+			return nil, usagef("this %s opens no FoundationDB cluster: go install %s@latest builds the mkitfdb that does (cgo and libfdb_c needed); a service's own command sets Command.OpenCluster", c.name(), fdbCommand)
 		}
-		fe, err := openFDB(o.clusterFile)
+		fe, err := c.OpenCluster(o.clusterFile)
 		if err != nil {
 			return nil, usagef("cannot open the cluster of %s: %v", o.clusterFile, err)
 		}
 		e = fe
 	}
-	opts := []fdblayer.Option{fdblayer.WithLogger(slog.New(slog.DiscardHandler))}
-	if o.rootBytes != nil {
-		opts = append(opts, fdblayer.WithRootPrefix(o.rootBytes))
-	}
-	l, err := fdblayer.Open(e, opts...)
+	// A nil -root is the Layer's default root.
+	l, err := fdblayer.Open(e, fdblayer.Config{RootPrefix: o.rootBytes, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		_ = e.Close()
 		return nil, usagef("cannot open %s: %v", where, err)

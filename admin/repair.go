@@ -9,8 +9,8 @@ import (
 	"os/user"
 	"strings"
 
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 

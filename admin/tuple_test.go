@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 )
 
 // What the views print of a key or identity, -key and -partition take

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"math"
 
+	"github.com/mkit-dev/mkitfdb/codec/registry"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 

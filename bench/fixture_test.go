@@ -16,7 +16,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -63,7 +63,7 @@ type fixture struct {
 // relay's target store is the same store unless wrap returns another.
 func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay.Budget, wrap func(store.Store) store.Store) *fixture {
 	tb.Helper()
-	l, err := fdblayer.Open(eng.Open(tb, "bench.bbolt"))
+	l, err := fdblayer.Open(eng.Open(tb, "bench.bbolt"), fdblayer.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 )
 
 // Every relay benchmark reports, besides Go's own columns:

@@ -24,8 +24,8 @@ import (
 // scheduler's listing, claims and releases included. The counts are
 // exact, not timed.
 func BenchmarkRelayRoundTrips(b *testing.B) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

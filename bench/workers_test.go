@@ -12,9 +12,10 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -49,8 +50,8 @@ var workerCounts = []int{1, 2, 4}
 // workers overlap as they would a cluster's.
 var workerEngines = []testengine.Engine{testengine.Memory, testengine.MVCC, {
 	Name: "mvcc-latency",
-	Open: func(testing.TB, string) fdblayer.Engine {
-		return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Latency: 200 * time.Microsecond})
+	Open: func(testing.TB, string) kv.Engine {
+		return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Latency: 200 * time.Microsecond})
 	},
 }}
 
@@ -71,7 +72,7 @@ type workerStore struct {
 
 func openWorkerStore(b *testing.B, eng testengine.Engine) *workerStore {
 	e := eng.Open(b, "workers.bbolt")
-	l, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -64,7 +65,7 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 // Apply, on a fresh snapshot; a retry, on a fresh snapshot, reads them
 // all. (A function of its own, with few returns, so that its defer and
 // Apply's stay cheap.)
-func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partition, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (store.BatchOutcome, error) {
+func (l *Layer) retry(ctx context.Context, txn kv.Txn, s *scratch, p store.Partition, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (store.BatchOutcome, error) {
 	defer txn.Close()
 	// unknown is the first error after which the batch may have landed;
 	// nil while every failed attempt is known to have written nothing.
@@ -95,7 +96,7 @@ func (l *Layer) retry(ctx context.Context, txn Txn, s *scratch, p store.Partitio
 // attempt, else the error to give up with, named "fdblayer: what p". It
 // records in *unknown the first error after which a batch may have
 // landed: a commit whose result is unknown, or one the context ended.
-func (l *Layer) giveUp(ctx context.Context, txn Txn, what string, p store.Partition, attempt int, committing bool, err error, unknown *error) error {
+func (l *Layer) giveUp(ctx context.Context, txn kv.Txn, what string, p store.Partition, attempt int, committing bool, err error, unknown *error) error {
 	if committing && (errors.Is(err, store.ErrUnknownResult) || ctx.Err() != nil) {
 		if *unknown == nil {
 			*unknown = err
@@ -125,7 +126,7 @@ func (l *Layer) giveUp(ctx context.Context, txn Txn, what string, p store.Partit
 // pre are the preconditions' engine keys, sub the prefix of the writes'
 // keys, known what txn read before (nil: nothing). committing reports
 // that err came from Commit.
-func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
+func (l *Layer) attempt(ctx context.Context, txn kv.Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	if !b.Deadline.IsZero() {
 		if now := l.clock.Now(); now.After(b.Deadline) {
 			return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}, false, nil
@@ -138,7 +139,7 @@ func (l *Layer) attempt(ctx context.Context, txn Txn, s *scratch, b *store.Batch
 // any is awaited; those in known, read earlier in txn, are not read
 // again), compares, writes and commits. committing reports that err came
 // from Commit.
-func (l *Layer) commitBatch(ctx context.Context, txn Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
+func (l *Layer) commitBatch(ctx context.Context, txn kv.Txn, s *scratch, b *store.Batch, sub []byte, pre [][]byte, known *readCache) (out store.BatchOutcome, committing bool, err error) {
 	var cur, next wake
 	if b.Wakeup != nil {
 		if err := l.probeV1(txn); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"sync"
@@ -17,7 +18,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// faultScript answers a MemoryEngine's commits from a list, one entry per
+// faultScript answers a memory engine's commits from a list, one entry per
 // commit, then commits normally. It counts the commits it saw.
 type faultScript struct {
 	mu    sync.Mutex
@@ -54,10 +55,11 @@ func (s *faultScript) commits() int {
 	return s.calls
 }
 
-// faultLayer opens a Layer over a MemoryEngine consulting script.
-func faultLayer(t *testing.T, script *faultScript, opts ...Option) *Layer {
+// faultLayer opens a Layer over a memory engine consulting script,
+// configured by cfg (at most one).
+func faultLayer(t *testing.T, script *faultScript, cfg ...Config) *Layer {
 	t.Helper()
-	return openLayer(t, fdbsim.InjectFaults(NewMemoryEngine(), script.fault), opts...)
+	return openLayer(t, fdbsim.InjectFaults(memengine.New(), script.fault), cfg...)
 }
 
 var faultP = testPartition("faults")
@@ -130,7 +132,7 @@ func TestApplyRetryReevaluatesPreconditions(t *testing.T) {
 func TestApplyUnknownResultGuardedLandsOnce(t *testing.T) {
 	var logs bytes.Buffer
 	script := &faultScript{}
-	l := faultLayer(t, script, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	l := faultLayer(t, script, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	mustApply(t, l, faultP, store.NewBatch().Put(k("seq"), v("1")))
 	script.steps = []faultStep{{fault: fdbsim.CommitThenUnknown}}
 	script.calls = 0
@@ -279,7 +281,7 @@ func TestApplyRetryBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: tc.steps}
-			l := faultLayer(t, script, WithRetryLimit(3))
+			l := faultLayer(t, script, Config{RetryLimit: 3})
 			_, err := l.Apply(t.Context(), faultP, store.NewBatch().Put(k("k"), v("v")))
 			require.ErrorIs(t, err, tc.want)
 			require.ErrorIs(t, err, ErrRetriesExhausted)
@@ -321,7 +323,7 @@ func TestApplyDeadline(t *testing.T) {
 	t.Run("checked against the clock", func(t *testing.T) {
 		clk := clock.NewManual(start)
 		script := &faultScript{}
-		l := faultLayer(t, script, WithClock(clk))
+		l := faultLayer(t, script, Config{Clock: clk})
 		out := mustApply(t, l, faultP, store.NewBatch().Put(k("a"), v("1")).WithDeadline(start))
 		require.Equal(t, store.Committed, out.Outcome, "a batch exactly at its deadline commits")
 		out = mustApply(t, l, faultP, store.NewBatch().Put(k("b"), v("1")).WithDeadline(start.Add(-time.Millisecond)))
@@ -341,7 +343,7 @@ func TestApplyDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewManual(start)
 			script := &faultScript{steps: []faultStep{{fault: tc.fault, then: func() { clk.Advance(time.Second) }}}}
-			l := faultLayer(t, script, WithClock(clk))
+			l := faultLayer(t, script, Config{Clock: clk})
 			out, err := l.Apply(t.Context(), faultP, store.NewBatch().Put(k("k"), v("v")).WithDeadline(start.Add(time.Millisecond)))
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,7 +39,7 @@ func benchKey(i int) store.Key { return store.Key(fmt.Sprintf("row/%06d", i)) }
 // benchPartition.
 func benchLayer(b *testing.B) *Layer {
 	b.Helper()
-	l := openLayer(b, NewMemoryEngine())
+	l := openLayer(b, memengine.New())
 	value := bytes.Repeat([]byte{'v'}, benchValueSize)
 	for i := 0; i < benchRows; i += 50 {
 		batch := store.NewBatch()
@@ -191,7 +194,7 @@ type scanBench struct {
 	p           store.Partition
 	start, end  store.Key
 	begin, stop []byte
-	rows        []KeyValue
+	rows        []kv.KeyValue
 }
 
 func newScanBench(b *testing.B) *scanBench {
@@ -274,7 +277,7 @@ func BenchmarkBoltApplyGuarded(b *testing.B) {
 			name = "nosync"
 		}
 		b.Run(name, func(b *testing.B) {
-			e, err := OpenBoltEngine(filepath.Join(b.TempDir(), "bench.bbolt"), BoltOptions{NoSync: noSync})
+			e, err := boltengine.Open(filepath.Join(b.TempDir(), "bench.bbolt"), boltengine.Config{NoSync: noSync})
 			if err != nil {
 				b.Fatal(err)
 			}

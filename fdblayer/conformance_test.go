@@ -15,8 +15,7 @@ func TestConformance(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store {
-				e, opts := ec.open(t)
-				return openLayer(t, e, append(opts, WithClock(clk))...)
+				return openLayer(t, ec.open(t), Config{Clock: clk})
 			})
 		})
 	}

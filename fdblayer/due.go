@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -32,12 +33,12 @@ import (
 // takes every timer write of the cluster, whatever its size. A bucket
 // byte, FNV-1a of the identity modulo the bucket count, before the time
 // spreads those writes: over DueHashBuckets (16) ranges on an engine
-// whose keys many servers share (Distributed: FoundationDB, and
+// whose keys many servers share ([kv.Distributed]: FoundationDB, and
 // fdbsim's MVCCEngine, which stands for it), so that 16 storage teams share the
 // tail, far more than the few a cluster running this library's
 // schedulers keeps busy, while a listing of every bucket stays one
 // transaction of 17 range reads issued at once (16 buckets and the first
-// layout's range, see RangesReader). On the memory and bbolt engines, one
+// layout's range, see [kv.RangesReader]). On the memory and bbolt engines, one
 // process's memory or file, the index keeps one bucket: spreading there
 // buys nothing and costs the index's locality (bench/README.md measures
 // it). Within a bucket
@@ -59,18 +60,9 @@ const (
 )
 
 // DueHashBuckets is the number of buckets the due index hashes
-// partitions into on a Distributed engine (see the design note above).
+// partitions into on a [kv.Distributed] engine (see the design note
+// above); it keeps one on the others.
 const DueHashBuckets = 16
-
-// Distributed is implemented by engines whose keys many servers share
-// (FDBEngine, and fdbsim's MVCCEngine, which stands for it): the Layer spreads its
-// due index over DueHashBuckets buckets on them, and keeps one on the
-// others.
-type Distributed interface {
-	// Distributed reports whether the engine's keys are spread over
-	// servers.
-	Distributed() bool
-}
 
 var _ store.DueIndex = (*Layer)(nil)
 
@@ -87,7 +79,7 @@ func (l *Layer) dueBucket(identity []byte) int {
 }
 
 // DueBuckets implements store.DueIndex: the hashed buckets (DueHashBuckets
-// on a Distributed engine, else 1) and one more,
+// on a kv.Distributed engine, else 1) and one more,
 // last, that lists the entries of the layout before buckets.
 func (l *Layer) DueBuckets() int { return l.dueBuckets + 1 }
 
@@ -119,19 +111,19 @@ func (l *Layer) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 	if q.PerBucket > 0 {
 		limit = min(limit, q.PerBucket)
 	}
-	reads := make([]RangeRead, 0, n-first)
+	reads := make([]kv.RangeRead, 0, n-first)
 	for i := first; i < n; i++ {
 		var after *store.DueEntry
 		if i == first {
 			after = q.After
 		}
 		begin, end := l.bucketRange((q.Start+i)%l.DueBuckets(), from, until, after)
-		reads = append(reads, RangeRead{Begin: begin, End: end, Limit: limit})
+		reads = append(reads, kv.RangeRead{Begin: begin, End: end, Limit: limit})
 	}
 	var entries []store.DueEntry
-	err = l.read(ctx, nil, "scan due", func(txn ReadTxn) error {
+	err = l.read(ctx, nil, "scan due", func(txn kv.ReadTxn) error {
 		entries = make([]store.DueEntry, 0, min(q.Limit, 64))
-		if _, ok := txn.(RangesReader); ok {
+		if _, ok := txn.(kv.RangesReader); ok {
 			rowsets, err := getRanges(txn, reads)
 			if err != nil {
 				return err
@@ -190,7 +182,7 @@ func (l *Layer) bucketRange(b int, fromMs, untilMs uint64, after *store.DueEntry
 
 // appendEntries appends to entries the entries of bucket b that rows hold,
 // until entries holds limit.
-func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []KeyValue, limit int) ([]store.DueEntry, error) {
+func (l *Layer) appendEntries(entries []store.DueEntry, b int, rows []kv.KeyValue, limit int) ([]store.DueEntry, error) {
 	prefix := len(l.root) + dueHeader + 1 // the tag, then the bucket
 	if b == l.v1Bucket() {
 		prefix-- // no bucket
@@ -227,7 +219,7 @@ func (l *Layer) NextWake(ctx context.Context, p store.Partition) (time.Time, boo
 	}
 	key := [][]byte{append(sub, partitionEnd)}
 	var at uint64
-	err = l.read(ctx, p, "next wake of", func(txn ReadTxn) error {
+	err = l.read(ctx, p, "next wake of", func(txn kv.ReadTxn) error {
 		vals, err := txn.GetMany(nil, key)
 		if err != nil {
 			return err
@@ -272,7 +264,7 @@ type wake struct{ at, ceil uint64 }
 // setWake writes, in txn, the change of a partition's wake time from cur
 // to next: its wake key and its due index entries. sub is the partition's
 // subspace; key is scratch.
-func (l *Layer) setWake(txn Txn, sub, key []byte, cur, next wake) []byte {
+func (l *Layer) setWake(txn kv.Txn, sub, key []byte, cur, next wake) []byte {
 	if cur == next {
 		return key
 	}
@@ -337,7 +329,7 @@ const (
 // emptied) never clears them. An older process writing first-layout
 // entries after that leaves entries a wake change no longer removes: they
 // are listed, found stale, and MigrateDueIndex removes them.
-func (l *Layer) probeV1(txn ReadTxn) error {
+func (l *Layer) probeV1(txn kv.ReadTxn) error {
 	if l.v1.Load() != v1Unknown {
 		return nil
 	}
@@ -418,7 +410,7 @@ func (l *Layer) migratePage(ctx context.Context, prefix, end []byte) (int, error
 }
 
 // migrateIn is one attempt of migratePage in txn.
-func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n int, committing bool, err error) {
+func (l *Layer) migrateIn(ctx context.Context, txn kv.Txn, prefix, end []byte) (n int, committing bool, err error) {
 	rows, err := txn.GetRange(nil, prefix, end, migratePage, 0)
 	if err != nil || len(rows) == 0 {
 		return 0, false, err
@@ -463,10 +455,10 @@ func (l *Layer) migrateIn(ctx context.Context, txn Txn, prefix, end []byte) (n i
 var _ store.Overlapping = (*Layer)(nil)
 
 // OverlapsCalls implements store.Overlapping: calls overlap on a
-// Distributed engine (FDBEngine, MVCCEngine), whose transactions run at
-// once, and not on the memory and bbolt engines, which run one writer at
+// [kv.Distributed] engine (FoundationDB's, fdbsim's MVCCEngine), whose
+// transactions run at once, and not on the memory and bbolt engines, which run one writer at
 // a time.
 func (l *Layer) OverlapsCalls() bool {
-	d, ok := l.engine.(Distributed)
+	d, ok := l.engine.(kv.Distributed)
 	return ok && d.Distributed()
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"testing"
@@ -75,7 +77,7 @@ func TestWakeupUnknownResult(t *testing.T) {
 // TestCorruptWakeData: a stored wake time or due entry that does not
 // decode is ErrCorrupt, never skipped or taken for none.
 func TestCorruptWakeData(t *testing.T) {
-	e := NewMemoryEngine()
+	e := memengine.New()
 	l := openLayer(t, e)
 	p := testPartition("p")
 	sub, err := l.AppendSubspace(nil, p)
@@ -152,18 +154,18 @@ func TestDueBucketsSpread(t *testing.T) {
 // first layout's bucket after it); fdbsim.AsDistributed gives a local
 // engine the buckets of a Distributed one.
 func TestDueBucketsByEngine(t *testing.T) {
-	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})).DueBuckets())
-	require.Equal(t, 2, openLayer(t, NewMemoryEngine()).DueBuckets())
-	bolt, _ := engineCases[2].open(t)
+	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})).DueBuckets())
+	require.Equal(t, 2, openLayer(t, memengine.New()).DueBuckets())
+	bolt := engineCases[2].open(t)
 	require.Equal(t, 2, openLayer(t, bolt).DueBuckets())
-	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(NewMemoryEngine())).DueBuckets())
-	bolt, _ = engineCases[2].open(t)
+	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(memengine.New())).DueBuckets())
+	bolt = engineCases[2].open(t)
 	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(bolt)).DueBuckets())
 }
 
 // writeV1Entry writes partition p's wake time atMs as the layout before
 // buckets did: the wake key and an entry root | 0xFF 0x01 | at | identity.
-func writeV1Entry(t *testing.T, e Engine, l *Layer, p store.Partition, atMs uint64) {
+func writeV1Entry(t *testing.T, e kv.Engine, l *Layer, p store.Partition, atMs uint64) {
 	t.Helper()
 	sub, err := l.AppendSubspace(nil, p)
 	require.NoError(t, err)
@@ -184,10 +186,10 @@ func writeV1Entry(t *testing.T, e Engine, l *Layer, p store.Partition, atMs uint
 func TestDueIndexFirstLayout(t *testing.T) {
 	for _, eng := range []struct {
 		name string
-		open func() Engine
+		open func() kv.Engine
 	}{
-		{"memory", func() Engine { return NewMemoryEngine() }},
-		{"mvcc", func() Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}) }},
+		{"memory", func() kv.Engine { return memengine.New() }},
+		{"mvcc", func() kv.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}) }},
 	} {
 		t.Run(eng.name, func(t *testing.T) {
 			e := eng.open()
@@ -250,7 +252,7 @@ func TestDueIndexFirstLayout(t *testing.T) {
 // is one read round trip, and finds what the one-bucket-at-a-time listing
 // of the other engines does.
 func TestScanDueIsOneRoundTrip(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l := openLayer(t, e)
 	var want []store.DueEntry
 	for i := range 40 {

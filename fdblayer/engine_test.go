@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,11 +25,11 @@ import (
 func TestEngineContract(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, opts := ec.open(t)
-			root := ConfiguredRoot(opts)
+			e := ec.open(t)
+			root := []byte(DefaultRootPrefix)
 			key := func(s string) []byte { return append(append([]byte{}, root...), s...) }
 			ctx := t.Context()
-			require.Equal(t, FDBLimits(), e.Limits())
+			require.Equal(t, kv.FDBLimits(), e.Limits())
 
 			txn, err := e.Begin(ctx)
 			require.NoError(t, err)
@@ -56,10 +57,10 @@ func TestEngineContract(t *testing.T) {
 			require.NotNil(t, vals[1])
 			rows, err := rt.GetRange(nil, key("b"), key("d"), 10, 0)
 			require.NoError(t, err)
-			require.Equal(t, []KeyValue{{key("b"), []byte{}}, {key("c"), []byte("3")}}, rows)
+			require.Equal(t, []kv.KeyValue{{Key: key("b"), Value: []byte{}}, {Key: key("c"), Value: []byte("3")}}, rows)
 			rows, err = rt.GetRange(rows[:0], key(""), key("z"), 2, 0)
 			require.NoError(t, err)
-			require.Equal(t, []KeyValue{{key("a"), []byte("1")}, {key("b"), []byte{}}}, rows)
+			require.Equal(t, []kv.KeyValue{{Key: key("a"), Value: []byte("1")}, {Key: key("b"), Value: []byte{}}}, rows)
 			// A byte budget stops the read at the first row that passes
 			// it, that row included: a holds len(root)+2 bytes.
 			rowA := len(root) + 2
@@ -87,16 +88,16 @@ func TestEngineContract(t *testing.T) {
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, int64(0))
 			switch e.(type) {
-			case *MemoryEngine, *BoltEngine, *fdbsim.MVCCEngine:
+			case *memengine.Engine, *boltengine.Engine, *fdbsim.MVCCEngine:
 				require.Equal(t, int64(5*(len(root)+1)+1+0+1+1+4), n, "exact on this engine")
 			}
 			require.NoError(t, e.Probe(ctx))
 
 			require.NoError(t, e.Close())
 			_, err = e.Begin(ctx)
-			require.ErrorIs(t, err, ErrClosed)
+			require.ErrorIs(t, err, kv.ErrClosed)
 			_, err = e.BeginRead(ctx)
-			require.ErrorIs(t, err, ErrClosed)
+			require.ErrorIs(t, err, kv.ErrClosed)
 		})
 	}
 }
@@ -121,7 +122,7 @@ func TestGuardedIncrementsUnderFaults(t *testing.T) {
 		}
 		return f, nil
 	}
-	l := openLayer(t, fdbsim.InjectFaults(NewMemoryEngine(), fault), WithRetryLimit(50))
+	l := openLayer(t, fdbsim.InjectFaults(memengine.New(), fault), Config{RetryLimit: 50})
 	p, counter := testPartition("p"), k("counter")
 	enc := func(n uint64) store.Value { return binary.BigEndian.AppendUint64(nil, n) }
 
@@ -159,22 +160,4 @@ func TestGuardedIncrementsUnderFaults(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, uint64(landed), final, "every landed batch increments exactly once")
 	require.GreaterOrEqual(t, final, uint64(workers*each), "every reported commit landed")
-}
-
-func TestFDBTimeoutStaysInTheOptionsRange(t *testing.T) {
-	for _, c := range []struct {
-		d    time.Duration
-		want int64
-	}{
-		{-time.Second, 1},
-		{0, 1},
-		{time.Millisecond / 2, 1},
-		{1500 * time.Millisecond, 1500},
-		{time.Duration(math.MaxInt32) * time.Millisecond, math.MaxInt32},
-		{30 * 24 * time.Hour, math.MaxInt32},
-	} {
-		if got := FDBTimeoutMs(c.d); got != c.want {
-			t.Errorf("FDBTimeoutMs(%v) = %d, want %d", c.d, got, c.want)
-		}
-	}
 }

@@ -2,6 +2,9 @@ package fdblayer_test
 
 import (
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"log/slog"
 	"path/filepath"
@@ -10,33 +13,46 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// engineCase opens a fresh engine for one test, with the Layer options
-// that make it look empty (the FoundationDB case gives each test its own
-// root prefix on the shared cluster).
+// engineCase opens a fresh, empty engine for one test.
 type engineCase struct {
 	name string
-	open func(t *testing.T) (Engine, []Option)
+	open func(t *testing.T) kv.Engine
 }
 
-// engineCases are the engines every shared test runs on; fdb_test.go adds
-// FoundationDB under the fdb build tag.
+// engineCases are the engines every shared test runs on. FoundationDB's
+// engine is tested in its own module (fdblayer/fdbengine), which runs the
+// store's conformance suite on a cluster.
 var engineCases = []engineCase{
-	{name: "memory", open: func(*testing.T) (Engine, []Option) { return NewMemoryEngine(), nil }},
-	{name: "mvcc", open: func(*testing.T) (Engine, []Option) { return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), nil }},
-	{name: "bbolt", open: func(t *testing.T) (Engine, []Option) {
-		e, err := OpenBoltEngine(filepath.Join(t.TempDir(), "store.bbolt"), BoltOptions{})
+	{name: "memory", open: func(*testing.T) kv.Engine { return memengine.New() }},
+	{name: "mvcc", open: func(*testing.T) kv.Engine { return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}) }},
+	{name: "bbolt", open: func(t *testing.T) kv.Engine {
+		e, err := boltengine.Open(filepath.Join(t.TempDir(), "store.bbolt"), boltengine.Config{})
 		if err != nil {
 			t.Fatalf("open bbolt: %v", err)
 		}
-		return e, nil
+		return e
 	}},
 }
 
-// openLayer opens a Layer over e, closed when t ends. It logs nowhere
-// unless opts say otherwise.
-func openLayer(t testing.TB, e Engine, opts ...Option) *Layer {
+// quiet is cfg (the first of cfgs, or the zero Config) logging nowhere
+// unless it names a logger.
+func quiet(cfgs []Config) Config {
+	var cfg Config
+	if len(cfgs) > 0 {
+		cfg = cfgs[0]
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// openLayer opens a Layer over e configured by cfg (at most one; none is
+// the zero Config), closed when t ends. It logs nowhere unless cfg names a
+// logger.
+func openLayer(t testing.TB, e kv.Engine, cfg ...Config) *Layer {
 	t.Helper()
-	l, err := Open(e, append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	l, err := Open(e, quiet(cfg))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -44,12 +60,12 @@ func openLayer(t testing.TB, e Engine, opts ...Option) *Layer {
 	return l
 }
 
-// forEachEngine runs fn as a subtest per engine, on a fresh Layer.
-func forEachEngine(t *testing.T, fn func(t *testing.T, l *Layer), opts ...Option) {
+// forEachEngine runs fn as a subtest per engine, on a fresh Layer
+// configured by cfg (at most one).
+func forEachEngine(t *testing.T, fn func(t *testing.T, l *Layer), cfg ...Config) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, base := ec.open(t)
-			fn(t, openLayer(t, e, append(base, opts...)...))
+			fn(t, openLayer(t, ec.open(t), cfg...))
 		})
 	}
 }
@@ -57,11 +73,10 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, l *Layer), opts ...Option
 // forEachDistributedEngine runs fn as a subtest per engine, on a fresh
 // Layer over the engine made Distributed (fdbsim.AsDistributed), so that
 // its due index has DueHashBuckets buckets on every engine.
-func forEachDistributedEngine(t *testing.T, fn func(t *testing.T, l *Layer), opts ...Option) {
+func forEachDistributedEngine(t *testing.T, fn func(t *testing.T, l *Layer), cfg ...Config) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, base := ec.open(t)
-			fn(t, openLayer(t, fdbsim.AsDistributed(e), append(base, opts...)...))
+			fn(t, openLayer(t, fdbsim.AsDistributed(ec.open(t)), cfg...))
 		})
 	}
 }

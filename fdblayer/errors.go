@@ -7,24 +7,13 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Errors of the layer and its engines, usable with errors.Is. The Layer
-// never returns them alone: each comes wrapped together with the store
-// sentinel (store.ErrUnavailable, store.ErrUnknownResult) that says what the
-// caller may assume.
-var (
-	// ErrClosed: the engine was closed; no transaction can begin.
-	ErrClosed = errors.New("fdblayer: engine closed")
-
-	// ErrRetriesExhausted: a retryable engine error (a conflict, an unknown
-	// commit result) persisted through the Layer's whole retry budget.
-	ErrRetriesExhausted = errors.New("fdblayer: retries exhausted")
-
-	// ErrLocked: OpenBoltEngine could not take the file's lock in time
-	// because another handle (another process, or another open in this one)
-	// holds it. It comes with store.ErrUnavailable: the file is fine and
-	// opens once the holder closes it.
-	ErrLocked = errors.New("fdblayer: bbolt file locked by another process")
-)
+// ErrRetriesExhausted: a retryable engine error (a conflict, an unknown
+// commit result) persisted through the Layer's whole retry budget. The
+// Layer never returns it alone: it comes wrapped together with the store
+// sentinel (store.ErrUnavailable, store.ErrUnknownResult) that says what
+// the caller may assume, as an engine's errors do (kv.ErrClosed among
+// them).
+var ErrRetriesExhausted = errors.New("fdblayer: retries exhausted")
 
 // storeSentinels are the errors of the Store contract; every error the
 // Layer returns wraps exactly one of them.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
@@ -19,11 +20,11 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	engine, err := fdblayer.OpenBoltEngine(filepath.Join(dir, "state.bbolt"), fdblayer.BoltOptions{})
+	engine, err := boltengine.Open(filepath.Join(dir, "state.bbolt"), boltengine.Config{})
 	if err != nil {
 		panic(err)
 	}
-	s, err := fdblayer.Open(engine)
+	s, err := fdblayer.Open(engine, fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -1,16 +1,14 @@
 package fdblayer
 
 import (
-	"os"
-
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
 // The tests of this package are in package fdblayer_test: they run the
-// Layer over fdbsim's engines, and fdbsim imports fdblayer. This file
-// hands them the internals they check.
+// Layer over the engines (memengine, boltengine, fdbsim's), which test
+// helpers of this module import beside fdblayer. This file hands them the
+// internals they check.
 
 // Internals of the key layout.
 const (
@@ -19,41 +17,25 @@ const (
 	DueTagV1     = dueTagV1
 )
 
-// Internals of the Layer and the engines.
+// Internals of the Layer.
 var (
-	BoltBucket     = boltBucket
 	StoreSentinels = storeSentinels
 	AppendCursor   = appendCursor
 	ParseCursor    = parseCursor
 	CutPage        = cutPage
-	FDBTimeoutMs   = fdbTimeoutMs
-	FDBLimits      = fdbLimits
-	LockHolder     = lockHolder
 )
 
-// ConfiguredRoot is the root prefix a Layer opened with opts uses.
-func ConfiguredRoot(opts []Option) []byte {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return cfg.root
-}
-
-// WithOpenFile is o with f in place of os.OpenFile, to break the file.
-func WithOpenFile(o BoltOptions, f func(string, int, os.FileMode) (*os.File, error)) BoltOptions {
-	o.openFile = f
-	return o
-}
-
-// DB is the engine's bbolt database.
-func (e *BoltEngine) DB() *bolt.DB { return e.db }
-
 // Engine is the engine the Layer runs on.
-func (l *Layer) Engine() Engine { return l.engine }
+func (l *Layer) Engine() kv.Engine { return l.engine }
 
 // Root is the Layer's root prefix.
 func (l *Layer) Root() []byte { return l.root }
+
+// RetryLimit is how often the Layer retries an operation.
+func (l *Layer) RetryLimit() int { return l.retryLimit }
+
+// MaxScanRows is the most rows of one Scan page.
+func (l *Layer) MaxScanRows() int { return l.maxScanRows }
 
 // AppendSubspace appends p's subspace (root and identity) to dst.
 func (l *Layer) AppendSubspace(dst []byte, p store.Partition) ([]byte, error) {

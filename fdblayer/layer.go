@@ -1,11 +1,14 @@
 // Package fdblayer implements store.Store over a small ordered,
-// transactional key/value Engine: each partition is a subspace, each
-// guarded batch one transaction. The engines are MemoryEngine (tests,
-// benchmarks), BoltEngine (embedded, durable, the default), FDBEngine
-// (FoundationDB, build tag fdb) and fdbsim's MVCCEngine (FoundationDB's
-// transaction semantics in process); every line of mapping logic is shared, so the
+// transactional key/value engine ([kv.Engine]): each partition is a
+// subspace, each guarded batch one transaction. The engines are drivers
+// in packages of their own, so that a program links only those it opens:
+// memengine (tests, benchmarks), boltengine (embedded, durable, the
+// default), fdbengine (FoundationDB: a module of its own, needing cgo and
+// libfdb_c) and fdbsim's MVCCEngine (FoundationDB's transaction semantics
+// in process). Every line of mapping logic is here, shared, so the
 // conformance suite run on the other engines exercises what runs on
-// FoundationDB, and the MVCC engine makes it meet FoundationDB's conflicts.
+// FoundationDB, and the MVCC engine makes it meet FoundationDB's
+// conflicts.
 //
 // Key layout: every engine key is
 //
@@ -43,14 +46,15 @@ import (
 	"sync/atomic"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Layer is the store.Store of this library over one Engine, with every
+// Layer is the store.Store of this library over one engine, with every
 // extension: store.DueIndex, store.ScanAppender and store.Transactor. It
 // is safe for concurrent use; its configuration is fixed at Open.
 type Layer struct {
-	engine      Engine
+	engine      kv.Engine
 	root        []byte
 	caps        store.Capabilities
 	maxIdentity int
@@ -62,7 +66,7 @@ type Layer struct {
 	// dueBuckets is the number of hashed buckets of the due index.
 	dueBuckets int
 	// optimistic: the engine's transactions never wait for each other
-	// (see Optimistic).
+	// (see kv.Optimistic).
 	optimistic bool
 	// v1 says whether the store may hold due index entries of the first
 	// layout: v1Unknown until a wake change looked (see probeV1).
@@ -71,19 +75,17 @@ type Layer struct {
 
 var _ store.Store = (*Layer)(nil)
 
-// Open returns a Layer over engine and takes ownership of it: Layer.Close
-// closes the engine. It fails with store.ErrInvalid when an option is out
-// of range or the engine's limits leave no room for keys or batches; it
-// does no I/O.
-func Open(engine Engine, opts ...Option) (*Layer, error) {
+// Open returns a Layer over engine configured by c (see [Config]; the
+// zero Config is every default) and takes ownership of the engine:
+// Layer.Close closes it. It fails with store.ErrInvalid when a field of c
+// is out of range or the engine's limits leave no room for keys or
+// batches; it does no I/O.
+func Open(engine kv.Engine, c Config) (*Layer, error) {
 	if engine == nil {
 		return nil, fmt.Errorf("%w: fdblayer: nil engine", store.ErrInvalid)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
+	cfg, err := c.resolve()
+	if err != nil {
 		return nil, err
 	}
 	caps, err := cfg.capabilities(engine.Limits())
@@ -91,10 +93,10 @@ func Open(engine Engine, opts ...Option) (*Layer, error) {
 		return nil, err
 	}
 	buckets := 1
-	if d, ok := engine.(Distributed); ok && d.Distributed() {
+	if d, ok := engine.(kv.Distributed); ok && d.Distributed() {
 		buckets = DueHashBuckets
 	}
-	o, ok := engine.(Optimistic)
+	o, ok := engine.(kv.Optimistic)
 	return &Layer{
 		dueBuckets:  buckets,
 		optimistic:  ok && o.Optimistic(),
@@ -191,7 +193,7 @@ type scratch struct {
 	key  []byte
 	keys [][]byte
 	vals [][]byte
-	rows []KeyValue
+	rows []kv.KeyValue
 }
 
 // maxPooledBytes keeps a rare huge batch from pinning its buffers.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"sync/atomic"
 	"testing"
 
@@ -16,7 +18,7 @@ import (
 // root prefix and the largest identity, batches keep three engine keys of
 // room per operation, and options that leave no room fail Open.
 func TestCapabilities(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine())
+	l := openLayer(t, memengine.New())
 	require.Equal(t, store.Capabilities{
 		MaxBatchOps:   100,
 		MaxKeyBytes:   10_000 - len(DefaultRootPrefix) - DefaultMaxPartitionBytes,
@@ -27,8 +29,8 @@ func TestCapabilities(t *testing.T) {
 		MaxTransactReadBytes: 4 << 20,
 	}, l.Capabilities())
 
-	l = openLayer(t, NewMemoryEngine(), WithRootPrefix(nil), WithMaxPartitionBytes(100), WithMaxBatchOps(10),
-		WithMaxScanBytes(1000), WithMaxTransactReadBytes(3000))
+	l = openLayer(t, memengine.New(), Config{RootPrefix: []byte{}, MaxPartitionBytes: 100, MaxBatchOps: 10,
+		MaxScanBytes: 1000, MaxTransactReadBytes: 3000})
 	caps := l.Capabilities()
 	require.Equal(t, 9_900, caps.MaxKeyBytes)
 	require.Equal(t, 10, caps.MaxBatchOps)
@@ -37,25 +39,42 @@ func TestCapabilities(t *testing.T) {
 	require.Equal(t, 3000, caps.MaxTransactReadBytes)
 }
 
-func TestOpenRejectsBadOptions(t *testing.T) {
-	for name, opt := range map[string]Option{
-		"system root":            WithRootPrefix([]byte{0xFF, 1}),
-		"no batch ops":           WithMaxBatchOps(0),
-		"batch ops beyond bytes": WithMaxBatchOps(400),
-		"no partition bytes":     WithMaxPartitionBytes(0),
-		"identity fills keys":    WithMaxPartitionBytes(10_000),
-		"negative retries":       WithRetryLimit(-1),
-		"no scan rows":           WithMaxScanRows(0),
-		"no scan bytes":          WithMaxScanBytes(0),
-		"no transact read bytes": WithMaxTransactReadBytes(0),
-		"nil clock":              WithClock(nil),
-		"nil logger":             WithLogger(nil),
+// TestOpenRejectsBadConfig: a Config out of range fails Open with
+// ErrInvalid naming the field (or the limit the engine cannot meet), as
+// does a nil engine.
+func TestOpenRejectsBadConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"system root":                     {Config{RootPrefix: []byte{0xFF, 1}}, "Config.RootPrefix"},
+		"negative batch ops":              {Config{MaxBatchOps: -1}, "Config.MaxBatchOps"},
+		"batch ops beyond bytes":          {Config{MaxBatchOps: 400}, "400-operation batches"},
+		"negative partition bytes":        {Config{MaxPartitionBytes: -1}, "Config.MaxPartitionBytes"},
+		"identity fills keys":             {Config{MaxPartitionBytes: 10_000}, "leaves no room for keys"},
+		"negative scan rows":              {Config{MaxScanRows: -1}, "Config.MaxScanRows"},
+		"negative scan bytes":             {Config{MaxScanBytes: -5}, "Config.MaxScanBytes"},
+		"negative transact read bytes":    {Config{MaxTransactReadBytes: -1}, "Config.MaxTransactReadBytes"},
+		"root and identity fill the keys": {Config{RootPrefix: make([]byte, 9_000), MaxPartitionBytes: 1_000}, "leaves no room for keys"},
 	} {
-		_, err := Open(NewMemoryEngine(), opt)
+		_, err := Open(memengine.New(), tc.cfg)
 		require.ErrorIs(t, err, store.ErrInvalid, name)
+		require.ErrorContains(t, err, tc.want, name)
 	}
-	_, err := Open(nil)
+	_, err := Open(nil, Config{})
 	require.ErrorIs(t, err, store.ErrInvalid)
+}
+
+// TestZeroConfigIsTheDefaults: the zero Config opens the Layer every
+// default does: the default root prefix, scan page and retry limit.
+func TestZeroConfigIsTheDefaults(t *testing.T) {
+	l := openLayer(t, memengine.New())
+	require.Equal(t, []byte(DefaultRootPrefix), l.Root())
+	require.Equal(t, DefaultRetryLimit, l.RetryLimit())
+	require.Equal(t, DefaultMaxScanRows, l.MaxScanRows())
+	require.Equal(t, 0, openLayer(t, memengine.New(), Config{RetryLimit: NoRetries}).RetryLimit())
+	require.Equal(t, 0, openLayer(t, memengine.New(), Config{RetryLimit: -7}).RetryLimit())
+	require.Empty(t, openLayer(t, memengine.New(), Config{RootPrefix: []byte{}}).Root())
 }
 
 // badPartition is an identity that encodes to fixed bytes.
@@ -133,8 +152,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 func TestProbe(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			e, opts := ec.open(t)
-			l, err := Open(e, opts...)
+			l, err := Open(ec.open(t), Config{})
 			require.NoError(t, err)
 			require.NoError(t, l.Probe(t.Context()))
 			ctx, cancel := context.WithCancel(t.Context())
@@ -158,13 +176,13 @@ var errFlaky = errors.New("flaky read")
 // flakyEngine wraps an engine so that its transactions' reads fail with a
 // retryable error while failures remain, and fatally once fatal is set.
 type flakyEngine struct {
-	Engine
+	kv.Engine
 	failures atomic.Int32
 	fatal    atomic.Bool
 	retries  atomic.Int32
 }
 
-func (f *flakyEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
+func (f *flakyEngine) BeginRead(ctx context.Context) (kv.ReadTxn, error) {
 	txn, err := f.Engine.BeginRead(ctx)
 	if err != nil {
 		return nil, err
@@ -172,7 +190,7 @@ func (f *flakyEngine) BeginRead(ctx context.Context) (ReadTxn, error) {
 	return &flakyTxn{ReadTxn: txn, e: f}, nil
 }
 
-func (f *flakyEngine) Begin(ctx context.Context) (Txn, error) {
+func (f *flakyEngine) Begin(ctx context.Context) (kv.Txn, error) {
 	txn, err := f.Engine.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -181,9 +199,9 @@ func (f *flakyEngine) Begin(ctx context.Context) (Txn, error) {
 }
 
 type flakyTxn struct {
-	ReadTxn
-	Txn // nil for read transactions
-	e   *flakyEngine
+	kv.ReadTxn
+	kv.Txn // nil for read transactions
+	e      *flakyEngine
 }
 
 func (t *flakyTxn) fail() error {
@@ -203,7 +221,7 @@ func (t *flakyTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return t.ReadTxn.GetMany(dst, keys)
 }
 
-func (t *flakyTxn) GetRange(dst []KeyValue, begin, end []byte, limit, maxBytes int) ([]KeyValue, error) {
+func (t *flakyTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.fail(); err != nil {
 		return dst, err
 	}
@@ -227,8 +245,8 @@ func (t *flakyTxn) Commit() error         { return t.Txn.Commit() }
 // error within the retry limit; past it, or on a fatal error, they fail
 // with ErrUnavailable.
 func TestReadRetries(t *testing.T) {
-	f := &flakyEngine{Engine: NewMemoryEngine()}
-	l := openLayer(t, f, WithRetryLimit(2))
+	f := &flakyEngine{Engine: memengine.New()}
+	l := openLayer(t, f, Config{RetryLimit: 2})
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
 

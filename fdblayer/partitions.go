@@ -5,7 +5,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -25,7 +26,7 @@ import (
 // Only a schema knows where an identity ends: an identity and a key are
 // both tuples, and their element types overlap. So the caller passes a
 // Splitter (an operator's command builds one from the linked schemas,
-// gen/registry.IdentityPrefix). Where it cannot tell (a namespace no
+// codec/registry.IdentityPrefix). Where it cannot tell (a namespace no
 // linked schema declares, a variant its schema does not know), the region
 // of keys under the prefix it names is reported as one Unsplit region and
 // skipped.
@@ -71,10 +72,10 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 		pos = append(pos, after...)
 		pos = append(pos, partitionEnd, 0x00)
 	}
-	var row []KeyValue
+	var row []kv.KeyValue
 	for {
 		row = row[:0]
-		err := l.read(ctx, nil, "list partitions", func(txn ReadTxn) error {
+		err := l.read(ctx, nil, "list partitions", func(txn kv.ReadTxn) error {
 			var err error
 			row, err = txn.GetRange(row[:0], pos, end, 1, 0)
 			return err

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"slices"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -108,7 +109,7 @@ func TestListPartitionsFindsEveryPartition(t *testing.T) {
 // A splitter that claims more bytes than the key has is refused, and a
 // nil one is invalid.
 func TestListPartitionsRefusesABadSplitter(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine())
+	l := openLayer(t, memengine.New())
 	ctx := context.Background()
 	if _, err := l.Apply(ctx, pairPartition{"ns", "a"}, store.NewBatch().Put(store.Key{0x15, 1}, nil)); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestListPartitionsRefusesABadSplitter(t *testing.T) {
 
 // Each partition costs one read of one row, however many rows it holds.
 func TestListPartitionsReadsOneRowPerPartition(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l := openLayer(t, e)
 	ctx := context.Background()
 	for i := range 5 {

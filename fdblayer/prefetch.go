@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
 // Design note: a prefetch holds no lock.
 //
 // A caller reads ahead the keys a batch will guard beside other work it
-// waits for, then applies the batch (store.Prefetcher). On an Optimistic
+// waits for, then applies the batch (store.Prefetcher). On a kv.Optimistic
 // engine (FoundationDB, the MVCC engine) the Layer begins a transaction,
 // reads the keys in it and keeps it: a transaction there is a read
 // version, which no other transaction waits for, and the batch's commit
@@ -32,9 +33,9 @@ import (
 
 var _ store.Prefetcher = (*Layer)(nil)
 
-// Prefetch implements store.Prefetcher: on an Optimistic engine it begins
-// a transaction, reads keys in it (one GetMany) and keeps it for the
-// batch's Apply; on another engine it reads nothing and Apply is
+// Prefetch implements store.Prefetcher: on a [kv.Optimistic] engine it
+// begins a transaction, reads keys in it (one GetMany) and keeps it for
+// the batch's Apply; on another engine it reads nothing and Apply is
 // Layer.Apply. It fails with store.ErrInvalid for a key GetMany would
 // refuse or a partition that cannot encode, and with store.ErrUnavailable
 // when the engine fails or ctx ends. Safe for concurrent use.
@@ -80,11 +81,11 @@ func (l *Layer) Prefetch(ctx context.Context, p store.Partition, keys []store.Ke
 
 // prefetched is the Layer's store.Prefetched: the transaction that read
 // the keys and what it read, or nothing (txn nil) on an engine that is
-// not Optimistic.
+// not kv.Optimistic.
 type prefetched struct {
 	l       *Layer
 	p       store.Partition
-	txn     Txn
+	txn     kv.Txn
 	known   readCache
 	applied bool
 }

@@ -19,7 +19,7 @@ import (
 // key written since the prefetch makes the commit conflict, and the retry
 // reads again and decides on what it reads.
 func TestPrefetchRoundTrips(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")).Put(k("b"), v("1")))
@@ -69,8 +69,8 @@ func TestPrefetchRoundTrips(t *testing.T) {
 // commits, as Apply would.
 func TestPrefetchOutlivingTheTransactionLifetimeStillApplies(t *testing.T) {
 	clk := clock.NewManual(time.UnixMilli(1_000_000))
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Clock: clk, Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
-	l := openLayer(t, e, WithClock(clk))
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Clock: clk, Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	l := openLayer(t, e, Config{Clock: clk})
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("a"), v("1")))
 	pf, err := l.Prefetch(t.Context(), p, []store.Key{k("a")})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -30,7 +31,7 @@ func (l *Layer) Get(ctx context.Context, p store.Partition, key store.Key) (stor
 	full = append(full, key...)
 	s.buf, s.keys = full, append(s.keys[:0], full)
 	var out store.Value
-	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
+	err = l.read(ctx, p, "get from", func(txn kv.ReadTxn) error {
 		vals, err := txn.GetMany(s.vals[:0], s.keys)
 		s.vals = vals
 		if err != nil {
@@ -68,7 +69,7 @@ func (l *Layer) GetMany(ctx context.Context, p store.Partition, keys []store.Key
 	}
 	full := l.fullKeys(s, sub, keys)
 	var out []store.Value
-	err = l.read(ctx, p, "get from", func(txn ReadTxn) error {
+	err = l.read(ctx, p, "get from", func(txn kv.ReadTxn) error {
 		vals, err := txn.GetMany(s.vals[:0], full)
 		s.vals = vals
 		if err != nil {
@@ -143,7 +144,7 @@ func (l *Layer) checkKey(k store.Key) error {
 // errors within the retry limit and ctx. Its errors wrap
 // store.ErrUnavailable (unless fn's error wraps another store sentinel) and
 // name the operation and partition (p nil: none).
-func (l *Layer) read(ctx context.Context, p store.Partition, what string, fn func(ReadTxn) error) error {
+func (l *Layer) read(ctx context.Context, p store.Partition, what string, fn func(kv.ReadTxn) error) error {
 	fail := func(err error) error {
 		what := "fdblayer: " + what
 		if p != nil {
@@ -181,4 +182,21 @@ func (l *Layer) read(ctx context.Context, p store.Partition, what string, fn fun
 		}
 		l.log.Debug("fdblayer: read retrying", "op", what, "attempt", attempt, "err", err)
 	}
+}
+
+// getRanges reads reads in txn: at once when it is a kv.RangesReader, else
+// one range after another.
+func getRanges(txn kv.ReadTxn, reads []kv.RangeRead) ([][]kv.KeyValue, error) {
+	if rr, ok := txn.(kv.RangesReader); ok {
+		return rr.GetRanges(reads)
+	}
+	out := make([][]kv.KeyValue, len(reads))
+	for i, r := range reads {
+		rows, err := txn.GetRange(nil, r.Begin, r.End, r.Limit, 0)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rows
+	}
+	return out, nil
 }

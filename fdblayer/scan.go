@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -63,7 +64,7 @@ func (l *Layer) scan(ctx context.Context, p store.Partition, start, end store.Ke
 	}
 	var page store.ScanPage
 	out := buf
-	err = l.read(ctx, p, "scan", func(txn ReadTxn) error {
+	err = l.read(ctx, p, "scan", func(txn kv.ReadTxn) error {
 		var err error
 		page, out, _, err = q.read(txn, s, l.caps.MaxScanBytes, rows, buf)
 		return err
@@ -130,7 +131,7 @@ func (q *pageQuery) empty() bool { return bytes.Compare(q.begin, q.stop) >= 0 }
 // rows only): its rows appended to rows and their bytes to buf. It
 // returns the page, buf extended, and got, the engine's rows the page
 // holds (valid until txn ends).
-func (q *pageQuery) read(txn ReadTxn, s *scratch, maxBytes int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, []KeyValue, error) {
+func (q *pageQuery) read(txn kv.ReadTxn, s *scratch, maxBytes int, rows []store.KeyValue, buf []byte) (store.ScanPage, []byte, []kv.KeyValue, error) {
 	// One row more than the page says whether the range goes on.
 	got, err := txn.GetRange(s.rows[:0], q.begin, q.stop, q.n+1, maxBytes)
 	s.rows = got
@@ -153,7 +154,7 @@ func (q *pageQuery) read(txn ReadTxn, s *scratch, maxBytes int, rows []store.Key
 // most n rows and maxBytes bytes. more reports that the range goes on
 // after them; it is also true after a lone first row over maxBytes, with
 // which the read stopped, not knowing.
-func cutPage(got []KeyValue, n, maxBytes int) (keep int, more bool) {
+func cutPage(got []kv.KeyValue, n, maxBytes int) (keep int, more bool) {
 	size := 0
 	for i, r := range got {
 		size += len(r.Key) + len(r.Value)
@@ -165,7 +166,7 @@ func cutPage(got []KeyValue, n, maxBytes int) (keep int, more bool) {
 }
 
 // rowsBytes counts the bytes of rows' keys and values.
-func rowsBytes(rows []KeyValue) int {
+func rowsBytes(rows []kv.KeyValue) int {
 	n := 0
 	for _, r := range rows {
 		n += len(r.Key) + len(r.Value)
@@ -178,7 +179,7 @@ func rowsBytes(rows []KeyValue) int {
 // first prefixLen bytes) of every key. At most one allocation holds all
 // the bytes (none when buf has room); every key and value is capped so
 // that appending to one cannot overwrite the next.
-func appendPage(dst []store.KeyValue, buf []byte, rows []KeyValue, prefixLen int) ([]store.KeyValue, []byte) {
+func appendPage(dst []store.KeyValue, buf []byte, rows []kv.KeyValue, prefixLen int) ([]store.KeyValue, []byte) {
 	if len(rows) == 0 {
 		return dst, buf
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,7 +49,7 @@ func rowKeys(rows []store.KeyValue) []string {
 // another root prefix, and a well-formed one whose position lies outside
 // its range.
 func TestCursorTamper(t *testing.T) {
-	e := NewMemoryEngine()
+	e := memengine.New()
 	l := openLayer(t, e)
 	p, other := testPartition("p"), testPartition("q")
 	for _, part := range []store.Partition{p, other} {
@@ -89,7 +92,7 @@ func TestCursorTamper(t *testing.T) {
 		variant{name: "position at end", cursor: AppendCursor(nil, sub, k("a"), k("z"), k("z"))},
 	)
 
-	otherRoot := openLayer(t, NewMemoryEngine(), WithRootPrefix([]byte("\x02other\x00")))
+	otherRoot := openLayer(t, memengine.New(), Config{RootPrefix: []byte("\x02other\x00")})
 	for _, vt := range vs {
 		target, part, start, end, cursor := l, store.Partition(p), k("a"), k("z"), c
 		if vt.p != nil {
@@ -131,7 +134,7 @@ func TestCursorLayoutStable(t *testing.T) {
 // TestScanPageBound: a limit above the Layer's maximum page returns pages
 // of the maximum, with cursors, until the range ends.
 func TestScanPageBound(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine(), WithMaxScanRows(3))
+	l := openLayer(t, memengine.New(), Config{MaxScanRows: 3})
 	p := testPartition("p")
 	b := store.NewBatch()
 	for i := range 7 {
@@ -170,7 +173,7 @@ func TestPartitionIsolation(t *testing.T) {
 			// Stats is exact on the memory and bbolt engines: every row's
 			// full key and value.
 			switch l.Engine().(type) {
-			case *MemoryEngine, *BoltEngine:
+			case *memengine.Engine, *boltengine.Engine:
 			default:
 				continue
 			}
@@ -198,9 +201,9 @@ func TestPartitionIsolation(t *testing.T) {
 // TestRootPrefixIsolation: Layers with different roots share an engine
 // without seeing each other's rows.
 func TestRootPrefixIsolation(t *testing.T) {
-	e := NewMemoryEngine()
+	e := memengine.New()
 	a := openLayer(t, e)
-	b, err := Open(e, WithRootPrefix([]byte("\x02other\x00")))
+	b, err := Open(e, Config{RootPrefix: []byte("\x02other\x00")})
 	require.NoError(t, err)
 	p := testPartition("p")
 	mustApply(t, a, p, store.NewBatch().Put(k("k"), v("a")))
@@ -214,16 +217,16 @@ func TestRootPrefixIsolation(t *testing.T) {
 // most n rows and maxBytes bytes; the range goes on when a row was left
 // out, or when a lone first row over the budget stopped the read.
 func TestCutPage(t *testing.T) {
-	rowsOf := func(sizes ...int) []KeyValue {
-		out := make([]KeyValue, len(sizes))
+	rowsOf := func(sizes ...int) []kv.KeyValue {
+		out := make([]kv.KeyValue, len(sizes))
 		for i, n := range sizes {
-			out[i] = KeyValue{Key: []byte{byte(i)}, Value: make([]byte, n-1)}
+			out[i] = kv.KeyValue{Key: []byte{byte(i)}, Value: make([]byte, n-1)}
 		}
 		return out
 	}
 	for _, tc := range []struct {
 		name        string
-		got         []KeyValue
+		got         []kv.KeyValue
 		n, maxBytes int
 		keep        int
 		more        bool
@@ -265,5 +268,5 @@ func TestScanByteBudgetNext(t *testing.T) {
 			after = page.Next
 		}
 		require.Equal(t, [][]string{{"a", "b"}, {"c"}, {}}, pages)
-	}, WithMaxScanBytes(100))
+	}, Config{MaxScanBytes: 100})
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -135,7 +136,7 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 // returned, in txn, where known holds what the function read. invalid
 // reports an error of b's own (it fails validation): nothing to retry.
 // A nil or empty b commits nothing.
-func (l *Layer) commitFunc(ctx context.Context, txn Txn, s *scratch, p store.Partition, b *store.Batch, known *readCache) (out store.BatchOutcome, committing, invalid bool, err error) {
+func (l *Layer) commitFunc(ctx context.Context, txn kv.Txn, s *scratch, p store.Partition, b *store.Batch, known *readCache) (out store.BatchOutcome, committing, invalid bool, err error) {
 	if b == nil || b.Ops() == 0 && b.Wakeup == nil {
 		return store.BatchOutcome{}, false, false, nil
 	}
@@ -162,7 +163,7 @@ func (l *Layer) commitFunc(ctx context.Context, txn Txn, s *scratch, p store.Par
 // which engine transactions are not.
 type txnReader struct {
 	l   *Layer
-	txn Txn
+	txn kv.Txn
 	p   store.Partition
 	sub []byte // p's subspace
 
@@ -307,8 +308,8 @@ func (r *txnReader) Scan(ctx context.Context, start, end store.Key, after store.
 	if err != nil {
 		return store.ScanPage{}, r.fail("scan", err)
 	}
-	for _, kv := range got {
-		r.cache.put(kv.Key, kv.Value)
+	for _, row := range got {
+		r.cache.put(row.Key, row.Value)
 	}
 	r.spent += rowsBytes(got)
 	return page, nil
@@ -331,7 +332,7 @@ func (c *readCache) put(key, value []byte) {
 
 // getMany appends each key's value to dst as txn.GetMany does, reading in
 // txn, with one GetMany, only the keys the cache does not hold.
-func (c *readCache) getMany(txn ReadTxn, dst [][]byte, keys [][]byte) ([][]byte, error) {
+func (c *readCache) getMany(txn kv.ReadTxn, dst [][]byte, keys [][]byte) ([][]byte, error) {
 	n := len(dst)
 	var missing [][]byte
 	var at []int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"math"
 	"testing"
@@ -46,7 +47,7 @@ func statsDelta(e *fdbsim.MVCCEngine, fn func()) fdbsim.MVCCStats {
 // of its own; a guard on a key it did not read costs one read for all
 // such guards.
 func TestTransactOnceRoundTrips(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(ms(5000)))
@@ -100,7 +101,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 // changes the row the function read, before its commit, makes the commit
 // conflict, and the function runs again on the new value.
 func TestTransactOnceRerunsOnConflict(t *testing.T) {
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	l := openLayer(t, e)
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
@@ -159,7 +160,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 	})
 	t.Run("retries exhausted", func(t *testing.T) {
 		steps := []faultStep{{fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}, {fault: fdbsim.UnknownWithoutCommit}}
-		l := faultLayer(t, &faultScript{steps: steps}, WithRetryLimit(2))
+		l := faultLayer(t, &faultScript{steps: steps}, Config{RetryLimit: 2})
 		runs := 0
 		_, err := l.TransactOnce(t.Context(), faultP, put(&runs))
 		require.ErrorIs(t, err, store.ErrUnknownResult)
@@ -169,7 +170,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 	})
 	t.Run("deadline passed on the re-run", func(t *testing.T) {
 		clk := clock.NewManualMs(1_000_000)
-		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, WithClock(clk))
+		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, Config{Clock: clk})
 		deadline := clk.Now().Add(time.Minute)
 		_, err := l.TransactOnce(t.Context(), faultP, func(context.Context, store.Reader) (*store.Batch, error) {
 			return store.NewBatch().Put(k("k"), v("v")).WithDeadline(deadline), nil
@@ -183,8 +184,8 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 // whatever the function made of the error; past the retry limit the
 // Layer fails with ErrUnavailable.
 func TestTransactOnceReadErrorsRetry(t *testing.T) {
-	f := &flakyEngine{Engine: NewMemoryEngine()}
-	l := openLayer(t, f, WithRetryLimit(2))
+	f := &flakyEngine{Engine: memengine.New()}
+	l := openLayer(t, f, Config{RetryLimit: 2})
 	p := testPartition("p")
 	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")))
 
@@ -217,8 +218,8 @@ func TestTransactOnceReadErrorsRetry(t *testing.T) {
 // function's transaction (on the memory engine it would wait forever); a
 // call with another context reaches another Layer on another engine.
 func TestTransactOnceNestedCalls(t *testing.T) {
-	l := openLayer(t, NewMemoryEngine())
-	other := openLayer(t, NewMemoryEngine())
+	l := openLayer(t, memengine.New())
+	other := openLayer(t, memengine.New())
 	p := testPartition("p")
 	calls := map[string]func(ctx context.Context) error{
 		"Get":     func(ctx context.Context) error { _, _, err := l.Get(ctx, p, k("k")); return err },
@@ -299,5 +300,5 @@ func TestTransactOnceScanBudget(t *testing.T) {
 		require.Len(t, rest.Entries, 8, "the transaction's cursor resumes a plain scan")
 		require.Equal(t, "r2", string(rest.Entries[0].Key))
 		require.Nil(t, rest.Next)
-	}, WithMaxTransactReadBytes(4000), WithMaxScanBytes(1<<20))
+	}, Config{MaxTransactReadBytes: 4000, MaxScanBytes: 1 << 20})
 }

@@ -1,8 +1,8 @@
 package fdbsim
 
-import "github.com/mkit-dev/mkitfdb/fdblayer"
+import "github.com/mkit-dev/mkitfdb/fdblayer/kv"
 
-// AsDistributed returns inner reporting itself fdblayer.Distributed, as
+// AsDistributed returns inner reporting itself [kv.Distributed], as
 // FoundationDB is: a Layer over it spreads its due index over
 // fdblayer.DueHashBuckets buckets, so that tests on the memory and bbolt
 // engines exercise the buckets a cluster has, and reports calls made side
@@ -11,12 +11,12 @@ import "github.com/mkit-dev/mkitfdb/fdblayer"
 // write transaction at a time: nothing the library does holds a
 // transaction open while it waits for another call, so they only take
 // turns. Every Layer over one store must count the same buckets: open all
-// of them over AsDistributed, or none. The result is fdblayer.Optimistic
+// of them over AsDistributed, or none. The result is [kv.Optimistic]
 // when inner is. It is safe for concurrent use as inner is.
-func AsDistributed(inner fdblayer.Engine) fdblayer.Engine { return distributedEngine{inner} }
+func AsDistributed(inner kv.Engine) kv.Engine { return distributedEngine{inner} }
 
 // distributedEngine is AsDistributed's engine.
-type distributedEngine struct{ fdblayer.Engine }
+type distributedEngine struct{ kv.Engine }
 
 // Distributed reports true.
 func (distributedEngine) Distributed() bool { return true }

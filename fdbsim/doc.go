@@ -1,9 +1,9 @@
 // Package fdbsim runs FoundationDB's transaction semantics in process, for
-// tests and benchmarks: code that runs on a [fdblayer.Layer] over
+// tests and benchmarks: code that runs on fdblayer's Layer over
 // FoundationDB can be tested against the concurrency and the failures a
 // cluster produces, with no cluster.
 //
-//   - [MVCCEngine] is an [fdblayer.Engine] with FoundationDB's snapshots,
+//   - [MVCCEngine] is a [kv.Engine] with FoundationDB's snapshots,
 //     optimistic commits and conflicts, its limits and error codes
 //     ([FDBError]), seeded unknown commit results and injected latency, and
 //     counts of the round trips a cluster would serve ([MVCCStats]).
@@ -13,6 +13,6 @@
 //   - [AsDistributed] makes a local engine's Layer spread its due index
 //     over the buckets it has on FoundationDB.
 //
-// fdblayer holds what production code uses; nothing in it depends on this
-// package.
+// It depends on the engine contract (package kv), not on the Layer; no
+// production package depends on it.
 package fdbsim

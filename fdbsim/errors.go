@@ -9,8 +9,8 @@ import (
 // FDBError is a FoundationDB error raised by MVCCEngine, which reproduces
 // FoundationDB's behaviour in process: Code is FoundationDB's error code
 // (1020 not_committed, 1007 transaction_too_old, 2101
-// transaction_too_large, ...). fdblayer's FoundationDB engine returns the
-// binding's fdb.Error instead. Use errors.As to read the code.
+// transaction_too_large, ...). The FoundationDB engine (fdbengine) returns
+// the binding's fdb.Error instead. Use errors.As to read the code.
 type FDBError struct {
 	Code int
 }

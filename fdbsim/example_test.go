@@ -17,12 +17,12 @@ import (
 // round trips a cluster would serve.
 func Example_layer() {
 	ctx := context.Background()
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{
 		Latency:       time.Millisecond, // on every Begin, read and commit
 		UnknownLanded: 0.01,             // commits that land and report 1021
 		Seed:          1,
 	})
-	l, err := fdblayer.Open(e) // a store.Store; l.Close closes e
+	l, err := fdblayer.Open(e, fdblayer.Config{}) // a store.Store; l.Close closes e
 	if err != nil {
 		panic(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -69,44 +69,44 @@ var (
 // meanwhile, as a commit in flight may on FoundationDB.
 //
 // It is meant for the memory and bbolt engines, whose transactions
-// never conflict of themselves; on an MVCCEngine, MVCCOptions.Fault
+// never conflict of themselves; on an MVCCEngine, MVCCConfig.Fault
 // injects the same faults the way the engine meets them (counted in its
 // Stats, a CommitThenUnknown landing only when the commit does not
 // conflict). It is safe for concurrent use as inner is.
-func InjectFaults(inner fdblayer.Engine, f FaultFunc) fdblayer.Engine {
+func InjectFaults(inner kv.Engine, f FaultFunc) kv.Engine {
 	return &faultEngine{Engine: inner, fault: f}
 }
 
 // faultEngine is InjectFaults's engine.
 type faultEngine struct {
-	fdblayer.Engine
+	kv.Engine
 	fault FaultFunc
 }
 
 // Distributed reports whether the inner engine is.
 func (e *faultEngine) Distributed() bool { return distributed(e.Engine) }
 
-func distributed(e fdblayer.Engine) bool {
-	d, ok := e.(fdblayer.Distributed)
+func distributed(e kv.Engine) bool {
+	d, ok := e.(kv.Distributed)
 	return ok && d.Distributed()
 }
 
 // Optimistic reports whether the inner engine is.
 func (e *faultEngine) Optimistic() bool { return optimistic(e.Engine) }
 
-func optimistic(e fdblayer.Engine) bool {
-	o, ok := e.(fdblayer.Optimistic)
+func optimistic(e kv.Engine) bool {
+	o, ok := e.(kv.Optimistic)
 	return ok && o.Optimistic()
 }
 
 // Begin starts a transaction of the inner engine whose commits f decides.
-func (e *faultEngine) Begin(ctx context.Context) (fdblayer.Txn, error) {
+func (e *faultEngine) Begin(ctx context.Context) (kv.Txn, error) {
 	inner, err := e.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	t := &faultTxn{Txn: inner, e: e, ctx: ctx}
-	if _, ok := inner.(fdblayer.RangesReader); ok {
+	if _, ok := inner.(kv.RangesReader); ok {
 		return &faultRangesTxn{t}, nil
 	}
 	return t, nil
@@ -114,7 +114,7 @@ func (e *faultEngine) Begin(ctx context.Context) (fdblayer.Txn, error) {
 
 // begin begins a write transaction of the inner engine on ctx without
 // its cancellation, once ctx is checked.
-func (e *faultEngine) begin(ctx context.Context) (fdblayer.Txn, error) {
+func (e *faultEngine) begin(ctx context.Context) (kv.Txn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (e *faultEngine) begin(ctx context.Context) (fdblayer.Txn, error) {
 // faultTxn is a transaction of a faultEngine: the inner engine's, which
 // OnError replaces after an injected fault.
 type faultTxn struct {
-	fdblayer.Txn
+	kv.Txn
 	e   *faultEngine
 	ctx context.Context
 }
@@ -132,11 +132,11 @@ type faultTxn struct {
 // faultRangesTxn is a faultTxn over a RangesReader.
 type faultRangesTxn struct{ *faultTxn }
 
-func (t *faultRangesTxn) GetRanges(reads []fdblayer.RangeRead) ([][]fdblayer.KeyValue, error) {
+func (t *faultRangesTxn) GetRanges(reads []kv.RangeRead) ([][]kv.KeyValue, error) {
 	if err := t.ctx.Err(); err != nil {
 		return nil, err
 	}
-	return t.Txn.(fdblayer.RangesReader).GetRanges(reads)
+	return t.Txn.(kv.RangesReader).GetRanges(reads)
 }
 
 func (t *faultTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
@@ -146,7 +146,7 @@ func (t *faultTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 	return t.Txn.GetMany(dst, keys)
 }
 
-func (t *faultTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) ([]fdblayer.KeyValue, error) {
+func (t *faultTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.ctx.Err(); err != nil {
 		return dst, err
 	}

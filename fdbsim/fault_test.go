@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -15,7 +16,7 @@ import (
 var faultKey = []byte("\x02f\x00k")
 
 // get reads faultKey in a read transaction of e.
-func get(t *testing.T, e fdblayer.Engine) []byte {
+func get(t *testing.T, e kv.Engine) []byte {
 	t.Helper()
 	txn, err := e.BeginRead(t.Context())
 	require.NoError(t, err)
@@ -43,9 +44,9 @@ func TestInjectFaults(t *testing.T) {
 		{fdbsim.CommitFatal, false, []error{fdbsim.ErrInjectedFatal}, false},
 	} {
 		t.Run(fmtFault(tc.fault), func(t *testing.T) {
-			var e fdblayer.Engine
+			var e kv.Engine
 			calls, thenRan := 0, false
-			e = fdbsim.InjectFaults(fdblayer.NewMemoryEngine(), func(context.Context) (fdbsim.Fault, func()) {
+			e = fdbsim.InjectFaults(memengine.New(), func(context.Context) (fdbsim.Fault, func()) {
 				calls++
 				if calls > 1 {
 					return fdbsim.CommitNormally, nil
@@ -104,7 +105,7 @@ func TestInjectFaultsContextEnds(t *testing.T) {
 	}{{fdbsim.CommitNormally, false}, {fdbsim.CommitThenUnknown, true}} {
 		t.Run(fmtFault(tc.fault), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
-			e := fdbsim.InjectFaults(fdblayer.NewMemoryEngine(), func(ctx context.Context) (fdbsim.Fault, func()) {
+			e := fdbsim.InjectFaults(memengine.New(), func(ctx context.Context) (fdbsim.Fault, func()) {
 				cancel()
 				<-ctx.Done()
 				return tc.fault, nil
@@ -135,31 +136,31 @@ func TestInjectFaultsContextEnds(t *testing.T) {
 // Optimistic, however wrapped.
 func TestWrappersKeepCapabilities(t *testing.T) {
 	never := func(context.Context) (fdbsim.Fault, func()) { return fdbsim.CommitNormally, nil }
-	isDistributed := func(e fdblayer.Engine) bool {
-		d, ok := e.(fdblayer.Distributed)
+	isDistributed := func(e kv.Engine) bool {
+		d, ok := e.(kv.Distributed)
 		return ok && d.Distributed()
 	}
-	isOptimistic := func(e fdblayer.Engine) bool {
-		o, ok := e.(fdblayer.Optimistic)
+	isOptimistic := func(e kv.Engine) bool {
+		o, ok := e.(kv.Optimistic)
 		return ok && o.Optimistic()
 	}
-	readsRanges := func(e fdblayer.Engine) bool {
+	readsRanges := func(e kv.Engine) bool {
 		txn, err := e.Begin(t.Context())
 		require.NoError(t, err)
 		defer txn.Close()
-		_, ok := txn.(fdblayer.RangesReader)
+		_, ok := txn.(kv.RangesReader)
 		return ok
 	}
 	for _, tc := range []struct {
 		name                                 string
-		e                                    fdblayer.Engine
+		e                                    kv.Engine
 		distributed, rangeReader, optimistic bool
 	}{
-		{"memory", fdbsim.InjectFaults(fdblayer.NewMemoryEngine(), never), false, false, false},
-		{"mvcc", fdbsim.InjectFaults(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}), never), true, true, true},
-		{"distributed memory", fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), true, false, false},
-		{"faults over distributed memory", fdbsim.InjectFaults(fdbsim.AsDistributed(fdblayer.NewMemoryEngine()), never), true, false, false},
-		{"distributed mvcc", fdbsim.AsDistributed(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{})), true, true, true},
+		{"memory", fdbsim.InjectFaults(memengine.New(), never), false, false, false},
+		{"mvcc", fdbsim.InjectFaults(fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}), never), true, true, true},
+		{"distributed memory", fdbsim.AsDistributed(memengine.New()), true, false, false},
+		{"faults over distributed memory", fdbsim.InjectFaults(fdbsim.AsDistributed(memengine.New()), never), true, false, false},
+		{"distributed mvcc", fdbsim.AsDistributed(fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})), true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.e.Close()

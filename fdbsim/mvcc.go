@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
-// MVCCEngine is an in-memory [fdblayer.Engine] with FoundationDB's transaction
+// MVCCEngine is an in-memory [kv.Engine] with FoundationDB's transaction
 // semantics, so that code run on it meets the concurrency a cluster
 // produces:
 //
@@ -30,25 +30,26 @@ import (
 //     of its read conflict ranges holds a key written by a commit after its
 //     read version. A transaction that writes nothing, and every
 //     transaction of BeginRead, commits trivially and never conflicts.
-//   - Limits enforced with FoundationDB's codes: a key over [fdblayer.FDBMaxKeyBytes]
+//   - Limits enforced with FoundationDB's codes: a key over [kv.FDBMaxKeyBytes]
 //     fails the commit with key_too_large (2102), a value over
-//     [fdblayer.FDBMaxValueBytes] with value_too_large (2103), a transaction whose
-//     mutations plus conflict ranges exceed [fdblayer.FDBMaxTxnBytes] with
+//     [kv.FDBMaxValueBytes] with value_too_large (2103), a transaction whose
+//     mutations plus conflict ranges exceed [kv.FDBMaxTxnBytes] with
 //     transaction_too_large (2101), and a read or commit more than
-//     MVCCOptions.Lifetime (5 s) after the transaction's read version with
-//     transaction_too_old (1007), on MVCCOptions.Clock.
+//     MVCCConfig.Lifetime (5 s) after the transaction's read version with
+//     transaction_too_old (1007), on MVCCConfig.Clock.
 //   - OnError retries 1007, 1020 and 1021 after FoundationDB's backoff: a
 //     uniformly random fraction of a delay that starts at 10 ms and
 //     doubles up to 1 s; it returns every other error.
 //   - Faults a cluster produces, seeded: commit_unknown_result (1021) for a
 //     commit that landed and one that did not, and latency on every
-//     Begin, read and commit (MVCCOptions).
+//     Begin, read and commit (MVCCConfig).
 //
 // Each of those conditions is an FDBError carrying FoundationDB's code
 // (and a commit error after which the commit may have landed, 1021, also
-// wraps store.ErrUnknownResult), so the [fdblayer.Layer] handles them as it handles
-// the FoundationDB engine's; a context's end is its error, a closed engine
-// [fdblayer.ErrClosed]. Stats counts commits, conflicts and retries.
+// wraps store.ErrUnknownResult), so fdblayer's Layer handles them as it
+// handles the FoundationDB engine's; a context's end is its error, a
+// closed engine [kv.ErrClosed]. Stats counts commits, conflicts and
+// retries.
 //
 // All methods are safe for concurrent use; transactions never wait for
 // each other (a read waits only for the instant a commit takes to check
@@ -59,7 +60,7 @@ type MVCCEngine struct {
 	store  mvccStore    // under mu
 	closed bool
 
-	opts MVCCOptions
+	opts MVCCConfig
 	rngM sync.Mutex
 	rng  *rand.Rand // under rngM
 
@@ -67,9 +68,9 @@ type MVCCEngine struct {
 	commits, conflicts, retries, tooOld, unknown atomic.Uint64
 }
 
-// MVCCOptions configures an MVCCEngine. The zero value is FoundationDB's
+// MVCCConfig configures an MVCCEngine. The zero value is FoundationDB's
 // defaults on the wall clock, without faults.
-type MVCCOptions struct {
+type MVCCConfig struct {
 	// Clock times transactions' lifetimes; nil means clock.Real{}.
 	Clock clock.Clock
 	// Lifetime is how long after its read version a transaction may read
@@ -102,7 +103,7 @@ type MVCCOptions struct {
 	Fault FaultFunc
 }
 
-// FoundationDB's defaults MVCCOptions falls back on.
+// FoundationDB's defaults MVCCConfig falls back on.
 const (
 	MVCCLifetime   = 5 * time.Second
 	mvccBackoff    = 10 * time.Millisecond
@@ -110,7 +111,7 @@ const (
 )
 
 // NewMVCCEngine returns an empty engine configured by o.
-func NewMVCCEngine(o MVCCOptions) *MVCCEngine {
+func NewMVCCEngine(o MVCCConfig) *MVCCEngine {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -169,10 +170,10 @@ func (e *MVCCEngine) Stats() MVCCStats {
 
 // Begin starts a read-write transaction at the last committed version. It
 // fails when ctx is done or the engine is closed; it never waits.
-func (e *MVCCEngine) Begin(ctx context.Context) (fdblayer.Txn, error) { return e.begin(ctx, true) }
+func (e *MVCCEngine) Begin(ctx context.Context) (kv.Txn, error) { return e.begin(ctx, true) }
 
 // BeginRead starts a read-only transaction at the last committed version.
-func (e *MVCCEngine) BeginRead(ctx context.Context) (fdblayer.ReadTxn, error) {
+func (e *MVCCEngine) BeginRead(ctx context.Context) (kv.ReadTxn, error) {
 	return e.begin(ctx, false)
 }
 
@@ -237,15 +238,15 @@ func (s *mvccStore) apply(ws []memkv.Write, rv uint64) {
 }
 
 // Distributed reports true: the engine stands for FoundationDB, whose
-// keys many servers share (see [fdblayer.Distributed]).
+// keys many servers share (see [kv.Distributed]).
 func (e *MVCCEngine) Distributed() bool { return true }
 
 // Optimistic reports true: transactions never wait for each other (see
-// [fdblayer.Optimistic]).
+// [kv.Optimistic]).
 func (e *MVCCEngine) Optimistic() bool { return true }
 
 // Limits reports FoundationDB's limits, which it enforces.
-func (e *MVCCEngine) Limits() fdblayer.Limits { return fdbLimits }
+func (e *MVCCEngine) Limits() kv.Limits { return kv.FDBLimits() }
 
 // EstimateRangeSize counts the bytes of keys and values in [begin, end) of
 // the last version exactly.
@@ -256,7 +257,7 @@ func (e *MVCCEngine) EstimateRangeSize(ctx context.Context, begin, end []byte) (
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
-		return 0, fdblayer.ErrClosed
+		return 0, kv.ErrClosed
 	}
 	return e.store.rows.rangeBytes(begin, end, e.store.version), nil
 }
@@ -269,18 +270,18 @@ func (e *MVCCEngine) Probe(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return fdblayer.ErrClosed
+		return kv.ErrClosed
 	}
 	return nil
 }
 
 // Close closes the engine: later transactions, and commits of open ones,
-// fail with [fdblayer.ErrClosed].
+// fail with [kv.ErrClosed].
 func (e *MVCCEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return fdblayer.ErrClosed
+		return kv.ErrClosed
 	}
 	e.closed = true
 	return nil
@@ -294,7 +295,7 @@ func (e *MVCCEngine) commit(t *mvccTxn) error {
 	defer e.mu.Unlock()
 	defer t.endLocked()
 	if e.closed {
-		return fdblayer.ErrClosed
+		return kv.ErrClosed
 	}
 	if e.store.hist.conflicts(t.reads, t.rv) {
 		e.conflicts.Add(1)
@@ -340,10 +341,3 @@ func (e *MVCCEngine) fault(ctx context.Context) (Fault, func()) {
 
 // errMVCCTxnEnded: a transaction used after Commit (without OnError) or Close.
 var errMVCCTxnEnded = errors.New("fdbsim: mvcc engine: transaction has ended")
-
-// fdbLimits are FoundationDB's limits, which the engine enforces.
-var fdbLimits = fdblayer.Limits{
-	MaxKeyBytes:   fdblayer.FDBMaxKeyBytes,
-	MaxValueBytes: fdblayer.FDBMaxValueBytes,
-	MaxTxnBytes:   fdblayer.FDBMaxTxnBytes,
-}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
@@ -60,7 +60,7 @@ func BenchmarkMVCCSnapshot(b *testing.B) {
 						rng := rand.New(rand.NewPCG(seed, 1))
 						seedMu.Unlock()
 						var dst [][]byte
-						var rows []fdblayer.KeyValue
+						var rows []kv.KeyValue
 						for pb.Next() {
 							snap := s.snapshot()
 							dst = snap.getMany(dst[:0], [][]byte{snapshotKey(rng.IntN(keys)), snapshotKey(rng.IntN(keys))})
@@ -90,7 +90,7 @@ type snapshotStore interface {
 
 type snapshotReader interface {
 	getMany(dst [][]byte, keys [][]byte) [][]byte
-	getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue
+	getRange(dst []kv.KeyValue, begin, end []byte, limit int) []kv.KeyValue
 	done()
 }
 
@@ -122,9 +122,9 @@ func (s *cowStore) commit(ws []memkv.Write) {
 }
 
 func (c cowSnap) getMany(dst [][]byte, keys [][]byte) [][]byte { return memkv.GetMany(c.t, dst, keys) }
-func (c cowSnap) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue {
+func (c cowSnap) getRange(dst []kv.KeyValue, begin, end []byte, limit int) []kv.KeyValue {
 	c.t.AscendRange(memkv.KeyItem(begin), memkv.KeyItem(end), func(it memkv.Item) bool {
-		dst = append(dst, fdblayer.KeyValue{Key: it.Key(), Value: it.Value()})
+		dst = append(dst, kv.KeyValue{Key: it.Key(), Value: it.Value()})
 		return len(dst) < limit
 	})
 	return dst
@@ -163,7 +163,7 @@ func (v versionedSnap) getMany(dst [][]byte, keys [][]byte) [][]byte {
 	return v.s.s.rows.getMany(dst, keys, v.rv)
 }
 
-func (v versionedSnap) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit int) []fdblayer.KeyValue {
+func (v versionedSnap) getRange(dst []kv.KeyValue, begin, end []byte, limit int) []kv.KeyValue {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
 	dst, _ = v.s.s.rows.getRange(dst, begin, end, limit, 0, v.rv)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 )
 
@@ -15,7 +15,7 @@ import (
 // later version, where it commits.
 func ExampleNewMVCCEngine() {
 	ctx := context.Background()
-	e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Seed: 1})
+	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Seed: 1})
 	defer e.Close()
 	key := []byte("\x02counter\x00")
 
@@ -23,7 +23,7 @@ func ExampleNewMVCCEngine() {
 	defer a.Close()
 	b, _ := e.Begin(ctx)
 	defer b.Close()
-	for _, t := range []fdblayer.Txn{a, b} {
+	for _, t := range []kv.Txn{a, b} {
 		if _, err := t.GetMany(nil, [][]byte{key}); err != nil {
 			panic(err)
 		}

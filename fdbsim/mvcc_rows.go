@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
 
@@ -104,10 +104,10 @@ func (r *mvccRows) ascend(begin, end []byte, rv uint64, fn func(memkv.Item) bool
 
 // getRange appends the rows at rv in [begin, end), as far as rangeStop
 // lets it; stopped reports that it stopped there, before the range's end.
-func (r *mvccRows) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int, rv uint64) (_ []fdblayer.KeyValue, stopped bool) {
+func (r *mvccRows) getRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int, rv uint64) (_ []kv.KeyValue, stopped bool) {
 	n, size := 0, 0
 	r.ascend(begin, end, rv, func(it memkv.Item) bool {
-		dst = append(dst, fdblayer.KeyValue{Key: it.Key(), Value: it.Value()})
+		dst = append(dst, kv.KeyValue{Key: it.Key(), Value: it.Value()})
 		n, size = n+1, size+it.Size()
 		stopped = memkv.RangeStop(n, size, limit, maxBytes)
 		return !stopped

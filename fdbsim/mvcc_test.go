@@ -15,15 +15,17 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
 
 // openLayer opens a Layer over e, logging nowhere, closed when t ends.
-func openLayer(t testing.TB, e fdblayer.Engine, opts ...fdblayer.Option) *fdblayer.Layer {
+func openLayer(t testing.TB, e kv.Engine, cfg fdblayer.Config) *fdblayer.Layer {
 	t.Helper()
-	l, err := fdblayer.Open(e, append([]fdblayer.Option{fdblayer.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	l, err := fdblayer.Open(e, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
@@ -52,7 +54,7 @@ func mvccSeed(t *testing.T, e *MVCCEngine, kv ...string) {
 	require.NoError(t, txn.Commit())
 }
 
-func mvccGet(t *testing.T, txn fdblayer.ReadTxn, key string) []byte {
+func mvccGet(t *testing.T, txn kv.ReadTxn, key string) []byte {
 	t.Helper()
 	vals, err := txn.GetMany(nil, [][]byte{mvccKey(key)})
 	require.NoError(t, err)
@@ -62,7 +64,7 @@ func mvccGet(t *testing.T, txn fdblayer.ReadTxn, key string) []byte {
 // TestMVCCSnapshots: a transaction reads the version it began on while
 // others commit beside it, without waiting for them.
 func TestMVCCSnapshots(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	mvccSeed(t, e, "k", "v1")
 	old, err := e.Begin(t.Context())
 	require.NoError(t, err)
@@ -88,7 +90,7 @@ func TestMVCCSnapshots(t *testing.T) {
 // TestMVCCWriteSkewRefused: two transactions each read x and y and write
 // the other one; serializable isolation admits only one of them.
 func TestMVCCWriteSkewRefused(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	mvccSeed(t, e, "x", "1", "y", "1")
 	t1, err := e.Begin(t.Context())
 	require.NoError(t, err)
@@ -96,7 +98,7 @@ func TestMVCCWriteSkewRefused(t *testing.T) {
 	t2, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	defer t2.Close()
-	for _, txn := range []fdblayer.Txn{t1, t2} {
+	for _, txn := range []kv.Txn{t1, t2} {
 		vals, err := txn.GetMany(nil, [][]byte{mvccKey("x"), mvccKey("y")})
 		require.NoError(t, err)
 		require.Equal(t, [][]byte{[]byte("1"), []byte("1")}, vals, "both see x+y = 2, so each may take one away")
@@ -143,7 +145,7 @@ func TestMVCCPhantom(t *testing.T) {
 		{"budget not hit", 10, 15, "p", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := NewMVCCEngine(MVCCOptions{})
+			e := NewMVCCEngine(MVCCConfig{})
 			mvccSeed(t, e, "b", "1", "c", "2", "d", "3")
 			reader, err := e.Begin(t.Context())
 			require.NoError(t, err)
@@ -169,7 +171,7 @@ func TestMVCCPhantom(t *testing.T) {
 // TestMVCCReadOnlyNeverConflicts: transactions that write nothing commit
 // whatever was written after their reads; blind writes never conflict.
 func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	mvccSeed(t, e, "k", "1")
 	rw, err := e.Begin(t.Context())
 	require.NoError(t, err)
@@ -198,7 +200,7 @@ func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
 // version.
 func TestMVCCTransactionTooOld(t *testing.T) {
 	clk := clock.NewManualMs(1_000)
-	e := NewMVCCEngine(MVCCOptions{Clock: clk, Backoff: time.Microsecond})
+	e := NewMVCCEngine(MVCCConfig{Clock: clk, Backoff: time.Microsecond})
 	mvccSeed(t, e, "k", "1")
 
 	txn, err := e.Begin(t.Context())
@@ -235,9 +237,9 @@ func TestMVCCLimits(t *testing.T) {
 	// 100 sets and the marker every case writes (3*6+1 bytes) come to
 	// exactly FDBMaxTxnBytes.
 	const marker = 3*len("marker") + 1
-	fill := func(txn fdblayer.Txn) {
+	fill := func(txn kv.Txn) {
 		for i := range 100 {
-			n := fdblayer.FDBMaxTxnBytes/100 - 31
+			n := kv.FDBMaxTxnBytes/100 - 31
 			if i == 0 {
 				n -= marker
 			}
@@ -246,32 +248,32 @@ func TestMVCCLimits(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		txn  func(t *testing.T, txn fdblayer.Txn)
+		txn  func(t *testing.T, txn kv.Txn)
 		code int // 0: commits
 	}{
-		{"key at the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set(big(fdblayer.FDBMaxKeyBytes), nil) }, 0},
-		{"key over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set(big(fdblayer.FDBMaxKeyBytes+1), nil) }, fdbcode.KeyTooLarge},
-		{"cleared key over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Clear(big(fdblayer.FDBMaxKeyBytes + 1)) }, fdbcode.KeyTooLarge},
-		{"value at the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set([]byte("k"), big(fdblayer.FDBMaxValueBytes)) }, 0},
-		{"value over the limit", func(_ *testing.T, txn fdblayer.Txn) { txn.Set([]byte("k"), big(fdblayer.FDBMaxValueBytes+1)) }, fdbcode.ValueTooLarge},
-		{"transaction at the limit", func(_ *testing.T, txn fdblayer.Txn) { fill(txn) }, 0},
-		{"transaction over the limit by a point read's conflict range", func(t *testing.T, txn fdblayer.Txn) {
+		{"key at the limit", func(_ *testing.T, txn kv.Txn) { txn.Set(big(kv.FDBMaxKeyBytes), nil) }, 0},
+		{"key over the limit", func(_ *testing.T, txn kv.Txn) { txn.Set(big(kv.FDBMaxKeyBytes+1), nil) }, fdbcode.KeyTooLarge},
+		{"cleared key over the limit", func(_ *testing.T, txn kv.Txn) { txn.Clear(big(kv.FDBMaxKeyBytes + 1)) }, fdbcode.KeyTooLarge},
+		{"value at the limit", func(_ *testing.T, txn kv.Txn) { txn.Set([]byte("k"), big(kv.FDBMaxValueBytes)) }, 0},
+		{"value over the limit", func(_ *testing.T, txn kv.Txn) { txn.Set([]byte("k"), big(kv.FDBMaxValueBytes+1)) }, fdbcode.ValueTooLarge},
+		{"transaction at the limit", func(_ *testing.T, txn kv.Txn) { fill(txn) }, 0},
+		{"transaction over the limit by a point read's conflict range", func(t *testing.T, txn kv.Txn) {
 			fill(txn)
 			_, err := txn.GetMany(nil, [][]byte{{}})
 			require.NoError(t, err)
 		}, fdbcode.TransactionTooLarge},
-		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn fdblayer.Txn) {
+		{"transaction over the limit by a range read's conflict range", func(t *testing.T, txn kv.Txn) {
 			fill(txn)
 			_, err := txn.GetRange(nil, []byte{}, []byte{0}, 1, 0)
 			require.NoError(t, err)
 		}, fdbcode.TransactionTooLarge},
-		{"transaction over the limit by a clear", func(_ *testing.T, txn fdblayer.Txn) {
+		{"transaction over the limit by a clear", func(_ *testing.T, txn kv.Txn) {
 			fill(txn)
 			txn.Clear(nil)
 		}, fdbcode.TransactionTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := NewMVCCEngine(MVCCOptions{})
+			e := NewMVCCEngine(MVCCConfig{})
 			txn, err := e.Begin(t.Context())
 			require.NoError(t, err)
 			defer txn.Close()
@@ -304,23 +306,23 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 		landed  bool
 		outcome store.Outcome // with retries
 	}{
-		{"landed, no retry", CommitThenUnknown, 0, true, 0},
-		{"not landed, no retry", UnknownWithoutCommit, 0, false, 0},
+		{"landed, no retry", CommitThenUnknown, fdblayer.NoRetries, true, 0},
+		{"not landed, no retry", UnknownWithoutCommit, fdblayer.NoRetries, false, 0},
 		{"landed, the retry's guard fails", CommitThenUnknown, 3, true, store.PreconditionFailed},
 		{"not landed, the retry commits", UnknownWithoutCommit, 3, true, store.Committed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first := true
-			e := NewMVCCEngine(MVCCOptions{Backoff: time.Microsecond, Fault: func(context.Context) (Fault, func()) {
+			e := NewMVCCEngine(MVCCConfig{Backoff: time.Microsecond, Fault: func(context.Context) (Fault, func()) {
 				if first {
 					first = false
 					return tc.fault, nil
 				}
 				return CommitNormally, nil
 			}})
-			l := openLayer(t, e, fdblayer.WithRetryLimit(tc.retries))
+			l := openLayer(t, e, fdblayer.Config{RetryLimit: tc.retries})
 			out, err := l.Apply(t.Context(), p, store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("v")))
-			if tc.retries == 0 {
+			if tc.retries == fdblayer.NoRetries {
 				require.ErrorIs(t, err, store.ErrUnknownResult)
 				requireCode(t, err, fdbcode.CommitUnknownResult)
 			} else {
@@ -339,7 +341,7 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 // seed: one seed replays the same outcomes, another draws others.
 func TestMVCCRandomFaultsAreSeeded(t *testing.T) {
 	run := func(seed uint64) (outcomes []int) {
-		e := NewMVCCEngine(MVCCOptions{Seed: seed, UnknownLanded: 0.3, UnknownNotLanded: 0.3})
+		e := NewMVCCEngine(MVCCConfig{Seed: seed, UnknownLanded: 0.3, UnknownNotLanded: 0.3})
 		for i := range 64 {
 			txn, err := e.Begin(t.Context())
 			require.NoError(t, err)
@@ -378,7 +380,7 @@ func TestMVCCRandomFaultsAreSeeded(t *testing.T) {
 func TestMVCCLatencyIsInjected(t *testing.T) {
 	for _, op := range []string{"begin", "get", "range", "commit"} {
 		t.Run(op, func(t *testing.T) {
-			e := NewMVCCEngine(MVCCOptions{})
+			e := NewMVCCEngine(MVCCConfig{})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			txn, err := e.Begin(ctx)
@@ -405,7 +407,7 @@ func TestMVCCLatencyIsInjected(t *testing.T) {
 // TestMVCCBackoff: OnError's delay is a random fraction of a bound that
 // doubles from Backoff up to MaxBackoff, FoundationDB's shape.
 func TestMVCCBackoff(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{Backoff: time.Microsecond, MaxBackoff: 20 * time.Microsecond})
+	e := NewMVCCEngine(MVCCConfig{Backoff: time.Microsecond, MaxBackoff: 20 * time.Microsecond})
 	txn, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	defer txn.Close()
@@ -428,7 +430,7 @@ func TestMVCCBackoff(t *testing.T) {
 // TestMVCCHistoryIsPruned: the resolver forgets writes no open transaction
 // can conflict with, and keeps those an open one can.
 func TestMVCCHistoryIsPruned(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	for i := range 100 {
 		mvccSeed(t, e, string(rune('a'+i%26)), "v")
 	}
@@ -451,24 +453,24 @@ func TestMVCCHistoryIsPruned(t *testing.T) {
 
 // TestMVCCClosed: nothing begins or commits on a closed engine.
 func TestMVCCClosed(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	txn, err := e.Begin(t.Context())
 	require.NoError(t, err)
 	defer txn.Close()
 	require.NoError(t, e.Close())
 	txn.Set(mvccKey("k"), nil)
-	require.ErrorIs(t, txn.Commit(), fdblayer.ErrClosed)
+	require.ErrorIs(t, txn.Commit(), kv.ErrClosed)
 	_, err = e.BeginRead(t.Context())
-	require.ErrorIs(t, err, fdblayer.ErrClosed)
-	require.ErrorIs(t, e.Probe(t.Context()), fdblayer.ErrClosed)
-	require.ErrorIs(t, e.Close(), fdblayer.ErrClosed)
+	require.ErrorIs(t, err, kv.ErrClosed)
+	require.ErrorIs(t, e.Probe(t.Context()), kv.ErrClosed)
+	require.ErrorIs(t, e.Close(), kv.ErrClosed)
 }
 
 // TestMVCCOldVersionsAreCollected: the store keeps the versions an open
 // transaction reads, and once it ends keeps one per live key, no
 // tombstones.
 func TestMVCCOldVersionsAreCollected(t *testing.T) {
-	e := NewMVCCEngine(MVCCOptions{})
+	e := NewMVCCEngine(MVCCConfig{})
 	mvccSeed(t, e, "k", "v1", "d", "x")
 	require.Equal(t, 2, e.store.rows.tree.Len())
 	reader, err := e.BeginRead(t.Context())
@@ -500,14 +502,14 @@ func TestMVCCOldVersionsAreCollected(t *testing.T) {
 func TestMVCCSnapshotsMatchModel(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		e := NewMVCCEngine(MVCCOptions{})
+		e := NewMVCCEngine(MVCCConfig{})
 		keys := make([][]byte, 6)
 		for i := range keys {
 			keys[i] = mvccKey(string(rune('a' + i)))
 		}
 		states := []map[string]string{{}} // committed state per version, from 0
 		type open struct {
-			txn     fdblayer.ReadTxn
+			txn     kv.ReadTxn
 			version int
 		}
 		var snaps []open

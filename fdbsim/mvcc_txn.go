@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/internal/fdbcode"
 	"github.com/mkit-dev/mkitfdb/internal/memkv"
 )
@@ -42,7 +42,7 @@ func (t *mvccTxn) reset() error {
 	t.endLocked()
 	if e.closed {
 		e.mu.Unlock()
-		return fdblayer.ErrClosed
+		return kv.ErrClosed
 	}
 	t.rv = e.store.begin()
 	t.registered = true
@@ -114,7 +114,7 @@ func (t *mvccTxn) GetMany(dst [][]byte, keys [][]byte) ([][]byte, error) {
 // it; a read-write transaction adds the range it covered as a read
 // conflict range: up to just after the last row when it stopped at its
 // limit or byte budget, the whole range otherwise.
-func (t *mvccTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) ([]fdblayer.KeyValue, error) {
+func (t *mvccTxn) GetRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) ([]kv.KeyValue, error) {
 	if err := t.beforeRead(); err != nil {
 		return dst, err
 	}
@@ -122,15 +122,15 @@ func (t *mvccTxn) GetRange(dst []fdblayer.KeyValue, begin, end []byte, limit, ma
 	return t.getRange(dst, begin, end, limit, maxBytes), nil
 }
 
-// GetRanges implements [fdblayer.RangesReader]: the ranges are read at t's version,
+// GetRanges implements [kv.RangesReader]: the ranges are read at t's version,
 // each as GetRange reads it, after one round trip's latency, and count as
 // one read.
-func (t *mvccTxn) GetRanges(reads []fdblayer.RangeRead) ([][]fdblayer.KeyValue, error) {
+func (t *mvccTxn) GetRanges(reads []kv.RangeRead) ([][]kv.KeyValue, error) {
 	if err := t.beforeRead(); err != nil {
 		return nil, err
 	}
 	t.e.reads.Add(1)
-	out := make([][]fdblayer.KeyValue, len(reads))
+	out := make([][]kv.KeyValue, len(reads))
 	for i, r := range reads {
 		out[i] = t.getRange(nil, r.Begin, r.End, r.Limit, 0)
 	}
@@ -139,7 +139,7 @@ func (t *mvccTxn) GetRanges(reads []fdblayer.RangeRead) ([][]fdblayer.KeyValue, 
 
 // getRange is GetRange after its latency, not counted as a read of its
 // own.
-func (t *mvccTxn) getRange(dst []fdblayer.KeyValue, begin, end []byte, limit, maxBytes int) []fdblayer.KeyValue {
+func (t *mvccTxn) getRange(dst []kv.KeyValue, begin, end []byte, limit, maxBytes int) []kv.KeyValue {
 	n := len(dst)
 	t.e.mu.RLock()
 	dst, stopped := t.e.store.rows.getRange(dst, begin, end, limit, maxBytes, t.rv)
@@ -172,7 +172,7 @@ func (t *mvccTxn) Set(key, value []byte) {
 	if !t.checkKey(key) {
 		return
 	}
-	if len(value) > fdblayer.FDBMaxValueBytes {
+	if len(value) > kv.FDBMaxValueBytes {
 		t.fail(FDBError{Code: fdbcode.ValueTooLarge})
 		return
 	}
@@ -193,7 +193,7 @@ func (t *mvccTxn) Clear(key []byte) {
 
 // checkKey reports whether key may be written, failing t otherwise.
 func (t *mvccTxn) checkKey(key []byte) bool {
-	if len(key) > fdblayer.FDBMaxKeyBytes {
+	if len(key) > kv.FDBMaxKeyBytes {
 		t.fail(FDBError{Code: fdbcode.KeyTooLarge})
 		return false
 	}
@@ -224,7 +224,7 @@ func (t *mvccTxn) Commit() error {
 		t.close()
 		return t.commitError(t.err)
 	}
-	if t.size > fdblayer.FDBMaxTxnBytes {
+	if t.size > kv.FDBMaxTxnBytes {
 		t.close()
 		return t.commitError(FDBError{Code: fdbcode.TransactionTooLarge})
 	}
@@ -279,7 +279,7 @@ func (t *mvccTxn) commitError(err error) error {
 
 // OnError retries transaction_too_old, not_committed and
 // commit_unknown_result: it waits FoundationDB's backoff (a random
-// fraction of a delay doubling from MVCCOptions.Backoff to MaxBackoff) and
+// fraction of a delay doubling from MVCCConfig.Backoff to MaxBackoff) and
 // resets t to the last committed version. Every other error, and the
 // context's end during the wait, is returned.
 func (t *mvccTxn) OnError(err error) error {

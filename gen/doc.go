@@ -26,7 +26,7 @@
 // validates a name (an error wrapping [wire.ErrInvalid]), MustX panics
 // instead, for constants; every value but the zero one is valid.
 //
-// The package registers itself in package registry (gen/registry) when it is
+// The package registers itself in package registry (codec/registry) when it is
 // initialised: its namespace, mkit, its import path, and what parses its
 // partitions and keys and decodes its records. A second package declaring the
 // namespace, linked into the same program, makes it fail at start.

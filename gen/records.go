@@ -4,7 +4,7 @@ package gen
 
 import (
 	"encoding/binary"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // internOutcomeID holds OutcomeID names already decoded and validated.

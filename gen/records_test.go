@@ -5,7 +5,7 @@ package gen
 import (
 	"bytes"
 	"errors"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"reflect"
 	"slices"
 	"strings"

@@ -3,7 +3,7 @@
 package gen
 
 import (
-	"github.com/mkit-dev/mkitfdb/gen/registry"
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"reflect"
 )
 

@@ -4,7 +4,7 @@ package gen
 
 import (
 	"bytes"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // OutboxSequenceKey holds the last relay or outcome sequence allocated in a

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -115,7 +115,7 @@ func TestAcksThatKeepTheRecordGuardItAndDeleteOnlyThePendingRow(t *testing.T) {
 }
 
 func TestAcksWithNothingAcknowledgedStillGuardTheBacklog(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	e.seedOutcomes(t, refdomain.MustReservationID("a"))
 	fresh := e.get(t, outbox.BacklogKey())
 	a := e.acks(t)
@@ -170,7 +170,7 @@ func TestAnAcknowledgmentLandsOnlyOnTheDeliveredValue(t *testing.T) {
 }
 
 func TestAckRejectsRowsItCannotPlan(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	rows := e.seedOutcomes(t, refdomain.MustReservationID("a"))
 	a := e.acks(t)
 	key := resKey(t, refdomain.MustReservationID("a"))
@@ -190,7 +190,7 @@ func TestAckRejectsRowsItCannotPlan(t *testing.T) {
 }
 
 func TestAcksStopAtTheBatchLimit(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	caps := e.caps
 	caps.MaxBatchOps = 20 // room for (20 - 2) / 3 = 6 rows
 	huge, err := gen.EncodeBacklog(gen.Backlog{Rows: 100, Bytes: 1_000})

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -34,7 +34,7 @@ func deletes(n int) [][]byte {
 // Every bound fails its append with ErrInvalid before anything is added:
 // the builder finishes exactly the rows appended before.
 func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	caps := e.caps
 	big := strings.Repeat("x", caps.MaxValueBytes/2)
 	cases := []struct {
@@ -180,7 +180,7 @@ func TestARelayRowAtTheBoundIsAccepted(t *testing.T) {
 }
 
 func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	ob := e.builder(t)
 	n := 0
 	var err error
@@ -197,7 +197,7 @@ func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
 }
 
 func TestFinishIntoAFullBatchAddsNothingAndCanBeRetried(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	ob := e.builder(t)
 	_, err := ob.Relay(target, puts(1), nil)
 	require.NoError(t, err)

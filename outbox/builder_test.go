@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -297,7 +297,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 }
 
 func TestFinishWithNothingAppendedAddsNothing(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine())
+	e := newEnv(t, memengine.New())
 	ob := e.builder(t)
 	b := store.NewBatch().Put(store.Key("mine"), store.Value("x"))
 	require.NoError(t, ob.Finish(b))
@@ -309,7 +309,7 @@ func TestFinishWithNothingAppendedAddsNothing(t *testing.T) {
 }
 
 func TestNewBuilderRejectsCorruptState(t *testing.T) {
-	caps := newEnv(t, fdblayer.NewMemoryEngine()).caps
+	caps := newEnv(t, memengine.New()).caps
 	for name, o := range map[string]outbox.Observed{
 		"sequence":    {Sequence: store.Value("junk")},
 		"backlog":     {Backlog: store.Value("junk")},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -20,7 +21,7 @@ import (
 // absent), so a re-run after an unknown commit result finds its work done.
 func ExampleBuilder() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManualMs(1_000)))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManualMs(1_000)})
 	if err != nil {
 		panic(err)
 	}

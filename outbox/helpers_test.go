@@ -8,8 +8,9 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/refdomain/reservations"
@@ -34,8 +35,8 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t testing.TB, engine fdblayer.Engine) *env {
-	l, err := fdblayer.Open(engine, fdblayer.WithClock(clock.NewManualMs(now)))
+func newEnv(t testing.TB, engine kv.Engine) *env {
+	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManualMs(now)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return &env{

@@ -1,7 +1,7 @@
 package outcome_test
 
 // Outcomes of an importing service's own records: a small bank (schema
-// internal/bank/schema, namespace "bank") whose withdrawals and
+// internal/testkit/bank/schema, namespace "bank") whose withdrawals and
 // transfers are two outcome sources of one Delivery, in the bank's own
 // partitions.
 
@@ -19,9 +19,9 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/bank"
-	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store"

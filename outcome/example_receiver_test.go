@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 )
@@ -24,7 +25,7 @@ func ExampleReceiver_standardWebhooks() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := fdblayer.Open(fdblayer.NewMemoryEngine()) // the receiving service's store
+	db, err := fdblayer.Open(memengine.New(), fdblayer.Config{}) // the receiving service's store
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
-	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -51,7 +51,7 @@ func newEnv(t testing.TB, nowMs uint64) *env {
 
 func newEnvOn(t testing.TB, eng testengine.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
-	l, err := fdblayer.Open(eng.Open(t, "outcome.bbolt"), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(eng.Open(t, "outcome.bbolt"), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}

@@ -14,8 +14,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -122,7 +122,7 @@ type oworker struct {
 
 func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) *omodel {
 	clk := clock.NewManualMs(1_000_000)
-	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -39,18 +41,18 @@ func (c *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func BenchmarkReceiverVerify(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		eng  func() fdblayer.Engine
+		eng  func() kv.Engine
 	}{
-		{"memory-engine", func() fdblayer.Engine { return fdblayer.NewMemoryEngine() }},
-		{"mvcc-latency", func() fdblayer.Engine {
+		{"memory-engine", func() kv.Engine { return memengine.New() }},
+		{"mvcc-latency", func() kv.Engine {
 			// As bench/README.md's worker benchmarks: sleeps of up to 200 µs
 			// that stretch to about a millisecond on the 2-core machine.
-			return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Latency: 200 * time.Microsecond})
+			return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Latency: 200 * time.Microsecond})
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			clk := clock.NewManualMs(1_700_000_000_000)
-			l, err := fdblayer.Open(c.eng(), fdblayer.WithClock(clk))
+			l, err := fdblayer.Open(c.eng(), fdblayer.Config{Clock: clk})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -109,8 +109,8 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 // claim resolves by its token or refuses with ErrBusy, never by
 // accepting twice.
 func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
-	for _, eng := range []testengine.Engine{testengine.MVCC, {Name: "mvcc-unknown-results", Open: func(testing.TB, string) fdblayer.Engine {
-		return fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
+	for _, eng := range []testengine.Engine{testengine.MVCC, {Name: "mvcc-unknown-results", Open: func(testing.TB, string) kv.Engine {
+		return fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{UnknownLanded: 0.2, UnknownNotLanded: 0.1, Seed: 7})
 	}}} {
 		t.Run(eng.Name, func(t *testing.T) { raceReplicas(t, eng) })
 	}

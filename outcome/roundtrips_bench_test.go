@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -32,8 +32,8 @@ func BenchmarkDeliveryRoundTrips(b *testing.B) {
 	}
 	for _, latency := range []time.Duration{0, 200 * time.Microsecond} {
 		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
-			m := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Latency: latency})
-			e := newEnvOn(b, testengine.Engine{Name: "mvcc", Open: func(testing.TB, string) fdblayer.Engine { return m }}, 100)
+			m := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Latency: latency})
+			e := newEnvOn(b, testengine.Engine{Name: "mvcc", Open: func(testing.TB, string) kv.Engine { return m }}, 100)
 			sink := outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })
 			reg, err := timers.NewRegistry(delivery(b, sink))
 			if err != nil {

@@ -3,8 +3,8 @@
 package refdomain
 
 import (
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // Tag identifies a key class: the first element of every key of the class.

@@ -5,8 +5,8 @@ package refdomain
 import (
 	"bytes"
 	"errors"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"reflect"
 	"strconv"
 	"strings"

@@ -4,7 +4,7 @@ package refdomain
 
 import (
 	"encoding/binary"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // internReservationID holds ReservationID names already decoded and validated.

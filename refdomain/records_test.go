@@ -5,7 +5,7 @@ package refdomain
 import (
 	"bytes"
 	"errors"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"reflect"
 	"slices"
 	"strings"

@@ -5,7 +5,7 @@ package refdomain
 import (
 	"cmp"
 	"fmt"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // ReservationID names one reservation; ids that start with "s:" are

@@ -149,7 +149,7 @@ func TestRowTooLargeForOneTargetBatchStallsItsTarget(t *testing.T) {
 		}
 		assert.Equal(t, []uint64{1, 2}, e.queued(t), "stalled cycle after cycle, never split")
 		assert.Equal(t, uint64(0), e.highWater(t, ta))
-	}, withTargetStore(fdblayer.WithMaxBatchOps(10)))
+	}, withTargetStore(fdblayer.Config{MaxBatchOps: 10}))
 }
 
 // A row whose single write breaks a per-row target limit (a key longer
@@ -165,5 +165,5 @@ func TestRowOverATargetKeyLimitStallsItsTarget(t *testing.T) {
 		assert.Equal(t, "b", e.get(t, tb, "k"))
 		assert.Equal(t, []uint64{1}, e.queued(t))
 		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
-	}, withTargetStore(fdblayer.WithMaxPartitionBytes(9_000)))
+	}, withTargetStore(fdblayer.Config{MaxPartitionBytes: 9_000}))
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -69,7 +69,7 @@ func lanesTarget(i int) store.Partition {
 // lanes run by a turnstile whose order rng chooses (nil: one lane at a
 // time), and returns what the fires did and what they left.
 func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) string {
-	e := newEnv(t, testengine.Memory.Open, func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
+	e := newEnv(t, testengine.Memory.Open, func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) {
 		e.h.Hook = relay.NoHook{} // the audit hook numbers batches in the order they come
 		e.h.Budget = sc.budget
 		e.h.Budget.Concurrency = concurrency

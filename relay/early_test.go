@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -117,8 +117,8 @@ func TestAFireOnASingleWriterEngineNeverWaitsForItself(t *testing.T) {
 // read again and committed, as Apply would commit it. Every row is
 // delivered once.
 func TestSlowTargetsOutlastTheReadAhead(t *testing.T) {
-	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Lifetime: 50 * time.Millisecond, Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
-	e := newEnv(t, func(testing.TB, string) fdblayer.Engine { return engine })
+	engine := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Lifetime: 50 * time.Millisecond, Backoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	e := newEnv(t, func(testing.TB, string) kv.Engine { return engine })
 	queueMany(t, e, checkpointRows+10)
 	e.target.Delay(storetest.MethodTransact, 100*time.Millisecond)
 	var ahead atomic.Int32

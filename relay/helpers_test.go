@@ -18,9 +18,10 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
-	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -58,12 +59,13 @@ type env struct {
 }
 
 // option changes a test's env before its handler is registered.
-type option func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine)
+type option func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine)
 
-// withTargetStore gives the target its own Layer, opened with opts.
-func withTargetStore(opts ...fdblayer.Option) option {
-	return func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine) {
-		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
+// withTargetStore gives the target its own Layer, configured by cfg (on
+// the env's clock).
+func withTargetStore(cfg fdblayer.Config) option {
+	return func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine) {
+		l := openLayer(t, open(t, "target.bbolt"), e.clock, cfg)
 		e.tinner, e.target = l, storetest.WithFaults(l)
 		e.h.Target = e.target
 	}
@@ -71,7 +73,7 @@ func withTargetStore(opts ...fdblayer.Option) option {
 
 // withBudget sets the handler's budget.
 func withBudget(b relay.Budget) option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Budget = b }
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) { e.h.Budget = b }
 }
 
 // engines are the engines the relay's tests run on: every handler test's
@@ -91,14 +93,21 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env), opts ...option) 
 	}
 }
 
-func openLayer(t testing.TB, engine fdblayer.Engine, clk clock.Clock, opts ...fdblayer.Option) *fdblayer.Layer {
-	l, err := fdblayer.Open(engine, append([]fdblayer.Option{fdblayer.WithClock(clk)}, opts...)...)
+// openLayer opens a Layer over engine on clk, configured by cfg (at most
+// one), closed when t ends.
+func openLayer(t testing.TB, engine kv.Engine, clk clock.Clock, cfg ...fdblayer.Config) *fdblayer.Layer {
+	var c fdblayer.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Clock = clk
+	l, err := fdblayer.Open(engine, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
-func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ...option) *env {
+func newEnv(t testing.TB, open func(testing.TB, string) kv.Engine, opts ...option) *env {
 	clk := clock.NewManualMs(start)
 	l := openLayer(t, open(t, "source.bbolt"), clk)
 	logs := &testlog.Buffer{}
@@ -442,7 +451,7 @@ type plainStore struct{ store.Store }
 // withPlainTarget gives the target a Faults over a store that is not a
 // store.Transactor (the source's Layer behind plainStore).
 func withPlainTarget() option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) {
 		e.target = storetest.WithFaults(plainStore{e.tinner})
 		e.h.Target = e.target
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -16,15 +18,15 @@ import (
 // time (the memory engine); a test's lane runner forces lanes; a budget
 // of 1 is always sequential.
 func TestConcurrencyFollowsTheTargetStore(t *testing.T) {
-	open := func(e fdblayer.Engine) *fdblayer.Layer {
-		l, err := fdblayer.Open(e)
+	open := func(e kv.Engine) *fdblayer.Layer {
+		l, err := fdblayer.Open(e, fdblayer.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
-	memory, mvcc := open(fdblayer.NewMemoryEngine()), open(fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{}))
+	memory, mvcc := open(memengine.New()), open(fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{}))
 	c := &timers.Ctx{Store: memory, Partition: refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("src")}}
 	for _, tc := range []struct {
 		name   string

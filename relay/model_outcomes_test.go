@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/bank"
-	"github.com/mkit-dev/mkitfdb/internal/bank/bankgen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/bank/bankgen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -19,7 +19,7 @@ import (
 // The model's outcomes: producers also make records terminal through
 // outcome sources, in the batch that queues their relay rows: reservations
 // (refdomain/reservations) in the reference domain's source partitions,
-// and in the last source partition, a bank's (internal/bank), withdrawals
+// and in the last source partition, a bank's (internal/testkit/bank), withdrawals
 // (kept once acknowledged) and transfers (deleted). Every worker's
 // registry holds an outcome.Delivery of the three sources whose sink fails
 // at random (with or without a retry-after hint). Besides the relay's

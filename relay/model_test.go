@@ -21,7 +21,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -219,7 +219,7 @@ func (s *modelStats) add(o modelStats) {
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
 	clk := clock.NewManualMs(start)
-	l, err := fdblayer.Open(cfg.engine.Open(t, "model.bbolt"), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(cfg.engine.Open(t, "model.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

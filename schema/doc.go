@@ -45,7 +45,7 @@
 // partitions are of its own schema (its outcome sources' records too),
 // and a relay row writes a target's rows as the target's own schema's.
 // Each generated package registers its namespace at init (package
-// gen/registry), and a program that links two generated packages of one
+// codec/registry), and a program that links two generated packages of one
 // namespace fails at start, naming both import paths.
 //
 // Key class tags 1-99 are the library's: its runtime key classes (outbox
@@ -74,7 +74,7 @@
 //	                              singleton; N is 100 or more outside this
 //	                              package; value=R names the record of the
 //	                              schema its rows hold, so that tools decode
-//	                              them (gen/registry's KeyClass.Value)
+//	                              them (codec/registry's KeyClass.Value)
 //	//mk:record version=N [union] a versioned value record
 //
 // A struct type without a directive is a plain struct used inside records.

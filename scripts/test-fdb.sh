@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# test-fdb.sh: run the whole test suite against a throwaway FoundationDB.
+# test-fdb.sh: run the FoundationDB engine's tests against a throwaway
+# FoundationDB.
 #
 # Starts one fdbserver on a free loopback port with a fresh data directory
 # and cluster file, configures it as a single in-memory database, waits
-# until it is available, then runs `go test -tags fdb ./...` with
-# FDB_CLUSTER_FILE pointing at it. The server and its directory are removed
-# whatever happens; the exit status is go test's.
+# until it is available, then runs the tests of the FoundationDB engine's
+# module, `go -C fdblayer/fdbengine test ./...` (the store's conformance
+# suite on the cluster, the engine's own tests, the tuple layer against the
+# binding's), with FDB_CLUSTER_FILE pointing at it. The server and its
+# directory are removed whatever happens; the exit status is go test's.
 #
 # Needs the FoundationDB server and client packages (fdbserver, fdbcli and
 # libfdb_c). Extra arguments go to go test, e.g. scripts/test-fdb.sh -run Conformance.
@@ -84,5 +87,5 @@ done
 
 cd "$repo"
 status=0
-FDB_CLUSTER_FILE="$cluster" go test -tags fdb -count=1 "$@" ./... || status=$?
+FDB_CLUSTER_FILE="$cluster" go -C fdblayer/fdbengine test -count=1 "$@" ./... || status=$?
 exit "$status"

@@ -3,7 +3,7 @@ package store
 import (
 	"errors"
 
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // Errors of the Store contract and of Transact, usable with errors.Is.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -16,7 +17,7 @@ import (
 func ExampleBatch() {
 	ctx := context.Background()
 	var s store.Store
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -59,7 +60,7 @@ func ExampleBatch() {
 func ExampleStore_scan() {
 	ctx := context.Background()
 	var s store.Store
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -98,7 +99,7 @@ func ExampleStore_scan() {
 // what the caller may assume: ErrInvalid means nothing was written and
 // retrying the same input will not help.
 func ExampleErrInvalid() {
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 )
 
 // Identity is a partition known only by its tuple identity: the bytes a

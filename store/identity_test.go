@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -15,7 +16,7 @@ import (
 // it, and prints as its tuple.
 func TestIdentityAddressesThePartitionItNames(t *testing.T) {
 	ctx := context.Background()
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("acme")}

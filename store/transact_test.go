@@ -13,6 +13,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
@@ -46,7 +47,7 @@ func newTxnFixture(t *testing.T) *txnFixture { return newTxnFixtureOf(t, false) 
 func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	t.Helper()
 	clk := clock.NewManualMs(1_000_000)
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var s store.Store = storeOnly{l, l}
@@ -595,7 +596,7 @@ func testReaderIsBoundToPartition(t *testing.T, transactor bool) {
 // TestTransactConcurrentIncrements: writers racing on one counter each
 // land their increment exactly once, whatever the interleaving.
 func TestTransactConcurrentIncrements(t *testing.T) {
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	const writers, each = 6, 25
@@ -640,7 +641,7 @@ func TestTransactConcurrentIncrements(t *testing.T) {
 // finds a visit already counted when an earlier attempt's batch landed.
 func ExampleTransact() {
 	ctx := context.Background()
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -751,7 +752,7 @@ func TestTransactOnce(t *testing.T) {
 	t.Run("a store that is no Transactor", func(t *testing.T) {
 		// Not behind Faults, which is a store.Transactor over any store:
 		// store.TransactOnce's own reads and Apply.
-		l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+		l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 		require.NoError(t, err)
 		defer l.Close()
 		s := storeOnly{l, l}

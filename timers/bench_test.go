@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -22,7 +22,7 @@ const benchTimers = 64
 // entries, the handler call and the outcome batch.
 func BenchmarkRunDue(b *testing.B) {
 	b.Run("RunDue", func(b *testing.B) {
-		e := newEnv(b, fdblayer.NewMemoryEngine(), now)
+		e := newEnv(b, memengine.New(), now)
 		reg := registry(b, benchHandler{})
 		budget := timers.Budget{MaxTimers: benchTimers}
 		perTimer(b, func() { seedBench(b, e) }, func() {
@@ -33,7 +33,7 @@ func BenchmarkRunDue(b *testing.B) {
 		})
 	})
 	b.Run("DirectApply", func(b *testing.B) {
-		e := newEnv(b, fdblayer.NewMemoryEngine(), now)
+		e := newEnv(b, memengine.New(), now)
 		var batches []*store.Batch
 		perTimer(b, func() { batches = seedBench(b, e) }, func() {
 			for _, batch := range batches {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/mstime"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
-	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -47,12 +48,12 @@ func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
+func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
 	clk := clock.NewManualMs(nowMs)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
 	// one unless made Distributed): the tests exercise the buckets
 	// everywhere.
-	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.WithClock(clk))
+	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	logs := &testlog.Buffer{}

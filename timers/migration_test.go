@@ -15,6 +15,8 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -40,13 +42,13 @@ func openV1Fixture(t *testing.T, clk clock.Clock, distributed bool) (*fdblayer.L
 	_, err = io.Copy(dst, src)
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
-	bolt, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
+	bolt, err := boltengine.Open(path, boltengine.Config{})
 	require.NoError(t, err)
-	var e fdblayer.Engine = bolt
+	var e kv.Engine = bolt
 	if distributed {
 		e = fdbsim.AsDistributed(bolt)
 	}
-	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	var ps []store.Partition

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -200,7 +200,7 @@ func (e *schedEnv) periods(t testing.TB, p store.Partition, kind timers.Kind, re
 // letter and goes on to its next period. Snooze keeps the period too.
 func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing.T) {
 	start := clock.Ms(dayStart)
-	e := newEnv(t, fdblayer.NewMemoryEngine(), start)
+	e := newEnv(t, memengine.New(), start)
 	var outcomes []func(timers.DueTimer) (timers.Fired, error)
 	h := &handler{kind: kindEvery, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		f := outcomes[0]
@@ -261,7 +261,7 @@ func TestPeriodsAreValidated(t *testing.T) {
 // A periodic timer whose schedule has no time after its fire ends: Done
 // deletes it.
 func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	never, err := timers.Cron("0 0 30 2 *") // February 30th
 	require.NoError(t, err)
 	reg := &timers.Registry{}

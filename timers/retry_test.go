@@ -16,6 +16,8 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -153,7 +155,7 @@ func TestAPermanentErrorDeadLettersAtOnce(t *testing.T) {
 // Retry with After waits that long and spends an attempt; Snooze waits
 // and spends none; Reschedule clears the attempts.
 func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	var outcomes = []timers.Fired{
 		timers.Retry{After: 7 * time.Second, Err: errors.New("busy")},
 		timers.Snooze{For: time.Minute},
@@ -207,7 +209,7 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 // second dead letter of one timer at one due time takes the next
 // millisecond: nothing is overwritten.
 func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}
@@ -279,7 +281,7 @@ func TestRetryPolicyIsValidatedAtRegistration(t *testing.T) {
 // A long error is kept truncated to the record's bound, at a rune
 // boundary.
 func TestTheLastErrorIsBounded(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	long := fmt.Sprintf("%0509d", 0) + "é" + fmt.Sprintf("%0100d", 0)
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, errors.New("é" + long)
@@ -310,9 +312,9 @@ func openTimerV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, store.P
 	_, err = io.Copy(dst, src)
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
-	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{})
+	e, err := boltengine.Open(path, boltengine.Config{})
 	require.NoError(t, err)
-	l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("timer-v1")}
@@ -373,7 +375,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 // decode, a value row missing) with store.ErrCorrupt naming it, never
 // skipping it; a limit under 1 is invalid.
 func TestDeadLettersReportCorruptRows(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}

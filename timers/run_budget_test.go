@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -79,7 +79,7 @@ func TestTheTimerBudgetCutsTheRunAndTheNextRunResumes(t *testing.T) {
 }
 
 func TestABudgetExactlySpentWithNothingLeftIsNotMore(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	seedDue(t, e, kindA, 2)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 9)})
 	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.Budget{MaxTimers: 2})
@@ -143,7 +143,7 @@ func TestTheScanIsPagedNeverReadingTheWholeClass(t *testing.T) {
 }
 
 func TestTheScanPageShrinksToTheBudget(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	seedDue(t, e, kindA, 10)
 	var limits []int
 	e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
@@ -183,7 +183,7 @@ func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
 }
 
 func TestARowCancelledBetweenScanAndFireIsSkipped(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "gone", DueAt: ms(now - 1)})
 	once := sync.Once{}
 	e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -98,7 +98,7 @@ func TestRescheduleIsMonotonic(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+			e := newEnv(t, memengine.New(), now)
 			e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(old)})
 			h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 				return timers.Reschedule{DueAt: ms(tc.want)}, nil
@@ -136,7 +136,7 @@ func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 }
 
 func TestPointerOutcomesAreAccepted(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	for _, ref := range []string{"done", "resched", "retry"} {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAt: ms(now)})
 	}
@@ -297,7 +297,7 @@ func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 }
 
 func TestACancelledContextEndsTheRun(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "a", DueAt: ms(now - 2)})
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 1)})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -316,7 +316,7 @@ func TestACancelledContextEndsTheRun(t *testing.T) {
 }
 
 func TestRunDueRejectsMissingArguments(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, ms(now), timers.Budget{})
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), ms(now), timers.Budget{})

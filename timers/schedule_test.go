@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -66,7 +67,7 @@ func TestScheduleWithAStaleObservationFailsItsGuard(t *testing.T) {
 }
 
 func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	caps := e.inner.Capabilities()
 	cases := []struct {
 		name     string
@@ -122,7 +123,7 @@ func TestCancelDeletesTheTimerGuarded(t *testing.T) {
 }
 
 func TestReadRefReportsCorruptEntries(t *testing.T) {
-	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
+	e := newEnv(t, memengine.New(), now)
 	refKey, err := timers.RefKey(kindA, "r")
 	require.NoError(t, err)
 	e.put(t, refKey, store.Value("junk"))
@@ -210,7 +211,7 @@ func TestRegistryKindRanges(t *testing.T) {
 // TestScheduleRejectsKindZero: a timer of kind 0 adds nothing to the
 // batch; either range's kinds schedule.
 func TestScheduleRejectsKindZero(t *testing.T) {
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	b := store.NewBatch()

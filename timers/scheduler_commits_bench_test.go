@@ -8,6 +8,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -27,7 +28,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
 			clk := clock.NewManualMs(now)
-			l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
+			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 			if err != nil {
 				b.Fatal(err)
 			}

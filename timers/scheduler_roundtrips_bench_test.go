@@ -31,8 +31,8 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
 			clk := clock.NewManualMs(now)
-			e := fdbsim.NewMVCCEngine(fdbsim.MVCCOptions{Clock: clk})
-			l, err := fdblayer.Open(e, fdblayer.WithClock(clk), fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+			e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Clock: clk})
+			l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				b.Fatal(err)
 			}

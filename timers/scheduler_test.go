@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -19,7 +20,7 @@ import (
 )
 
 func TestNewSchedulerRejectsBadConfig(t *testing.T) {
-	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
 	defer l.Close()
 	reg := registry(t)

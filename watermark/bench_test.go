@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -62,10 +65,10 @@ func benchTableOf(b *testing.B, engine string, shards int) *benchTable {
 	if t, ok := benchTables.m[name]; ok {
 		return t
 	}
-	var e fdblayer.Engine
+	var e kv.Engine
 	switch engine {
 	case "memory":
-		e = fdblayer.NewMemoryEngine()
+		e = memengine.New()
 	case "bbolt":
 		if benchTables.dir == "" {
 			dir, err := os.MkdirTemp("", "watermark-bench-")
@@ -74,7 +77,7 @@ func benchTableOf(b *testing.B, engine string, shards int) *benchTable {
 			}
 			benchTables.dir = dir
 		}
-		be, err := fdblayer.OpenBoltEngine(filepath.Join(benchTables.dir, fmt.Sprintf("%d.bbolt", shards)), fdblayer.BoltOptions{NoSync: true})
+		be, err := boltengine.Open(filepath.Join(benchTables.dir, fmt.Sprintf("%d.bbolt", shards)), boltengine.Config{NoSync: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +86,7 @@ func benchTableOf(b *testing.B, engine string, shards int) *benchTable {
 		b.Fatalf("no engine %q", engine)
 	}
 	const batchRows = 300
-	l, err := fdblayer.Open(e, fdblayer.WithMaxBatchOps(batchRows))
+	l, err := fdblayer.Open(e, fdblayer.Config{MaxBatchOps: batchRows})
 	if err != nil {
 		b.Fatal(err)
 	}

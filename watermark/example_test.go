@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/watermark"
@@ -15,7 +16,7 @@ import (
 // exampleStore is a memory store whose coordinator leases three shards,
 // with relay watermarks 40, 90 and 70 ms.
 func exampleStore(coord refdomain.CoordinatorPartition) *fdblayer.Layer {
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/mstime"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -46,7 +46,7 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 }
 
 func newEnv(t testing.TB, eng testengine.Engine) *env {
-	l, err := fdblayer.Open(eng.Open(t, "watermark.bbolt"))
+	l, err := fdblayer.Open(eng.Open(t, "watermark.bbolt"), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

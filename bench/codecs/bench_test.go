@@ -217,7 +217,7 @@ func BenchmarkReservationV1(b *testing.B) { runCodecs(b, reservationOps(Reservat
 
 // unseen is how many contents the decode-unseen rows of BenchmarkCompare
 // cycle through: each with names of its own, eight times as many as a
-// gen/wire intern table holds, so that gen's decoders almost never find a
+// codec/wire intern table holds, so that gen's decoders almost never find a
 // name or partition decoded before (their worst case) while the other
 // codecs do the same work as on one content. (Every codec reads its
 // contents' encodings from memory beyond the L2 cache in these rows.)

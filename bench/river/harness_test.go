@@ -19,13 +19,14 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // Both sides are durable the same way: every commit is on disk when it
-// returns. bbolt fsyncs each commit (fdblayer.OpenBoltEngine's default);
+// returns. bbolt fsyncs each commit (boltengine.Open's default);
 // SQLite runs in WAL mode, River's recommended mode, with synchronous=FULL,
 // which syncs the WAL at each commit. (WAL with synchronous=NORMAL syncs
 // only at checkpoints: a commit may roll back after a power loss, which
@@ -115,11 +116,11 @@ func partition(i int) store.Partition {
 // timers due now, round robin over parts partitions.
 func newOursOp(tb testing.TB, dir string, n, parts int) *oursOp {
 	tb.Helper()
-	e, err := fdblayer.OpenBoltEngine(filepath.Join(dir, "timers.bbolt"), fdblayer.BoltOptions{})
+	e, err := boltengine.Open(filepath.Join(dir, "timers.bbolt"), boltengine.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := fdblayer.Open(e, fdblayer.WithLogger(slog.New(slog.DiscardHandler)))
+	s, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"schema", "gen", "gen"},
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
-		{"internal/bank/schema", "internal/bank/bankgen", "bankgen"},
+		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
 	} {
 		files, err := generate(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
@@ -266,9 +266,10 @@ func TestImportingModuleGeneratesItsOwnSchema(t *testing.T) {
 // TestEveryFieldTypeGenerates generates testdata/everytype, a record of
 // every field type schema/doc.go documents and a key class of every type
 // with a tuple form, into a module of its own, then vets it and runs its
-// generated round-trip, rejection and bound tests, and each fuzz target
-// on its seeds, so a type whose code does not compile or round-trip
-// fails here.
+// generated round-trip, rejection and bound tests, each fuzz target on
+// its seeds, and the hand-written tests of testdata/everygen (tests of the
+// generated code's internals, such as its decoders' fast path), so a type
+// whose code does not compile or round-trip fails here.
 func TestEveryFieldTypeGenerates(t *testing.T) {
 	m := newTempModule(t, "example.com/everytype")
 	files, err := generate("testdata/everytype", "everygen")
@@ -277,6 +278,20 @@ func TestEveryFieldTypeGenerates(t *testing.T) {
 	}
 	for name, src := range files {
 		m.write(filepath.Join("everygen", name), src)
+	}
+	tests, err := filepath.Glob(filepath.Join("testdata", "everygen", "*_test.go"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no hand-written tests in testdata/everygen (%v)", err)
+	}
+	for _, path := range tests {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, clash := files[filepath.Base(path)]; clash {
+			t.Fatalf("%s has the name of a generated file", path)
+		}
+		m.write(filepath.Join("everygen", filepath.Base(path)), src)
 	}
 	m.run("mod", "tidy")
 	m.run("vet", "./...")
@@ -289,7 +304,7 @@ func TestEveryFieldTypeGenerates(t *testing.T) {
 // the registry.
 func TestTwoPackagesOfOneNamespaceFailAtStart(t *testing.T) {
 	m := newTempModule(t, "example.com/dup")
-	files, err := generate(filepath.Join(repoRoot(t), "internal/bank/schema"), "bankgen")
+	files, err := generate(filepath.Join(repoRoot(t), "internal/testkit/bank/schema"), "bankgen")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +321,7 @@ import (
 	"fmt"
 
 	_ "example.com/dup/a/bankgen"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 )
 
 func main() {

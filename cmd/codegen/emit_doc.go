@@ -59,7 +59,7 @@ func emitDoc(f *File, s *schema) {
 			fmt.Fprintf(&b, para.text+"\n", list(para.names))
 		}
 	}
-	b.WriteString("\nThe package registers itself in package registry (gen/registry) when it " +
+	b.WriteString("\nThe package registers itself in package registry (codec/registry) when it " +
 		"is initialised: its namespace, " + s.Namespace + ", its import path, and what parses its " +
 		"partitions and keys and decodes its records. A second package declaring the namespace, " +
 		"linked into the same program, makes it fail at start.")

@@ -5,7 +5,7 @@ import (
 )
 
 // The fast path of the record decoders (see the design note in
-// gen/wire/fast.go): for every record, fastDecodeX decodes well-formed
+// codec/wire/fast.go): for every record, fastDecodeX decodes well-formed
 // bytes in one pass over b with the offset p in a local variable, and
 // reports false on anything else, after which DecodeXInto decodes the
 // bytes again with a wire.Reader (readerDecodeX) for its error. For every

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
 
 	. "github.com/dave/jennifer/jen"
 )

@@ -7,7 +7,7 @@ import (
 )
 
 // registryPkg is the registry of linked schemas.
-const registryPkg = "github.com/mkit-dev/mkitfdb/gen/registry"
+const registryPkg = "github.com/mkit-dev/mkitfdb/codec/registry"
 
 // emitRegistry writes the init function that registers the package in
 // the registry of linked schemas: its namespace, its import path (taken

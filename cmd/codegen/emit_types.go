@@ -9,8 +9,8 @@ import (
 )
 
 const (
-	wirePkg  = "github.com/mkit-dev/mkitfdb/gen/wire"
-	tuplePkg = "github.com/mkit-dev/mkitfdb/gen/tuple"
+	wirePkg  = "github.com/mkit-dev/mkitfdb/codec/wire"
+	tuplePkg = "github.com/mkit-dev/mkitfdb/codec/tuple"
 )
 
 // goType is the Go type of a field or element.

@@ -12,6 +12,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -116,11 +117,11 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 	if exists {
 		return openExisting(ctx, path, c, log)
 	}
-	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, false))
+	engine, err := boltengine.Open(path, boltConfig(c, false))
 	if err != nil {
 		return nil, pathError(path, err)
 	}
-	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
 	if err != nil {
 		engine.Close()
 		os.Remove(path) // ours: created just now, nothing in it
@@ -132,11 +133,11 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 // openExisting opens a database an earlier demo wrote, refusing anything
 // else at path without writing to it.
 func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
-	engine, err := fdblayer.OpenBoltEngine(path, boltOptions(c, true))
+	engine, err := boltengine.Open(path, boltConfig(c, true))
 	if err != nil {
 		return nil, pathError(path, err)
 	}
-	l, err := fdblayer.Open(engine, fdblayer.WithLogger(log))
+	l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
 	if err != nil {
 		engine.Close()
 		return nil, err
@@ -152,22 +153,22 @@ func openExisting(ctx context.Context, path string, c config, log *slog.Logger) 
 	return &database{Layer: l, path: path, plan: p, raw: raw}, nil
 }
 
-// boltOptions are the demo's: no wait for another demo's lock, and pages
+// boltConfig is the demo's: no wait for another demo's lock, and pages
 // filled to the brim, since its keys arrive in order (every source's
 // relay rows, and every target's rows from each source, in sequence):
 // with bbolt's default, pages split half full stay half full and the file
 // is twice the size.
-func boltOptions(c config, mustExist bool) fdblayer.BoltOptions {
-	return fdblayer.BoltOptions{NoSync: c.noSync, LockTimeout: fdblayer.NoLockWait, MustExist: mustExist, FillPercent: 1}
+func boltConfig(c config, mustExist bool) boltengine.Config {
+	return boltengine.Config{NoSync: c.noSync, LockTimeout: boltengine.NoLockWait, MustExist: mustExist, FillPercent: 1}
 }
 
 // pathError adds to an error of opening path what the user can do about
-// it. A file bbolt cannot read (fdblayer's store.ErrCorrupt) is said to be
+// it. A file bbolt cannot read (boltengine's store.ErrCorrupt) is said to be
 // no database of this demo, with bbolt's reason, rather than "corrupt
 // data": the file at -db is most likely something else of the user's.
 func pathError(path string, err error) error {
 	switch {
-	case errors.Is(err, fdblayer.ErrLocked):
+	case errors.Is(err, boltengine.ErrLocked):
 		return fmt.Errorf("%w; is another demo running on it?", err)
 	case !errors.Is(err, store.ErrCorrupt):
 		return fmt.Errorf("%w; nothing was changed", err)

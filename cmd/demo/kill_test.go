@@ -15,6 +15,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -132,11 +133,11 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 // fails, as if the process died after claiming.
 func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner string) {
 	t.Helper()
-	e, err := fdblayer.OpenBoltEngine(path, fdblayer.BoltOptions{NoSync: true, MustExist: true})
+	e, err := boltengine.Open(path, boltengine.Config{NoSync: true, MustExist: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e)
+	l, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/admin"
-	"github.com/mkit-dev/mkitfdb/internal/testlog"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 )
 
 // TestMain runs the command itself when DEMO_TEST_MAIN is set, so tests

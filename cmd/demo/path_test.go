@@ -9,7 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/internal/testpath"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -45,11 +46,11 @@ func TestPathsNotTheDemosAreRefused(t *testing.T) {
 	}
 	db.Close()
 	others := filepath.Join(dir, "others.db") // this library's, not the demo's
-	e, err := fdblayer.OpenBoltEngine(others, fdblayer.BoltOptions{})
+	e, err := boltengine.Open(others, boltengine.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e)
+	l, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestLockedDatabaseIsRefusedAtOnce(t *testing.T) {
 	if code, out, errOut := runDemo(t, t.Context(), append([]string{"-db", db}, fast...)...); code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{MustExist: true})
+	e, err := boltengine.Open(db, boltengine.Config{MustExist: true})
 	if err != nil {
 		t.Fatal(err)
 	}

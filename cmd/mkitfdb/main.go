@@ -9,7 +9,11 @@
 //	mkitfdb partitions -db state.db
 //	mkitfdb help
 //
-// Built with -tags fdb it opens a FoundationDB cluster (-cluster-file).
+// It opens bbolt files (-db) and links no FoundationDB client; asked for
+// -cluster-file, it says in one line how to get the mkitfdb that opens
+// clusters: the same command in the FoundationDB engine's module,
+//
+//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
 package main
 
 import (

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/gen/tuple"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -89,7 +89,7 @@ func fill(t *testing.T, s store.Store, parts []store.Partition, keys []store.Key
 
 func open(t *testing.T, e testengine.Engine, file string) store.Store {
 	t.Helper()
-	s, err := fdblayer.Open(e.Open(t, file))
+	s, err := fdblayer.Open(e.Open(t, file), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/mkit-dev/mkitfdb/examples/orders"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -51,7 +52,7 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 	for _, e := range testengine.All {
 		t.Run(e.Name, func(t *testing.T) {
 			clk := clock.NewManualMs(1_000)
-			s, err := fdblayer.Open(e.Open(t, "orders.db"), fdblayer.WithClock(clk))
+			s, err := fdblayer.Open(e.Open(t, "orders.db"), fdblayer.Config{Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 // neither writes anything.
 func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 // completed.
 func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,16 @@
-// Package fdbcode holds the FoundationDB error codes that fdblayer's
-// FoundationDB engine (build tag fdb) receives from the client and
-// fdbsim's MVCC engine raises itself, and the rule both wrap a commit's
-// error by, so that the Layer meets the same codes and the same
-// store.ErrUnknownResult on both.
+// Package fdbcode holds the FoundationDB error codes that the
+// FoundationDB engine (module fdblayer/fdbengine) receives from the client
+// and fdbsim's MVCC engine raises itself, and the rule both wrap a
+// commit's error by, so that the Layer meets the same codes and the same
+// store.ErrUnknownResult on both; and the FoundationDB engine's other
+// pure rules, kept here so that they are tested where libfdb_c is not
+// installed.
 package fdbcode
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -53,10 +57,19 @@ func MayHaveCommitted(code int) bool {
 
 // CommitError wraps err, a commit's FoundationDB error of the given code,
 // for the Layer: with store.ErrUnknownResult when the commit may have
-// landed. what names the package and engine ("fdblayer: FoundationDB").
+// landed. what names the package and engine ("fdbengine").
 func CommitError(what string, code int, err error) error {
 	if MayHaveCommitted(code) {
 		return fmt.Errorf("%s commit: %w: %w", what, store.ErrUnknownResult, err)
 	}
 	return fmt.Errorf("%s commit: %w", what, err)
+}
+
+// TimeoutMs is the transaction timeout, in ms, that FoundationDB gets for
+// a context deadline d away: at least 1 (0 would mean no timeout, and a
+// passed deadline must still end the transaction), at most INT_MAX, the
+// option's documented range (about 24.8 days; the context ends a
+// transaction with a later deadline).
+func TimeoutMs(d time.Duration) int64 {
+	return min(max(d.Milliseconds(), 1), math.MaxInt32)
 }

@@ -145,7 +145,7 @@ func Apply(tr *btree.BTreeG[Item], ws []Write) {
 }
 
 // RangeStop is GetRange's stopping rule for every engine (see
-// fdblayer.ReadTxn): after n rows holding size bytes of keys and values, a
+// kv.ReadTxn): after n rows holding size bytes of keys and values, a
 // read bounded by limit rows and maxBytes bytes (0: rows only) stops.
 func RangeStop(n, size, limit, maxBytes int) bool {
 	return n >= limit || maxBytes > 0 && size > maxBytes

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
@@ -94,7 +95,7 @@ func TestIsTerminalAndIsSynthetic(t *testing.T) {
 // and acknowledged like any other.
 func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	clk := clock.NewManualMs(100)
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	defer s.Close()
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("default")}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -49,7 +50,7 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 			require.NoError(t, err)
 			defer l.Close()
 			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}

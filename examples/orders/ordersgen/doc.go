@@ -32,7 +32,7 @@
 // namespace (an error wrapping [wire.ErrCorrupt] that names the namespace
 // found).
 //
-// The package registers itself in package registry (gen/registry) when it is
+// The package registers itself in package registry (codec/registry) when it is
 // initialised: its namespace, orders, its import path, and what parses its
 // partitions and keys and decodes its records. A second package declaring the
 // namespace, linked into the same program, makes it fail at start. A partition

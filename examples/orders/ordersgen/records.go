@@ -4,7 +4,7 @@ package ordersgen
 
 import (
 	"encoding/binary"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // internCustomerID holds CustomerID names already decoded and validated.

@@ -5,7 +5,7 @@ package ordersgen
 import (
 	"cmp"
 	"fmt"
-	"github.com/mkit-dev/mkitfdb/gen/wire"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 )
 
 // CustomerID names a customer.

@@ -148,6 +148,16 @@ type ROptionalBytes struct {
 	V []byte `mk:"max=9,optional"`
 }
 
+// RLong has a field whose lengths take three bytes and more on the wire
+// (values of 16384 bytes and longer), which the fast path reads itself
+// (testdata/everygen/fastpath_test.go).
+//
+//mk:record version=1
+type RLong struct {
+	Key []byte `mk:"max=8"`
+	V   []byte `mk:"max=100000"`
+}
+
 //mk:record version=1
 type RArray struct{ V [4]byte }
 

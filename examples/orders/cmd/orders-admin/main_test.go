@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/examples/orders"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
-	"github.com/mkit-dev/mkitfdb/gen/registry"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 )
 
 // TestDecodesTheServicesOwnKeysAndRecordsByName: the service's admin
@@ -23,11 +24,11 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 		t.Fatal("the orders schema is not linked into the command")
 	}
 	db := filepath.Join(t.TempDir(), "orders.db")
-	e, err := fdblayer.OpenBoltEngine(db, fdblayer.BoltOptions{NoSync: true})
+	e, err := boltengine.Open(db, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := fdblayer.Open(e)
+	s, err := fdblayer.Open(e, fdblayer.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,195 @@
+package fdblayer
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+	"github.com/mkit-dev/mkitfdb/store"
+)
+
+// Defaults of a Layer's configuration (see [Config]).
+const (
+	// DefaultRootPrefix is the tuple encoding of the string "mkit": every
+	// key the Layer writes starts with it, so the whole keyspace reads as
+	// tuples ("mkit", <partition identity...>, <key...>) in fdbcli.
+	DefaultRootPrefix = "\x02mkit\x00"
+
+	// DefaultMaxPartitionBytes bounds the tuple encoding of a partition's
+	// identity. The Layer subtracts it (and the root prefix) from the
+	// engine's key limit to get Capabilities.MaxKeyBytes, so every valid
+	// key fits under every valid partition.
+	DefaultMaxPartitionBytes = 1024
+
+	// DefaultRetryLimit bounds the retries of one operation after
+	// retryable engine errors (conflicts, unknown commit results), on top
+	// of the bound the context sets.
+	DefaultRetryLimit = 20
+
+	// DefaultMaxScanRows bounds the rows of one Scan page whatever limit
+	// the caller asks for; a longer scan continues with Next.
+	DefaultMaxScanRows = 10_000
+
+	// DefaultMaxScanBytes bounds the bytes of one Scan page after its
+	// first row (store.Capabilities.MaxScanBytes): 1 MiB, a tenth of what
+	// one FoundationDB transaction may write, so that a handler that
+	// writes what it read (a relay copying rows) stays far within it.
+	DefaultMaxScanBytes = 1 << 20
+
+	// DefaultMaxTransactReadBytes bounds the bytes the reads of one
+	// TransactOnce run hold together
+	// (store.Capabilities.MaxTransactReadBytes): four full pages, read well
+	// within FoundationDB's five seconds.
+	DefaultMaxTransactReadBytes = 4 << 20
+)
+
+// NoRetries, as Config.RetryLimit, makes every operation give up at the
+// first retryable engine error.
+const NoRetries = -1
+
+// Config configures a Layer at Open. The zero value is the default of
+// every field: each zero field means the default its comment names. A
+// negative limit (RetryLimit aside, where it means NoRetries) or a root
+// starting with 0xFF fails Open with store.ErrInvalid, naming the field.
+type Config struct {
+	// RootPrefix is the bytes every key starts with: nil means
+	// DefaultRootPrefix, an empty non-nil slice no prefix at all. Two
+	// Layers with distinct, non-prefix-related roots share one engine
+	// without seeing each other's data. A root starting with 0xFF
+	// (FoundationDB's system keys) is invalid. Open copies it.
+	RootPrefix []byte
+
+	// MaxBatchOps is Capabilities.MaxBatchOps; zero means
+	// store.DefaultMaxBatchOps (100). FoundationDB itself bounds a
+	// transaction by bytes and time, not by operations; raising the cap
+	// lowers MaxBatchBytes, which keeps room for every operation's key
+	// overhead.
+	MaxBatchOps int
+
+	// MaxPartitionBytes is the largest partition identity encoding; zero
+	// means DefaultMaxPartitionBytes.
+	MaxPartitionBytes int
+
+	// RetryLimit is how often one operation retries after retryable
+	// engine errors; zero means DefaultRetryLimit, NoRetries (any
+	// negative value) never retries.
+	RetryLimit int
+
+	// MaxScanRows is the most rows one Scan page returns; zero means
+	// DefaultMaxScanRows.
+	MaxScanRows int
+
+	// MaxScanBytes is the most bytes of keys and values (keys counted with
+	// their partition's prefix) one Scan page holds after its first row,
+	// store.Capabilities.MaxScanBytes; zero means DefaultMaxScanBytes.
+	MaxScanBytes int
+
+	// MaxTransactReadBytes is the most bytes the reads of one TransactOnce
+	// run hold together, store.Capabilities.MaxTransactReadBytes; zero
+	// means DefaultMaxTransactReadBytes.
+	MaxTransactReadBytes int
+
+	// Clock is what batch deadlines are checked against; nil means
+	// clock.Real{}.
+	Clock clock.Clock
+
+	// Logger logs retries, unknown commit results and exhausted retries;
+	// nil means slog.Default(). Records name partitions and errors, never
+	// keys' values.
+	Logger *slog.Logger
+}
+
+// config is a Config with its defaults filled in, as the Layer uses it.
+type config struct {
+	root              []byte
+	maxBatchOps       int
+	maxPartitionBytes int
+	retryLimit        int // 0: no retries
+	maxScanRows       int
+	maxScanBytes      int
+	maxTxnReadBytes   int
+	clock             clock.Clock
+	logger            *slog.Logger
+}
+
+// resolve checks c and fills in its defaults. It fails with
+// store.ErrInvalid, naming the field, for a negative limit or a root
+// starting with 0xFF.
+func (c Config) resolve() (config, error) {
+	if len(c.RootPrefix) > 0 && c.RootPrefix[0] == 0xFF {
+		return config{}, fmt.Errorf("%w: fdblayer: Config.RootPrefix starts with 0xff (system keys)", store.ErrInvalid)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{
+		{"MaxBatchOps", c.MaxBatchOps},
+		{"MaxPartitionBytes", c.MaxPartitionBytes},
+		{"MaxScanRows", c.MaxScanRows},
+		{"MaxScanBytes", c.MaxScanBytes},
+		{"MaxTransactReadBytes", c.MaxTransactReadBytes},
+	} {
+		if f.n < 0 {
+			return config{}, fmt.Errorf("%w: fdblayer: Config.%s %d is negative", store.ErrInvalid, f.name, f.n)
+		}
+	}
+	or := func(n, def int) int {
+		if n == 0 {
+			return def
+		}
+		return n
+	}
+	cfg := config{
+		root:              []byte(DefaultRootPrefix),
+		maxBatchOps:       or(c.MaxBatchOps, store.DefaultMaxBatchOps),
+		maxPartitionBytes: or(c.MaxPartitionBytes, DefaultMaxPartitionBytes),
+		retryLimit:        max(or(c.RetryLimit, DefaultRetryLimit), 0),
+		maxScanRows:       or(c.MaxScanRows, DefaultMaxScanRows),
+		maxScanBytes:      or(c.MaxScanBytes, DefaultMaxScanBytes),
+		maxTxnReadBytes:   or(c.MaxTransactReadBytes, DefaultMaxTransactReadBytes),
+		clock:             c.Clock,
+		logger:            c.Logger,
+	}
+	if c.RootPrefix != nil {
+		cfg.root = append([]byte{}, c.RootPrefix...)
+	}
+	if cfg.clock == nil {
+		cfg.clock = clock.Real{}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	return cfg, nil
+}
+
+// capabilities derives the store's capabilities from the engine's limits.
+//
+// Every key the engine sees is root + identity + user key, so a user key
+// gets the engine's key limit minus the root and the largest identity.
+// FoundationDB counts a transaction's bytes as its mutations plus its read
+// and write conflict ranges: a write costs its full key three times (the
+// mutation, the range [key, key+0x00)) plus its value, a precondition its
+// full key twice. Batch.Bytes counts each user key once, so MaxBatchBytes
+// keeps three engine keys' worth of room per operation, and for the four
+// operations a Wakeup adds (see due.go).
+func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
+	caps := store.Capabilities{
+		MaxBatchOps:   c.maxBatchOps,
+		MaxKeyBytes:   lim.MaxKeyBytes - len(c.root) - c.maxPartitionBytes,
+		MaxValueBytes: lim.MaxValueBytes,
+		MaxBatchBytes: lim.MaxTxnBytes - (c.maxBatchOps+wakeOpsCost)*3*(lim.MaxKeyBytes+1),
+
+		MaxScanBytes:         c.maxScanBytes,
+		MaxTransactReadBytes: c.maxTxnReadBytes,
+	}
+	if caps.MaxKeyBytes < 1 {
+		return caps, fmt.Errorf("%w: fdblayer: engine key limit %d leaves no room for keys after a %d-byte root and %d-byte partitions",
+			store.ErrInvalid, lim.MaxKeyBytes, len(c.root), c.maxPartitionBytes)
+	}
+	if caps.MaxValueBytes < 1 || caps.MaxBatchBytes < 1 {
+		return caps, fmt.Errorf("%w: fdblayer: engine limits %+v leave no room for %d-operation batches",
+			store.ErrInvalid, lim, c.maxBatchOps)
+	}
+	return caps, nil
+}

@@ -1,0 +1,38 @@
+// Command mkitfdb is the operator's command of a store of this library
+// (package admin), able to open FoundationDB clusters (-cluster-file)
+// besides bbolt files (-db): the main module's cmd/mkitfdb with the
+// FoundationDB engine linked in, which needs cgo and libfdb_c to build.
+// It decodes the same schemas as that one: the library's own, the
+// reference domain's and the examples'.
+//
+//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	mkitfdb partitions -cluster-file /etc/foundationdb/fdb.cluster
+//	mkitfdb help
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/mkit-dev/mkitfdb/admin"
+	"github.com/mkit-dev/mkitfdb/fdblayer/fdbengine"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
+
+	// The schemas it decodes besides the library's own, as the main
+	// module's cmd/mkitfdb.
+	_ "github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
+	_ "github.com/mkit-dev/mkitfdb/refdomain"
+)
+
+func main() {
+	c := &admin.Command{
+		Name:   filepath.Base(os.Args[0]),
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		OpenCluster: func(clusterFile string) (kv.Engine, error) {
+			return fdbengine.Open(fdbengine.Config{ClusterFile: clusterFile})
+		},
+	}
+	os.Exit(c.Run(context.Background(), os.Args[1:]))
+}
