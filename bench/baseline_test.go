@@ -238,7 +238,7 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 			var mu sync.Mutex // target batches are applied concurrently
 			var captured []step
 			capture := func(s store.Store) store.Store {
-				f := storetest.WithFaults(s)
+				f := storetest.NewFaults(s)
 				f.BeforeApply(func(_ context.Context, p store.Partition, b *store.Batch) error {
 					if p != sourcePartition || requires(b, store.Key(gen.AppendRelayScanKey(nil))) {
 						mu.Lock()

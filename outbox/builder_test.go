@@ -348,7 +348,7 @@ func TestReadReadsInTheTransaction(t *testing.T) {
 			}
 			b := store.NewBatch()
 			return b, ob.Finish(b)
-		})
+		}, store.TransactConfig{})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(2), e.sequence(t))
 	})

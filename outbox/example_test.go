@@ -47,7 +47,7 @@ func ExampleBuilder() {
 			return nil, err
 		}
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		panic(err)
 	}

@@ -40,7 +40,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine) *env {
 	t.Cleanup(func() { _ = l.Close() })
 	return &env{
 		ctx:    context.Background(),
-		faults: storetest.WithFaults(l),
+		faults: storetest.NewFaults(l),
 		inner:  l,
 		p:      refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")},
 		caps:   l.Capabilities(),

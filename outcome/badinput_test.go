@@ -162,7 +162,7 @@ func TestStoreFailureLandsNothing(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			e := newEnv(t, 100)
 			e.seed("a", "b")
-			faults := storetest.WithFaults(e.s)
+			faults := storetest.NewFaults(e.s)
 			// RunDue's own reads come first: fail the handler's.
 			faults.FailWhen(m, func(c storetest.Call) bool {
 				switch m {

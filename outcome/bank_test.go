@@ -131,7 +131,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 		}
 		b := store.NewBatch()
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	require.NoError(t, err)
 }
 

@@ -41,7 +41,7 @@ func BenchmarkDeliveryFire(b *testing.B) {
 	for _, s := range sinks {
 		b.Run(s.name+"/fire", func(b *testing.B) {
 			e := newEnv(b, 100)
-			faults := storetest.WithFaults(e.s)
+			faults := storetest.NewFaults(e.s)
 			reg, err := timers.NewRegistry(delivery(b, s.sink))
 			if err != nil {
 				b.Fatal(err)

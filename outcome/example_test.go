@@ -76,7 +76,7 @@ func ExampleNewSource() {
 		}
 		b := store.NewBatch()
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		panic(err)
 	}

@@ -149,7 +149,7 @@ func (m *omodel) note(format string, args ...any) {
 }
 
 func (m *omodel) newWorker() *oworker {
-	f := storetest.WithFaults(m.layer)
+	f := storetest.NewFaults(m.layer)
 	fault := func(rng *rand.Rand) func(storetest.Call) bool {
 		return func(storetest.Call) bool {
 			if !m.quiet && rng.IntN(30) == 0 {

@@ -277,7 +277,7 @@ func (n *PartitionNonceStore) Claim(ctx context.Context, key string, until, now 
 		}
 		return store.NewBatch().Require(store.Equals(rowKey, cur)).
 			Delete(oldIdx).Put(rowKey, value).Put(idxKey, value), nil
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		return NonceClaim{}, err
 	}
@@ -350,7 +350,7 @@ func (n *PartitionNonceStore) Sweep(ctx context.Context, now time.Time) (int, er
 			deleted++
 		}
 		return b, nil
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		return 0, fmt.Errorf("outcome: sweep expired nonces: %w", err)
 	}

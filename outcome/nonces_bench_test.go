@@ -55,7 +55,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			faults := storetest.WithFaults(l)
+			faults := storetest.NewFaults(l)
 			key := hmacKey(b, hmacSecret)
 			mem, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: clk, MaxNonces: 1 << 22})
 			if err != nil {

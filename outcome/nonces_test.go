@@ -166,7 +166,7 @@ func raceReplicas(t *testing.T, eng testengine.Engine) {
 // the sender's retry is accepted once the store is back.
 func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 	e := newEnv(t, 1_700_000_000_000)
-	faults := storetest.WithFaults(e.s)
+	faults := storetest.NewFaults(e.s)
 	key := hmacKey(t, hmacSecret)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
 	rec := newRecorder(t, nil)
@@ -237,7 +237,7 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 // by the value it read.
 func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 	e := newEnv(t, 1_000_000)
-	faults := storetest.WithFaults(e.s)
+	faults := storetest.NewFaults(e.s)
 	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
 	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
@@ -365,7 +365,7 @@ func TestNonceStoresMatchTheModel(t *testing.T) {
 func runNonceModel(t *testing.T, kind string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	e := newEnv(t, 1_000_000)
-	faults := storetest.WithFaults(e.s)
+	faults := storetest.NewFaults(e.s)
 	var n outcome.NonceStore
 	var pn *outcome.PartitionNonceStore
 	if kind == "memory" {

@@ -24,7 +24,7 @@ import (
 func fireReads(t *testing.T, eng testengine.Engine, read func(context.Context, storetest.Call) error) {
 	e := newEnvOn(t, eng, 100)
 	e.seed("r1", "r2")
-	f := storetest.WithFaults(e.s)
+	f := storetest.NewFaults(e.s)
 	f.AfterRead(read)
 	reg, err := timers.NewRegistry(delivery(t, outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })))
 	require.NoError(t, err)

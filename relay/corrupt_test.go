@@ -245,7 +245,7 @@ func TestCorruptRowHoldGrowsToTheCapAndResetsOnceRepaired(t *testing.T) {
 				return nil, err // repaired already
 			}
 			return store.NewBatch().Require(store.Equals(relayKey(2), v)).Put(relayKey(2), good), nil
-		})
+		}, store.TransactConfig{})
 		require.NoError(t, err)
 		rep := e.step(t)
 		require.Equal(t, 1, rep.Fired)

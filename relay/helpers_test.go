@@ -62,7 +62,7 @@ type option func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.En
 func withTargetStore(opts ...fdblayer.Option) option {
 	return func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine) {
 		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
-		e.tinner, e.target = l, storetest.WithFaults(l)
+		e.tinner, e.target = l, storetest.NewFaults(l)
 		e.h.Target = e.target
 	}
 }
@@ -94,9 +94,9 @@ func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ..
 		ctx:     context.Background(),
 		clock:   clk,
 		inner:   l,
-		source:  storetest.WithFaults(l),
+		source:  storetest.NewFaults(l),
 		tinner:  l,
-		target:  storetest.WithFaults(l),
+		target:  storetest.NewFaults(l),
 		audit:   &auditHook{},
 		metrics: telemetry.NewRecorder(),
 		logs:    logs,
@@ -428,7 +428,7 @@ type plainStore struct{ store.Store }
 // store.Transactor (the source's Layer behind plainStore).
 func withPlainTarget() option {
 	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
-		e.target = storetest.WithFaults(plainStore{e.tinner})
+		e.target = storetest.NewFaults(plainStore{e.tinner})
 		e.h.Target = e.target
 	}
 }

@@ -58,7 +58,7 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	logs := &testlog.Buffer{}
 	e := &env{
 		ctx:     context.Background(),
-		faults:  storetest.WithFaults(l),
+		faults:  storetest.NewFaults(l),
 		inner:   l,
 		clock:   clk,
 		p:       refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")},

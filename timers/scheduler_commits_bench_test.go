@@ -32,7 +32,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			counted := storetest.WithFaults(l)
+			counted := storetest.NewFaults(l)
 			s, err := timers.NewScheduler(timers.SchedulerConfig{
 				Store:          counted,
 				Registry:       registry(b, benchHandler{}),

@@ -39,7 +39,7 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 			defer l.Close()
 			// Counted: the listing's transactions (ScanDue calls and the
 			// memberships' read), to tell them from the claims' and fires'.
-			counted := storetest.WithFaults(l)
+			counted := storetest.NewFaults(l)
 			members := 0
 			counted.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
 				if c.Batch == nil && c.Partition == timers.MembersPartition {

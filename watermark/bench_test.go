@@ -138,7 +138,7 @@ var shardStart, shardEnd = refdomain.ClassRange(refdomain.TagLeasedShardKey)
 // callsPerPage counts the store calls of one watermark and its pages
 // (its scans), through a counting wrapper.
 func (t *benchTable) callsPerPage(b *testing.B) float64 {
-	f := storetest.WithFaults(t.layer)
+	f := storetest.NewFaults(t.layer)
 	t.watermark(b, f)
 	calls := 0
 	for _, m := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodApply} {

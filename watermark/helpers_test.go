@@ -51,7 +51,7 @@ func newEnv(t testing.TB, eng testengine.Engine) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	return &env{ctx: context.Background(), s: storetest.WithFaults(l)}
+	return &env{ctx: context.Background(), s: storetest.NewFaults(l)}
 }
 
 // apply applies b to p, bypassing the faults, and fails t unless it commits.

@@ -152,7 +152,7 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner
 		}
 		unclaim[string(id)] = true
 	}
-	faults := storetest.WithFaults(l).BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
+	faults := storetest.NewFaults(l).BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
 		id, err := p.AppendTuple(nil)
 		if err != nil {
 			return err

@@ -82,7 +82,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			return nil, err
 		}
 		return b, nil
-	})
+	}, store.TransactConfig{})
 	if err == nil && exists {
 		return fmt.Errorf("%w: %s at %d", ErrExists, customer, placedAtMs)
 	}

@@ -22,7 +22,7 @@ type faultsFixture struct {
 
 func newFaultsFixture(t *testing.T) *faultsFixture {
 	t.Helper()
-	ff := &faultsFixture{f: WithFaults(newDueModel(clock.NewManual(suiteEpoch), fdbLikeCaps)), ctx: t.Context(), p: Partition{Name: "faults"}}
+	ff := &faultsFixture{f: NewFaults(newDueModel(clock.NewManual(suiteEpoch), fdbLikeCaps)), ctx: t.Context(), p: Partition{Name: "faults"}}
 	_, err := ff.f.Inner().Apply(ff.ctx, ff.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(5000)))
 	noErr(t, err, "seeding the store")
 	return ff
@@ -176,8 +176,8 @@ func TestFaultsCommitThenFailWhen(t *testing.T) {
 func TestFaultsDelay(t *testing.T) {
 	// Faults over Faults: the inner one counts the calls that got through.
 	model := newModel(clock.NewManual(suiteEpoch), fdbLikeCaps)
-	counter := WithFaults(model)
-	f := WithFaults(counter)
+	counter := NewFaults(model)
+	f := NewFaults(counter)
 	p := Partition{Name: "delay"}
 
 	f.Delay(MethodGet, time.Hour).Delay(MethodApply, time.Hour)
@@ -301,7 +301,7 @@ func TestFaultsDueIndex(t *testing.T) {
 	_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{Until: ms(4999), Limit: 10})
 	wantSentinel(t, err, store.ErrUnavailable, "ScanDue matching the failure rule")
 
-	plain := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
+	plain := NewFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	_, _, err = plain.NextWake(ff.ctx, ff.p)
 	wantSentinel(t, err, store.ErrInvalid, "NextWake over a store without a due index")
 	_, err = plain.ScanDue(ff.ctx, store.DueQuery{Until: ms(1), Limit: 1})
@@ -355,7 +355,7 @@ func TestFaultsClear(t *testing.T) {
 }
 
 func TestFaultsRejectsBadConfiguration(t *testing.T) {
-	f := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
+	f := NewFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	for name, configure := range map[string]func(){
 		"FailNth(Get, 0)":      func() { f.FailNth(MethodGet, 0, nil) },
 		"FailNth(Method(0))":   func() { f.FailNth(Method(0), 1, nil) },
