@@ -16,9 +16,10 @@
 //		_ "example.com/myservice/shopgen" // registers its schema
 //	)
 //
-//	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//	func main() { os.Exit(admin.Main(admin.Config{})) }
 //
-// ([Command] has the same with options: the service's timer kinds' names.)
+// ([Config] names the service's timer kinds, and [NewCommand] builds the
+// command for a program that runs it itself.)
 //
 // # Commands
 //

@@ -172,8 +172,8 @@ func schedule(t *testing.T, s store.Store, p store.Partition, tm timers.Timer) {
 func run(t *testing.T, now time.Time, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	c := &Command{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Clock: clock.NewManual(now), KindNames: map[timers.Kind]string{kindShip: "ship"}}
+	c := NewCommand(Config{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Clock: clock.NewManual(now), KindNames: map[timers.Kind]string{kindShip: "ship"}})
 	code := c.Run(context.Background(), args)
 	return code, stdout.String(), stderr.String()
 }

@@ -83,7 +83,7 @@ func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay
 	for i := range f.value {
 		f.value[i] = byte('a' + i%26)
 	}
-	f.reg, err = timers.NewRegistry(&relay.Handler{Target: s, Budget: budget})
+	f.reg, err = timers.NewRegistry(newRelayHandler(tb, relay.HandlerConfig{Target: s, Budget: budget}))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 // of a relay fire that delivered rows). done reports that the relay timer
 // completed.
 func (f *fixture) fire(tb testing.TB) (done bool) {
-	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, ms(f.nowMs), timers.DefaultBudget, timers.WithLogger(f.log))
+	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, ms(f.nowMs), timers.RunConfig{Logger: f.log})
 	if err != nil {
 		tb.Fatal(err)
 	}

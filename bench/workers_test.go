@@ -207,7 +207,7 @@ func BenchmarkRelayWorkers(b *testing.B) {
 		for _, n := range workerCounts {
 			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
 				ws := openWorkerStore(b, eng)
-				h := &drainedHandler{inner: &relay.Handler{Target: ws.l, Budget: benchBudget}}
+				h := &drainedHandler{inner: newRelayHandler(b, relay.HandlerConfig{Target: ws.l, Budget: benchBudget})}
 				reg, err := timers.NewRegistry(h)
 				if err != nil {
 					b.Fatal(err)
@@ -410,4 +410,14 @@ func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
 		b.Fatal(err)
 	}
 	return len(due) == 0
+}
+
+// newRelayHandler is relay.NewHandler(c), failing tb on an error.
+func newRelayHandler(tb testing.TB, c relay.HandlerConfig) *relay.Handler {
+	tb.Helper()
+	h, err := relay.NewHandler(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
 }

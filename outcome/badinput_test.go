@@ -132,18 +132,18 @@ func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 	srcs := []outcome.Source{resSource}
 	for _, tc := range []struct {
 		name string
-		cfg  outcome.Config
+		cfg  outcome.DeliveryConfig
 		says string
 	}{
-		{"no sink", outcome.Config{Sources: srcs}, "without a sink"},
-		{"no source", outcome.Config{Sink: &capture{}}, "without a source"},
-		{"nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, nil}}, "source 1 is nil"},
-		{"typed nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{(*reservations.Source)(nil)}}, "source 0 is nil"},
-		{"two sources of one name", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{other, resSource, newWithdrawalSource(t, "bank.withdrawals", outcome.DeleteRecord)}}, `two delivery sources named "bank.withdrawals"`},
-		{"two legacy sources", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, legacy}}, "both resolve legacy pending rows"},
-		{"negative timeout", outcome.Config{Sink: &capture{}, Sources: srcs, SinkTimeout: -time.Second}, "negative"},
-		{"negative rows", outcome.Config{Sink: &capture{}, Sources: srcs, MaxRows: -1}, "negative"},
-		{"negative budget", outcome.Config{Sink: &capture{}, Sources: srcs, FireBudget: -time.Second}, "negative"},
+		{"no sink", outcome.DeliveryConfig{Sources: srcs}, "without a sink"},
+		{"no source", outcome.DeliveryConfig{Sink: &capture{}}, "without a source"},
+		{"nil source", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, nil}}, "source 1 is nil"},
+		{"typed nil source", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{(*reservations.Source)(nil)}}, "source 0 is nil"},
+		{"two sources of one name", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{other, resSource, newWithdrawalSource(t, "bank.withdrawals", outcome.DeleteRecord)}}, `two delivery sources named "bank.withdrawals"`},
+		{"two legacy sources", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, legacy}}, "both resolve legacy pending rows"},
+		{"negative timeout", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, SinkTimeout: -time.Second}, "negative"},
+		{"negative rows", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, MaxRows: -1}, "negative"},
+		{"negative budget", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, FireBudget: -time.Second}, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := outcome.NewDelivery(tc.cfg)
@@ -151,7 +151,7 @@ func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, tc.says)
 		})
 	}
-	_, err = outcome.NewDelivery(outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, other}})
+	_, err = outcome.NewDelivery(outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, other}})
 	require.NoError(t, err)
 }
 
@@ -218,7 +218,7 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 	})
 	reg, err := timers.NewRegistry(delivery(t, sink))
 	require.NoError(t, err)
-	_, err = timers.RunDue(runCtx, e.s, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	_, err = timers.RunDue(runCtx, e.s, partition, reg, ms(100), timers.RunConfig{Clock: e.clock, Logger: e.log})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, uint64(2), e.backlogRows())
 	assert.Len(t, e.pending(), 2)
@@ -240,7 +240,7 @@ func TestMetrics(t *testing.T) {
 	e := newEnv(t, 100)
 	e.seed("a", "s:one", "s:two")
 	m := telemetry.NewRecorder()
-	e.fireWith(delivery(t, &capture{}, func(c *outcome.Config) { c.Metrics = m }), 100)
+	e.fireWith(delivery(t, &capture{}, func(c *outcome.DeliveryConfig) { c.Metrics = m }), 100)
 	rows, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
 		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitRows})
 	require.True(t, ok)

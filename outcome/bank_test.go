@@ -189,9 +189,9 @@ func TestAServicesOwnOutcomesReachAReceiverThroughAScheduler(t *testing.T) {
 			key, err := outcome.NewHMACKey([]byte("0123456789abcdef0123456789abcdef"))
 			require.NoError(t, err)
 			rs := newBankReceiver(t, key)
-			sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: rs.url, Signer: key})
+			sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: rs.url, Signer: key})
 			require.NoError(t, err)
-			d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{bk.withdrawals, bk.transfers}})
+			d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{bk.withdrawals, bk.transfers}})
 			require.NoError(t, err)
 			reg, err := timers.NewRegistry(d)
 			require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
 
 	// A Delivery without the transfers' source.
 	sink := &capture{}
-	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{bk.withdrawals}, Sleep: (&manualSleep{}).Sleep})
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{bk.withdrawals}, Sleep: (&manualSleep{}).Sleep})
 	require.NoError(t, err)
 	e.fireWith(d, 1_000_000)
 	var ids []string
@@ -289,7 +289,7 @@ func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
 	// The Delivery that has it delivers it.
 	due := e.timerDue()
 	e.clock.SetMs(due)
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.Sources = []outcome.Source{bk.withdrawals, bk.transfers} }), due)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.Sources = []outcome.Source{bk.withdrawals, bk.transfers} }), due)
 	assert.Equal(t, "tr_ada_1", sink.envelopes()[2].ID)
 	assert.Equal(t, uint64(1), e.backlogRows(), "wd_ada_2 stays until repaired")
 }
@@ -312,7 +312,7 @@ func TestCorruptAndLegacyPendingRowsAreKept(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.Sources = []outcome.Source{bk.withdrawals} }), 1_000_000)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.Sources = []outcome.Source{bk.withdrawals} }), 1_000_000)
 	require.Len(t, sink.envelopes(), 1)
 	assert.Equal(t, "wd_ada_3", sink.envelopes()[0].ID)
 	assert.Equal(t, uint64(2), e.backlogRows())

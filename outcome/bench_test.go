@@ -54,7 +54,7 @@ func BenchmarkDeliveryFire(b *testing.B) {
 				e.seed(ids...)
 				before := faults.Calls(storetest.MethodApply)
 				b.StartTimer()
-				rep, err := timers.RunDue(ctx, faults, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+				rep, err := timers.RunDue(ctx, faults, partition, reg, ms(100), timers.RunConfig{Clock: e.clock})
 				if err != nil || rep.Fired != 1 {
 					b.Fatalf("%+v %v", rep, err)
 				}

@@ -230,7 +230,7 @@ func TestASlowButSuccessfulSinkIsCutAtTheFireBudget(t *testing.T) {
 	e.seed("a", "b", "c", "d")
 	sink := &slow{clock: e.clock, step: 400 * time.Millisecond}
 	// Budget 2 x 250 ms: two 400 ms calls spend it.
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 250 * time.Millisecond
 		c.Clock = e.clock
 	}), 100)
@@ -277,7 +277,7 @@ func TestAHangingSinkIsCutAtTheTimeoutAndStopsTheFire(t *testing.T) {
 	sink := newHang()
 	// The timeout elapses once the sink hangs.
 	sleeper := &manualSleep{elapse: sink.entered}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 250 * time.Millisecond
 		c.Sleep = sleeper.Sleep
 	}), 100)
@@ -349,7 +349,7 @@ func TestMaxRowsBoundsOneFireAndTheCursorRotates(t *testing.T) {
 	e := newEnv(t, 100)
 	e.seed("a", "b", "c", "d", "e")
 	sink := &capture{}
-	mk := func() *outcome.Delivery { return delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 2 }) }
+	mk := func() *outcome.Delivery { return delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 2 }) }
 	e.fireWith(mk(), 100)
 	assert.Len(t, sink.outcomes(), 2)
 	assert.Equal(t, uint64(3), e.backlogRows())
@@ -400,7 +400,7 @@ func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T
 			for tick := range uint64(3) {
 				now := 100 + tick*1_000_000
 				e.clock.SetMs(now)
-				rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = configured }), now)
+				rep := e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = configured }), now)
 				assert.Zero(t, rep.Failed, "configured row bound %d", configured)
 			}
 			assert.Len(t, sink.outcomes(), rows, "configured row bound %d", configured)
@@ -424,7 +424,7 @@ func TestOneFireExaminesMaxRows(t *testing.T) {
 	limited := &limitedStore{Store: e.s, t: t, maxOps: e.s.Capabilities().MaxBatchOps}
 	e.s = limited
 	sink := &capture{}
-	rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1000 }), 100)
+	rep := e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 1000 }), 100)
 	require.Zero(t, rep.Failed)
 	assert.Len(t, sink.outcomes(), ceiling, "one fire delivers MaxRows outcomes")
 	assert.Equal(t, uint64(1), e.backlogRows())
@@ -464,7 +464,7 @@ func TestABudgetSpentBeforeTheFirstCallSkipsNoRow(t *testing.T) {
 	e := newEnv(t, 100)
 	e.seed("a", "b", "c")
 	sink := &capture{}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.MaxRows = 1
 		c.Clock = &ticking{}
 		c.FireBudget = 500 * time.Millisecond
@@ -472,7 +472,7 @@ func TestABudgetSpentBeforeTheFirstCallSkipsNoRow(t *testing.T) {
 	assert.Empty(t, sink.outcomes())
 	due := e.timerDue()
 	e.clock.SetMs(due)
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1 }), due)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 1 }), due)
 	assert.Equal(t, []string{"a"}, sink.ids())
 }
 

@@ -81,7 +81,7 @@ func ExampleNewSource() {
 		panic(err)
 	}
 
-	d, err := outcome.NewDelivery(outcome.Config{
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{
 		Sources: []outcome.Source{shipped},
 		Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
 			fmt.Println("delivered", e.ID, e.Type, e.Timestamp.UnixMilli(), string(e.Data))
@@ -95,7 +95,7 @@ func ExampleNewSource() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(1_000), timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(1_000), timers.RunConfig{Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -124,7 +124,7 @@ func ExampleReceiver() {
 	})))
 	defer srv.Close()
 
-	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL, Signer: key})
+	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL, Signer: key})
 	if err != nil {
 		panic(err)
 	}

@@ -139,8 +139,8 @@ var resSource = func() *reservations.Source {
 
 // delivery builds a Delivery of sink and the reservations source, with a
 // sleep that never elapses, and the changes of cfg.
-func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.Config)) *outcome.Delivery {
-	c := outcome.Config{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep, Metrics: telemetry.NewRecorder()}
+func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.DeliveryConfig)) *outcome.Delivery {
+	c := outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep, Metrics: telemetry.NewRecorder()}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -161,7 +161,7 @@ func (e *env) fireWith(d *outcome.Delivery, nowMs uint64) timers.Report {
 	t := e.t
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, e.s, e.p, reg, ms(nowMs), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	rep, err := timers.RunDue(ctx, e.s, e.p, reg, ms(nowMs), timers.RunConfig{Clock: e.clock, Logger: e.log})
 	require.NoError(t, err)
 	return rep
 }

@@ -189,7 +189,7 @@ func (m *omodel) newWorker() *oworker {
 		m.taken[env.ID] = true
 		return nil
 	})
-	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{resSource, m.withdrawals, m.transfers},
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{resSource, m.withdrawals, m.transfers},
 		MaxRows: 3, Sleep: (&manualSleep{}).Sleep})
 	if err != nil {
 		panic(err)

@@ -61,7 +61,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceConfig{Store: faults, Partition: partition})
+			nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceStoreConfig{Store: faults, Partition: partition})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 			ct := &captureTransport{}
-			sink := webhook(b, "https://hooks.example.test/outcomes", key, func(wc *outcome.WebhookConfig) {
+			sink := webhook(b, "https://hooks.example.test/outcomes", key, func(wc *outcome.WebhookSinkConfig) {
 				wc.Client = &http.Client{Transport: ct}
 				wc.Clock = clk
 			})

@@ -26,8 +26,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
 
-func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func(*outcome.PartitionNonceConfig)) *outcome.PartitionNonceStore {
-	c := outcome.PartitionNonceConfig{Store: s, Partition: p}
+func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func(*outcome.PartitionNonceStoreConfig)) *outcome.PartitionNonceStore {
+	c := outcome.PartitionNonceStoreConfig{Store: s, Partition: p}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -83,7 +83,7 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 			}
 			first, second := replica(), replica()
 			rec := newRecorder(t, nil)
-			lib := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+			lib := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 			require.NoError(t, lib.Deliver(ctx, sampleEnvelope(t, "lib")))
 			body, err := sampleEnvelope(t, "msg_std").JSON()
 			require.NoError(t, err)
@@ -123,12 +123,12 @@ func raceReplicas(t *testing.T, eng testengine.Engine) {
 	recvs := make([]*outcome.Receiver, replicas)
 	for i := range recvs {
 		r, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock,
-			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 3 })})
+			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 3 })})
 		require.NoError(t, err)
 		recvs[i] = r
 	}
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 	for i := range requests {
 		require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, fmt.Sprintf("r%d", i))))
 	}
@@ -170,7 +170,7 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 	key := hmacKey(t, hmacSecret)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "unknown")))
 	r := rec.requests()[0]
 	faults.CommitThenFailNext()
@@ -193,7 +193,7 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 
 func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 	e := newEnv(t, 1_000_000)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	for i := range 70 {
 		_, err := n.Claim(ctx, fmt.Sprintf("old-%02d", i), now.Add(time.Second), now)
@@ -238,8 +238,8 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 	e := newEnv(t, 1_000_000)
 	faults := storetest.NewFaults(e.s)
-	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
-	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	_, err := other.Claim(ctx, "id", now.Add(time.Second), now)
 	require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
 	e := newEnv(t, 1_000_000)
 	now := e.clock.Now()
-	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(0), "partition": partitionNonces(t, e.s, e.p)} {
+	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{}), "partition": partitionNonces(t, e.s, e.p)} {
 		t.Run(name, func(t *testing.T) {
 			first, err := n.Claim(ctx, "id", now.Add(time.Second), now)
 			require.NoError(t, err)
@@ -295,7 +295,7 @@ func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
 }
 
 func TestMemoryNonceStoreIsBounded(t *testing.T) {
-	n := outcome.NewMemoryNonceStore(2)
+	n := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{MaxNonces: 2})
 	now := time.UnixMilli(1_000_000)
 	for _, k := range []string{"a", "b"} {
 		_, err := n.Claim(ctx, k, now.Add(time.Second), now)
@@ -313,7 +313,7 @@ func TestMemoryNonceStoreIsBounded(t *testing.T) {
 // are swept.
 func TestPartitionNonceStoreCorruptRows(t *testing.T) {
 	e := newEnv(t, 1_000_000)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	rowKey, err := gen.AppendReceiverNonceKey(nil, "bad")
 	require.NoError(t, err)
@@ -369,9 +369,9 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 	var n outcome.NonceStore
 	var pn *outcome.PartitionNonceStore
 	if kind == "memory" {
-		n = outcome.NewMemoryNonceStore(0)
+		n = outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	} else {
-		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 1 + int(seed%4) })
+		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 1 + int(seed%4) })
 		n = pn
 	}
 	m := nonceModel{held: map[string]modelClaim{}}

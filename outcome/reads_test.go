@@ -28,7 +28,7 @@ func fireReads(t *testing.T, eng testengine.Engine, read func(context.Context, s
 	f.AfterRead(read)
 	reg, err := timers.NewRegistry(delivery(t, outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })))
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, f, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+	rep, err := timers.RunDue(ctx, f, partition, reg, ms(100), timers.RunConfig{Clock: e.clock})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Fired)
 	assert.Zero(t, e.backlogRows(), "both outcomes acknowledged")

@@ -47,7 +47,7 @@ func BenchmarkDeliveryRoundTrips(b *testing.B) {
 				before := m.Stats()
 				start := time.Now()
 				b.StartTimer()
-				rep, err := timers.RunDue(ctx, e.s, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+				rep, err := timers.RunDue(ctx, e.s, partition, reg, ms(100), timers.RunConfig{Clock: e.clock})
 				b.StopTimer()
 				d += time.Since(start)
 				if err != nil || rep.Fired != 1 || e.backlogRows() != 0 {

@@ -89,7 +89,7 @@ func TestOfficialLibraryVerifiesTheSink(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-byte secret", n), func(t *testing.T) {
 			secret := whsec(n, byte(n))
 			ov := newOfficialVerifier(t, secret)
-			sink := webhook(t, ov.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) { c.StandardWebhooks = true })
+			sink := webhook(t, ov.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) { c.StandardWebhooks = true })
 			env := sampleEnvelope(t, "msg_1")
 			require.NoError(t, sink.Deliver(ctx, env))
 			got, err := ov.last()
@@ -110,7 +110,7 @@ func TestOfficialLibraryVerifiesTheSink(t *testing.T) {
 func TestOfficialLibraryRefusesWhatTheSinkDidNotSign(t *testing.T) {
 	secret := whsec(24, 7)
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) { c.StandardWebhooks = true })
+	sink := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) { c.StandardWebhooks = true })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "msg_2")))
 	signed := rec.requests()[0]
 	wh := officialWebhook(t, secret)
@@ -127,7 +127,7 @@ func TestOfficialLibraryRefusesWhatTheSinkDidNotSign(t *testing.T) {
 	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
 		rec := newRecorder(t, nil)
 		off := clock.NewManualMs(uint64(time.Now().Add(skew).UnixMilli()))
-		stale := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) {
+		stale := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) {
 			c.StandardWebhooks = true
 			c.Clock = off
 		})
@@ -148,7 +148,7 @@ func TestSinkSignsWithSeveralKeysWhileTheyRotate(t *testing.T) {
 	old, next := whsec(24, 1), whsec(32, 2)
 	edOld := edSigner(t, edPriv)
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, webhookSecret(t, next), func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rec.srv.URL, webhookSecret(t, next), func(c *outcome.WebhookSinkConfig) {
 		c.StandardWebhooks = true
 		c.ExtraSigners = []outcome.Signer{webhookSecret(t, old), edOld}
 	})
@@ -275,7 +275,7 @@ func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *test
 	secret := whsec(32, 4)
 	start := time.UnixMilli(1_700_000_000_000)
 	clk := clock.NewManualMs(uint64(start.UnixMilli()))
-	nonces := outcome.NewMemoryNonceStore(0)
+	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk, Nonces: nonces})
 	require.NoError(t, err)
 	fail := true
@@ -313,7 +313,7 @@ func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *test
 func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	secret := whsec(32, 5)
 	clk := clock.NewManualMs(1_700_000_000_000)
-	nonces := outcome.NewMemoryNonceStore(0)
+	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	key := webhookSecret(t, secret)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk, Nonces: nonces})
 	require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	assert.Zero(t, nonces.Len(), "the id was released")
 
 	rec := newRecorder(t, nil)
-	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "lib")))
+	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "lib")))
 	lib := rec.requests()[0]
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(lib.body))
 	req.Header = lib.header
@@ -358,7 +358,7 @@ func TestReceiverVerifiesV1a(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, post(t, rs.srv.URL, h, body).StatusCode, "replayed")
 
 	// The sink's own v1a, end to end.
-	sink := webhook(t, rs.srv.URL, signer, func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rs.srv.URL, signer, func(c *outcome.WebhookSinkConfig) {
 		c.StandardWebhooks = true
 		c.Clock = clk
 	})
@@ -400,7 +400,7 @@ func TestWebhookKeyStrings(t *testing.T) {
 	}
 
 	short := webhookSecret(t, whsec(24, 1))
-	_, err = outcome.NewWebhookSink(outcome.WebhookConfig{URL: "https://example.test/", Signer: short})
+	_, err = outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: "https://example.test/", Signer: short})
 	assert.ErrorIs(t, err, store.ErrInvalid, "a 24-byte key signs Standard Webhooks only")
 	_, err = outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{short}})
 	assert.ErrorIs(t, err, store.ErrInvalid, "a 24-byte key verifies Standard Webhooks only")
@@ -417,7 +417,7 @@ func FuzzReceiverVerify(f *testing.F) {
 	clk := clock.NewManualMs(1_700_000_000_000)
 	key := webhookSecret(f, whsec(32, 3))
 	rec := newRecorder(f, nil)
-	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookConfig) {
+	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.StandardWebhooks = true
 	}).Deliver(ctx, sampleEnvelope(f, "msg_fuzz")))

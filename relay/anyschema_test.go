@@ -80,9 +80,11 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 					require.True(t, out.Committed(), "%v", out)
 
 					hook := &rowSources{}
-					reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
+					rh, err := relay.NewHandler(relay.HandlerConfig{Target: s, Hook: hook})
 					require.NoError(t, err)
-					rep, err := timers.RunDue(ctx, s, tc.source, reg, ms(start), timers.Budget{}, timers.WithClock(clk))
+					reg, err := timers.NewRegistry(rh)
+					require.NoError(t, err)
+					rep, err := timers.RunDue(ctx, s, tc.source, reg, ms(start), timers.RunConfig{Clock: clk})
 					require.NoError(t, err)
 					require.Equal(t, 1, rep.Fired)
 

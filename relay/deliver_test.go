@@ -87,7 +87,7 @@ func TestSplitsAGroupIntoBatchesOfAtMostMaxRelayWrites(t *testing.T) {
 			}
 			return nil
 		})
-		e.h.Hook = relay.NoHook{}
+		e.configure(t, func(c *relay.HandlerConfig) { c.Hook = relay.NoHook{} })
 
 		e.run(t)
 
@@ -187,7 +187,7 @@ func TestBacklogGaugeAndLagCounterLabelledBySourceKind(t *testing.T) {
 func TestHandlerMetricsReplaceTheRuns(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		own := telemetry.NewRecorder()
-		e.h.Metrics = own
+		e.configure(t, func(c *relay.HandlerConfig) { c.Metrics = own })
 		e.queue(t, put(ta, "k", "v"))
 		e.run(t)
 		v, ok := own.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"})

@@ -47,11 +47,15 @@ func ExampleHandler() {
 		panic(err)
 	}
 
-	reg, err := timers.NewRegistry(&relay.Handler{Target: s})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.DefaultBudget)
+	reg, err := timers.NewRegistry(rh)
+	if err != nil {
+		panic(err)
+	}
+	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.RunConfig{})
 	if err != nil {
 		panic(err)
 	}

@@ -47,8 +47,10 @@ type env struct {
 	source  *storetest.Faults // RunDue runs against it
 	tinner  store.Store       // the target's Layer
 	target  *storetest.Faults // the handler's Target
-	h       *relay.Handler
-	reg     *timers.Registry
+	hc      relay.HandlerConfig
+	lanes   func() relay.LaneRunner // nil: goroutines
+	h       *relay.Handler          // built from hc
+	reg     *timers.Registry        // holds h
 	audit   *auditHook
 	metrics *telemetry.Recorder
 	logs    *testlog.Buffer
@@ -63,13 +65,13 @@ func withTargetStore(opts ...fdblayer.Option) option {
 	return func(t testing.TB, e *env, open func(testing.TB, string) fdblayer.Engine) {
 		l := openLayer(t, open(t, "target.bbolt"), e.clock, opts...)
 		e.tinner, e.target = l, storetest.NewFaults(l)
-		e.h.Target = e.target
+		e.hc.Target = e.target
 	}
 }
 
 // withBudget sets the handler's budget.
 func withBudget(b relay.Budget) option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.h.Budget = b }
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) { e.hc.Budget = b }
 }
 
 // forEachEngine runs fn as a subtest per engine.
@@ -102,15 +104,28 @@ func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ..
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	e.h = &relay.Handler{Target: e.target, Hook: e.audit}
+	e.hc = relay.HandlerConfig{Target: e.target, Hook: e.audit}
 	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
 	for _, o := range opts {
 		o(t, e, open)
 	}
-	reg, err := timers.NewRegistry(e.h)
-	require.NoError(t, err)
-	e.reg = reg
+	e.configure(t, func(*relay.HandlerConfig) {})
 	return e
+}
+
+// configure edits the handler's configuration and registers a handler
+// built from it in a new registry.
+func (e *env) configure(t testing.TB, edit func(c *relay.HandlerConfig)) {
+	t.Helper()
+	edit(&e.hc)
+	h, err := relay.NewHandler(e.hc)
+	require.NoError(t, err)
+	if e.lanes != nil {
+		relay.SetLaneRunner(h, e.lanes)
+	}
+	reg, err := timers.NewRegistry(h)
+	require.NoError(t, err)
+	e.h, e.reg = h, reg
 }
 
 func (e *env) now() uint64 { return clock.NowMs(e.clock) }
@@ -181,8 +196,7 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, ro
 // run runs the source's due timers once at the clock's time.
 func (e *env) run(t testing.TB) timers.Report {
 	t.Helper()
-	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
-		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics))
+	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
 	require.NoError(t, err)
 	return rep
 }
@@ -429,7 +443,7 @@ type plainStore struct{ store.Store }
 func withPlainTarget() option {
 	return func(_ testing.TB, e *env, _ func(testing.TB, string) fdblayer.Engine) {
 		e.target = storetest.NewFaults(plainStore{e.tinner})
-		e.h.Target = e.target
+		e.hc.Target = e.target
 	}
 }
 

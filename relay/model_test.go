@@ -315,7 +315,10 @@ type worker struct {
 func (w *world) newWorker() *worker {
 	w.owners++
 	wk := &worker{owner: fmt.Sprintf("w%d", w.owners), store: &chaos{w: w, worker: true}}
-	rh := &relay.Handler{Target: wk.store, Hook: w.audit, Budget: relay.Budget{MaxRows: 2, MaxTargets: 2, Concurrency: w.cfg.concurrency()}}
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: wk.store, Hook: w.audit, Budget: relay.Budget{MaxRows: 2, MaxTargets: 2, Concurrency: w.cfg.concurrency()}})
+	if err != nil {
+		panic(err)
+	}
 	relay.SetLaneRunner(rh, w.newTurnstile)
 	var h timers.Handler = rh
 	if w.cfg.mutant {

@@ -120,11 +120,11 @@ func (periodicTimer) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer)
 // registerServiceTimers adds the jobs' and the periodic timer's kinds to
 // reg.
 func registerServiceTimers(reg *timers.Registry) error {
-	if err := reg.Register(jobTimer{}, timers.WithRetry(jobPolicy)); err != nil {
+	if err := reg.Register(jobTimer{}, timers.KindConfig{Retry: jobPolicy}); err != nil {
 		return err
 	}
-	return reg.Register(periodicTimer{}, timers.WithPeriod(timers.Every(modelPeriod)),
-		timers.WithRetry(timers.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffFactor: 1, MaxInterval: 200 * time.Millisecond}))
+	return reg.Register(periodicTimer{}, timers.KindConfig{Period: timers.Every(modelPeriod),
+		Retry: timers.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffFactor: 1, MaxInterval: 200 * time.Millisecond}})
 }
 
 // startPeriodic schedules each source's periodic timer, a period from now.

@@ -104,7 +104,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 			e.putSource(t, scanKey, v)
 		}, false},
 		{"a concurrent fire", func(t testing.TB, e *env, ctx context.Context) {
-			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, ms(e.now()), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
+			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, ms(e.now()), timers.RunConfig{Clock: e.clock, Logger: e.logger})
 			require.NoError(t, err)
 			assert.Equal(t, 1, rep.Fired, "the racer finds every row a duplicate and completes")
 		}, true},
@@ -204,8 +204,7 @@ func TestUnknownCheckpointCommitResultNeverAppliesARowTwice(t *testing.T) {
 					return hit
 				})
 
-				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
-					timers.WithClock(e.clock), timers.WithLogger(e.logger))
+				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.RunConfig{Clock: e.clock, Logger: e.logger})
 				if rows <= checkpointRows {
 					require.ErrorIs(t, err, store.ErrUnknownResult, "the outcome's apply")
 					assert.Empty(t, e.queued(t), "the checkpoint landed")

@@ -225,8 +225,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 			tr, err = s.Tick(e.ctx)
 			rep = tr.Timers
 		} else {
-			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, ms(clock.NowMs(clk)), timers.Budget{},
-				timers.WithClock(clk), timers.WithLogger(e.logger))
+			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, ms(clock.NowMs(clk)), timers.RunConfig{Clock: clk, Logger: e.logger})
 		}
 		if err != nil && !errors.Is(err, storetest.ErrInjected) {
 			return fmt.Errorf("run %d: %v", run, err)

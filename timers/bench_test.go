@@ -26,7 +26,7 @@ func BenchmarkRunDue(b *testing.B) {
 		reg := registry(b, benchHandler{})
 		budget := timers.Budget{MaxTimers: benchTimers}
 		perTimer(b, func() { seedBench(b, e) }, func() {
-			rep, err := timers.RunDue(e.ctx, e.inner, e.p, reg, ms(now), budget)
+			rep, err := timers.RunDue(e.ctx, e.inner, e.p, reg, ms(now), timers.RunConfig{Budget: budget})
 			if err != nil || rep.Fired != benchTimers {
 				b.Fatalf("RunDue: %+v, %v", rep, err)
 			}

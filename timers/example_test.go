@@ -48,7 +48,7 @@ func ExampleRunDue() {
 
 	reg, _ := timers.NewRegistry(reminder{})
 	for nowMs := uint64(1_000); nowMs != 0; {
-		rep, err := timers.RunDue(ctx, s, p, reg, ms(nowMs), timers.DefaultBudget, timers.WithClock(clk))
+		rep, err := timers.RunDue(ctx, s, p, reg, ms(nowMs), timers.RunConfig{Clock: clk})
 		if err != nil {
 			panic(err)
 		}

@@ -70,19 +70,26 @@ func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
 	return e
 }
 
-// run runs RunDue at the clock's time on the faults wrapper.
-func (e *env) run(t testing.TB, reg *timers.Registry, budget timers.Budget, opts ...timers.Option) timers.Report {
+// run runs RunDue at the clock's time on the faults wrapper, with the
+// env's clock, logger and metrics unless cfg sets its own.
+func (e *env) run(t testing.TB, reg *timers.Registry, cfg timers.RunConfig) timers.Report {
 	t.Helper()
-	rep, err := e.runErr(reg, budget, opts...)
+	rep, err := e.runErr(reg, cfg)
 	require.NoError(t, err)
 	return rep
 }
 
-func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.Option) (timers.Report, error) {
-	all := append([]timers.Option{
-		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
-	}, opts...)
-	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), budget, all...)
+func (e *env) runErr(reg *timers.Registry, cfg timers.RunConfig) (timers.Report, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = e.clock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = e.logger
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = e.metrics
+	}
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), cfg)
 }
 
 // schedule writes timer t through Schedule, guarded by its current
@@ -199,7 +206,7 @@ func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	t.Helper()
 	reg := &timers.Registry{}
 	for _, h := range hs {
-		require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry)))
+		require.NoError(t, reg.Register(h, timers.KindConfig{Retry: fixedRetry}))
 	}
 	return reg
 }

@@ -35,7 +35,7 @@ func TestAPagesOutcomesCommitTogether(t *testing.T) {
 		}
 		applies := countApplies(e)
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 64, rep.Fired)
 		assert.Equal(t, 3, *applies, "64 outcomes of 4 operations in batches of at most 100")
 		rows, _ := e.timersIn(t)
@@ -73,7 +73,7 @@ func TestGuardsOnKeysAnEarlierOutcomeWritesAreDecidedAgainstTheWrite(t *testing.
 			}
 			return timers.Done{Batch: b}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 5, rep.Fired)
 		assert.Equal(t, 1, rep.Raced)
 		assert.Equal(t, 3, *applies, "a to d in one batch; e with f, failing for e; f again without it")
@@ -102,7 +102,7 @@ func TestAHandlerSeesTheOutcomesOfOtherKinds(t *testing.T) {
 			seen = v
 			return timers.Done{Batch: store.NewBatch().Require(store.Equals(key, v))}, err
 		}}
-		rep := e.run(t, registry(t, a, b), timers.Budget{})
+		rep := e.run(t, registry(t, a, b), timers.RunConfig{})
 		assert.Equal(t, 3, rep.Fired)
 		assert.Equal(t, store.Value("by a"), seen)
 		assert.Equal(t, 2, *applies, "kind A's two outcomes together, then kind B's")

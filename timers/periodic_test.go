@@ -72,8 +72,8 @@ func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
 		hourly, err := timers.Cron("0 * * * *")
 		require.NoError(t, err)
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(periodCounter{kindEvery}, timers.WithPeriod(timers.Every(15*time.Minute))))
-		require.NoError(t, reg.Register(periodCounter{kindCron}, timers.WithPeriod(hourly)))
+		require.NoError(t, reg.Register(periodCounter{kindEvery}, timers.KindConfig{Period: timers.Every(15 * time.Minute)}))
+		require.NoError(t, reg.Register(periodCounter{kindCron}, timers.KindConfig{Period: hourly}))
 		ps := []store.Partition{part(0), part(1), part(2)}
 		for _, p := range ps {
 			e.schedule(t, p, timers.Timer{Kind: kindEvery, Reference: "q", DueAt: dayStart})
@@ -211,8 +211,8 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	ok := func(timers.DueTimer) (timers.Fired, error) { return timers.Done{}, nil }
 	snooze := func(timers.DueTimer) (timers.Fired, error) { return timers.Snooze{For: 90 * time.Second}, nil }
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h, timers.WithPeriod(timers.Every(time.Hour)),
-		timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3})))
+	require.NoError(t, reg.Register(h, timers.KindConfig{Period: timers.Every(time.Hour),
+		Retry: timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3}}))
 	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(start), Value: store.Value("v")})
 	outcomes = append(outcomes, fail, snooze, fail, ok, fail, fail, fail, ok)
 	var dues []string
@@ -221,7 +221,7 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 		require.True(t, ok, "a periodic timer is never deleted")
 		e.clock.SetMs(due)
 		dues = append(dues, e.clock.Now().Format("15:04:05"))
-		e.run(t, reg, timers.Budget{})
+		e.run(t, reg, timers.RunConfig{})
 	}
 	assert.Equal(t, []string{
 		"00:00:00", "00:01:00", // failed; snoozed 90 s
@@ -251,8 +251,8 @@ func TestPeriodsAreValidated(t *testing.T) {
 	assert.NoError(t, err)
 	h := &handler{kind: kindA, fire: done}
 	reg := &timers.Registry{}
-	assert.ErrorIs(t, reg.Register(h, timers.WithPeriod(timers.Every(0))), store.ErrInvalid)
-	assert.ErrorIs(t, reg.Register(h, timers.WithPeriod(nil)), store.ErrInvalid)
+	assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Period: timers.Every(0)}), store.ErrInvalid)
+	assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Period: timers.Every(-time.Hour)}), store.ErrInvalid)
 	daily, err := timers.Cron("@daily")
 	require.NoError(t, err)
 	assert.Equal(t, dayStart.Add(24*time.Hour), daily.Next(dayStart.Add(time.Minute)))
@@ -265,9 +265,9 @@ func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
 	never, err := timers.Cron("0 0 30 2 *") // February 30th
 	require.NoError(t, err)
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.WithPeriod(never)))
+	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.KindConfig{Period: never}))
 	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(now)})
-	rep := e.run(t, reg, timers.Budget{})
+	rep := e.run(t, reg, timers.RunConfig{})
 	assert.Equal(t, 1, rep.Fired)
 	_, ok := e.refDue(t, kindEvery, "p")
 	assert.False(t, ok)

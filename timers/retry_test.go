@@ -48,7 +48,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 			return timers.Done{}, nil
 		}}
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(h, timers.WithRetry(pol)))
+		require.NoError(t, reg.Register(h, timers.KindConfig{Retry: pol}))
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: ms(now), Value: store.Value("payload")})
 
 		want := []uint64{now}
@@ -66,10 +66,10 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 			}
 			// A millisecond early: nothing fires.
 			e.clock.SetMs(due - 1)
-			rep := e.run(t, reg, timers.Budget{})
+			rep := e.run(t, reg, timers.RunConfig{})
 			require.Zero(t, rep.Failed)
 			e.clock.SetMs(due)
-			e.run(t, reg, timers.Budget{})
+			e.run(t, reg, timers.RunConfig{})
 			got = append(got, due)
 		}
 		assert.Equal(t, want, got, "fired exactly MaxAttempts times, at the policy's intervals")
@@ -97,7 +97,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 
 		// Nothing fires it on its own, however late.
 		e.clock.Advance(24 * time.Hour)
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Zero(t, rep.Fired+rep.Failed)
 		require.Len(t, h.calls, pol.MaxAttempts)
 
@@ -107,7 +107,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		require.NoError(t, timers.Redrive(b, e.inner.Capabilities(), dl, e.clock.Now()))
 		e.apply(t, b)
 		assert.Empty(t, e.deadLetters(t))
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		require.Len(t, h.calls, pol.MaxAttempts+1)
 		assert.Zero(t, h.calls[pol.MaxAttempts].Attempts)
@@ -133,9 +133,9 @@ func TestAPermanentErrorDeadLettersAtOnce(t *testing.T) {
 			return nil, fmt.Errorf("order 7: %w", timers.Permanent(errors.New("no such customer")))
 		}}
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(h)) // DefaultRetryPolicy: 25 attempts
+		require.NoError(t, reg.Register(h, timers.KindConfig{})) // DefaultRetryPolicy: 25 attempts
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Failed)
 		assert.Equal(t, 1, rep.DeadLettered)
 		rows, _ := e.timersIn(t)
@@ -165,14 +165,14 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 		return outcomes[0], nil
 	}}
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3})))
+	require.NoError(t, reg.Register(h, timers.KindConfig{Retry: timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3}}))
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
 	step := func() timers.Report {
 		t.Helper()
 		due, ok := e.refDue(t, kindA, "r")
 		require.True(t, ok)
 		e.clock.SetMs(due)
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		outcomes = outcomes[1:]
 		return rep
 	}
@@ -214,7 +214,7 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 	reg := registry(t, h)
 	for i := range 2 {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value(fmt.Sprint("v", i))})
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		require.Equal(t, 1, rep.DeadLettered)
 	}
 	dls := e.deadLetters(t)
@@ -259,21 +259,34 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 func TestRetryPolicyIsValidatedAtRegistration(t *testing.T) {
 	h := &handler{kind: kindA, fire: done}
 	for _, p := range []timers.RetryPolicy{
-		{},
+		{InitialInterval: time.Millisecond / 2, BackoffFactor: 1, MaxInterval: time.Second},
 		{InitialInterval: time.Second, BackoffFactor: 0.5, MaxInterval: time.Second},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Millisecond},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Second, MaxAttempts: -1},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Second, Jitter: 1.5},
 	} {
 		reg := &timers.Registry{}
-		assert.ErrorIs(t, reg.Register(h, timers.WithRetry(p)), store.ErrInvalid, "%+v", p)
+		assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Retry: p}), store.ErrInvalid, "%+v", p)
 		assert.Empty(t, reg.Kinds())
 	}
+}
+
+// The zero KindConfig.Retry is the default: DefaultRetryPolicy for a
+// service's kind, retrying for ever RetryBackoff apart for a library kind.
+func TestZeroRetryPolicyIsTheDefault(t *testing.T) {
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h))
+	require.NoError(t, reg.Register(&handler{kind: kindA, fire: done}, timers.KindConfig{}))
+	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}, timers.KindConfig{Retry: timers.RetryPolicy{}}))
 	p, ok := reg.RetryPolicyOf(kindA)
 	require.True(t, ok)
 	assert.Equal(t, timers.DefaultRetryPolicy, p)
+	p, ok = reg.RetryPolicyOf(timers.KindRelay)
+	require.True(t, ok)
+	assert.Equal(t, timers.RetryPolicy{InitialInterval: timers.RetryBackoff, BackoffFactor: 1, MaxInterval: timers.RetryBackoff}, p)
+	lib, err := timers.NewRegistry(&libraryHandler{handler{kind: timers.KindRelay, fire: done}})
+	require.NoError(t, err)
+	p, _ = lib.RetryPolicyOf(timers.KindRelay)
+	assert.Zero(t, p.MaxAttempts, "a library kind retries for ever")
 }
 
 // A long error is kept truncated to the record's bound, at a rune
@@ -286,10 +299,10 @@ func TestTheLastErrorIsBounded(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now)})
-	e.run(t, reg, timers.Budget{})
+	e.run(t, reg, timers.RunConfig{})
 	due, _ := e.refDue(t, kindA, "r")
 	e.clock.SetMs(due)
-	e.run(t, reg, timers.Budget{})
+	e.run(t, reg, timers.RunConfig{})
 	require.Len(t, h.calls, 2)
 	assert.Len(t, h.calls[1].LastError, 511, "512 bytes would cut the first rune's successor in two")
 }
@@ -341,8 +354,8 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 		return timers.Done{}, nil
 	}}
 	reg := registry(t, h)
-	opts := []timers.Option{timers.WithClock(clk), timers.WithLogger(slog.New(slog.DiscardHandler))}
-	rep, err := timers.RunDue(ctx, l, p, reg, ms(now), timers.Budget{}, opts...)
+	cfg := timers.RunConfig{Clock: clk, Logger: slog.New(slog.DiscardHandler)}
+	rep, err := timers.RunDue(ctx, l, p, reg, ms(now), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, 2, rep.Failed)
@@ -356,7 +369,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ms(now+retryBackoffMs), due)
 	clk.Set(due)
-	rep, err = timers.RunDue(ctx, l, p, reg, due, timers.Budget{}, opts...)
+	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	require.Len(t, h.calls, 4)
@@ -378,7 +391,7 @@ func TestDeadLettersReportCorruptRows(t *testing.T) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
-	e.run(t, registry(t, h), timers.Budget{})
+	e.run(t, registry(t, h), timers.RunConfig{})
 	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", now)
 	require.NoError(t, err)
 	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", now)

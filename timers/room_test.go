@@ -76,7 +76,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 							s := e.scheduler(t, "me", registry(t, h), nil)
 							rep = e.tick(t, s).Timers
 						} else {
-							rep = e.run(t, registry(t, h), timers.Budget{})
+							rep = e.run(t, registry(t, h), timers.RunConfig{})
 						}
 						fill, err := e.layer.Scan(e.ctx, p, store.Key("fill/"), store.Key("fill0"), nil, 1)
 						require.NoError(t, err)
@@ -113,11 +113,11 @@ func TestHandlerCapabilitiesFitAFireAfterAFailure(t *testing.T) {
 					return timers.Done{Batch: fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra)}, nil
 				}}
 				reg := &timers.Registry{}
-				require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry), timers.WithPeriod(timers.Every(time.Hour))))
-				rep := e.run(t, reg, timers.Budget{})
+				require.NoError(t, reg.Register(h, timers.KindConfig{Retry: fixedRetry, Period: timers.Every(time.Hour)}))
+				rep := e.run(t, reg, timers.RunConfig{})
 				require.Equal(t, 1, rep.Failed)
 				e.clock.SetMs(now + retryBackoffMs)
-				rep = e.run(t, reg, timers.Budget{})
+				rep = e.run(t, reg, timers.RunConfig{})
 				require.Len(t, h.calls, 2)
 				require.Len(t, h.calls[1].LastError, 512)
 				if extra == 0 {

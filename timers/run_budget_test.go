@@ -43,7 +43,7 @@ func TestDueTimersFireOldestFirstAndFutureOnesWait(t *testing.T) {
 			mu.Unlock()
 			return timers.Done{}, nil
 		}
-		rep := e.run(t, registry(t, &handler{kind: kindA, fire: record}, &handler{kind: kindB, fire: record}), timers.Budget{})
+		rep := e.run(t, registry(t, &handler{kind: kindA, fire: record}, &handler{kind: kindB, fire: record}), timers.RunConfig{})
 		assert.Equal(t, []string{"a", "b", "c"}, order)
 		assert.Equal(t, 3, rep.Fired)
 		assert.False(t, rep.More)
@@ -60,16 +60,16 @@ func TestTheTimerBudgetCutsTheRunAndTheNextRunResumes(t *testing.T) {
 		reg := registry(t, h)
 		budget := timers.Budget{MaxTimers: 2}
 
-		rep := e.run(t, reg, budget)
+		rep := e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 2, rep.Fired)
 		assert.True(t, rep.More)
 		assert.Equal(t, now-3, msOf(rep.NextDue), "the first timer the budget left")
 
-		rep = e.run(t, reg, budget)
+		rep = e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 2, rep.Fired)
 		assert.True(t, rep.More)
 
-		rep = e.run(t, reg, budget)
+		rep = e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 1, rep.Fired)
 		assert.False(t, rep.More, "nothing due is left")
 		assert.Equal(t, refs, h.seen())
@@ -82,7 +82,7 @@ func TestABudgetExactlySpentWithNothingLeftIsNotMore(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	seedDue(t, e, kindA, 2)
 	e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 9)})
-	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.Budget{MaxTimers: 2})
+	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.RunConfig{Budget: timers.Budget{MaxTimers: 2}})
 	assert.Equal(t, 2, rep.Fired)
 	assert.False(t, rep.More)
 	assert.Equal(t, now+9, msOf(rep.NextDue))
@@ -100,12 +100,12 @@ func TestTheDurationBudgetIsMeasuredOnTheInjectedClock(t *testing.T) {
 		reg := registry(t, h)
 		budget := timers.Budget{MaxTimers: 100, MaxDuration: time.Second}
 
-		rep := e.run(t, reg, budget)
+		rep := e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 3, rep.Fired)
 		assert.True(t, rep.More)
 		assert.Equal(t, 1200*time.Millisecond, rep.Elapsed)
 
-		rep = e.run(t, reg, budget)
+		rep = e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 3, rep.Fired)
 		assert.Equal(t, refs, h.seen(), "the second run resumes where the first stopped")
 		rows, _ := e.timersIn(t)
@@ -130,7 +130,7 @@ func TestTheScanIsPagedNeverReadingTheWholeClass(t *testing.T) {
 			return nil
 		})
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{MaxTimers: 100}, timers.WithPageSize(3))
+		rep := e.run(t, registry(t, h), timers.RunConfig{Budget: timers.Budget{MaxTimers: 100}, PageSize: 3})
 		assert.Equal(t, 10, rep.Fired)
 		assert.Equal(t, now+1, msOf(rep.NextDue))
 		assert.GreaterOrEqual(t, len(limits), 3, "10 due timers in pages of 3 rows and one more")
@@ -152,7 +152,7 @@ func TestTheScanPageShrinksToTheBudget(t *testing.T) {
 		}
 		return nil
 	})
-	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.Budget{MaxTimers: 2})
+	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.RunConfig{Budget: timers.Budget{MaxTimers: 2}})
 	assert.Equal(t, 2, rep.Fired)
 	assert.Equal(t, []int{3}, limits, "two to fire and one to tell whether more are due")
 }
@@ -172,12 +172,12 @@ func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
 		// Pages of one row, so that the scan meets the moved timer again;
 		// a budget of exactly two fires: meeting it is not a timer the
 		// budget cut.
-		rep := e.run(t, registry(t, h), timers.Budget{MaxTimers: 2}, timers.WithPageSize(1))
+		rep := e.run(t, registry(t, h), timers.RunConfig{Budget: timers.Budget{MaxTimers: 2}, PageSize: 1})
 		assert.Equal(t, []string{"again", "other"}, h.seen())
 		assert.Equal(t, 2, rep.Fired)
 		assert.False(t, rep.More)
 		assert.Equal(t, now-5, msOf(rep.NextDue), "the moved timer is still due")
-		rep = e.run(t, registry(t, h), timers.Budget{})
+		rep = e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired, "the next run fires it")
 	})
 }
@@ -199,7 +199,7 @@ func TestARowCancelledBetweenScanAndFireIsSkipped(t *testing.T) {
 		return nil
 	})
 	h := &handler{kind: kindA, fire: done}
-	rep := e.run(t, registry(t, h), timers.Budget{})
+	rep := e.run(t, registry(t, h), timers.RunConfig{})
 	assert.Empty(t, h.seen())
 	assert.Equal(t, timers.Report{Elapsed: rep.Elapsed}, rep)
 }

@@ -30,7 +30,7 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		h := &handler{kind: kindA, fire: done}
 		reg := registry(t, h)
 
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 2, rep.UnknownKind, "two kinds")
 		assert.Equal(t, 4, rep.Held, "four timers")
 		assert.Equal(t, 1, rep.Fired, "the registered kind still fires")
@@ -50,20 +50,20 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 		require.True(t, ok)
 		assert.LessOrEqual(t, msOf(w), now+heldMs, "the partition wakes for them")
 
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Zero(t, rep.UnknownKind, "not looked at again before the backoff")
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), "nor logged")
 
 		e.clock.SetMs(now + heldMs)
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 2, rep.UnknownKind)
 		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again after the backoff")
 
 		// Once a handler is registered, the next run fires them.
-		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}))
-		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}))
+		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}, timers.KindConfig{}))
+		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}, timers.KindConfig{}))
 		e.clock.SetMs(now + 2*heldMs)
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 4, rep.Fired)
 		rows, _ = e.timersIn(t)
 		assert.Empty(t, rows)
@@ -82,7 +82,7 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 		e.put(t, corruptTimerKey(), store.Value("v"))
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAt: ms(now - 1)})
 		reg := registry(t, &handler{kind: kindA, fire: done})
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
@@ -96,7 +96,7 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 		// A busy partition runs again before the backoff: the row is
 		// counted, not logged again.
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, strings.Count(e.logs.String(), "corrupt timer key"), "logged once per interval")
 	})
@@ -127,7 +127,7 @@ func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 				}
 				e.apply(t, b)
 				h := &handler{kind: kindA, fire: done}
-				rep := e.run(t, registry(t, h), timers.Budget{})
+				rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 				assert.Empty(t, h.seen(), "an inconsistent timer is not fired")
 				assert.Equal(t, 1, rep.Corrupt)
@@ -149,7 +149,7 @@ func TestAnOrphanTimerRowIsReportedCorrupt(t *testing.T) {
 		require.NoError(t, err)
 		e.put(t, orphan, store.Value("orphan"))
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		assert.Equal(t, 1, rep.Corrupt)
 		require.Len(t, h.calls, 1)

@@ -36,7 +36,7 @@ func TestDoneDeletesTheTimerWithTheHandlersBatch(t *testing.T) {
 			assert.Equal(t, now-5, msOf(tm.DueAt))
 			return timers.Done{Batch: store.NewBatch().Put(store.Key("side"), store.Value("effect"))}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 		assert.Equal(t, timers.Report{Fired: 1, Elapsed: rep.Elapsed}, rep)
 		rows, _ := e.timersIn(t)
@@ -64,7 +64,7 @@ func TestRescheduleMovesTheTimerAndWakesThePartition(t *testing.T) {
 				Batch: store.NewBatch().Put(store.Key("side"), store.Value("x"))}, nil
 		}}
 		applies := e.captureApplies()
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 		assert.Equal(t, 1, rep.Fired)
 		assert.Equal(t, now+500, msOf(rep.NextDue))
@@ -103,7 +103,7 @@ func TestRescheduleIsMonotonic(t *testing.T) {
 			h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 				return timers.Reschedule{DueAt: ms(tc.want)}, nil
 			}}
-			rep := e.run(t, registry(t, h), timers.Budget{})
+			rep := e.run(t, registry(t, h), timers.RunConfig{})
 			assert.Equal(t, 1, rep.Fired)
 			assert.Len(t, h.seen(), 1, "a timer fires at most once per run")
 			rows, _ := e.timersIn(t)
@@ -123,7 +123,7 @@ func TestRetryMovesTheTimerByTheBackoffKeepingItsValue(t *testing.T) {
 			return timers.Retry{}, nil
 		}}
 		applies := e.captureApplies()
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 		assert.Equal(t, 1, rep.Retried)
 		assert.Zero(t, rep.Fired)
@@ -149,7 +149,7 @@ func TestPointerOutcomesAreAccepted(t *testing.T) {
 		}
 		return &timers.Retry{}, nil
 	}}
-	rep := e.run(t, registry(t, h), timers.Budget{})
+	rep := e.run(t, registry(t, h), timers.RunConfig{})
 	assert.Equal(t, 2, rep.Fired)
 	assert.Equal(t, 1, rep.Retried)
 	rows, _ := e.timersIn(t)
@@ -182,7 +182,7 @@ func TestAConcurrentChangeBetweenFireAndApplyLeavesExactlyOneOutcome(t *testing.
 					return timers.Reschedule{DueAt: ms(now + 999), Value: store.Value("ours"),
 						Batch: store.NewBatch().Put(store.Key("side"), store.Value("ours"))}, nil
 				}}
-				rep := e.run(t, registry(t, h), timers.Budget{})
+				rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 				assert.Equal(t, 1, rep.Raced)
 				assert.Zero(t, rep.Fired)
@@ -204,7 +204,7 @@ func TestAFailedHandlerGuardCountsAsRaced(t *testing.T) {
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Done{Batch: store.NewBatch().Require(store.Equals(store.Key("missing"), store.Value("x")))}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Raced)
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{{now, kindA, "r", "v"}}, rows, "the timer stays where it was")
@@ -242,7 +242,7 @@ func TestHandlerFailuresAreIsolated(t *testing.T) {
 				e.schedule(t, timers.Timer{Kind: kindB, Reference: "good", DueAt: ms(now - 1)})
 				bad := &handler{kind: kindA, fire: tc.fire}
 				good := &handler{kind: kindB, fire: done}
-				rep := e.run(t, registry(t, bad, good), timers.Budget{})
+				rep := e.run(t, registry(t, bad, good), timers.RunConfig{})
 
 				assert.Equal(t, 1, rep.Failed)
 				assert.Equal(t, 1, rep.Fired, "the other timer still fires")
@@ -267,7 +267,7 @@ func TestAHandlerReportingCorruptDataHoldsItsTimer(t *testing.T) {
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return nil, fmt.Errorf("decode timer value: %w", store.ErrCorrupt)
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
 		assert.Zero(t, rep.Failed)
@@ -287,7 +287,7 @@ func TestAStoreFailureEndsTheRunWithTheReportSoFar(t *testing.T) {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAt: ms(now - 1)})
 		e.faults.FailNth(storetest.MethodApply, 2, nil)
 		h := &handler{kind: kindA, fire: done}
-		rep, err := e.runErr(registry(t, h), timers.Budget{}, timers.WithPageSize(1))
+		rep, err := e.runErr(registry(t, h), timers.RunConfig{PageSize: 1})
 		require.ErrorIs(t, err, store.ErrUnavailable)
 		assert.Equal(t, 2, rep.Fired)
 		assert.Equal(t, now-1, msOf(rep.NextDue), "the timer whose outcome did not commit stays due")
@@ -306,7 +306,7 @@ func TestACancelledContextEndsTheRun(t *testing.T) {
 		cancel()
 		return nil, ctx.Err()
 	}}
-	rep, err := e.runErr(registry(t, h), timers.Budget{})
+	rep, err := e.runErr(registry(t, h), timers.RunConfig{})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Zero(t, rep.Failed, "a fire cut by the run's own context is not a handler failure")
 	assert.Equal(t, []string{"a"}, h.seen())
@@ -317,9 +317,9 @@ func TestACancelledContextEndsTheRun(t *testing.T) {
 
 func TestRunDueRejectsMissingArguments(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
-	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, ms(now), timers.Budget{})
+	_, err := timers.RunDue(e.ctx, e.inner, e.p, nil, ms(now), timers.RunConfig{})
 	require.ErrorIs(t, err, store.ErrInvalid)
-	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), ms(now), timers.Budget{})
+	_, err = timers.RunDue(e.ctx, nil, e.p, registry(t), ms(now), timers.RunConfig{})
 	require.ErrorIs(t, err, store.ErrInvalid)
 }
 
@@ -328,7 +328,7 @@ func TestNothingDueFiresNothingAndReportsTheNextDueTime(t *testing.T) {
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 30)})
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "latest", DueAt: ms(now + 60)})
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, timers.Report{NextDue: ms(now + 30), Elapsed: rep.Elapsed}, rep)
 		assert.Empty(t, h.seen())
 		assert.False(t, strings.Contains(e.logs.String(), "level=WARN"), e.logs.String())

@@ -135,15 +135,15 @@ func TestRegistry(t *testing.T) {
 	_, ok := reg.Lookup(kindA)
 	assert.False(t, ok)
 	a := &handler{kind: kindA, fire: done}
-	require.NoError(t, reg.Register(a))
-	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}))
+	require.NoError(t, reg.Register(a, timers.KindConfig{}))
+	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}, timers.KindConfig{}))
 
-	err := reg.Register(&handler{kind: kindA, fire: done})
+	err := reg.Register(&handler{kind: kindA, fire: done}, timers.KindConfig{})
 	require.ErrorIs(t, err, timers.ErrDuplicateKind)
 	h, ok := reg.Lookup(kindA)
 	require.True(t, ok)
 	assert.Same(t, a, h, "a rejected registration leaves the first handler")
-	require.ErrorIs(t, reg.Register(nil), store.ErrInvalid)
+	require.ErrorIs(t, reg.Register(nil, timers.KindConfig{}), store.ErrInvalid)
 	assert.Equal(t, []timers.Kind{timers.KindRelay, kindA}, reg.Kinds())
 
 	_, err = timers.NewRegistry(a, &handler{kind: kindA, fire: done})
@@ -189,7 +189,7 @@ func TestRegistryKindRanges(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var reg timers.Registry
-			err := reg.Register(c.h)
+			err := reg.Register(c.h, timers.KindConfig{})
 			if c.ok {
 				require.NoError(t, err)
 				assert.Equal(t, []timers.Kind{c.h.Kind()}, reg.Kinds())

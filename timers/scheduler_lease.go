@@ -120,7 +120,7 @@ const (
 // not contention.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
 	parked := listedMs == parkedMs
-	pageLimit := min(DefaultPageSize, s.budget.MaxTimers) + 1
+	pageLimit := min(DefaultPageSize, s.run.Budget.MaxTimers) + 1
 	// The first page feeds the fire only when it is read in the claim's
 	// transaction: a timer written after the scan then fails the claim (a
 	// conflict, and the function runs again) or lowers the parked wake
@@ -242,7 +242,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
 	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
-	rep, runErr := RunDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
+	rep, runErr := runDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.run, h)
 	cancel()
 	r.Timers.add(rep)
 	if rep.More {

@@ -18,6 +18,46 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
+// TestConfigErrorsNameTheField: a negative field of a SchedulerConfig or
+// a RunConfig fails with store.ErrInvalid, naming the field.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
+	require.NoError(t, err)
+	defer l.Close()
+	reg := registry(t)
+	for _, tc := range []struct {
+		field string
+		sched func(*timers.SchedulerConfig)
+		run   func(*timers.RunConfig)
+	}{
+		{"Workers", func(c *timers.SchedulerConfig) { c.Workers = -1 }, nil},
+		{"LeaseDuration", func(c *timers.SchedulerConfig) { c.LeaseDuration = -1 }, nil},
+		{"PollInterval", func(c *timers.SchedulerConfig) { c.PollInterval = -1 }, nil},
+		{"DuePageSize", func(c *timers.SchedulerConfig) { c.DuePageSize = -1 }, nil},
+		{"Budget.MaxTimers", func(c *timers.SchedulerConfig) { c.Budget.MaxTimers = -1 }, func(c *timers.RunConfig) { c.Budget.MaxTimers = -1 }},
+		{"Budget.MaxDuration", func(c *timers.SchedulerConfig) { c.Budget.MaxDuration = -1 }, func(c *timers.RunConfig) { c.Budget.MaxDuration = -1 }},
+		{"HeldBackoff", func(c *timers.SchedulerConfig) { c.HeldBackoff = -1 }, func(c *timers.RunConfig) { c.HeldBackoff = -1 }},
+		{"PageSize", nil, func(c *timers.RunConfig) { c.PageSize = -1 }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			if tc.sched != nil {
+				cfg := timers.SchedulerConfig{Store: l, Registry: reg}
+				tc.sched(&cfg)
+				_, err := timers.NewScheduler(cfg)
+				require.ErrorIs(t, err, store.ErrInvalid)
+				assert.Contains(t, err.Error(), tc.field)
+			}
+			if tc.run != nil {
+				var cfg timers.RunConfig
+				tc.run(&cfg)
+				_, err := timers.RunDue(t.Context(), l, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("t")}, reg, time.UnixMilli(1), cfg)
+				require.ErrorIs(t, err, store.ErrInvalid)
+				assert.Contains(t, err.Error(), tc.field)
+			}
+		})
+	}
+}
+
 func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 	l, err := fdblayer.Open(fdblayer.NewMemoryEngine())
 	require.NoError(t, err)
@@ -361,7 +401,7 @@ func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "not at every poll")
 
 		late := &recorder{kind: 999}
-		require.NoError(t, reg.Register(late))
+		require.NoError(t, reg.Register(late, timers.KindConfig{}))
 		e.clock.SetMs(now + heldMs)
 		rep = e.tick(t, s)
 		assert.Equal(t, 1, rep.Timers.Fired)

@@ -32,7 +32,7 @@ func TestTimesAreKeptToTheMillisecond(t *testing.T) {
 			return timers.Reschedule{DueAt: next, Value: tm.Value}, nil
 		}}
 		e.clock.Set(ms(now).Add(300 * time.Microsecond))
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		assert.True(t, seen.DueAt.Equal(read), "the handler saw %v, want %v", seen.DueAt, read)
 		assert.True(t, runNow.Equal(ms(now)), "the run's time %v, want %v", runNow, ms(now))
@@ -56,14 +56,14 @@ func TestTimesBeforeTheEpochAreInvalid(t *testing.T) {
 		assert.ErrorIs(t, err, store.ErrInvalid, "Schedule")
 		assert.Zero(t, b.Ops(), "Schedule added nothing")
 		assert.Nil(t, b.Wakeup)
-		_, err = timers.RunDue(e.ctx, e.inner, e.p, registry(t), before, timers.Budget{})
+		_, err = timers.RunDue(e.ctx, e.inner, e.p, registry(t), before, timers.RunConfig{})
 		assert.ErrorIs(t, err, store.ErrInvalid, "RunDue")
 
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1), Value: store.Value("v")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Reschedule{DueAt: before}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Failed, "the outcome is invalid")
 		due, ok := e.refDue(t, kindA, "r")
 		require.True(t, ok)

@@ -165,7 +165,11 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner
 		}
 		return storetest.ErrInjected
 	})
-	reg, err := timers.NewRegistry(&relay.Handler{Target: faults})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := timers.NewRegistry(rh)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,4 +22,4 @@ import (
 	_ "github.com/mkit-dev/mkitfdb/refdomain"
 )
 
-func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(admin.Main(admin.Config{})) }

@@ -73,7 +73,11 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 			refRows := queueRefRows(t, s, refSource, refTarget, all)
 
 			hook := newHook(t)
-			reg, err := timers.NewRegistry(&relay.Handler{Target: s}, orders.Shipper{}, hook.delivery)
+			rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := timers.NewRegistry(rh, orders.Shipper{}, hook.delivery)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +175,7 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, ms(10), timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, shard, reg, ms(10), timers.RunConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +213,11 @@ func newHook(t *testing.T) *hook {
 		return nil
 	})))
 	t.Cleanup(srv.Close)
-	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL + "/outcomes", Signer: key})
+	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL + "/outcomes", Signer: key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.delivery, err = outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{orders.Shipped}}); err != nil {
+	if h.delivery, err = outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{orders.Shipped}}); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -134,7 +134,11 @@ func runWorld(t *testing.T, set setup) {
 	}()
 
 	hook := &auditHook{failEvery: set.failEvery}
-	reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s, Hook: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := timers.NewRegistry(rh)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,14 +118,14 @@ func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	src, err := reservations.NewSource(audience)
 	require.NoError(t, err)
 	var got []outcome.Envelope
-	d, err := outcome.NewDelivery(outcome.Config{Sources: []outcome.Source{src}, Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sources: []outcome.Source{src}, Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
 		got = append(got, e)
 		return nil
 	})})
 	require.NoError(t, err)
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, s, p, reg, ms(100), timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, p, reg, ms(100), timers.RunConfig{Clock: clk})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Fired)
 	require.Len(t, got, 1)
