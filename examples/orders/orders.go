@@ -40,16 +40,36 @@ const KindShip timers.Kind = 1000
 // ErrExists is returned by Place for an order already placed.
 var ErrExists = errors.New("orders: order already placed")
 
-// Service places orders. Store is required; ShipDelay is how long after
-// placement an order ships.
-type Service struct {
-	Store     store.Store
+// ServiceConfig configures a Service. Store is required.
+type ServiceConfig struct {
+	// Store holds the service's partitions.
+	Store store.Store
+	// ShipDelay is how long after placement an order ships (default: at
+	// once).
 	ShipDelay time.Duration
+}
+
+// Service places orders. It is safe for concurrent use.
+type Service struct {
+	store     store.Store
+	shipDelay time.Duration
+}
+
+// NewService returns the service c configures. It fails with an error
+// wrapping store.ErrInvalid for a nil Store or a negative ShipDelay.
+func NewService(c ServiceConfig) (*Service, error) {
+	switch {
+	case c.Store == nil:
+		return nil, fmt.Errorf("orders: ServiceConfig.Store is nil: %w", store.ErrInvalid)
+	case c.ShipDelay < 0:
+		return nil, fmt.Errorf("orders: ServiceConfig.ShipDelay %v is negative: %w", c.ShipDelay, store.ErrInvalid)
+	}
+	return &Service{store: c.Store, shipDelay: c.ShipDelay}, nil
 }
 
 // Place places an open order of customer, placed at placedAtMs, for
 // order.Region: in one batch of the customer's shard, the order (guarded
-// absent), its KindShip timer, due ShipDelay later, and a relay row that
+// absent), its KindShip timer, due ServiceConfig.ShipDelay later, and a relay row that
 // puts the order's index entry into the region's shard. It fails with
 // ErrExists when the order is already placed (a retried Place after an
 // unknown result finds its own order and fails the same way), with an
@@ -62,9 +82,9 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 	if err != nil {
 		return err
 	}
-	caps := s.Store.Capabilities()
+	caps := s.store.Capabilities()
 	exists := false
-	_, err = store.Transact(ctx, s.Store, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+	_, err = store.Transact(ctx, s.store, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 		if _, ok, err := r.Get(ctx, key); err != nil || ok {
 			exists = ok
 			return nil, err
@@ -77,7 +97,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAtMs, b); err != nil {
 			return nil, err
 		}
-		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: time.UnixMilli(int64(placedAtMs)).Add(s.ShipDelay)}
+		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: time.UnixMilli(int64(placedAtMs)).Add(s.shipDelay)}
 		if err := timers.Schedule(b, caps, nil, ship); err != nil {
 			return nil, err
 		}

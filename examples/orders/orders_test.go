@@ -56,7 +56,10 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			svc := &orders.Service{Store: s, ShipDelay: shipDelay}
+			svc, err := orders.NewService(orders.ServiceConfig{Store: s, ShipDelay: shipDelay})
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			var all []placed
 			for i, name := range []string{"acme", "bob", "cy"} {
@@ -126,7 +129,10 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := &orders.Service{Store: s, ShipDelay: shipDelay}
+	svc, err := orders.NewService(orders.ServiceConfig{Store: s, ShipDelay: shipDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := placed{ordersgen.MustCustomerID("acme"), 1, 5_000, 1}
 	if err := svc.Place(ctx, o.customer, o.atMs, order(o)); err != nil {
 		t.Fatal(err)
