@@ -45,7 +45,7 @@ func newTxnFixture(t *testing.T) *txnFixture { return newTxnFixtureOf(t, false) 
 
 func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	t.Helper()
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	l, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
