@@ -46,7 +46,7 @@ func (report) Fire(_ context.Context, _ *timers.Ctx, t timers.DueTimer) (timers.
 // fires again.
 func ExampleRegistry_Register() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	clk := clock.NewManual(time.UnixMilli(1_000))
 	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	if err != nil {
 		panic(err)

@@ -3,7 +3,6 @@ package timers_test
 import (
 	"context"
 	"log/slog"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/internal/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testlog"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -38,17 +36,17 @@ type env struct {
 }
 
 // forEachEngine runs fn as a subtest per engine on a fresh env whose clock
-// reads nowMs.
-func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
+// reads now.
+func forEachEngine(t *testing.T, now time.Time, fn func(t *testing.T, e *env)) {
 	for _, eng := range testengine.All {
 		t.Run(eng.Name, func(t *testing.T) {
-			fn(t, newEnv(t, eng.Open(t, "timers.bbolt"), nowMs))
+			fn(t, newEnv(t, eng.Open(t, "timers.bbolt"), now))
 		})
 	}
 }
 
-func newEnv(t testing.TB, engine fdblayer.Engine, nowMs uint64) *env {
-	clk := clock.NewManualMs(nowMs)
+func newEnv(t testing.TB, engine fdblayer.Engine, now time.Time) *env {
+	clk := clock.NewManual(now)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
 	// one unless made Distributed): the tests exercise the buckets
 	// everywhere.
@@ -124,7 +122,7 @@ func (e *env) get(t testing.TB, key store.Key) store.Value {
 
 // stored is one timer row as the store holds it.
 type stored struct {
-	DueAtMs   uint64
+	DueAt     time.Time
 	Kind      timers.Kind
 	Reference string
 	Value     string
@@ -144,18 +142,28 @@ func (e *env) timersIn(t testing.TB) (rows []stored, bad int) {
 			bad++
 			continue
 		}
-		rows = append(rows, stored{k.DueAtMs, timers.Kind(k.Kind), k.Reference, string(kv.Value)})
+		rows = append(rows, stored{store.DecodeTime(k.DueAtMs), timers.Kind(k.Kind), k.Reference, string(kv.Value)})
 	}
 	return rows, bad
 }
 
 // refDue reads the due time the reference entry of (kind, ref) holds; ok
 // is false when there is none.
-func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due uint64, ok bool) {
+func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due time.Time, ok bool) {
 	t.Helper()
 	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
 	require.NoError(t, err)
-	return msOf(dueAt), v != nil
+	return dueAt, v != nil
+}
+
+// encoded is at as stored rows hold it (store.EncodeTime), for the tests
+// that write or read rows by hand.
+func encoded(at time.Time) uint64 {
+	u, err := store.EncodeTime(at)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }
 
 // captureApplies records every batch applied through the faults wrapper.
@@ -218,13 +226,3 @@ var fixedRetry = timers.RetryPolicy{
 	BackoffFactor:   1,
 	MaxInterval:     timers.RetryBackoff,
 }
-
-// ms and msOf convert the tests' times to and from stored milliseconds.
-var ms, msOf = mstime.Time, mstime.Ms
-
-// retryBackoffMs and parkedMs are timers.RetryBackoff and
-// timers.ParkedWake in stored milliseconds.
-const (
-	retryBackoffMs = uint64(timers.RetryBackoff / time.Millisecond)
-	parkedMs       = uint64(math.MaxUint64)
-)

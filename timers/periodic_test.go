@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -68,7 +67,7 @@ func (h periodCounter) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTime
 // for missed periods (one fire for all of them, then the first period
 // after it) say, and the due index invariant holds after every step.
 func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
-	forEachSchedEngine(t, clock.Ms(dayStart), func(t *testing.T, e *schedEnv) {
+	forEachSchedEngine(t, dayStart, func(t *testing.T, e *schedEnv) {
 		hourly, err := timers.Cron("0 * * * *")
 		require.NoError(t, err)
 		reg := &timers.Registry{}
@@ -199,8 +198,7 @@ func (e *schedEnv) periods(t testing.TB, p store.Partition, kind timers.Kind, re
 // schedule, not the retry; when it uses its attempts it leaves a dead
 // letter and goes on to its next period. Snooze keeps the period too.
 func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing.T) {
-	start := clock.Ms(dayStart)
-	e := newEnv(t, fdblayer.NewMemoryEngine(), start)
+	e := newEnv(t, fdblayer.NewMemoryEngine(), dayStart)
 	var outcomes []func(timers.DueTimer) (timers.Fired, error)
 	h := &handler{kind: kindEvery, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		f := outcomes[0]
@@ -213,13 +211,13 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(h, timers.KindConfig{Period: timers.Every(time.Hour),
 		Retry: timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3}}))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(start), Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: dayStart, Value: store.Value("v")})
 	outcomes = append(outcomes, fail, snooze, fail, ok, fail, fail, fail, ok)
 	var dues []string
 	for len(outcomes) > 0 {
 		due, ok := e.refDue(t, kindEvery, "p")
 		require.True(t, ok, "a periodic timer is never deleted")
-		e.clock.SetMs(due)
+		e.clock.Set(due)
 		dues = append(dues, e.clock.Now().Format("15:04:05"))
 		e.run(t, reg, timers.RunConfig{})
 	}
@@ -240,7 +238,7 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	assert.Equal(t, 3, dls[0].Attempts)
 	assert.Equal(t, "01:03", dls[0].DueAt.UTC().Format("15:04"))
 	due, _ := e.refDue(t, kindEvery, "p")
-	assert.Equal(t, start+3*3_600_000, due)
+	assert.Equal(t, dayStart.Add(3*time.Hour), due.UTC())
 }
 
 // Cron and Every are validated; a cron schedule's next time is UTC.
@@ -266,7 +264,7 @@ func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
 	require.NoError(t, err)
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.KindConfig{Period: never}))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(now)})
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: now})
 	rep := e.run(t, reg, timers.RunConfig{})
 	assert.Equal(t, 1, rep.Fired)
 	_, ok := e.refDue(t, kindEvery, "p")

@@ -49,26 +49,26 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		}}
 		reg := &timers.Registry{}
 		require.NoError(t, reg.Register(h, timers.KindConfig{Retry: pol}))
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: ms(now), Value: store.Value("payload")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: now, Value: store.Value("payload")})
 
-		want := []uint64{now}
+		want := []time.Time{now}
 		for n := 1; n < pol.MaxAttempts; n++ {
 			d := pol.Delay(n, e.p, kindA, "job")
 			assert.LessOrEqual(t, d, min(time.Duration(float64(time.Second)*pow(3, n-1)), 5*time.Second))
 			assert.Greater(t, d, min(time.Duration(float64(time.Second)*pow(3, n-1)), 5*time.Second)/2)
-			want = append(want, want[n-1]+uint64(d/time.Millisecond))
+			want = append(want, want[n-1].Add(d.Truncate(time.Millisecond)))
 		}
-		var got []uint64
+		var got []time.Time
 		for range 20 {
 			due, ok := e.refDue(t, kindA, "job")
 			if !ok {
 				break
 			}
 			// A millisecond early: nothing fires.
-			e.clock.SetMs(due - 1)
+			e.clock.Set(due.Add(-time.Millisecond))
 			rep := e.run(t, reg, timers.RunConfig{})
 			require.Zero(t, rep.Failed)
-			e.clock.SetMs(due)
+			e.clock.Set(due)
 			e.run(t, reg, timers.RunConfig{})
 			got = append(got, due)
 		}
@@ -91,7 +91,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		assert.Equal(t, "boom #4", dl.LastError)
 		assert.False(t, dl.Permanent)
 		assert.Equal(t, "payload", string(dl.Value))
-		assert.Equal(t, clock.FromMs(want[len(want)-1]), dl.DueAt)
+		assert.Equal(t, want[len(want)-1], dl.DueAt)
 		assert.Equal(t, e.clock.Now(), dl.At)
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersDeadLettered))
 
@@ -134,7 +134,7 @@ func TestAPermanentErrorDeadLettersAtOnce(t *testing.T) {
 		}}
 		reg := &timers.Registry{}
 		require.NoError(t, reg.Register(h, timers.KindConfig{})) // DefaultRetryPolicy: 25 attempts
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
 		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Failed)
 		assert.Equal(t, 1, rep.DeadLettered)
@@ -166,12 +166,12 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 	}}
 	reg := &timers.Registry{}
 	require.NoError(t, reg.Register(h, timers.KindConfig{Retry: timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3}}))
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
 	step := func() timers.Report {
 		t.Helper()
 		due, ok := e.refDue(t, kindA, "r")
 		require.True(t, ok)
-		e.clock.SetMs(due)
+		e.clock.Set(due)
 		rep := e.run(t, reg, timers.RunConfig{})
 		outcomes = outcomes[1:]
 		return rep
@@ -179,11 +179,11 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 	rep := step()
 	assert.Equal(t, 1, rep.Retried)
 	due, _ := e.refDue(t, kindA, "r")
-	assert.Equal(t, now+7_000, due)
+	assert.Equal(t, now.Add(7*time.Second), due)
 	rep = step()
 	assert.Equal(t, 1, rep.Snoozed)
 	due, _ = e.refDue(t, kindA, "r")
-	assert.Equal(t, now+7_000+60_000, due)
+	assert.Equal(t, now.Add(7*time.Second+time.Minute), due)
 	rep = step() // the second attempt spent of three
 	assert.Equal(t, 1, rep.Retried)
 	assert.Zero(t, rep.DeadLettered)
@@ -213,19 +213,19 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	for i := range 2 {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value(fmt.Sprint("v", i))})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value(fmt.Sprint("v", i))})
 		rep := e.run(t, reg, timers.RunConfig{})
 		require.Equal(t, 1, rep.DeadLettered)
 	}
 	dls := e.deadLetters(t)
 	require.Len(t, dls, 2)
 	assert.Equal(t, "v0", string(dls[0].Value))
-	assert.Equal(t, clock.FromMs(now), dls[0].DueAt)
+	assert.Equal(t, now, dls[0].DueAt)
 	assert.Equal(t, "v1", string(dls[1].Value))
-	assert.Equal(t, clock.FromMs(now+1), dls[1].DueAt)
+	assert.Equal(t, now.Add(time.Millisecond), dls[1].DueAt)
 
 	// A timer of the same identity is live: the re-drive does not land.
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 100), Value: store.Value("live")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(100 * time.Millisecond), Value: store.Value("live")})
 	b := store.NewBatch()
 	require.NoError(t, timers.Redrive(b, e.inner.Capabilities(), dls[0], e.clock.Now()))
 	out, err := e.inner.Apply(e.ctx, e.p, b)
@@ -298,10 +298,10 @@ func TestTheLastErrorIsBounded(t *testing.T) {
 		return nil, errors.New("é" + long)
 	}}
 	reg := registry(t, h)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now)})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now})
 	e.run(t, reg, timers.RunConfig{})
 	due, _ := e.refDue(t, kindA, "r")
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	e.run(t, reg, timers.RunConfig{})
 	require.Len(t, h.calls, 2)
 	assert.Len(t, h.calls[1].LastError, 511, "512 bytes would cut the first rune's successor in two")
@@ -335,14 +335,14 @@ func openTimerV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, store.P
 // fails (its attempt is recorded in the new record and the next fire
 // sees it) and one fails permanently into a dead letter.
 func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
-	clk := clock.NewManualMs(now)
+	clk := clock.NewManual(now)
 	l, p := openTimerV1Fixture(t, clk)
 	ctx := context.Background()
 	for _, ref := range []string{"a", "b", "c"} {
 		v, due, err := timers.ReadRef(ctx, l, p, kindA, ref)
 		require.NoError(t, err)
 		require.NotNil(t, v)
-		assert.Equal(t, ms(10_000), due)
+		assert.Equal(t, time.UnixMilli(10_000), due, "as the fixture stored it")
 	}
 	h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		switch {
@@ -355,7 +355,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	cfg := timers.RunConfig{Clock: clk, Logger: slog.New(slog.DiscardHandler)}
-	rep, err := timers.RunDue(ctx, l, p, reg, ms(now), cfg)
+	rep, err := timers.RunDue(ctx, l, p, reg, now, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, 2, rep.Failed)
@@ -367,7 +367,7 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	}
 	_, due, err := timers.ReadRef(ctx, l, p, kindA, "b")
 	require.NoError(t, err)
-	assert.Equal(t, ms(now+retryBackoffMs), due)
+	assert.Equal(t, now.Add(timers.RetryBackoff), due)
 	clk.Set(due)
 	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
 	require.NoError(t, err)
@@ -390,11 +390,11 @@ func TestDeadLettersReportCorruptRows(t *testing.T) {
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
 	e.run(t, registry(t, h), timers.RunConfig{})
-	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", now)
+	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", encoded(now))
 	require.NoError(t, err)
-	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", now)
+	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", encoded(now))
 	require.NoError(t, err)
 	good := e.get(t, rec)
 	require.NotNil(t, good)

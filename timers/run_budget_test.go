@@ -23,7 +23,7 @@ func seedDue(t *testing.T, e *env, kind timers.Kind, n int) []string {
 	refs := make([]string, n)
 	for i := range n {
 		refs[i] = fmt.Sprintf("t%02d", i)
-		e.schedule(t, timers.Timer{Kind: kind, Reference: refs[i], DueAt: ms(now - uint64(n) + uint64(i))})
+		e.schedule(t, timers.Timer{Kind: kind, Reference: refs[i], DueAt: now.Add(time.Duration(i-n) * time.Millisecond)})
 	}
 	return refs
 }
@@ -31,10 +31,10 @@ func seedDue(t *testing.T, e *env, kind timers.Kind, n int) []string {
 func TestDueTimersFireOldestFirstAndFutureOnesWait(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		// Scheduled out of order; the key order is due-time order.
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAt: ms(now)})
-		e.schedule(t, timers.Timer{Kind: kindB, Reference: "a", DueAt: ms(now - 30)})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "future", DueAt: ms(now + 1)})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 20)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "c", DueAt: now})
+		e.schedule(t, timers.Timer{Kind: kindB, Reference: "a", DueAt: now.Add(-30 * time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "future", DueAt: now.Add(time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "b", DueAt: now.Add(-20 * time.Millisecond)})
 		var mu sync.Mutex
 		var order []string
 		record := func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
@@ -47,9 +47,9 @@ func TestDueTimersFireOldestFirstAndFutureOnesWait(t *testing.T) {
 		assert.Equal(t, []string{"a", "b", "c"}, order)
 		assert.Equal(t, 3, rep.Fired)
 		assert.False(t, rep.More)
-		assert.Equal(t, now+1, msOf(rep.NextDue))
+		assert.Equal(t, now.Add(time.Millisecond), rep.NextDue)
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now + 1, kindA, "future", ""}}, rows)
+		assert.Equal(t, []stored{{now.Add(time.Millisecond), kindA, "future", ""}}, rows)
 	})
 }
 
@@ -63,7 +63,7 @@ func TestTheTimerBudgetCutsTheRunAndTheNextRunResumes(t *testing.T) {
 		rep := e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 2, rep.Fired)
 		assert.True(t, rep.More)
-		assert.Equal(t, now-3, msOf(rep.NextDue), "the first timer the budget left")
+		assert.Equal(t, now.Add(-3*time.Millisecond), rep.NextDue, "the first timer the budget left")
 
 		rep = e.run(t, reg, timers.RunConfig{Budget: budget})
 		assert.Equal(t, 2, rep.Fired)
@@ -81,11 +81,11 @@ func TestTheTimerBudgetCutsTheRunAndTheNextRunResumes(t *testing.T) {
 func TestABudgetExactlySpentWithNothingLeftIsNotMore(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
 	seedDue(t, e, kindA, 2)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 9)})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "later", DueAt: now.Add(9 * time.Millisecond)})
 	rep := e.run(t, registry(t, &handler{kind: kindA, fire: done}), timers.RunConfig{Budget: timers.Budget{MaxTimers: 2}})
 	assert.Equal(t, 2, rep.Fired)
 	assert.False(t, rep.More)
-	assert.Equal(t, now+9, msOf(rep.NextDue))
+	assert.Equal(t, now.Add(9*time.Millisecond), rep.NextDue)
 }
 
 func TestTheDurationBudgetIsMeasuredOnTheInjectedClock(t *testing.T) {
@@ -117,7 +117,7 @@ func TestTheScanIsPagedNeverReadingTheWholeClass(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		seedDue(t, e, kindA, 10)
 		for i := range 10 {
-			e.schedule(t, timers.Timer{Kind: kindA, Reference: fmt.Sprintf("f%02d", i), DueAt: ms(now + 1 + uint64(i))})
+			e.schedule(t, timers.Timer{Kind: kindA, Reference: fmt.Sprintf("f%02d", i), DueAt: now.Add(time.Duration(1+i) * time.Millisecond)})
 		}
 		var mu sync.Mutex
 		var limits []int
@@ -132,7 +132,7 @@ func TestTheScanIsPagedNeverReadingTheWholeClass(t *testing.T) {
 		h := &handler{kind: kindA, fire: done}
 		rep := e.run(t, registry(t, h), timers.RunConfig{Budget: timers.Budget{MaxTimers: 100}, PageSize: 3})
 		assert.Equal(t, 10, rep.Fired)
-		assert.Equal(t, now+1, msOf(rep.NextDue))
+		assert.Equal(t, now.Add(time.Millisecond), rep.NextDue)
 		assert.GreaterOrEqual(t, len(limits), 3, "10 due timers in pages of 3 rows and one more")
 		for _, l := range limits {
 			assert.LessOrEqual(t, l, 4)
@@ -159,13 +159,13 @@ func TestTheScanPageShrinksToTheBudget(t *testing.T) {
 
 func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now - 50)})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "other", DueAt: ms(now - 10)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: now.Add(-50 * time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "other", DueAt: now.Add(-10 * time.Millisecond)})
 		// "again" asks to run again right away: a due time the scan has not
 		// passed yet, so it meets the moved timer again in this run.
 		h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 			if tm.Reference == "again" {
-				return timers.Reschedule{DueAt: ms(now - 5)}, nil
+				return timers.Reschedule{DueAt: now.Add(-5 * time.Millisecond)}, nil
 			}
 			return timers.Done{}, nil
 		}}
@@ -176,7 +176,7 @@ func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
 		assert.Equal(t, []string{"again", "other"}, h.seen())
 		assert.Equal(t, 2, rep.Fired)
 		assert.False(t, rep.More)
-		assert.Equal(t, now-5, msOf(rep.NextDue), "the moved timer is still due")
+		assert.Equal(t, now.Add(-5*time.Millisecond), rep.NextDue, "the moved timer is still due")
 		rep = e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired, "the next run fires it")
 	})
@@ -184,7 +184,7 @@ func TestEachTimerFiresAtMostOncePerRun(t *testing.T) {
 
 func TestARowCancelledBetweenScanAndFireIsSkipped(t *testing.T) {
 	e := newEnv(t, fdblayer.NewMemoryEngine(), now)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "gone", DueAt: ms(now - 1)})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "gone", DueAt: now.Add(-time.Millisecond)})
 	once := sync.Once{}
 	e.faults.AfterRead(func(_ context.Context, c storetest.Call) error {
 		if c.Method == storetest.MethodScan {
