@@ -124,8 +124,8 @@ func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) stri
 		if !ok {
 			break
 		}
-		if due > e.now() {
-			e.clock.SetMs(due)
+		if due.After(e.now()) {
+			e.clock.Set(due)
 		}
 		rep := e.run(t)
 		st := e.scanState(t)

@@ -20,7 +20,7 @@ import (
 // target partition and completes the timer.
 func ExampleHandler() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManualMs(1_000)))
+	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManual(time.UnixMilli(1_000))))
 	if err != nil {
 		panic(err)
 	}
@@ -63,6 +63,6 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, msOf(rep.NextDue) == 0)
+	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, rep.NextDue.IsZero())
 	// Output: fired 1, head abc123, timer done: true
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-const start uint64 = 1_000_000
+// start is the time every test begins at.
+var start = time.UnixMilli(1_000_000)
 
 var (
 	source = refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
@@ -89,7 +91,7 @@ func openLayer(t testing.TB, engine fdblayer.Engine, clk clock.Clock, opts ...fd
 }
 
 func newEnv(t testing.TB, open func(testing.TB, string) fdblayer.Engine, opts ...option) *env {
-	clk := clock.NewManualMs(start)
+	clk := clock.NewManual(start)
 	l := openLayer(t, open(t, "source.bbolt"), clk)
 	logs := &testlog.Buffer{}
 	e := &env{
@@ -128,7 +130,7 @@ func (e *env) configure(t testing.TB, edit func(c *relay.HandlerConfig)) {
 	e.h, e.reg = h, reg
 }
 
-func (e *env) now() uint64 { return clock.NowMs(e.clock) }
+func (e *env) now() time.Time { return e.clock.Now() }
 
 // row is one relay row to queue.
 type row struct {
@@ -160,24 +162,24 @@ func (e *env) queue(t testing.TB, rows ...row) []uint64 {
 	return e.queueAt(t, e.now(), rows...)
 }
 
-// queueAt appends rows stamped atMs, several rows per batch.
-func (e *env) queueAt(t testing.TB, atMs uint64, rows ...row) []uint64 {
+// queueAt appends rows stamped at, several rows per batch.
+func (e *env) queueAt(t testing.TB, at time.Time, rows ...row) []uint64 {
 	t.Helper()
 	var seqs []uint64
 	for len(rows) > 0 {
 		n := min(len(rows), 20)
-		seqs = append(seqs, queueInto(t, e.ctx, e.inner, atMs, rows[:n])...)
+		seqs = append(seqs, queueInto(t, e.ctx, e.inner, at, rows[:n])...)
 		rows = rows[n:]
 	}
 	return seqs
 }
 
 // queueInto appends rows to the source's outbox in s, in one batch.
-func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, rows []row) []uint64 {
+func queueInto(t testing.TB, ctx context.Context, s store.Store, at time.Time, rows []row) []uint64 {
 	t.Helper()
 	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(s.Capabilities(), ms(atMs), o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), at, o)
 	require.NoError(t, err)
 	seqs := make([]uint64, 0, len(rows))
 	for _, r := range rows {
@@ -196,18 +198,18 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, ro
 // run runs the source's due timers once at the clock's time.
 func (e *env) run(t testing.TB) timers.Report {
 	t.Helper()
-	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
+	rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
 	require.NoError(t, err)
 	return rep
 }
 
 // timerDue reads the relay timer's due time; ok is false when there is
 // none.
-func (e *env) timerDue(t testing.TB) (due uint64, ok bool) {
+func (e *env) timerDue(t testing.TB) (due time.Time, ok bool) {
 	t.Helper()
 	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
 	require.NoError(t, err)
-	return msOf(dueAt), v != nil
+	return dueAt, v != nil
 }
 
 // step moves the clock to the relay timer's due time and runs once; it
@@ -216,8 +218,8 @@ func (e *env) step(t testing.TB) timers.Report {
 	t.Helper()
 	due, ok := e.timerDue(t)
 	require.True(t, ok, "no relay timer")
-	if due > e.now() {
-		e.clock.SetMs(due)
+	if due.After(e.now()) {
+		e.clock.Set(due)
 	}
 	return e.run(t)
 }
