@@ -25,7 +25,7 @@ import (
 // sink in an Envelope when the timer fires.
 func ExampleNewSource() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	clk := clock.NewManual(time.UnixMilli(1_000))
 	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	if err != nil {
 		panic(err)

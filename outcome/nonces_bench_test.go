@@ -49,7 +49,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			clk := clock.NewManualMs(1_700_000_000_000)
+			clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 			l, err := fdblayer.Open(c.eng(), fdblayer.WithClock(clk))
 			if err != nil {
 				b.Fatal(err)

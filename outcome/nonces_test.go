@@ -75,7 +75,7 @@ func nonceRows(t testing.TB, s store.Store, p store.Partition) map[string]gen.Re
 func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 	for _, eng := range testengine.All {
 		t.Run(eng.Name, func(t *testing.T) {
-			e := newEnvOn(t, eng, 1_700_000_000_000)
+			e := newEnvOn(t, eng, time.UnixMilli(1_700_000_000_000))
 			key := hmacKey(t, hmacSecret)
 			replica := func() *receiverServer {
 				return newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key},
@@ -117,7 +117,7 @@ func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
 }
 
 func raceReplicas(t *testing.T, eng testengine.Engine) {
-	e := newEnvOn(t, eng, 1_700_000_000_000)
+	e := newEnvOn(t, eng, time.UnixMilli(1_700_000_000_000))
 	key := hmacKey(t, hmacSecret)
 	const replicas, requests = 4, 24
 	recvs := make([]*outcome.Receiver, replicas)
@@ -165,7 +165,7 @@ func raceReplicas(t *testing.T, eng testengine.Engine) {
 // fails refuses the request with 503, accepting nothing unchecked, and
 // the sender's retry is accepted once the store is back.
 func TestPartitionNonceStoreUnderFaults(t *testing.T) {
-	e := newEnv(t, 1_700_000_000_000)
+	e := newEnv(t, time.UnixMilli(1_700_000_000_000))
 	faults := storetest.NewFaults(e.s)
 	key := hmacKey(t, hmacSecret)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
@@ -192,7 +192,7 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 }
 
 func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	for i := range 70 {
@@ -236,7 +236,7 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 // sweep commits deletes nothing of the new claim: its delete is guarded
 // by the value it read.
 func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	faults := storetest.NewFaults(e.s)
 	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
@@ -263,7 +263,7 @@ func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 }
 
 func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	now := e.clock.Now()
 	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{}), "partition": partitionNonces(t, e.s, e.p)} {
 		t.Run(name, func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestMemoryNonceStoreIsBounded(t *testing.T) {
 // corrupt index row is reported by the sweep and kept, and the others
 // are swept.
 func TestPartitionNonceStoreCorruptRows(t *testing.T) {
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	rowKey, err := gen.AppendReceiverNonceKey(nil, "bad")
@@ -364,7 +364,7 @@ func TestNonceStoresMatchTheModel(t *testing.T) {
 
 func runNonceModel(t *testing.T, kind string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	faults := storetest.NewFaults(e.s)
 	var n outcome.NonceStore
 	var pn *outcome.PartitionNonceStore

@@ -126,7 +126,7 @@ func TestOfficialLibraryRefusesWhatTheSinkDidNotSign(t *testing.T) {
 
 	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
 		rec := newRecorder(t, nil)
-		off := clock.NewManualMs(uint64(time.Now().Add(skew).UnixMilli()))
+		off := clock.NewManual(time.Now().Add(skew).Truncate(time.Millisecond))
 		stale := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) {
 			c.StandardWebhooks = true
 			c.Clock = off
@@ -197,7 +197,7 @@ func TestReceiverVerifiesTheOfficialVector(t *testing.T) {
 	ts := time.Unix(1614265330, 0)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{
 		StandardWebhooks: []outcome.Verifier{webhookSecret(t, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")},
-		Clock:            clock.NewManualMs(uint64(ts.UnixMilli())),
+		Clock:            clock.NewManual(ts.Truncate(time.Millisecond)),
 	})
 	require.NoError(t, err)
 	body := []byte(`{"test": 2432232314}`)
@@ -215,7 +215,7 @@ func TestReceiverVerifiesTheOfficialVector(t *testing.T) {
 func TestReceiverAcceptsWhatTheOfficialLibrarySigns(t *testing.T) {
 	secret := whsec(24, 9)
 	now := time.UnixMilli(1_700_000_000_000)
-	clk := clock.NewManualMs(uint64(now.UnixMilli()))
+	clk := clock.NewManual(now)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk})
 	env := sampleEnvelope(t, "msg_in")
 	body, err := env.JSON()
@@ -274,7 +274,7 @@ func TestReceiverAcceptsWhatTheOfficialLibrarySigns(t *testing.T) {
 func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *testing.T) {
 	secret := whsec(32, 4)
 	start := time.UnixMilli(1_700_000_000_000)
-	clk := clock.NewManualMs(uint64(start.UnixMilli()))
+	clk := clock.NewManual(start)
 	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk, Nonces: nonces})
 	require.NoError(t, err)
@@ -312,7 +312,7 @@ func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *test
 // a library nonce whatever the handler answered.
 func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	secret := whsec(32, 5)
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	key := webhookSecret(t, secret)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk, Nonces: nonces})
@@ -343,7 +343,7 @@ func TestReceiverVerifiesV1a(t *testing.T) {
 	signer := edSigner(t, edPriv)
 	pub, err := outcome.ParseWebhookPublicKey(signer.WebhookPublicKey())
 	require.NoError(t, err)
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{pub}, Clock: clk})
 	env := sampleEnvelope(t, "msg_ed")
 	body, err := env.JSON()
@@ -414,7 +414,7 @@ func second[T any](_ T, err error) error { return err }
 // requests whose signature headers and body are arbitrary: it never
 // panics, and accepts only a body some key signed.
 func FuzzReceiverVerify(f *testing.F) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	key := webhookSecret(f, whsec(32, 3))
 	rec := newRecorder(f, nil)
 	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) {

@@ -48,7 +48,7 @@ func (b *slowBody) Read(p []byte) (int, error) {
 // recorded with an expiry already past, is evicted by the next request
 // and the same request is accepted twice.
 func TestReceiverChecksTheWindowAfterASlowBody(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk, MaxSkew: time.Second})
 	require.NoError(t, err)
 	rec := newRecorder(t, nil)
@@ -216,7 +216,7 @@ func (a *admitAll) Claim(_ contextT, key string, until, _ time.Time) (outcome.No
 func (a *admitAll) Release(contextT, outcome.NonceClaim) error { return nil }
 
 func TestReceiverChecksWindowsWhateverItsNonceStore(t *testing.T) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	nonces := &admitAll{}
 	secret := whsec(32, 6)
 	key := webhookSecret(t, secret)

@@ -254,7 +254,7 @@ func TestWebhookOverTLS(t *testing.T) {
 }
 
 func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk, MaxSkew: time.Second})
 	rec := newRecorder(t, nil)
 	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
@@ -277,7 +277,7 @@ func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "an expired request is rejected")
 
 	// One made in the future, beyond the skew, too.
-	future := clock.NewManualMs(clock.NowMs(clk) + 5_000)
+	future := clock.NewManual(clk.Now().Add(5 * time.Second))
 	ahead := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Clock = future })
 	require.NoError(t, ahead.Deliver(ctx, sampleEnvelope(t, "c")))
 	last := rec.requests()[2]
@@ -347,7 +347,7 @@ func TestReceiverAnswers401AndNeverCallsTheHandler(t *testing.T) {
 }
 
 func TestReceiverBoundsBodyAndNonces(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk,
 		MaxNonces: 1, MaxBodyBytes: 2048, MaxSkew: time.Second})
 	sink := webhook(t, rs.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
@@ -408,7 +408,7 @@ func TestWebhookAnswers(t *testing.T) {
 }
 
 func TestWebhookRetryAfterDate(t *testing.T) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	rec := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", clk.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -431,10 +431,10 @@ func TestWebhook503RetryAfter7(t *testing.T) {
 	require.ErrorAs(t, sink.Deliver(ctx, sampleEnvelope(t, "r")), &de)
 	assert.Equal(t, 7*time.Second, de.RetryAfter)
 
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("r")
-	e.fire(sink, 100)
-	assert.Equal(t, uint64(100+7_000), e.timerDue())
+	e.fire(sink, t0)
+	assert.Equal(t, t0.Add(7*time.Second), e.timerDue())
 	assert.Equal(t, uint64(1), e.backlogRows())
 }
 
@@ -451,13 +451,13 @@ func TestWebhookServerThatNeverAnswersIsCutBySinkTimeout(t *testing.T) {
 		case <-time.After(time.Minute):
 		}
 	})
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b")
 	d := delivery(t, webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)), func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 50 * time.Millisecond
 		c.Sleep = nil // real time
 	})
-	rep := e.fireWith(d, 100)
+	rep := e.fireWith(d, t0)
 	assert.Equal(t, 1, rep.Fired)
 	select {
 	case <-cancelled:
@@ -569,14 +569,14 @@ func TestWebhookNetworkFailureIsADeliveryError(t *testing.T) {
 // retry is signed afresh (a new nonce and validity window).
 func TestAFailingRemoteHookKeepsTheRowAndEachRetryIsSignedAfresh(t *testing.T) {
 	rec := newRecorder(t, func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("retry")
 	// The sink shares the test clock, so a retry's window moves.
 	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
-	assert.Equal(t, 1, e.fire(sink, 100).Fired)
+	assert.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 	due := e.timerDue()
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	assert.Equal(t, 1, e.fire(sink, due).Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 
