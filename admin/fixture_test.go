@@ -22,8 +22,6 @@ import (
 // t0 is the fixture's "now".
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
-
 // The fixture's partitions: a customer shard whose relay rows go to two
 // region shards, and a partition of a namespace no linked package
 // declares.

@@ -255,7 +255,7 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 			planned.queue(t, tt.initial)
 			for round := range tt.rounds {
 				captured = nil
-				planned.nowMs = relayed.nowMs // rows are stamped with it
+				planned.now = relayed.now // rows are stamped with it
 				relayed.queue(t, tt.queue)
 				planned.queue(t, tt.queue)
 				steps := planned.plan(t, 4*tt.budget.MaxRows, tt.fires)

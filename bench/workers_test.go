@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,7 +270,7 @@ func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), ms(clock.NowMs(clock.Real{})), o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), time.Now(), o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -391,10 +390,10 @@ func (h *drainedHandler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTi
 // completed them).
 func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 	ctx := context.Background()
-	nowMs := clock.NowMs(clock.Real{})
+	now := time.Now()
 	for _, p := range parts {
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAt: ms(nowMs)}); err != nil {
+		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAt: now}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := s.Apply(ctx, p, batch); err != nil || !out.Committed() {
@@ -405,7 +404,7 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 
 // dueEmpty reports whether the due index holds no entry.
 func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
-	due, err := l.ScanDue(context.Background(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
+	due, err := l.ScanDue(context.Background(), store.DueQuery{Until: store.MaxTime, Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

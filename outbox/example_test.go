@@ -20,7 +20,7 @@ import (
 // absent), so a re-run after an unknown commit result finds its work done.
 func ExampleBuilder() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManualMs(1_000)))
+	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clock.NewManual(time.UnixMilli(1_000))))
 	if err != nil {
 		panic(err)
 	}

@@ -67,15 +67,25 @@ func NewService(c ServiceConfig) (*Service, error) {
 	return &Service{store: c.Store, shipDelay: c.ShipDelay}, nil
 }
 
-// Place places an open order of customer, placed at placedAtMs, for
-// order.Region: in one batch of the customer's shard, the order (guarded
-// absent), its KindShip timer, due ServiceConfig.ShipDelay later, and a relay row that
-// puts the order's index entry into the region's shard. It fails with
-// ErrExists when the order is already placed (a retried Place after an
-// unknown result finds its own order and fails the same way), with an
-// error wrapping store.ErrInvalid for an order that breaks the schema, and
-// with the store's errors.
-func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1) error {
+// Place places an open order of customer, placed at placedAt (to the
+// millisecond: the order's key holds the time as stored data does, see
+// store.EncodeTime), for order.Region: in one batch of the customer's
+// shard, the order (guarded absent), its KindShip timer, due
+// ServiceConfig.ShipDelay later, and a relay row that puts the order's
+// index entry into the region's shard. It fails with ErrExists when the
+// order is already placed (a retried Place after an unknown result finds
+// its own order and fails the same way), with an error wrapping
+// store.ErrInvalid for an order that breaks the schema or a placedAt not
+// after the Unix epoch, and with the store's errors.
+func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAt time.Time, order ordersgen.OrderV1) error {
+	placedAtMs, err := store.EncodeTime(placedAt)
+	if err == nil && placedAtMs == 0 {
+		err = fmt.Errorf("%w: the zero Time or the epoch", store.ErrInvalid)
+	}
+	if err != nil {
+		return fmt.Errorf("orders: placed at %v: %w", placedAt, err)
+	}
+	placedAt = store.DecodeTime(placedAtMs)
 	shard := ordersgen.CustomerShard{Customer: customer}
 	order.Status = ordersgen.StatusOpen
 	key, value, err := encodeOrder(customer, placedAtMs, order)
@@ -94,17 +104,17 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			return nil, err
 		}
 		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
-		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAtMs, b); err != nil {
+		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAt, b); err != nil {
 			return nil, err
 		}
-		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: time.UnixMilli(int64(placedAtMs)).Add(s.shipDelay)}
+		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: placedAt.Add(s.shipDelay)}
 		if err := timers.Schedule(b, caps, nil, ship); err != nil {
 			return nil, err
 		}
 		return b, nil
 	}, store.TransactConfig{})
 	if err == nil && exists {
-		return fmt.Errorf("%w: %s at %d", ErrExists, customer, placedAtMs)
+		return fmt.Errorf("%w: %s at %v", ErrExists, customer, placedAt)
 	}
 	return err
 }
@@ -207,7 +217,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return nil, err
 	}
 	b := store.NewBatch()
-	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, uint64(c.Now.UnixMilli()), b, ship); err != nil {
+	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -218,7 +228,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 // more appends to the same outbox, with the outbox guards that make the
 // append atomic: observed is the shard's outbox state as the batch's
 // builder read it (a concurrent append fails the batch's guards).
-func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch, more ...func(*outbox.Builder) error) error {
+func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
@@ -227,7 +237,7 @@ func relayIndex(caps store.Capabilities, observed outbox.Observed, customer orde
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	ob, err := outbox.NewBuilder(caps, time.UnixMilli(int64(nowMs)), observed)
+	ob, err := outbox.NewBuilder(caps, now, observed)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,7 +94,8 @@ func TestIsTerminalAndIsSynthetic(t *testing.T) {
 // value, the reservation id as its id) is delivered through the source,
 // and acknowledged like any other.
 func TestALegacyPendingRowIsDelivered(t *testing.T) {
-	clk := clock.NewManualMs(100)
+	now := time.UnixMilli(100)
+	clk := clock.NewManual(now)
 	s, err := fdblayer.Open(fdblayer.NewMemoryEngine(), fdblayer.WithClock(clk))
 	require.NoError(t, err)
 	defer s.Close()
@@ -110,7 +112,7 @@ func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	timer, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
 	require.NoError(t, err)
 	b := store.NewBatch().Put(key, terminal).Put(pendingKey, store.Value{}).Put(outbox.BacklogKey(), backlog)
-	require.NoError(t, timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: ms(100), Value: timer}))
+	require.NoError(t, timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: now, Value: timer}))
 	out, err := s.Apply(ctx, p, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed())
@@ -125,7 +127,7 @@ func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	require.NoError(t, err)
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, s, p, reg, ms(100), timers.RunConfig{Clock: clk})
+	rep, err := timers.RunDue(ctx, s, p, reg, now, timers.RunConfig{Clock: clk})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Fired)
 	require.Len(t, got, 1)

@@ -36,7 +36,7 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := ordersgen.OrderV1{Status: ordersgen.StatusOpen, Region: 3, Lines: []ordersgen.Line{{SKU: "teapot", Quantity: 2}}}
-	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), 1_700_000_000_000, order); err != nil {
+	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), time.UnixMilli(1_700_000_000_000), order); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
