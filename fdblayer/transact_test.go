@@ -168,7 +168,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 		require.Equal(t, 3, runs)
 	})
 	t.Run("deadline passed on the re-run", func(t *testing.T) {
-		clk := clock.NewManualMs(1_000_000)
+		clk := clock.NewManual(time.UnixMilli(1_000_000))
 		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, WithClock(clk))
 		deadline := clk.Now().Add(time.Minute)
 		_, err := l.TransactOnce(t.Context(), faultP, func(context.Context, store.Reader) (*store.Batch, error) {

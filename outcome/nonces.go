@@ -378,7 +378,9 @@ func nonceRows(c NonceClaim) (rowKey, idxKey store.Key, value store.Value, err e
 	return rowKey, idxKey, value, err
 }
 
-// unixMs is t in Unix milliseconds, 0 before the epoch.
+// unixMs is t as stored data holds it (store.EncodeTime), 0 before the
+// epoch.
 func unixMs(t time.Time) uint64 {
-	return uint64(max(t.UnixMilli(), 0))
+	u, _ := store.EncodeTime(t)
+	return u
 }

@@ -258,7 +258,7 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	}
 	// A request already outside its window is refused before its body is
 	// read; the check that counts is the one after.
-	if err := q.window(clock.NowMs(r.clock)); err != nil {
+	if err := q.window(unixMs(r.clock.Now())); err != nil {
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, r.maxBody+1))
@@ -268,7 +268,7 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if int64(len(body)) > r.maxBody {
 		return nil, fmt.Errorf("%w: over %d bytes", errTooLarge, r.maxBody)
 	}
-	nowMs := clock.NowMs(r.clock)
+	nowMs := unixMs(r.clock.Now())
 	if err := q.window(nowMs); err != nil {
 		return nil, err
 	}

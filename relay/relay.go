@@ -101,7 +101,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -381,6 +380,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if err != nil {
 		return nil, err
 	}
+	nowMs, _ := store.EncodeTime(c.Now) // 0 before the epoch
 	f := &fire{
 		scratch:    getScratch(),
 		h:          h,
@@ -394,7 +394,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 		log:        c.Logger,
 		metrics:    h.metrics,
 		lagBoundMs: h.lagBoundMs,
-		nowMs:      clock.Ms(c.Now),
+		nowMs:      nowMs,
 	}
 	if f.log == nil {
 		f.log = slog.Default()

@@ -11,7 +11,6 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/zeebo/blake3"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -197,12 +196,13 @@ func nextPeriod(p Period, periodMs, nowMs uint64) uint64 {
 		}
 		return periodMs + k*d
 	}
-	t := clock.FromMs(max(periodMs, nowMs))
+	t := store.DecodeTime(max(periodMs, nowMs))
 	next := p.Next(t)
 	if next.IsZero() || !next.After(t) {
 		return math.MaxUint64
 	}
-	return max(clock.Ms(next), max(periodMs, nowMs)+1)
+	nextMs, _ := store.EncodeTime(next) // 0 before the epoch
+	return max(nextMs, max(periodMs, nowMs)+1)
 }
 
 // KindConfig configures a kind at registration (see Registry.Register).

@@ -313,6 +313,12 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	}, nil
 }
 
+// nowMs is the scheduler's clock's time as stored (0 before the epoch).
+func (s *Scheduler) nowMs() uint64 {
+	u, _ := store.EncodeTime(s.clock.Now())
+	return u
+}
+
 // randomOwner names a Scheduler that was given no Owner.
 func randomOwner() string {
 	var b [12]byte
@@ -417,7 +423,7 @@ func (r *Report) add(o Report) {
 // TickReport.Errors counting them. Skipped partitions are not errors.
 func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	s.metrics.Add(telemetry.MetricSchedulerTicks, nil, 1)
-	nowMs := clock.NowMs(s.clock)
+	nowMs := s.nowMs()
 	rep := TickReport{Now: store.DecodeTime(nowMs)}
 	entries := make(chan store.DueEntry)
 	locals := make([]TickReport, s.workers)
@@ -567,7 +573,7 @@ func (s *Scheduler) enter(id string) bool {
 // memory: it spaces one Scheduler's retries of a partition whose store
 // calls keep failing, without ever delaying a timer in the store.
 func (s *Scheduler) backingOff(id string) bool {
-	return s.failing.held(id, clock.NowMs(s.clock))
+	return s.failing.held(id, s.nowMs())
 }
 
 // backOff notes that partition id failed (failed) or succeeded.
@@ -576,7 +582,7 @@ func (s *Scheduler) backOff(id string, failed bool) {
 		s.failing.release(id)
 		return
 	}
-	s.failing.hold(id, clock.NowMs(s.clock), RetryBackoff)
+	s.failing.hold(id, s.nowMs(), RetryBackoff)
 }
 
 func (s *Scheduler) leave(id string) {

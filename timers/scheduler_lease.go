@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -35,7 +34,7 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	if err != nil {
 		r.Corrupt++
 		s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
-		if s.corrupt.allow(string(e.Partition), clock.NowMs(s.clock), corruptLogInterval) {
+		if s.corrupt.allow(string(e.Partition), s.nowMs(), corruptLogInterval) {
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
 				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
 		}
@@ -130,7 +129,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 	// scans once the claim has committed.
 	_, prefetch := s.store.(store.Transactor)
 	for attempt := 0; attempt < maxWakeAttempts; attempt++ {
-		nowMs := clock.NowMs(s.clock)
+		nowMs := s.nowMs()
 		var (
 			state claimState
 			c     *claim
