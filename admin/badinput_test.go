@@ -122,7 +122,7 @@ func TestLockedDatabaseIsNamedWithTheHoldersPid(t *testing.T) {
 }
 
 // TestClusterFileOpensThroughOpenCluster: -cluster-file opens the store
-// through Command.OpenCluster, named with the file it was given, and
+// through Config.OpenCluster, named with the file it was given, and
 // views it as -db views a file; a command without OpenCluster refuses it
 // in one line that says where the command that opens clusters is, and
 // opens nothing.
@@ -132,36 +132,36 @@ func TestClusterFileOpensThroughOpenCluster(t *testing.T) {
 	if err := os.WriteFile(cluster, []byte("test:test@127.0.0.1:4500\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	view := func(c *Command, args ...string) (int, string, string) {
+	view := func(openCluster func(string) (kv.Engine, error), args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
-		c.Name, c.Stdin, c.Stdout, c.Stderr = "mkitfdb", strings.NewReader(""), &stdout, &stderr
-		c.Clock, c.KindNames = clock.NewManual(t0), map[timers.Kind]string{kindShip: "ship"}
+		c := NewCommand(Config{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+			Clock: clock.NewManual(t0), KindNames: map[timers.Kind]string{kindShip: "ship"}, OpenCluster: openCluster})
 		code := c.Run(context.Background(), args)
 		return code, stdout.String(), stderr.String()
 	}
 
-	code, out, errOut := view(&Command{}, "lag", "-cluster-file", cluster)
+	code, out, errOut := view(nil, "lag", "-cluster-file", cluster)
 	if code != ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 ||
 		!strings.Contains(errOut, "opens no FoundationDB cluster") || !strings.Contains(errOut, "go install "+fdbCommand+"@latest") {
 		t.Errorf("-cluster-file without OpenCluster: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s", code, out, errOut, fdbCommand)
 	}
 
 	var opened []string
-	c := &Command{OpenCluster: func(clusterFile string) (kv.Engine, error) {
+	openCluster := func(clusterFile string) (kv.Engine, error) {
 		opened = append(opened, clusterFile)
 		return boltengine.Open(db, boltengine.Config{ReadOnly: true, LockTimeout: boltengine.NoLockWait})
-	}}
-	code, viaCluster, errOut := view(c, "lag", "-cluster-file", cluster)
+	}
+	code, viaCluster, errOut := view(openCluster, "lag", "-cluster-file", cluster)
 	if code != ExitOK || len(opened) != 1 || opened[0] != cluster {
 		t.Fatalf("-cluster-file with OpenCluster: exit %d %s; opened %q, want [%s]", code, errOut, opened, cluster)
 	}
-	code, viaFile, errOut := view(&Command{}, "lag", "-db", db)
+	code, viaFile, errOut := view(nil, "lag", "-db", db)
 	if code != ExitOK || viaFile == "" || viaCluster != viaFile {
 		t.Errorf("the cluster's view differs from the file's (exit %d %s):\n%s\nwant\n%s", code, errOut, viaCluster, viaFile)
 	}
 
-	c.OpenCluster = func(string) (kv.Engine, error) { return nil, errors.New("no client library") }
-	if code, _, errOut := view(c, "lag", "-cluster-file", cluster); code != ExitUsage || !strings.Contains(errOut, "cannot open the cluster of "+cluster+": no client library") {
+	failing := func(string) (kv.Engine, error) { return nil, errors.New("no client library") }
+	if code, _, errOut := view(failing, "lag", "-cluster-file", cluster); code != ExitUsage || !strings.Contains(errOut, "cannot open the cluster of "+cluster+": no client library") {
 		t.Errorf("a failing OpenCluster: exit %d, stderr %q", code, errOut)
 	}
 }

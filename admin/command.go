@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,14 +33,11 @@ const (
 	ExitUsage = 2
 )
 
-// Command is the operator's command: mkitfdb, or a service's own admin
-// command built with the service's generated packages linked in (see the
-// package doc). Its zero value is usable (Name "mkitfdb", the standard
-// streams, the real clock); set fields before Run. A Command is not safe
-// for concurrent use.
-type Command struct {
-	// Name is the command's name in usage and messages; "" means
-	// "mkitfdb".
+// Config configures a Command (see NewCommand). A zero field takes its
+// default.
+type Config struct {
+	// Name is the command's name in usage and messages (default
+	// "mkitfdb"; Main's default is the program's name).
 	Name string
 	// KindNames names the service's timer kinds in the views (the
 	// library's kinds are named already).
@@ -49,7 +47,7 @@ type Command struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Clock tells the time the views measure ages against and repairs
-	// record; nil means the real clock.
+	// record (default: the real clock).
 	Clock clock.Clock
 	// OpenCluster opens the FoundationDB cluster a -cluster-file names,
 	// as fdbengine.Open does (package fdblayer/fdbengine, a module of its
@@ -57,6 +55,14 @@ type Command struct {
 	// -cluster-file is refused in one line that says where the command
 	// that does is.
 	OpenCluster func(clusterFile string) (kv.Engine, error)
+}
+
+// Command is the operator's command: mkitfdb, or a service's own admin
+// command built with the service's generated packages linked in (see the
+// package doc), configured by a Config. The zero Command is
+// NewCommand(Config{}). A Command is not safe for concurrent use.
+type Command struct {
+	cfg Config
 
 	// onOpen and beforeApply, for tests, run when the store is open and
 	// between a repair's read and its batch.
@@ -65,16 +71,26 @@ type Command struct {
 	forceTerminal bool // Stdin is taken for a terminal
 }
 
-// Main runs the command named after the program (os.Args[0]) with args
-// (os.Args[1:]) and returns its exit status: a service's admin command is
+// NewCommand returns the command c configures; it keeps a copy of
+// KindNames. It does no I/O.
+func NewCommand(c Config) *Command {
+	c.KindNames = maps.Clone(c.KindNames)
+	return &Command{cfg: c}
+}
+
+// Main runs the command c configures, its Name defaulting to the
+// program's (os.Args[0]), with the command line os.Args[1:], and returns
+// its exit status: a service's admin command is
 //
-//	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//	func main() { os.Exit(admin.Main(admin.Config{KindNames: names})) }
 //
 // in a package that imports its generated schema packages (for their
 // registration) and this one.
-func Main(args []string, stdout, stderr io.Writer) int {
-	c := &Command{Name: filepath.Base(os.Args[0]), Stdout: stdout, Stderr: stderr}
-	return c.Run(context.Background(), args)
+func Main(c Config) int {
+	if c.Name == "" {
+		c.Name = filepath.Base(os.Args[0])
+	}
+	return NewCommand(c).Run(context.Background(), os.Args[1:])
 }
 
 // usageError is bad input: exit status 2, one line.
@@ -120,30 +136,30 @@ func lookup(name string) *subcommand {
 }
 
 func (c *Command) name() string {
-	if c.Name == "" {
+	if c.cfg.Name == "" {
 		return "mkitfdb"
 	}
-	return c.Name
+	return c.cfg.Name
 }
 
 func (c *Command) now() time.Time {
-	if c.Clock == nil {
+	if c.cfg.Clock == nil {
 		return time.Now()
 	}
-	return c.Clock.Now()
+	return c.cfg.Clock.Now()
 }
 
 // Run runs the command line args (without the program's name) and returns
 // the exit status: ExitOK, ExitFailed or ExitUsage.
 func (c *Command) Run(ctx context.Context, args []string) int {
-	if c.Stdin == nil {
-		c.Stdin = os.Stdin
+	if c.cfg.Stdin == nil {
+		c.cfg.Stdin = os.Stdin
 	}
-	if c.Stdout == nil {
-		c.Stdout = os.Stdout
+	if c.cfg.Stdout == nil {
+		c.cfg.Stdout = os.Stdout
 	}
-	if c.Stderr == nil {
-		c.Stderr = os.Stderr
+	if c.cfg.Stderr == nil {
+		c.cfg.Stderr = os.Stderr
 	}
 	err := c.run(ctx, args)
 	var ue *usageError
@@ -154,13 +170,13 @@ func (c *Command) Run(ctx context.Context, args []string) int {
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(ue.msg))
+		fmt.Fprintf(c.cfg.Stderr, "%s: %s\n", c.name(), oneLine(ue.msg))
 		return ExitUsage
 	case errors.As(err, &re):
-		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(re.msg))
+		fmt.Fprintf(c.cfg.Stderr, "%s: %s\n", c.name(), oneLine(re.msg))
 		return ExitFailed
 	default:
-		fmt.Fprintf(c.Stderr, "%s: %s\n", c.name(), oneLine(err.Error()))
+		fmt.Fprintf(c.cfg.Stderr, "%s: %s\n", c.name(), oneLine(err.Error()))
 		return ExitFailed
 	}
 }
@@ -175,7 +191,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 {
-			c.usage(c.Stdout)
+			c.usage(c.cfg.Stdout)
 			return nil
 		}
 		sub := lookup(rest[0])
@@ -235,8 +251,8 @@ func (c *Command) flagSet(sub *subcommand) (*flag.FlagSet, *options) {
 
 // printUsage prints sub's usage and flags on stdout.
 func (c *Command) printUsage(fs *flag.FlagSet, sub *subcommand) {
-	fmt.Fprintf(c.Stdout, "usage: %s %s [flags]%s\n\n%s\n\nflags:\n", c.name(), sub.name, sub.args, sub.long)
-	fs.SetOutput(c.Stdout)
+	fmt.Fprintf(c.cfg.Stdout, "usage: %s %s [flags]%s\n\n%s\n\nflags:\n", c.name(), sub.name, sub.args, sub.long)
+	fs.SetOutput(c.cfg.Stdout)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
 }
@@ -259,7 +275,7 @@ func (c *Command) usage(w io.Writer) {
 
 // kindName names a timer kind: the library's, then the service's.
 func (c *Command) kindName(k timers.Kind) string {
-	if n, ok := c.KindNames[k]; ok {
+	if n, ok := c.cfg.KindNames[k]; ok {
 		return n
 	}
 	return k.String()
@@ -272,13 +288,13 @@ func (c *Command) parseKind(s string) (timers.Kind, error) {
 			return k, nil
 		}
 	}
-	names := make([]timers.Kind, 0, len(c.KindNames))
-	for k := range c.KindNames {
+	names := make([]timers.Kind, 0, len(c.cfg.KindNames))
+	for k := range c.cfg.KindNames {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		if c.KindNames[k] == s {
+		if c.cfg.KindNames[k] == s {
 			return k, nil
 		}
 	}

@@ -40,7 +40,7 @@ func deadFixture(t *testing.T) string {
 	l := openBolt(t, path)
 	defer l.Close()
 	reg := &timers.Registry{}
-	if err := reg.Register(shipFailer{}, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 1})); err != nil {
+	if err := reg.Register(shipFailer{}, timers.KindConfig{Retry: timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	at := t0.Add(-30 * time.Minute)
@@ -50,20 +50,18 @@ func deadFixture(t *testing.T) string {
 		{Kind: kindShip, Reference: "ship/r1/8", DueAt: t0.Add(-45 * time.Minute), Value: []byte("box 8, again")},
 	} {
 		schedule(t, l, region1, tm)
-		rep, err := timers.RunDue(context.Background(), l, region1, reg, at, timers.DefaultBudget,
-			timers.WithClock(clock.NewManual(at)), timers.WithLogger(slog.New(slog.DiscardHandler)))
+		rep, err := timers.RunDue(context.Background(), l, region1, reg, at, timers.RunConfig{Clock: clock.NewManual(at), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil || rep.DeadLettered != 1 {
 			t.Fatalf("dead letter %d: %+v %v", i, rep, err)
 		}
 	}
 	// And one that failed once, retrying in a minute.
 	retry := &timers.Registry{}
-	if err := retry.Register(shipFailer{}, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 1, MaxInterval: time.Minute, MaxAttempts: 5})); err != nil {
+	if err := retry.Register(shipFailer{}, timers.KindConfig{Retry: timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 1, MaxInterval: time.Minute, MaxAttempts: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	schedule(t, l, region1, timers.Timer{Kind: kindShip, Reference: "ship/r1/9", DueAt: t0, Value: []byte("box 9")})
-	rep, err := timers.RunDue(context.Background(), l, region1, retry, t0, timers.DefaultBudget,
-		timers.WithClock(clock.NewManual(t0)), timers.WithLogger(slog.New(slog.DiscardHandler)))
+	rep, err := timers.RunDue(context.Background(), l, region1, retry, t0, timers.RunConfig{Clock: clock.NewManual(t0), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil || rep.Failed != 1 {
 		t.Fatalf("retrying timer: %+v %v", rep, err)
 	}
@@ -184,8 +182,8 @@ func TestRedriveAndDeleteADeadLetter(t *testing.T) {
 	// between the read and the batch: refused.
 	var c *Command
 	var stdout, stderr bytes.Buffer
-	c = &Command{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Clock: clock.NewManual(t0), KindNames: map[timers.Kind]string{kindShip: "ship"}}
+	c = NewCommand(Config{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Clock: clock.NewManual(t0), KindNames: map[timers.Kind]string{kindShip: "ship"}})
 	c.onOpen = func(st *opened) {
 		c.beforeApply = func() {
 			dls, _, err := timers.DeadLetters(context.Background(), store.ReaderOf(st.layer, region1), nil, 10)

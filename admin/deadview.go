@@ -113,10 +113,10 @@ func (c *Command) deadView(ctx context.Context, st *opened, o *options) error {
 		if all == nil {
 			all = []DeadLetterRow{}
 		}
-		return json.NewEncoder(c.Stdout).Encode(map[string]any{"now": now.UTC(), "dead_letters": all, "more": more})
+		return json.NewEncoder(c.cfg.Stdout).Encode(map[string]any{"now": now.UTC(), "dead_letters": all, "more": more})
 	}
-	fmt.Fprintf(c.Stdout, "now %s\n", stamp(now))
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(c.cfg.Stdout, "now %s\n", stamp(now))
+	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tKIND\tREFERENCE\tDUE\tDEAD\tATTEMPTS\tLAST ERROR\tVALUE")
 	for _, d := range all {
 		attempts := fmt.Sprint(d.Attempts)
@@ -127,9 +127,9 @@ func (c *Command) deadView(ctx context.Context, st *opened, o *options) error {
 			stamp(d.Dead), rel(d.Dead, now), attempts, d.LastError, d.Value)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(c.Stdout, "%d dead letters\n", len(all))
+	fmt.Fprintf(c.cfg.Stdout, "%d dead letters\n", len(all))
 	if more {
-		fmt.Fprintf(c.Stdout, "more dead letters follow in some partitions: raise -max-rows\n")
+		fmt.Fprintf(c.cfg.Stdout, "more dead letters follow in some partitions: raise -max-rows\n")
 	}
 	return nil
 }

@@ -16,9 +16,10 @@
 //		_ "example.com/myservice/shopgen" // registers its schema
 //	)
 //
-//	func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//	func main() { os.Exit(admin.Main(admin.Config{})) }
 //
-// ([Command] has the same with options: the service's timer kinds' names.)
+// ([Config] names the service's timer kinds, and [NewCommand] builds the
+// command for a program that runs it itself.)
 //
 // # Commands
 //
@@ -42,7 +43,7 @@
 //	delete-dead  delete a dead letter
 //
 // Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
-// (FoundationDB, through Command.OpenCluster: the mkitfdb of module
+// (FoundationDB, through Config.OpenCluster: the mkitfdb of module
 // fdblayer/fdbengine sets it; a command without it says where that one
 // is). Views take -json: one JSON object whose shape
 // is stable (fields may be added, none renamed or removed). Partitions and

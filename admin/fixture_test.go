@@ -23,8 +23,6 @@ import (
 // t0 is the fixture's "now".
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
-
 // The fixture's partitions: a customer shard whose relay rows go to two
 // region shards, and a partition of a namespace no linked package
 // declares.
@@ -173,8 +171,8 @@ func schedule(t *testing.T, s store.Store, p store.Partition, tm timers.Timer) {
 func run(t *testing.T, now time.Time, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	c := &Command{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Clock: clock.NewManual(now), KindNames: map[timers.Kind]string{kindShip: "ship"}}
+	c := NewCommand(Config{Name: "mkitfdb", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Clock: clock.NewManual(now), KindNames: map[timers.Kind]string{kindShip: "ship"}})
 	code := c.Run(context.Background(), args)
 	return code, stdout.String(), stderr.String()
 }

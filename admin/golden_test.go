@@ -93,7 +93,7 @@ func TestJSONCarriesTheTextsFacts(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &parts); err != nil {
 		t.Fatal(err)
 	}
-	c := &Command{}
+	c := NewCommand(Config{})
 	for _, p := range parts.Partitions {
 		var line bytes.Buffer
 		c.partitionLine(&line, p, t0)

@@ -93,13 +93,13 @@ func (st *opened) partition(o *options) store.Identity {
 }
 
 // fdbCommand is the import path of the operator's command that opens
-// FoundationDB clusters: this package's Command with OpenCluster set to
-// the FoundationDB engine, in the module that holds the engine.
+// FoundationDB clusters: this package's Command with Config.OpenCluster
+// set to the FoundationDB engine, in the module that holds the engine.
 const fdbCommand = "github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb"
 
 // open opens the store the flags name: a bbolt file read-only for a view
 // (a shared lock) and for writing for a repair, or a FoundationDB cluster
-// through Command.OpenCluster. Nothing is created: a missing file is bad
+// through Config.OpenCluster. Nothing is created: a missing file is bad
 // input.
 func (c *Command) open(o *options, write bool) (*opened, error) {
 	var e kv.Engine
@@ -129,10 +129,10 @@ func (c *Command) open(o *options, write bool) (*opened, error) {
 			}
 			return nil, usagef("cluster file %s: %v", o.clusterFile, err)
 		}
-		if c.OpenCluster == nil {
-			return nil, usagef("this %s opens no FoundationDB cluster: go install %s@latest builds the mkitfdb that does (cgo and libfdb_c needed); a service's own command sets Command.OpenCluster", c.name(), fdbCommand)
+		if c.cfg.OpenCluster == nil {
+			return nil, usagef("this %s opens no FoundationDB cluster: go install %s@latest builds the mkitfdb that does (cgo and libfdb_c needed); a service's own command sets admin.Config.OpenCluster", c.name(), fdbCommand)
 		}
-		fe, err := c.OpenCluster(o.clusterFile)
+		fe, err := c.cfg.OpenCluster(o.clusterFile)
 		if err != nil {
 			return nil, usagef("cannot open the cluster of %s: %v", o.clusterFile, err)
 		}

@@ -161,7 +161,7 @@ func (c *Command) checkRepair(name string, o *options, needKey, needReason bool)
 		return usagef("%s: -reason has %d bytes, at most %d", name, len(o.reason), gen.MaxQuarantineV1Reason)
 	case len(whoami(o)) > gen.MaxQuarantineV1Who:
 		return usagef("%s: -who has %d bytes, at most %d", name, len(whoami(o)), gen.MaxQuarantineV1Who)
-	case !o.yes && !c.forceTerminal && !isTerminal(c.Stdin):
+	case !o.yes && !c.forceTerminal && !isTerminal(c.cfg.Stdin):
 		return usagef("%s: refusing to write without -yes: stdin is not a terminal to confirm at", name)
 	}
 	return nil
@@ -170,16 +170,16 @@ func (c *Command) checkRepair(name string, o *options, needKey, needReason bool)
 // apply shows the plan, asks for confirmation and applies its batch once.
 func (c *Command) apply(ctx context.Context, st *opened, o *options, name string, plan *repairPlan) error {
 	p := st.partition(o)
-	fmt.Fprintf(c.Stdout, "%s in %s (%s):\n", name, formatTuple(o.partID), st.where)
+	fmt.Fprintf(c.cfg.Stdout, "%s in %s (%s):\n", name, formatTuple(o.partID), st.where)
 	for _, l := range plan.lines {
-		fmt.Fprintf(c.Stdout, "  %s\n", l)
+		fmt.Fprintf(c.cfg.Stdout, "  %s\n", l)
 	}
 	if o.reason != "" {
-		fmt.Fprintf(c.Stdout, "  reason: %q, by %s\n", o.reason, whoami(o))
+		fmt.Fprintf(c.cfg.Stdout, "  reason: %q, by %s\n", o.reason, whoami(o))
 	}
 	if !o.yes {
-		fmt.Fprint(c.Stdout, "type yes to write this: ")
-		line, _ := bufio.NewReader(c.Stdin).ReadString('\n')
+		fmt.Fprint(c.cfg.Stdout, "type yes to write this: ")
+		line, _ := bufio.NewReader(c.cfg.Stdin).ReadString('\n')
 		if strings.TrimSpace(line) != "yes" {
 			return refusedf("%s: not confirmed; nothing written", name)
 		}
@@ -206,7 +206,7 @@ func (c *Command) apply(ctx context.Context, st *opened, o *options, name string
 		}
 		return refusedf("%s refused: %s changed since it was read; nothing written (run it again to see it as it is now)", name, what)
 	}
-	fmt.Fprintf(c.Stdout, "done: %s\n", plan.done)
+	fmt.Fprintf(c.cfg.Stdout, "done: %s\n", plan.done)
 	return nil
 }
 
@@ -614,7 +614,7 @@ func (c *Command) redrive(ctx context.Context, st *opened, o *options) error {
 	}
 	now := c.now()
 	if !msTime(storedMs(due)).After(now) {
-		fmt.Fprintf(c.Stdout, "the %s timer %q is due already (%s, %s): nothing to do\n", c.kindName(kind), o.ref, stamp(msTime(storedMs(due))), rel(msTime(storedMs(due)), now))
+		fmt.Fprintf(c.cfg.Stdout, "the %s timer %q is due already (%s, %s): nothing to do\n", c.kindName(kind), o.ref, stamp(msTime(storedMs(due))), rel(msTime(storedMs(due)), now))
 		return nil
 	}
 	plan := &repairPlan{b: store.NewBatch()}

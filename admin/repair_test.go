@@ -64,12 +64,15 @@ func fireRelay(t *testing.T, path string, now time.Time) timers.Report {
 	t.Helper()
 	l := openBolt(t, path)
 	defer l.Close()
-	reg, err := timers.NewRegistry(&relay.Handler{Target: l})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: l})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := timers.RunDue(context.Background(), l, ada, reg, now, timers.DefaultBudget,
-		timers.WithClock(clock.NewManual(now)), timers.WithLogger(slog.New(slog.DiscardHandler)))
+	reg, err := timers.NewRegistry(rh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := timers.RunDue(context.Background(), l, ada, reg, now, timers.RunConfig{Clock: clock.NewManual(now), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +225,7 @@ func TestQuarantineRefusesARowThatChanged(t *testing.T) {
 	// batch (through the command's own handle: bbolt lets no second one
 	// open meanwhile).
 	var stdout, stderr bytes.Buffer
-	hooked := &Command{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Clock: clock.NewManual(t0)}
+	hooked := NewCommand(Config{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Clock: clock.NewManual(t0)})
 	hooked.onOpen = func(st *opened) {
 		hooked.beforeApply = func() {
 			if _, err := st.layer.Apply(context.Background(), ada, store.NewBatch().Put(gen.AppendRelayKey(nil, 2), []byte("rewritten"))); err != nil {
@@ -371,7 +374,8 @@ func TestConfirmationAtATerminal(t *testing.T) {
 	args := []string{"redrive", "-db", db, "-partition", adaText, "-kind", "1000", "-ref", "ship/ada/2"}
 	for _, answer := range []string{"no\n", "", "yes\n"} {
 		var stdout, stderr bytes.Buffer
-		c := &Command{Stdin: strings.NewReader(answer), Stdout: &stdout, Stderr: &stderr, Clock: clock.NewManual(t0), forceTerminal: true}
+		c := NewCommand(Config{Stdin: strings.NewReader(answer), Stdout: &stdout, Stderr: &stderr, Clock: clock.NewManual(t0)})
+		c.forceTerminal = true
 		before := snapshot(t, db)
 		code := c.Run(context.Background(), args)
 		if !strings.Contains(stdout.String(), "type yes to write this: ") {

@@ -70,14 +70,14 @@ func (c *Command) get(ctx context.Context, st *opened, o *options) error {
 	sch, _, _ := schemaOf(o.partID)
 	row := decodeRow(sch, o.keyBytes, v)
 	if o.json {
-		return json.NewEncoder(c.Stdout).Encode(map[string]any{"partition": formatTuple(o.partID), "row": row})
+		return json.NewEncoder(c.cfg.Stdout).Encode(map[string]any{"partition": formatTuple(o.partID), "row": row})
 	}
 	printRow(c, row)
 	return nil
 }
 
 func printRow(c *Command, r Row) {
-	w := c.Stdout
+	w := c.cfg.Stdout
 	fmt.Fprintf(w, "key     %s\n", r.Key)
 	if r.Class != "" {
 		fmt.Fprintf(w, "class   %s\n", r.Class)
@@ -149,9 +149,9 @@ func (c *Command) scan(ctx context.Context, st *opened, o *options) error {
 		if rows == nil {
 			rows = []Row{}
 		}
-		return json.NewEncoder(c.Stdout).Encode(map[string]any{"partition": formatTuple(o.partID), "rows": rows, "more": n.More})
+		return json.NewEncoder(c.cfg.Stdout).Encode(map[string]any{"partition": formatTuple(o.partID), "rows": rows, "more": n.More})
 	}
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tCLASS\tREV\tVALUE")
 	for i, r := range rows {
 		class := r.Class
@@ -172,7 +172,7 @@ func (c *Command) scan(ctx context.Context, st *opened, o *options) error {
 	}
 	_ = tw.Flush()
 	if n.More {
-		fmt.Fprintf(c.Stdout, "more rows follow: run again with -after %q\n", rows[len(rows)-1].Key)
+		fmt.Fprintf(c.cfg.Stdout, "more rows follow: run again with -after %q\n", rows[len(rows)-1].Key)
 	}
 	return nil
 }
@@ -250,18 +250,18 @@ func (c *Command) quarantined(ctx context.Context, st *opened, o *options) error
 		if all == nil {
 			all = []QuarantinedRow{}
 		}
-		return json.NewEncoder(c.Stdout).Encode(map[string]any{"quarantined": all})
+		return json.NewEncoder(c.cfg.Stdout).Encode(map[string]any{"quarantined": all})
 	}
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tKEY\tCLASS\tAT\tWHO\tREASON\tREV")
 	for _, q := range all {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%q\t%s\n", q.Partition, q.Row.Key, q.Row.Class, q.At, q.Who, q.Reason, q.Rev)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(c.Stdout, "%d quarantined rows\n", len(all))
+	fmt.Fprintf(c.cfg.Stdout, "%d quarantined rows\n", len(all))
 	for _, q := range all {
 		if q.Corrupt != "" {
-			fmt.Fprintf(c.Stdout, "corrupt quarantine record %s in %s: %s\n", q.Row.Key, q.Partition, q.Corrupt)
+			fmt.Fprintf(c.cfg.Stdout, "corrupt quarantine record %s in %s: %s\n", q.Row.Key, q.Partition, q.Corrupt)
 		}
 	}
 	return nil

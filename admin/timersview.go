@@ -192,10 +192,10 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 		if all == nil {
 			all = []TimerRow{}
 		}
-		return json.NewEncoder(c.Stdout).Encode(map[string]any{"now": now.UTC(), "timers": all, "more": more})
+		return json.NewEncoder(c.cfg.Stdout).Encode(map[string]any{"now": now.UTC(), "timers": all, "more": more})
 	}
-	fmt.Fprintf(c.Stdout, "now %s\n", stamp(now))
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(c.cfg.Stdout, "now %s\n", stamp(now))
+	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tKIND\tREFERENCE\tDUE\tSTATE\tVALUE")
 	for _, t := range all {
 		due, name := "-", t.Name
@@ -212,9 +212,9 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\t%s\t%s\n", t.Partition, name, t.Reference, due, state, t.Row.Value)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(c.Stdout, "%d timers\n", len(all))
+	fmt.Fprintf(c.cfg.Stdout, "%d timers\n", len(all))
 	if more {
-		fmt.Fprintf(c.Stdout, "more timers follow in some partitions: raise -max-rows\n")
+		fmt.Fprintf(c.cfg.Stdout, "more timers follow in some partitions: raise -max-rows\n")
 	}
 	return nil
 }
@@ -302,9 +302,9 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 		return err
 	}
 	if o.json {
-		return json.NewEncoder(c.Stdout).Encode(rep)
+		return json.NewEncoder(c.cfg.Stdout).Encode(rep)
 	}
-	w := c.Stdout
+	w := c.cfg.Stdout
 	fmt.Fprintf(w, "now %s\n%d partitions, %d with queued rows, %d due now\n", stamp(now), rep.Partitions, rep.Queued, rep.Due)
 	line := func(label string, it *LagItem, verb string) {
 		if it == nil {

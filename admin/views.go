@@ -106,7 +106,7 @@ func (c *Command) partitions(ctx context.Context, st *opened, o *options) error 
 	var unlinked []Unlinked
 	onUnlinked := func(u Unlinked) error { unlinked = append(unlinked, u); return nil }
 	if o.json {
-		js := startJSON(c.Stdout, now, "partitions")
+		js := startJSON(c.cfg.Stdout, now, "partitions")
 		err := walk(ctx, st.layer, func(id store.Identity) error {
 			rep, err := c.inspect(ctx, st.layer, id, o.maxRows)
 			if err != nil {
@@ -123,8 +123,8 @@ func (c *Command) partitions(ctx context.Context, st *opened, o *options) error 
 		return js.end(map[string]any{"unlinked": unlinked})
 	}
 
-	fmt.Fprintf(c.Stdout, "now %s\n", stamp(now))
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(c.cfg.Stdout, "now %s\n", stamp(now))
+	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	header := "PARTITION\tKIND\tSEQ\tRELAY\tBYTES\tOLDEST\tBLOCKED\tTIMERS\tNEXT DUE\tOUTCOMES\tNEXT ATTEMPT\tQUARANTINED\tCORRUPT"
 	fmt.Fprintln(tw, header)
 	var details []PartitionReport
@@ -147,12 +147,12 @@ func (c *Command) partitions(ctx context.Context, st *opened, o *options) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "%d partitions\n", n)
+	fmt.Fprintf(c.cfg.Stdout, "%d partitions\n", n)
 	for _, rep := range details {
 		c.partitionDetails(rep, now)
 	}
 	for _, u := range unlinked {
-		fmt.Fprintf(c.Stdout, "\nnot linked: %s (first key %s): no linked schema tells its partitions apart; those with a wake time are listed above, others are not (build an admin command that links the schema's generated package)\n", u.Prefix, u.FirstKey)
+		fmt.Fprintf(c.cfg.Stdout, "\nnot linked: %s (first key %s): no linked schema tells its partitions apart; those with a wake time are listed above, others are not (build an admin command that links the schema's generated package)\n", u.Prefix, u.FirstKey)
 	}
 	return nil
 }
@@ -195,7 +195,7 @@ func (c *Command) partitionLine(w io.Writer, rep PartitionReport, now time.Time)
 }
 
 func (c *Command) partitionDetails(rep PartitionReport, now time.Time) {
-	w := c.Stdout
+	w := c.cfg.Stdout
 	fmt.Fprintf(w, "\n%s\n", rep.Partition)
 	if rep.Relay.Rows.N > 0 || rep.Relay.Cursor > 0 || rep.Relay.CycleEnd > 0 {
 		fmt.Fprintf(w, "  relay scan: cursor %d, cycle end %d\n", rep.Relay.Cursor, rep.Relay.CycleEnd)

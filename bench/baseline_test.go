@@ -238,7 +238,7 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 			var mu sync.Mutex // target batches are applied concurrently
 			var captured []step
 			capture := func(s store.Store) store.Store {
-				f := storetest.WithFaults(s)
+				f := storetest.NewFaults(s)
 				f.BeforeApply(func(_ context.Context, p store.Partition, b *store.Batch) error {
 					if p != sourcePartition || requires(b, store.Key(gen.AppendRelayScanKey(nil))) {
 						mu.Lock()
@@ -255,7 +255,7 @@ func TestBaselineMatchesTheRelaysBatches(t *testing.T) {
 			planned.queue(t, tt.initial)
 			for round := range tt.rounds {
 				captured = nil
-				planned.nowMs = relayed.nowMs // rows are stamped with it
+				planned.now = relayed.now // rows are stamped with it
 				relayed.queue(t, tt.queue)
 				planned.queue(t, tt.queue)
 				steps := planned.plan(t, 4*tt.budget.MaxRows, tt.fires)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -52,7 +53,7 @@ type fixture struct {
 	s       store.Store
 	targets []refdomain.Partition
 	reg     *timers.Registry
-	nowMs   uint64
+	now     time.Time
 	rows    int // rows queued so far
 	keys    [][]byte
 	value   []byte
@@ -72,7 +73,7 @@ func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay
 	if wrap != nil {
 		s = wrap(l)
 	}
-	f := &fixture{ctx: context.Background(), s: s, nowMs: 1_000_000, log: slog.New(slog.DiscardHandler)}
+	f := &fixture{ctx: context.Background(), s: s, now: time.UnixMilli(1_000_000), log: slog.New(slog.DiscardHandler)}
 	for i := range nTargets {
 		f.targets = append(f.targets, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey(fmt.Sprintf("target-%03d", i))})
 	}
@@ -83,7 +84,7 @@ func newFixture(tb testing.TB, eng testengine.Engine, nTargets int, budget relay
 	for i := range f.value {
 		f.value[i] = byte('a' + i%26)
 	}
-	f.reg, err = timers.NewRegistry(&relay.Handler{Target: s, Budget: budget})
+	f.reg, err = timers.NewRegistry(newRelayHandler(tb, relay.HandlerConfig{Target: s, Budget: budget}))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(f.s.Capabilities(), ms(f.nowMs), o)
+		ob, err := outbox.NewBuilder(f.s.Capabilities(), f.now, o)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -130,15 +131,15 @@ func (f *fixture) queue(tb testing.TB, n int) {
 // of a relay fire that delivered rows). done reports that the relay timer
 // completed.
 func (f *fixture) fire(tb testing.TB) (done bool) {
-	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, ms(f.nowMs), timers.DefaultBudget, timers.WithLogger(f.log))
+	rep, err := timers.RunDue(f.ctx, f.s, sourcePartition, f.reg, f.now, timers.RunConfig{Logger: f.log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if rep.Fired != 1 {
-		tb.Fatalf("relay fire at %d: %+v", f.nowMs, rep)
+		tb.Fatalf("relay fire at %v: %+v", f.now, rep)
 	}
-	f.nowMs++
-	return msOf(rep.NextDue) == 0
+	f.now = f.now.Add(time.Millisecond)
+	return rep.NextDue.IsZero()
 }
 
 // drain fires the relay until its timer completes and returns the fires.

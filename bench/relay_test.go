@@ -150,7 +150,7 @@ func BenchmarkRelayBacklog(b *testing.B) {
 						timed(b, &rm, rows, runRelay)
 					}
 					i++
-					base.nowMs = r.nowMs // rows are stamped with it
+					base.now = r.now // rows are stamped with it
 					r.queue(b, rows)
 					base.queue(b, rows)
 					b.StartTimer()
@@ -186,7 +186,7 @@ func BenchmarkRelayVsBaseline(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					b.StopTimer()
-					base.nowMs = r.nowMs // rows are stamped with it
+					base.now = r.now // rows are stamped with it
 					r.queue(b, opRows)
 					base.queue(b, opRows)
 					steps := base.plan(b, 4*benchBudget.MaxRows, 0)

@@ -30,7 +30,7 @@ func BenchmarkRelayRoundTrips(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	h := &drainedHandler{inner: &relay.Handler{Target: l, Budget: benchBudget}}
+	h := &drainedHandler{inner: newRelayHandler(b, relay.HandlerConfig{Target: l, Budget: benchBudget})}
 	reg, err := timers.NewRegistry(h)
 	if err != nil {
 		b.Fatal(err)

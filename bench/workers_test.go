@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,7 +207,7 @@ func BenchmarkRelayWorkers(b *testing.B) {
 		for _, n := range workerCounts {
 			b.Run(fmt.Sprintf("engine=%s/workers=%d", eng.Name, n), func(b *testing.B) {
 				ws := openWorkerStore(b, eng)
-				h := &drainedHandler{inner: &relay.Handler{Target: ws.l, Budget: benchBudget}}
+				h := &drainedHandler{inner: newRelayHandler(b, relay.HandlerConfig{Target: ws.l, Budget: benchBudget})}
 				reg, err := timers.NewRegistry(h)
 				if err != nil {
 					b.Fatal(err)
@@ -272,7 +271,7 @@ func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), ms(clock.NowMs(clock.Real{})), o)
+		ob, err := outbox.NewBuilder(s.Capabilities(), time.Now(), o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -392,10 +391,10 @@ func (h *drainedHandler) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTi
 // completed them).
 func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 	ctx := context.Background()
-	nowMs := clock.NowMs(clock.Real{})
+	now := time.Now()
 	for _, p := range parts {
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAt: ms(nowMs)}); err != nil {
+		if err := timers.Schedule(batch, s.Capabilities(), nil, timers.Timer{Kind: workerKindFired, DueAt: now}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := s.Apply(ctx, p, batch); err != nil || !out.Committed() {
@@ -406,9 +405,19 @@ func arm(b *testing.B, s store.Store, parts []refdomain.Partition) {
 
 // dueEmpty reports whether the due index holds no entry.
 func dueEmpty(b *testing.B, l *fdblayer.Layer) bool {
-	due, err := l.ScanDue(context.Background(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
+	due, err := l.ScanDue(context.Background(), store.DueQuery{Until: store.MaxTime, Limit: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return len(due) == 0
+}
+
+// newRelayHandler is relay.NewHandler(c), failing tb on an error.
+func newRelayHandler(tb testing.TB, c relay.HandlerConfig) *relay.Handler {
+	tb.Helper()
+	h, err := relay.NewHandler(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
 }

@@ -1,6 +1,7 @@
 // Package clock is the one source of time for the library: every component
 // that reads the time takes a [Clock], so tests drive time with a [Manual] clock
-// and never sleep.
+// and never sleep. It deals in time.Time and time.Duration only: the
+// milliseconds stored data holds are store.EncodeTime and store.DecodeTime.
 package clock
 
 import (
@@ -30,9 +31,6 @@ type Manual struct {
 // NewManual returns a manual clock reading t.
 func NewManual(t time.Time) *Manual { return &Manual{now: t} }
 
-// NewManualMs returns a manual clock reading ms milliseconds after the Unix epoch.
-func NewManualMs(ms uint64) *Manual { return NewManual(FromMs(ms)) }
-
 // Now returns the clock's current reading.
 func (m *Manual) Now() time.Time {
 	m.mu.Lock()
@@ -50,9 +48,6 @@ func (m *Manual) Set(t time.Time) {
 	m.mu.Unlock()
 }
 
-// SetMs moves the clock to ms milliseconds after the Unix epoch.
-func (m *Manual) SetMs(ms uint64) { m.Set(FromMs(ms)) }
-
 // Advance moves the clock forward by d.
 func (m *Manual) Advance(d time.Duration) {
 	m.mu.Lock()
@@ -61,28 +56,6 @@ func (m *Manual) Advance(d time.Duration) {
 	}
 	m.now = m.now.Add(d)
 	m.mu.Unlock()
-}
-
-// Ms converts t to the milliseconds since the Unix epoch that stored data
-// holds; times before the epoch read as 0.
-func Ms(t time.Time) uint64 {
-	ms := t.UnixMilli()
-	if ms < 0 {
-		return 0
-	}
-	return uint64(ms)
-}
-
-// NowMs reads c in stored-data milliseconds.
-func NowMs(c Clock) uint64 { return Ms(c.Now()) }
-
-// FromMs converts stored-data milliseconds to a time.Time. Values beyond
-// the int64 range saturate.
-func FromMs(ms uint64) time.Time {
-	if ms > uint64(1<<63-1) {
-		ms = 1<<63 - 1
-	}
-	return time.UnixMilli(int64(ms))
 }
 
 // Sleep waits d in real time, or until ctx ends, and then returns ctx's

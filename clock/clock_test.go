@@ -9,38 +9,25 @@ import (
 
 func TestManualMovesOnlyWhenTold(t *testing.T) {
 	var m Manual
-	if got := NowMs(&m); got != 0 {
-		t.Fatalf("zero Manual reads %d ms, want the epoch", got)
+	if got := m.Now(); !got.Equal(time.Unix(0, 0)) {
+		t.Fatalf("zero Manual reads %v, want the epoch", got)
 	}
-	m.SetMs(1_000)
 	m.Advance(250 * time.Millisecond)
-	if got := NowMs(&m); got != 1_250 {
-		t.Fatalf("after SetMs(1000)+250ms: %d", got)
+	if got, want := m.Now(), time.Unix(0, 0).Add(250*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("zero Manual after 250ms: %v, want %v", got, want)
 	}
-	m.Set(time.UnixMilli(5))
-	if got := NowMs(&m); got != 5 {
-		t.Fatalf("Set moves backwards too: %d", got)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m.Set(t0)
+	m.Advance(250 * time.Millisecond)
+	if got, want := m.Now(), t0.Add(250*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("after Set(t0)+250ms: %v, want %v", got, want)
 	}
-}
-
-func TestMsConversions(t *testing.T) {
-	for _, c := range []struct {
-		in   time.Time
-		want uint64
-	}{
-		{time.UnixMilli(0), 0},
-		{time.UnixMilli(-5), 0},
-		{time.UnixMilli(1_700_000_000_123), 1_700_000_000_123},
-	} {
-		if got := Ms(c.in); got != c.want {
-			t.Errorf("Ms(%v) = %d, want %d", c.in, got, c.want)
-		}
+	m.Set(t0.Add(-time.Hour))
+	if got, want := m.Now(), t0.Add(-time.Hour); !got.Equal(want) {
+		t.Fatalf("Set moves backwards too: %v, want %v", got, want)
 	}
-	if got := FromMs(1 << 63); got.UnixMilli() != 1<<63-1 {
-		t.Errorf("FromMs saturates: got %d", got.UnixMilli())
-	}
-	if got := Ms(FromMs(42)); got != 42 {
-		t.Errorf("round trip: %d", got)
+	if got := NewManual(t0).Now(); !got.Equal(t0) {
+		t.Fatalf("NewManual(%v) reads %v", t0, got)
 	}
 }
 

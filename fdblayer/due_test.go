@@ -3,15 +3,15 @@ package fdblayer_test
 import (
 	"encoding/binary"
 	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
-	"math"
-	"testing"
-
-	"github.com/stretchr/testify/require"
-
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -28,20 +28,20 @@ func identity(t *testing.T, p store.Partition) []byte {
 func TestDueIndexBesidePartitions(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, l *Layer) {
 		a, b := testPartition("iso"), testPartition("iso\x00")
-		mustApply(t, l, a, store.NewBatch().Put(k("t"), v("a")).WakeAt(ms(2000)))
-		mustApply(t, l, b, store.NewBatch().Put(k("t"), v("b")).WakeAt(ms(1000)))
+		mustApply(t, l, a, store.NewBatch().Put(k("t"), v("a")).WakeAt(t0.Add(2*time.Second)))
+		mustApply(t, l, b, store.NewBatch().Put(k("t"), v("b")).WakeAt(t0.Add(time.Second)))
 		for _, p := range []store.Partition{a, b} {
 			require.Equal(t, []string{"t"}, rowKeys(scanAllRows(t, l, p, nil, nil, 10)))
 		}
 		at, ok, err := l.NextWake(t.Context(), a)
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.Equal(t, uint64(2000), msOf(at))
+		require.Equal(t, t0.Add(2*time.Second), at)
 		at, _, err = l.NextWake(t.Context(), b)
 		require.NoError(t, err)
-		require.Equal(t, uint64(1000), msOf(at))
+		require.Equal(t, t0.Add(time.Second), at)
 		es := scanAllDue(t, l)
-		require.ElementsMatch(t, []store.DueEntry{dueAt(t, l, b, 1000), dueAt(t, l, a, 2000)}, es)
+		require.ElementsMatch(t, []store.DueEntry{dueAt(t, l, b, t0.Add(time.Second)), dueAt(t, l, a, t0.Add(2*time.Second))}, es)
 		_, err = l.ScanDue(t.Context(), store.DueQuery{})
 		require.ErrorIs(t, err, store.ErrInvalid)
 	})
@@ -57,8 +57,8 @@ func TestWakeupUnknownResult(t *testing.T) {
 		b    *store.Batch
 		want store.Outcome
 	}{
-		{"SetWake", store.NewBatch().Put(k("t"), v("x")).SetWake(ms(0), ms(5000)), store.PreconditionFailed},
-		{"WakeAt", store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(5000)), store.Committed},
+		{"SetWake", store.NewBatch().Put(k("t"), v("x")).SetWake(time.Time{}, t0.Add(5*time.Second)), store.PreconditionFailed},
+		{"WakeAt", store.NewBatch().Put(k("t"), v("x")).WakeAt(t0.Add(5 * time.Second)), store.Committed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := &faultScript{steps: []faultStep{{fault: fdbsim.CommitThenUnknown}}}
@@ -67,9 +67,9 @@ func TestWakeupUnknownResult(t *testing.T) {
 			require.Equal(t, tc.want, out.Outcome)
 			if tc.want == store.PreconditionFailed {
 				require.Equal(t, 0, out.FailedIndex)
-				require.Equal(t, store.WakeIs(ms(0)), out.Failed)
+				require.Equal(t, store.WakeIs(time.Time{}), out.Failed)
 			}
-			require.Equal(t, []store.DueEntry{dueAt(t, l, faultP, 5000)}, scanAllDue(t, l))
+			require.Equal(t, []store.DueEntry{dueAt(t, l, faultP, t0.Add(5*time.Second))}, scanAllDue(t, l))
 		})
 	}
 }
@@ -92,30 +92,30 @@ func TestCorruptWakeData(t *testing.T) {
 	_, _, err = l.NextWake(t.Context(), p)
 	require.ErrorIs(t, err, store.ErrCorrupt)
 	for _, b := range []*store.Batch{
-		store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(1000)),
-		store.NewBatch().Require(store.WakeIs(ms(1000))).Put(k("t"), v("x")),
+		store.NewBatch().Put(k("t"), v("x")).WakeAt(t0.Add(time.Second)),
+		store.NewBatch().Require(store.WakeIs(t0.Add(time.Second))).Put(k("t"), v("x")),
 	} {
 		_, err = l.Apply(t.Context(), p, b)
 		require.ErrorIs(t, err, store.ErrCorrupt)
 		require.NotErrorIs(t, err, store.ErrUnavailable)
 		require.Nil(t, mustGet(t, l, p, k("t")))
 	}
-	_, err = l.ScanDue(t.Context(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 10})
+	_, err = l.ScanDue(t.Context(), store.DueQuery{Until: store.MaxTime, Limit: 10})
 	require.ErrorIs(t, err, store.ErrCorrupt)
 }
 
 // scanAllDue lists the whole due index, from bucket 0.
 func scanAllDue(t *testing.T, l *Layer) []store.DueEntry {
 	t.Helper()
-	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(math.MaxUint64), Limit: 100_000})
+	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: store.MaxTime, Limit: 100_000})
 	require.NoError(t, err)
 	return es
 }
 
-// dueAt is p's entry at atMs, in its bucket of l.
-func dueAt(t *testing.T, l *Layer, p store.Partition, atMs uint64) store.DueEntry {
+// dueAt is p's entry at at, in its bucket of l.
+func dueAt(t *testing.T, l *Layer, p store.Partition, at time.Time) store.DueEntry {
 	id := identity(t, p)
-	return store.DueEntry{Bucket: l.DueBucket(id), At: ms(atMs), Partition: id}
+	return store.DueEntry{Bucket: l.DueBucket(id), At: at, Partition: id}
 }
 
 // TestDueBucketsSpread: partitions made due in the same millisecond land
@@ -128,8 +128,8 @@ func TestDueBucketsSpread(t *testing.T) {
 		var want []store.DueEntry
 		for i := range n {
 			p := testPartition(fmt.Sprintf("spread-%02d", i))
-			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(7000)))
-			want = append(want, dueAt(t, l, p, 7000))
+			mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(t0.Add(7*time.Second)))
+			want = append(want, dueAt(t, l, p, t0.Add(7*time.Second)))
 		}
 		buckets := map[int]bool{}
 		for _, e := range scanAllDue(t, l) {
@@ -137,7 +137,7 @@ func TestDueBucketsSpread(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, len(buckets), DueHashBuckets/2, "buckets holding %d partitions due at one time", n)
 		for start := range l.DueBuckets() {
-			es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(7000), Start: start, Limit: 1000})
+			es, err := l.ScanDue(t.Context(), store.DueQuery{Until: t0.Add(7 * time.Second), Start: start, Limit: 1000})
 			require.NoError(t, err)
 			require.ElementsMatch(t, want, es, "listing from bucket %d", start)
 		}
@@ -163,10 +163,12 @@ func TestDueBucketsByEngine(t *testing.T) {
 	require.Equal(t, DueHashBuckets+1, openLayer(t, fdbsim.AsDistributed(bolt)).DueBuckets())
 }
 
-// writeV1Entry writes partition p's wake time atMs as the layout before
+// writeV1Entry writes partition p's wake time at as the layout before
 // buckets did: the wake key and an entry root | 0xFF 0x01 | at | identity.
-func writeV1Entry(t *testing.T, e kv.Engine, l *Layer, p store.Partition, atMs uint64) {
+func writeV1Entry(t *testing.T, e kv.Engine, l *Layer, p store.Partition, at time.Time) {
 	t.Helper()
+	atMs, err := store.EncodeTime(at)
+	require.NoError(t, err)
 	sub, err := l.AppendSubspace(nil, p)
 	require.NoError(t, err)
 	txn, err := e.Begin(t.Context())
@@ -198,10 +200,10 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			for i := range 10 {
 				p := testPartition(fmt.Sprintf("v1-%d", i))
 				ps = append(ps, p)
-				writeV1Entry(t, e, l, p, uint64(1000+i))
+				writeV1Entry(t, e, l, p, t0.Add(time.Duration(1000+i)*time.Millisecond))
 			}
 			for start := range l.DueBuckets() {
-				es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(5000), Start: start, Limit: 3})
+				es, err := l.ScanDue(t.Context(), store.DueQuery{Until: t0.Add(5 * time.Second), Start: start, Limit: 3})
 				require.NoError(t, err)
 				require.Len(t, es, 3)
 			}
@@ -212,19 +214,19 @@ func TestDueIndexFirstLayout(t *testing.T) {
 				require.Equal(t, identity(t, ps[i]), e.Partition)
 			}
 			// Touching a partition's wake time moves its entry.
-			mustApply(t, l, ps[0], store.NewBatch().SetWake(ms(1000), ms(900)))
-			mustApply(t, l, ps[1], store.NewBatch().WakeAt(ms(500)))
+			mustApply(t, l, ps[0], store.NewBatch().SetWake(t0.Add(time.Second), t0.Add(900*time.Millisecond)))
+			mustApply(t, l, ps[1], store.NewBatch().WakeAt(t0.Add(500*time.Millisecond)))
 			// Lowering to a later time changes nothing: it stays where it is.
-			mustApply(t, l, ps[2], store.NewBatch().WakeAt(ms(9000)))
+			mustApply(t, l, ps[2], store.NewBatch().WakeAt(t0.Add(9*time.Second)))
 			all = scanAllDue(t, l)
 			require.Len(t, all, 10)
-			require.Contains(t, all, dueAt(t, l, ps[0], 900))
-			require.Contains(t, all, dueAt(t, l, ps[1], 500))
-			require.Contains(t, all, store.DueEntry{Bucket: l.V1Bucket(), At: ms(1002), Partition: identity(t, ps[2])})
+			require.Contains(t, all, dueAt(t, l, ps[0], t0.Add(900*time.Millisecond)))
+			require.Contains(t, all, dueAt(t, l, ps[1], t0.Add(500*time.Millisecond)))
+			require.Contains(t, all, store.DueEntry{Bucket: l.V1Bucket(), At: t0.Add(1002 * time.Millisecond), Partition: identity(t, ps[2])})
 
 			// A stale entry of the first layout (its wake time moved on
 			// without it) is dropped, and the wake time's own entry kept.
-			writeV1Entry(t, e, l, ps[3], 1003)
+			writeV1Entry(t, e, l, ps[3], t0.Add(1003*time.Millisecond))
 			stale := binary.BigEndian.AppendUint64(append(append([]byte{}, l.Root()...), PartitionEnd, DueTagV1), 1)
 			txn, err := e.Begin(t.Context())
 			require.NoError(t, err)
@@ -235,9 +237,9 @@ func TestDueIndexFirstLayout(t *testing.T) {
 			moved, err := l.MigrateDueIndex(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, 9, moved)
-			want := []store.DueEntry{dueAt(t, l, ps[0], 900), dueAt(t, l, ps[1], 500)}
+			want := []store.DueEntry{dueAt(t, l, ps[0], t0.Add(900*time.Millisecond)), dueAt(t, l, ps[1], t0.Add(500*time.Millisecond))}
 			for i := 2; i < 10; i++ {
-				want = append(want, dueAt(t, l, ps[i], uint64(1000+i)))
+				want = append(want, dueAt(t, l, ps[i], t0.Add(time.Duration(1000+i)*time.Millisecond)))
 			}
 			require.ElementsMatch(t, want, scanAllDue(t, l))
 			moved, err = l.MigrateDueIndex(t.Context())
@@ -257,11 +259,11 @@ func TestScanDueIsOneRoundTrip(t *testing.T) {
 	var want []store.DueEntry
 	for i := range 40 {
 		p := testPartition(fmt.Sprintf("rt-%02d", i))
-		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(ms(uint64(1000+i))))
-		want = append(want, dueAt(t, l, p, uint64(1000+i)))
+		mustApply(t, l, p, store.NewBatch().Put(k("t"), v("x")).WakeAt(t0.Add(time.Duration(1000+i)*time.Millisecond)))
+		want = append(want, dueAt(t, l, p, t0.Add(time.Duration(1000+i)*time.Millisecond)))
 	}
 	before := e.Stats()
-	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: ms(5000), Start: 5, Limit: 1000})
+	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: t0.Add(5 * time.Second), Start: 5, Limit: 1000})
 	require.NoError(t, err)
 	after := e.Stats()
 	require.ElementsMatch(t, want, es)
@@ -269,7 +271,7 @@ func TestScanDueIsOneRoundTrip(t *testing.T) {
 	require.Equal(t, uint64(1), after.Begun-before.Begun)
 	// A page that ends early still resumes where it stopped.
 	var got []store.DueEntry
-	q := store.DueQuery{Until: ms(5000), Start: 5, Limit: 7}
+	q := store.DueQuery{Until: t0.Add(5 * time.Second), Start: 5, Limit: 7}
 	for {
 		page, err := l.ScanDue(t.Context(), q)
 		require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -80,6 +81,10 @@ func forEachDistributedEngine(t *testing.T, fn func(t *testing.T, l *Layer), cfg
 		})
 	}
 }
+
+// t0 is the time the tests' wake times count from: the Unix epoch, so
+// that t0 plus n milliseconds is stored as n.
+var t0 = time.Unix(0, 0)
 
 // testPartition is a partition encoded as one tuple string element, like
 // generated identities.

@@ -8,6 +8,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -102,7 +103,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 			"too many ops":     store.NewBatch().Add(make([]store.Write, caps.MaxBatchOps+1)...),
 			"unknown op":       store.NewBatch().Add(good, store.Write{Op: 9, Key: k("u")}),
 			"0xff key":         store.NewBatch().Add(good).Put(k("\xffk"), v("x")),
-			"wakeup at 0":      store.NewBatch().Add(good).WakeAt(ms(0)),
+			"wakeup at 0":      store.NewBatch().Add(good).WakeAt(time.Time{}),
 		}
 		for i := range batches["too many ops"].Writes {
 			batches["too many ops"].Writes[i] = store.Put(k("o"), v("o"))

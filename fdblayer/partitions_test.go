@@ -9,6 +9,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -74,10 +75,10 @@ func TestListPartitionsFindsEveryPartition(t *testing.T) {
 		iso, isoNul := pairPartition{"ns", "iso"}, pairPartition{"ns", "iso\x00"}
 		put(iso, store.NewBatch().Put(store.Key{0x15, 1}, []byte("a")).Put(store.Key{0x15, 2}, []byte("b")))
 		put(isoNul, store.NewBatch().Put(store.Key{0x15, 1}, []byte("c")))
-		put(pairPartition{"ns", "wake"}, store.NewBatch().WakeAt(ms(100)))
+		put(pairPartition{"ns", "wake"}, store.NewBatch().WakeAt(t0.Add(100*time.Millisecond)))
 		put(pairPartition{"zz", "x"}, store.NewBatch().Put(store.Key{0x15, 1}, []byte("d")))
 		put(pairPartition{"zz", "y"}, store.NewBatch().Put(store.Key{0x15, 1}, []byte("e")))
-		put(pairPartition{"ns", "z"}, store.NewBatch().Put(store.Key{0x15, 9}, nil).WakeAt(ms(50)))
+		put(pairPartition{"ns", "z"}, store.NewBatch().Put(store.Key{0x15, 9}, nil).WakeAt(t0.Add(50*time.Millisecond)))
 
 		got := listAll(t, l, nil)
 		want := []string{

@@ -6,7 +6,6 @@ import (
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
-	"math"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func TestTransactOnceRoundTrips(t *testing.T) {
 	e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{})
 	l := openLayer(t, e)
 	p := testPartition("p")
-	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(ms(5000)))
+	mustApply(t, l, p, store.NewBatch().Put(k("k"), v("1")).WakeAt(t0.Add(5*time.Second)))
 	for _, tc := range []struct {
 		name string
 		fn   store.TransactFunc
@@ -169,7 +168,7 @@ func TestTransactOnceUnknownResult(t *testing.T) {
 		require.Equal(t, 3, runs)
 	})
 	t.Run("deadline passed on the re-run", func(t *testing.T) {
-		clk := clock.NewManualMs(1_000_000)
+		clk := clock.NewManual(time.UnixMilli(1_000_000))
 		l := faultLayer(t, &faultScript{steps: []faultStep{{fault: fdbsim.UnknownWithoutCommit, then: func() { clk.Advance(time.Hour) }}}}, Config{Clock: clk})
 		deadline := clk.Now().Add(time.Minute)
 		_, err := l.TransactOnce(t.Context(), faultP, func(context.Context, store.Reader) (*store.Batch, error) {
@@ -236,7 +235,7 @@ func TestTransactOnceNestedCalls(t *testing.T) {
 		"Stats": func(ctx context.Context) error { _, err := l.Stats(ctx, p); return err },
 		"Probe": func(ctx context.Context) error { return l.Probe(ctx) },
 		"ScanDue": func(ctx context.Context) error {
-			_, err := l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
+			_, err := l.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1})
 			return err
 		},
 		"NextWake": func(ctx context.Context) error { _, _, err := l.NextWake(ctx, p); return err },

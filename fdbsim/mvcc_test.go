@@ -199,7 +199,7 @@ func TestMVCCReadOnlyNeverConflicts(t *testing.T) {
 // after the read version fail with 1007, which OnError retries on a fresh
 // version.
 func TestMVCCTransactionTooOld(t *testing.T) {
-	clk := clock.NewManualMs(1_000)
+	clk := clock.NewManual(time.UnixMilli(1_000))
 	e := NewMVCCEngine(MVCCConfig{Clock: clk, Backoff: time.Microsecond})
 	mvccSeed(t, e, "k", "1")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,7 +59,7 @@ func TestRelayRowsAreQueuedAsRelayV1(t *testing.T) {
 		assert.Equal(t, want, row.Target, "the target's tuple identity")
 		assert.Equal(t, []gen.RelayPut{put("k", "v"), put("k2", "")}, row.Puts)
 		assert.Equal(t, [][]byte{[]byte("gone")}, row.Deletes)
-		assert.Equal(t, now, row.AtMs)
+		assert.Equal(t, now, store.DecodeTime(row.AtMs))
 	})
 }
 
@@ -70,9 +71,9 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
 		require.NotNil(t, b.Wakeup)
-		assert.Equal(t, now, uint64(b.Wakeup.At.UnixMilli()), "the partition wakes for the new timer")
+		assert.Equal(t, now, b.Wakeup.At, "the partition wakes for the new timer")
 		e.mustApply(t, b)
-		assert.Equal(t, map[uint64]string{now: ""}, e.timerRows(t, timers.KindRelay))
+		assert.Equal(t, map[time.Time]string{now: ""}, e.timerRows(t, timers.KindRelay))
 
 		ob = e.builder(t)
 		_, err = ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil)
@@ -81,7 +82,7 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 		require.NoError(t, ob.Finish(b))
 		assert.Nil(t, b.Wakeup, "the timer exists: nothing to create")
 		e.mustApply(t, b)
-		assert.Equal(t, map[uint64]string{now: ""}, e.timerRows(t, timers.KindRelay))
+		assert.Equal(t, map[time.Time]string{now: ""}, e.timerRows(t, timers.KindRelay))
 		assert.Empty(t, e.timerRows(t, timers.KindOutcomeDelivery), "relay rows alone need no outcome timer")
 	})
 }
@@ -160,7 +161,7 @@ func TestARelayTimerDeletedMeanwhileFailsTheGuard(t *testing.T) {
 		_, err = ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
-		assert.Equal(t, map[uint64]string{now: ""}, e.timerRows(t, timers.KindRelay))
+		assert.Equal(t, map[time.Time]string{now: ""}, e.timerRows(t, timers.KindRelay))
 		assert.Len(t, e.scan(t, gen.TagRelayKey), 2)
 	})
 }
@@ -189,7 +190,8 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 			assert.Equal(t, want, got)
 			pv, err := gen.DecodeOutcomePendingV1(pending[i].Value)
 			require.NoError(t, err)
-			assert.Equal(t, gen.OutcomePendingV1{Source: gen.MustOutcomeSource("refdomain.reservations"), Key: []byte(resKey(t, refdomain.MustReservationID(want.ID.String()))), AtMs: now}, pv, "the row names its source and record")
+			assert.Equal(t, gen.OutcomePendingV1{Source: gen.MustOutcomeSource("refdomain.reservations"), Key: []byte(resKey(t, refdomain.MustReservationID(want.ID.String()))), AtMs: pv.AtMs}, pv, "the row names its source and record")
+			assert.Equal(t, now, store.DecodeTime(pv.AtMs), "the row's queue time")
 		}
 		bl, ok := e.backlog(t)
 		require.True(t, ok)
@@ -197,7 +199,7 @@ func TestOutcomeRowsRewriteTheReservationIndexItAndGrowTheBacklog(t *testing.T) 
 		assert.Equal(t, gen.Backlog{Rows: 2, Bytes: wantBytes}, bl)
 		timerValue, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
 		require.NoError(t, err)
-		assert.Equal(t, map[uint64]string{now: string(timerValue)}, e.timerRows(t, timers.KindOutcomeDelivery))
+		assert.Equal(t, map[time.Time]string{now: string(timerValue)}, e.timerRows(t, timers.KindOutcomeDelivery))
 		assert.Empty(t, e.timerRows(t, timers.KindRelay), "outcome rows alone need no relay timer")
 
 		// A later outcome joins the backlog; the timer exists already.
@@ -257,7 +259,7 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 					if !assert.NoError(t, err) {
 						return
 					}
-					ob, err := outbox.NewBuilder(e.caps, ms(now), o)
+					ob, err := outbox.NewBuilder(e.caps, now, o)
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -316,7 +318,7 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 		"relay timer": {RelayTimer: store.Value("junk")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := outbox.NewBuilder(caps, ms(now), o)
+			_, err := outbox.NewBuilder(caps, now, o)
 			require.ErrorIs(t, err, store.ErrCorrupt)
 		})
 	}
@@ -339,7 +341,7 @@ func TestReadReadsInTheTransaction(t *testing.T) {
 				return nil, err
 			}
 			assert.Equal(t, want, got)
-			ob, err := outbox.NewBuilder(e.caps, ms(1), got)
+			ob, err := outbox.NewBuilder(e.caps, time.UnixMilli(1), got)
 			if err != nil {
 				return nil, err
 			}
@@ -348,7 +350,7 @@ func TestReadReadsInTheTransaction(t *testing.T) {
 			}
 			b := store.NewBatch()
 			return b, ob.Finish(b)
-		})
+		}, store.TransactConfig{})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(2), e.sequence(t))
 	})

@@ -21,7 +21,7 @@ import (
 // absent), so a re-run after an unknown commit result finds its work done.
 func ExampleBuilder() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManualMs(1_000)})
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManual(time.UnixMilli(1_000))})
 	if err != nil {
 		panic(err)
 	}
@@ -48,7 +48,7 @@ func ExampleBuilder() {
 			return nil, err
 		}
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		panic(err)
 	}

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,7 +20,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-const now uint64 = 50_000
+// now is the tests' time: the store clock's and every builder's.
+var now = time.UnixMilli(50_000)
 
 type env struct {
 	ctx    context.Context
@@ -36,12 +38,12 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 }
 
 func newEnv(t testing.TB, engine kv.Engine) *env {
-	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManualMs(now)})
+	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManual(now)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return &env{
 		ctx:    context.Background(),
-		faults: storetest.WithFaults(l),
+		faults: storetest.NewFaults(l),
 		inner:  l,
 		p:      refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")},
 		caps:   l.Capabilities(),
@@ -53,7 +55,7 @@ func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
-	b, err := outbox.NewBuilder(e.caps, ms(now), o)
+	b, err := outbox.NewBuilder(e.caps, now, o)
 	require.NoError(t, err)
 	return b
 }
@@ -117,15 +119,15 @@ func (e *env) scanRange(t testing.TB, start, end []byte) []store.KeyValue {
 }
 
 // timerRows lists the timer rows of kind k as (due, value).
-func (e *env) timerRows(t testing.TB, k timers.Kind) map[uint64]string {
+func (e *env) timerRows(t testing.TB, k timers.Kind) map[time.Time]string {
 	t.Helper()
-	out := map[uint64]string{}
+	out := map[time.Time]string{}
 	for _, kv := range e.scan(t, gen.TagTimerKey) {
 		tk, err := gen.ParseTimerKey(kv.Key)
 		require.NoError(t, err)
 		if timers.Kind(tk.Kind) == k {
 			require.Empty(t, tk.Reference)
-			out[tk.DueAtMs] = string(kv.Value)
+			out[store.DecodeTime(tk.DueAtMs)] = string(kv.Value)
 		}
 	}
 	return out

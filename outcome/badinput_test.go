@@ -41,11 +41,11 @@ func TestCorruptTimerValueKeepsEveryRow(t *testing.T) {
 		"unknown version":        store.Value("\x09\x00\x00\x00\x00\x00"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, 100)
+			e := newEnv(t, t0)
 			e.seed("a", "b")
 			e.setTimerValue(v)
 			sink := &capture{}
-			rep := e.fire(sink, 100)
+			rep := e.fire(sink, t0)
 			assert.Equal(t, 1, rep.Corrupt)
 			assert.Equal(t, 1, rep.Held)
 			assert.Empty(t, sink.outcomes())
@@ -54,20 +54,20 @@ func TestCorruptTimerValueKeepsEveryRow(t *testing.T) {
 			_, value, tk, ok := e.timer()
 			require.True(t, ok, "the timer is never dropped")
 			assert.Equal(t, v, value, "nor its value changed")
-			assert.Greater(t, tk.DueAtMs, uint64(100))
+			assert.True(t, store.DecodeTime(tk.DueAtMs).After(t0))
 			assert.Contains(t, e.logs.String(), "outcome-delivery timer value")
 		})
 	}
 }
 
 func TestCorruptBacklogKeepsEveryRow(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a")
 	out, err := e.s.Apply(ctx, partition, store.NewBatch().Put(outbox.BacklogKey(), store.Value("junk")))
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
-	rep := e.fire(sink, 100)
+	rep := e.fire(sink, t0)
 	assert.Equal(t, 1, rep.Corrupt)
 	assert.Empty(t, sink.outcomes())
 	assert.Len(t, e.pending(), 1)
@@ -80,13 +80,13 @@ func TestCorruptBacklogKeepsEveryRow(t *testing.T) {
 // timer) is dropped with a warning, and the scan starts at the head:
 // nothing is skipped.
 func TestForeignCursorRestartsAtTheHead(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b")
 	v, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{Attempt: 2, Cursor: []byte("not a cursor of this store")})
 	require.NoError(t, err)
 	e.setTimerValue(v)
 	sink := &capture{}
-	assert.Equal(t, 1, e.fire(sink, 100).Fired)
+	assert.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, []string{"a", "b"}, sink.ids())
 	assert.Equal(t, uint64(0), e.backlogRows())
 	assert.Contains(t, e.logs.String(), "rejects the timer's scan cursor")
@@ -132,18 +132,18 @@ func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 	srcs := []outcome.Source{resSource}
 	for _, tc := range []struct {
 		name string
-		cfg  outcome.Config
+		cfg  outcome.DeliveryConfig
 		says string
 	}{
-		{"no sink", outcome.Config{Sources: srcs}, "without a sink"},
-		{"no source", outcome.Config{Sink: &capture{}}, "without a source"},
-		{"nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, nil}}, "source 1 is nil"},
-		{"typed nil source", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{(*reservations.Source)(nil)}}, "source 0 is nil"},
-		{"two sources of one name", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{other, resSource, newWithdrawalSource(t, "bank.withdrawals", outcome.DeleteRecord)}}, `two delivery sources named "bank.withdrawals"`},
-		{"two legacy sources", outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, legacy}}, "both resolve legacy pending rows"},
-		{"negative timeout", outcome.Config{Sink: &capture{}, Sources: srcs, SinkTimeout: -time.Second}, "negative"},
-		{"negative rows", outcome.Config{Sink: &capture{}, Sources: srcs, MaxRows: -1}, "negative"},
-		{"negative budget", outcome.Config{Sink: &capture{}, Sources: srcs, FireBudget: -time.Second}, "negative"},
+		{"no sink", outcome.DeliveryConfig{Sources: srcs}, "without a sink"},
+		{"no source", outcome.DeliveryConfig{Sink: &capture{}}, "without a source"},
+		{"nil source", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, nil}}, "source 1 is nil"},
+		{"typed nil source", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{(*reservations.Source)(nil)}}, "source 0 is nil"},
+		{"two sources of one name", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{other, resSource, newWithdrawalSource(t, "bank.withdrawals", outcome.DeleteRecord)}}, `two delivery sources named "bank.withdrawals"`},
+		{"two legacy sources", outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, legacy}}, "both resolve legacy pending rows"},
+		{"negative timeout", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, SinkTimeout: -time.Second}, "negative"},
+		{"negative rows", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, MaxRows: -1}, "negative"},
+		{"negative budget", outcome.DeliveryConfig{Sink: &capture{}, Sources: srcs, FireBudget: -time.Second}, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := outcome.NewDelivery(tc.cfg)
@@ -151,7 +151,7 @@ func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, tc.says)
 		})
 	}
-	_, err = outcome.NewDelivery(outcome.Config{Sink: &capture{}, Sources: []outcome.Source{resSource, other}})
+	_, err = outcome.NewDelivery(outcome.DeliveryConfig{Sink: &capture{}, Sources: []outcome.Source{resSource, other}})
 	require.NoError(t, err)
 }
 
@@ -160,9 +160,9 @@ func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 func TestStoreFailureLandsNothing(t *testing.T) {
 	for _, m := range []storetest.Method{storetest.MethodGetMany, storetest.MethodScan, storetest.MethodGet} {
 		t.Run(m.String(), func(t *testing.T) {
-			e := newEnv(t, 100)
+			e := newEnv(t, t0)
 			e.seed("a", "b")
-			faults := storetest.WithFaults(e.s)
+			faults := storetest.NewFaults(e.s)
 			// RunDue's own reads come first: fail the handler's.
 			faults.FailWhen(m, func(c storetest.Call) bool {
 				switch m {
@@ -177,13 +177,13 @@ func TestStoreFailureLandsNothing(t *testing.T) {
 			inner := e.s
 			e.s = faults
 			sink := &capture{}
-			rep := e.fire(sink, 100)
+			rep := e.fire(sink, t0)
 			assert.Equal(t, 1, rep.Failed)
 			e.s = inner
 			assert.Equal(t, uint64(2), e.backlogRows())
 			assert.Len(t, e.pending(), 2)
 			due := e.timerDue()
-			e.clock.SetMs(due)
+			e.clock.Set(due)
 			e.fire(sink, due)
 			assert.Equal(t, uint64(0), e.backlogRows())
 		})
@@ -202,7 +202,7 @@ func isTimerKey(k store.Key) bool {
 // A run whose context ends during a sink call fails with it; nothing is
 // acknowledged.
 func TestCancelledRunAcknowledgesNothing(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -218,7 +218,7 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 	})
 	reg, err := timers.NewRegistry(delivery(t, sink))
 	require.NoError(t, err)
-	_, err = timers.RunDue(runCtx, e.s, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	_, err = timers.RunDue(runCtx, e.s, partition, reg, t0, timers.RunConfig{Clock: e.clock, Logger: e.log})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, uint64(2), e.backlogRows())
 	assert.Len(t, e.pending(), 2)
@@ -227,20 +227,20 @@ func TestCancelledRunAcknowledgesNothing(t *testing.T) {
 // A sink that panics fails its call like any failure: the row stays and
 // the fire backs off.
 func TestPanickingSinkKeepsTheRow(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a")
-	rep := e.fire(outcome.SinkFunc(func(context.Context, outcome.Envelope) error { panic("sink bug") }), 100)
+	rep := e.fire(outcome.SinkFunc(func(context.Context, outcome.Envelope) error { panic("sink bug") }), t0)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
-	assert.GreaterOrEqual(t, e.timerDue(), uint64(1_100))
+	assert.False(t, e.timerDue().Before(t0.Add(time.Second)), "backed off")
 	assert.Contains(t, e.logs.String(), "the sink panicked")
 }
 
 func TestMetrics(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "s:one", "s:two")
 	m := telemetry.NewRecorder()
-	e.fireWith(delivery(t, &capture{}, func(c *outcome.Config) { c.Metrics = m }), 100)
+	e.fireWith(delivery(t, &capture{}, func(c *outcome.DeliveryConfig) { c.Metrics = m }), t0)
 	rows, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
 		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitRows})
 	require.True(t, ok)
@@ -254,9 +254,9 @@ func TestMetrics(t *testing.T) {
 
 // An empty backlog completes the timer, guarded by the backlog as read.
 func TestEmptyBacklogCompletesTheTimer(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	b := store.NewBatch()
-	require.NoError(t, timers.Schedule(b, e.s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: ms(100)}))
+	require.NoError(t, timers.Schedule(b, e.s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: t0}))
 	out, err := e.s.Apply(ctx, partition, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed())
@@ -264,7 +264,7 @@ func TestEmptyBacklogCompletesTheTimer(t *testing.T) {
 	done, ok := fired.(timers.Done)
 	require.True(t, ok, "%#v", fired)
 	assert.Equal(t, []store.Precondition{store.Absent(outbox.BacklogKey())}, done.Batch.Preconditions)
-	assert.Equal(t, 1, e.fire(&capture{}, 100).Fired)
+	assert.Equal(t, 1, e.fire(&capture{}, t0).Fired)
 	_, _, _, ok = e.timer()
 	assert.False(t, ok, "the timer is done")
 }

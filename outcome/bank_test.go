@@ -91,13 +91,13 @@ func (bk *bankSvc) open(p store.Partition, account string, n int) {
 // become terminal and their outcomes are queued.
 func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTransfer bool) {
 	t := bk.t
-	nowMs := clock.NowMs(bk.clock)
+	now := bk.clock.Now()
 	_, err := store.Transact(ctx, bk.s, p, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 		o, err := outbox.Read(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(bk.s.Capabilities(), ms(nowMs), o)
+		ob, err := outbox.NewBuilder(bk.s.Capabilities(), now, o)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +110,11 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 		if err != nil {
 			return nil, err
 		}
-		w.State, w.SettledAtMs = bankgen.StateSettled, nowMs-1
+		settledMs, err := store.EncodeTime(now.Add(-time.Millisecond)) // the record's stored time
+		if err != nil {
+			return nil, err
+		}
+		w.State, w.SettledAtMs = bankgen.StateSettled, settledMs
 		if _, err := bk.withdrawals.Append(ob, wk, prior, w); err != nil {
 			return nil, err
 		}
@@ -131,7 +135,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 		}
 		b := store.NewBatch()
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	require.NoError(t, err)
 }
 
@@ -172,7 +176,7 @@ func (rs *bankReceiver) envelopes() []outcome.Envelope {
 func TestAServicesOwnOutcomesReachAReceiverThroughAScheduler(t *testing.T) {
 	for _, eng := range testengine.All {
 		t.Run(eng.Name, func(t *testing.T) {
-			e := newEnvOn(t, eng, 1_000_000)
+			e := newEnvOn(t, eng, bankT0)
 			bk := &bankSvc{t: t, s: e.s, clock: e.clock,
 				withdrawals: newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord), transfers: newTransferSource(t)}
 			other := bankgen.BranchPartition{Branch: 8}
@@ -184,14 +188,14 @@ func TestAServicesOwnOutcomesReachAReceiverThroughAScheduler(t *testing.T) {
 			bk.settle(other, "bob", 1, true)
 			e.clock.Advance(time.Second)
 			bk.settle(branch, "ada", 3, true)
-			queuedAt := clock.NowMs(e.clock)
+			queuedAt := e.clock.Now()
 
 			key, err := outcome.NewHMACKey([]byte("0123456789abcdef0123456789abcdef"))
 			require.NoError(t, err)
 			rs := newBankReceiver(t, key)
-			sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: rs.url, Signer: key})
+			sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: rs.url, Signer: key})
 			require.NoError(t, err)
-			d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{bk.withdrawals, bk.transfers}})
+			d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{bk.withdrawals, bk.transfers}})
 			require.NoError(t, err)
 			reg, err := timers.NewRegistry(d)
 			require.NoError(t, err)
@@ -219,7 +223,7 @@ func TestAServicesOwnOutcomesReachAReceiverThroughAScheduler(t *testing.T) {
 					require.NoError(t, json.Unmarshal(env.Data, &tr))
 					assert.Equal(t, "savings", tr.To)
 					if env.ID == "tr_ada_3" {
-						assert.Equal(t, int64(queuedAt), env.Timestamp.UnixMilli(), "a transfer's outcome takes the time it was queued")
+						assert.True(t, queuedAt.Equal(env.Timestamp), "a transfer's outcome takes the time it was queued: %v, queued at %v", env.Timestamp, queuedAt)
 					}
 				default:
 					t.Errorf("unexpected type %q", env.Type)
@@ -253,7 +257,7 @@ func TestAServicesOwnOutcomesReachAReceiverThroughAScheduler(t *testing.T) {
 // its source cannot make an outcome of, is kept and logged, and holds up
 // no row behind it.
 func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
-	e := newEnvOn(t, testengine.Memory, 1_000_000)
+	e := newEnvOn(t, testengine.Memory, bankT0)
 	e.p = branch
 	bk := &bankSvc{t: t, s: e.s, clock: e.clock,
 		withdrawals: newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord), transfers: newTransferSource(t)}
@@ -271,9 +275,9 @@ func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
 
 	// A Delivery without the transfers' source.
 	sink := &capture{}
-	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{bk.withdrawals}, Sleep: (&manualSleep{}).Sleep})
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{bk.withdrawals}, Sleep: (&manualSleep{}).Sleep})
 	require.NoError(t, err)
-	e.fireWith(d, 1_000_000)
+	e.fireWith(d, bankT0)
 	var ids []string
 	for _, env := range sink.envelopes() {
 		ids = append(ids, env.ID)
@@ -288,8 +292,8 @@ func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
 
 	// The Delivery that has it delivers it.
 	due := e.timerDue()
-	e.clock.SetMs(due)
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.Sources = []outcome.Source{bk.withdrawals, bk.transfers} }), due)
+	e.clock.Set(due)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.Sources = []outcome.Source{bk.withdrawals, bk.transfers} }), due)
 	assert.Equal(t, "tr_ada_1", sink.envelopes()[2].ID)
 	assert.Equal(t, uint64(1), e.backlogRows(), "wd_ada_2 stays until repaired")
 }
@@ -298,7 +302,7 @@ func TestAPendingRowOfAnUnknownSourceIsKeptAndHoldsUpNoRow(t *testing.T) {
 // row (an empty value) is kept and logged when no source resolves such
 // rows.
 func TestCorruptAndLegacyPendingRowsAreKept(t *testing.T) {
-	e := newEnvOn(t, testengine.Memory, 1_000_000)
+	e := newEnvOn(t, testengine.Memory, bankT0)
 	e.p = branch
 	bk := &bankSvc{t: t, s: e.s, clock: e.clock,
 		withdrawals: newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord), transfers: newTransferSource(t)}
@@ -312,7 +316,7 @@ func TestCorruptAndLegacyPendingRowsAreKept(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.Sources = []outcome.Source{bk.withdrawals} }), 1_000_000)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.Sources = []outcome.Source{bk.withdrawals} }), bankT0)
 	require.Len(t, sink.envelopes(), 1)
 	assert.Equal(t, "wd_ada_3", sink.envelopes()[0].ID)
 	assert.Equal(t, uint64(2), e.backlogRows())
@@ -365,7 +369,7 @@ func TestNewSourceRejectsBadConfig(t *testing.T) {
 // Append checks the source's rules and appends nothing when one is
 // broken.
 func TestSourceAppendChecksItsRules(t *testing.T) {
-	e := newEnvOn(t, testengine.Memory, 1_000_000)
+	e := newEnvOn(t, testengine.Memory, bankT0)
 	e.p = branch
 	src := newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord)
 	enc := func(w bankgen.WithdrawalV1) store.Value {
@@ -414,7 +418,7 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 			require.NoError(t, err)
-			ob, err := outbox.NewBuilder(e.s.Capabilities(), ms(1), o)
+			ob, err := outbox.NewBuilder(e.s.Capabilities(), time.UnixMilli(1), o)
 			require.NoError(t, err)
 			err = tc.fn(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)
@@ -425,7 +429,7 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 	// The row it appends names the source and the record.
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(e.s.Capabilities(), ms(1234), o)
+	ob, err := outbox.NewBuilder(e.s.Capabilities(), time.UnixMilli(1234), o)
 	require.NoError(t, err)
 	seq, err := src.Append(ob, wdKey("a", 1), pending, settled)
 	require.NoError(t, err)

@@ -40,8 +40,8 @@ func BenchmarkDeliveryFire(b *testing.B) {
 	}
 	for _, s := range sinks {
 		b.Run(s.name+"/fire", func(b *testing.B) {
-			e := newEnv(b, 100)
-			faults := storetest.WithFaults(e.s)
+			e := newEnv(b, t0)
+			faults := storetest.NewFaults(e.s)
 			reg, err := timers.NewRegistry(delivery(b, s.sink))
 			if err != nil {
 				b.Fatal(err)
@@ -54,7 +54,7 @@ func BenchmarkDeliveryFire(b *testing.B) {
 				e.seed(ids...)
 				before := faults.Calls(storetest.MethodApply)
 				b.StartTimer()
-				rep, err := timers.RunDue(ctx, faults, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+				rep, err := timers.RunDue(ctx, faults, partition, reg, t0, timers.RunConfig{Clock: e.clock})
 				if err != nil || rep.Fired != 1 {
 					b.Fatalf("%+v %v", rep, err)
 				}

@@ -16,7 +16,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// Defaults of a Config.
+// Defaults of a DeliveryConfig.
 const (
 	// DefaultMaxRows is how many pending rows one fire examines (and so
 	// how many sink calls it attempts).
@@ -34,9 +34,9 @@ func MaxRows(caps store.Capabilities) int {
 	return max((caps.MaxBatchOps-caps.ReservedBatchOps-timers.OutcomeOps-outbox.AckFixedOps)/outbox.AckOps, 1)
 }
 
-// Config configures a Delivery. Sink and Sources are required; a zero
+// DeliveryConfig configures a Delivery. Sink and Sources are required; a zero
 // field takes its default.
-type Config struct {
+type DeliveryConfig struct {
 	// Sink takes the outcomes.
 	Sink Sink
 	// Sources are the outcome sources whose pending rows the Delivery
@@ -69,7 +69,7 @@ type Config struct {
 // Delivery is the outcome-delivery timer's handler (kind
 // timers.KindOutcomeDelivery): register it in a timers.Registry, and the
 // timers outbox.Builder creates as outcomes are queued fire it. It pushes
-// each partition's terminal outcomes, of every source in its Config, to
+// each partition's terminal outcomes, of every source in its DeliveryConfig, to
 // its Sink, at least once, in sequence order within a fire, and
 // acknowledges the delivered ones (deletes their pending rows, and their
 // records when the source says so). It serves partitions of any schema:
@@ -97,7 +97,7 @@ var _ timers.LibraryHandler = (*Delivery)(nil)
 // store.ErrInvalid for a nil sink, no source, a nil source, two sources
 // of one name or two that set SourceConfig.LegacyKey, or a negative
 // SinkTimeout, MaxRows or FireBudget.
-func NewDelivery(c Config) (*Delivery, error) {
+func NewDelivery(c DeliveryConfig) (*Delivery, error) {
 	if c.Sink == nil {
 		return nil, fmt.Errorf("outcome: delivery without a sink: %w", store.ErrInvalid)
 	}
@@ -125,9 +125,13 @@ func NewDelivery(c Config) (*Delivery, error) {
 			legacy = sc
 		}
 	}
-	if c.SinkTimeout < 0 || c.MaxRows < 0 || c.FireBudget < 0 {
-		return nil, fmt.Errorf("outcome: negative sink timeout %v, max rows %d or fire budget %v: %w",
-			c.SinkTimeout, c.MaxRows, c.FireBudget, store.ErrInvalid)
+	switch {
+	case c.SinkTimeout < 0:
+		return nil, fmt.Errorf("outcome: DeliveryConfig.SinkTimeout %v is negative: %w", c.SinkTimeout, store.ErrInvalid)
+	case c.MaxRows < 0:
+		return nil, fmt.Errorf("outcome: DeliveryConfig.MaxRows %d is negative: %w", c.MaxRows, store.ErrInvalid)
+	case c.FireBudget < 0:
+		return nil, fmt.Errorf("outcome: DeliveryConfig.FireBudget %v is negative: %w", c.FireBudget, store.ErrInvalid)
 	}
 	d := &Delivery{sink: c.Sink, sources: sources, legacy: legacy, metrics: c.Metrics, timeout: c.SinkTimeout,
 		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep}

@@ -45,17 +45,17 @@ func (a appendDuringAck) Deliver(_ context.Context, env outcome.Envelope) error 
 
 // append_during_ack_keeps_a_timer_and_delivers_on_the_next_fire
 func TestAppendDuringAckKeepsATimerAndDeliversOnTheNextFire(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("first")
-	rep := e.fire(appendDuringAck{e}, 100)
+	rep := e.fire(appendDuringAck{e}, t0)
 	require.Equal(t, 1, rep.Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 	assert.Equal(t, 1, e.timerRows(), "one delivery timer remains")
 	assert.Len(t, e.pending(), 1)
 	due := e.timerDue()
-	assert.LessOrEqual(t, due, uint64(101), "the remaining outcome is due now")
+	assert.False(t, due.After(t0.Add(time.Millisecond)), "the remaining outcome is due now")
 
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	sink := &capture{}
 	require.Equal(t, 1, e.fire(sink, due).Fired)
 	require.Len(t, sink.outcomes(), 1)
@@ -67,7 +67,7 @@ func TestAppendDuringAckKeepsATimerAndDeliversOnTheNextFire(t *testing.T) {
 
 // append_after_fresh_read_fails_the_guard_and_replans_delivery
 func TestAppendAfterFreshReadFailsTheGuardAndReplansDelivery(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("first")
 	sink := &capture{}
 	priorBacklog, _, err := e.s.Get(ctx, partition, outbox.BacklogKey())
@@ -87,7 +87,7 @@ func TestAppendAfterFreshReadFailsTheGuardAndReplansDelivery(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the timer stays")
 
-	require.Equal(t, 1, e.fire(sink, 100).Fired)
+	require.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, uint64(0), e.backlogRows())
 	_, ok, err = e.s.Get(ctx, partition, key)
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestAppendAfterFreshReadFailsTheGuardAndReplansDelivery(t *testing.T) {
 
 // no_acknowledgments_guard_the_initial_backlog
 func TestNoAcknowledgmentsGuardTheInitialBacklog(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("first")
 	prior, _, err := e.s.Get(ctx, partition, outbox.BacklogKey())
 	require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestNoAcknowledgmentsGuardTheInitialBacklog(t *testing.T) {
 
 // all_acknowledgments_return_done_with_an_empty_backlog
 func TestAllAcknowledgmentsReturnDoneWithAnEmptyBacklog(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("first", "second")
 	sink := &capture{}
 	key, value, fired := e.plan(sink)
@@ -132,10 +132,10 @@ func TestAllAcknowledgmentsReturnDoneWithAnEmptyBacklog(t *testing.T) {
 
 // delivers_in_sequence_and_acks_synthetic_locally
 func TestDeliversInSequenceAndAcksSyntheticLocally(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("one", "s:local", "three")
 	sink := &capture{}
-	require.Equal(t, 1, e.fire(sink, 100).Fired)
+	require.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, []string{"one", "three"}, sink.ids())
 	for _, o := range sink.outcomes() {
 		assert.Equal(t, reservations.ResultCommitted, o.Result)
@@ -152,14 +152,14 @@ func TestDeliversInSequenceAndAcksSyntheticLocally(t *testing.T) {
 
 // sink_error_and_poison_row_retry_without_deletion
 func TestSinkErrorAndPoisonRowRetryWithoutDeletion(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("poison", "behind")
 	poison := reservationKey(t, "poison")
 	out, err := e.s.Apply(ctx, partition, store.NewBatch().Put(poison, store.Value("bad")))
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
-	require.Equal(t, 1, e.fire(sink, 100).Fired)
+	require.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, []string{"behind"}, sink.ids())
 	assert.Equal(t, uint64(1), e.backlogRows())
 	_, ok, err := e.s.Get(ctx, partition, poison)
@@ -167,14 +167,14 @@ func TestSinkErrorAndPoisonRowRetryWithoutDeletion(t *testing.T) {
 	assert.True(t, ok, "the poison row is kept")
 	assert.Contains(t, e.logs.String(), "undecodable terminal outcome; retaining")
 
-	second := newEnv(t, 100)
+	second := newEnv(t, t0)
 	second.seed("retry")
 	failing := &capture{fail: true}
-	require.Equal(t, 1, second.fire(failing, 100).Fired)
+	require.Equal(t, 1, second.fire(failing, t0).Fired)
 	assert.Equal(t, uint64(1), second.backlogRows())
 	due := second.timerDue()
-	assert.GreaterOrEqual(t, due, uint64(1_100))
-	second.clock.SetMs(due)
+	assert.False(t, due.Before(t0.Add(time.Second)), "backed off")
+	second.clock.Set(due)
 	require.Equal(t, 1, second.fire(failing, due).Fired)
 	seen := failing.outcomes()
 	require.Len(t, seen, 2)
@@ -226,20 +226,20 @@ func (s *slow) Deliver(ctx context.Context, env outcome.Envelope) error {
 
 // a_slow_but_successful_sink_is_cut_at_the_fire_budget
 func TestASlowButSuccessfulSinkIsCutAtTheFireBudget(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c", "d")
 	sink := &slow{clock: e.clock, step: 400 * time.Millisecond}
 	// Budget 2 x 250 ms: two 400 ms calls spend it.
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 250 * time.Millisecond
 		c.Clock = e.clock
-	}), 100)
+	}), t0)
 	assert.Equal(t, []string{"a", "b"}, sink.ids())
 	assert.Equal(t, uint64(2), e.backlogRows())
 	// Rescheduled now (not backed off), resuming at the untried rows.
 	due := e.timerDue()
-	assert.LessOrEqual(t, due, uint64(101))
-	e.clock.SetMs(due)
+	assert.False(t, due.After(t0.Add(time.Millisecond)))
+	e.clock.Set(due)
 	e.fireWith(delivery(t, sink), due)
 	assert.Equal(t, []string{"a", "b", "c", "d"}, sink.ids())
 	assert.Equal(t, uint64(0), e.backlogRows())
@@ -247,70 +247,70 @@ func TestASlowButSuccessfulSinkIsCutAtTheFireBudget(t *testing.T) {
 
 // an_undeliverable_page_does_not_raise_the_backoff
 func TestAnUndeliverablePageDoesNotRaiseTheBackoff(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("poison")
 	out, err := e.s.Apply(ctx, partition, store.NewBatch().Put(reservationKey(t, "poison"), store.Value("bad")))
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
-	now := uint64(100)
-	var gaps []uint64
+	now := t0
+	var gaps []time.Duration
 	for range 3 {
-		e.clock.SetMs(now)
+		e.clock.Set(now)
 		e.fire(sink, now)
 		due := e.timerDue()
-		gaps = append(gaps, due-now)
+		gaps = append(gaps, due.Sub(now))
 		now = due
 	}
 	assert.Empty(t, sink.outcomes())
 	// No sink call failed, so the delay stays at the first backoff step.
 	for _, gap := range gaps {
-		assert.LessOrEqual(t, gap, uint64(1_200), "%v", gaps)
-		assert.GreaterOrEqual(t, gap, uint64(1_000), "%v", gaps)
+		assert.LessOrEqual(t, gap, 1_200*time.Millisecond, "%v", gaps)
+		assert.GreaterOrEqual(t, gap, time.Second, "%v", gaps)
 	}
 }
 
 // a_hanging_sink_is_cut_at_the_timeout_and_stops_the_fire
 func TestAHangingSinkIsCutAtTheTimeoutAndStopsTheFire(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c")
 	sink := newHang()
 	// The timeout elapses once the sink hangs.
 	sleeper := &manualSleep{elapse: sink.entered}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 250 * time.Millisecond
 		c.Sleep = sleeper.Sleep
-	}), 100)
+	}), t0)
 	// One call, cut by the 250 ms timer; the other rows are not tried.
 	assert.Equal(t, 1, sink.count())
 	assert.Equal(t, []time.Duration{250 * time.Millisecond}, sleeper.asked())
 	assert.Equal(t, uint64(3), e.backlogRows())
 	// Backed off: the retry is later than now.
-	assert.GreaterOrEqual(t, e.timerDue(), uint64(1_100))
+	assert.False(t, e.timerDue().Before(t0.Add(time.Second)), "backed off")
 	assert.Contains(t, e.logs.String(), "outcome delivery timed out")
 }
 
 // first_failure_stops_the_fire_and_no_row_is_lost
 func TestFirstFailureStopsTheFireAndNoRowIsLost(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c")
 	failing := &capture{fail: true}
-	e.fire(failing, 100)
+	e.fire(failing, t0)
 	assert.Len(t, failing.outcomes(), 1)
 	assert.Equal(t, uint64(3), e.backlogRows())
 	// Backed off: the retry is later than now.
 	due := e.timerDue()
-	assert.GreaterOrEqual(t, due, uint64(1_100))
+	assert.False(t, due.Before(t0.Add(time.Second)), "backed off")
 
 	// A healthy sink later delivers every row. The fire resumes after the
 	// failed row a, so b and c go first; a follows once the cursor wraps.
 	ok := &capture{}
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	e.fire(ok, due)
 	assert.Equal(t, []string{"b", "c"}, ok.ids())
 	assert.Equal(t, uint64(1), e.backlogRows())
 	due = e.timerDue()
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	e.fire(ok, due)
 	assert.Equal(t, []string{"b", "c", "a"}, ok.ids())
 	assert.Equal(t, uint64(0), e.backlogRows())
@@ -331,14 +331,14 @@ func (p *picky) Deliver(ctx context.Context, env outcome.Envelope) error {
 // refused row, and the next fire resumes after it rather than trying it
 // first again.
 func TestARefusedRowDoesNotStarveTheRowsBehindIt(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c", "d")
 	sink := &picky{}
-	now := uint64(100)
+	now := t0
 	for range 3 {
 		e.fire(sink, now)
-		now += 1_000_000
-		e.clock.SetMs(now)
+		now = now.Add(1_000 * time.Second)
+		e.clock.Set(now)
 	}
 	assert.Equal(t, []string{"a", "c", "d"}, sink.ids())
 	assert.Equal(t, uint64(1), e.backlogRows(), "only b remains")
@@ -346,17 +346,17 @@ func TestARefusedRowDoesNotStarveTheRowsBehindIt(t *testing.T) {
 
 // max_rows_bounds_one_fire_and_the_cursor_rotates
 func TestMaxRowsBoundsOneFireAndTheCursorRotates(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c", "d", "e")
 	sink := &capture{}
-	mk := func() *outcome.Delivery { return delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 2 }) }
-	e.fireWith(mk(), 100)
+	mk := func() *outcome.Delivery { return delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 2 }) }
+	e.fireWith(mk(), t0)
 	assert.Len(t, sink.outcomes(), 2)
 	assert.Equal(t, uint64(3), e.backlogRows())
-	e.clock.SetMs(101)
-	e.fireWith(mk(), 101)
-	e.clock.SetMs(102)
-	e.fireWith(mk(), 102)
+	e.clock.Set(t0.Add(time.Millisecond))
+	e.fireWith(mk(), t0.Add(time.Millisecond))
+	e.clock.Set(t0.Add(2 * time.Millisecond))
+	e.fireWith(mk(), t0.Add(2*time.Millisecond))
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, sink.ids())
 	assert.Equal(t, uint64(0), e.backlogRows())
 }
@@ -381,11 +381,11 @@ func (l *limitedStore) Apply(ctx context.Context, p store.Partition, b *store.Ba
 // configured_max_rows_24_or_25_drains_without_exceeding_atomic_batch_limit,
 // and the bounds around this library's own ceiling (MaxRows).
 func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T) {
-	ceiling := outcome.MaxRows(newEnv(t, 100).s.Capabilities())
+	ceiling := outcome.MaxRows(newEnv(t, t0).s.Capabilities())
 	require.Equal(t, 30, ceiling)
 	for _, configured := range []int{24, 25, ceiling, ceiling + 1, 100} {
 		t.Run(fmt.Sprint(configured), func(t *testing.T) {
-			e := newEnv(t, 100)
+			e := newEnv(t, t0)
 			rows := max(25, ceiling+1)
 			var ids []string
 			for i := range rows {
@@ -397,10 +397,10 @@ func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T
 			limited := &limitedStore{Store: e.s, t: t, maxOps: e.s.Capabilities().MaxBatchOps}
 			e.s = limited
 			sink := &capture{}
-			for tick := range uint64(3) {
-				now := 100 + tick*1_000_000
-				e.clock.SetMs(now)
-				rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = configured }), now)
+			for tick := range 3 {
+				now := t0.Add(time.Duration(tick) * 1_000 * time.Second)
+				e.clock.Set(now)
+				rep := e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = configured }), now)
 				assert.Zero(t, rep.Failed, "configured row bound %d", configured)
 			}
 			assert.Len(t, sink.outcomes(), rows, "configured row bound %d", configured)
@@ -413,7 +413,7 @@ func TestConfiguredMaxRowsDrainsWithoutExceedingTheAtomicBatchLimit(t *testing.T
 // One fire examines exactly MaxRows rows when configured above it: the
 // timer's own operations are reserved once, not twice.
 func TestOneFireExaminesMaxRows(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	ceiling := outcome.MaxRows(e.s.Capabilities())
 	var ids []string
 	for i := range ceiling + 1 {
@@ -424,7 +424,7 @@ func TestOneFireExaminesMaxRows(t *testing.T) {
 	limited := &limitedStore{Store: e.s, t: t, maxOps: e.s.Capabilities().MaxBatchOps}
 	e.s = limited
 	sink := &capture{}
-	rep := e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1000 }), 100)
+	rep := e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 1000 }), t0)
 	require.Zero(t, rep.Failed)
 	assert.Len(t, sink.outcomes(), ceiling, "one fire delivers MaxRows outcomes")
 	assert.Equal(t, uint64(1), e.backlogRows())
@@ -461,18 +461,18 @@ func (c *ticking) Now() time.Time {
 // row again next time. (The reference resumed after the page, leaving
 // the page's rows for a whole rotation.)
 func TestABudgetSpentBeforeTheFirstCallSkipsNoRow(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b", "c")
 	sink := &capture{}
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) {
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) {
 		c.MaxRows = 1
 		c.Clock = &ticking{}
 		c.FireBudget = 500 * time.Millisecond
-	}), 100)
+	}), t0)
 	assert.Empty(t, sink.outcomes())
 	due := e.timerDue()
-	e.clock.SetMs(due)
-	e.fireWith(delivery(t, sink, func(c *outcome.Config) { c.MaxRows = 1 }), due)
+	e.clock.Set(due)
+	e.fireWith(delivery(t, sink, func(c *outcome.DeliveryConfig) { c.MaxRows = 1 }), due)
 	assert.Equal(t, []string{"a"}, sink.ids())
 }
 
@@ -504,15 +504,15 @@ func (s *shortSecondPages) Scan(ctx context.Context, p store.Partition, start, e
 // reads it in: the fire that refused c resumes after c even when the scan
 // that finds the cursor after it returns short pages.
 func TestARefusedRowIsSkippedWhateverThePages(t *testing.T) {
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.s = &shortSecondPages{Store: e.s}
 	e.seed("a", "b", "c", "d")
 	sink := &refuses{id: "c"}
-	now := uint64(100)
+	now := t0
 	for range 2 {
 		e.fire(sink, now)
-		now += 1_000_000
-		e.clock.SetMs(now)
+		now = now.Add(1_000 * time.Second)
+		e.clock.Set(now)
 	}
 	assert.Equal(t, []string{"a", "b", "d"}, sink.ids(), "the second fire starts after the refused c")
 }

@@ -54,9 +54,9 @@
 // [WebhookSink] POSTs each envelope's JSON form to an https URL, each
 // attempt signed afresh with HMAC-SHA256 ([HMACKey]) or Ed25519
 // ([Ed25519Signer]), by several keys at once while they rotate
-// ([WebhookConfig.ExtraSigners]), in the library's own scheme, which binds
-// the recipient ([WebhookConfig.Endpoint]), and, with
-// [WebhookConfig.StandardWebhooks], in Standard Webhooks' as well
+// ([WebhookSinkConfig.ExtraSigners]), in the library's own scheme, which binds
+// the recipient ([WebhookSinkConfig.Endpoint]), and, with
+// [WebhookSinkConfig.StandardWebhooks], in Standard Webhooks' as well
 // (webhook-id, webhook-timestamp, webhook-signature; "whsec_" secrets of
 // 24 bytes and more, [ParseWebhookSecret]). The doc of [HeaderSignature]
 // and the other headers says exactly what each scheme signs.

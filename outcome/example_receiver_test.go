@@ -30,7 +30,7 @@ func ExampleReceiver_standardWebhooks() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceConfig{
+	nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceStoreConfig{
 		Store:     db,
 		Partition: refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("receiver")},
 	})
@@ -47,7 +47,7 @@ func ExampleReceiver_standardWebhooks() {
 	})))
 	defer srv.Close()
 
-	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL, Signer: secret, StandardWebhooks: true})
+	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL, Signer: secret, StandardWebhooks: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func ExampleReceiver_standardWebhooks() {
 
 // Several keys sign every attempt while they rotate: receivers still on
 // the old key and those already on the new one both accept.
-func ExampleWebhookConfig_rotation() {
+func ExampleWebhookSinkConfig_rotation() {
 	oldKey, _ := outcome.NewHMACKey(bytes.Repeat([]byte{1}, 32))
 	newKey, _ := outcome.NewHMACKey(bytes.Repeat([]byte{2}, 32))
 	for name, key := range map[string]*outcome.HMACKey{"old": oldKey, "new": newKey} {
@@ -72,7 +72,7 @@ func ExampleWebhookConfig_rotation() {
 			fmt.Println("a receiver holding the", name, "key received", e.ID)
 			return nil
 		})))
-		sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL, Signer: newKey, ExtraSigners: []outcome.Signer{oldKey}})
+		sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL, Signer: newKey, ExtraSigners: []outcome.Signer{oldKey}})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -26,7 +26,7 @@ import (
 // sink in an Envelope when the timer fires.
 func ExampleNewSource() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	clk := clock.NewManual(time.UnixMilli(1_000))
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
@@ -77,12 +77,12 @@ func ExampleNewSource() {
 		}
 		b := store.NewBatch()
 		return b, ob.Finish(b)
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		panic(err)
 	}
 
-	d, err := outcome.NewDelivery(outcome.Config{
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{
 		Sources: []outcome.Source{shipped},
 		Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
 			fmt.Println("delivered", e.ID, e.Type, e.Timestamp.UnixMilli(), string(e.Data))
@@ -96,7 +96,7 @@ func ExampleNewSource() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(1_000), timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(1_000), timers.RunConfig{Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -125,7 +125,7 @@ func ExampleReceiver() {
 	})))
 	defer srv.Close()
 
-	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL, Signer: key})
+	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL, Signer: key})
 	if err != nil {
 		panic(err)
 	}

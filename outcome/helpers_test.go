@@ -44,13 +44,16 @@ type env struct {
 	log   *slog.Logger
 }
 
-// newEnv opens a memory store on a manual clock reading nowMs.
-func newEnv(t testing.TB, nowMs uint64) *env {
-	return newEnvOn(t, testengine.Memory, nowMs)
+// t0 is the time most tests start at; bankT0 the bank tests'.
+var t0, bankT0 = time.UnixMilli(100), time.UnixMilli(1_000_000)
+
+// newEnv opens a memory store on a manual clock reading now.
+func newEnv(t testing.TB, now time.Time) *env {
+	return newEnvOn(t, testengine.Memory, now)
 }
 
-func newEnvOn(t testing.TB, eng testengine.Engine, nowMs uint64) *env {
-	clk := clock.NewManualMs(nowMs)
+func newEnvOn(t testing.TB, eng testengine.Engine, now time.Time) *env {
+	clk := clock.NewManual(now)
 	l, err := fdblayer.Open(eng.Open(t, "outcome.bbolt"), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
@@ -103,7 +106,7 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	t := e.t
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
-	bld, err := outbox.NewBuilder(e.s.Capabilities(), ms(clock.NowMs(e.clock)), o)
+	bld, err := outbox.NewBuilder(e.s.Capabilities(), e.clock.Now(), o)
 	require.NoError(t, err)
 	for _, id := range ids {
 		_, err := resSource.Append(bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)
@@ -139,8 +142,8 @@ var resSource = func() *reservations.Source {
 
 // delivery builds a Delivery of sink and the reservations source, with a
 // sleep that never elapses, and the changes of cfg.
-func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.Config)) *outcome.Delivery {
-	c := outcome.Config{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep, Metrics: telemetry.NewRecorder()}
+func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.DeliveryConfig)) *outcome.Delivery {
+	c := outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{resSource}, Sleep: (&manualSleep{}).Sleep, Metrics: telemetry.NewRecorder()}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -152,16 +155,16 @@ func delivery(t testing.TB, sink outcome.Sink, cfg ...func(*outcome.Config)) *ou
 	return d
 }
 
-// fire runs the partition's due timers at nowMs with a Delivery of sink.
-func (e *env) fire(sink outcome.Sink, nowMs uint64) timers.Report {
-	return e.fireWith(delivery(e.t, sink), nowMs)
+// fire runs the partition's due timers at now with a Delivery of sink.
+func (e *env) fire(sink outcome.Sink, now time.Time) timers.Report {
+	return e.fireWith(delivery(e.t, sink), now)
 }
 
-func (e *env) fireWith(d *outcome.Delivery, nowMs uint64) timers.Report {
+func (e *env) fireWith(d *outcome.Delivery, now time.Time) timers.Report {
 	t := e.t
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, e.s, e.p, reg, ms(nowMs), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.log))
+	rep, err := timers.RunDue(ctx, e.s, e.p, reg, now, timers.RunConfig{Clock: e.clock, Logger: e.log})
 	require.NoError(t, err)
 	return rep
 }
@@ -193,10 +196,10 @@ func (e *env) timer() (key store.Key, value store.Value, tk gen.TimerKey, ok boo
 }
 
 // timerDue returns the delivery timer's due time.
-func (e *env) timerDue() uint64 {
+func (e *env) timerDue() time.Time {
 	_, _, tk, ok := e.timer()
 	require.True(e.t, ok, "an outcome-delivery timer")
-	return tk.DueAtMs
+	return store.DecodeTime(tk.DueAtMs)
 }
 
 // pending returns the pending index rows.
@@ -216,13 +219,13 @@ func (e *env) timerRows() int {
 }
 
 // plan fires the delivery timer directly, without applying the outcome,
-// at now 100, as the reference's planned_delivery does.
+// at t0, as the reference's planned_delivery does (at now 100).
 func (e *env) plan(sink outcome.Sink) (key store.Key, value store.Value, fired timers.Fired) {
 	key, value, tk, ok := e.timer()
 	require.True(e.t, ok)
 	d := delivery(e.t, sink)
-	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: e.p, Now: ms(100), Clock: e.clock, Logger: e.log},
-		timers.DueTimer{Key: key, DueAt: ms(tk.DueAtMs), Kind: timers.Kind(tk.Kind), Reference: tk.Reference, Value: value})
+	fired, err := d.Fire(ctx, &timers.Ctx{Store: e.s, Partition: e.p, Now: t0, Clock: e.clock, Logger: e.log},
+		timers.DueTimer{Key: key, DueAt: store.DecodeTime(tk.DueAtMs), Kind: timers.Kind(tk.Kind), Reference: tk.Reference, Value: value})
 	require.NoError(e.t, err)
 	return key, value, fired
 }

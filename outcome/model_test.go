@@ -121,7 +121,7 @@ type oworker struct {
 }
 
 func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) *omodel {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	l, err := fdblayer.Open(eng.Open(t, "omodel.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +144,22 @@ func newOModel(t testing.TB, seed uint64, eng testengine.Engine, mutant mutant) 
 	return m
 }
 
+// storedNow is the model's time as stored records hold it
+// (store.EncodeTime).
+func (m *omodel) storedNow() uint64 {
+	u, err := store.EncodeTime(m.clock.Now())
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
 func (m *omodel) note(format string, args ...any) {
-	m.trace = append(m.trace, fmt.Sprintf("%d: ", clock.NowMs(m.clock)-1_000_000)+fmt.Sprintf(format, args...))
+	m.trace = append(m.trace, fmt.Sprintf("%v: ", m.clock.Now().Sub(time.UnixMilli(1_000_000)))+fmt.Sprintf(format, args...))
 }
 
 func (m *omodel) newWorker() *oworker {
-	f := storetest.WithFaults(m.layer)
+	f := storetest.NewFaults(m.layer)
 	fault := func(rng *rand.Rand) func(storetest.Call) bool {
 		return func(storetest.Call) bool {
 			if !m.quiet && rng.IntN(30) == 0 {
@@ -189,7 +199,7 @@ func (m *omodel) newWorker() *oworker {
 		m.taken[env.ID] = true
 		return nil
 	})
-	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{resSource, m.withdrawals, m.transfers},
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{resSource, m.withdrawals, m.transfers},
 		MaxRows: 3, Sleep: (&manualSleep{}).Sleep})
 	if err != nil {
 		panic(err)
@@ -352,7 +362,7 @@ func (m *omodel) produce(i int) {
 				id = "s:" + id
 			}
 			rk := refdomain.ReservationKey{ID: refdomain.MustReservationID(id)}
-			var terminal refdomain.ReservationV1 = &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: clock.NowMs(m.clock)}
+			var terminal refdomain.ReservationV1 = &refdomain.ReservationCommitted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: m.storedNow()}
 			if m.rng.IntN(3) == 0 {
 				terminal = &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), Reason: refdomain.AbortReasonExpired}
 			}
@@ -369,7 +379,7 @@ func (m *omodel) produce(i int) {
 			}
 			terminal := bankgen.WithdrawalV1{State: bankgen.StateFailed, AmountCents: uint64(m.ids)}
 			if m.rng.IntN(3) > 0 {
-				terminal.State, terminal.SettledAtMs = bankgen.StateSettled, clock.NowMs(m.clock)
+				terminal.State, terminal.SettledAtMs = bankgen.StateSettled, m.storedNow()
 			}
 			r = record{id: withdrawalID(wk, terminal), key: mustKey(m.t, wk), prior: prior}
 			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
@@ -403,7 +413,7 @@ func (m *omodel) produce(i int) {
 	if err != nil {
 		panic(err)
 	}
-	b, err := outbox.NewBuilder(m.layer.Capabilities(), ms(clock.NowMs(m.clock)), o)
+	b, err := outbox.NewBuilder(m.layer.Capabilities(), m.clock.Now(), o)
 	if err != nil {
 		m.note("produce p%d: %v", i, err) // a corrupt backlog: never staged
 		return

@@ -103,9 +103,17 @@ type MemoryNonceStore struct {
 	byExp nonceHeap
 }
 
-// NewMemoryNonceStore returns an empty store holding at most max keys
-// (DefaultMaxNonces when max < 1).
-func NewMemoryNonceStore(max int) *MemoryNonceStore {
+// MemoryNonceStoreConfig configures a MemoryNonceStore. A zero field
+// takes its default.
+type MemoryNonceStoreConfig struct {
+	// MaxNonces bounds the unexpired keys the store holds (default
+	// DefaultMaxNonces; a count below 1 means the default).
+	MaxNonces int
+}
+
+// NewMemoryNonceStore returns an empty store configured by c.
+func NewMemoryNonceStore(c MemoryNonceStoreConfig) *MemoryNonceStore {
+	max := c.MaxNonces
 	if max < 1 {
 		max = DefaultMaxNonces
 	}
@@ -183,9 +191,9 @@ func (h *nonceHeap) Pop() any {
 	return e
 }
 
-// PartitionNonceConfig configures a PartitionNonceStore. Store and
+// PartitionNonceStoreConfig configures a PartitionNonceStore. Store and
 // Partition are required.
-type PartitionNonceConfig struct {
+type PartitionNonceStoreConfig struct {
 	// Store holds the rows.
 	Store store.Store
 	// Partition is the receiving service's partition the rows are kept
@@ -217,7 +225,7 @@ type PartitionNonceStore struct {
 // NewPartitionNonceStore returns the store. It fails with an error
 // wrapping store.ErrInvalid for a nil Store or a Partition that does not
 // encode.
-func NewPartitionNonceStore(c PartitionNonceConfig) (*PartitionNonceStore, error) {
+func NewPartitionNonceStore(c PartitionNonceStoreConfig) (*PartitionNonceStore, error) {
 	if c.Store == nil || c.Partition == nil {
 		return nil, fmt.Errorf("outcome: partition nonce store without a store or partition: %w", store.ErrInvalid)
 	}
@@ -277,7 +285,7 @@ func (n *PartitionNonceStore) Claim(ctx context.Context, key string, until, now 
 		}
 		return store.NewBatch().Require(store.Equals(rowKey, cur)).
 			Delete(oldIdx).Put(rowKey, value).Put(idxKey, value), nil
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		return NonceClaim{}, err
 	}
@@ -307,7 +315,7 @@ func (n *PartitionNonceStore) Release(ctx context.Context, c NonceClaim) error {
 
 // Sweep deletes up to a batch of rows that expired before now, each with
 // its index row, and returns how many it deleted. Claims sweep by
-// themselves (PartitionNonceConfig.SweepEvery); a service that turned
+// themselves (PartitionNonceStoreConfig.SweepEvery); a service that turned
 // that off calls Sweep from its own loop. A row it cannot parse is left
 // in place and reported in an error wrapping store.ErrCorrupt, after the
 // others are deleted. It is safe for concurrent use; concurrent sweeps
@@ -350,7 +358,7 @@ func (n *PartitionNonceStore) Sweep(ctx context.Context, now time.Time) (int, er
 			deleted++
 		}
 		return b, nil
-	})
+	}, store.TransactConfig{})
 	if err != nil {
 		return 0, fmt.Errorf("outcome: sweep expired nonces: %w", err)
 	}
@@ -370,7 +378,9 @@ func nonceRows(c NonceClaim) (rowKey, idxKey store.Key, value store.Value, err e
 	return rowKey, idxKey, value, err
 }
 
-// unixMs is t in Unix milliseconds, 0 before the epoch.
+// unixMs is t as stored data holds it (store.EncodeTime), 0 before the
+// epoch.
 func unixMs(t time.Time) uint64 {
-	return uint64(max(t.UnixMilli(), 0))
+	u, _ := store.EncodeTime(t)
+	return u
 }

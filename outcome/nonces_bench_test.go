@@ -51,19 +51,19 @@ func BenchmarkReceiverVerify(b *testing.B) {
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			clk := clock.NewManualMs(1_700_000_000_000)
+			clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 			l, err := fdblayer.Open(c.eng(), fdblayer.Config{Clock: clk})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			faults := storetest.WithFaults(l)
+			faults := storetest.NewFaults(l)
 			key := hmacKey(b, hmacSecret)
 			mem, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: clk, MaxNonces: 1 << 22})
 			if err != nil {
 				b.Fatal(err)
 			}
-			nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceConfig{Store: faults, Partition: partition})
+			nonces, err := outcome.NewPartitionNonceStore(outcome.PartitionNonceStoreConfig{Store: faults, Partition: partition})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 			ct := &captureTransport{}
-			sink := webhook(b, "https://hooks.example.test/outcomes", key, func(wc *outcome.WebhookConfig) {
+			sink := webhook(b, "https://hooks.example.test/outcomes", key, func(wc *outcome.WebhookSinkConfig) {
 				wc.Client = &http.Client{Transport: ct}
 				wc.Clock = clk
 			})

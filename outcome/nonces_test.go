@@ -26,8 +26,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
 
-func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func(*outcome.PartitionNonceConfig)) *outcome.PartitionNonceStore {
-	c := outcome.PartitionNonceConfig{Store: s, Partition: p}
+func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func(*outcome.PartitionNonceStoreConfig)) *outcome.PartitionNonceStore {
+	c := outcome.PartitionNonceStoreConfig{Store: s, Partition: p}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -75,7 +75,7 @@ func nonceRows(t testing.TB, s store.Store, p store.Partition) map[string]gen.Re
 func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 	for _, eng := range testengine.All {
 		t.Run(eng.Name, func(t *testing.T) {
-			e := newEnvOn(t, eng, 1_700_000_000_000)
+			e := newEnvOn(t, eng, time.UnixMilli(1_700_000_000_000))
 			key := hmacKey(t, hmacSecret)
 			replica := func() *receiverServer {
 				return newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key},
@@ -83,7 +83,7 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 			}
 			first, second := replica(), replica()
 			rec := newRecorder(t, nil)
-			lib := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+			lib := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 			require.NoError(t, lib.Deliver(ctx, sampleEnvelope(t, "lib")))
 			body, err := sampleEnvelope(t, "msg_std").JSON()
 			require.NoError(t, err)
@@ -117,18 +117,18 @@ func TestReplicasRacingOnARequestAcceptItOnce(t *testing.T) {
 }
 
 func raceReplicas(t *testing.T, eng testengine.Engine) {
-	e := newEnvOn(t, eng, 1_700_000_000_000)
+	e := newEnvOn(t, eng, time.UnixMilli(1_700_000_000_000))
 	key := hmacKey(t, hmacSecret)
 	const replicas, requests = 4, 24
 	recvs := make([]*outcome.Receiver, replicas)
 	for i := range recvs {
 		r, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock,
-			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 3 })})
+			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 3 })})
 		require.NoError(t, err)
 		recvs[i] = r
 	}
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 	for i := range requests {
 		require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, fmt.Sprintf("r%d", i))))
 	}
@@ -165,12 +165,12 @@ func raceReplicas(t *testing.T, eng testengine.Engine) {
 // fails refuses the request with 503, accepting nothing unchecked, and
 // the sender's retry is accepted once the store is back.
 func TestPartitionNonceStoreUnderFaults(t *testing.T) {
-	e := newEnv(t, 1_700_000_000_000)
-	faults := storetest.WithFaults(e.s)
+	e := newEnv(t, time.UnixMilli(1_700_000_000_000))
+	faults := storetest.NewFaults(e.s)
 	key := hmacKey(t, hmacSecret)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = e.clock })
+	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "unknown")))
 	r := rec.requests()[0]
 	faults.CommitThenFailNext()
@@ -192,8 +192,8 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 }
 
 func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
-	e := newEnv(t, 1_000_000)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	e := newEnv(t, bankT0)
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	for i := range 70 {
 		_, err := n.Claim(ctx, fmt.Sprintf("old-%02d", i), now.Add(time.Second), now)
@@ -236,10 +236,10 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 // sweep commits deletes nothing of the new claim: its delete is guarded
 // by the value it read.
 func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
-	e := newEnv(t, 1_000_000)
-	faults := storetest.WithFaults(e.s)
-	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
-	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	e := newEnv(t, bankT0)
+	faults := storetest.NewFaults(e.s)
+	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	_, err := other.Claim(ctx, "id", now.Add(time.Second), now)
 	require.NoError(t, err)
@@ -263,9 +263,9 @@ func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 }
 
 func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
-	e := newEnv(t, 1_000_000)
+	e := newEnv(t, bankT0)
 	now := e.clock.Now()
-	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(0), "partition": partitionNonces(t, e.s, e.p)} {
+	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{}), "partition": partitionNonces(t, e.s, e.p)} {
 		t.Run(name, func(t *testing.T) {
 			first, err := n.Claim(ctx, "id", now.Add(time.Second), now)
 			require.NoError(t, err)
@@ -295,7 +295,7 @@ func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
 }
 
 func TestMemoryNonceStoreIsBounded(t *testing.T) {
-	n := outcome.NewMemoryNonceStore(2)
+	n := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{MaxNonces: 2})
 	now := time.UnixMilli(1_000_000)
 	for _, k := range []string{"a", "b"} {
 		_, err := n.Claim(ctx, k, now.Add(time.Second), now)
@@ -312,8 +312,8 @@ func TestMemoryNonceStoreIsBounded(t *testing.T) {
 // corrupt index row is reported by the sweep and kept, and the others
 // are swept.
 func TestPartitionNonceStoreCorruptRows(t *testing.T) {
-	e := newEnv(t, 1_000_000)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = -1 })
+	e := newEnv(t, bankT0)
+	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	rowKey, err := gen.AppendReceiverNonceKey(nil, "bad")
 	require.NoError(t, err)
@@ -364,14 +364,14 @@ func TestNonceStoresMatchTheModel(t *testing.T) {
 
 func runNonceModel(t *testing.T, kind string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	e := newEnv(t, 1_000_000)
-	faults := storetest.WithFaults(e.s)
+	e := newEnv(t, bankT0)
+	faults := storetest.NewFaults(e.s)
 	var n outcome.NonceStore
 	var pn *outcome.PartitionNonceStore
 	if kind == "memory" {
-		n = outcome.NewMemoryNonceStore(0)
+		n = outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	} else {
-		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceConfig) { c.SweepEvery = 1 + int(seed%4) })
+		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 1 + int(seed%4) })
 		n = pn
 	}
 	m := nonceModel{held: map[string]modelClaim{}}

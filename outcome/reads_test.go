@@ -22,13 +22,13 @@ import (
 // AfterRead hook is read, with a Delivery configured by cfg, and checks
 // that every outcome was delivered.
 func fireReads(t *testing.T, eng testengine.Engine, read func(context.Context, storetest.Call) error) {
-	e := newEnvOn(t, eng, 100)
+	e := newEnvOn(t, eng, t0)
 	e.seed("r1", "r2")
-	f := storetest.WithFaults(e.s)
+	f := storetest.NewFaults(e.s)
 	f.AfterRead(read)
 	reg, err := timers.NewRegistry(delivery(t, outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })))
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, f, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+	rep, err := timers.RunDue(ctx, f, partition, reg, t0, timers.RunConfig{Clock: e.clock})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Fired)
 	assert.Zero(t, e.backlogRows(), "both outcomes acknowledged")

@@ -52,7 +52,7 @@ type ReceiverConfig struct {
 	StandardWebhooks []Verifier
 	// Endpoint, when set, is this receiver's own endpoint: a request of
 	// the library's scheme is accepted only when signed for it (see
-	// WebhookConfig.Endpoint; an http or https URL is compared in its
+	// WebhookSinkConfig.Endpoint; an http or https URL is compared in its
 	// canonical origin-and-path form). Set it where a key is shared with
 	// other receivers. Standard Webhooks binds no endpoint: give each
 	// endpoint a key of its own.
@@ -137,11 +137,21 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 			return nil, fmt.Errorf("outcome: receiver Standard Webhooks key %d: scheme %q has no Standard Webhooks version: %w", i, v.Scheme(), store.ErrInvalid)
 		}
 	}
-	if c.MaxSkew < 0 || c.MaxValidity < 0 || c.Tolerance < 0 || c.Tolerance > MaxValidity || c.MaxBodyBytes < 0 || c.MaxNonces < 0 {
-		return nil, fmt.Errorf("outcome: negative receiver bound, or a tolerance over %v: %w", MaxValidity, store.ErrInvalid)
-	}
-	if c.Nonces != nil && c.MaxNonces != 0 {
-		return nil, fmt.Errorf("outcome: receiver with both Nonces and MaxNonces (which bounds the default store): %w", store.ErrInvalid)
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"MaxSkew is negative", c.MaxSkew < 0},
+		{"MaxValidity is negative", c.MaxValidity < 0},
+		{"Tolerance is negative", c.Tolerance < 0},
+		{"Tolerance is over MaxValidity (" + MaxValidity.String() + ")", c.Tolerance > MaxValidity},
+		{"MaxBodyBytes is negative", c.MaxBodyBytes < 0},
+		{"MaxNonces is negative", c.MaxNonces < 0},
+		{"MaxNonces is set beside Nonces (it bounds the default store)", c.Nonces != nil && c.MaxNonces != 0},
+	} {
+		if f.bad {
+			return nil, fmt.Errorf("outcome: ReceiverConfig.%s: %w", f.name, store.ErrInvalid)
+		}
 	}
 	r := &Receiver{redacted: redacted{"outcome.Receiver"}, verifiers: append([]Verifier(nil), c.Verifiers...),
 		standard: append([]Verifier(nil), c.StandardWebhooks...), clock: c.Clock, maxBody: c.MaxBodyBytes, log: c.Logger, nonces: c.Nonces}
@@ -169,7 +179,7 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 		r.maxBody = DefaultMaxBodyBytes
 	}
 	if r.nonces == nil {
-		r.nonces = NewMemoryNonceStore(c.MaxNonces)
+		r.nonces = NewMemoryNonceStore(MemoryNonceStoreConfig{MaxNonces: c.MaxNonces})
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -248,7 +258,7 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	}
 	// A request already outside its window is refused before its body is
 	// read; the check that counts is the one after.
-	if err := q.window(clock.NowMs(r.clock)); err != nil {
+	if err := q.window(unixMs(r.clock.Now())); err != nil {
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, r.maxBody+1))
@@ -258,7 +268,7 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if int64(len(body)) > r.maxBody {
 		return nil, fmt.Errorf("%w: over %d bytes", errTooLarge, r.maxBody)
 	}
-	nowMs := clock.NowMs(r.clock)
+	nowMs := unixMs(r.clock.Now())
 	if err := q.window(nowMs); err != nil {
 		return nil, err
 	}

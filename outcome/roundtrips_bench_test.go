@@ -33,7 +33,7 @@ func BenchmarkDeliveryRoundTrips(b *testing.B) {
 	for _, latency := range []time.Duration{0, 200 * time.Microsecond} {
 		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
 			m := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Latency: latency})
-			e := newEnvOn(b, testengine.Engine{Name: "mvcc", Open: func(testing.TB, string) kv.Engine { return m }}, 100)
+			e := newEnvOn(b, testengine.Engine{Name: "mvcc", Open: func(testing.TB, string) kv.Engine { return m }}, t0)
 			sink := outcome.SinkFunc(func(context.Context, outcome.Envelope) error { return nil })
 			reg, err := timers.NewRegistry(delivery(b, sink))
 			if err != nil {
@@ -47,7 +47,7 @@ func BenchmarkDeliveryRoundTrips(b *testing.B) {
 				before := m.Stats()
 				start := time.Now()
 				b.StartTimer()
-				rep, err := timers.RunDue(ctx, e.s, partition, reg, ms(100), timers.Budget{}, timers.WithClock(e.clock))
+				rep, err := timers.RunDue(ctx, e.s, partition, reg, t0, timers.RunConfig{Clock: e.clock})
 				b.StopTimer()
 				d += time.Since(start)
 				if err != nil || rep.Fired != 1 || e.backlogRows() != 0 {

@@ -24,7 +24,7 @@ func TestSchedulerFiresQueuedOutcomesOnceRegistered(t *testing.T) {
 	for _, eng := range []testengine.Engine{testengine.Memory, testengine.Bolt} {
 		for _, parse := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/parse=%v", eng.Name, parse), func(t *testing.T) {
-				e := newEnvOn(t, eng, 1_000)
+				e := newEnvOn(t, eng, time.UnixMilli(1_000))
 				parts := []store.Partition{
 					partition,
 					refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")},

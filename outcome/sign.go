@@ -26,7 +26,7 @@ import (
 // where nonce is 16 random bytes new to the attempt (hex), created-at the
 // time it was made and expires-at the end of its validity window, in Unix
 // milliseconds, and endpoint the recipient the sender means: the
-// WebhookConfig's Endpoint, by default the URL's canonical origin and path
+// WebhookSinkConfig's Endpoint, by default the URL's canonical origin and path
 // (no query). They travel in HeaderEndpoint, HeaderNonce,
 // HeaderCreatedAt and HeaderExpiresAt, and HeaderSignature holds one
 // "<scheme>=<base64 signature>" per signer, space-separated (several
@@ -38,7 +38,7 @@ import (
 // that proxies may rewrite it; the method and the other headers are not
 // signed either.
 //
-// Standard Webhooks (WebhookConfig.StandardWebhooks) adds, beside those,
+// Standard Webhooks (WebhookSinkConfig.StandardWebhooks) adds, beside those,
 // the specification's headers: HeaderWebhookID, the envelope's id, stable
 // across retries (it names the message); HeaderWebhookTimestamp, the
 // attempt's time in Unix seconds; and HeaderWebhookSignature, one

@@ -116,7 +116,7 @@ type Key interface {
 }
 
 // Source is an outcome source, built by NewSource, to register in
-// Config.Sources.
+// DeliveryConfig.Sources.
 type Source interface {
 	// Name returns the name the source's pending rows carry.
 	Name() string

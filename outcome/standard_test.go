@@ -89,7 +89,7 @@ func TestOfficialLibraryVerifiesTheSink(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-byte secret", n), func(t *testing.T) {
 			secret := whsec(n, byte(n))
 			ov := newOfficialVerifier(t, secret)
-			sink := webhook(t, ov.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) { c.StandardWebhooks = true })
+			sink := webhook(t, ov.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) { c.StandardWebhooks = true })
 			env := sampleEnvelope(t, "msg_1")
 			require.NoError(t, sink.Deliver(ctx, env))
 			got, err := ov.last()
@@ -110,7 +110,7 @@ func TestOfficialLibraryVerifiesTheSink(t *testing.T) {
 func TestOfficialLibraryRefusesWhatTheSinkDidNotSign(t *testing.T) {
 	secret := whsec(24, 7)
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) { c.StandardWebhooks = true })
+	sink := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) { c.StandardWebhooks = true })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "msg_2")))
 	signed := rec.requests()[0]
 	wh := officialWebhook(t, secret)
@@ -126,8 +126,8 @@ func TestOfficialLibraryRefusesWhatTheSinkDidNotSign(t *testing.T) {
 
 	for _, skew := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
 		rec := newRecorder(t, nil)
-		off := clock.NewManualMs(uint64(time.Now().Add(skew).UnixMilli()))
-		stale := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookConfig) {
+		off := clock.NewManual(time.Now().Add(skew).Truncate(time.Millisecond))
+		stale := webhook(t, rec.srv.URL, webhookSecret(t, secret), func(c *outcome.WebhookSinkConfig) {
 			c.StandardWebhooks = true
 			c.Clock = off
 		})
@@ -148,7 +148,7 @@ func TestSinkSignsWithSeveralKeysWhileTheyRotate(t *testing.T) {
 	old, next := whsec(24, 1), whsec(32, 2)
 	edOld := edSigner(t, edPriv)
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, webhookSecret(t, next), func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rec.srv.URL, webhookSecret(t, next), func(c *outcome.WebhookSinkConfig) {
 		c.StandardWebhooks = true
 		c.ExtraSigners = []outcome.Signer{webhookSecret(t, old), edOld}
 	})
@@ -197,7 +197,7 @@ func TestReceiverVerifiesTheOfficialVector(t *testing.T) {
 	ts := time.Unix(1614265330, 0)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{
 		StandardWebhooks: []outcome.Verifier{webhookSecret(t, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")},
-		Clock:            clock.NewManualMs(uint64(ts.UnixMilli())),
+		Clock:            clock.NewManual(ts.Truncate(time.Millisecond)),
 	})
 	require.NoError(t, err)
 	body := []byte(`{"test": 2432232314}`)
@@ -215,7 +215,7 @@ func TestReceiverVerifiesTheOfficialVector(t *testing.T) {
 func TestReceiverAcceptsWhatTheOfficialLibrarySigns(t *testing.T) {
 	secret := whsec(24, 9)
 	now := time.UnixMilli(1_700_000_000_000)
-	clk := clock.NewManualMs(uint64(now.UnixMilli()))
+	clk := clock.NewManual(now)
 	rs := newReceiverServer(t, outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk})
 	env := sampleEnvelope(t, "msg_in")
 	body, err := env.JSON()
@@ -274,8 +274,8 @@ func TestReceiverAcceptsWhatTheOfficialLibrarySigns(t *testing.T) {
 func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *testing.T) {
 	secret := whsec(32, 4)
 	start := time.UnixMilli(1_700_000_000_000)
-	clk := clock.NewManualMs(uint64(start.UnixMilli()))
-	nonces := outcome.NewMemoryNonceStore(0)
+	clk := clock.NewManual(start)
+	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk, Nonces: nonces})
 	require.NoError(t, err)
 	fail := true
@@ -312,8 +312,8 @@ func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *test
 // a library nonce whatever the handler answered.
 func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	secret := whsec(32, 5)
-	clk := clock.NewManualMs(1_700_000_000_000)
-	nonces := outcome.NewMemoryNonceStore(0)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
+	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	key := webhookSecret(t, secret)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk, Nonces: nonces})
 	require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	assert.Zero(t, nonces.Len(), "the id was released")
 
 	rec := newRecorder(t, nil)
-	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "lib")))
+	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "lib")))
 	lib := rec.requests()[0]
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(lib.body))
 	req.Header = lib.header
@@ -343,7 +343,7 @@ func TestReceiverVerifiesV1a(t *testing.T) {
 	signer := edSigner(t, edPriv)
 	pub, err := outcome.ParseWebhookPublicKey(signer.WebhookPublicKey())
 	require.NoError(t, err)
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{pub}, Clock: clk})
 	env := sampleEnvelope(t, "msg_ed")
 	body, err := env.JSON()
@@ -358,7 +358,7 @@ func TestReceiverVerifiesV1a(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, post(t, rs.srv.URL, h, body).StatusCode, "replayed")
 
 	// The sink's own v1a, end to end.
-	sink := webhook(t, rs.srv.URL, signer, func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rs.srv.URL, signer, func(c *outcome.WebhookSinkConfig) {
 		c.StandardWebhooks = true
 		c.Clock = clk
 	})
@@ -400,7 +400,7 @@ func TestWebhookKeyStrings(t *testing.T) {
 	}
 
 	short := webhookSecret(t, whsec(24, 1))
-	_, err = outcome.NewWebhookSink(outcome.WebhookConfig{URL: "https://example.test/", Signer: short})
+	_, err = outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: "https://example.test/", Signer: short})
 	assert.ErrorIs(t, err, store.ErrInvalid, "a 24-byte key signs Standard Webhooks only")
 	_, err = outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{short}})
 	assert.ErrorIs(t, err, store.ErrInvalid, "a 24-byte key verifies Standard Webhooks only")
@@ -414,10 +414,10 @@ func second[T any](_ T, err error) error { return err }
 // requests whose signature headers and body are arbitrary: it never
 // panics, and accepts only a body some key signed.
 func FuzzReceiverVerify(f *testing.F) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	key := webhookSecret(f, whsec(32, 3))
 	rec := newRecorder(f, nil)
-	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookConfig) {
+	require.NoError(f, webhook(f, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.StandardWebhooks = true
 	}).Deliver(ctx, sampleEnvelope(f, "msg_fuzz")))

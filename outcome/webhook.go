@@ -17,7 +17,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// Defaults and bounds of a WebhookConfig.
+// Defaults and bounds of a WebhookSinkConfig.
 const (
 	// DefaultValidity is how long a signed request is valid.
 	DefaultValidity = 5 * time.Minute
@@ -28,9 +28,9 @@ const (
 	DefaultMaxResponseBytes = 64 << 10
 )
 
-// WebhookConfig configures a WebhookSink. URL and Signer are required; a
+// WebhookSinkConfig configures a WebhookSink. URL and Signer are required; a
 // zero field takes its default. It formats without keys: its signers do.
-type WebhookConfig struct {
+type WebhookSinkConfig struct {
 	// URL is where outcomes are POSTed: https, or http for a loopback
 	// host only; no user information or fragment. Errors and logs name
 	// it without its query.
@@ -103,7 +103,7 @@ var _ Sink = (*WebhookSink)(nil)
 // StandardWebhooks, a signer of a scheme Standard Webhooks has no version
 // for with it, an invalid Endpoint, or a negative or over-long Validity
 // or a negative MaxResponseBytes.
-func NewWebhookSink(c WebhookConfig) (*WebhookSink, error) {
+func NewWebhookSink(c WebhookSinkConfig) (*WebhookSink, error) {
 	u, err := parseHTTPURL("webhook URL", c.URL)
 	if err != nil {
 		return nil, err
@@ -122,9 +122,11 @@ func NewWebhookSink(c WebhookConfig) (*WebhookSink, error) {
 			return nil, fmt.Errorf("outcome: webhook sink signer %d: scheme %q has no Standard Webhooks version: %w", i, s.Scheme(), store.ErrInvalid)
 		}
 	}
-	if c.Validity < 0 || c.Validity > MaxValidity || c.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("outcome: webhook validity %v (want up to %v) or response bound %d: %w",
-			c.Validity, MaxValidity, c.MaxResponseBytes, store.ErrInvalid)
+	switch {
+	case c.Validity < 0 || c.Validity > MaxValidity:
+		return nil, fmt.Errorf("outcome: WebhookSinkConfig.Validity %v is negative or over %v: %w", c.Validity, MaxValidity, store.ErrInvalid)
+	case c.MaxResponseBytes < 0:
+		return nil, fmt.Errorf("outcome: WebhookSinkConfig.MaxResponseBytes %d is negative: %w", c.MaxResponseBytes, store.ErrInvalid)
 	}
 	endpoint := endpointOf(u)
 	if c.Endpoint != "" {
@@ -175,7 +177,7 @@ func (w *WebhookSink) Deliver(ctx context.Context, e Envelope) error {
 		return &DeliveryError{Reason: "build the webhook request: " + err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	created := clock.NowMs(w.clock)
+	created := unixMs(w.clock.Now())
 	a := attempt{endpoint: w.endpoint, nonce: hex.EncodeToString(raw[:]), createdMs: created, expiresMs: created + uint64(w.validity/time.Millisecond)}
 	if w.standard {
 		a.webhookID = e.ID

@@ -48,11 +48,11 @@ func (b *slowBody) Read(p []byte) (int, error) {
 // recorded with an expiry already past, is evicted by the next request
 // and the same request is accepted twice.
 func TestReceiverChecksTheWindowAfterASlowBody(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk, MaxSkew: time.Second})
 	require.NoError(t, err)
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	})
@@ -94,7 +94,7 @@ func TestSinkAndReceiverFormatWithoutKeys(t *testing.T) {
 		fmt.Sprintf("%q", secret), fmt.Sprintf("%x", []byte(edPriv)), fmt.Sprint([]byte(edPriv)), fmt.Sprintf("%q", []byte(edPriv)),
 		fmt.Sprintf("%x", []byte(edPriv[:32])), fmt.Sprint([]byte(edPriv[:32])), fmt.Sprintf("%q", []byte(edPriv[:32]))}
 	short := webhookSecret(t, "whsec_"+base64.StdEncoding.EncodeToString(secret[:24]))
-	sinkCfg := outcome.WebhookConfig{URL: "https://hooks.example.test/", Signer: key, ExtraSigners: []outcome.Signer{signer, short}}
+	sinkCfg := outcome.WebhookSinkConfig{URL: "https://hooks.example.test/", Signer: key, ExtraSigners: []outcome.Signer{signer, short}}
 	recvCfg := outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{short, edVerifier(t, signer)}}
 	for name, v := range map[string]any{"sink": sink, "*sink": *sink, "ed sink": edSink, "receiver": recv, "*receiver": *recv,
 		"sink config": sinkCfg, "&sink config": &sinkCfg, "receiver config": recvCfg, "&receiver config": &recvCfg,
@@ -157,7 +157,7 @@ func TestConfigErrorsOmitTheQuery(t *testing.T) {
 		"https://user:s3cr3t-t0ken@example.test/hook",
 		"https://exa mple.test/hook?token=s3cr3t-t0ken",
 	} {
-		_, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: url, Signer: key})
+		_, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: url, Signer: key})
 		require.Error(t, err, url)
 		assert.NotContains(t, err.Error(), "s3cr3t-t0ken", url)
 	}
@@ -190,7 +190,7 @@ func TestReceiverRefusesADeliveryMeantForAnother(t *testing.T) {
 	t.Run("endpoint id", func(t *testing.T) {
 		b := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{edVerifier(t, signer)}, Endpoint: "billing-eu"})
 		n := len(a.requests())
-		toA := webhook(t, a.srv.URL, signer, func(c *outcome.WebhookConfig) { c.Endpoint = "billing-us" })
+		toA := webhook(t, a.srv.URL, signer, func(c *outcome.WebhookSinkConfig) { c.Endpoint = "billing-us" })
 		require.NoError(t, toA.Deliver(ctx, sampleEnvelope(t, "for-a")))
 		got := a.requests()[n]
 		assert.Equal(t, "billing-us", got.header.Get(outcome.HeaderEndpoint))
@@ -199,7 +199,7 @@ func TestReceiverRefusesADeliveryMeantForAnother(t *testing.T) {
 		forged.Set(outcome.HeaderEndpoint, "billing-eu")
 		assert.Equal(t, http.StatusUnauthorized, post(t, b.srv.URL, forged, got.body).StatusCode, "the endpoint is signed")
 		assert.Empty(t, b.envelopes())
-		toB := webhook(t, b.srv.URL, signer, func(c *outcome.WebhookConfig) { c.Endpoint = "billing-eu" })
+		toB := webhook(t, b.srv.URL, signer, func(c *outcome.WebhookSinkConfig) { c.Endpoint = "billing-eu" })
 		require.NoError(t, toB.Deliver(ctx, sampleEnvelope(t, "for-b")))
 		assert.Len(t, b.envelopes(), 1)
 	})
@@ -216,7 +216,7 @@ func (a *admitAll) Claim(_ contextT, key string, until, _ time.Time) (outcome.No
 func (a *admitAll) Release(contextT, outcome.NonceClaim) error { return nil }
 
 func TestReceiverChecksWindowsWhateverItsNonceStore(t *testing.T) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	nonces := &admitAll{}
 	secret := whsec(32, 6)
 	key := webhookSecret(t, secret)
@@ -224,7 +224,7 @@ func TestReceiverChecksWindowsWhateverItsNonceStore(t *testing.T) {
 		Clock: clk, MaxSkew: time.Second, Nonces: nonces})
 	require.NoError(t, err)
 	rec := newRecorder(t, nil)
-	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookConfig) {
+	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	}).Deliver(ctx, sampleEnvelope(t, "slow")))

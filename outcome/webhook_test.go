@@ -110,8 +110,8 @@ func (r *recorder) requests() []request {
 	return append([]request(nil), r.seen...)
 }
 
-func webhook(t testing.TB, url string, signer outcome.Signer, cfg ...func(*outcome.WebhookConfig)) *outcome.WebhookSink {
-	c := outcome.WebhookConfig{URL: url, Signer: signer}
+func webhook(t testing.TB, url string, signer outcome.Signer, cfg ...func(*outcome.WebhookSinkConfig)) *outcome.WebhookSink {
+	c := outcome.WebhookSinkConfig{URL: url, Signer: signer}
 	for _, f := range cfg {
 		f(&c)
 	}
@@ -215,7 +215,7 @@ func TestWebhookSignaturesVerify(t *testing.T) {
 					w.WriteHeader(resp.StatusCode)
 				}))
 				defer proxy.Close()
-				sink := webhook(t, proxy.URL, tc.signer, func(c *outcome.WebhookConfig) { c.StandardWebhooks = standard })
+				sink := webhook(t, proxy.URL, tc.signer, func(c *outcome.WebhookSinkConfig) { c.StandardWebhooks = standard })
 				o := sampleEnvelope(t, "r1")
 				require.NoError(t, sink.Deliver(ctx, o))
 				require.NoError(t, sink.Deliver(ctx, o), "a second attempt is signed afresh, not a replay")
@@ -248,16 +248,16 @@ func TestWebhookOverTLS(t *testing.T) {
 	})))
 	defer srv.Close()
 	require.True(t, strings.HasPrefix(srv.URL, "https://"))
-	sink := webhook(t, srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Client = srv.Client() })
+	sink := webhook(t, srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Client = srv.Client() })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "tls")))
 	assert.Len(t, rs.envelopes(), 1)
 }
 
 func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk, MaxSkew: time.Second})
 	rec := newRecorder(t, nil)
-	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	})
@@ -277,8 +277,8 @@ func TestReceiverRejectsReplayedAndExpiredRequests(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "an expired request is rejected")
 
 	// One made in the future, beyond the skew, too.
-	future := clock.NewManualMs(clock.NowMs(clk) + 5_000)
-	ahead := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = future })
+	future := clock.NewManual(clk.Now().Add(5 * time.Second))
+	ahead := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Clock = future })
 	require.NoError(t, ahead.Deliver(ctx, sampleEnvelope(t, "c")))
 	last := rec.requests()[2]
 	resp = post(t, rs.srv.URL, last.header, last.body)
@@ -347,10 +347,10 @@ func TestReceiverAnswers401AndNeverCallsTheHandler(t *testing.T) {
 }
 
 func TestReceiverBoundsBodyAndNonces(t *testing.T) {
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{hmacKey(t, hmacSecret)}, Clock: clk,
 		MaxNonces: 1, MaxBodyBytes: 2048, MaxSkew: time.Second})
-	sink := webhook(t, rs.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) {
+	sink := webhook(t, rs.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
 		c.Clock = clk
 		c.Validity = time.Minute
 	})
@@ -408,12 +408,12 @@ func TestWebhookAnswers(t *testing.T) {
 }
 
 func TestWebhookRetryAfterDate(t *testing.T) {
-	clk := clock.NewManualMs(1_700_000_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	rec := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", clk.Now().Add(90*time.Second).UTC().Format(http.TimeFormat))
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "r"))
+	err := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Clock = clk }).Deliver(ctx, sampleEnvelope(t, "r"))
 	var de *outcome.DeliveryError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, 90*time.Second, de.RetryAfter)
@@ -431,10 +431,10 @@ func TestWebhook503RetryAfter7(t *testing.T) {
 	require.ErrorAs(t, sink.Deliver(ctx, sampleEnvelope(t, "r")), &de)
 	assert.Equal(t, 7*time.Second, de.RetryAfter)
 
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("r")
-	e.fire(sink, 100)
-	assert.Equal(t, uint64(100+7_000), e.timerDue())
+	e.fire(sink, t0)
+	assert.Equal(t, t0.Add(7*time.Second), e.timerDue())
 	assert.Equal(t, uint64(1), e.backlogRows())
 }
 
@@ -451,13 +451,13 @@ func TestWebhookServerThatNeverAnswersIsCutBySinkTimeout(t *testing.T) {
 		case <-time.After(time.Minute):
 		}
 	})
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("a", "b")
-	d := delivery(t, webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)), func(c *outcome.Config) {
+	d := delivery(t, webhook(t, rec.srv.URL, hmacKey(t, hmacSecret)), func(c *outcome.DeliveryConfig) {
 		c.SinkTimeout = 50 * time.Millisecond
 		c.Sleep = nil // real time
 	})
-	rep := e.fireWith(d, 100)
+	rep := e.fireWith(d, t0)
 	assert.Equal(t, 1, rep.Fired)
 	select {
 	case <-cancelled:
@@ -514,7 +514,7 @@ func TestWebhookLargeResponseIsNotReadWhole(t *testing.T) {
 	})
 	for _, limit := range []int64{0, 1024} {
 		ct := &countingTransport{}
-		sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) {
+		sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) {
 			c.Client = &http.Client{Transport: ct}
 			c.MaxResponseBytes = limit
 		})
@@ -569,14 +569,14 @@ func TestWebhookNetworkFailureIsADeliveryError(t *testing.T) {
 // retry is signed afresh (a new nonce and validity window).
 func TestAFailingRemoteHookKeepsTheRowAndEachRetryIsSignedAfresh(t *testing.T) {
 	rec := newRecorder(t, func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
-	e := newEnv(t, 100)
+	e := newEnv(t, t0)
 	e.seed("retry")
 	// The sink shares the test clock, so a retry's window moves.
-	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookConfig) { c.Clock = e.clock })
-	assert.Equal(t, 1, e.fire(sink, 100).Fired)
+	sink := webhook(t, rec.srv.URL, hmacKey(t, hmacSecret), func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
+	assert.Equal(t, 1, e.fire(sink, t0).Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 	due := e.timerDue()
-	e.clock.SetMs(due)
+	e.clock.Set(due)
 	assert.Equal(t, 1, e.fire(sink, due).Fired)
 	assert.Equal(t, uint64(1), e.backlogRows())
 
@@ -592,17 +592,17 @@ func TestNewWebhookSinkRejectsBadConfig(t *testing.T) {
 	key := hmacKey(t, hmacSecret)
 	for _, tc := range []struct {
 		name string
-		cfg  outcome.WebhookConfig
+		cfg  outcome.WebhookSinkConfig
 	}{
-		{"http to a remote host", outcome.WebhookConfig{URL: "http://example.test/hook", Signer: key}},
-		{"relative", outcome.WebhookConfig{URL: "/hook", Signer: key}},
-		{"other scheme", outcome.WebhookConfig{URL: "ftp://example.test/hook", Signer: key}},
-		{"user information", outcome.WebhookConfig{URL: "https://user:pw@example.test/hook", Signer: key}},
-		{"fragment", outcome.WebhookConfig{URL: "https://example.test/hook#x", Signer: key}},
-		{"no signer", outcome.WebhookConfig{URL: "https://example.test/hook"}},
-		{"negative validity", outcome.WebhookConfig{URL: "https://example.test/hook", Signer: key, Validity: -time.Second}},
-		{"validity over the bound", outcome.WebhookConfig{URL: "https://example.test/hook", Signer: key, Validity: 2 * time.Hour}},
-		{"negative response bound", outcome.WebhookConfig{URL: "https://example.test/hook", Signer: key, MaxResponseBytes: -1}},
+		{"http to a remote host", outcome.WebhookSinkConfig{URL: "http://example.test/hook", Signer: key}},
+		{"relative", outcome.WebhookSinkConfig{URL: "/hook", Signer: key}},
+		{"other scheme", outcome.WebhookSinkConfig{URL: "ftp://example.test/hook", Signer: key}},
+		{"user information", outcome.WebhookSinkConfig{URL: "https://user:pw@example.test/hook", Signer: key}},
+		{"fragment", outcome.WebhookSinkConfig{URL: "https://example.test/hook#x", Signer: key}},
+		{"no signer", outcome.WebhookSinkConfig{URL: "https://example.test/hook"}},
+		{"negative validity", outcome.WebhookSinkConfig{URL: "https://example.test/hook", Signer: key, Validity: -time.Second}},
+		{"validity over the bound", outcome.WebhookSinkConfig{URL: "https://example.test/hook", Signer: key, Validity: 2 * time.Hour}},
+		{"negative response bound", outcome.WebhookSinkConfig{URL: "https://example.test/hook", Signer: key, MaxResponseBytes: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := outcome.NewWebhookSink(tc.cfg)

@@ -62,12 +62,12 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 			for _, eng := range testengine.All {
 				t.Run(eng.Name, func(t *testing.T) {
 					ctx := context.Background()
-					clk := clock.NewManualMs(start)
+					clk := clock.NewManual(start)
 					s := openLayer(t, eng.Open(t, "orders.bbolt"), clk)
 
 					o, err := outbox.Read(ctx, store.ReaderOf(s, region))
 					require.NoError(t, err)
-					ob, err := outbox.NewBuilder(s.Capabilities(), ms(start), o)
+					ob, err := outbox.NewBuilder(s.Capabilities(), start, o)
 					require.NoError(t, err)
 					for _, target := range []store.Partition{acme, acmeID, ta} {
 						_, err := ob.Relay(target, []gen.RelayPut{{Key: []byte("latest"), Value: []byte(store.PartitionName(target))}}, nil)
@@ -80,9 +80,11 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 					require.True(t, out.Committed(), "%v", out)
 
 					hook := &rowSources{}
-					reg, err := timers.NewRegistry(&relay.Handler{Target: s, Hook: hook})
+					rh, err := relay.NewHandler(relay.HandlerConfig{Target: s, Hook: hook})
 					require.NoError(t, err)
-					rep, err := timers.RunDue(ctx, s, tc.source, reg, ms(start), timers.Budget{}, timers.WithClock(clk))
+					reg, err := timers.NewRegistry(rh)
+					require.NoError(t, err)
+					rep, err := timers.RunDue(ctx, s, tc.source, reg, start, timers.RunConfig{Clock: clk})
 					require.NoError(t, err)
 					require.Equal(t, 1, rep.Fired)
 

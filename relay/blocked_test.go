@@ -14,6 +14,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
 )
 
 // Reference: a target whose apply fails is blocked for the rest of the
@@ -51,7 +52,7 @@ func TestFailedTargetIsBlockedWhileOthersProceedAndUnblockedNextCycle(t *testing
 		assert.Equal(t, ids(tb), st.Blocked)
 		due, ok := e.timerDue(t)
 		require.True(t, ok, "blocked rows keep the timer")
-		assert.Equal(t, e.now()+retryBackoffMs, due, "fire 4 delivered nothing: it backs off")
+		assert.Equal(t, e.now().Add(timers.RetryBackoff), due, "fire 4 delivered nothing: it backs off")
 
 		// The next cycle starts from the head, nothing blocked.
 		e.target.Clear()
@@ -72,7 +73,7 @@ func TestFireThatDeliversNothingBacksOff(t *testing.T) {
 		e.run(t)
 		due, ok := e.timerDue(t)
 		require.True(t, ok)
-		assert.Equal(t, e.now()+retryBackoffMs, due)
+		assert.Equal(t, e.now().Add(timers.RetryBackoff), due)
 		assert.Contains(t, e.logs.String(), "relay watermark read failed")
 		assert.Equal(t, ids(ta), e.scanState(t).Blocked)
 		assert.Equal(t, []uint64{1}, e.queued(t))

@@ -70,11 +70,11 @@ func lanesTarget(i int) store.Partition {
 // time), and returns what the fires did and what they left.
 func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) string {
 	e := newEnv(t, testengine.Memory.Open, func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) {
-		e.h.Hook = relay.NoHook{} // the audit hook numbers batches in the order they come
-		e.h.Budget = sc.budget
-		e.h.Budget.Concurrency = concurrency
+		e.hc.Hook = relay.NoHook{} // the audit hook numbers batches in the order they come
+		e.hc.Budget = sc.budget
+		e.hc.Budget.Concurrency = concurrency
 		if rng != nil {
-			relay.SetLaneRunner(e.h, func() relay.LaneRunner { return newTurnstile(rng) })
+			e.lanes = func() relay.LaneRunner { return newTurnstile(rng) }
 		}
 	})
 	var rows []row
@@ -124,8 +124,8 @@ func (sc lanesScenario) play(t *testing.T, concurrency int, rng *rand.Rand) stri
 		if !ok {
 			break
 		}
-		if due > e.now() {
-			e.clock.SetMs(due)
+		if due.After(e.now()) {
+			e.clock.Set(due)
 		}
 		rep := e.run(t)
 		st := e.scanState(t)

@@ -37,7 +37,9 @@ func encodeRow(t testing.TB, target store.Partition, key, value string) store.Va
 
 // encodeRowTo encodes a row whose target identity is id, valid or not.
 func encodeRowTo(t testing.TB, id []byte, key, value string) store.Value {
-	v, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: []gen.RelayPut{{Key: []byte(key), Value: []byte(value)}}, AtMs: start})
+	atMs, err := store.EncodeTime(start) // the row's stored queue time
+	require.NoError(t, err)
+	v, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: []gen.RelayPut{{Key: []byte(key), Value: []byte(value)}}, AtMs: atMs})
 	require.NoError(t, err)
 	return v
 }
@@ -108,7 +110,7 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 					require.Equal(t, 1, rep.Fired, "a corrupt window holds the source back")
 					due, ok := e.timerDue(t)
 					require.True(t, ok)
-					assert.Equal(t, e.now()+uint64(hold.Milliseconds()), due, "fire %d", i)
+					assert.Equal(t, e.now().Add(hold), due, "fire %d", i)
 					assert.Equal(t, hold, e.timerHold(t))
 					e.requireAppliedOnce(t, ta, tt.prefix...)
 					assert.Equal(t, uint64(len(tt.prefix)), e.highWater(t, ta), "nothing past the corrupt row")
@@ -139,7 +141,7 @@ func TestMalformedKeyAfterTheCursorStopsTheNextFire(t *testing.T) {
 		rep := e.step(t)
 		assert.Equal(t, 1, rep.Fired)
 		due, _ := e.timerDue(t)
-		assert.Equal(t, e.now()+uint64(relay.CorruptHoldMin.Milliseconds()), due, "held back")
+		assert.Equal(t, e.now().Add(relay.CorruptHoldMin), due, "held back")
 		assert.Equal(t, uint64(4), e.highWater(t, ta), "rows 5.. wait behind the malformed key")
 		assert.Equal(t, []uint64{0, 5, 6, 7, 8}, e.queued(t))
 	}, withBudget(relay.Budget{MaxRows: 1}))
@@ -179,7 +181,7 @@ func TestCorruptOutboxSequenceFailsTheFire(t *testing.T) {
 		assert.Equal(t, 1, rep.Corrupt)
 		after, ok := e.timerDue(t)
 		assert.True(t, ok)
-		assert.Equal(t, e.now()+uint64(timers.DefaultHeldBackoff.Milliseconds()), after)
+		assert.Equal(t, e.now().Add(timers.DefaultHeldBackoff), after)
 		assert.Greater(t, after, due)
 		assert.Equal(t, []uint64{1}, e.queued(t))
 	})
@@ -192,7 +194,7 @@ func (e *env) timerValue(t testing.TB) store.Value {
 	if !ok {
 		return nil
 	}
-	key, err := timers.TimerKey(ms(due), timers.KindRelay, "")
+	key, err := timers.TimerKey(due, timers.KindRelay, "")
 	require.NoError(t, err)
 	v, ok, err := e.inner.Get(e.ctx, source, key)
 	require.NoError(t, err)
@@ -245,7 +247,7 @@ func TestCorruptRowHoldGrowsToTheCapAndResetsOnceRepaired(t *testing.T) {
 				return nil, err // repaired already
 			}
 			return store.NewBatch().Require(store.Equals(relayKey(2), v)).Put(relayKey(2), good), nil
-		})
+		}, store.TransactConfig{})
 		require.NoError(t, err)
 		rep := e.step(t)
 		require.Equal(t, 1, rep.Fired)
@@ -275,7 +277,7 @@ func TestUndecodableRelayTimerValueRestartsTheHold(t *testing.T) {
 		b := store.NewBatch()
 		ref, _, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
 		require.NoError(t, err)
-		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), ref, timers.Timer{Kind: timers.KindRelay, DueAt: ms(due), Value: store.Value{0xff}}))
+		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), ref, timers.Timer{Kind: timers.KindRelay, DueAt: due, Value: store.Value{0xff}}))
 		out, err := e.inner.Apply(e.ctx, source, b)
 		require.NoError(t, err)
 		require.True(t, out.Committed())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,7 +88,7 @@ func TestSplitsAGroupIntoBatchesOfAtMostMaxRelayWrites(t *testing.T) {
 			}
 			return nil
 		})
-		e.h.Hook = relay.NoHook{}
+		e.configure(t, func(c *relay.HandlerConfig) { c.Hook = relay.NoHook{} })
 
 		e.run(t)
 
@@ -161,7 +162,7 @@ func TestDuplicateOnlyGroupsTakeNoTargetSlot(t *testing.T) {
 func TestBacklogGaugeAndLagCounterLabelledBySourceKind(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		label := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"}
-		old := e.now() - uint64(relay.DefaultLagBound.Milliseconds()) - 1
+		old := e.now().Add(-relay.DefaultLagBound - time.Millisecond)
 		e.queueAt(t, old, put(ta, "k", "1"), put(ta, "k", "2"))
 		var rows []row
 		for range 8 {
@@ -187,7 +188,7 @@ func TestBacklogGaugeAndLagCounterLabelledBySourceKind(t *testing.T) {
 func TestHandlerMetricsReplaceTheRuns(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		own := telemetry.NewRecorder()
-		e.h.Metrics = own
+		e.configure(t, func(c *relay.HandlerConfig) { c.Metrics = own })
 		e.queue(t, put(ta, "k", "v"))
 		e.run(t)
 		v, ok := own.GaugeValue(telemetry.MetricRelayBacklogRows, telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "ref"})
@@ -216,12 +217,12 @@ func TestSourceMustBeAddressable(t *testing.T) {
 		{"identity over the bound", long},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &timers.Ctx{Store: e.source, Partition: tc.p, Now: ms(e.now())}
-			_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: ms(e.now())})
+			c := &timers.Ctx{Store: e.source, Partition: tc.p, Now: e.now()}
+			_, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: e.now()})
 			require.ErrorIs(t, err, store.ErrInvalid)
 		})
 	}
-	_, err = (&relay.Handler{}).Fire(e.ctx, &timers.Ctx{Store: e.source, Partition: source}, timers.DueTimer{})
+	_, err = new(relay.Handler).Fire(e.ctx, &timers.Ctx{Store: e.source, Partition: source}, timers.DueTimer{})
 	require.ErrorIs(t, err, store.ErrInvalid, "no target store")
 }
 
@@ -229,8 +230,8 @@ func TestSourceMustBeAddressable(t *testing.T) {
 // sequence.
 func TestEmptyQueueIsDoneGuardedByTheSequence(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		c := &timers.Ctx{Store: e.source, Partition: source, Now: ms(e.now())}
-		fired, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: ms(e.now())})
+		c := &timers.Ctx{Store: e.source, Partition: source, Now: e.now()}
+		fired, err := e.h.Fire(e.ctx, c, timers.DueTimer{DueAt: e.now()})
 		require.NoError(t, err)
 		done, ok := fired.(timers.Done)
 		require.True(t, ok, "%T", fired)

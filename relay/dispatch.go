@@ -403,7 +403,7 @@ const (
 func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
 	ln.f, ln.g, ln.limit, ln.apply, ln.declared, ln.prefixEnd, ln.from = f, g, limit, apply, declared, prefixEnd, res
 	ln.run, ln.read, ln.next, ln.end = res, false, attemptDone, 0
-	out, err := store.TransactOnce(ctx, f.h.Target, g.target, ln.fn)
+	out, err := store.TransactOnce(ctx, f.h.target, g.target, ln.fn)
 	run := ln.run
 	ln.f, ln.g, ln.declared = nil, nil, nil
 	switch {

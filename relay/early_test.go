@@ -93,9 +93,11 @@ func TestAFireOnASingleWriterEngineNeverWaitsForItself(t *testing.T) {
 					break
 				}
 				require.Less(t, n, 5, "fires")
-				e.clock.SetMs(max(due, e.now()))
+				if due.After(e.now()) {
+					e.clock.Set(due)
+				}
 				ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
-				_, err := timers.RunDue(ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
+				_, err := timers.RunDue(ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger})
 				cancel()
 				require.NoError(t, err, "fire %d: a fire that waits for itself runs into its deadline", n+1)
 			}

@@ -21,7 +21,7 @@ import (
 // target partition and completes the timer.
 func ExampleHandler() {
 	ctx := context.Background()
-	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManualMs(1_000)})
+	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clock.NewManual(time.UnixMilli(1_000))})
 	if err != nil {
 		panic(err)
 	}
@@ -48,11 +48,15 @@ func ExampleHandler() {
 		panic(err)
 	}
 
-	reg, err := timers.NewRegistry(&relay.Handler{Target: s})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
 	if err != nil {
 		panic(err)
 	}
-	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.DefaultBudget)
+	reg, err := timers.NewRegistry(rh)
+	if err != nil {
+		panic(err)
+	}
+	rep, err := timers.RunDue(ctx, s, src, reg, time.UnixMilli(1_000), timers.RunConfig{})
 	if err != nil {
 		panic(err)
 	}
@@ -60,6 +64,6 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, msOf(rep.NextDue) == 0)
+	fmt.Printf("fired %d, head %s, timer done: %v\n", rep.Fired, head, rep.NextDue.IsZero())
 	// Output: fired 1, head abc123, timer done: true
 }

@@ -31,7 +31,8 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-const start uint64 = 1_000_000
+// start is the time every test begins at.
+var start = time.UnixMilli(1_000_000)
 
 var (
 	source = refdomain.RefPartition{NS: refdomain.MustNamespaceKey("tenant"), Repo: refdomain.MustRepoName("repo"), ShardRef: refdomain.MustShardRef("refs/heads/main")}
@@ -50,8 +51,10 @@ type env struct {
 	source  *storetest.Faults // RunDue runs against it
 	tinner  store.Store       // the target's Layer
 	target  *storetest.Faults // the handler's Target
-	h       *relay.Handler
-	reg     *timers.Registry
+	hc      relay.HandlerConfig
+	lanes   func() relay.LaneRunner // nil: goroutines
+	h       *relay.Handler          // built from hc
+	reg     *timers.Registry        // holds h
 	audit   *auditHook
 	metrics *telemetry.Recorder
 	logs    *testlog.Buffer
@@ -66,14 +69,14 @@ type option func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine)
 func withTargetStore(cfg fdblayer.Config) option {
 	return func(t testing.TB, e *env, open func(testing.TB, string) kv.Engine) {
 		l := openLayer(t, open(t, "target.bbolt"), e.clock, cfg)
-		e.tinner, e.target = l, storetest.WithFaults(l)
-		e.h.Target = e.target
+		e.tinner, e.target = l, storetest.NewFaults(l)
+		e.hc.Target = e.target
 	}
 }
 
 // withBudget sets the handler's budget.
 func withBudget(b relay.Budget) option {
-	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) { e.h.Budget = b }
+	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) { e.hc.Budget = b }
 }
 
 // engines are the engines the relay's tests run on: every handler test's
@@ -108,33 +111,46 @@ func openLayer(t testing.TB, engine kv.Engine, clk clock.Clock, cfg ...fdblayer.
 }
 
 func newEnv(t testing.TB, open func(testing.TB, string) kv.Engine, opts ...option) *env {
-	clk := clock.NewManualMs(start)
+	clk := clock.NewManual(start)
 	l := openLayer(t, open(t, "source.bbolt"), clk)
 	logs := &testlog.Buffer{}
 	e := &env{
 		ctx:     context.Background(),
 		clock:   clk,
 		inner:   l,
-		source:  storetest.WithFaults(l),
+		source:  storetest.NewFaults(l),
 		tinner:  l,
-		target:  storetest.WithFaults(l),
+		target:  storetest.NewFaults(l),
 		audit:   &auditHook{},
 		metrics: telemetry.NewRecorder(),
 		logs:    logs,
 		logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	e.h = &relay.Handler{Target: e.target, Hook: e.audit}
+	e.hc = relay.HandlerConfig{Target: e.target, Hook: e.audit}
 	t.Cleanup(func() { assert.NoError(t, e.metrics.Err(), "samples the telemetry catalogue does not list") })
 	for _, o := range opts {
 		o(t, e, open)
 	}
-	reg, err := timers.NewRegistry(e.h)
-	require.NoError(t, err)
-	e.reg = reg
+	e.configure(t, func(*relay.HandlerConfig) {})
 	return e
 }
 
-func (e *env) now() uint64 { return clock.NowMs(e.clock) }
+// configure edits the handler's configuration and registers a handler
+// built from it in a new registry.
+func (e *env) configure(t testing.TB, edit func(c *relay.HandlerConfig)) {
+	t.Helper()
+	edit(&e.hc)
+	h, err := relay.NewHandler(e.hc)
+	require.NoError(t, err)
+	if e.lanes != nil {
+		relay.SetLaneRunner(h, e.lanes)
+	}
+	reg, err := timers.NewRegistry(h)
+	require.NoError(t, err)
+	e.h, e.reg = h, reg
+}
+
+func (e *env) now() time.Time { return e.clock.Now() }
 
 // row is one relay row to queue.
 type row struct {
@@ -166,24 +182,24 @@ func (e *env) queue(t testing.TB, rows ...row) []uint64 {
 	return e.queueAt(t, e.now(), rows...)
 }
 
-// queueAt appends rows stamped atMs, several rows per batch.
-func (e *env) queueAt(t testing.TB, atMs uint64, rows ...row) []uint64 {
+// queueAt appends rows stamped at, several rows per batch.
+func (e *env) queueAt(t testing.TB, at time.Time, rows ...row) []uint64 {
 	t.Helper()
 	var seqs []uint64
 	for len(rows) > 0 {
 		n := min(len(rows), 20)
-		seqs = append(seqs, queueInto(t, e.ctx, e.inner, atMs, rows[:n])...)
+		seqs = append(seqs, queueInto(t, e.ctx, e.inner, at, rows[:n])...)
 		rows = rows[n:]
 	}
 	return seqs
 }
 
 // queueInto appends rows to the source's outbox in s, in one batch.
-func queueInto(t testing.TB, ctx context.Context, s store.Store, atMs uint64, rows []row) []uint64 {
+func queueInto(t testing.TB, ctx context.Context, s store.Store, at time.Time, rows []row) []uint64 {
 	t.Helper()
 	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(s.Capabilities(), ms(atMs), o)
+	ob, err := outbox.NewBuilder(s.Capabilities(), at, o)
 	require.NoError(t, err)
 	seqs := make([]uint64, 0, len(rows))
 	for _, r := range rows {
@@ -205,19 +221,18 @@ func (e *env) run(t testing.TB) timers.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, fireDeadline)
 	defer cancel()
-	rep, err := timers.RunDue(ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
-		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics))
+	rep, err := timers.RunDue(ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
 	require.NoError(t, err)
 	return rep
 }
 
 // timerDue reads the relay timer's due time; ok is false when there is
 // none.
-func (e *env) timerDue(t testing.TB) (due uint64, ok bool) {
+func (e *env) timerDue(t testing.TB) (due time.Time, ok bool) {
 	t.Helper()
 	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, source, timers.KindRelay, "")
 	require.NoError(t, err)
-	return msOf(dueAt), v != nil
+	return dueAt, v != nil
 }
 
 // step moves the clock to the relay timer's due time and runs once; it
@@ -226,8 +241,8 @@ func (e *env) step(t testing.TB) timers.Report {
 	t.Helper()
 	due, ok := e.timerDue(t)
 	require.True(t, ok, "no relay timer")
-	if due > e.now() {
-		e.clock.SetMs(due)
+	if due.After(e.now()) {
+		e.clock.Set(due)
 	}
 	return e.run(t)
 }
@@ -452,8 +467,8 @@ type plainStore struct{ store.Store }
 // store.Transactor (the source's Layer behind plainStore).
 func withPlainTarget() option {
 	return func(_ testing.TB, e *env, _ func(testing.TB, string) kv.Engine) {
-		e.target = storetest.WithFaults(plainStore{e.tinner})
-		e.h.Target = e.target
+		e.target = storetest.NewFaults(plainStore{e.tinner})
+		e.hc.Target = e.target
 	}
 }
 

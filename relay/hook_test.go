@@ -161,7 +161,7 @@ func TestInvalidHookedBatchHalvesTheRows(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, e *env) {
 				hook := &padHook{pad: tt.pad, reserved: tt.reserved}
-				e.h.Hook = hook
+				e.configure(t, func(c *relay.HandlerConfig) { c.Hook = hook })
 				e.queue(t, repeat(24, put(ta, "a", "1", "b", "2", "c", "3", "d", "4"))...)
 				e.run(t)
 				assert.Equal(t, tt.wantAttempted, hook.sizes)

@@ -42,7 +42,10 @@ func TestConcurrencyFollowsTheTargetStore(t *testing.T) {
 		{"one lane", mvcc, 1, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &Handler{Target: tc.target, Budget: Budget{Concurrency: tc.budget}}
+			h, err := NewHandler(HandlerConfig{Target: tc.target, Budget: Budget{Concurrency: tc.budget}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.forced {
 				h.newLanes = func() laneRunner { return &goRunner{done: make(chan int, 8)} }
 			}

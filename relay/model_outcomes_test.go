@@ -80,7 +80,7 @@ var (
 )
 
 func (w *world) newDelivery() timers.Handler {
-	d, err := outcome.NewDelivery(outcome.Config{Sink: modelSink{w},
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: modelSink{w},
 		Sources: []outcome.Source{modelReservations, modelWithdrawals, modelTransfers}, MaxRows: 2})
 	if err != nil {
 		panic(err)

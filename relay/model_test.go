@@ -218,7 +218,7 @@ func (s *modelStats) add(o modelStats) {
 }
 
 func newWorld(t testing.TB, cfg modelConfig) *world {
-	clk := clock.NewManualMs(start)
+	clk := clock.NewManual(start)
 	l, err := fdblayer.Open(cfg.engine.Open(t, "model.bbolt"), fdblayer.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func newWorld(t testing.TB, cfg modelConfig) *world {
 }
 
 func (w *world) note(format string, args ...any) {
-	w.trace = append(w.trace, fmt.Sprintf("%d: ", clock.NowMs(w.clock)-start)+fmt.Sprintf(format, args...))
+	w.trace = append(w.trace, fmt.Sprintf("%v: ", w.clock.Now().Sub(start))+fmt.Sprintf(format, args...))
 }
 
 // run plays the seed's steps, then drains. It returns the first broken
@@ -342,7 +342,10 @@ type worker struct {
 func (w *world) newWorker() *worker {
 	w.owners++
 	wk := &worker{owner: fmt.Sprintf("w%d", w.owners), store: &chaos{w: w, worker: true}}
-	rh := &relay.Handler{Target: wk.store, Hook: w.audit, Budget: w.cfg.relayBudget()}
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: wk.store, Hook: w.audit, Budget: w.cfg.relayBudget()})
+	if err != nil {
+		panic(err)
+	}
 	relay.SetLaneRunner(rh, w.newTurnstile)
 	var h timers.Handler = rh
 	if w.cfg.mutant {
@@ -419,8 +422,8 @@ func (w *world) produce(src int, via store.Store) {
 		w.note("produce src%d: read: %v", src, err)
 		return
 	}
-	nowMs := clock.NowMs(w.clock)
-	b, err := outbox.NewBuilder(w.layer.Capabilities(), ms(nowMs), o)
+	now := w.clock.Now()
+	b, err := outbox.NewBuilder(w.layer.Capabilities(), now, o)
 	if err != nil {
 		w.note("produce src%d: %v", src, err) // a corrupt relay timer reference
 		return
@@ -434,7 +437,7 @@ func (w *world) produce(src int, via store.Store) {
 				r.deletes = append(r.deletes, key)
 				continue
 			}
-			r.puts = append(r.puts, gen.RelayPut{Key: key, Value: []byte(fmt.Sprintf("%d.%d.%d", nowMs, len(rows), i))})
+			r.puts = append(r.puts, gen.RelayPut{Key: key, Value: []byte(fmt.Sprintf("%d.%d.%d", now.UnixMilli(), len(rows), i))})
 		}
 		if r.seq, err = b.Relay(w.targets[r.target].(store.Partition), r.puts, r.deletes); err != nil {
 			panic(err)
@@ -484,7 +487,7 @@ func (w *world) interleave(self *chaos, p store.Partition) {
 	case r == 10:
 		// A timer of the service's own, up to a minute ahead: it lowers a
 		// parked wake time to at most the claim's lease expiry.
-		due := clock.NowMs(w.clock) + uint64(w.rng.IntN(60_000))
+		due := w.clock.Now().Add(time.Duration(w.rng.IntN(60_000)) * time.Millisecond)
 		// One or two at once (then fired in one run: see userTimer).
 		first, n := w.rng.IntN(3), 1+w.rng.IntN(2)
 		b := store.NewBatch()
@@ -494,12 +497,12 @@ func (w *world) interleave(self *chaos, p store.Partition) {
 			if err != nil {
 				return // a corrupt reference entry
 			}
-			if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userKind, Reference: name, DueAt: ms(due)}); err != nil {
+			if err := timers.Schedule(b, w.layer.Capabilities(), ref, timers.Timer{Kind: userKind, Reference: name, DueAt: due}); err != nil {
 				panic(err)
 			}
 		}
 		out, err := w.layer.Apply(w.ctx, p, b)
-		w.note("%d user timers in %s at +%d: %v %v", n, store.PartitionName(p), due-clock.NowMs(w.clock), out, err)
+		w.note("%d user timers in %s at +%v: %v %v", n, store.PartitionName(p), due.Sub(w.clock.Now()), out, err)
 	case r < 5:
 		// Most often into the partition the call is for: a row queued
 		// while its relay fires.
@@ -623,7 +626,10 @@ func (w *world) repair() {
 		if err != nil {
 			panic(err)
 		}
-		b.WakeAt(ms(max(msOf(due), 1)))
+		if due.IsZero() {
+			due = time.UnixMilli(1) // a wake time is never none
+		}
+		b.WakeAt(due)
 	}
 	out, err := w.layer.Apply(w.ctx, c.p, b)
 	if err != nil || !out.Committed() {

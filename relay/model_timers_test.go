@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -117,11 +116,15 @@ func (periodicTimer) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer)
 	if t.Period.IsZero() {
 		return nil, errors.New("a periodic fire without its period")
 	}
-	ms := clock.Ms(t.Period)
-	if (ms/uint64(modelPeriod/time.Millisecond))%3 == 1 && t.Attempts == 0 {
+	// The period's count is kept under the period's stored time.
+	periodMs, err := store.EncodeTime(t.Period)
+	if err != nil {
+		return nil, err
+	}
+	if (t.Period.Sub(time.Unix(0, 0))/modelPeriod)%3 == 1 && t.Attempts == 0 {
 		return nil, errors.New("the first attempt of every third period fails")
 	}
-	key := store.Key(fmt.Sprintf("per/%020d", ms))
+	key := store.Key(fmt.Sprintf("per/%020d", periodMs))
 	v, _, err := c.Store.Get(ctx, c.Partition, key)
 	if err != nil {
 		return nil, err
@@ -136,19 +139,19 @@ func (periodicTimer) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer)
 // registerServiceTimers adds the jobs' and the periodic timer's kinds to
 // reg.
 func registerServiceTimers(reg *timers.Registry) error {
-	if err := reg.Register(jobTimer{}, timers.WithRetry(jobPolicy)); err != nil {
+	if err := reg.Register(jobTimer{}, timers.KindConfig{Retry: jobPolicy}); err != nil {
 		return err
 	}
-	return reg.Register(periodicTimer{}, timers.WithPeriod(timers.Every(modelPeriod)),
-		timers.WithRetry(timers.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffFactor: 1, MaxInterval: 200 * time.Millisecond}))
+	return reg.Register(periodicTimer{}, timers.KindConfig{Period: timers.Every(modelPeriod),
+		Retry: timers.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffFactor: 1, MaxInterval: 200 * time.Millisecond}})
 }
 
 // startPeriodic schedules each source's periodic timer, a period from now.
 func (w *world) startPeriodic() {
 	for _, p := range w.sources {
 		b := store.NewBatch()
-		due := clock.NowMs(w.clock) + uint64(modelPeriod/time.Millisecond)
-		if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: periodicKind, Reference: "tick", DueAt: ms(due)}); err != nil {
+		due := w.clock.Now().Add(modelPeriod)
+		if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: periodicKind, Reference: "tick", DueAt: due}); err != nil {
 			panic(err)
 		}
 		if out, err := w.layer.Apply(w.ctx, p, b); err != nil || !out.Committed() {
@@ -164,8 +167,8 @@ func (w *world) produceJob() {
 		permanent: w.rng.IntN(4) == 0, retry: w.rng.IntN(2) == 0}
 	plan := planOf(j)
 	b := store.NewBatch()
-	due := clock.NowMs(w.clock) + uint64(w.rng.IntN(2000))
-	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAt: ms(due), Value: store.Value(plan)}); err != nil {
+	due := w.clock.Now().Add(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+	if err := timers.Schedule(b, w.layer.Capabilities(), nil, timers.Timer{Kind: jobKind, Reference: j.ref, DueAt: due, Value: store.Value(plan)}); err != nil {
 		panic(err)
 	}
 	out, err := w.layer.Apply(w.ctx, w.sources[j.src], b)
@@ -173,7 +176,7 @@ func (w *world) produceJob() {
 		panic(fmt.Sprintf("produce job: %v %v", out, err))
 	}
 	w.jobs = append(w.jobs, j)
-	w.note("job %s in src%d at +%d: plan %s", j.ref, j.src, due-clock.NowMs(w.clock), plan)
+	w.note("job %s in src%d at +%v: plan %s", j.ref, j.src, due.Sub(w.clock.Now()), plan)
 }
 
 // redrive re-drives a dead letter of a source the seed picks, if any.
@@ -300,32 +303,31 @@ func isDeadLetterKey(key store.Key) bool {
 // counted once. final: the run's counted periods are added to its stats.
 func (w *world) checkPeriodic(src int, final bool) error {
 	p := w.sources[src]
-	ref, dueAt, err := timers.ReadRef(w.ctx, w.layer, p, periodicKind, "tick")
-	due := msOf(dueAt)
+	ref, due, err := timers.ReadRef(w.ctx, w.layer, p, periodicKind, "tick")
 	if err != nil {
 		return err
 	}
 	if ref == nil {
 		return fmt.Errorf("src%d lost its periodic timer", src)
 	}
-	period := uint64(modelPeriod / time.Millisecond)
 	page, err := w.layer.Scan(w.ctx, p, store.Key("per/"), store.Key("per/\xff"), nil, 10_000)
 	if err != nil {
 		return err
 	}
 	for _, kv := range page.Entries {
-		ms, err := strconv.ParseUint(strings.TrimPrefix(string(kv.Key), "per/"), 10, 64)
+		periodMs, err := strconv.ParseUint(strings.TrimPrefix(string(kv.Key), "per/"), 10, 64)
 		if err != nil {
 			return err
 		}
-		if (ms-start)%period != 0 {
-			return fmt.Errorf("src%d counted period %d, off its schedule", src, ms-start)
+		at := store.DecodeTime(periodMs).Sub(start) // the period's time, after the start
+		if at%modelPeriod != 0 {
+			return fmt.Errorf("src%d counted period +%v, off its schedule", src, at)
 		}
 		if string(kv.Value) != "1" {
-			return fmt.Errorf("src%d counted period %d %s times", src, ms-start, kv.Value)
+			return fmt.Errorf("src%d counted period +%v %s times", src, at, kv.Value)
 		}
-		if ms >= due {
-			return fmt.Errorf("src%d counted period %d, at or after its timer's due time %d", src, ms-start, due-start)
+		if !start.Add(at).Before(due) {
+			return fmt.Errorf("src%d counted period +%v, at or after its timer's due time +%v", src, at, due.Sub(start))
 		}
 	}
 	if final {

@@ -58,7 +58,7 @@ func TestRowQueuedDuringTheFireKeepsTheTimer(t *testing.T) {
 		{"after earlier rows", func(t testing.TB, e *env) { e.queue(t, put(ta, "k", "1")) }},
 		{"the first row ever", func(t testing.TB, e *env) {
 			b := store.NewBatch()
-			require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: timers.KindRelay, DueAt: ms(e.now())}))
+			require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: timers.KindRelay, DueAt: e.now()}))
 			e.putBatch(t, b)
 		}},
 	}
@@ -104,7 +104,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 			e.putSource(t, scanKey, v)
 		}, false},
 		{"a concurrent fire", func(t testing.TB, e *env, ctx context.Context) {
-			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, ms(e.now()), timers.Budget{}, timers.WithClock(e.clock), timers.WithLogger(e.logger))
+			rep, err := timers.RunDue(ctx, e.inner, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger})
 			require.NoError(t, err)
 			assert.Equal(t, 1, rep.Fired, "the racer finds every row a duplicate and completes")
 		}, true},
@@ -136,7 +136,7 @@ func TestLostCheckpointRaceRetriesWithoutDoubleApplication(t *testing.T) {
 					default:
 						assert.Equal(t, 1, rep.Retried, "the lost checkpoint retries")
 						require.True(t, ok)
-						assert.Equal(t, e.now()+retryBackoffMs, due)
+						assert.Equal(t, e.now().Add(timers.RetryBackoff), due)
 					}
 
 					e.drain(t, 3)
@@ -204,8 +204,7 @@ func TestUnknownCheckpointCommitResultNeverAppliesARowTwice(t *testing.T) {
 					return hit
 				})
 
-				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, ms(e.now()), timers.Budget{},
-					timers.WithClock(e.clock), timers.WithLogger(e.logger))
+				rep, err := timers.RunDue(e.ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger})
 				if rows <= checkpointRows {
 					require.ErrorIs(t, err, store.ErrUnknownResult, "the outcome's apply")
 					assert.Empty(t, e.queued(t), "the checkpoint landed")

@@ -109,7 +109,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -215,34 +214,78 @@ func (b Budget) withDefaults() Budget {
 	return b
 }
 
-// Handler is the relay timer's handler (kind timers.KindRelay): register
-// it in a timers.Registry. Its source is the timer's partition, of any
-// schema (the high-water key names it by its tuple identity); its targets
-// are the partitions the rows name by their tuple identities, of any
-// schema, in the Target store, which may be the source's store. Distinct producers may upsert the same target key when its value
-// is identical; a key that is ever relay-deleted must have exactly one
-// producer, so that its source sequence orders every update and delete.
-// High-water rows in targets never expire.
-//
-// A Handler's fields must not change once it is registered, nor may it be
-// copied; it is then safe for concurrent use.
-type Handler struct {
-	// Target is the store of the target partitions.
+// HandlerConfig configures a relay Handler (see NewHandler). Target is
+// required; a zero field takes its default.
+type HandlerConfig struct {
+	// Target is the store of the target partitions; it may be the
+	// source's own store.
 	Target store.Store
 	// Hook extends target batches (nil: NoHook).
 	Hook Hook
-	// Budget bounds each fire.
+	// Budget bounds each fire; each of its zero fields takes its default.
 	Budget Budget
 	// Metrics receives the backlog gauge and the lag counter (nil: the
 	// run's, timers.Ctx.Metrics).
 	Metrics telemetry.Metrics
-	// LagBound is the row age a fire warns about (0: DefaultLagBound).
+	// LagBound is the row age a fire warns about (default
+	// DefaultLagBound).
 	LagBound time.Duration
+}
+
+// Handler is the relay timer's handler (kind timers.KindRelay), built by
+// NewHandler: register it in a timers.Registry. Its source is the
+// timer's partition, of any schema (the high-water key names it by its
+// tuple identity); its targets are the partitions the rows name by their
+// tuple identities, of any schema, in the Target store, which may be the
+// source's store. Distinct producers may upsert the same target key when its value
+// is identical; a key that is ever relay-deleted must have exactly one
+// producer, so that its source sequence orders every update and delete.
+// High-water rows in targets never expire.
+//
+// A Handler is immutable and safe for concurrent use; it must not be
+// copied. The zero Handler has no target: its Fire fails.
+type Handler struct {
+	target     store.Store
+	hook       Hook
+	budget     Budget // its defaults filled in
+	metrics    telemetry.Metrics
+	lagBoundMs uint64
 
 	// newLanes, when set, runs the lanes of each dispatch instead of
 	// goroutines, whatever the Target store (tests: a deterministic
 	// schedule).
 	newLanes func() laneRunner
+}
+
+// NewHandler returns the relay handler c configures. It fails with an
+// error wrapping store.ErrInvalid, naming the field, for a nil Target or
+// a negative LagBound or Budget field. It does no I/O.
+func NewHandler(c HandlerConfig) (*Handler, error) {
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"Target is nil", c.Target == nil},
+		{"LagBound is negative", c.LagBound < 0},
+		{"Budget.MaxRows is negative", c.Budget.MaxRows < 0},
+		{"Budget.MaxTargets is negative", c.Budget.MaxTargets < 0},
+		{"Budget.MaxTargetCalls is negative", c.Budget.MaxTargetCalls < 0},
+		{"Budget.MaxBytes is negative", c.Budget.MaxBytes < 0},
+		{"Budget.Concurrency is negative", c.Budget.Concurrency < 0},
+	} {
+		if f.bad {
+			return nil, fmt.Errorf("relay: HandlerConfig.%s: %w", f.name, store.ErrInvalid)
+		}
+	}
+	h := &Handler{target: c.Target, hook: c.Hook, budget: c.Budget.withDefaults(), metrics: c.Metrics,
+		lagBoundMs: uint64(DefaultLagBound / time.Millisecond)}
+	if h.hook == nil {
+		h.hook = NoHook{}
+	}
+	if c.LagBound > 0 {
+		h.lagBoundMs = uint64(c.LagBound / time.Millisecond)
+	}
+	return h, nil
 }
 
 var _ timers.Handler = (*Handler)(nil)
@@ -286,8 +329,8 @@ var (
 // Target failures (store errors, a failed hook, a row too large for one
 // target batch) block that target, never fail the fire. Fire fails with
 // store.ErrInvalid when the source partition is nil or its identity does
-// not encode (or is over gen.MaxRelayHighWaterKeySource bytes) or Target is
-// nil, with store.ErrCorrupt when the outbox sequence does not decode, and
+// not encode (or is over gen.MaxRelayHighWaterKeySource bytes) or h has
+// no target (the zero Handler), with store.ErrCorrupt when the outbox sequence does not decode, and
 // with the source store's errors; the checkpoints applied before such an
 // error stay, and are consistent. The outcome's batch is the caller's: it
 // shares no memory with the handler. A hook's panic is raised again from
@@ -341,30 +384,28 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if src == nil {
 		return nil, fmt.Errorf("relay: fire without a source partition: %w", store.ErrInvalid)
 	}
-	if h.Target == nil {
-		return nil, fmt.Errorf("relay: handler has no target store: %w", store.ErrInvalid)
+	if h.target == nil {
+		return nil, fmt.Errorf("relay: handler has no target store (build it with NewHandler): %w", store.ErrInvalid)
 	}
 	rh, err := HighWaterKey(src)
 	if err != nil {
 		return nil, err
 	}
+	nowMs, _ := store.EncodeTime(c.Now) // 0 before the epoch
 	f := &fire{
 		scratch:    getScratch(),
 		h:          h,
 		c:          c,
 		src:        src,
-		hook:       h.Hook,
-		budget:     h.Budget.withDefaults(),
-		targetCaps: h.Target.Capabilities().Full(),
+		hook:       h.hook,
+		budget:     h.budget,
+		targetCaps: h.target.Capabilities().Full(),
 		sourceCaps: c.Store.Capabilities(),
 		rh:         rh,
 		log:        c.Logger,
-		metrics:    h.Metrics,
-		lagBoundMs: uint64(DefaultLagBound / time.Millisecond),
-		nowMs:      clock.Ms(c.Now),
-	}
-	if f.hook == nil {
-		f.hook = NoHook{}
+		metrics:    h.metrics,
+		lagBoundMs: h.lagBoundMs,
+		nowMs:      nowMs,
 	}
 	if f.log == nil {
 		f.log = slog.Default()
@@ -372,10 +413,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if f.metrics == nil {
 		f.metrics = telemetry.OrNoop(c.Metrics)
 	}
-	if h.LagBound > 0 {
-		f.lagBoundMs = uint64(h.LagBound / time.Millisecond)
-	}
-	if f.budget.Concurrency > 1 && h.newLanes == nil && !store.OverlapsCalls(h.Target) {
+	if f.budget.Concurrency > 1 && h.newLanes == nil && !store.OverlapsCalls(h.target) {
 		f.budget.Concurrency = 1
 	}
 	return f, nil

@@ -76,7 +76,7 @@ func TestNothingQueuedBehindTheCursorWhenTheTimerCompletes(t *testing.T) {
 					rows = append(rows, put(ta, "k", string(rune('a'+i))))
 				}
 				e.queue(t, rows...)
-				e.h.Budget = tc.budget(e)
+				e.configure(t, func(c *relay.HandlerConfig) { c.Budget = tc.budget(e) })
 				e.putSource(t, tc.key, encodeRow(t, tb, "x", "behind"))
 				for i := range 4 {
 					e.step(t)

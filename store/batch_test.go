@@ -26,8 +26,8 @@ func TestValidateEachLimitAtItsBoundary(t *testing.T) {
 		{"bytes at limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("1"))), true},
 		{"bytes over limit", NewBatch().Put(Key("abc"), Value("12345")).Require(Equals(Key("abc"), Value("12"))), false},
 		{"unknown op", NewBatch().Add(Write{Op: 9, Key: Key("a")}), false},
-		{"wakeup only", NewBatch().WakeAt(ms(5)), true},
-		{"wakeup at zero", NewBatch().WakeAt(ms(0)), false},
+		{"wakeup only", NewBatch().WakeAt(t0.Add(5 * time.Millisecond)), true},
+		{"wakeup at the zero Time", NewBatch().WakeAt(time.Time{}), false},
 	} {
 		err := c.b.Validate(caps)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrInvalid) {
@@ -49,15 +49,15 @@ func TestPreconditionHolds(t *testing.T) {
 }
 
 func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
-	a := NewBatch().Put(Key("a"), nil).WithDeadline(time.UnixMilli(20)).WakeAt(ms(50))
-	b := NewBatch().Delete(Key("b")).WithDeadline(time.UnixMilli(10)).WakeAt(ms(30))
+	a := NewBatch().Put(Key("a"), nil).WithDeadline(time.UnixMilli(20)).WakeAt(t0.Add(50 * time.Millisecond))
+	b := NewBatch().Delete(Key("b")).WithDeadline(time.UnixMilli(10)).WakeAt(t0.Add(30 * time.Millisecond))
 	a.Merge(b)
-	if a.Ops() != 2 || !a.Deadline.Equal(time.UnixMilli(10)) || msOf(a.Wakeup.At) != 30 {
+	if a.Ops() != 2 || !a.Deadline.Equal(time.UnixMilli(10)) || !a.Wakeup.At.Equal(t0.Add(30*time.Millisecond)) {
 		t.Fatalf("merged %+v", a)
 	}
-	a.Merge(NewBatch().WakeAt(ms(40)))
-	if msOf(a.Wakeup.At) != 30 {
-		t.Fatalf("a later wakeup replaced an earlier one: %d", msOf(a.Wakeup.At))
+	a.Merge(NewBatch().WakeAt(t0.Add(40 * time.Millisecond)))
+	if !a.Wakeup.At.Equal(t0.Add(30 * time.Millisecond)) {
+		t.Fatalf("a later wakeup replaced an earlier one: %v", a.Wakeup.At)
 	}
 	c := a.Clone().Put(Key("c"), nil)
 	if a.Ops() != 2 || c.Ops() != 3 {
@@ -66,15 +66,16 @@ func TestMergeKeepsEarliestDeadlineAndWake(t *testing.T) {
 }
 
 func TestWakeAtKeepsExactness(t *testing.T) {
-	b := NewBatch().SetWake(ms(7), ms(0)).WakeAt(ms(100))
-	if w := b.Wakeup; !w.Exact || msOf(w.At) != 100 {
+	at7, at100, at200 := t0.Add(7*time.Millisecond), t0.Add(100*time.Millisecond), t0.Add(200*time.Millisecond)
+	b := NewBatch().SetWake(at7, time.Time{}).WakeAt(at100)
+	if w := b.Wakeup; !w.Exact || !w.At.Equal(at100) {
 		t.Fatalf("WakeAt after SetWake(7, none) = %+v", w)
 	}
-	if len(b.Preconditions) != 1 || b.Preconditions[0].Op != MustWakeAt || msOf(b.Preconditions[0].Wake) != 7 {
+	if len(b.Preconditions) != 1 || b.Preconditions[0].Op != MustWakeAt || !b.Preconditions[0].Wake.Equal(at7) {
 		t.Fatalf("SetWake(7, none) guards with %v, want WakeIs(7)", b.Preconditions)
 	}
-	b.WakeAt(ms(200))
-	if msOf(b.Wakeup.At) != 100 {
+	b.WakeAt(at200)
+	if !b.Wakeup.At.Equal(at100) {
 		t.Fatalf("WakeAt raised an exact wakeup: %+v", b.Wakeup)
 	}
 }

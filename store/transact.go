@@ -21,16 +21,16 @@ import (
 // changed the row" when its guard fails, so it would have to give up
 // exactly where a re-run can decide.
 
-// Defaults of Transact's options.
+// Defaults of a TransactConfig.
 const (
 	// DefaultTransactRetries is how many times Transact re-runs its
 	// function after a failed precondition or an unknown commit result.
 	DefaultTransactRetries = 10
-	// DefaultBackoffMin and DefaultBackoffMax bound Transact's backoff: the
-	// n-th wait (from 0) is drawn uniformly from
-	// [0, min(DefaultBackoffMax, DefaultBackoffMin << n)).
-	DefaultBackoffMin = 2 * time.Millisecond
-	DefaultBackoffMax = 500 * time.Millisecond
+	// DefaultMinBackoff and DefaultMaxBackoff bound Transact's backoff:
+	// the n-th wait (from 0) is drawn uniformly from
+	// [0, min(DefaultMaxBackoff, DefaultMinBackoff << n)).
+	DefaultMinBackoff = 2 * time.Millisecond
+	DefaultMaxBackoff = 500 * time.Millisecond
 )
 
 // Reader reads one partition: what Transact and TransactOnce hand their
@@ -111,37 +111,52 @@ type Transactor interface {
 	TransactOnce(ctx context.Context, p Partition, fn TransactFunc) (BatchOutcome, error)
 }
 
-// TransactOption configures one Transact call.
-type TransactOption func(*transactConfig)
-
-type transactConfig struct {
-	retries                int
-	backoffMin, backoffMax time.Duration
+// TransactConfig configures one Transact call. A zero field takes its
+// default.
+type TransactConfig struct {
+	// Retries is how many times Transact re-runs its function after a
+	// failed precondition or an unknown commit result (default
+	// DefaultTransactRetries); a negative count (-1) makes one attempt
+	// only.
+	Retries int
+	// MinBackoff and MaxBackoff bound Transact's jittered exponential
+	// backoff: before the n-th re-run (from 0) it waits a time drawn
+	// uniformly from [0, min(MaxBackoff, MinBackoff << n)). MinBackoff
+	// defaults to DefaultMinBackoff, or to MaxBackoff when that is
+	// smaller; a negative one (-1) re-runs at once.
+	MinBackoff time.Duration
+	// MaxBackoff defaults to DefaultMaxBackoff, or to MinBackoff when that
+	// is larger. A negative one, or one under MinBackoff, makes Transact
+	// fail with ErrInvalid.
+	MaxBackoff time.Duration
 }
 
-// WithRetries sets how many times Transact re-runs its function after a
-// failed precondition or an unknown commit result (default
-// DefaultTransactRetries); 0 makes one attempt only. Negative counts make
-// Transact fail with ErrInvalid.
-func WithRetries(n int) TransactOption { return func(c *transactConfig) { c.retries = n } }
-
-// WithBackoff sets the bounds of Transact's jittered exponential backoff
-// (default DefaultBackoffMin, DefaultBackoffMax): before the n-th re-run
-// (from 0) it waits a time drawn uniformly from [0, min(hi, lo << n)).
-// lo 0 re-runs at once. Negative bounds or lo > hi make Transact fail
-// with ErrInvalid.
-func WithBackoff(lo, hi time.Duration) TransactOption {
-	return func(c *transactConfig) { c.backoffMin, c.backoffMax = lo, hi }
-}
-
-func (c *transactConfig) check() error {
+// withDefaults returns c with its defaults filled in, or an error
+// wrapping ErrInvalid naming the field out of its range.
+func (c TransactConfig) withDefaults() (TransactConfig, error) {
 	switch {
-	case c.retries < 0:
-		return fmt.Errorf("%w: transact: %d retries, want 0 or more", ErrInvalid, c.retries)
-	case c.backoffMin < 0 || c.backoffMax < c.backoffMin:
-		return fmt.Errorf("%w: transact: backoff [%v, %v], want 0 <= min <= max", ErrInvalid, c.backoffMin, c.backoffMax)
+	case c.MaxBackoff < 0:
+		return c, fmt.Errorf("%w: transact: MaxBackoff %v is negative", ErrInvalid, c.MaxBackoff)
+	case c.MaxBackoff > 0 && c.MinBackoff > c.MaxBackoff:
+		return c, fmt.Errorf("%w: transact: MinBackoff %v is over MaxBackoff %v", ErrInvalid, c.MinBackoff, c.MaxBackoff)
 	}
-	return nil
+	switch {
+	case c.Retries == 0:
+		c.Retries = DefaultTransactRetries
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	switch {
+	case c.MinBackoff < 0:
+		c.MinBackoff, c.MaxBackoff = 0, 0
+	case c.MinBackoff == 0 && c.MaxBackoff == 0:
+		c.MinBackoff, c.MaxBackoff = DefaultMinBackoff, DefaultMaxBackoff
+	case c.MinBackoff == 0:
+		c.MinBackoff = min(DefaultMinBackoff, c.MaxBackoff)
+	case c.MaxBackoff == 0:
+		c.MaxBackoff = max(DefaultMaxBackoff, c.MinBackoff)
+	}
+	return c, nil
 }
 
 // Transact runs fn and applies the batch it returns to partition p of s,
@@ -149,8 +164,8 @@ func (c *transactConfig) check() error {
 // and bbolt's DB.Update. Each attempt is one [TransactOnce]. When the
 // batch fails a precondition (another writer changed a row fn read or
 // guards) or its commit result is unknown ([ErrUnknownResult]), Transact
-// waits a jittered, exponentially growing backoff ([WithBackoff]) and runs
-// fn again, up to [WithRetries] times: fn must keep [TransactFunc]'s
+// waits a jittered, exponentially growing backoff and runs fn again, up to
+// cfg.Retries times (see [TransactConfig]): fn must keep [TransactFunc]'s
 // contract, and never sees a failed precondition.
 //
 // It returns the last outcome the store reported (the zero BatchOutcome
@@ -158,19 +173,16 @@ func (c *transactConfig) check() error {
 // fn had nothing to write. Otherwise it returns fn's error as it is, or an
 // error naming the partition, never a value, that wraps
 // [ErrPreconditionFailed] (the retries ran out), [ErrDeadlinePassed] (not
-// retried), ctx's error, or the store's error (not retried); invalid
-// options fail with [ErrInvalid] before any I/O. After an unknown result
+// retried), ctx's error, or the store's error (not retried); an invalid
+// cfg fails with [ErrInvalid] before any I/O. After an unknown result
 // any error but fn's also wraps ErrUnknownResult: an earlier batch may
 // have landed.
 //
 // Transact is safe for concurrent use; it does not retain the batches fn
 // returns.
-func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts ...TransactOption) (BatchOutcome, error) {
-	cfg := transactConfig{retries: DefaultTransactRetries, backoffMin: DefaultBackoffMin, backoffMax: DefaultBackoffMax}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
+func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, cfg TransactConfig) (BatchOutcome, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return BatchOutcome{}, err
 	}
 	if s == nil || fn == nil {
@@ -189,7 +201,7 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 	)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if err := clock.Sleep(ctx, jitter(cfg.backoffMin, cfg.backoffMax, attempt-1)); err != nil {
+			if err := clock.Sleep(ctx, jitter(cfg.MinBackoff, cfg.MaxBackoff, attempt-1)); err != nil {
 				return last, transactError(p, attempt, unknown, "ended during backoff: %w", err)
 			}
 		}
@@ -203,7 +215,7 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 			return last, err
 		case errors.Is(err, ErrUnknownResult):
 			unknown, last = err, BatchOutcome{}
-			if ctx.Err() != nil || attempt == cfg.retries {
+			if ctx.Err() != nil || attempt == cfg.Retries {
 				return last, transactError(p, attempt+1, nil, "%w", err)
 			}
 			continue
@@ -219,7 +231,7 @@ func Transact(ctx context.Context, s Store, p Partition, fn TransactFunc, opts .
 		case DeadlinePassed:
 			return out, transactError(p, attempt+1, unknown, "%w at %v", ErrDeadlinePassed, out.Now)
 		case PreconditionFailed:
-			if attempt == cfg.retries {
+			if attempt == cfg.Retries {
 				return out, transactError(p, attempt+1, unknown, "%w: precondition %d, %v", ErrPreconditionFailed, out.FailedIndex, out.Failed)
 			}
 		default:

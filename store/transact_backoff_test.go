@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -36,6 +38,39 @@ func TestJitterBounds(t *testing.T) {
 			// 2000 uniform draws all below half the range: p = 2^-2000.
 			if c.ceil > 1 && most < c.ceil/2 {
 				t.Errorf("jitter(%v, %v, %d): largest of 2000 draws %v, want some in the upper half of [0, %v)", c.lo, c.hi, c.n, most, c.ceil)
+			}
+		})
+	}
+}
+
+// TestTransactConfigDefaults: a zero field takes its default, -1 turns
+// retries or backoff off, and a field out of its range is named.
+func TestTransactConfigDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   TransactConfig
+		want TransactConfig
+		bad  string // the field an invalid config names
+	}{
+		{"zero", TransactConfig{}, TransactConfig{Retries: DefaultTransactRetries, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff}, ""},
+		{"no retries", TransactConfig{Retries: -1}, TransactConfig{Retries: 0, MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff}, ""},
+		{"no backoff", TransactConfig{Retries: 3, MinBackoff: -1}, TransactConfig{Retries: 3}, ""},
+		{"min over the default max", TransactConfig{MinBackoff: time.Second}, TransactConfig{Retries: DefaultTransactRetries, MinBackoff: time.Second, MaxBackoff: time.Second}, ""},
+		{"max under the default min", TransactConfig{MaxBackoff: time.Millisecond}, TransactConfig{Retries: DefaultTransactRetries, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}, ""},
+		{"both", TransactConfig{Retries: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Second}, TransactConfig{Retries: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Second}, ""},
+		{"min over max", TransactConfig{MinBackoff: time.Second, MaxBackoff: time.Millisecond}, TransactConfig{}, "MinBackoff"},
+		{"negative max", TransactConfig{MaxBackoff: -1}, TransactConfig{}, "MaxBackoff"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.in.withDefaults()
+			if c.bad != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.bad) {
+					t.Fatalf("withDefaults(%+v) = %+v, %v; want ErrInvalid naming %s", c.in, got, err, c.bad)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("withDefaults(%+v) = %+v, %v; want %+v", c.in, got, err, c.want)
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func newTxnFixture(t *testing.T) *txnFixture { return newTxnFixtureOf(t, false) 
 
 func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	t.Helper()
-	clk := clock.NewManualMs(1_000_000)
+	clk := clock.NewManual(time.UnixMilli(1_000_000))
 	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
@@ -54,7 +54,7 @@ func newTxnFixtureOf(t *testing.T, transactor bool) *txnFixture {
 	if transactor {
 		s = l
 	}
-	return &txnFixture{clk: clk, faults: storetest.WithFaults(s)}
+	return &txnFixture{clk: clk, faults: storetest.NewFaults(s)}
 }
 
 // claim is the function most cases run: it puts txnMine at txnKey,
@@ -96,14 +96,22 @@ func (f *txnFixture) stored(t *testing.T, key store.Key) string {
 
 // fast keeps the tests' backoff short; the backoff's bounds are tested on
 // jitter itself.
-var fast = store.WithBackoff(time.Microsecond, 50*time.Microsecond)
+var fast = store.TransactConfig{MinBackoff: time.Microsecond, MaxBackoff: 50 * time.Microsecond}
+
+// withFast is c with fast's backoff when c sets none.
+func withFast(c store.TransactConfig) store.TransactConfig {
+	if c.MinBackoff == 0 && c.MaxBackoff == 0 {
+		c.MinBackoff, c.MaxBackoff = fast.MinBackoff, fast.MaxBackoff
+	}
+	return c
+}
 
 func TestTransact(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(f *txnFixture)
 		fn    func(f *txnFixture) store.TransactFunc // nil: f.claim
-		opts  []store.TransactOption
+		cfg   store.TransactConfig                   // its backoff: fast's
 		// want
 		err     []error // nil: success
 		outcome store.Outcome
@@ -118,20 +126,20 @@ func TestTransact(t *testing.T) {
 		{
 			name:    "precondition fails twice, third run commits",
 			setup:   func(f *txnFixture) { f.interfere(2) },
-			opts:    []store.TransactOption{store.WithRetries(2)},
+			cfg:     store.TransactConfig{Retries: 2},
 			outcome: store.Committed, runs: 3, applies: 3, stored: "mine",
 		},
 		{
 			name:    "retries exhausted",
 			setup:   func(f *txnFixture) { f.interfere(-1) },
-			opts:    []store.TransactOption{store.WithRetries(3)},
+			cfg:     store.TransactConfig{Retries: 3},
 			err:     []error{store.ErrPreconditionFailed},
 			outcome: store.PreconditionFailed, runs: 4, applies: 4, stored: "theirs-4",
 		},
 		{
 			name:    "no retries",
 			setup:   func(f *txnFixture) { f.interfere(1) },
-			opts:    []store.TransactOption{store.WithRetries(0)},
+			cfg:     store.TransactConfig{Retries: -1},
 			err:     []error{store.ErrPreconditionFailed},
 			outcome: store.PreconditionFailed, runs: 1, applies: 1, stored: "theirs-1",
 		},
@@ -245,7 +253,7 @@ func TestTransact(t *testing.T) {
 				f.faults.FailNth(storetest.MethodApply, 1, fmt.Errorf("lost in flight: %w", store.ErrUnknownResult))
 				f.interfere(-1)
 			},
-			opts:    []store.TransactOption{store.WithRetries(2)},
+			cfg:     store.TransactConfig{Retries: 2},
 			err:     []error{store.ErrPreconditionFailed, store.ErrUnknownResult},
 			outcome: store.PreconditionFailed, runs: 3, applies: 3, stored: "theirs-2", // Apply 1 failed before the hook ran
 		},
@@ -255,19 +263,19 @@ func TestTransact(t *testing.T) {
 				f.faults.FailNth(storetest.MethodApply, 2, store.ErrUnknownResult)
 				f.interfere(1)
 			},
-			opts:    []store.TransactOption{store.WithRetries(1)},
+			cfg:     store.TransactConfig{Retries: 1},
 			err:     []error{store.ErrUnknownResult},
 			outcome: 0, runs: 2, applies: 2, stored: "theirs-1",
 		},
 		{
-			name:    "negative retries",
-			opts:    []store.TransactOption{store.WithRetries(-1)},
+			name:    "negative max backoff",
+			cfg:     store.TransactConfig{MaxBackoff: -time.Millisecond},
 			err:     []error{store.ErrInvalid},
 			outcome: 0, runs: 0, applies: 0, stored: "",
 		},
 		{
 			name:    "backoff min over max",
-			opts:    []store.TransactOption{store.WithBackoff(time.Second, time.Millisecond)},
+			cfg:     store.TransactConfig{MinBackoff: time.Second, MaxBackoff: time.Millisecond},
 			err:     []error{store.ErrInvalid},
 			outcome: 0, runs: 0, applies: 0, stored: "",
 		},
@@ -281,7 +289,7 @@ func TestTransact(t *testing.T) {
 			if tc.fn != nil {
 				fn = tc.fn(f)
 			}
-			out, err := store.Transact(t.Context(), f.faults, txnP, fn, append([]store.TransactOption{fast}, tc.opts...)...)
+			out, err := store.Transact(t.Context(), f.faults, txnP, fn, withFast(tc.cfg))
 			if tc.err == nil {
 				require.NoError(t, err)
 			} else {
@@ -341,7 +349,7 @@ func TestTransactOnATransactor(t *testing.T) {
 		name  string
 		setup func(f *txnFixture)
 		fn    func(f *txnFixture) store.TransactFunc // nil: f.gated
-		opts  []store.TransactOption
+		cfg   store.TransactConfig                   // its backoff: fast's
 		// want
 		err       []error // nil: success
 		outcome   store.Outcome
@@ -362,12 +370,12 @@ func TestTransactOnATransactor(t *testing.T) {
 		{
 			name:    "guard fails twice, third attempt commits",
 			setup:   func(f *txnFixture) { f.openGateAfter(2) },
-			opts:    []store.TransactOption{store.WithRetries(2)},
+			cfg:     store.TransactConfig{Retries: 2},
 			outcome: store.Committed, runs: 3, transacts: 3, stored: "mine",
 		},
 		{
 			name:    "retries exhausted",
-			opts:    []store.TransactOption{store.WithRetries(3)},
+			cfg:     store.TransactConfig{Retries: 3},
 			err:     []error{store.ErrPreconditionFailed},
 			outcome: store.PreconditionFailed, runs: 4, transacts: 4, stored: "",
 		},
@@ -431,7 +439,7 @@ func TestTransactOnATransactor(t *testing.T) {
 		{
 			name:    "unknown result, then retries exhausted: both reported",
 			setup:   func(f *txnFixture) { f.faults.FailNth(storetest.MethodTransact, 1, store.ErrUnknownResult) },
-			opts:    []store.TransactOption{store.WithRetries(2)},
+			cfg:     store.TransactConfig{Retries: 2},
 			err:     []error{store.ErrPreconditionFailed, store.ErrUnknownResult},
 			outcome: store.PreconditionFailed, runs: 3, transacts: 3, stored: "",
 		},
@@ -445,7 +453,7 @@ func TestTransactOnATransactor(t *testing.T) {
 			if tc.fn != nil {
 				fn = tc.fn(f)
 			}
-			out, err := store.Transact(t.Context(), f.faults, txnP, fn, append([]store.TransactOption{fast}, tc.opts...)...)
+			out, err := store.Transact(t.Context(), f.faults, txnP, fn, withFast(tc.cfg))
 			if tc.err == nil {
 				require.NoError(t, err)
 			} else {
@@ -472,7 +480,7 @@ func TestTransactErrorNamesPartitionAndPrecondition(t *testing.T) {
 	require.NoError(t, err)
 	f.interfere(-1)
 
-	_, err = store.Transact(t.Context(), f.faults, txnP, f.claim, fast, store.WithRetries(1))
+	_, err = store.Transact(t.Context(), f.faults, txnP, f.claim, withFast(store.TransactConfig{Retries: 1}))
 	require.ErrorIs(t, err, store.ErrPreconditionFailed)
 	msg := err.Error()
 	require.Contains(t, msg, txnP.String())
@@ -485,7 +493,7 @@ func TestTransactErrorNamesPartitionAndPrecondition(t *testing.T) {
 // TestTransactFnErrorAsIs: fn's error comes back unwrapped.
 func TestTransactFnErrorAsIs(t *testing.T) {
 	f := newTxnFixture(t)
-	_, err := store.Transact(t.Context(), f.faults, txnP, func(context.Context, store.Reader) (*store.Batch, error) { return nil, errFn })
+	_, err := store.Transact(t.Context(), f.faults, txnP, func(context.Context, store.Reader) (*store.Batch, error) { return nil, errFn }, fast)
 	require.Same(t, errFn, err)
 }
 
@@ -518,7 +526,7 @@ func TestTransactContext(t *testing.T) {
 		go func() {
 			defer close(done)
 			// An hour's backoff: only the cancellation can end it.
-			out, err = store.Transact(ctx, s, txnP, f.claim, store.WithBackoff(time.Hour, time.Hour))
+			out, err = store.Transact(ctx, s, txnP, f.claim, store.TransactConfig{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 		}()
 		select {
 		case <-done:
@@ -536,7 +544,7 @@ func TestTransactContext(t *testing.T) {
 		f := newTxnFixture(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := store.Transact(ctx, f.faults, txnP, f.claim)
+		_, err := store.Transact(ctx, f.faults, txnP, f.claim, store.TransactConfig{})
 		require.ErrorIs(t, err, context.Canceled)
 		require.Equal(t, 0, f.runs)
 		require.Equal(t, 0, f.faults.Calls(storetest.MethodApply))
@@ -588,7 +596,7 @@ func testReaderIsBoundToPartition(t *testing.T, transactor bool) {
 			got = append(got, string(kv.Value))
 		}
 		return nil, nil
-	})
+	}, store.TransactConfig{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"txn-a", "txn-b", "txn-a", "txn-b"}, got)
 }
@@ -619,7 +627,7 @@ func TestTransactConcurrentIncrements(t *testing.T) {
 	for range writers {
 		wg.Go(func() {
 			for range each {
-				if _, err := store.Transact(t.Context(), l, txnP, increment, store.WithRetries(10_000), store.WithBackoff(0, 0)); err != nil {
+				if _, err := store.Transact(t.Context(), l, txnP, increment, store.TransactConfig{Retries: 10_000, MinBackoff: -1}); err != nil {
 					errs <- err
 				}
 			}
@@ -646,7 +654,7 @@ func ExampleTransact() {
 		panic(err)
 	}
 	defer l.Close()
-	s := storetest.WithFaults(l)
+	s := storetest.NewFaults(l)
 	p := storetest.Partition{Name: "example"}
 	total := store.Key("visits")
 
@@ -684,7 +692,7 @@ func ExampleTransact() {
 		}
 	}
 
-	out, err := store.Transact(ctx, s, p, count("a"))
+	out, err := store.Transact(ctx, s, p, count("a"), store.TransactConfig{})
 	report("a", out, err)
 
 	// Another writer sets the counter to 10 between the next read and its
@@ -700,13 +708,13 @@ func ExampleTransact() {
 		_, err := s.Inner().Apply(ctx, p, store.NewBatch().Put(total, store.Value("10")))
 		return err
 	})
-	out, err = store.Transact(ctx, s, p, count("b"))
+	out, err = store.Transact(ctx, s, p, count("b"), store.TransactConfig{})
 	report("b", out, err)
 
 	// The next commit lands but its result is lost: the re-run finds the
 	// visit counted and has nothing to write.
 	s.CommitThenFailNext()
-	out, err = store.Transact(ctx, s, p, count("c"))
+	out, err = store.Transact(ctx, s, p, count("c"), store.TransactConfig{})
 	report("c", out, err)
 
 	v, _, _ := l.Get(ctx, p, total)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
@@ -137,10 +137,10 @@ func (m *batchModel) Fire(ctx context.Context, c *timers.Ctx, dt timers.DueTimer
 		batch, fired = nil, timers.Retry{Err: timers.Permanent(permanentErr(dt.Reference))}
 	case bReschedule:
 		batch.Put(store.Key("out/"+dt.Reference), store.Value(mark))
-		fired = timers.Reschedule{DueAt: ms(msOf(dt.DueAt) + 50_000), Value: dt.Value, Batch: batch}
+		fired = timers.Reschedule{DueAt: dt.DueAt.Add(50 * time.Second), Value: dt.Value, Batch: batch}
 	case bRaceOwn:
 		// Another writer gives the timer a new value meanwhile.
-		m.e.schedule(m.t, timers.Timer{Kind: batchKind, Reference: dt.Reference, DueAt: ms(msOf(dt.DueAt)), Value: store.Value(string(mark))})
+		m.e.schedule(m.t, timers.Timer{Kind: batchKind, Reference: dt.Reference, DueAt: dt.DueAt, Value: store.Value(string(mark))})
 	case bRaceKey:
 		key := store.Key("ext/" + dt.Reference)
 		v, _, err := c.Store.Get(ctx, c.Partition, key)
@@ -220,7 +220,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 			b = bWrite
 		}
 		m.kind[ref] = b
-		e.schedule(t, timers.Timer{Kind: batchKind, Reference: ref, DueAt: ms(now - uint64(rng.IntN(20)))})
+		e.schedule(t, timers.Timer{Kind: batchKind, Reference: ref, DueAt: now.Add(-time.Duration(rng.IntN(20)) * time.Millisecond)})
 	}
 	reg := registry(t, m)
 	model := map[string]string{}
@@ -269,8 +269,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 			tr, err = s.Tick(e.ctx)
 			rep = tr.Timers
 		} else {
-			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, ms(clock.NowMs(clk)), timers.Budget{},
-				timers.WithClock(clk), timers.WithLogger(e.logger))
+			rep, err = timers.RunDue(e.ctx, e.faults, e.p, reg, clk.Now(), timers.RunConfig{Clock: clk, Logger: e.logger})
 		}
 		if err != nil && !errors.Is(err, storetest.ErrInjected) {
 			return fmt.Errorf("run %d: %v", run, err)
@@ -282,7 +281,7 @@ func playBatchSeed(t *testing.T, eng testengine.Engine, seed uint64, staged map[
 		if err := timerstest.CheckDueIndex(e.ctx, e.inner, []store.Partition{e.p}); err != nil {
 			return fmt.Errorf("run %d: %v", run, err)
 		}
-		clk.SetMs(clock.NowMs(clk) + 2_000)
+		clk.Advance(2 * time.Second)
 	}
 	return nil
 }

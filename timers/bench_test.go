@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -26,7 +27,7 @@ func BenchmarkRunDue(b *testing.B) {
 		reg := registry(b, benchHandler{})
 		budget := timers.Budget{MaxTimers: benchTimers}
 		perTimer(b, func() { seedBench(b, e) }, func() {
-			rep, err := timers.RunDue(e.ctx, e.inner, e.p, reg, ms(now), budget)
+			rep, err := timers.RunDue(e.ctx, e.inner, e.p, reg, now, timers.RunConfig{Budget: budget})
 			if err != nil || rep.Fired != benchTimers {
 				b.Fatalf("RunDue: %+v, %v", rep, err)
 			}
@@ -75,11 +76,11 @@ func seedBench(b *testing.B, e *env) []*store.Batch {
 	deletes := make([]*store.Batch, 0, benchTimers)
 	seed := store.NewBatch()
 	for i := range benchTimers {
-		tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%03d", i), DueAt: ms(now - benchTimers + uint64(i))}
+		tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%03d", i), DueAt: now.Add(time.Duration(i-benchTimers) * time.Millisecond)}
 		if err := timers.Schedule(seed, caps, nil, tm); err != nil {
 			b.Fatal(err)
 		}
-		key, _ := timers.TimerKey(ms(msOf(tm.DueAt)), tm.Kind, tm.Reference)
+		key, _ := timers.TimerKey(tm.DueAt, tm.Kind, tm.Reference)
 		refKey, _ := timers.RefKey(tm.Kind, tm.Reference)
 		ref := seed.Writes[len(seed.Writes)-1].Value
 		deletes = append(deletes, store.NewBatch().

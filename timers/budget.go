@@ -1,14 +1,16 @@
 package timers
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
 
-// Defaults of a Budget and of RunDue's options. A scheduler's lease on
+// Defaults of a Budget and of a RunConfig. A scheduler's lease on
 // a partition should outlast DefaultMaxDuration plus the longest single
 // fire, since the duration is checked between fires.
 const (
@@ -19,7 +21,7 @@ const (
 	// last due timer is the partition's last.
 	DefaultPageSize = 64
 	// DefaultHeldBackoff is how long a timer waits that no handler can
-	// fire now (see WithHeldBackoff).
+	// fire now (see RunConfig.HeldBackoff).
 	DefaultHeldBackoff = 30 * time.Second
 )
 
@@ -98,9 +100,52 @@ type Report struct {
 	Elapsed time.Duration
 }
 
-// Option configures one RunDue.
-type Option func(*config)
+// RunConfig configures one RunDue. A zero field takes its default; a
+// negative one fails the run with store.ErrInvalid.
+type RunConfig struct {
+	// Budget bounds the run; each of its zero fields takes its default
+	// (see DefaultBudget).
+	Budget Budget
+	// Clock is the clock the duration budget is measured on and handlers
+	// see as Ctx.Clock (default clock.Real).
+	Clock clock.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Metrics receives the run's counters (default telemetry.Noop).
+	Metrics telemetry.Metrics
+	// HeldBackoff is how long a timer waits that no handler can fire now
+	// (default DefaultHeldBackoff): one of a kind without a handler, or
+	// whose handler found corrupt data, is moved that much later, and a
+	// row that cannot be moved (a corrupt key or reference entry) wakes
+	// its partition that much later. Values under a millisecond mean the
+	// default.
+	HeldBackoff time.Duration
+	// PageSize bounds the timer rows of one scan page (default
+	// DefaultPageSize; a page reads one row more, to tell whether another
+	// is due).
+	PageSize int
+}
 
+// check fails with an error wrapping store.ErrInvalid naming the first
+// negative field.
+func (c RunConfig) check() error {
+	for _, f := range []struct {
+		name string
+		neg  bool
+	}{
+		{"Budget.MaxTimers", c.Budget.MaxTimers < 0},
+		{"Budget.MaxDuration", c.Budget.MaxDuration < 0},
+		{"HeldBackoff", c.HeldBackoff < 0},
+		{"PageSize", c.PageSize < 0},
+	} {
+		if f.neg {
+			return fmt.Errorf("timers: run due: negative %s: %w", f.name, store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// config is a RunConfig with its defaults, and the Scheduler's claim.
 type config struct {
 	clock    clock.Clock
 	logger   *slog.Logger
@@ -112,24 +157,20 @@ type config struct {
 	claim *claimHold
 }
 
-// WithClock sets the clock the duration budget is measured on and handlers
-// see as Ctx.Clock (default clock.Real).
-func WithClock(c clock.Clock) Option { return func(o *config) { o.clock = c } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(o *config) { o.logger = l } }
-
-// WithMetrics sets where the run's counters go (default telemetry.Noop).
-func WithMetrics(m telemetry.Metrics) Option { return func(o *config) { o.metrics = m } }
-
-// WithHeldBackoff sets how long a timer waits that no handler can fire
-// now (default DefaultHeldBackoff): one of a kind without a handler, or
-// whose handler found corrupt data, is moved that much later, and a row
-// that cannot be moved (a corrupt key or reference entry) wakes its
-// partition that much later. Values under a millisecond mean the default.
-func WithHeldBackoff(d time.Duration) Option { return func(o *config) { o.heldBackoff = d } }
-
-// WithPageSize bounds the timer rows of one scan page (default
-// DefaultPageSize; a page reads one row more, to tell whether another is
-// due); values below 1 mean the default.
-func WithPageSize(n int) Option { return func(o *config) { o.pageSize = n } }
+// config returns c's settings with their defaults filled in.
+func (c RunConfig) config() config {
+	cfg := config{clock: c.Clock, logger: c.Logger, metrics: telemetry.OrNoop(c.Metrics), pageSize: c.PageSize, heldBackoff: c.HeldBackoff}
+	if cfg.clock == nil {
+		cfg.clock = clock.Real{}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.pageSize < 1 {
+		cfg.pageSize = DefaultPageSize
+	}
+	if cfg.heldBackoff < time.Millisecond {
+		cfg.heldBackoff = DefaultHeldBackoff
+	}
+	return cfg
+}

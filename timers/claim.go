@@ -44,6 +44,3 @@ type claimHold struct {
 	// reads it first.
 	wakeMoved bool
 }
-
-// withClaim makes RunDue fire under claim h (see the design note).
-func withClaim(h *claimHold) Option { return func(o *config) { o.claim = h } }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ import (
 func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 	leaseKey := gen.AppendSchedulerLeaseKey(nil)
 	seqKey := store.Key("sequence")
-	other, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: now + 60_000})
+	other, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: encoded(now.Add(time.Minute))})
 	require.NoError(t, err)
 	cases := []struct {
 		name string
@@ -54,7 +55,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 			check: func(t *testing.T, e *schedEnv, p store.Partition, rep timers.TickReport) {
 				assert.Equal(t, 1, rep.Timers.Failed)
 				w, _ := e.wake(t, p)
-				assert.Equal(t, now+retryBackoffMs, w)
+				assert.Equal(t, now.Add(timers.RetryBackoff), w)
 			},
 		},
 		{
@@ -66,19 +67,19 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 			check: func(t *testing.T, e *schedEnv, p store.Partition, rep timers.TickReport) {
 				assert.Equal(t, 1, rep.Timers.Raced)
 				w, _ := e.wake(t, p)
-				assert.Equal(t, now-10, w, "the raced timer stays due")
+				assert.Equal(t, now.Add(-10*time.Millisecond), w, "the raced timer stays due")
 			},
 		},
 		{
 			name: "wake moved by a writer",
 			during: func(e *schedEnv, p store.Partition) {
-				e.schedule(e.t, p, timers.Timer{Kind: kindB, Reference: "written", DueAt: ms(now + 500)})
+				e.schedule(e.t, p, timers.Timer{Kind: kindB, Reference: "written", DueAt: now.Add(500 * time.Millisecond)})
 			},
 			commits: 4, // claim; outcome with the release; the outcome alone; the release
 			check: func(t *testing.T, e *schedEnv, p store.Partition, rep timers.TickReport) {
 				assert.Equal(t, 1, rep.Timers.Fired)
 				w, _ := e.wake(t, p)
-				assert.Equal(t, now+500, w, "the written timer keeps its wake time")
+				assert.Equal(t, now.Add(500*time.Millisecond), w, "the written timer keeps its wake time")
 			},
 		},
 		{
@@ -93,7 +94,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 				l, _ := e.lease(t, p)
 				assert.Equal(t, "other", l.Owner, "left to its new owner")
 				w, _ := e.wake(t, p)
-				assert.Equal(t, parkedMs, w)
+				assert.Equal(t, timers.ParkedWake, w)
 			},
 		},
 		{
@@ -105,7 +106,7 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 				assert.Equal(t, 1, rep.Timers.Fired)
 				assert.Equal(t, 1, rep.Requeued)
 				w, _ := e.wake(t, p)
-				assert.Equal(t, now-5, w, "due at the timer the budget left")
+				assert.Equal(t, now.Add(-5*time.Millisecond), w, "due at the timer the budget left")
 			},
 		},
 	}
@@ -115,9 +116,9 @@ func TestTheReleaseFoldsIntoTheLastChangeOrFallsBack(t *testing.T) {
 				e.t = t
 				p := part(0)
 				e.apply(t, p, store.NewBatch().Put(seqKey, store.Value("1")))
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "first", DueAt: ms(now - 10)})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "first", DueAt: now.Add(-10 * time.Millisecond)})
 				if tc.second {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "second", DueAt: ms(now - 5)})
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "second", DueAt: now.Add(-5 * time.Millisecond)})
 				}
 				fired := 0
 				h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {

@@ -72,13 +72,13 @@ func TestAFailedDeadLetterReadFailsTheRunAndSpendsNothing(t *testing.T) {
 					return tc.outcome()
 				}}
 				reg := &timers.Registry{}
-				require.NoError(t, reg.Register(h, timers.WithRetry(pol)))
-				e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
+				require.NoError(t, reg.Register(h, timers.KindConfig{Retry: pol}))
+				e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
 				step := func() (timers.Report, error) {
 					due, ok := e.refDue(t, kindA, "r")
 					require.True(t, ok, "the timer is live")
-					e.clock.SetMs(due)
-					return e.runErr(reg, timers.Budget{})
+					e.clock.Set(due)
+					return e.runErr(reg, timers.RunConfig{})
 				}
 				for range tc.before {
 					_, err := step()

@@ -41,12 +41,13 @@ func (report) Fire(_ context.Context, _ *timers.Ctx, t timers.DueTimer) (timers.
 	return timers.Done{}, nil
 }
 
-// A kind registers with a retry policy (WithRetry) or a schedule
-// (WithPeriod); a timer that used its attempts, or failed permanently,
-// becomes a dead letter, which DeadLetters lists and Redrive fires again.
-func ExampleWithRetry() {
+// A kind registers with a retry policy (KindConfig.Retry) or a schedule
+// (KindConfig.Period); a timer that used its attempts, or failed
+// permanently, becomes a dead letter, which DeadLetters lists and Redrive
+// fires again.
+func ExampleRegistry_Register() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	clk := clock.NewManual(time.UnixMilli(1_000))
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
@@ -63,10 +64,10 @@ func ExampleWithRetry() {
 		panic(err)
 	}
 	reg := &timers.Registry{}
-	if err := reg.Register(charge{}, timers.WithRetry(policy)); err != nil {
+	if err := reg.Register(charge{}, timers.KindConfig{Retry: policy}); err != nil {
 		panic(err)
 	}
-	if err := reg.Register(report{}, timers.WithPeriod(daily)); err != nil {
+	if err := reg.Register(report{}, timers.KindConfig{Period: daily}); err != nil {
 		panic(err)
 	}
 
@@ -89,7 +90,7 @@ func ExampleWithRetry() {
 			if next := nextDue(ctx, s, p); next.After(clk.Now()) {
 				clk.Set(next)
 			}
-			if _, err := timers.RunDue(ctx, s, p, reg, clk.Now(), timers.DefaultBudget, timers.WithClock(clk)); err != nil {
+			if _, err := timers.RunDue(ctx, s, p, reg, clk.Now(), timers.RunConfig{Clock: clk}); err != nil {
 				panic(err)
 			}
 		}

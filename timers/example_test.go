@@ -3,6 +3,7 @@ package timers_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -20,17 +21,18 @@ func (reminder) Kind() timers.Kind { return 300 }
 
 func (reminder) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	n := len(t.Value) + 1
-	fmt.Printf("reminder %s #%d at %d\n", t.Reference, n, msOf(c.Now))
+	fmt.Printf("reminder %s #%d at %s\n", t.Reference, n, c.Now.UTC().Format("15:04"))
 	if n == 3 {
 		return timers.Done{}, nil
 	}
-	return timers.Reschedule{DueAt: ms(msOf(c.Now) + 60_000), Value: append(t.Value, 'x')}, nil
+	return timers.Reschedule{DueAt: c.Now.Add(time.Minute), Value: append(t.Value, 'x')}, nil
 }
 
 // A timer is written with Schedule, inside any batch, and fired by RunDue.
 func ExampleRunDue() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(start)
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
@@ -39,7 +41,7 @@ func ExampleRunDue() {
 	p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")}
 
 	b := store.NewBatch()
-	tm := timers.Timer{Kind: 300, Reference: "standup", DueAt: ms(1_000)}
+	tm := timers.Timer{Kind: 300, Reference: "standup", DueAt: start}
 	if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 		panic(err)
 	}
@@ -48,15 +50,15 @@ func ExampleRunDue() {
 	}
 
 	reg, _ := timers.NewRegistry(reminder{})
-	for nowMs := uint64(1_000); nowMs != 0; {
-		rep, err := timers.RunDue(ctx, s, p, reg, ms(nowMs), timers.DefaultBudget, timers.WithClock(clk))
+	for now := start; !now.IsZero(); { // NextDue is the zero Time once no timer is left
+		rep, err := timers.RunDue(ctx, s, p, reg, now, timers.RunConfig{Clock: clk})
 		if err != nil {
 			panic(err)
 		}
-		nowMs = msOf(rep.NextDue)
+		now = rep.NextDue
 	}
 	// Output:
-	// reminder standup #1 at 1000
-	// reminder standup #2 at 61000
-	// reminder standup #3 at 121000
+	// reminder standup #1 at 09:00
+	// reminder standup #2 at 09:01
+	// reminder standup #3 at 09:02
 }

@@ -1,6 +1,11 @@
 package timers
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/mkit-dev/mkitfdb/store"
+)
 
 // StartListingsAt makes every listing of s start at bucket b.
 func StartListingsAt(s *Scheduler, b int) { s.firstBucket = func(int) int { return b } }
@@ -20,8 +25,12 @@ func DropRacedNeighbourToo() (restore func()) {
 	return func() { dropRaced = orig }
 }
 
-// StartBucket is the bucket s's next listing at nowMs starts at, of n.
-func StartBucket(s *Scheduler, nowMs uint64, n int) int {
+// StartBucket is the bucket s's next listing at now starts at, of n.
+func StartBucket(s *Scheduler, now time.Time, n int) int {
+	nowMs, err := store.EncodeTime(now)
+	if err != nil {
+		panic(err)
+	}
 	return s.startBucket(context.Background(), nowMs, n, 1)
 }
 

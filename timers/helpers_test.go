@@ -3,7 +3,6 @@ package timers_test
 import (
 	"context"
 	"log/slog"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -39,17 +37,17 @@ type env struct {
 }
 
 // forEachEngine runs fn as a subtest per engine on a fresh env whose clock
-// reads nowMs.
-func forEachEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *env)) {
+// reads now.
+func forEachEngine(t *testing.T, now time.Time, fn func(t *testing.T, e *env)) {
 	for _, eng := range testengine.All {
 		t.Run(eng.Name, func(t *testing.T) {
-			fn(t, newEnv(t, eng.Open(t, "timers.bbolt"), nowMs))
+			fn(t, newEnv(t, eng.Open(t, "timers.bbolt"), now))
 		})
 	}
 }
 
-func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
-	clk := clock.NewManualMs(nowMs)
+func newEnv(t testing.TB, engine kv.Engine, now time.Time) *env {
+	clk := clock.NewManual(now)
 	// DueHashBuckets on every engine (the memory and bbolt engines keep
 	// one unless made Distributed): the tests exercise the buckets
 	// everywhere.
@@ -59,7 +57,7 @@ func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
 	logs := &testlog.Buffer{}
 	e := &env{
 		ctx:     context.Background(),
-		faults:  storetest.WithFaults(l),
+		faults:  storetest.NewFaults(l),
 		inner:   l,
 		clock:   clk,
 		p:       refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("tenant")},
@@ -71,19 +69,26 @@ func newEnv(t testing.TB, engine kv.Engine, nowMs uint64) *env {
 	return e
 }
 
-// run runs RunDue at the clock's time on the faults wrapper.
-func (e *env) run(t testing.TB, reg *timers.Registry, budget timers.Budget, opts ...timers.Option) timers.Report {
+// run runs RunDue at the clock's time on the faults wrapper, with the
+// env's clock, logger and metrics unless cfg sets its own.
+func (e *env) run(t testing.TB, reg *timers.Registry, cfg timers.RunConfig) timers.Report {
 	t.Helper()
-	rep, err := e.runErr(reg, budget, opts...)
+	rep, err := e.runErr(reg, cfg)
 	require.NoError(t, err)
 	return rep
 }
 
-func (e *env) runErr(reg *timers.Registry, budget timers.Budget, opts ...timers.Option) (timers.Report, error) {
-	all := append([]timers.Option{
-		timers.WithClock(e.clock), timers.WithLogger(e.logger), timers.WithMetrics(e.metrics),
-	}, opts...)
-	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), budget, all...)
+func (e *env) runErr(reg *timers.Registry, cfg timers.RunConfig) (timers.Report, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = e.clock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = e.logger
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = e.metrics
+	}
+	return timers.RunDue(e.ctx, e.faults, e.p, reg, e.clock.Now(), cfg)
 }
 
 // schedule writes timer t through Schedule, guarded by its current
@@ -118,7 +123,7 @@ func (e *env) get(t testing.TB, key store.Key) store.Value {
 
 // stored is one timer row as the store holds it.
 type stored struct {
-	DueAtMs   uint64
+	DueAt     time.Time
 	Kind      timers.Kind
 	Reference string
 	Value     string
@@ -138,18 +143,28 @@ func (e *env) timersIn(t testing.TB) (rows []stored, bad int) {
 			bad++
 			continue
 		}
-		rows = append(rows, stored{k.DueAtMs, timers.Kind(k.Kind), k.Reference, string(kv.Value)})
+		rows = append(rows, stored{store.DecodeTime(k.DueAtMs), timers.Kind(k.Kind), k.Reference, string(kv.Value)})
 	}
 	return rows, bad
 }
 
 // refDue reads the due time the reference entry of (kind, ref) holds; ok
 // is false when there is none.
-func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due uint64, ok bool) {
+func (e *env) refDue(t testing.TB, kind timers.Kind, ref string) (due time.Time, ok bool) {
 	t.Helper()
 	v, dueAt, err := timers.ReadRef(e.ctx, e.inner, e.p, kind, ref)
 	require.NoError(t, err)
-	return msOf(dueAt), v != nil
+	return dueAt, v != nil
+}
+
+// encoded is at as stored rows hold it (store.EncodeTime), for the tests
+// that write or read rows by hand.
+func encoded(at time.Time) uint64 {
+	u, err := store.EncodeTime(at)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }
 
 // captureApplies records every batch applied through the faults wrapper.
@@ -200,7 +215,7 @@ func registry(t testing.TB, hs ...timers.Handler) *timers.Registry {
 	t.Helper()
 	reg := &timers.Registry{}
 	for _, h := range hs {
-		require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry)))
+		require.NoError(t, reg.Register(h, timers.KindConfig{Retry: fixedRetry}))
 	}
 	return reg
 }
@@ -212,13 +227,3 @@ var fixedRetry = timers.RetryPolicy{
 	BackoffFactor:   1,
 	MaxInterval:     timers.RetryBackoff,
 }
-
-// ms and msOf convert the tests' times to and from stored milliseconds.
-var ms, msOf = mstime.Time, mstime.Ms
-
-// retryBackoffMs and parkedMs are timers.RetryBackoff and
-// timers.ParkedWake in stored milliseconds.
-const (
-	retryBackoffMs = uint64(timers.RetryBackoff / time.Millisecond)
-	parkedMs       = uint64(math.MaxUint64)
-)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,10 +83,10 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 		migrateFirst := tc.migrateFirst
 		t.Run(fmt.Sprintf("migrate-first=%v/distributed=%v", migrateFirst, tc.distributed), func(t *testing.T) {
 			ctx := context.Background()
-			clk := clock.NewManualMs(10_000)
+			clk := clock.NewManual(time.UnixMilli(10_000))
 			l, ps := openV1Fixture(t, clk, tc.distributed)
 			require.Equal(t, 80, timerCount(t, l, ps))
-			es, err := l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1000})
+			es, err := l.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
@@ -108,7 +108,7 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 30, rep.Claimed)
 			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
-			clk.SetMs(20_000)
+			clk.Set(time.UnixMilli(20_000))
 			rep, err = s.Tick(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, 10, rep.Claimed)
@@ -116,12 +116,12 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			assert.Len(t, h.seen(), 40, "every due timer fired once")
 			assert.Equal(t, 40, timerCount(t, l, ps), "the ones a day later wait")
 
-			es, err = l.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1000})
+			es, err = l.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, es, 40)
 			for _, e := range es {
 				assert.Less(t, e.Bucket, l.DueBuckets()-1, "moved to its bucket")
-				assert.Greater(t, msOf(e.At), uint64(86_400_000))
+				assert.True(t, e.At.After(time.Unix(0, 0).Add(24*time.Hour)), "due a day after the epoch: %v", e.At)
 			}
 			moved, err := l.MigrateDueIndex(ctx)
 			require.NoError(t, err)

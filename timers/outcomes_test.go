@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,11 +32,11 @@ func countApplies(e *env) *int {
 func TestAPagesOutcomesCommitTogether(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		for i := range 64 {
-			e.schedule(t, timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", i), DueAt: ms(now - 1)})
+			e.schedule(t, timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", i), DueAt: now.Add(-time.Millisecond)})
 		}
 		applies := countApplies(e)
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 64, rep.Fired)
 		assert.Equal(t, 3, *applies, "64 outcomes of 4 operations in batches of at most 100")
 		rows, _ := e.timersIn(t)
@@ -53,7 +54,7 @@ func TestGuardsOnKeysAnEarlierOutcomeWritesAreDecidedAgainstTheWrite(t *testing.
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		e.apply(t, store.NewBatch().Put(y, store.Value("old")))
 		for i, ref := range []string{"a-deletes-x", "b-requires-x-absent", "c-puts-y", "d-requires-y-new", "e-requires-y-old", "f-independent"} {
-			e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAt: ms(now - 10 + uint64(i))})
+			e.schedule(t, timers.Timer{Kind: kindA, Reference: ref, DueAt: now.Add(time.Duration(i-10) * time.Millisecond)})
 		}
 		e.apply(t, store.NewBatch().Put(x, store.Value("here")))
 		applies := countApplies(e)
@@ -73,14 +74,14 @@ func TestGuardsOnKeysAnEarlierOutcomeWritesAreDecidedAgainstTheWrite(t *testing.
 			}
 			return timers.Done{Batch: b}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 5, rep.Fired)
 		assert.Equal(t, 1, rep.Raced)
 		assert.Equal(t, 3, *applies, "a to d in one batch; e with f, failing for e; f again without it")
 		rows, _ := e.timersIn(t)
 		require.Len(t, rows, 1)
 		assert.Equal(t, "e-requires-y-old", rows[0].Reference)
-		assert.Equal(t, now-10+4, msOf(rep.NextDue), "the raced timer stays due")
+		assert.Equal(t, now.Add(-6*time.Millisecond), rep.NextDue, "the raced timer stays due (e, scheduled 4th)")
 	})
 }
 
@@ -89,9 +90,9 @@ func TestGuardsOnKeysAnEarlierOutcomeWritesAreDecidedAgainstTheWrite(t *testing.
 func TestAHandlerSeesTheOutcomesOfOtherKinds(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		key := store.Key("queued")
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a1", DueAt: ms(now - 3)})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a2", DueAt: ms(now - 3)})
-		e.schedule(t, timers.Timer{Kind: kindB, Reference: "b", DueAt: ms(now - 2)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a1", DueAt: now.Add(-3 * time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "a2", DueAt: now.Add(-3 * time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindB, Reference: "b", DueAt: now.Add(-2 * time.Millisecond)})
 		applies := countApplies(e)
 		a := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Done{Batch: store.NewBatch().Put(key, store.Value("by a"))}, nil
@@ -102,7 +103,7 @@ func TestAHandlerSeesTheOutcomesOfOtherKinds(t *testing.T) {
 			seen = v
 			return timers.Done{Batch: store.NewBatch().Require(store.Equals(key, v))}, err
 		}}
-		rep := e.run(t, registry(t, a, b), timers.Budget{})
+		rep := e.run(t, registry(t, a, b), timers.RunConfig{})
 		assert.Equal(t, 3, rep.Fired)
 		assert.Equal(t, store.Value("by a"), seen)
 		assert.Equal(t, 2, *applies, "kind A's two outcomes together, then kind B's")

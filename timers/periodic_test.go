@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
@@ -68,12 +67,12 @@ func (h periodCounter) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTime
 // for missed periods (one fire for all of them, then the first period
 // after it) say, and the due index invariant holds after every step.
 func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
-	forEachSchedEngine(t, clock.Ms(dayStart), func(t *testing.T, e *schedEnv) {
+	forEachSchedEngine(t, dayStart, func(t *testing.T, e *schedEnv) {
 		hourly, err := timers.Cron("0 * * * *")
 		require.NoError(t, err)
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(periodCounter{kindEvery}, timers.WithPeriod(timers.Every(15*time.Minute))))
-		require.NoError(t, reg.Register(periodCounter{kindCron}, timers.WithPeriod(hourly)))
+		require.NoError(t, reg.Register(periodCounter{kindEvery}, timers.KindConfig{Period: timers.Every(15 * time.Minute)}))
+		require.NoError(t, reg.Register(periodCounter{kindCron}, timers.KindConfig{Period: hourly}))
 		ps := []store.Partition{part(0), part(1), part(2)}
 		for _, p := range ps {
 			e.schedule(t, p, timers.Timer{Kind: kindEvery, Reference: "q", DueAt: dayStart})
@@ -199,8 +198,7 @@ func (e *schedEnv) periods(t testing.TB, p store.Partition, kind timers.Kind, re
 // schedule, not the retry; when it uses its attempts it leaves a dead
 // letter and goes on to its next period. Snooze keeps the period too.
 func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing.T) {
-	start := clock.Ms(dayStart)
-	e := newEnv(t, memengine.New(), start)
+	e := newEnv(t, memengine.New(), dayStart)
 	var outcomes []func(timers.DueTimer) (timers.Fired, error)
 	h := &handler{kind: kindEvery, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		f := outcomes[0]
@@ -211,17 +209,17 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	ok := func(timers.DueTimer) (timers.Fired, error) { return timers.Done{}, nil }
 	snooze := func(timers.DueTimer) (timers.Fired, error) { return timers.Snooze{For: 90 * time.Second}, nil }
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h, timers.WithPeriod(timers.Every(time.Hour)),
-		timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3})))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(start), Value: store.Value("v")})
+	require.NoError(t, reg.Register(h, timers.KindConfig{Period: timers.Every(time.Hour),
+		Retry: timers.RetryPolicy{InitialInterval: time.Minute, BackoffFactor: 2, MaxInterval: time.Hour, MaxAttempts: 3}}))
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: dayStart, Value: store.Value("v")})
 	outcomes = append(outcomes, fail, snooze, fail, ok, fail, fail, fail, ok)
 	var dues []string
 	for len(outcomes) > 0 {
 		due, ok := e.refDue(t, kindEvery, "p")
 		require.True(t, ok, "a periodic timer is never deleted")
-		e.clock.SetMs(due)
+		e.clock.Set(due)
 		dues = append(dues, e.clock.Now().Format("15:04:05"))
-		e.run(t, reg, timers.Budget{})
+		e.run(t, reg, timers.RunConfig{})
 	}
 	assert.Equal(t, []string{
 		"00:00:00", "00:01:00", // failed; snoozed 90 s
@@ -240,7 +238,7 @@ func TestAFailingPeriodicTimerKeepsItsScheduleAndDeadLettersOnePeriod(t *testing
 	assert.Equal(t, 3, dls[0].Attempts)
 	assert.Equal(t, "01:03", dls[0].DueAt.UTC().Format("15:04"))
 	due, _ := e.refDue(t, kindEvery, "p")
-	assert.Equal(t, start+3*3_600_000, due)
+	assert.Equal(t, dayStart.Add(3*time.Hour), due.UTC())
 }
 
 // Cron and Every are validated; a cron schedule's next time is UTC.
@@ -251,8 +249,8 @@ func TestPeriodsAreValidated(t *testing.T) {
 	assert.NoError(t, err)
 	h := &handler{kind: kindA, fire: done}
 	reg := &timers.Registry{}
-	assert.ErrorIs(t, reg.Register(h, timers.WithPeriod(timers.Every(0))), store.ErrInvalid)
-	assert.ErrorIs(t, reg.Register(h, timers.WithPeriod(nil)), store.ErrInvalid)
+	assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Period: timers.Every(0)}), store.ErrInvalid)
+	assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Period: timers.Every(-time.Hour)}), store.ErrInvalid)
 	daily, err := timers.Cron("@daily")
 	require.NoError(t, err)
 	assert.Equal(t, dayStart.Add(24*time.Hour), daily.Next(dayStart.Add(time.Minute)))
@@ -265,9 +263,9 @@ func TestAPeriodicTimerWithoutANextPeriodEnds(t *testing.T) {
 	never, err := timers.Cron("0 0 30 2 *") // February 30th
 	require.NoError(t, err)
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.WithPeriod(never)))
-	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: ms(now)})
-	rep := e.run(t, reg, timers.Budget{})
+	require.NoError(t, reg.Register(&handler{kind: kindEvery, fire: done}, timers.KindConfig{Period: never}))
+	e.schedule(t, timers.Timer{Kind: kindEvery, Reference: "p", DueAt: now})
+	rep := e.run(t, reg, timers.RunConfig{})
 	assert.Equal(t, 1, rep.Fired)
 	_, ok := e.refDue(t, kindEvery, "p")
 	assert.False(t, ok)

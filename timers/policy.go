@@ -11,7 +11,6 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/zeebo/blake3"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -32,7 +31,8 @@ import (
 // that reaches MaxAttempts fires (counting the first fire) makes the timer
 // a dead letter (see DeadLetter), as does an error wrapped by Permanent.
 //
-// The fields are taken as they are: start from DefaultRetryPolicy.
+// The fields are taken as they are: start from DefaultRetryPolicy. The
+// zero RetryPolicy stands for the default (see KindConfig.Retry).
 type RetryPolicy struct {
 	// InitialInterval is the wait after the first failure, at least a
 	// millisecond.
@@ -49,7 +49,7 @@ type RetryPolicy struct {
 }
 
 // DefaultRetryPolicy is the retry policy of a service's kind registered
-// without WithRetry: a second, doubling to at most an hour, 10% jitter,
+// without one (KindConfig.Retry): a second, doubling to at most an hour, 10% jitter,
 // 25 attempts (about 19 hours from the first fire to the dead letter).
 // The library's own kinds (KindRelay, KindOutcomeDelivery) retry for ever,
 // RetryBackoff apart: their timers stand for a partition's queue, never
@@ -74,15 +74,15 @@ var libraryRetryPolicy = RetryPolicy{
 func (p RetryPolicy) validate() error {
 	switch {
 	case p.InitialInterval < time.Millisecond:
-		return fmt.Errorf("timers: retry policy: InitialInterval %v is under a millisecond: %w", p.InitialInterval, store.ErrInvalid)
+		return fmt.Errorf("timers: KindConfig.Retry: InitialInterval %v is under a millisecond: %w", p.InitialInterval, store.ErrInvalid)
 	case !(p.BackoffFactor >= 1) || math.IsInf(p.BackoffFactor, 0):
-		return fmt.Errorf("timers: retry policy: BackoffFactor %v is not a finite number of at least 1: %w", p.BackoffFactor, store.ErrInvalid)
+		return fmt.Errorf("timers: KindConfig.Retry: BackoffFactor %v is not a finite number of at least 1: %w", p.BackoffFactor, store.ErrInvalid)
 	case p.MaxInterval < p.InitialInterval:
-		return fmt.Errorf("timers: retry policy: MaxInterval %v is under InitialInterval %v: %w", p.MaxInterval, p.InitialInterval, store.ErrInvalid)
+		return fmt.Errorf("timers: KindConfig.Retry: MaxInterval %v is under InitialInterval %v: %w", p.MaxInterval, p.InitialInterval, store.ErrInvalid)
 	case p.MaxAttempts < 0:
-		return fmt.Errorf("timers: retry policy: MaxAttempts %d is negative (0 is no limit): %w", p.MaxAttempts, store.ErrInvalid)
+		return fmt.Errorf("timers: KindConfig.Retry: MaxAttempts %d is negative (0 is no limit): %w", p.MaxAttempts, store.ErrInvalid)
 	case !(p.Jitter >= 0 && p.Jitter <= 1):
-		return fmt.Errorf("timers: retry policy: Jitter %v is not in [0, 1]: %w", p.Jitter, store.ErrInvalid)
+		return fmt.Errorf("timers: KindConfig.Retry: Jitter %v is not in [0, 1]: %w", p.Jitter, store.ErrInvalid)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func Permanent(err error) error {
 	return &permanent{err: err}
 }
 
-// Period is the schedule of a periodic kind (see WithPeriod): Next returns
+// Period is the schedule of a periodic kind (see KindConfig.Period): Next returns
 // the first scheduled time strictly after t.
 type Period interface {
 	Next(t time.Time) time.Time
@@ -183,7 +183,7 @@ func Cron(spec string) (Period, error) {
 // nextPeriod is the scheduled time of the period after the one scheduled
 // at periodMs, fired at nowMs: the first scheduled time after nowMs, so
 // that a fire late by several periods stands for all of them (the missed
-// periods fire once, see WithPeriod). It is after periodMs in any case,
+// periods fire once, see KindConfig.Period). It is after periodMs in any case,
 // and math.MaxUint64 when the period has no time after it.
 func nextPeriod(p Period, periodMs, nowMs uint64) uint64 {
 	if e, ok := p.(every); ok {
@@ -198,61 +198,69 @@ func nextPeriod(p Period, periodMs, nowMs uint64) uint64 {
 		}
 		return periodMs + k*d
 	}
-	t := clock.FromMs(max(periodMs, nowMs))
+	t := store.DecodeTime(max(periodMs, nowMs))
 	next := p.Next(t)
 	if next.IsZero() || !next.After(t) {
 		return math.MaxUint64
 	}
-	return max(clock.Ms(next), max(periodMs, nowMs)+1)
+	nextMs, _ := store.EncodeTime(next) // 0 before the epoch
+	return max(nextMs, max(periodMs, nowMs)+1)
 }
 
-// KindOption configures a kind at registration (see Registry.Register).
-type KindOption func(*kindConfig) error
+// KindConfig configures a kind at registration (see Registry.Register).
+// A zero field takes its default.
+type KindConfig struct {
+	// Retry is the kind's retry policy. The zero RetryPolicy means the
+	// default: DefaultRetryPolicy for a service's kind, and for the
+	// library's own kinds (a LibraryHandler's reserved ones) retrying for
+	// ever, RetryBackoff apart. Any other policy is taken as it is (see
+	// RetryPolicy) and fails registration, with an error wrapping
+	// store.ErrInvalid, when a field is out of its range.
+	Retry RetryPolicy
+	// Period, when not nil, makes the kind periodic: its timers are never
+	// deleted by their handler's Done, but moved to their next period in
+	// the same batch as the handler's outcome, so that each period's fire
+	// lands exactly once however many schedulers race or crash. The next
+	// period is computed from the schedule and the scheduled time of the
+	// period that fired (kept across retries and snoozes), never from when
+	// the fire ran, so periods do not drift. Periods missed while nothing
+	// ran fire once, late, and the timer then continues from the first
+	// period after that fire. A periodic timer that becomes a dead letter
+	// leaves its dead letter and moves on to its next period. A schedule
+	// with no time after a fire (a cron date that never comes again, a
+	// period past the last millisecond) ends the timer: Done deletes it. A
+	// Reschedule outcome moves the timer where it says and makes that time
+	// the new scheduled one. A producer starts a periodic timer with
+	// Schedule, at its first scheduled time. An Every under a millisecond
+	// fails registration with store.ErrInvalid.
+	Period Period
+}
 
+// kindConfig is a registered kind's configuration, its defaults filled
+// in.
 type kindConfig struct {
 	retry  RetryPolicy
 	period Period
 }
 
-// WithRetry sets the kind's retry policy (default DefaultRetryPolicy). It
-// fails registration, with an error wrapping store.ErrInvalid, when a
-// field is out of its range (see RetryPolicy).
-func WithRetry(p RetryPolicy) KindOption {
-	return func(c *kindConfig) error {
-		if err := p.validate(); err != nil {
-			return err
+// kindConfig checks c and returns it with its defaults filled in: those
+// of a library kind when reserved.
+func (c KindConfig) kindConfig(reserved bool) (kindConfig, error) {
+	kc := kindConfig{retry: c.Retry, period: c.Period}
+	switch {
+	case c.Retry == RetryPolicy{} && reserved:
+		kc.retry = libraryRetryPolicy
+	case c.Retry == RetryPolicy{}:
+		kc.retry = DefaultRetryPolicy
+	default:
+		if err := c.Retry.validate(); err != nil {
+			return kindConfig{}, err
 		}
-		c.retry = p
-		return nil
 	}
-}
-
-// WithPeriod makes the kind periodic: its timers are never deleted by
-// their handler's Done, but moved to their next period in the same batch
-// as the handler's outcome, so that each period's fire lands exactly once
-// however many schedulers race or crash. The next period is computed from
-// the schedule and the scheduled time of the period that fired (kept
-// across retries and snoozes), never from when the fire ran, so periods
-// do not drift. Periods missed while nothing ran fire once, late, and the
-// timer then continues from the first period after that fire. A periodic
-// timer that becomes a dead letter leaves its dead letter and moves on to
-// its next period. A schedule with no time after a fire (a cron date that
-// never comes again, a period past the last millisecond) ends the timer:
-// Done deletes it. A Reschedule outcome moves the timer where it says and
-// makes that time the new scheduled one. A producer starts a periodic
-// timer with Schedule, at its first scheduled time. It fails registration
-// with store.ErrInvalid for a nil period or an Every under a millisecond.
-func WithPeriod(p Period) KindOption {
-	return func(c *kindConfig) error {
-		if p == nil {
-			return fmt.Errorf("timers: nil period: %w", store.ErrInvalid)
-		}
-		if e, ok := p.(every); ok && time.Duration(e) < time.Millisecond {
-			return fmt.Errorf("timers: period Every(%v) is under a millisecond: %w", time.Duration(e), store.ErrInvalid)
-		}
-		c.period = p
-		return nil
+	if e, ok := c.Period.(every); ok && time.Duration(e) < time.Millisecond {
+		return kindConfig{}, fmt.Errorf("timers: KindConfig.Period: Every(%v) is under a millisecond: %w", time.Duration(e), store.ErrInvalid)
 	}
+	return kc, nil
 }
 
 // truncError is err's text cut to gen.MaxTimerRefV2LastError bytes at a

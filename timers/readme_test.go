@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestREADMEShowsExampleWithRetry: the README's retry and periodic
-// snippet is ExampleWithRetry's code, line for line in order, so that it
+// TestREADMEShowsExampleRegistry_Register: the README's retry and periodic
+// snippet is ExampleRegistry_Register's code, line for line in order, so that it
 // compiles and runs as the example does.
-func TestREADMEShowsExampleWithRetry(t *testing.T) {
+func TestREADMEShowsExampleRegistry_Register(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestREADMEShowsExampleWithRetry(t *testing.T) {
 		}
 		i := strings.Index(rest, line)
 		if i < 0 {
-			t.Fatalf("ExampleWithRetry lacks the README's line %q (or has it out of order)", line)
+			t.Fatalf("ExampleRegistry_Register lacks the README's line %q (or has it out of order)", line)
 		}
 		rest = rest[i+len(line):]
 	}

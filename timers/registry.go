@@ -26,26 +26,25 @@ type kindEntry struct {
 	kindConfig
 }
 
-// NewRegistry returns a registry holding hs; it fails as Register does.
+// NewRegistry returns a registry holding hs, each registered with the
+// zero KindConfig; it fails as Register does.
 func NewRegistry(hs ...Handler) (*Registry, error) {
 	r := &Registry{}
 	for _, h := range hs {
-		if err := r.Register(h); err != nil {
+		if err := r.Register(h, KindConfig{}); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// Register adds h for h.Kind(), configured by opts (WithRetry,
-// WithPeriod): without WithRetry a service's kind gets DefaultRetryPolicy
-// and a library kind retries for ever, RetryBackoff apart. It fails,
-// leaving the registry unchanged, with ErrDuplicateKind when the kind has
-// a handler already, and with store.ErrInvalid for a nil handler, for
-// kind 0, for a kind in the range reserved for the library (1 to
-// MaxLibraryKind) unless h is a LibraryHandler whose ReservedKind reports
-// true (see Kind), and for an option out of its range.
-func (r *Registry) Register(h Handler, opts ...KindOption) error {
+// Register adds h for h.Kind(), configured by c (see KindConfig). It
+// fails, leaving the registry unchanged, with ErrDuplicateKind when the
+// kind has a handler already, and with store.ErrInvalid for a nil
+// handler, for kind 0, for a kind in the range reserved for the library
+// (1 to MaxLibraryKind) unless h is a LibraryHandler whose ReservedKind
+// reports true (see Kind), and for a field of c out of its range.
+func (r *Registry) Register(h Handler, c KindConfig) error {
 	if h == nil {
 		return fmt.Errorf("timers: register a nil handler: %w", store.ErrInvalid)
 	}
@@ -55,15 +54,11 @@ func (r *Registry) Register(h Handler, opts ...KindOption) error {
 	if err := k.checkUsable(reserved); err != nil {
 		return fmt.Errorf("timers: register %T: %w", h, err)
 	}
-	e := &kindEntry{h: h, kindConfig: kindConfig{retry: DefaultRetryPolicy}}
-	if reserved {
-		e.retry = libraryRetryPolicy
+	kc, err := c.kindConfig(reserved)
+	if err != nil {
+		return fmt.Errorf("timers: register %T: %w", h, err)
 	}
-	for _, o := range opts {
-		if err := o(&e.kindConfig); err != nil {
-			return fmt.Errorf("timers: register %T: %w", h, err)
-		}
-	}
+	e := &kindEntry{h: h, kindConfig: kc}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.kinds[k]; dup {

@@ -50,28 +50,28 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 			return timers.Done{}, nil
 		}}
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(h, timers.WithRetry(pol)))
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: ms(now), Value: store.Value("payload")})
+		require.NoError(t, reg.Register(h, timers.KindConfig{Retry: pol}))
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "job", DueAt: now, Value: store.Value("payload")})
 
-		want := []uint64{now}
+		want := []time.Time{now}
 		for n := 1; n < pol.MaxAttempts; n++ {
 			d := pol.Delay(n, e.p, kindA, "job")
 			assert.LessOrEqual(t, d, min(time.Duration(float64(time.Second)*pow(3, n-1)), 5*time.Second))
 			assert.Greater(t, d, min(time.Duration(float64(time.Second)*pow(3, n-1)), 5*time.Second)/2)
-			want = append(want, want[n-1]+uint64(d/time.Millisecond))
+			want = append(want, want[n-1].Add(d.Truncate(time.Millisecond)))
 		}
-		var got []uint64
+		var got []time.Time
 		for range 20 {
 			due, ok := e.refDue(t, kindA, "job")
 			if !ok {
 				break
 			}
 			// A millisecond early: nothing fires.
-			e.clock.SetMs(due - 1)
-			rep := e.run(t, reg, timers.Budget{})
+			e.clock.Set(due.Add(-time.Millisecond))
+			rep := e.run(t, reg, timers.RunConfig{})
 			require.Zero(t, rep.Failed)
-			e.clock.SetMs(due)
-			e.run(t, reg, timers.Budget{})
+			e.clock.Set(due)
+			e.run(t, reg, timers.RunConfig{})
 			got = append(got, due)
 		}
 		assert.Equal(t, want, got, "fired exactly MaxAttempts times, at the policy's intervals")
@@ -93,13 +93,13 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		assert.Equal(t, "boom #4", dl.LastError)
 		assert.False(t, dl.Permanent)
 		assert.Equal(t, "payload", string(dl.Value))
-		assert.Equal(t, clock.FromMs(want[len(want)-1]), dl.DueAt)
+		assert.Equal(t, want[len(want)-1], dl.DueAt)
 		assert.Equal(t, e.clock.Now(), dl.At)
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersDeadLettered))
 
 		// Nothing fires it on its own, however late.
 		e.clock.Advance(24 * time.Hour)
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Zero(t, rep.Fired+rep.Failed)
 		require.Len(t, h.calls, pol.MaxAttempts)
 
@@ -109,7 +109,7 @@ func TestAFailingTimerFiresAtThePolicysIntervalsThenBecomesADeadLetter(t *testin
 		require.NoError(t, timers.Redrive(b, e.inner.Capabilities(), dl, e.clock.Now()))
 		e.apply(t, b)
 		assert.Empty(t, e.deadLetters(t))
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		require.Len(t, h.calls, pol.MaxAttempts+1)
 		assert.Zero(t, h.calls[pol.MaxAttempts].Attempts)
@@ -135,9 +135,9 @@ func TestAPermanentErrorDeadLettersAtOnce(t *testing.T) {
 			return nil, fmt.Errorf("order 7: %w", timers.Permanent(errors.New("no such customer")))
 		}}
 		reg := &timers.Registry{}
-		require.NoError(t, reg.Register(h)) // DefaultRetryPolicy: 25 attempts
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
-		rep := e.run(t, reg, timers.Budget{})
+		require.NoError(t, reg.Register(h, timers.KindConfig{})) // DefaultRetryPolicy: 25 attempts
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Failed)
 		assert.Equal(t, 1, rep.DeadLettered)
 		rows, _ := e.timersIn(t)
@@ -167,25 +167,25 @@ func TestRetryAfterSpendsAnAttemptAndSnoozeDoesNot(t *testing.T) {
 		return outcomes[0], nil
 	}}
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h, timers.WithRetry(timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3})))
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
+	require.NoError(t, reg.Register(h, timers.KindConfig{Retry: timers.RetryPolicy{InitialInterval: time.Second, BackoffFactor: 1, MaxInterval: time.Second, MaxAttempts: 3}}))
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
 	step := func() timers.Report {
 		t.Helper()
 		due, ok := e.refDue(t, kindA, "r")
 		require.True(t, ok)
-		e.clock.SetMs(due)
-		rep := e.run(t, reg, timers.Budget{})
+		e.clock.Set(due)
+		rep := e.run(t, reg, timers.RunConfig{})
 		outcomes = outcomes[1:]
 		return rep
 	}
 	rep := step()
 	assert.Equal(t, 1, rep.Retried)
 	due, _ := e.refDue(t, kindA, "r")
-	assert.Equal(t, now+7_000, due)
+	assert.Equal(t, now.Add(7*time.Second), due)
 	rep = step()
 	assert.Equal(t, 1, rep.Snoozed)
 	due, _ = e.refDue(t, kindA, "r")
-	assert.Equal(t, now+7_000+60_000, due)
+	assert.Equal(t, now.Add(7*time.Second+time.Minute), due)
 	rep = step() // the second attempt spent of three
 	assert.Equal(t, 1, rep.Retried)
 	assert.Zero(t, rep.DeadLettered)
@@ -215,19 +215,19 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 	}}
 	reg := registry(t, h)
 	for i := range 2 {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value(fmt.Sprint("v", i))})
-		rep := e.run(t, reg, timers.Budget{})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value(fmt.Sprint("v", i))})
+		rep := e.run(t, reg, timers.RunConfig{})
 		require.Equal(t, 1, rep.DeadLettered)
 	}
 	dls := e.deadLetters(t)
 	require.Len(t, dls, 2)
 	assert.Equal(t, "v0", string(dls[0].Value))
-	assert.Equal(t, clock.FromMs(now), dls[0].DueAt)
+	assert.Equal(t, now, dls[0].DueAt)
 	assert.Equal(t, "v1", string(dls[1].Value))
-	assert.Equal(t, clock.FromMs(now+1), dls[1].DueAt)
+	assert.Equal(t, now.Add(time.Millisecond), dls[1].DueAt)
 
 	// A timer of the same identity is live: the re-drive does not land.
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 100), Value: store.Value("live")})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(100 * time.Millisecond), Value: store.Value("live")})
 	b := store.NewBatch()
 	require.NoError(t, timers.Redrive(b, e.inner.Capabilities(), dls[0], e.clock.Now()))
 	out, err := e.inner.Apply(e.ctx, e.p, b)
@@ -261,21 +261,34 @@ func TestDeadLetterRepairsAreGuardedAndNothingIsOverwritten(t *testing.T) {
 func TestRetryPolicyIsValidatedAtRegistration(t *testing.T) {
 	h := &handler{kind: kindA, fire: done}
 	for _, p := range []timers.RetryPolicy{
-		{},
+		{InitialInterval: time.Millisecond / 2, BackoffFactor: 1, MaxInterval: time.Second},
 		{InitialInterval: time.Second, BackoffFactor: 0.5, MaxInterval: time.Second},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Millisecond},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Second, MaxAttempts: -1},
 		{InitialInterval: time.Second, BackoffFactor: 2, MaxInterval: time.Second, Jitter: 1.5},
 	} {
 		reg := &timers.Registry{}
-		assert.ErrorIs(t, reg.Register(h, timers.WithRetry(p)), store.ErrInvalid, "%+v", p)
+		assert.ErrorIs(t, reg.Register(h, timers.KindConfig{Retry: p}), store.ErrInvalid, "%+v", p)
 		assert.Empty(t, reg.Kinds())
 	}
+}
+
+// The zero KindConfig.Retry is the default: DefaultRetryPolicy for a
+// service's kind, retrying for ever RetryBackoff apart for a library kind.
+func TestZeroRetryPolicyIsTheDefault(t *testing.T) {
 	reg := &timers.Registry{}
-	require.NoError(t, reg.Register(h))
+	require.NoError(t, reg.Register(&handler{kind: kindA, fire: done}, timers.KindConfig{}))
+	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}, timers.KindConfig{Retry: timers.RetryPolicy{}}))
 	p, ok := reg.RetryPolicyOf(kindA)
 	require.True(t, ok)
 	assert.Equal(t, timers.DefaultRetryPolicy, p)
+	p, ok = reg.RetryPolicyOf(timers.KindRelay)
+	require.True(t, ok)
+	assert.Equal(t, timers.RetryPolicy{InitialInterval: timers.RetryBackoff, BackoffFactor: 1, MaxInterval: timers.RetryBackoff}, p)
+	lib, err := timers.NewRegistry(&libraryHandler{handler{kind: timers.KindRelay, fire: done}})
+	require.NoError(t, err)
+	p, _ = lib.RetryPolicyOf(timers.KindRelay)
+	assert.Zero(t, p.MaxAttempts, "a library kind retries for ever")
 }
 
 // A long error is kept truncated to the record's bound, at a rune
@@ -287,11 +300,11 @@ func TestTheLastErrorIsBounded(t *testing.T) {
 		return nil, errors.New("é" + long)
 	}}
 	reg := registry(t, h)
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now)})
-	e.run(t, reg, timers.Budget{})
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now})
+	e.run(t, reg, timers.RunConfig{})
 	due, _ := e.refDue(t, kindA, "r")
-	e.clock.SetMs(due)
-	e.run(t, reg, timers.Budget{})
+	e.clock.Set(due)
+	e.run(t, reg, timers.RunConfig{})
 	require.Len(t, h.calls, 2)
 	assert.Len(t, h.calls[1].LastError, 511, "512 bytes would cut the first rune's successor in two")
 }
@@ -324,14 +337,14 @@ func openTimerV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, store.P
 // fails (its attempt is recorded in the new record and the next fire
 // sees it) and one fails permanently into a dead letter.
 func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
-	clk := clock.NewManualMs(now)
+	clk := clock.NewManual(now)
 	l, p := openTimerV1Fixture(t, clk)
 	ctx := context.Background()
 	for _, ref := range []string{"a", "b", "c"} {
 		v, due, err := timers.ReadRef(ctx, l, p, kindA, ref)
 		require.NoError(t, err)
 		require.NotNil(t, v)
-		assert.Equal(t, ms(10_000), due)
+		assert.Equal(t, time.UnixMilli(10_000), due, "as the fixture stored it")
 	}
 	h := &handler{kind: kindA, fire: func(_ context.Context, _ *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 		switch {
@@ -343,8 +356,8 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 		return timers.Done{}, nil
 	}}
 	reg := registry(t, h)
-	opts := []timers.Option{timers.WithClock(clk), timers.WithLogger(slog.New(slog.DiscardHandler))}
-	rep, err := timers.RunDue(ctx, l, p, reg, ms(now), timers.Budget{}, opts...)
+	cfg := timers.RunConfig{Clock: clk, Logger: slog.New(slog.DiscardHandler)}
+	rep, err := timers.RunDue(ctx, l, p, reg, now, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, 2, rep.Failed)
@@ -356,9 +369,9 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	}
 	_, due, err := timers.ReadRef(ctx, l, p, kindA, "b")
 	require.NoError(t, err)
-	assert.Equal(t, ms(now+retryBackoffMs), due)
+	assert.Equal(t, now.Add(timers.RetryBackoff), due)
 	clk.Set(due)
-	rep, err = timers.RunDue(ctx, l, p, reg, due, timers.Budget{}, opts...)
+	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	require.Len(t, h.calls, 4)
@@ -379,11 +392,11 @@ func TestDeadLettersReportCorruptRows(t *testing.T) {
 	h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 		return nil, timers.Permanent(errors.New("bad"))
 	}}
-	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: store.Value("v")})
-	e.run(t, registry(t, h), timers.Budget{})
-	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", now)
+	e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: store.Value("v")})
+	e.run(t, registry(t, h), timers.RunConfig{})
+	rec, err := gen.AppendDeadLetterKey(nil, uint16(kindA), "r", encoded(now))
 	require.NoError(t, err)
-	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", now)
+	val, err := gen.AppendDeadLetterValueKey(nil, uint16(kindA), "r", encoded(now))
 	require.NoError(t, err)
 	good := e.get(t, rec)
 	require.NotNil(t, good)

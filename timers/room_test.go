@@ -52,7 +52,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 	}{
 		{"done", 1, func(b *store.Batch, _ timers.DueTimer) timers.Fired { return timers.Done{Batch: b} }},
 		{"reschedule", 0, func(b *store.Batch, dt timers.DueTimer) timers.Fired {
-			return timers.Reschedule{DueAt: ms(now + 60_000), Value: dt.Value, Batch: b}
+			return timers.Reschedule{DueAt: now.Add(time.Minute), Value: dt.Value, Batch: b}
 		}},
 	} {
 		for _, claimed := range []bool{true, false} {
@@ -67,7 +67,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 						p := e.p // the partition RunDue runs alone
-						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAt: ms(now - 1), Value: store.Value("value of the timer")})
+						e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "full", DueAt: now.Add(-time.Millisecond), Value: store.Value("value of the timer")})
 						h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
 							return tc.outcome(fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra), dt), nil
 						}}
@@ -76,7 +76,7 @@ func TestHandlerCapabilitiesFitARealFire(t *testing.T) {
 							s := e.scheduler(t, "me", registry(t, h), nil)
 							rep = e.tick(t, s).Timers
 						} else {
-							rep = e.run(t, registry(t, h), timers.Budget{})
+							rep = e.run(t, registry(t, h), timers.RunConfig{})
 						}
 						fill, err := e.layer.Scan(e.ctx, p, store.Key("fill/"), store.Key("fill0"), nil, 1)
 						require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestHandlerCapabilitiesFitAFireAfterAFailure(t *testing.T) {
 	for _, extra := range []int{0, 4} {
 		t.Run(fmt.Sprintf("extra=%d", extra), func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-				e.schedule(t, e.p, timers.Timer{Kind: kindA, Reference: "full", DueAt: ms(now), Value: store.Value("value of the timer")})
+				e.schedule(t, e.p, timers.Timer{Kind: kindA, Reference: "full", DueAt: now, Value: store.Value("value of the timer")})
 				h := &handler{kind: kindA, fire: func(ctx context.Context, c *timers.Ctx, dt timers.DueTimer) (timers.Fired, error) {
 					if dt.Attempts == 0 {
 						return nil, errors.New(strings.Repeat("x", 2000))
@@ -113,18 +113,18 @@ func TestHandlerCapabilitiesFitAFireAfterAFailure(t *testing.T) {
 					return timers.Done{Batch: fillBatch(t, timers.HandlerCapabilities(c.Store.Capabilities(), dt), extra)}, nil
 				}}
 				reg := &timers.Registry{}
-				require.NoError(t, reg.Register(h, timers.WithRetry(fixedRetry), timers.WithPeriod(timers.Every(time.Hour))))
-				rep := e.run(t, reg, timers.Budget{})
+				require.NoError(t, reg.Register(h, timers.KindConfig{Retry: fixedRetry, Period: timers.Every(time.Hour)}))
+				rep := e.run(t, reg, timers.RunConfig{})
 				require.Equal(t, 1, rep.Failed)
-				e.clock.SetMs(now + retryBackoffMs)
-				rep = e.run(t, reg, timers.Budget{})
+				e.clock.Set(now.Add(timers.RetryBackoff))
+				rep = e.run(t, reg, timers.RunConfig{})
 				require.Len(t, h.calls, 2)
 				require.Len(t, h.calls[1].LastError, 512)
 				if extra == 0 {
 					assert.Equal(t, 1, rep.Fired, "the outcome fits")
 					due, ok := e.refDue(t, kindA, "full")
 					assert.True(t, ok)
-					assert.Equal(t, now+3_600_000, due, "moved to its next period")
+					assert.Equal(t, now.Add(time.Hour), due, "moved to its next period")
 					return
 				}
 				assert.Equal(t, 1, rep.Failed, "one operation past the slack does not fit")

@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -43,7 +42,7 @@ import (
 // A run that fails part-way reports, as NextDue, at most the due time of
 // the first timer it did not finish. RunDue alone lowers the wake time
 // with each move (store.Batch.WakeAt); under a Scheduler's claim it leaves
-// that to the claim's release (see withClaim).
+// that to the claim's release (see claimHold).
 
 // RunDue fires the due timers of partition p (DueAt <= now, to the
 // millisecond), oldest
@@ -70,27 +69,23 @@ import (
 // failure is never recorded as a timer's failure and spends none of its
 // attempts, so that the next run records the handler's outcome as the
 // handler gave it. An apply that may have landed (store.ErrUnknownResult)
-// is reported as such, and the guards make running again safe. It is safe
+// is reported as such, and the guards make running again safe. A nil
+// store, partition or registry, a now before the Unix epoch or a negative
+// field of cfg fails it with store.ErrInvalid before any I/O. It is safe
 // for concurrent use, but two runs of one partition race each other's
 // guards: a scheduler's lease keeps them apart.
-func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, now time.Time, budget Budget, opts ...Option) (Report, error) {
-	cfg := config{clock: clock.Real{}, pageSize: DefaultPageSize, heldBackoff: DefaultHeldBackoff}
-	for _, o := range opts {
-		o(&cfg)
+func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, now time.Time, cfg RunConfig) (Report, error) {
+	return runDue(ctx, s, p, reg, now, cfg, nil)
+}
+
+// runDue is RunDue, under the Scheduler's claim h when h is not nil (see
+// claimHold).
+func runDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry, now time.Time, rc RunConfig, h *claimHold) (Report, error) {
+	if err := rc.check(); err != nil {
+		return Report{}, err
 	}
-	if cfg.clock == nil {
-		cfg.clock = clock.Real{}
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
-	cfg.metrics = telemetry.OrNoop(cfg.metrics)
-	if cfg.pageSize < 1 {
-		cfg.pageSize = DefaultPageSize
-	}
-	if cfg.heldBackoff < time.Millisecond {
-		cfg.heldBackoff = DefaultHeldBackoff
-	}
+	cfg := rc.config()
+	cfg.claim = h
 	if s == nil || p == nil || reg == nil {
 		return Report{}, fmt.Errorf("timers: run due: nil store, partition or registry: %w", store.ErrInvalid)
 	}
@@ -98,7 +93,7 @@ func RunDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 	if err != nil {
 		return Report{}, fmt.Errorf("timers: run due: %w", err)
 	}
-	budget = budget.withDefaults()
+	budget := rc.Budget.withDefaults()
 	r := &run{
 		s:       s,
 		p:       p,

@@ -14,27 +14,24 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-// heldMs is how long a held timer waits by default.
-const heldMs = uint64(timers.DefaultHeldBackoff / time.Millisecond)
-
 // Timers of a kind without a handler wait HeldBackoff, value unchanged,
 // counted and logged once per run per kind; the partition wakes for them,
 // and once a handler is registered they fire with no write in between.
 func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		for _, ref := range []string{"x", "y", "z"} {
-			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAt: ms(now - 10), Value: store.Value(ref)})
+			e.schedule(t, timers.Timer{Kind: 1200, Reference: ref, DueAt: now.Add(-10 * time.Millisecond), Value: store.Value(ref)})
 		}
-		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAt: ms(now - 9)})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAt: ms(now - 1)})
+		e.schedule(t, timers.Timer{Kind: 1201, Reference: "w", DueAt: now.Add(-9 * time.Millisecond)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "known", DueAt: now.Add(-time.Millisecond)})
 		h := &handler{kind: kindA, fire: done}
 		reg := registry(t, h)
 
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 2, rep.UnknownKind, "two kinds")
 		assert.Equal(t, 4, rep.Held, "four timers")
 		assert.Equal(t, 1, rep.Fired, "the registered kind still fires")
-		assert.Equal(t, now+heldMs, msOf(rep.NextDue), "held timers wake the partition after the backoff")
+		assert.Equal(t, now.Add(timers.DefaultHeldBackoff), rep.NextDue, "held timers wake the partition after the backoff")
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), e.logs.String())
 		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersUnknownKind, pk,
@@ -43,27 +40,27 @@ func TestAnUnknownKindWaitsAndFiresOnceRegistered(t *testing.T) {
 			telemetry.Label{Name: telemetry.LabelTimerKind, Value: "1201"}))
 		rows, _ := e.timersIn(t)
 		assert.Equal(t, []stored{
-			{now + heldMs, 1200, "x", "x"}, {now + heldMs, 1200, "y", "y"}, {now + heldMs, 1200, "z", "z"}, {now + heldMs, 1201, "w", ""},
+			{now.Add(timers.DefaultHeldBackoff), 1200, "x", "x"}, {now.Add(timers.DefaultHeldBackoff), 1200, "y", "y"}, {now.Add(timers.DefaultHeldBackoff), 1200, "z", "z"}, {now.Add(timers.DefaultHeldBackoff), 1201, "w", ""},
 		}, rows, "moved by the backoff, values kept")
 		w, ok, err := e.inner.(store.DueIndex).NextWake(e.ctx, e.p)
 		require.NoError(t, err)
 		require.True(t, ok)
-		assert.LessOrEqual(t, msOf(w), now+heldMs, "the partition wakes for them")
+		assert.False(t, w.After(now.Add(timers.DefaultHeldBackoff)), "the partition wakes for them")
 
-		rep = e.run(t, reg, timers.Budget{})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Zero(t, rep.UnknownKind, "not looked at again before the backoff")
 		assert.Equal(t, 2, strings.Count(e.logs.String(), "no handler registered"), "nor logged")
 
-		e.clock.SetMs(now + heldMs)
-		rep = e.run(t, reg, timers.Budget{})
+		e.clock.Set(now.Add(timers.DefaultHeldBackoff))
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 2, rep.UnknownKind)
 		assert.Equal(t, uint64(4), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "counted again after the backoff")
 
 		// Once a handler is registered, the next run fires them.
-		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}))
-		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}))
-		e.clock.SetMs(now + 2*heldMs)
-		rep = e.run(t, reg, timers.Budget{})
+		require.NoError(t, reg.Register(&handler{kind: 1200, fire: done}, timers.KindConfig{}))
+		require.NoError(t, reg.Register(&handler{kind: 1201, fire: done}, timers.KindConfig{}))
+		e.clock.Set(now.Add(2 * timers.DefaultHeldBackoff))
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 4, rep.Fired)
 		rows, _ = e.timersIn(t)
 		assert.Empty(t, rows)
@@ -80,9 +77,9 @@ func corruptTimerKey() store.Key {
 func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		e.put(t, corruptTimerKey(), store.Value("v"))
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAt: ms(now - 1)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "ok", DueAt: now.Add(-time.Millisecond)})
 		reg := registry(t, &handler{kind: kindA, fire: done})
-		rep := e.run(t, reg, timers.Budget{})
+		rep := e.run(t, reg, timers.RunConfig{})
 
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, rep.Held)
@@ -91,12 +88,12 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 		assert.Contains(t, e.logs.String(), "corrupt timer key")
 		assert.Equal(t, uint64(1), e.metrics.Counter(telemetry.MetricTimersCorrupt,
 			telemetry.Label{Name: telemetry.LabelPartitionKind, Value: "namespace"}))
-		assert.Equal(t, now+heldMs, msOf(rep.NextDue), "the partition wakes again for it after the backoff")
+		assert.Equal(t, now.Add(timers.DefaultHeldBackoff), rep.NextDue, "the partition wakes again for it after the backoff")
 
 		// A busy partition runs again before the backoff: the row is
 		// counted, not logged again.
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
-		rep = e.run(t, reg, timers.Budget{})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "again", DueAt: now})
+		rep = e.run(t, reg, timers.RunConfig{})
 		assert.Equal(t, 1, rep.Corrupt)
 		assert.Equal(t, 1, strings.Count(e.logs.String(), "corrupt timer key"), "logged once per interval")
 	})
@@ -105,9 +102,9 @@ func TestACorruptTimerKeyIsKeptLoggedAndCounted(t *testing.T) {
 func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 	refKey, err := timers.RefKey(kindA, "r")
 	require.NoError(t, err)
-	timerKey, err := timers.TimerKey(ms(now-1), kindA, "r")
+	timerKey, err := timers.TimerKey(now.Add(-time.Millisecond), kindA, "r")
 	require.NoError(t, err)
-	otherDue, err := gen.EncodeU64Value(gen.U64Value{Value: now + 100})
+	otherDue, err := gen.EncodeU64Value(gen.U64Value{Value: encoded(now.Add(100 * time.Millisecond))})
 	require.NoError(t, err)
 	cases := []struct {
 		name string
@@ -127,7 +124,7 @@ func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 				}
 				e.apply(t, b)
 				h := &handler{kind: kindA, fire: done}
-				rep := e.run(t, registry(t, h), timers.Budget{})
+				rep := e.run(t, registry(t, h), timers.RunConfig{})
 
 				assert.Empty(t, h.seen(), "an inconsistent timer is not fired")
 				assert.Equal(t, 1, rep.Corrupt)
@@ -144,12 +141,12 @@ func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 // does not name is an orphan, reported corrupt; the other fires.
 func TestAnOrphanTimerRowIsReportedCorrupt(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1), Value: store.Value("named")})
-		orphan, err := timers.TimerKey(ms(now-2), kindA, "r")
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond), Value: store.Value("named")})
+		orphan, err := timers.TimerKey(now.Add(-2*time.Millisecond), kindA, "r")
 		require.NoError(t, err)
 		e.put(t, orphan, store.Value("orphan"))
 		h := &handler{kind: kindA, fire: done}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		assert.Equal(t, 1, rep.Corrupt)
 		require.Len(t, h.calls, 1)

@@ -148,7 +148,7 @@ func encodeRefState(st refState) store.Value {
 // new timer row and reference entry, and asks the store to wake the
 // partition at t.DueAt (b.WakeAt). The timer it writes has no failed
 // attempts, whatever the one it replaces had; for a periodic kind t.DueAt
-// is its first scheduled time (see WithPeriod).
+// is its first scheduled time (see KindConfig.Period).
 //
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
 // t.Kind is 0, t.DueAt is the zero Time or before the Unix epoch (or

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,48 +22,48 @@ import (
 func TestScheduleCreatesTheTimerAndItsReferenceEntry(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
 		b := store.NewBatch()
-		tm := timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 5), Value: store.Value("v")}
+		tm := timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(5 * time.Millisecond), Value: store.Value("v")}
 		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, tm))
 		refKey, _ := timers.RefKey(kindA, "r")
 		assert.Equal(t, []store.Precondition{store.Absent(refKey)}, b.Preconditions)
 		require.NotNil(t, b.Wakeup)
-		assert.Equal(t, store.Wakeup{At: ms(now + 5)}, *b.Wakeup)
+		assert.Equal(t, store.Wakeup{At: now.Add(5 * time.Millisecond)}, *b.Wakeup)
 		e.apply(t, b)
 
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now + 5, kindA, "r", "v"}}, rows)
+		assert.Equal(t, []stored{{now.Add(5 * time.Millisecond), kindA, "r", "v"}}, rows)
 		wake, ok, err := e.inner.(store.DueIndex).NextWake(e.ctx, e.p)
 		require.NoError(t, err)
 		assert.True(t, ok)
-		assert.Equal(t, now+5, msOf(wake), "the store's due index wakes the partition then")
+		assert.Equal(t, now.Add(5*time.Millisecond), wake, "the store's due index wakes the partition then")
 		due, ok := e.refDue(t, kindA, "r")
 		assert.True(t, ok)
-		assert.Equal(t, now+5, due)
+		assert.Equal(t, now.Add(5*time.Millisecond), due)
 	})
 }
 
 func TestScheduleMovesAnExistingTimer(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 5), Value: store.Value("a")})
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 50), Value: store.Value("b")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(5 * time.Millisecond), Value: store.Value("a")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(50 * time.Millisecond), Value: store.Value("b")})
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now + 50, kindA, "r", "b"}}, rows, "one timer per kind and reference")
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 50), Value: store.Value("c")})
+		assert.Equal(t, []stored{{now.Add(50 * time.Millisecond), kindA, "r", "b"}}, rows, "one timer per kind and reference")
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(50 * time.Millisecond), Value: store.Value("c")})
 		rows, _ = e.timersIn(t)
-		assert.Equal(t, []stored{{now + 50, kindA, "r", "c"}}, rows, "same due time: the value is replaced")
+		assert.Equal(t, []stored{{now.Add(50 * time.Millisecond), kindA, "r", "c"}}, rows, "same due time: the value is replaced")
 	})
 }
 
 func TestScheduleWithAStaleObservationFailsItsGuard(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 5)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(5 * time.Millisecond)})
 		b := store.NewBatch()
-		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 9)}))
+		require.NoError(t, timers.Schedule(b, e.inner.Capabilities(), nil, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(9 * time.Millisecond)}))
 		out, err := e.inner.Apply(e.ctx, e.p, b)
 		require.NoError(t, err)
 		assert.Equal(t, store.PreconditionFailed, out.Outcome)
 		rows, _ := e.timersIn(t)
-		assert.Equal(t, []stored{{now + 5, kindA, "r", ""}}, rows)
+		assert.Equal(t, []stored{{now.Add(5 * time.Millisecond), kindA, "r", ""}}, rows)
 	})
 }
 
@@ -76,11 +77,11 @@ func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
 		err      error
 	}{
 		{"value over the store's limit", nil,
-			timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: make(store.Value, caps.MaxValueBytes+1)}, store.ErrInvalid},
+			timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: make(store.Value, caps.MaxValueBytes+1)}, store.ErrInvalid},
 		{"due time 0", nil, timers.Timer{Kind: kindA, Reference: "r"}, store.ErrInvalid},
 		{"reference too long", nil,
-			timers.Timer{Kind: kindA, Reference: strings.Repeat("r", gen.MaxTimerKeyReference+1), DueAt: ms(now)}, store.ErrInvalid},
-		{"corrupt observation", store.Value("junk"), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now)}, store.ErrCorrupt},
+			timers.Timer{Kind: kindA, Reference: strings.Repeat("r", gen.MaxTimerKeyReference+1), DueAt: now}, store.ErrInvalid},
+		{"corrupt observation", store.Value("junk"), timers.Timer{Kind: kindA, Reference: "r", DueAt: now}, store.ErrCorrupt},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
 	}
 	t.Run("value at the store's limit", func(t *testing.T) {
 		b := store.NewBatch()
-		tm := timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now), Value: make(store.Value, caps.MaxValueBytes)}
+		tm := timers.Timer{Kind: kindA, Reference: "r", DueAt: now, Value: make(store.Value, caps.MaxValueBytes)}
 		require.NoError(t, timers.Schedule(b, caps, nil, tm))
 		e.apply(t, b)
 	})
@@ -102,7 +103,7 @@ func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
 
 func TestCancelDeletesTheTimerGuarded(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now + 5)})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(5 * time.Millisecond)})
 		observed, _, err := timers.ReadRef(e.ctx, e.inner, e.p, kindA, "r")
 		require.NoError(t, err)
 
@@ -136,15 +137,15 @@ func TestRegistry(t *testing.T) {
 	_, ok := reg.Lookup(kindA)
 	assert.False(t, ok)
 	a := &handler{kind: kindA, fire: done}
-	require.NoError(t, reg.Register(a))
-	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}))
+	require.NoError(t, reg.Register(a, timers.KindConfig{}))
+	require.NoError(t, reg.Register(&libraryHandler{handler{kind: timers.KindRelay, fire: done}}, timers.KindConfig{}))
 
-	err := reg.Register(&handler{kind: kindA, fire: done})
+	err := reg.Register(&handler{kind: kindA, fire: done}, timers.KindConfig{})
 	require.ErrorIs(t, err, timers.ErrDuplicateKind)
 	h, ok := reg.Lookup(kindA)
 	require.True(t, ok)
 	assert.Same(t, a, h, "a rejected registration leaves the first handler")
-	require.ErrorIs(t, reg.Register(nil), store.ErrInvalid)
+	require.ErrorIs(t, reg.Register(nil, timers.KindConfig{}), store.ErrInvalid)
 	assert.Equal(t, []timers.Kind{timers.KindRelay, kindA}, reg.Kinds())
 
 	_, err = timers.NewRegistry(a, &handler{kind: kindA, fire: done})
@@ -186,11 +187,11 @@ func TestRegistryKindRanges(t *testing.T) {
 		{"a user kind", &handler{kind: 4242, fire: done}, true},
 		{"highest user", &handler{kind: math.MaxUint16, fire: done}, true},
 		{"user kind, library handler", &libraryHandler{handler{kind: timers.MinUserKind, fire: done}}, true},
-		{"the relay's own handler", &relay.Handler{}, true},
+		{"the relay's own handler", new(relay.Handler), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var reg timers.Registry
-			err := reg.Register(c.h)
+			err := reg.Register(c.h, timers.KindConfig{})
 			if c.ok {
 				require.NoError(t, err)
 				assert.Equal(t, []timers.Kind{c.h.Kind()}, reg.Kinds())
@@ -215,13 +216,13 @@ func TestScheduleRejectsKindZero(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	b := store.NewBatch()
-	err = timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 0, Reference: "r", DueAt: ms(now)})
+	err = timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 0, Reference: "r", DueAt: now})
 	require.ErrorIs(t, err, store.ErrInvalid)
 	assert.Contains(t, err.Error(), "kind 0 ")
 	assert.Zero(t, b.Ops())
 	assert.Nil(t, b.Wakeup)
 	for _, k := range []timers.Kind{timers.KindRelay, timers.MaxLibraryKind, timers.MinUserKind, math.MaxUint16} {
-		require.NoError(t, timers.Schedule(store.NewBatch(), l.Capabilities(), nil, timers.Timer{Kind: k, Reference: "r", DueAt: ms(now)}), "kind %d", k)
+		require.NoError(t, timers.Schedule(store.NewBatch(), l.Capabilities(), nil, timers.Timer{Kind: k, Reference: "r", DueAt: now}), "kind %d", k)
 	}
 }
 

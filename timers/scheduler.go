@@ -130,20 +130,23 @@ type SchedulerConfig struct {
 	// Workers (at least 64) within this bound, so that an entry is listed
 	// shortly before a worker takes it.
 	DuePageSize int
-	// Budget bounds each RunDue. Its zero MaxTimers takes
-	// DefaultMaxTimers; its zero MaxDuration takes half of LeaseDuration.
+	// Budget bounds each run (its RunConfig.Budget). Its zero MaxTimers
+	// takes DefaultMaxTimers; its zero MaxDuration takes half of
+	// LeaseDuration.
 	Budget Budget
-	// HeldBackoff is how long a timer waits that no handler can fire now
-	// (RunDue's WithHeldBackoff; default DefaultHeldBackoff).
+	// HeldBackoff is each run's RunConfig.HeldBackoff (default
+	// DefaultHeldBackoff).
 	HeldBackoff time.Duration
-	// Clock is the clock of due times, leases and budgets (default
-	// clock.Real).
+	// Clock is the clock of due times, leases and budgets, and each run's
+	// RunConfig.Clock (default clock.Real).
 	Clock clock.Clock
 	// Waiter is how Run sleeps (default RealWaiter).
 	Waiter Waiter
-	// Logger defaults to slog.Default().
+	// Logger logs the scheduler's work and, with the scheduler's Owner
+	// added, each run's (default slog.Default()).
 	Logger *slog.Logger
-	// Metrics defaults to telemetry.Noop.
+	// Metrics receives the scheduler's metrics and each run's (default
+	// telemetry.Noop).
 	Metrics telemetry.Metrics
 }
 
@@ -184,12 +187,11 @@ type Scheduler struct {
 	leaseMs  uint64
 	poll     time.Duration
 	pageSize int
-	budget   Budget
 	clock    clock.Clock
 	waiter   Waiter
 	log      *slog.Logger
 	metrics  telemetry.Metrics
-	runOpts  []Option
+	run      RunConfig // each run's, but for its claim
 	leaseKey store.Key
 	full     store.Capabilities
 
@@ -224,7 +226,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		return nil, fmt.Errorf("timers: scheduler: "+format+": %w", append(args, store.ErrInvalid)...)
 	}
 	if cfg.Store == nil {
-		return invalid("nil store")
+		return invalid("nil Store")
 	}
 	due, ok := cfg.Store.(store.DueIndex)
 	if !ok {
@@ -232,13 +234,25 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	}
 	switch {
 	case cfg.Registry == nil:
-		return invalid("nil registry")
+		return invalid("nil Registry")
 	case len(cfg.Owner) > gen.MaxSchedulerLeaseV1Owner:
-		return invalid("owner of %d bytes, limit %d", len(cfg.Owner), gen.MaxSchedulerLeaseV1Owner)
-	case cfg.Workers < 0 || cfg.DuePageSize < 0 || cfg.Budget.MaxTimers < 0:
-		return invalid("negative workers, due page size or budget timers")
-	case cfg.LeaseDuration < 0 || cfg.PollInterval < 0 || cfg.Budget.MaxDuration < 0 || cfg.HeldBackoff < 0:
-		return invalid("negative lease duration, poll interval, budget duration or held backoff")
+		return invalid("Owner of %d bytes, limit %d", len(cfg.Owner), gen.MaxSchedulerLeaseV1Owner)
+	}
+	for _, f := range []struct {
+		name string
+		neg  bool
+	}{
+		{"Workers", cfg.Workers < 0},
+		{"LeaseDuration", cfg.LeaseDuration < 0},
+		{"PollInterval", cfg.PollInterval < 0},
+		{"DuePageSize", cfg.DuePageSize < 0},
+		{"Budget.MaxTimers", cfg.Budget.MaxTimers < 0},
+		{"Budget.MaxDuration", cfg.Budget.MaxDuration < 0},
+		{"HeldBackoff", cfg.HeldBackoff < 0},
+	} {
+		if f.neg {
+			return invalid("negative %s", f.name)
+		}
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = randomOwner()
@@ -250,13 +264,13 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		cfg.LeaseDuration = DefaultLeaseDuration
 	}
 	if cfg.LeaseDuration < time.Millisecond {
-		return invalid("lease duration %v under a millisecond", cfg.LeaseDuration)
+		return invalid("LeaseDuration %v under a millisecond", cfg.LeaseDuration)
 	}
 	if cfg.Budget.MaxDuration == 0 {
 		cfg.Budget.MaxDuration = cfg.LeaseDuration / 2
 	}
 	if cfg.Budget.MaxDuration >= cfg.LeaseDuration {
-		return invalid("budget duration %v does not leave the lease (%v) room for the run's last fire",
+		return invalid("Budget.MaxDuration %v does not leave the LeaseDuration (%v) room for the run's last fire",
 			cfg.Budget.MaxDuration, cfg.LeaseDuration)
 	}
 	if cfg.PollInterval == 0 {
@@ -288,16 +302,21 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		poll:     cfg.PollInterval,
 		pageSize: cfg.DuePageSize,
 		listPage: min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
-		budget:   cfg.Budget.withDefaults(),
 		clock:    cfg.Clock,
 		waiter:   cfg.Waiter,
 		log:      log,
 		metrics:  cfg.Metrics,
-		runOpts:  []Option{WithClock(cfg.Clock), WithLogger(log), WithMetrics(cfg.Metrics), WithHeldBackoff(cfg.HeldBackoff)},
+		run:      RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
 		leaseKey: gen.AppendSchedulerLeaseKey(nil),
 		full:     cfg.Store.Capabilities().Full(),
 		inFlight: make(map[string]struct{}),
 	}, nil
+}
+
+// nowMs is the scheduler's clock's time as stored (0 before the epoch).
+func (s *Scheduler) nowMs() uint64 {
+	u, _ := store.EncodeTime(s.clock.Now())
+	return u
 }
 
 // randomOwner names a Scheduler that was given no Owner.
@@ -404,7 +423,7 @@ func (r *Report) add(o Report) {
 // TickReport.Errors counting them. Skipped partitions are not errors.
 func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	s.metrics.Add(telemetry.MetricSchedulerTicks, nil, 1)
-	nowMs := clock.NowMs(s.clock)
+	nowMs := s.nowMs()
 	rep := TickReport{Now: store.DecodeTime(nowMs)}
 	entries := make(chan store.DueEntry)
 	locals := make([]TickReport, s.workers)
@@ -554,7 +573,7 @@ func (s *Scheduler) enter(id string) bool {
 // memory: it spaces one Scheduler's retries of a partition whose store
 // calls keep failing, without ever delaying a timer in the store.
 func (s *Scheduler) backingOff(id string) bool {
-	return s.failing.held(id, clock.NowMs(s.clock))
+	return s.failing.held(id, s.nowMs())
 }
 
 // backOff notes that partition id failed (failed) or succeeded.
@@ -563,7 +582,7 @@ func (s *Scheduler) backOff(id string, failed bool) {
 		s.failing.release(id)
 		return
 	}
-	s.failing.hold(id, clock.NowMs(s.clock), RetryBackoff)
+	s.failing.hold(id, s.nowMs(), RetryBackoff)
 }
 
 func (s *Scheduler) leave(id string) {

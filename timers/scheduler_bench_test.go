@@ -130,7 +130,7 @@ func benchStoreOf(b *testing.B, partitions int) *benchStore {
 	if st, ok := benchStores[partitions]; ok {
 		return st
 	}
-	clk := clock.NewManualMs(now)
+	clk := clock.NewManual(now)
 	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		b.Fatal(err)
@@ -141,7 +141,7 @@ func benchStoreOf(b *testing.B, partitions int) *benchStore {
 	for i := range partitions {
 		p := part(i)
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)}); err != nil {
+		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: now.Add(24 * time.Hour)}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := l.Apply(ctx, p, batch); err != nil || !out.Committed() {
@@ -181,7 +181,7 @@ func (st *benchStore) arm(b *testing.B, due []store.Partition) {
 	caps := st.layer.Capabilities()
 	for _, p := range due {
 		batch := store.NewBatch()
-		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "now", DueAt: ms(now)}); err != nil {
+		if err := timers.Schedule(batch, caps, nil, timers.Timer{Kind: kindA, Reference: "now", DueAt: now}); err != nil {
 			b.Fatal(err)
 		}
 		if out, err := st.layer.Apply(ctx, p, batch); err != nil || !out.Committed() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,10 +15,10 @@ import (
 
 const bucketParts = 48 // partitions due, spread over the buckets
 
-// armBuckets makes bucketParts partitions due at now-1.
+// armBuckets makes bucketParts partitions due a millisecond before now.
 func armBuckets(t *testing.T, e *schedEnv) {
 	for i := range bucketParts {
-		e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 	}
 	buckets := map[int]bool{}
 	for _, d := range bucketsOf(t, e) {
@@ -28,7 +29,7 @@ func armBuckets(t *testing.T, e *schedEnv) {
 
 // bucketsOf lists the buckets of the due index's entries.
 func bucketsOf(t *testing.T, e *schedEnv) []int {
-	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: ms(now), Limit: 1000})
+	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: now, Limit: 1000})
 	require.NoError(t, err)
 	var out []int
 	for _, d := range es {
@@ -43,7 +44,7 @@ func TestATickFindsEveryDuePartitionFromAnyBucket(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		n := e.layer.DueBuckets()
 		for start := range n {
-			e.clock.SetMs(now)
+			e.clock.Set(now)
 			armBuckets(t, e)
 			h := &recorder{kind: kindA}
 			s := e.scheduler(t, fmt.Sprintf("from-%d", start), registry(t, h), nil)
@@ -106,10 +107,10 @@ func TestSchedulersShareOutTheBuckets(t *testing.T) {
 			assert.Equal(t, want, timers.StartBucket(ss[i], now, n), "owner %d", i)
 		}
 		// Past a lease, only those that renewed count.
-		e.clock.SetMs(now + uint64(leaseDuration.Milliseconds()) + 1)
+		later := now.Add(leaseDuration + time.Millisecond)
+		e.clock.Set(later)
 		e.tick(t, ss[0])
 		e.tick(t, ss[1])
-		later := now + uint64(leaseDuration.Milliseconds()) + 1
 		assert.Equal(t, n/2, timers.StartBucket(ss[0], later, n), "c, second of a and c")
 		assert.Equal(t, 0, timers.StartBucket(ss[1], later, n))
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -27,13 +28,13 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 	const partitions = 50
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
-			clk := clock.NewManualMs(now)
+			clk := clock.NewManual(now)
 			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			counted := storetest.WithFaults(l)
+			counted := storetest.NewFaults(l)
 			s, err := timers.NewScheduler(timers.SchedulerConfig{
 				Store:          counted,
 				Registry:       registry(b, benchHandler{}),
@@ -56,7 +57,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 				}
 			}
 			for i := range partitions {
-				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)})
+				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: now.Add(24 * time.Hour)})
 			}
 			reads := []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodNextWake}
 			// A commit is an Apply or a TransactOnce (the claim) with
@@ -76,7 +77,7 @@ func BenchmarkSchedulerCommits(b *testing.B) {
 				b.StopTimer()
 				for i := range partitions {
 					for j := range due {
-						apply(part(i), timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: ms(now)})
+						apply(part(i), timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: now})
 					}
 				}
 				applies, before := writes, 0

@@ -3,6 +3,7 @@ package timers_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -16,7 +17,8 @@ import (
 // due index and fires them; a service calls Run, a test drives Tick.
 func ExampleScheduler() {
 	ctx := context.Background()
-	clk := clock.NewManualMs(1_000)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(start)
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	if err != nil {
 		panic(err)
@@ -24,7 +26,7 @@ func ExampleScheduler() {
 	defer s.Close()
 	for _, ns := range []refdomain.NamespaceKey{refdomain.MustNamespaceKey("alpha"), refdomain.MustNamespaceKey("beta")} {
 		b := store.NewBatch()
-		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAt: ms(1_000)}
+		tm := timers.Timer{Kind: 300, Reference: ns.String(), DueAt: start}
 		if err := timers.Schedule(b, s.Capabilities(), nil, tm); err != nil {
 			panic(err)
 		}
@@ -50,20 +52,22 @@ func ExampleScheduler() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("claimed %d, fired %d, next due at %d\n", rep.Claimed, rep.Timers.Fired, msOf(rep.Timers.NextDue))
-		if msOf(rep.Timers.NextDue) == 0 {
+		next := rep.Timers.NextDue
+		if next.IsZero() { // no timer left
+			fmt.Printf("claimed %d, fired %d, none left\n", rep.Claimed, rep.Timers.Fired)
 			break
 		}
-		clk.SetMs(msOf(rep.Timers.NextDue))
+		fmt.Printf("claimed %d, fired %d, next due at %s\n", rep.Claimed, rep.Timers.Fired, next.UTC().Format("15:04"))
+		clk.Set(next)
 	}
 	// Output:
-	// reminder alpha #1 at 1000
-	// reminder beta #1 at 1000
-	// claimed 2, fired 2, next due at 61000
-	// reminder alpha #2 at 61000
-	// reminder beta #2 at 61000
-	// claimed 2, fired 2, next due at 121000
-	// reminder alpha #3 at 121000
-	// reminder beta #3 at 121000
-	// claimed 2, fired 2, next due at 0
+	// reminder alpha #1 at 09:00
+	// reminder beta #1 at 09:00
+	// claimed 2, fired 2, next due at 09:01
+	// reminder alpha #2 at 09:01
+	// reminder beta #2 at 09:01
+	// claimed 2, fired 2, next due at 09:02
+	// reminder alpha #3 at 09:02
+	// reminder beta #3 at 09:02
+	// claimed 2, fired 2, none left
 }

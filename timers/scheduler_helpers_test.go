@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -39,10 +38,10 @@ type schedEnv struct {
 }
 
 // forEachSchedEngine runs fn as a subtest per engine on a fresh schedEnv
-// whose clock reads nowMs. After every tick (tick) and when the test ends,
+// whose clock reads now. After every tick (tick) and when the test ends,
 // the partitions it wrote to are checked against the due index invariant.
-func forEachSchedEngine(t *testing.T, nowMs uint64, fn func(t *testing.T, e *schedEnv)) {
-	forEachEngine(t, nowMs, func(t *testing.T, e *env) {
+func forEachSchedEngine(t *testing.T, now time.Time, fn func(t *testing.T, e *schedEnv)) {
+	forEachEngine(t, now, func(t *testing.T, e *env) {
 		se := &schedEnv{env: e, layer: e.inner.(*fdblayer.Layer), seen: make(map[string]bool)}
 		t.Cleanup(func() { se.checkDueIndex(t) })
 		fn(t, se)
@@ -133,18 +132,19 @@ func (e *schedEnv) schedule(t testing.TB, p store.Partition, tm timers.Timer) {
 }
 
 // wake reads p's wake time; ok is false when it has none.
-func (e *schedEnv) wake(t testing.TB, p store.Partition) (uint64, bool) {
+func (e *schedEnv) wake(t testing.TB, p store.Partition) (time.Time, bool) {
 	t.Helper()
 	at, ok, err := e.layer.NextWake(e.ctx, p)
 	require.NoError(t, err)
-	return msOf(at), ok
+	return at, ok
 }
 
-// setWake replaces p's wake time, whatever it is, with atMs (0: none).
-func (e *schedEnv) setWake(t testing.TB, p store.Partition, atMs uint64) {
+// setWake replaces p's wake time, whatever it is, with at (the zero Time:
+// none).
+func (e *schedEnv) setWake(t testing.TB, p store.Partition, at time.Time) {
 	t.Helper()
 	cur, _ := e.wake(t, p)
-	e.apply(t, p, store.NewBatch().SetWake(ms(cur), ms(atMs)))
+	e.apply(t, p, store.NewBatch().SetWake(cur, at))
 }
 
 // lease reads p's scheduler lease; ok is false when there is none.
@@ -160,21 +160,23 @@ func (e *schedEnv) lease(t testing.TB, p store.Partition) (gen.SchedulerLeaseV1,
 	return l, true
 }
 
-// putLease writes a lease of owner expiring at expiresAtMs into p and
-// parks p's wake time, as a claim does.
-func (e *schedEnv) putLease(t testing.TB, p store.Partition, owner string, expiresAtMs uint64) {
+// putLease writes a lease of owner expiring at expiresAt into p and parks
+// p's wake time, as a claim does.
+func (e *schedEnv) putLease(t testing.TB, p store.Partition, owner string, expiresAt time.Time) {
 	t.Helper()
+	expiresAtMs, err := store.EncodeTime(expiresAt) // as the lease row holds it
+	require.NoError(t, err)
 	v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: owner, ExpiresAtMs: expiresAtMs})
 	require.NoError(t, err)
 	cur, _ := e.wake(t, p)
-	e.apply(t, p, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v).SetWake(ms(cur), ms(parkedMs)))
+	e.apply(t, p, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v).SetWake(cur, timers.ParkedWake))
 }
 
 // entries lists the whole due index, by time then identity, without
 // buckets.
 func (e *schedEnv) entries(t testing.TB) []store.DueEntry {
 	t.Helper()
-	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100_000})
+	es, err := e.layer.ScanDue(e.ctx, store.DueQuery{Until: store.MaxTime, Limit: 100_000})
 	require.NoError(t, err)
 	// By time, then identity; the buckets are the store's business.
 	for i := range es {
@@ -198,8 +200,8 @@ func (e *schedEnv) tick(t testing.TB, s *timers.Scheduler) timers.TickReport {
 type fire struct {
 	Partition string
 	Reference string
-	DueAtMs   uint64
-	NowMs     uint64
+	DueAt     time.Time
+	Now       time.Time
 }
 
 // recorder is a Handler that records its fires, counts the fires of each
@@ -228,7 +230,7 @@ func (r *recorder) Fire(_ context.Context, c *timers.Ctx, t timers.DueTimer) (ti
 	if r.inFlight[name] > 1 {
 		r.overlaps = append(r.overlaps, name)
 	}
-	r.fires = append(r.fires, fire{name, t.Reference, msOf(t.DueAt), msOf(c.Now)})
+	r.fires = append(r.fires, fire{name, t.Reference, t.DueAt, c.Now})
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -278,7 +280,7 @@ func (w failWaiter) Wait(context.Context, time.Duration) error {
 // far and the clock's time.
 type manualWaiter struct {
 	clock *clock.Manual
-	stop  func(waits []time.Duration, nowMs uint64)
+	stop  func(waits []time.Duration, now time.Time)
 
 	mu    sync.Mutex
 	waits []time.Duration
@@ -294,7 +296,7 @@ func (w *manualWaiter) Wait(ctx context.Context, d time.Duration) error {
 	waits := append([]time.Duration(nil), w.waits...)
 	w.mu.Unlock()
 	if w.stop != nil {
-		w.stop(waits, clock.NowMs(w.clock))
+		w.stop(waits, w.clock.Now())
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -35,7 +34,7 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	if err != nil {
 		r.Corrupt++
 		s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
-		if s.corrupt.allow(string(e.Partition), clock.NowMs(s.clock), corruptLogInterval) {
+		if s.corrupt.allow(string(e.Partition), s.nowMs(), corruptLogInterval) {
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
 				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
 		}
@@ -120,7 +119,7 @@ const (
 // not contention.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
 	parked := listedMs == parkedMs
-	pageLimit := min(DefaultPageSize, s.budget.MaxTimers) + 1
+	pageLimit := min(DefaultPageSize, s.run.Budget.MaxTimers) + 1
 	// The first page feeds the fire only when it is read in the claim's
 	// transaction: a timer written after the scan then fails the claim (a
 	// conflict, and the function runs again) or lowers the parked wake
@@ -130,7 +129,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 	// scans once the claim has committed.
 	_, prefetch := s.store.(store.Transactor)
 	for attempt := 0; attempt < maxWakeAttempts; attempt++ {
-		nowMs := clock.NowMs(s.clock)
+		nowMs := s.nowMs()
 		var (
 			state claimState
 			c     *claim
@@ -242,7 +241,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
 	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
-	rep, runErr := RunDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.budget, append(s.runOpts[:len(s.runOpts):len(s.runOpts)], withClaim(h))...)
+	rep, runErr := runDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.run, h)
 	cancel()
 	r.Timers.add(rep)
 	if rep.More {

@@ -25,25 +25,28 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 		const (
 			partitions = 30
 			rounds     = 3 // fires per timer: its due time and two reschedules
-			stepMs     = 700
-			advanceMs  = 50
+			step       = 700 * time.Millisecond
+			advance    = 50 * time.Millisecond
 		)
 		type due struct {
 			Partition, Reference string
-			DueAtMs              uint64
+			DueAt                time.Time
 		}
 		want := make(map[due]int)
 		rng := rand.New(rand.NewPCG(1, 2))
 		caps := e.layer.Capabilities()
-		var lastDue uint64
+		var lastDue time.Time
 		for i := range partitions {
 			b := store.NewBatch()
 			for j := range 1 + rng.IntN(6) {
-				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%d", j), DueAt: ms(now - 2_000 + uint64(rng.IntN(8_000)))}
+				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%d", j), DueAt: now.Add(time.Duration(rng.IntN(8_000)-2_000) * time.Millisecond)}
 				require.NoError(t, timers.Schedule(b, caps, nil, tm))
-				for r := range uint64(rounds) {
-					want[due{fmt.Sprintf("namespace(p%03d)", i), tm.Reference, msOf(tm.DueAt) + r*stepMs}]++
-					lastDue = max(lastDue, msOf(tm.DueAt)+r*stepMs)
+				for r := range rounds {
+					at := tm.DueAt.Add(time.Duration(r) * step)
+					want[due{fmt.Sprintf("namespace(p%03d)", i), tm.Reference, at}]++
+					if at.After(lastDue) {
+						lastDue = at
+					}
 				}
 			}
 			e.apply(t, part(i), b)
@@ -51,7 +54,7 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 		h := &recorder{kind: kindA,
 			outcome: func(_ *timers.Ctx, tm timers.DueTimer) timers.Fired {
 				if len(tm.Value) < rounds-1 {
-					return timers.Reschedule{DueAt: ms(msOf(tm.DueAt) + stepMs), Value: append(tm.Value, 'x')}
+					return timers.Reschedule{DueAt: tm.DueAt.Add(step), Value: append(tm.Value, 'x')}
 				}
 				return timers.Done{}
 			},
@@ -96,8 +99,8 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 				time.Sleep(50 * time.Microsecond)
 			}
 		}
-		for clockMs := now; clockMs <= lastDue+advanceMs; clockMs += advanceMs {
-			e.clock.SetMs(clockMs)
+		for at := now; !at.After(lastDue.Add(advance)); at = at.Add(advance) {
+			e.clock.Set(at)
 			settle()
 		}
 		settle()
@@ -109,8 +112,8 @@ func TestTwoSchedulersFireEveryTimerOnceAndNeverTogether(t *testing.T) {
 		assert.Empty(t, h.overlapping(), "partitions fired by two workers at once")
 		got := make(map[due]int)
 		for _, f := range h.seen() {
-			got[due{f.Partition, f.Reference, f.DueAtMs}]++
-			assert.LessOrEqual(t, f.DueAtMs, f.NowMs, "fired when due")
+			got[due{f.Partition, f.Reference, f.DueAt}]++
+			assert.False(t, f.DueAt.After(f.Now), "fired when due")
 		}
 		assert.Equal(t, want, got, "every due time fired exactly once")
 		assert.Zero(t, total.LeaseLost)
@@ -141,17 +144,17 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
-				e.putLease(t, p, tc.owner, now+uint64(leaseDuration.Milliseconds()))
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-10 * time.Millisecond)})
+				e.putLease(t, p, tc.owner, now.Add(leaseDuration))
 				if tc.written {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: ms(now - 5)})
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: now.Add(-5 * time.Millisecond)})
 				}
 				h := &recorder{kind: kindA}
 				b := e.scheduler(t, "b", registry(t, h), nil)
 
 				rep := e.tick(t, b)
 				want := tc.wantAtNow
-				want.Now = ms(now)
+				want.Now = now
 				if want.Claimed == 1 {
 					want.Timers = timers.Report{Fired: 1, Elapsed: rep.Timers.Elapsed}
 					assert.Equal(t, want, rep, "our own lease is taken back at once")
@@ -185,7 +188,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 	t.Run("stuck in a fire", func(t *testing.T) {
 		forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 			p := part(0)
-			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
+			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-10 * time.Millisecond)})
 			during, entered, release := blockFirst()
 			stuck := &recorder{kind: kindA, during: during}
 			a := e.scheduler(t, "a", registry(t, stuck), nil)
@@ -200,7 +203,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 			}()
 			<-entered
 			rep := e.tick(t, b)
-			assert.Equal(t, timers.TickReport{Now: ms(now), Parked: 1}, rep, "in flight on a: left alone")
+			assert.Equal(t, timers.TickReport{Now: now, Parked: 1}, rep, "in flight on a: left alone")
 
 			e.clock.Advance(leaseDuration)
 			rep = e.tick(t, b)
@@ -226,7 +229,7 @@ func TestAnExpiredLeaseHandsACrashedWorkersPartitionToAnother(t *testing.T) {
 func TestConcurrentTicksOfOneSchedulerDoNotShareAPartition(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-10 * time.Millisecond)})
 		during, entered, release := blockFirst()
 		h := &recorder{kind: kindA, during: during}
 		s := e.scheduler(t, "me", registry(t, h), nil)
@@ -238,16 +241,16 @@ func TestConcurrentTicksOfOneSchedulerDoNotShareAPartition(t *testing.T) {
 		}()
 		<-entered
 		// A timer written meanwhile makes the partition due again.
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: ms(now - 5)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "w", DueAt: now.Add(-5 * time.Millisecond)})
 
 		rep := e.tick(t, s)
-		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Contended: 1}, rep)
+		assert.Equal(t, timers.TickReport{Now: now, Due: 1, Contended: 1}, rep)
 
 		close(release)
 		rep = <-first
 		assert.Equal(t, 1, rep.Timers.Fired, "its run had read the timers before w was written")
 		w, _ := e.wake(t, p)
-		assert.Equal(t, now-5, w, "w keeps the partition due")
+		assert.Equal(t, now.Add(-5*time.Millisecond), w, "w keeps the partition due")
 		rep = e.tick(t, s)
 		assert.Equal(t, 1, rep.Timers.Fired)
 		var refs []string

@@ -3,6 +3,7 @@ package timers_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 		p := part(0)
 		seqKey := store.Key("sequence")
 		e.apply(t, p, store.NewBatch().Put(seqKey, store.Value("1")))
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "relay", DueAt: ms(now - 10)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "relay", DueAt: now.Add(-10 * time.Millisecond)})
 
 		// The relay stand-in: Done, guarded by the sequence it read.
 		var delivered []string
@@ -50,7 +51,7 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 		assert.Equal(t, 1, rep.Timers.Raced)
 		w, ok := e.wake(t, p)
 		require.True(t, ok, "the raced timer keeps its partition in the due index")
-		assert.LessOrEqual(t, w, now-10)
+		assert.LessOrEqual(t, w, now.Add(-10*time.Millisecond))
 		_, leased := e.lease(t, p)
 		assert.False(t, leased)
 
@@ -69,13 +70,13 @@ func TestARacedOutcomeLeavesItsTimerDue(t *testing.T) {
 func TestAWorkerDyingAfterATimerWriteLeavesItsPartitionDueAtItsLeaseExpiry(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: ms(now - 10)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: now.Add(-10 * time.Millisecond)})
 		dead := false
 		h := &recorder{kind: kindA, during: func(c *timers.Ctx, dt timers.DueTimer) {
 			if dt.Reference != "due" || dead {
 				return
 			}
-			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "next-week", DueAt: ms(now + 7*86_400_000)})
+			e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "next-week", DueAt: now.Add(7 * 24 * time.Hour)})
 			dead = true // from here on, every call of the worker fails
 		}}
 		e.faults.FailWhen(storetest.MethodApply, func(storetest.Call) bool { return dead }, nil)
@@ -85,16 +86,16 @@ func TestAWorkerDyingAfterATimerWriteLeavesItsPartitionDueAtItsLeaseExpiry(t *te
 		require.Error(t, err, "the worker died")
 		e.checkDueIndex(t)
 		w, _ := e.wake(t, p)
-		leaseEnd := now + uint64(leaseDuration.Milliseconds())
+		leaseEnd := now.Add(leaseDuration)
 		assert.Equal(t, leaseEnd, w, "lowered to the lease's expiry, not to next week")
 
 		e.faults.Clear()
 		b := e.scheduler(t, "b", registry(t, h), nil)
-		e.clock.SetMs(leaseEnd)
+		e.clock.Set(leaseEnd)
 		rep := e.tick(t, b)
 		assert.Equal(t, 1, rep.Recovered)
 		assert.Equal(t, 1, rep.Timers.Fired, "the unfinished timer fires")
 		w, _ = e.wake(t, p)
-		assert.Equal(t, now+7*86_400_000, w)
+		assert.Equal(t, now.Add(7*24*time.Hour), w)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -30,7 +31,7 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 	const partitions = 50
 	for _, due := range []int{1, 64} {
 		b.Run(fmt.Sprintf("timers=%d", due), func(b *testing.B) {
-			clk := clock.NewManualMs(now)
+			clk := clock.NewManual(now)
 			e := fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Clock: clk})
 			l, err := fdblayer.Open(e, fdblayer.Config{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
@@ -39,7 +40,7 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 			defer l.Close()
 			// Counted: the listing's transactions (ScanDue calls and the
 			// memberships' read), to tell them from the claims' and fires'.
-			counted := storetest.WithFaults(l)
+			counted := storetest.NewFaults(l)
 			members := 0
 			counted.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
 				if c.Batch == nil && c.Partition == timers.MembersPartition {
@@ -72,11 +73,11 @@ func BenchmarkSchedulerRoundTrips(b *testing.B) {
 				}
 			}
 			for i := range partitions {
-				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: ms(now + 86_400_000)})
+				apply(part(i), timers.Timer{Kind: kindA, Reference: "tomorrow", DueAt: now.Add(24 * time.Hour)})
 			}
 			tms := make([]timers.Timer, due)
 			for j := range tms {
-				tms[j] = timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: ms(now)}
+				tms[j] = timers.Timer{Kind: kindA, Reference: fmt.Sprintf("t%02d", j), DueAt: now}
 			}
 			var txns, reads, commits, fired, listing uint64
 			for b.Loop() {

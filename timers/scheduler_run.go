@@ -81,7 +81,7 @@ func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
 	for _, e := range firsts[1:] {
 		next = min(next, encodedTime(e.At))
 	}
-	nowMs := clock.NowMs(s.clock)
+	nowMs := s.nowMs()
 	if next <= nowMs {
 		return 0
 	}

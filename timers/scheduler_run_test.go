@@ -28,7 +28,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 		for i := 0; i < backlog; i += 20 {
 			b := store.NewBatch()
 			for j := i; j < i+20; j++ {
-				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("b%02d", j), DueAt: ms(now - 9_000 + uint64(j))}
+				tm := timers.Timer{Kind: kindA, Reference: fmt.Sprintf("b%02d", j), DueAt: now.Add(time.Duration(j-9_000) * time.Millisecond)}
 				require.NoError(t, timers.Schedule(b, caps, nil, tm))
 			}
 			e.apply(t, part(0), b)
@@ -40,7 +40,7 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 			if !once && c.Method == storetest.MethodScanDue {
 				once = true
 				for i := 1; i <= 3; i++ {
-					e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "new", DueAt: ms(now - 5_000)})
+					e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "new", DueAt: now.Add(-5 * time.Second)})
 				}
 			}
 			return nil
@@ -55,11 +55,11 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 		assert.Equal(t, 1, rep.Requeued)
 		assert.True(t, rep.Timers.More)
 		assert.Equal(t, perRun, rep.Timers.Fired)
-		var order []uint64
+		var order []time.Time
 		for _, en := range e.entries(t) {
-			order = append(order, msOf(en.At))
+			order = append(order, en.At)
 		}
-		assert.Equal(t, []uint64{now - 9_000 + perRun, now - 5_000, now - 5_000, now - 5_000}, order,
+		assert.Equal(t, []time.Time{now.Add((perRun - 9_000) * time.Millisecond), now.Add(-5 * time.Second), now.Add(-5 * time.Second), now.Add(-5 * time.Second)}, order,
 			"the backlog stays due at its earliest remaining timer")
 
 		fired := len(h.seen())
@@ -89,13 +89,13 @@ func TestABacklogGetsOneBudgetPerTickBesideOtherDuePartitions(t *testing.T) {
 // next wake time, never longer than PollInterval.
 func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "soon", DueAt: ms(now + 300)})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 4_500)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "soon", DueAt: now.Add(300 * time.Millisecond)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: now.Add(4500 * time.Millisecond)})
 		h := &recorder{kind: kindA}
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
-		w := &manualWaiter{clock: e.clock, stop: func(_ []time.Duration, nowMs uint64) {
-			if nowMs > now+4_500 {
+		w := &manualWaiter{clock: e.clock, stop: func(_ []time.Duration, at time.Time) {
+			if at.After(now.Add(4500 * time.Millisecond)) {
 				cancel()
 			}
 		}}
@@ -104,7 +104,7 @@ func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 
 		require.NoError(t, s.Run(ctx))
 
-		assert.Equal(t, []fire{{"namespace(p000)", "soon", now + 300, now + 300}, {"namespace(p001)", "later", now + 4_500, now + 4_500}}, h.seen())
+		assert.Equal(t, []fire{{"namespace(p000)", "soon", now.Add(300 * time.Millisecond), now.Add(300 * time.Millisecond)}, {"namespace(p001)", "later", now.Add(4500 * time.Millisecond), now.Add(4500 * time.Millisecond)}}, h.seen())
 		ms := time.Millisecond
 		assert.Equal(t, []time.Duration{300 * ms, time.Second, time.Second, time.Second, time.Second, 200 * ms, time.Second}, w.recorded())
 		assert.Equal(t, uint64(9), e.metrics.CounterSum(telemetry.MetricSchedulerTicks), "one tick per wait, and one after each claim")
@@ -117,16 +117,16 @@ func TestRunWaitsForTheNextWakeTimeBoundedByPollInterval(t *testing.T) {
 func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		held := part(0)
-		e.schedule(t, held, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
-		v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: now + 60_000})
+		e.schedule(t, held, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
+		v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: encoded(now.Add(time.Minute))})
 		require.NoError(t, err)
 		e.apply(t, held, store.NewBatch().Put(gen.AppendSchedulerLeaseKey(nil), v))
-		e.schedule(t, part(1), timers.Timer{Kind: 999, Reference: "unknown", DueAt: ms(now - 1)})
-		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 1_500)})
+		e.schedule(t, part(1), timers.Timer{Kind: 999, Reference: "unknown", DueAt: now.Add(-time.Millisecond)})
+		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "later", DueAt: now.Add(1500 * time.Millisecond)})
 		h := &recorder{kind: kindA}
 		ctx, cancel := context.WithCancel(e.ctx)
 		defer cancel()
-		w := &manualWaiter{clock: e.clock, stop: func(waits []time.Duration, _ uint64) {
+		w := &manualWaiter{clock: e.clock, stop: func(waits []time.Duration, _ time.Time) {
 			if len(waits) == 4 {
 				cancel()
 			}
@@ -137,9 +137,9 @@ func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 		require.NoError(t, s.Run(ctx))
 
 		assert.Equal(t, []time.Duration{time.Second, 500 * time.Millisecond, time.Second, time.Second}, w.recorded())
-		assert.Equal(t, []fire{{"namespace(p002)", "later", now + 1_500, now + 1_500}}, h.seen())
-		// Ticks at now (claims p001), now, now+1000, now+1500 (claims
-		// p002), now+1500, now+2500.
+		assert.Equal(t, []fire{{"namespace(p002)", "later", now.Add(1500 * time.Millisecond), now.Add(1500 * time.Millisecond)}}, h.seen())
+		// Ticks at now (claims p001), now, now+1s, now+1.5s (claims p002),
+		// now+1.5s, now+2.5s.
 		assert.Equal(t, uint64(6), e.metrics.CounterSum(telemetry.MetricSchedulerTicks))
 		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerClaimed, schedLabel))
 		assert.Equal(t, uint64(6), e.metrics.Counter(telemetry.MetricSchedulerContended, schedLabel))
@@ -152,8 +152,8 @@ func TestRunDoesNotSpinOnPartitionsItCannotFire(t *testing.T) {
 func TestRunFinishesInFlightFiresWhenCancelled(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 		during, entered, release := blockFirst()
 		h := &recorder{kind: kindA, during: during}
 		ctx, cancel := context.WithCancel(e.ctx)
@@ -187,7 +187,7 @@ func TestRunFinishesInFlightFiresWhenCancelled(t *testing.T) {
 		_, ok := e.wake(t, fired)
 		assert.False(t, ok)
 		w, _ := e.wake(t, other)
-		assert.Equal(t, now-1, w, "the other partition waits for the next Run")
+		assert.Equal(t, now.Add(-time.Millisecond), w, "the other partition waits for the next Run")
 	})
 }
 

@@ -19,6 +19,46 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
+// TestConfigErrorsNameTheField: a negative field of a SchedulerConfig or
+// a RunConfig fails with store.ErrInvalid, naming the field.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
+	require.NoError(t, err)
+	defer l.Close()
+	reg := registry(t)
+	for _, tc := range []struct {
+		field string
+		sched func(*timers.SchedulerConfig)
+		run   func(*timers.RunConfig)
+	}{
+		{"Workers", func(c *timers.SchedulerConfig) { c.Workers = -1 }, nil},
+		{"LeaseDuration", func(c *timers.SchedulerConfig) { c.LeaseDuration = -1 }, nil},
+		{"PollInterval", func(c *timers.SchedulerConfig) { c.PollInterval = -1 }, nil},
+		{"DuePageSize", func(c *timers.SchedulerConfig) { c.DuePageSize = -1 }, nil},
+		{"Budget.MaxTimers", func(c *timers.SchedulerConfig) { c.Budget.MaxTimers = -1 }, func(c *timers.RunConfig) { c.Budget.MaxTimers = -1 }},
+		{"Budget.MaxDuration", func(c *timers.SchedulerConfig) { c.Budget.MaxDuration = -1 }, func(c *timers.RunConfig) { c.Budget.MaxDuration = -1 }},
+		{"HeldBackoff", func(c *timers.SchedulerConfig) { c.HeldBackoff = -1 }, func(c *timers.RunConfig) { c.HeldBackoff = -1 }},
+		{"PageSize", nil, func(c *timers.RunConfig) { c.PageSize = -1 }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			if tc.sched != nil {
+				cfg := timers.SchedulerConfig{Store: l, Registry: reg}
+				tc.sched(&cfg)
+				_, err := timers.NewScheduler(cfg)
+				require.ErrorIs(t, err, store.ErrInvalid)
+				assert.Contains(t, err.Error(), tc.field)
+			}
+			if tc.run != nil {
+				var cfg timers.RunConfig
+				tc.run(&cfg)
+				_, err := timers.RunDue(t.Context(), l, refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("t")}, reg, time.UnixMilli(1), cfg)
+				require.ErrorIs(t, err, store.ErrInvalid)
+				assert.Contains(t, err.Error(), tc.field)
+			}
+		})
+	}
+}
+
 func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	require.NoError(t, err)
@@ -74,14 +114,14 @@ func TestNewSchedulerRejectsBadConfig(t *testing.T) {
 
 func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "a", DueAt: ms(now - 10)})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "b", DueAt: ms(now - 5)})
-		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: ms(now + 500)})
-		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "c", DueAt: ms(now + 1_000)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "a", DueAt: now.Add(-10 * time.Millisecond)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "b", DueAt: now.Add(-5 * time.Millisecond)})
+		e.schedule(t, part(1), timers.Timer{Kind: kindA, Reference: "later", DueAt: now.Add(500 * time.Millisecond)})
+		e.schedule(t, part(2), timers.Timer{Kind: kindA, Reference: "c", DueAt: now.Add(time.Second)})
 		type during struct {
 			lease   gen.SchedulerLeaseV1
 			leased  bool
-			wake    uint64
+			wake    time.Time
 			hasWake bool
 		}
 		var seen []during
@@ -96,11 +136,11 @@ func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 		rep := e.tick(t, s)
 
 		// In the order of their buckets: by time within one.
-		assert.ElementsMatch(t, []fire{{"namespace(p000)", "a", now - 10, now}, {"namespace(p001)", "b", now - 5, now}}, h.seen())
-		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 2, Claimed: 2,
-			Timers: timers.Report{Fired: 2, NextDue: ms(now + 500), Elapsed: rep.Timers.Elapsed}}, rep)
+		assert.ElementsMatch(t, []fire{{"namespace(p000)", "a", now.Add(-10 * time.Millisecond), now}, {"namespace(p001)", "b", now.Add(-5 * time.Millisecond), now}}, h.seen())
+		assert.Equal(t, timers.TickReport{Now: now, Due: 2, Claimed: 2,
+			Timers: timers.Report{Fired: 2, NextDue: now.Add(500 * time.Millisecond), Elapsed: rep.Timers.Elapsed}}, rep)
 		for _, d := range seen {
-			assert.Equal(t, during{gen.SchedulerLeaseV1{Owner: "worker-a", ExpiresAtMs: now + 10_000}, true, parkedMs, true}, d,
+			assert.Equal(t, during{gen.SchedulerLeaseV1{Owner: "worker-a", ExpiresAtMs: encoded(now.Add(10 * time.Second))}, true, timers.ParkedWake, true}, d,
 				"while it fires, the partition holds our lease and a parked wake time")
 		}
 		for i := range 3 {
@@ -110,13 +150,13 @@ func TestTickFiresDuePartitionsUnderAParkedLease(t *testing.T) {
 		_, ok := e.wake(t, part(0))
 		assert.False(t, ok, "no timer left in p000")
 		w, _ := e.wake(t, part(1))
-		assert.Equal(t, now+500, w)
+		assert.Equal(t, now.Add(500*time.Millisecond), w)
 		w, _ = e.wake(t, part(2))
-		assert.Equal(t, now+1_000, w, "not due: untouched")
+		assert.Equal(t, now.Add(time.Second), w, "not due: untouched")
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricSchedulerTicks))
 		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerClaimed, schedLabel))
 
-		e.clock.SetMs(now + 500)
+		e.clock.Set(now.Add(500 * time.Millisecond))
 		rep = e.tick(t, s)
 		assert.Equal(t, 1, rep.Claimed)
 		require.Len(t, h.seen(), 3)
@@ -128,27 +168,27 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		owner     string
-		expiresAt uint64
+		expiresAt time.Time
 		corrupt   bool
 		want      timers.TickReport
 	}{
 		{name: "absent", want: timers.TickReport{Claimed: 1}},
-		{name: "foreign and live", owner: "other", expiresAt: now + 1, want: timers.TickReport{Contended: 1}},
+		{name: "foreign and live", owner: "other", expiresAt: now.Add(time.Millisecond), want: timers.TickReport{Contended: 1}},
 		{name: "foreign and expired", owner: "other", expiresAt: now, want: timers.TickReport{Claimed: 1, Recovered: 1}},
-		{name: "ours and live", owner: "me", expiresAt: now + 9_000, want: timers.TickReport{Claimed: 1}},
+		{name: "ours and live", owner: "me", expiresAt: now.Add(9 * time.Second), want: timers.TickReport{Claimed: 1}},
 		{name: "corrupt", corrupt: true, want: timers.TickReport{Corrupt: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				switch {
 				case tc.corrupt:
 					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value("not a lease")))
 					e.exempt(p)
 				case tc.owner != "":
-					v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: tc.owner, ExpiresAtMs: tc.expiresAt})
+					v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: tc.owner, ExpiresAtMs: encoded(tc.expiresAt)})
 					require.NoError(t, err)
 					e.apply(t, p, store.NewBatch().Put(leaseKey, v))
 				}
@@ -161,7 +201,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 
 				claimed := tc.want.Claimed == 1
 				want := tc.want
-				want.Now, want.Due = ms(now), 1
+				want.Now, want.Due = now, 1
 				if claimed {
 					want.Timers = timers.Report{Fired: 1, Elapsed: rep.Timers.Elapsed}
 				}
@@ -176,7 +216,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 				} else {
 					assert.Empty(t, h.seen())
 					assert.Equal(t, before, after, "lease untouched")
-					assert.Equal(t, now-1, w, "wake time untouched")
+					assert.Equal(t, now.Add(-time.Millisecond), w, "wake time untouched")
 				}
 				assert.Equal(t, uint64(tc.want.Contended), e.metrics.Counter(telemetry.MetricSchedulerContended, schedLabel))
 				assert.Equal(t, uint64(tc.want.Recovered), e.metrics.Counter(telemetry.MetricSchedulerRecovered, schedLabel))
@@ -192,7 +232,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 		leaseKey := gen.AppendSchedulerLeaseKey(nil)
 		raced := false
 		e.faults.BeforeApply(func(ctx context.Context, q store.Partition, b *store.Batch) error {
@@ -200,7 +240,7 @@ func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 				return nil
 			}
 			raced = true // another worker claims between our read and our Apply
-			v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: now + 10_000})
+			v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "other", ExpiresAtMs: encoded(now.Add(10 * time.Second))})
 			require.NoError(t, err)
 			_, err = e.layer.Apply(ctx, q, store.NewBatch().Put(leaseKey, v))
 			return err
@@ -211,12 +251,12 @@ func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 		rep := e.tick(t, s)
 
 		require.True(t, raced)
-		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Contended: 1}, rep)
+		assert.Equal(t, timers.TickReport{Now: now, Due: 1, Contended: 1}, rep)
 		assert.Empty(t, h.seen())
 		l, _ := e.lease(t, p)
 		assert.Equal(t, "other", l.Owner)
 		w, _ := e.wake(t, p)
-		assert.Equal(t, now-1, w, "the failed claim parked nothing")
+		assert.Equal(t, now.Add(-time.Millisecond), w, "the failed claim parked nothing")
 	})
 }
 
@@ -228,24 +268,24 @@ func TestTickThatLosesTheClaimRaceDoesNotFire(t *testing.T) {
 func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		existing uint64 // due time of a timer the run sees but does not fire (0: none)
-		written  uint64 // due time of the timer written before the finishing batch
-		wantWake uint64
+		existing time.Time // due time of a timer the run sees but does not fire (zero: none)
+		written  time.Time // due time of the timer written before the finishing batch
+		wantWake time.Time
 	}{
 		// A write past the claim's lease expiry lowers the parked wake
 		// time to the expiry only (its ceiling): an early wake, never a
 		// late one.
-		{"later than everything", 0, now + 60_000, now + uint64(leaseDuration.Milliseconds())},
-		{"before the run's next due time", now + 5_000, now + 1_000, now + 1_000},
-		{"after the run's next due time", now + 5_000, now + 9_000, now + 5_000},
-		{"already due", 0, now - 3, now - 3},
+		{"later than everything", time.Time{}, now.Add(time.Minute), now.Add(leaseDuration)},
+		{"before the run's next due time", now.Add(5 * time.Second), now.Add(time.Second), now.Add(time.Second)},
+		{"after the run's next due time", now.Add(5 * time.Second), now.Add(9 * time.Second), now.Add(5 * time.Second)},
+		{"already due", time.Time{}, now.Add(-3 * time.Millisecond), now.Add(-3 * time.Millisecond)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 				p := part(0)
-				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: ms(now - 10)})
-				if tc.existing != 0 {
-					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "existing", DueAt: ms(tc.existing)})
+				e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "due", DueAt: now.Add(-10 * time.Millisecond)})
+				if !tc.existing.IsZero() {
+					e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "existing", DueAt: tc.existing})
 				}
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				finishes, written := 0, false
@@ -256,7 +296,7 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 					finishes++
 					if !written {
 						written = true
-						e.schedule(t, q, timers.Timer{Kind: kindA, Reference: "written", DueAt: ms(tc.written)})
+						e.schedule(t, q, timers.Timer{Kind: kindA, Reference: "written", DueAt: tc.written})
 					}
 					return nil
 				})
@@ -273,9 +313,13 @@ func TestTimerWrittenBeforeTheFinishingBatchIsNotForgotten(t *testing.T) {
 				_, leased := e.lease(t, p)
 				assert.False(t, leased)
 
-				e.clock.SetMs(max(tc.written, now))
+				firedAt := now
+				if tc.written.After(now) {
+					firedAt = tc.written
+				}
+				e.clock.Set(firedAt)
 				e.tick(t, s)
-				assert.Contains(t, h.seen(), fire{"namespace(p000)", "written", tc.written, max(tc.written, now)},
+				assert.Contains(t, h.seen(), fire{"namespace(p000)", "written", tc.written, firedAt},
 					"the timer written meanwhile fires when due")
 			})
 		})
@@ -286,7 +330,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		moved, gone, empty := part(0), part(1), part(2)
 		for i := range 3 {
-			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 10 + uint64(i))})
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(time.Duration(i-10) * time.Millisecond)})
 		}
 		// p002's timer is cancelled: its wake time stays, with no timer.
 		ref, _, err := timers.ReadRef(e.ctx, e.layer, empty, kindA, "r")
@@ -304,8 +348,8 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 				return nil
 			}
 			once = true
-			e.setWake(t, moved, now+5_000)
-			e.setWake(t, gone, 0)
+			e.setWake(t, moved, now.Add(5*time.Second))
+			e.setWake(t, gone, time.Time{})
 			return nil
 		})
 		h := &recorder{kind: kindA}
@@ -313,10 +357,10 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 
 		rep := e.tick(t, s)
 
-		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 3, Stale: 2, Claimed: 1, Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep)
+		assert.Equal(t, timers.TickReport{Now: now, Due: 3, Stale: 2, Claimed: 1, Timers: timers.Report{Elapsed: rep.Timers.Elapsed}}, rep)
 		assert.Empty(t, h.seen())
 		w, _ := e.wake(t, moved)
-		assert.Equal(t, now+5_000, w, "a stale entry is left to the wake time it moved to")
+		assert.Equal(t, now.Add(5*time.Second), w, "a stale entry is left to the wake time it moved to")
 		_, ok := e.wake(t, gone)
 		assert.False(t, ok)
 		for i := range 2 {
@@ -325,12 +369,12 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 		}
 		_, ok = e.wake(t, empty)
 		assert.False(t, ok, "the wake time without timers is cleared")
-		assert.Equal(t, []store.DueEntry{{At: ms(now + 5_000), Partition: identity(t, moved)}}, e.entries(t),
+		assert.Equal(t, []store.DueEntry{{At: now.Add(5 * time.Second), Partition: identity(t, moved)}}, e.entries(t),
 			"one entry left in the index")
 		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerStale, schedLabel))
 
 		rep = e.tick(t, s)
-		assert.Equal(t, timers.TickReport{Now: ms(now)}, rep, "nothing due")
+		assert.Equal(t, timers.TickReport{Now: now}, rep, "nothing due")
 	})
 }
 
@@ -340,7 +384,7 @@ func TestTickSkipsStaleEntriesAndCleansWakeTimesWithoutTimers(t *testing.T) {
 func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
-		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "early", DueAt: ms(now - 1), Value: store.Value("v")})
+		e.schedule(t, p, timers.Timer{Kind: 999, Reference: "early", DueAt: now.Add(-time.Millisecond), Value: store.Value("v")})
 		reg := registry(t, &recorder{kind: kindA})
 		s := e.scheduler(t, "me", reg, nil)
 
@@ -350,7 +394,7 @@ func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 		assert.Equal(t, 1, rep.Timers.Held)
 		w, ok := e.wake(t, p)
 		assert.True(t, ok, "a held timer keeps its partition in the due index")
-		assert.Equal(t, now+heldMs, w)
+		assert.Equal(t, now.Add(timers.DefaultHeldBackoff), w)
 		e.checkDueIndex(t, p)
 
 		for range 3 {
@@ -362,8 +406,8 @@ func TestATimerOfAKindRegisteredLaterFires(t *testing.T) {
 		assert.Equal(t, uint64(1), e.metrics.CounterSum(telemetry.MetricTimersUnknownKind), "not at every poll")
 
 		late := &recorder{kind: 999}
-		require.NoError(t, reg.Register(late))
-		e.clock.SetMs(now + heldMs)
+		require.NoError(t, reg.Register(late, timers.KindConfig{}))
+		e.clock.Set(now.Add(timers.DefaultHeldBackoff))
 		rep = e.tick(t, s)
 		assert.Equal(t, 1, rep.Timers.Fired)
 		require.Len(t, late.seen(), 1)
@@ -382,8 +426,8 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		// A partition of the test kind: refdomain.ParsePartition cannot read it.
 		foreign := testPartition("x")
-		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 		h := &recorder{kind: kindA}
 		s := e.scheduler(t, "me", registry(t, h), nil)
 
@@ -396,7 +440,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 
 		// With no parser at all, every partition is an identity; a
 		// project's own parser names its partitions.
-		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
+		e.schedule(t, foreign, timers.Timer{Kind: kindA, Reference: "again", DueAt: now})
 		own := e.scheduler(t, "own", registry(t, h), func(c *timers.SchedulerConfig) {
 			c.ParsePartition = func(id []byte) (store.Partition, error) {
 				return testPartition(string(id[1 : len(id)-1])), nil
@@ -406,7 +450,7 @@ func TestTickFiresPartitionsItCannotParseByTheirIdentity(t *testing.T) {
 		assert.Equal(t, 1, rep.Claimed)
 		assert.Equal(t, "test:x", partitionsOf(h.seen())[2])
 		none := e.scheduler(t, "none", registry(t, h), func(c *timers.SchedulerConfig) { c.ParsePartition = nil })
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAt: ms(now)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "again", DueAt: now})
 		rep = e.tick(t, none)
 		assert.Equal(t, 1, rep.Claimed)
 		assert.Equal(t, "identity(\"refdomain\", 2, \"p000\")", partitionsOf(h.seen())[3])
@@ -421,9 +465,9 @@ func (notATuple) Kind() string                           { return "broken" }
 
 func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
-		e.apply(t, notATuple{}, store.NewBatch().WakeAt(ms(now-1)))
+		e.apply(t, notATuple{}, store.NewBatch().WakeAt(now.Add(-time.Millisecond)))
 		e.exempt(notATuple{}) // the checker cannot read it either
-		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+		e.schedule(t, part(0), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 		h := &recorder{kind: kindA}
 		s := e.scheduler(t, "me", registry(t, h), nil)
 		for i := range 3 {
@@ -446,7 +490,7 @@ func TestTickCountsAnEntryThatNamesNoPartitionAndLogsItOnce(t *testing.T) {
 func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		for i := range 3 {
-			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1)})
+			e.schedule(t, part(i), timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond)})
 		}
 		leaseKey := gen.AppendSchedulerLeaseKey(nil)
 		is := func(c storetest.Call, p store.Partition) bool {
@@ -475,20 +519,20 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 		assert.Equal(t, 1, rep.Timers.Fired, "p002 only")
 		assert.Equal(t, uint64(2), e.metrics.Counter(telemetry.MetricSchedulerErrors, schedLabel))
 		w, _ := e.wake(t, part(0))
-		assert.LessOrEqual(t, w, now-1, "a failed run leaves its partition due")
+		assert.LessOrEqual(t, w, now.Add(-time.Millisecond), "a failed run leaves its partition due")
 		_, leased := e.lease(t, part(0))
 		assert.False(t, leased)
 		w, _ = e.wake(t, part(1))
-		assert.Equal(t, parkedMs, w, "still parked")
+		assert.Equal(t, timers.ParkedWake, w, "still parked")
 		l, _ := e.lease(t, part(1))
 		assert.Equal(t, "me", l.Owner)
 
 		rep = e.tick(t, s)
-		assert.Equal(t, timers.TickReport{Now: ms(now), Due: 1, Parked: 1, BackedOff: 2,
+		assert.Equal(t, timers.TickReport{Now: now, Due: 1, Parked: 1, BackedOff: 2,
 			Timers: timers.Report{}}, withoutElapsed(rep), "both failed partitions are left alone for the backoff")
 
 		e.faults.Clear()
-		e.clock.SetMs(now + retryBackoffMs)
+		e.clock.Set(now.Add(timers.RetryBackoff))
 		rep = e.tick(t, s)
 		assert.Equal(t, 2, rep.Claimed)
 		assert.Equal(t, 2, rep.Timers.Fired)

@@ -18,28 +18,28 @@ import (
 // DueTimer and the run's Ctx alike, and a Reschedule's too.
 func TestTimesAreKeptToTheMillisecond(t *testing.T) {
 	forEachEngine(t, now, func(t *testing.T, e *env) {
-		due := ms(now - 5).Add(700 * time.Microsecond)
+		due := now.Add(-5 * time.Millisecond).Add(700 * time.Microsecond)
 		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: due, Value: store.Value("v")})
 		_, read, err := timers.ReadRef(e.ctx, e.inner, e.p, kindA, "r")
 		require.NoError(t, err)
 		assert.True(t, read.Equal(due.Truncate(time.Millisecond)), "read back %v, want %v", read, due.Truncate(time.Millisecond))
 		assert.Equal(t, due.UnixMilli(), read.UnixMilli())
-		next := ms(now + 500).Add(999 * time.Microsecond)
+		next := now.Add(500 * time.Millisecond).Add(999 * time.Microsecond)
 		var seen timers.DueTimer
 		var runNow time.Time
 		h := &handler{kind: kindA, fire: func(_ context.Context, c *timers.Ctx, tm timers.DueTimer) (timers.Fired, error) {
 			seen, runNow = tm, c.Now
 			return timers.Reschedule{DueAt: next, Value: tm.Value}, nil
 		}}
-		e.clock.Set(ms(now).Add(300 * time.Microsecond))
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		e.clock.Set(now.Add(300 * time.Microsecond))
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Fired)
 		assert.True(t, seen.DueAt.Equal(read), "the handler saw %v, want %v", seen.DueAt, read)
-		assert.True(t, runNow.Equal(ms(now)), "the run's time %v, want %v", runNow, ms(now))
+		assert.True(t, runNow.Equal(now), "the run's time %v, want %v", runNow, now)
 		assert.True(t, rep.NextDue.Equal(next.Truncate(time.Millisecond)), "next due %v", rep.NextDue)
 		_, moved, err := timers.ReadRef(e.ctx, e.inner, e.p, kindA, "r")
 		require.NoError(t, err)
-		assert.Equal(t, now+500, msOf(moved))
+		assert.Equal(t, now.Add(500*time.Millisecond), moved)
 	})
 }
 
@@ -56,18 +56,18 @@ func TestTimesBeforeTheEpochAreInvalid(t *testing.T) {
 		assert.ErrorIs(t, err, store.ErrInvalid, "Schedule")
 		assert.Zero(t, b.Ops(), "Schedule added nothing")
 		assert.Nil(t, b.Wakeup)
-		_, err = timers.RunDue(e.ctx, e.inner, e.p, registry(t), before, timers.Budget{})
+		_, err = timers.RunDue(e.ctx, e.inner, e.p, registry(t), before, timers.RunConfig{})
 		assert.ErrorIs(t, err, store.ErrInvalid, "RunDue")
 
-		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: ms(now - 1), Value: store.Value("v")})
+		e.schedule(t, timers.Timer{Kind: kindA, Reference: "r", DueAt: now.Add(-time.Millisecond), Value: store.Value("v")})
 		h := &handler{kind: kindA, fire: func(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
 			return timers.Reschedule{DueAt: before}, nil
 		}}
-		rep := e.run(t, registry(t, h), timers.Budget{})
+		rep := e.run(t, registry(t, h), timers.RunConfig{})
 		assert.Equal(t, 1, rep.Failed, "the outcome is invalid")
 		due, ok := e.refDue(t, kindA, "r")
 		require.True(t, ok)
-		assert.Equal(t, now+retryBackoffMs, due, "moved later as a failed timer is")
+		assert.Equal(t, now.Add(timers.RetryBackoff), due, "moved later as a failed timer is")
 		assert.True(t, errors.Is(err, store.ErrInvalid))
 	})
 }

@@ -134,7 +134,7 @@ type DueTimer struct {
 	Attempts int
 	// LastError is the last failure's text (truncated), "" when none.
 	LastError string
-	// Period is, for a periodic kind (see WithPeriod), the scheduled time
+	// Period is, for a periodic kind (see KindConfig.Period), the scheduled time
 	// of the period this fire is for: the due time, unless the timer is
 	// retrying or was snoozed. It is zero for other kinds.
 	Period time.Time
@@ -190,7 +190,7 @@ type Ctx struct {
 // [DeadLetter]). An error wrapping store.ErrCorrupt says stored data is
 // corrupt: RunDue logs it, counts it in Report.Corrupt and Report.Held
 // (not Failed) and moves the timer, value unchanged and guarded like any
-// outcome, HeldBackoff after the run's time ([WithHeldBackoff]), spending
+// outcome, HeldBackoff after the run's time ([RunConfig].HeldBackoff), spending
 // no attempt, so that it fires again once the data is repaired, without
 // waking the partition at every poll. A Handler is called from one
 // goroutine at a time per run, but several runs (of several partitions) may
@@ -223,7 +223,7 @@ type Fired interface{ isFired() }
 
 // Done completes the timer: RunDue deletes it (and its reference entry) in
 // the same Apply as Batch, which may be nil. A timer of a periodic kind
-// is moved to its next period instead (see WithPeriod).
+// is moved to its next period instead (see KindConfig.Period).
 type Done struct {
 	Batch *store.Batch
 }

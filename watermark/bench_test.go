@@ -21,9 +21,11 @@ import (
 	"github.com/mkit-dev/mkitfdb/watermark"
 )
 
-// benchNowMs is the benchmarks' nowMs: above every lease's watermark, so
-// the result is the least of them.
+// benchNowMs is the benchmarks' now as stored: above every lease's
+// watermark, so the result is the least of them; benchNow is it as a time.
 const benchNowMs = 1 << 40
+
+var benchNow = store.DecodeTime(benchNowMs)
 
 // benchEngines are the engines the benchmarks run on: bbolt without fsync
 // (a scan does not write).
@@ -121,9 +123,9 @@ var benchCoordinator = refdomain.CoordinatorPartition{NS: refdomain.MustNamespac
 
 // watermark runs a full watermark of the table on s and checks its result.
 func (t *benchTable) watermark(b *testing.B, s store.Store) {
-	got, err := watermarkMs(context.Background(), s, benchCoordinator, benchNowMs)
-	if err != nil || got != t.least {
-		b.Fatalf("watermark %d, %v; want %d", got, err, t.least)
+	got, err := watermark.Watermark(context.Background(), s, benchCoordinator, benchNow)
+	if want := store.DecodeTime(t.least); err != nil || !got.Equal(want) {
+		b.Fatalf("watermark %v, %v; want %v", got, err, want)
 	}
 }
 
@@ -141,7 +143,7 @@ var shardStart, shardEnd = refdomain.ClassRange(refdomain.TagLeasedShardKey)
 // callsPerPage counts the store calls of one watermark and its pages
 // (its scans), through a counting wrapper.
 func (t *benchTable) callsPerPage(b *testing.B) float64 {
-	f := storetest.WithFaults(t.layer)
+	f := storetest.NewFaults(t.layer)
 	t.watermark(b, f)
 	calls := 0
 	for _, m := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodScan, storetest.MethodApply} {
@@ -306,15 +308,15 @@ func interleave(s *[2]samples, small func(), smallShards int, next func() bool) 
 func (t *benchTable) stepper(b *testing.B) func() bool {
 	var checkpoint *watermark.Checkpoint
 	return func() bool {
-		next, got, err := stepMs(context.Background(), t.layer, benchCoordinator, benchNowMs, checkpoint, watermark.PageSize)
+		next, got, err := watermark.Step(context.Background(), t.layer, benchCoordinator, benchNow, checkpoint, watermark.PageSize)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if checkpoint = next; next != nil {
 			return false
 		}
-		if got != t.least {
-			b.Fatalf("watermark %d; want %d", got, t.least)
+		if want := store.DecodeTime(t.least); !got.Equal(want) {
+			b.Fatalf("watermark %v; want %v", got, want)
 		}
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -125,7 +126,7 @@ func TestCheckpointRoundTrips(t *testing.T) {
 			if c.markers != nil {
 				e.apply(t, coordinator, c.markers)
 			}
-			first := e.mustPending(t, 100, nil, 1)
+			first := e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1)
 			if !first.Generation().Equal(c.want) {
 				t.Fatalf("generation %s; want %s", first.Generation(), c.want)
 			}
@@ -135,12 +136,12 @@ func TestCheckpointRoundTrips(t *testing.T) {
 			if err != nil || !bytes.Equal(again, encoded) {
 				t.Fatalf("re-encoded %x, %v; want %x", again, err, encoded)
 			}
-			if decoded.Coordinator() != coordinator || msOf(decoded.Ceiling()) != 100 || msOf(decoded.Minimum()) != 40 || !decoded.Generation().Equal(c.want) {
-				t.Fatalf("decoded %s %d %d %s; want %s 100 40 %s", decoded.Coordinator(), msOf(decoded.Ceiling()), msOf(decoded.Minimum()), decoded.Generation(), coordinator, c.want)
+			if decoded.Coordinator() != coordinator || !decoded.Ceiling().Equal(t0.Add(100*time.Millisecond)) || !decoded.Minimum().Equal(t0.Add(40*time.Millisecond)) || !decoded.Generation().Equal(c.want) {
+				t.Fatalf("decoded %s %v %v %s; want %s, 100ms and 40ms after the epoch, %s", decoded.Coordinator(), decoded.Ceiling(), decoded.Minimum(), decoded.Generation(), coordinator, c.want)
 			}
 			encoded[len(encoded)-1] ^= 0xff // Decode kept no alias of its input
-			if got := e.mustComplete(t, 300, decoded, 1); got != 40 {
-				t.Fatalf("resumed watermark %d; want 40", got)
+			if got := e.mustComplete(t, t0.Add(300*time.Millisecond), decoded, 1); !got.Equal(t0.Add(40 * time.Millisecond)) {
+				t.Fatalf("resumed watermark %v; want 40ms after the epoch", got)
 			}
 		})
 	}
@@ -177,7 +178,7 @@ func TestZeroCheckpoint(t *testing.T) {
 	requireErr(t, err, []error{watermark.ErrCheckpoint}, "zero Checkpoint")
 	e := newEnv(t, testengine.Memory)
 	e.putLease(t, 0, 40, 200)
-	_, _, err = e.step(100, &zero, 1)
+	_, _, err = e.step(t0.Add(100*time.Millisecond), &zero, 1)
 	requireErr(t, err, []error{watermark.ErrCheckpoint, store.ErrInvalid}, "the zero Checkpoint")
 }
 
@@ -199,7 +200,7 @@ func TestEncodeRefusesACursorOverItsBound(t *testing.T) {
 	e := newEnv(t, testengine.Memory)
 	e.putLease(t, 0, 40, 200)
 	e.putLease(t, 1, 90, 200)
-	cp, _, err := stepMs(e.ctx, longCursors{e.s}, coordinator, 100, nil, 1)
+	cp, _, err := watermark.Step(e.ctx, longCursors{e.s}, coordinator, t0.Add(100*time.Millisecond), nil, 1)
 	if err != nil || cp == nil {
 		t.Fatalf("step: %v, %v", cp, err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -51,7 +51,7 @@ func newEnv(t testing.TB, eng testengine.Engine) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	return &env{ctx: context.Background(), s: storetest.WithFaults(l)}
+	return &env{ctx: context.Background(), s: storetest.NewFaults(l)}
 }
 
 // apply applies b to p, bypassing the faults, and fails t unless it commits.
@@ -124,43 +124,32 @@ func reconciled(t testing.TB, atMs uint64) store.Value {
 	return v
 }
 
+// t0 is the Unix epoch: the lease table's rows hold their times as
+// milliseconds after it (as the reference tests write them), and the
+// tests' times are durations after it.
+var t0 = time.Unix(0, 0)
+
 // step runs one Step through the env's store.
-func (e *env) step(nowMs uint64, c *watermark.Checkpoint, limit int) (*watermark.Checkpoint, uint64, error) {
-	next, w, err := watermark.Step(e.ctx, e.s, coordinator, ms(nowMs), c, limit)
-	return next, msOf(w), err
-}
-
-// ms and msOf convert the tests' times to and from stored milliseconds.
-var ms, msOf = mstime.Time, mstime.Ms
-
-// watermarkMs is watermark.Watermark in stored milliseconds.
-func watermarkMs(ctx context.Context, s store.Store, c refdomain.CoordinatorPartition, nowMs uint64) (uint64, error) {
-	w, err := watermark.Watermark(ctx, s, c, ms(nowMs))
-	return msOf(w), err
-}
-
-// stepMs is watermark.Step in stored milliseconds.
-func stepMs(ctx context.Context, s store.Store, c refdomain.CoordinatorPartition, nowMs uint64, ck *watermark.Checkpoint, limit int) (*watermark.Checkpoint, uint64, error) {
-	next, w, err := watermark.Step(ctx, s, c, ms(nowMs), ck, limit)
-	return next, msOf(w), err
+func (e *env) step(now time.Time, c *watermark.Checkpoint, limit int) (*watermark.Checkpoint, time.Time, error) {
+	return watermark.Step(e.ctx, e.s, coordinator, now, c, limit)
 }
 
 // mustPending runs a step that must leave pages to read.
-func (e *env) mustPending(t testing.TB, nowMs uint64, c *watermark.Checkpoint, limit int) *watermark.Checkpoint {
+func (e *env) mustPending(t testing.TB, now time.Time, c *watermark.Checkpoint, limit int) *watermark.Checkpoint {
 	t.Helper()
-	next, value, err := e.step(nowMs, c, limit)
+	next, value, err := e.step(now, c, limit)
 	if err != nil || next == nil {
-		t.Fatalf("step: checkpoint %v, watermark %d, %v; want a pending checkpoint", next, value, err)
+		t.Fatalf("step: checkpoint %v, watermark %v, %v; want a pending checkpoint", next, value, err)
 	}
 	return next
 }
 
 // mustComplete runs a step that must be the scan's last.
-func (e *env) mustComplete(t testing.TB, nowMs uint64, c *watermark.Checkpoint, limit int) uint64 {
+func (e *env) mustComplete(t testing.TB, now time.Time, c *watermark.Checkpoint, limit int) time.Time {
 	t.Helper()
-	next, value, err := e.step(nowMs, c, limit)
+	next, value, err := e.step(now, c, limit)
 	if err != nil || next != nil {
-		t.Fatalf("step: checkpoint %v, watermark %d, %v; want the last page", next, value, err)
+		t.Fatalf("step: checkpoint %v, watermark %v, %v; want the last page", next, value, err)
 	}
 	return value
 }

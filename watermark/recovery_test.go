@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
@@ -84,7 +85,7 @@ func TestCheckRecoveryFailsClosedOnCorruptMarkers(t *testing.T) {
 			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
 			// Nor does a scan start over it: a checkpoint carrying the
 			// corrupt marker would be one Decode refuses.
-			_, _, err = stepMs(e.ctx, e.s, coordinator, 1000, nil, 1)
+			_, _, err = watermark.Step(e.ctx, e.s, coordinator, t0.Add(time.Second), nil, 1)
 			requireErr(t, err, []error{store.ErrCorrupt}, c.says)
 		})
 	}
@@ -123,7 +124,7 @@ func TestLeaseMarkersLiveInCoordinatorOrNamespacePartitions(t *testing.T) {
 	e.apply(t, ns, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
 	_, err := watermark.CheckRecovery(e.ctx, e.s, ns, nil)
 	requireErr(t, err, []error{watermark.ErrRecovering}, "namespace(default) recovered at 100 ms")
-	if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, ns, ms(0)); err != nil {
+	if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, ns, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := watermark.CheckRecovery(e.ctx, e.s, ns, nil); err != nil {
@@ -147,7 +148,7 @@ func TestLeaseMarkersLiveInCoordinatorOrNamespacePartitions(t *testing.T) {
 		t.Run(store.PartitionName(p), func(t *testing.T) {
 			_, err := watermark.CheckRecovery(e.ctx, e.s, p, nil)
 			requireErr(t, err, []error{store.ErrInvalid}, "a lease recovery check needs a coordinator or namespace partition, not "+store.PartitionName(p))
-			err = watermark.MarkLeaseTableReconciled(e.ctx, e.s, p, ms(1))
+			err = watermark.MarkLeaseTableReconciled(e.ctx, e.s, p, t0.Add(time.Millisecond))
 			requireErr(t, err, []error{store.ErrInvalid}, "a lease reconciliation needs a coordinator or namespace partition")
 		})
 	}
@@ -156,26 +157,26 @@ func TestLeaseMarkersLiveInCoordinatorOrNamespacePartitions(t *testing.T) {
 	}
 }
 
-// TestMarkLeaseTableReconciled: it writes max(atMs, recovery time + 1),
+// TestMarkLeaseTableReconciled: it writes max(at, recovery time + 1ms),
 // and refuses what has nothing to reconcile.
 func TestMarkLeaseTableReconciled(t *testing.T) {
 	cases := []struct {
 		name     string
 		recovery store.Value // nil: none
-		atMs     uint64
-		want     uint64 // the reconcile marker written, when no error
+		at       time.Time
+		want     uint64 // the reconcile marker written (stored milliseconds), when no error
 		errs     []error
 		says     string
 	}{
-		{name: "at the given time, after the recovery", recovery: recovery(t, 100), atMs: 150, want: 150},
-		{name: "a time before the recovery is moved after it", recovery: recovery(t, 100), atMs: 50, want: 101},
-		{name: "the recovery time itself is moved after it", recovery: recovery(t, 100), atMs: 100, want: 101},
+		{name: "at the given time, after the recovery", recovery: recovery(t, 100), at: t0.Add(150 * time.Millisecond), want: 150},
+		{name: "a time before the recovery is moved after it", recovery: recovery(t, 100), at: t0.Add(50 * time.Millisecond), want: 101},
+		{name: "the recovery time itself is moved after it", recovery: recovery(t, 100), at: t0.Add(100 * time.Millisecond), want: 101},
 		{name: "no recovery marker", errs: []error{store.ErrInvalid}, says: "has no lease recovery to reconcile"},
-		{name: "first activation", recovery: recoveryOf(t, refdomain.LeaseRecovery{ActivationOnly: ptr(true), ResumedAtMs: 100}), atMs: 200,
+		{name: "first activation", recovery: recoveryOf(t, refdomain.LeaseRecovery{ActivationOnly: ptr(true), ResumedAtMs: 100}), at: t0.Add(200 * time.Millisecond),
 			errs: []error{store.ErrInvalid}, says: "records a first activation"},
-		{name: "recovery time without successor", recovery: recovery(t, math.MaxUint64), atMs: 200,
+		{name: "recovery time without successor", recovery: recovery(t, math.MaxUint64), at: t0.Add(200 * time.Millisecond),
 			errs: []error{store.ErrInvalid}, says: "has no successor"},
-		{name: "corrupt recovery marker", recovery: store.Value("corrupt marker"), atMs: 200,
+		{name: "corrupt recovery marker", recovery: store.Value("corrupt marker"), at: t0.Add(200 * time.Millisecond),
 			errs: []error{store.ErrCorrupt}, says: "lease recovery marker of coordinator(default)"},
 	}
 	for _, c := range cases {
@@ -184,7 +185,7 @@ func TestMarkLeaseTableReconciled(t *testing.T) {
 			if c.recovery != nil {
 				e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, c.recovery))
 			}
-			err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(c.atMs))
+			err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, c.at)
 			stamp, ok, rerr := e.s.Inner().Get(e.ctx, coordinator, reconcileKey)
 			if rerr != nil {
 				t.Fatal(rerr)
@@ -228,7 +229,7 @@ func TestMarkLeaseTableReconciledLosesToANewRecovery(t *testing.T) {
 			}
 			return err
 		})
-		err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(200))
+		err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
 		requireErr(t, err, []error{watermark.ErrRecoveryRaced, store.ErrPreconditionFailed}, "coordinator(default)")
 		if _, ok, err := e.s.Inner().Get(e.ctx, coordinator, reconcileKey); err != nil || ok {
 			t.Fatalf("reconcile marker present %v (%v) after a lost race", ok, err)

@@ -3,6 +3,7 @@ package watermark_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -20,23 +21,23 @@ func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 2, 90, 200)
-		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
-		if msOf(checkpoint.Ceiling()) != 100 || msOf(checkpoint.Minimum()) != 40 || checkpoint.Coordinator() != coordinator {
-			t.Fatalf("decoded checkpoint: ceiling %d, minimum %d, coordinator %s; want 100, 40, %s",
-				msOf(checkpoint.Ceiling()), msOf(checkpoint.Minimum()), checkpoint.Coordinator(), coordinator)
+		checkpoint := carried(t, e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1))
+		if !checkpoint.Ceiling().Equal(t0.Add(100*time.Millisecond)) || !checkpoint.Minimum().Equal(t0.Add(40*time.Millisecond)) || checkpoint.Coordinator() != coordinator {
+			t.Fatalf("decoded checkpoint: ceiling %v, minimum %v, coordinator %s; want 100ms and 40ms after the epoch, %s",
+				checkpoint.Ceiling(), checkpoint.Minimum(), checkpoint.Coordinator(), coordinator)
 		}
 
 		other := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("another")}
-		_, _, err := stepMs(e.ctx, e.s, other, 150, checkpoint, 1)
+		_, _, err := watermark.Step(e.ctx, e.s, other, t0.Add(150*time.Millisecond), checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "coordinator(default)", "not coordinator(another)")
 
 		e.putLease(t, 1, 70, 200) // ahead of the cursor: read, and lower than 90
-		checkpoint = e.mustPending(t, 150, checkpoint, 1)
-		if msOf(checkpoint.Ceiling()) != 100 {
-			t.Fatalf("second page: ceiling %d; want the scan start's 100", msOf(checkpoint.Ceiling()))
+		checkpoint = e.mustPending(t, t0.Add(150*time.Millisecond), checkpoint, 1)
+		if !checkpoint.Ceiling().Equal(t0.Add(100 * time.Millisecond)) {
+			t.Fatalf("second page: ceiling %v; want the scan start's, 100ms after the epoch", checkpoint.Ceiling())
 		}
-		if got := e.mustComplete(t, 150, checkpoint, 1); got != 40 {
-			t.Fatalf("watermark %d; want 40", got)
+		if got := e.mustComplete(t, t0.Add(150*time.Millisecond), checkpoint, 1); !got.Equal(t0.Add(40 * time.Millisecond)) {
+			t.Fatalf("watermark %v; want 40ms after the epoch", got)
 		}
 
 		page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 1)
@@ -58,22 +59,22 @@ func TestResumeRejectsANewRecoveryGeneration(t *testing.T) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 1, 90, 200)
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 90)).Put(reconcileKey, reconciled(t, 91)))
-		checkpoint := carried(t, e.mustPending(t, 100, nil, 1))
+		checkpoint := carried(t, e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1))
 
 		// A new recovery, reconciled: not recovering, but another generation.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 110)).Put(reconcileKey, reconciled(t, 111)))
-		_, _, err := e.step(120, checkpoint, 1)
+		_, _, err := e.step(t0.Add(120*time.Millisecond), checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged},
 			"started with {recovery at 90 ms, reconcile at 91 ms}", "now {recovery at 110 ms, reconcile at 111 ms}")
 
 		// A newer recovery with the reconcile marker deleted.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 130)).Delete(reconcileKey))
-		_, _, err = e.step(140, checkpoint, 1)
+		_, _, err = e.step(t0.Add(140*time.Millisecond), checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery at 130 ms, reconcile absent}")
 
 		// A marker that does not decode is a change too, found before decoding.
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, store.Value("corrupt marker")))
-		_, _, err = e.step(150, checkpoint, 1)
+		_, _, err = e.step(t0.Add(150*time.Millisecond), checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "now {recovery 14 undecodable bytes")
 	})
 }
@@ -96,7 +97,7 @@ func TestFinalPageRechecksRecoveryGeneration(t *testing.T) {
 			}
 			return err
 		})
-		next, value, err := e.step(100, nil, 10)
+		next, value, err := e.step(t0.Add(100*time.Millisecond), nil, 10)
 		if !recovered {
 			t.Fatal("the step scanned nothing: no recovery injected")
 		}
@@ -104,8 +105,8 @@ func TestFinalPageRechecksRecoveryGeneration(t *testing.T) {
 			t.Fatalf("step returned a checkpoint; want the last page to fail")
 		}
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrGenerationChanged}, "started with {recovery absent, reconcile absent}", "now {recovery at 110 ms")
-		if value != 0 {
-			t.Fatalf("failed step returned watermark %d", value)
+		if !value.IsZero() {
+			t.Fatalf("failed step returned watermark %v", value)
 		}
 	})
 }
@@ -115,14 +116,14 @@ func TestANewRowBehindTheCursorIsExcludedByTheScanCeiling(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.putLease(t, 1, 80, 200)
 		e.putLease(t, 2, 90, 200)
-		checkpoint := e.mustPending(t, 100, nil, 1)
+		checkpoint := e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1)
 		e.putLease(t, 0, 0, 200) // behind the cursor
-		value := e.mustComplete(t, 120, checkpoint, 1)
-		if value != 80 {
-			t.Fatalf("watermark %d; want 80", value)
+		value := e.mustComplete(t, t0.Add(120*time.Millisecond), checkpoint, 1)
+		if !value.Equal(t0.Add(80 * time.Millisecond)) {
+			t.Fatalf("watermark %v; want 80ms after the epoch", value)
 		}
-		if value > 100 {
-			t.Fatalf("watermark %d above the scan-start ceiling 100", value)
+		if value.After(t0.Add(100 * time.Millisecond)) {
+			t.Fatalf("watermark %v above the scan-start ceiling, 100ms after the epoch", value)
 		}
 	})
 }
@@ -131,19 +132,19 @@ func TestANewRowBehindTheCursorIsExcludedByTheScanCeiling(t *testing.T) {
 func TestCorruptionAndRecoveryFailClosed(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.apply(t, coordinator, store.NewBatch().Put(leaseKey(t, 0), store.Value("bad")))
-		_, err := watermarkMs(e.ctx, e.s, coordinator, 100)
+		_, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard", "r0")
 		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 10)
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
-		_, err = watermarkMs(e.ctx, e.s, coordinator, 200)
+		_, err = watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
 		requireErr(t, err, []error{watermark.ErrRecovering}, "recovered at 100 ms")
 
-		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, ms(101)); err != nil {
+		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, t0.Add(101*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
-		_, err = watermarkMs(e.ctx, e.s, coordinator, 200)
+		_, err = watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 	})
 }

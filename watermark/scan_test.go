@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -17,7 +18,7 @@ import (
 
 // putLeases writes n leases (repositories 0..n-1) with watermarks from
 // rng, in batches the store accepts, and returns their minimum.
-func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) uint64 {
+func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) time.Time {
 	t.Helper()
 	least := uint64(1 << 63)
 	b := store.NewBatch()
@@ -30,42 +31,42 @@ func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) uint64 {
 			b = store.NewBatch()
 		}
 	}
-	return least
+	return store.DecodeTime(least)
 }
 
 // TestWatermarkIsTheMinimumOverEveryPage: over several pages, the
-// watermark is the least lease watermark, capped by nowMs, and Step's
+// watermark is the least lease watermark, capped by now, and Step's
 // pages give the same as Watermark's whatever the page size.
 func TestWatermarkIsTheMinimumOverEveryPage(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		if got, err := watermarkMs(e.ctx, e.s, coordinator, 500); err != nil || got != 500 {
-			t.Fatalf("empty table: %d, %v; want nowMs 500", got, err)
+		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(500*time.Millisecond)); err != nil || !got.Equal(t0.Add(500*time.Millisecond)) {
+			t.Fatalf("empty table: %v, %v; want now, 500ms after the epoch", got, err)
 		}
 		least := e.putLeases(t, 3*watermark.PageSize+5, rand.New(rand.NewPCG(1, 2)))
 		scans := e.s.Calls(storetest.MethodScan)
-		got, err := watermarkMs(e.ctx, e.s, coordinator, 5_000_000)
-		if err != nil || got != least {
-			t.Fatalf("watermark %d, %v; want the least lease watermark %d", got, err, least)
+		got, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(5000*time.Second))
+		if err != nil || !got.Equal(least) {
+			t.Fatalf("watermark %v, %v; want the least lease watermark %v", got, err, least)
 		}
 		if pages := e.s.Calls(storetest.MethodScan) - scans; pages != 4 {
 			t.Fatalf("%d pages of %d rows for %d leases; want 4", pages, watermark.PageSize, 3*watermark.PageSize+5)
 		}
-		if got, err := watermarkMs(e.ctx, e.s, coordinator, least-1); err != nil || got != least-1 {
-			t.Fatalf("nowMs below every lease: %d, %v; want %d", got, err, least-1)
+		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, least.Add(-time.Millisecond)); err != nil || !got.Equal(least.Add(-time.Millisecond)) {
+			t.Fatalf("now below every lease: %v, %v; want %v", got, err, least.Add(-time.Millisecond))
 		}
 		for _, limit := range []int{-1, 0, 1, 7, 1000} {
 			t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
 				var cp *watermark.Checkpoint
 				steps := 0
 				for {
-					next, value, err := e.step(5_000_000, cp, limit)
+					next, value, err := e.step(t0.Add(5000*time.Second), cp, limit)
 					if err != nil {
 						t.Fatal(err)
 					}
 					steps++
 					if next == nil {
-						if value != least {
-							t.Fatalf("watermark %d; want %d", value, least)
+						if !value.Equal(least) {
+							t.Fatalf("watermark %v; want %v", value, least)
 						}
 						break
 					}
@@ -162,7 +163,7 @@ func TestScansFailClosed(t *testing.T) {
 				key = leaseKey(t, 5)
 			}
 			e.apply(t, coordinator, store.NewBatch().Put(key, c.value(t)))
-			_, err := watermarkMs(e.ctx, e.s, coordinator, 100)
+			_, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
 			requireErr(t, err, []error{store.ErrCorrupt}, "lease table of coordinator(default)", c.says)
 			var cursor store.Cursor
 			for {
@@ -183,7 +184,7 @@ func TestScansFailClosed(t *testing.T) {
 		e.putLeases(t, 10, rand.New(rand.NewPCG(5, 6)))
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
 		scans := e.s.Calls(storetest.MethodScan)
-		_, _, err := e.step(200, nil, 3)
+		_, _, err := e.step(t0.Add(200*time.Millisecond), nil, 3)
 		requireErr(t, err, []error{watermark.ErrRecovering})
 		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 3)
 		requireErr(t, err, []error{watermark.ErrRecovering})
@@ -200,12 +201,12 @@ func TestStepRejectsAForgedCursor(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.putLease(t, 0, 40, 200)
 		e.putLease(t, 1, 50, 200)
-		rec, err := gen.DecodeWatermarkCheckpoint(mustEncode(t, e.mustPending(t, 100, nil, 1)))
+		rec, err := gen.DecodeWatermarkCheckpoint(mustEncode(t, e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.Cursor[len(rec.Cursor)-1] ^= 1 // the record aliases mustEncode's bytes, no one else's
-		_, _, err = e.step(100, mustDecode(t, encodeRecord(t, rec)), 1)
+		_, _, err = e.step(t0.Add(100*time.Millisecond), mustDecode(t, encodeRecord(t, rec)), 1)
 		requireErr(t, err, []error{store.ErrInvalid}, "scan lease table of coordinator(default)")
 	})
 }
@@ -226,9 +227,9 @@ func TestStepPassesStoreFailuresOn(t *testing.T) {
 			e := newEnv(t, testengine.Memory)
 			e.putLease(t, 0, 40, 200)
 			e.s.FailNth(c.m, c.nth, nil)
-			next, value, err := e.step(100, nil, 10)
-			if next != nil || value != 0 {
-				t.Fatalf("failed step returned %v, %d", next, value)
+			next, value, err := e.step(t0.Add(100*time.Millisecond), nil, 10)
+			if next != nil || !value.IsZero() {
+				t.Fatalf("failed step returned %v, %v", next, value)
 			}
 			requireErr(t, err, []error{storetest.ErrInjected, store.ErrUnavailable})
 		})
@@ -244,15 +245,15 @@ func TestACheckpointIsSafeToShare(t *testing.T) {
 		const shards = 40
 		e.putLeases(t, shards, rand.New(rand.NewPCG(7, 8)))
 		e.putLease(t, 20, 50, 200) // the least, ahead of the cursor
-		checkpoint := e.mustPending(t, 100, nil, 10)
+		checkpoint := e.mustPending(t, t0.Add(100*time.Millisecond), nil, 10)
 		var wg sync.WaitGroup
-		results := make([]uint64, 8)
+		results := make([]time.Time, 8)
 		errs := make([]error, len(results))
 		for i := range results {
 			wg.Go(func() {
 				cp := checkpoint
 				for {
-					next, value, err := stepMs(e.ctx, e.s, coordinator, 1_000, cp, 7)
+					next, value, err := watermark.Step(e.ctx, e.s, coordinator, t0.Add(time.Second), cp, 7)
 					if err != nil || next == nil {
 						results[i], errs[i] = value, err
 						return
@@ -274,8 +275,8 @@ func TestACheckpointIsSafeToShare(t *testing.T) {
 		})
 		wg.Wait()
 		for i, got := range results {
-			if errs[i] != nil || got != 50 {
-				t.Errorf("goroutine %d: watermark %d, %v; want 50", i, got, errs[i])
+			if errs[i] != nil || !got.Equal(t0.Add(50*time.Millisecond)) {
+				t.Errorf("goroutine %d: watermark %v, %v; want 50ms after the epoch", i, got, errs[i])
 			}
 		}
 	})

@@ -128,13 +128,13 @@ func newOursOp(tb testing.TB, dir string, n, parts int) *oursOp {
 	for p := range parts {
 		op.parts = append(op.parts, partition(p))
 	}
-	now := clock.NowMs(clock.Real{})
+	now := time.Now()
 	caps := s.Capabilities()
 	perBatch := caps.MaxBatchOps / 3 // a new timer: its reference's guard and two puts
 	for p, part := range op.parts {
 		b := store.NewBatch()
 		for i := p; i < n; i += parts {
-			if err := timers.Schedule(b, caps, nil, timers.Timer{Kind: timerKind, Reference: strconv.Itoa(i), DueAt: ms(now)}); err != nil {
+			if err := timers.Schedule(b, caps, nil, timers.Timer{Kind: timerKind, Reference: strconv.Itoa(i), DueAt: now}); err != nil {
 				tb.Fatal(err)
 			}
 			if len(b.Preconditions) == perBatch {
@@ -206,7 +206,7 @@ func (op *oursOp) checkEmpty(tb testing.TB) {
 			tb.Fatalf("ours: %s still holds rows", store.PartitionName(p))
 		}
 	}
-	due, err := op.s.ScanDue(ctx, store.DueQuery{Until: ms(^uint64(0)), Limit: 1})
+	due, err := op.s.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (w manualWaiter) Wait(ctx context.Context, d time.Duration) error {
 // speed, and a run that ticks without waiting never ends (the test's
 // deadline fails it).
 func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
-	const t0 = 1_700_000_000_000 // ms
+	t0 := time.UnixMilli(1_700_000_000_000)
 	dir := t.TempDir()
 	killed := filepath.Join(dir, "killed.db")
 	// The demo's default plan: 4 sources x 2,000 rows to 10 targets.
@@ -52,7 +52,7 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// A first run queues every row, then dies before relaying any.
-	c.clock = clock.NewManualMs(t0)
+	c.clock = clock.NewManual(t0)
 	d, err := openDB(t.Context(), c, log)
 	if err != nil {
 		t.Fatal(err)
@@ -75,15 +75,15 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 	// ... or dies with the sources claimed: its scheduler's claims commit,
 	// and nothing after them does. A demo's scheduler, or another's.
 	copyFile(t, killed, demoKilled)
-	holdLeases(t, demoKilled, clock.NewManualMs(t0), p.sources, schedulerOwner)
-	holdLeases(t, killed, clock.NewManualMs(t0), p.sources, "another")
+	holdLeases(t, demoKilled, clock.NewManual(t0), p.sources, schedulerOwner)
+	holdLeases(t, killed, clock.NewManual(t0), p.sources, "another")
 
 	// resume runs the demo on db, as `demo -db db -nosync` would, on a
 	// manual clock at t0 that only the scheduler's waits move; it returns
 	// the ticks the run reports and how far the waits moved the clock.
 	resume := func(db string) (ticks int, waited time.Duration) {
 		t.Helper()
-		clk := clock.NewManualMs(t0)
+		clk := clock.NewManual(t0)
 		c := c
 		c.db, c.clock, c.waiter = db, clk, manualWaiter{clk}
 		// A run that ticks without waiting never moves the clock, so the
@@ -104,7 +104,7 @@ func TestResumeAfterKillWaitsOutLeasesAtPollRate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n, clk.Now().Sub(clock.FromMs(t0))
+		return n, clk.Now().Sub(t0)
 	}
 	cleanTicks, cleanWaited := resume(clean)
 	demoTicks, demoWaited := resume(demoKilled)
@@ -153,7 +153,7 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner
 		}
 		unclaim[string(id)] = true
 	}
-	faults := storetest.WithFaults(l).BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
+	faults := storetest.NewFaults(l).BeforeApply(func(_ context.Context, p store.Partition, _ *store.Batch) error {
 		id, err := p.AppendTuple(nil)
 		if err != nil {
 			return err
@@ -166,7 +166,11 @@ func holdLeases(t *testing.T, path string, clk *clock.Manual, sources int, owner
 		}
 		return storetest.ErrInjected
 	})
-	reg, err := timers.NewRegistry(&relay.Handler{Target: faults})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := timers.NewRegistry(rh)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func TestSecondProcessIsToldTheLockAndSignalStopsCleanly(t *testing.T) {
 	// The operator's command, while the demo holds the file: one line
 	// naming the demo's pid, exit 2.
 	var aout, aerr bytes.Buffer
-	ac := &admin.Command{Stdout: &aout, Stderr: &aerr}
+	ac := admin.NewCommand(admin.Config{Stdout: &aout, Stderr: &aerr})
 	if code := ac.Run(t.Context(), []string{"partitions", "-db", db}); code != admin.ExitUsage || aout.Len() != 0 ||
 		!strings.Contains(aerr.String(), want) || strings.Count(aerr.String(), "\n") != 1 {
 		t.Errorf("mkitfdb partitions beside the demo: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, aout.String(), aerr.String(), want)
@@ -285,7 +285,7 @@ func TestKilledProcessResumes(t *testing.T) {
 func adminPartitions(t *testing.T, db string) []admin.PartitionReport {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	c := &admin.Command{Stdout: &out, Stderr: &errOut}
+	c := admin.NewCommand(admin.Config{Stdout: &out, Stderr: &errOut})
 	if code := c.Run(t.Context(), []string{"partitions", "-db", db, "-json"}); code != admin.ExitOK {
 		t.Fatalf("mkitfdb partitions: exit %d: %s", code, errOut.String())
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -30,7 +29,7 @@ func (p progress) relayed() uint64 { return p.queued - p.backlog }
 func status(ctx context.Context, s store.Store, p plan) (progress, error) {
 	pr := progress{goal: p.goal * uint64(p.sources)}
 	start, end := gen.ClassRange(gen.TagRelayKey)
-	nowMs := clock.NowMs(clock.Real{})
+	nowMs, _ := store.EncodeTime(time.Now())
 	for src := range p.sources {
 		part := source(src)
 		v, _, err := s.Get(ctx, part, gen.AppendOutboxSequenceKey(nil))

@@ -111,7 +111,11 @@ func run(ctx context.Context, c config, log *slog.Logger, out *output) (err erro
 // is logged and retried after PollInterval, as in any service, within
 // -timeout.
 func relayAll(ctx context.Context, s store.Store, c config, p plan, log *slog.Logger) (ticks, fires int, err error) {
-	reg, err := timers.NewRegistry(&relay.Handler{Target: s})
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
+	if err != nil {
+		return 0, 0, err
+	}
+	reg, err := timers.NewRegistry(rh)
 	if err != nil {
 		return 0, 0, err
 	}

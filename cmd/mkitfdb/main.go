@@ -26,4 +26,4 @@ import (
 	_ "github.com/mkit-dev/mkitfdb/refdomain"
 )
 
-func main() { os.Exit(admin.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(admin.Main(admin.Config{})) }

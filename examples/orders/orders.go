@@ -40,31 +40,61 @@ const KindShip timers.Kind = 1000
 // ErrExists is returned by Place for an order already placed.
 var ErrExists = errors.New("orders: order already placed")
 
-// Service places orders. Store is required; ShipDelay is how long after
-// placement an order ships.
-type Service struct {
-	Store     store.Store
+// ServiceConfig configures a Service. Store is required.
+type ServiceConfig struct {
+	// Store holds the service's partitions.
+	Store store.Store
+	// ShipDelay is how long after placement an order ships (default: at
+	// once).
 	ShipDelay time.Duration
 }
 
-// Place places an open order of customer, placed at placedAtMs, for
-// order.Region: in one batch of the customer's shard, the order (guarded
-// absent), its KindShip timer, due ShipDelay later, and a relay row that
-// puts the order's index entry into the region's shard. It fails with
-// ErrExists when the order is already placed (a retried Place after an
-// unknown result finds its own order and fails the same way), with an
-// error wrapping store.ErrInvalid for an order that breaks the schema, and
-// with the store's errors.
-func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1) error {
+// Service places orders. It is safe for concurrent use.
+type Service struct {
+	store     store.Store
+	shipDelay time.Duration
+}
+
+// NewService returns the service c configures. It fails with an error
+// wrapping store.ErrInvalid for a nil Store or a negative ShipDelay.
+func NewService(c ServiceConfig) (*Service, error) {
+	switch {
+	case c.Store == nil:
+		return nil, fmt.Errorf("orders: ServiceConfig.Store is nil: %w", store.ErrInvalid)
+	case c.ShipDelay < 0:
+		return nil, fmt.Errorf("orders: ServiceConfig.ShipDelay %v is negative: %w", c.ShipDelay, store.ErrInvalid)
+	}
+	return &Service{store: c.Store, shipDelay: c.ShipDelay}, nil
+}
+
+// Place places an open order of customer, placed at placedAt (to the
+// millisecond: the order's key holds the time as stored data does, see
+// store.EncodeTime), for order.Region: in one batch of the customer's
+// shard, the order (guarded absent), its KindShip timer, due
+// ServiceConfig.ShipDelay later, and a relay row that puts the order's
+// index entry into the region's shard. It fails with ErrExists when the
+// order is already placed (a retried Place after an unknown result finds
+// its own order and fails the same way), with an error wrapping
+// store.ErrInvalid for an order that breaks the schema or a placedAt not
+// after the Unix epoch, and with the store's errors.
+func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAt time.Time, order ordersgen.OrderV1) error {
+	placedAtMs, err := store.EncodeTime(placedAt)
+	if err == nil && placedAtMs == 0 {
+		err = fmt.Errorf("%w: the zero Time or the epoch", store.ErrInvalid)
+	}
+	if err != nil {
+		return fmt.Errorf("orders: placed at %v: %w", placedAt, err)
+	}
+	placedAt = store.DecodeTime(placedAtMs)
 	shard := ordersgen.CustomerShard{Customer: customer}
 	order.Status = ordersgen.StatusOpen
 	key, value, err := encodeOrder(customer, placedAtMs, order)
 	if err != nil {
 		return err
 	}
-	caps := s.Store.Capabilities()
+	caps := s.store.Capabilities()
 	exists := false
-	_, err = store.Transact(ctx, s.Store, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+	_, err = store.Transact(ctx, s.store, shard, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 		if _, ok, err := r.Get(ctx, key); err != nil || ok {
 			exists = ok
 			return nil, err
@@ -74,17 +104,17 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			return nil, err
 		}
 		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
-		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAtMs, b); err != nil {
+		if err := relayIndex(caps, observed, customer, placedAtMs, order, placedAt, b); err != nil {
 			return nil, err
 		}
-		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: time.UnixMilli(int64(placedAtMs)).Add(s.ShipDelay)}
+		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: placedAt.Add(s.shipDelay)}
 		if err := timers.Schedule(b, caps, nil, ship); err != nil {
 			return nil, err
 		}
 		return b, nil
-	})
+	}, store.TransactConfig{})
 	if err == nil && exists {
-		return fmt.Errorf("%w: %s at %d", ErrExists, customer, placedAtMs)
+		return fmt.Errorf("%w: %s at %v", ErrExists, customer, placedAt)
 	}
 	return err
 }
@@ -187,7 +217,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return nil, err
 	}
 	b := store.NewBatch()
-	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, uint64(c.Now.UnixMilli()), b, ship); err != nil {
+	if err := relayIndex(c.Store.Capabilities(), observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -198,7 +228,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 // more appends to the same outbox, with the outbox guards that make the
 // append atomic: observed is the shard's outbox state as the batch's
 // builder read it (a concurrent append fails the batch's guards).
-func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, nowMs uint64, b *store.Batch, more ...func(*outbox.Builder) error) error {
+func relayIndex(caps store.Capabilities, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
@@ -207,7 +237,7 @@ func relayIndex(caps store.Capabilities, observed outbox.Observed, customer orde
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	ob, err := outbox.NewBuilder(caps, time.UnixMilli(int64(nowMs)), observed)
+	ob, err := outbox.NewBuilder(caps, now, observed)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,17 @@ const shipDelay = 10 * time.Second
 type placed struct {
 	customer ordersgen.CustomerID
 	region   uint16
-	atMs     uint64
+	at       time.Time
 	lines    int
+}
+
+// placedAtMs is the order's time as its key holds it (store.EncodeTime).
+func (o placed) placedAtMs() uint64 {
+	u, err := store.EncodeTime(o.at)
+	if err != nil {
+		panic(err)
+	}
+	return u
 }
 
 // TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer runs the
@@ -51,22 +60,26 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 	ctx := context.Background()
 	for _, e := range testengine.All {
 		t.Run(e.Name, func(t *testing.T) {
-			clk := clock.NewManualMs(1_000)
+			t0 := time.UnixMilli(1_000)
+			clk := clock.NewManual(t0)
 			s, err := fdblayer.Open(e.Open(t, "orders.db"), fdblayer.Config{Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			svc := &orders.Service{Store: s, ShipDelay: shipDelay}
+			svc, err := orders.NewService(orders.ServiceConfig{Store: s, ShipDelay: shipDelay})
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			var all []placed
 			for i, name := range []string{"acme", "bob", "cy"} {
 				for n := range 3 {
-					all = append(all, placed{ordersgen.MustCustomerID(name), uint16(1 + i%2), uint64(1_000 + n), 1 + n})
+					all = append(all, placed{ordersgen.MustCustomerID(name), uint16(1 + i%2), t0.Add(time.Duration(n) * time.Millisecond), 1 + n})
 				}
 			}
 			for _, o := range all {
-				if err := svc.Place(ctx, o.customer, o.atMs, order(o)); err != nil {
+				if err := svc.Place(ctx, o.customer, o.at, order(o)); err != nil {
 					t.Fatalf("place %v: %v", o, err)
 				}
 			}
@@ -74,7 +87,11 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 			refRows := queueRefRows(t, s, refSource, refTarget, all)
 
 			hook := newHook(t)
-			reg, err := timers.NewRegistry(&relay.Handler{Target: s}, orders.Shipper{}, hook.delivery)
+			rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := timers.NewRegistry(rh, orders.Shipper{}, hook.delivery)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,8 +111,8 @@ func TestServiceRelaysBetweenItsOwnPartitionsAndShipsOnItsOwnTimer(t *testing.T)
 				t.Errorf("%d outcomes before any order shipped", len(got))
 			}
 
-			shippedAt := 1_000 + 3 + uint64(shipDelay.Milliseconds())
-			clk.SetMs(shippedAt)
+			shippedAt := t0.Add(3*time.Millisecond + shipDelay)
+			clk.Set(shippedAt)
 			settle(t, sched, s, parts)
 			checkOrders(t, s, all, ordersgen.StatusShipped)
 			checkShippedOutcomes(t, hook.received(), all, shippedAt)
@@ -123,9 +140,12 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := &orders.Service{Store: s, ShipDelay: shipDelay}
-	o := placed{ordersgen.MustCustomerID("acme"), 1, 5_000, 1}
-	if err := svc.Place(ctx, o.customer, o.atMs, order(o)); err != nil {
+	svc, err := orders.NewService(orders.ServiceConfig{Store: s, ShipDelay: shipDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := placed{ordersgen.MustCustomerID("acme"), 1, time.UnixMilli(5_000), 1}
+	if err := svc.Place(ctx, o.customer, o.at, order(o)); err != nil {
 		t.Fatal(err)
 	}
 	shard := ordersgen.CustomerShard{Customer: o.customer}
@@ -133,12 +153,12 @@ func TestPlaceRefusesARepeatedOrAnInvalidOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Place(ctx, o.customer, o.atMs, order(o)); !errors.Is(err, orders.ErrExists) {
+	if err := svc.Place(ctx, o.customer, o.at, order(o)); !errors.Is(err, orders.ErrExists) {
 		t.Errorf("second Place: %v, want ErrExists", err)
 	}
 	bad := order(o)
 	bad.Lines[0].Quantity = 0 // the schema's min=1
-	if err := svc.Place(ctx, o.customer, o.atMs+1, bad); !errors.Is(err, store.ErrInvalid) {
+	if err := svc.Place(ctx, o.customer, o.at.Add(time.Millisecond), bad); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Place of a zero quantity: %v, want store.ErrInvalid", err)
 	}
 	after, err := s.Stats(ctx, shard)
@@ -162,7 +182,7 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	defer s.Close()
 	shard := ordersgen.CustomerShard{Customer: ordersgen.MustCustomerID("acme")}
 	b := store.NewBatch()
-	if err := timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: orders.KindShip, Reference: "7", DueAt: ms(10)}); err != nil {
+	if err := timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: orders.KindShip, Reference: "7", DueAt: time.UnixMilli(10)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Apply(ctx, shard, b); err != nil {
@@ -172,7 +192,7 @@ func TestShipperLeavesATimerOfAMissingOrderAsCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := timers.RunDue(ctx, s, shard, reg, ms(10), timers.DefaultBudget)
+	rep, err := timers.RunDue(ctx, s, shard, reg, time.UnixMilli(10), timers.RunConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +230,11 @@ func newHook(t *testing.T) *hook {
 		return nil
 	})))
 	t.Cleanup(srv.Close)
-	sink, err := outcome.NewWebhookSink(outcome.WebhookConfig{URL: srv.URL + "/outcomes", Signer: key})
+	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL + "/outcomes", Signer: key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.delivery, err = outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{orders.Shipped}}); err != nil {
+	if h.delivery, err = outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{orders.Shipped}}); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -228,7 +248,7 @@ func (h *hook) received() []outcome.Envelope {
 
 // checkShippedOutcomes checks that the receiver got each order's
 // "order.shipped" outcome exactly once, stamped with the time it shipped.
-func checkShippedOutcomes(t *testing.T, got []outcome.Envelope, all []placed, shippedAt uint64) {
+func checkShippedOutcomes(t *testing.T, got []outcome.Envelope, all []placed, shippedAt time.Time) {
 	t.Helper()
 	byID := map[string]outcome.Envelope{}
 	for _, e := range got {
@@ -241,20 +261,20 @@ func checkShippedOutcomes(t *testing.T, got []outcome.Envelope, all []placed, sh
 		t.Errorf("%d outcomes received, want one per order (%d)", len(byID), len(all))
 	}
 	for _, o := range all {
-		id := fmt.Sprintf("ord_%s_%d", o.customer, o.atMs)
+		id := fmt.Sprintf("ord_%s_%d", o.customer, o.placedAtMs())
 		e, ok := byID[id]
 		if !ok {
 			t.Errorf("no outcome %s", id)
 			continue
 		}
-		if e.Type != "order.shipped" || e.Timestamp.UnixMilli() != int64(shippedAt) {
+		if e.Type != "order.shipped" || !e.Timestamp.Equal(shippedAt) {
 			t.Errorf("outcome %s: type %q at %v", id, e.Type, e.Timestamp)
 		}
 		var ev orders.ShippedEvent
 		if err := json.Unmarshal(e.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Customer != o.customer.String() || ev.PlacedAtMs != o.atMs || ev.Region != o.region || len(ev.Lines) != o.lines || ev.Lines[0].SKU != "sku-0" {
+		if ev.Customer != o.customer.String() || ev.PlacedAtMs != o.placedAtMs() || ev.Region != o.region || len(ev.Lines) != o.lines || ev.Lines[0].SKU != "sku-0" {
 			t.Errorf("outcome %s carries %+v", id, ev)
 		}
 	}
@@ -288,12 +308,12 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), ms(1_000), obs)
+	ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range all {
-		k, err := ordersgen.AppendRegionOrderKey(nil, o.customer, o.atMs)
+		k, err := ordersgen.AppendRegionOrderKey(nil, o.customer, o.placedAtMs())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +380,7 @@ func settle(t *testing.T, sched *timers.Scheduler, s store.Store, parts []store.
 func checkOrders(t *testing.T, s store.Store, all []placed, status ordersgen.Status) {
 	t.Helper()
 	for _, o := range all {
-		k, err := ordersgen.AppendOrderKey(nil, o.customer, o.atMs)
+		k, err := ordersgen.AppendOrderKey(nil, o.customer, o.placedAtMs())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@
 // reservation id), so a backlog queued by an earlier version is delivered.
 //
 //	src, err := reservations.NewSource("https://git.example.com")
-//	d, err := outcome.NewDelivery(outcome.Config{Sink: sink, Sources: []outcome.Source{src}})
+//	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sink: sink, Sources: []outcome.Source{src}})
 //	seq, err := src.Append(builder, refdomain.ReservationKey{ID: rid}, ticketed, &refdomain.ReservationCommitted{...})
 package reservations
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,7 +95,8 @@ func TestIsTerminalAndIsSynthetic(t *testing.T) {
 // value, the reservation id as its id) is delivered through the source,
 // and acknowledged like any other.
 func TestALegacyPendingRowIsDelivered(t *testing.T) {
-	clk := clock.NewManualMs(100)
+	now := time.UnixMilli(100)
+	clk := clock.NewManual(now)
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	defer s.Close()
@@ -111,7 +113,7 @@ func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	timer, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
 	require.NoError(t, err)
 	b := store.NewBatch().Put(key, terminal).Put(pendingKey, store.Value{}).Put(outbox.BacklogKey(), backlog)
-	require.NoError(t, timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: ms(100), Value: timer}))
+	require.NoError(t, timers.Schedule(b, s.Capabilities(), nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: now, Value: timer}))
 	out, err := s.Apply(ctx, p, b)
 	require.NoError(t, err)
 	require.True(t, out.Committed())
@@ -119,14 +121,14 @@ func TestALegacyPendingRowIsDelivered(t *testing.T) {
 	src, err := reservations.NewSource(audience)
 	require.NoError(t, err)
 	var got []outcome.Envelope
-	d, err := outcome.NewDelivery(outcome.Config{Sources: []outcome.Source{src}, Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
+	d, err := outcome.NewDelivery(outcome.DeliveryConfig{Sources: []outcome.Source{src}, Sink: outcome.SinkFunc(func(_ context.Context, e outcome.Envelope) error {
 		got = append(got, e)
 		return nil
 	})})
 	require.NoError(t, err)
 	reg, err := timers.NewRegistry(d)
 	require.NoError(t, err)
-	rep, err := timers.RunDue(ctx, s, p, reg, ms(100), timers.Budget{}, timers.WithClock(clk))
+	rep, err := timers.RunDue(ctx, s, p, reg, now, timers.RunConfig{Clock: clk})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Fired)
 	require.Len(t, got, 1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -28,7 +29,7 @@ func ExampleRun() {
 // its guarded batch, and the guard keeps the replay from applying twice.
 func ExampleFaults_CommitThenFailNext() {
 	ctx := context.Background()
-	faults := storetest.WithFaults(storetest.NewReferenceStore(clock.NewManualMs(0)))
+	faults := storetest.NewFaults(storetest.NewReferenceStore(clock.NewManual(time.UnixMilli(0))))
 	p := storetest.Partition{Name: "orders"}
 	key := store.Key("order/1")
 

@@ -148,8 +148,8 @@ type Faults struct {
 	afterRead   []func(ctx context.Context, c Call) error
 }
 
-// WithFaults returns a transparent fault-injecting wrapper of inner.
-func WithFaults(inner store.Store) *Faults { return &Faults{inner: inner} }
+// NewFaults returns a transparent fault-injecting wrapper of inner.
+func NewFaults(inner store.Store) *Faults { return &Faults{inner: inner} }
 
 // Inner returns the wrapped store, for hooks and assertions that must
 // bypass the faults and counters.
@@ -168,7 +168,7 @@ func (f *Faults) addRule(r *rule) *Faults {
 	return f
 }
 
-// FailNth makes call number n (from 1, counted since WithFaults) of method
+// FailNth makes call number n (from 1, counted since NewFaults) of method
 // m fail with an error wrapping err (ErrInjected when nil), without
 // reaching the inner store. It panics when n < 1.
 func (f *Faults) FailNth(m Method, n int, err error) *Faults {
@@ -269,7 +269,7 @@ func (f *Faults) Calls(m Method) int {
 }
 
 // Clear removes every configured fault, delay and hook. Call counts are
-// kept, so FailNth keeps counting from WithFaults.
+// kept, so FailNth keeps counting from NewFaults.
 func (f *Faults) Clear() {
 	f.mu.Lock()
 	f.rules, f.beforeApply, f.afterRead = nil, nil, nil

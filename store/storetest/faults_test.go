@@ -22,8 +22,8 @@ type faultsFixture struct {
 
 func newFaultsFixture(t *testing.T) *faultsFixture {
 	t.Helper()
-	ff := &faultsFixture{f: WithFaults(newDueModel(clock.NewManual(suiteEpoch), fdbLikeCaps)), ctx: t.Context(), p: Partition{Name: "faults"}}
-	_, err := ff.f.Inner().Apply(ff.ctx, ff.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(5000)))
+	ff := &faultsFixture{f: NewFaults(newDueModel(clock.NewManual(suiteEpoch), fdbLikeCaps)), ctx: t.Context(), p: Partition{Name: "faults"}}
+	_, err := ff.f.Inner().Apply(ff.ctx, ff.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(dueT0.Add(5*time.Second)))
 	noErr(t, err, "seeding the store")
 	return ff
 }
@@ -47,7 +47,7 @@ func (ff *faultsFixture) call(m Method) error {
 	case MethodProbe:
 		err = ff.f.Probe(ff.ctx)
 	case MethodScanDue:
-		_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{Until: ms(10_000), Limit: 10})
+		_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{Until: dueT0.Add(10 * time.Second), Limit: 10})
 	case MethodNextWake:
 		_, _, err = ff.f.NextWake(ff.ctx, ff.p)
 	case MethodTransact:
@@ -176,8 +176,8 @@ func TestFaultsCommitThenFailWhen(t *testing.T) {
 func TestFaultsDelay(t *testing.T) {
 	// Faults over Faults: the inner one counts the calls that got through.
 	model := newModel(clock.NewManual(suiteEpoch), fdbLikeCaps)
-	counter := WithFaults(model)
-	f := WithFaults(counter)
+	counter := NewFaults(model)
+	f := NewFaults(counter)
 	p := Partition{Name: "delay"}
 
 	f.Delay(MethodGet, time.Hour).Delay(MethodApply, time.Hour)
@@ -290,21 +290,21 @@ func TestFaultsAfterRead(t *testing.T) {
 func TestFaultsDueIndex(t *testing.T) {
 	ff := newFaultsFixture(t)
 	at, ok, err := ff.f.NextWake(ff.ctx, ff.p)
-	if err != nil || !ok || msOf(at) != 5000 {
+	if err != nil || !ok || !at.Equal(dueT0.Add(5*time.Second)) {
 		t.Fatalf("NextWake = %v, %v, %v; want 5000 through the wrapper", at, ok, err)
 	}
-	ff.f.FailWhen(MethodScanDue, func(c Call) bool { return msOf(c.Until) < 5000 }, nil)
-	es, err := ff.f.ScanDue(ff.ctx, store.DueQuery{Until: ms(5000), Limit: 10})
-	if err != nil || len(es) != 1 || msOf(es[0].At) != 5000 {
+	ff.f.FailWhen(MethodScanDue, func(c Call) bool { return c.Until.Before(dueT0.Add(5 * time.Second)) }, nil)
+	es, err := ff.f.ScanDue(ff.ctx, store.DueQuery{Until: dueT0.Add(5 * time.Second), Limit: 10})
+	if err != nil || len(es) != 1 || !es[0].At.Equal(dueT0.Add(5*time.Second)) {
 		t.Fatalf("ScanDue until 5000 = %v, %v; want the fixture's entry", es, err)
 	}
-	_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{Until: ms(4999), Limit: 10})
+	_, err = ff.f.ScanDue(ff.ctx, store.DueQuery{Until: dueT0.Add(4999 * time.Millisecond), Limit: 10})
 	wantSentinel(t, err, store.ErrUnavailable, "ScanDue matching the failure rule")
 
-	plain := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
+	plain := NewFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	_, _, err = plain.NextWake(ff.ctx, ff.p)
 	wantSentinel(t, err, store.ErrInvalid, "NextWake over a store without a due index")
-	_, err = plain.ScanDue(ff.ctx, store.DueQuery{Until: ms(1), Limit: 1})
+	_, err = plain.ScanDue(ff.ctx, store.DueQuery{Until: dueT0.Add(time.Millisecond), Limit: 1})
 	wantSentinel(t, err, store.ErrInvalid, "ScanDue over a store without a due index")
 }
 
@@ -355,7 +355,7 @@ func TestFaultsClear(t *testing.T) {
 }
 
 func TestFaultsRejectsBadConfiguration(t *testing.T) {
-	f := WithFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
+	f := NewFaults(newModel(clock.NewManual(suiteEpoch), fdbLikeCaps))
 	for name, configure := range map[string]func(){
 		"FailNth(Get, 0)":      func() { f.FailNth(MethodGet, 0, nil) },
 		"FailNth(Method(0))":   func() { f.FailNth(Method(0), 1, nil) },

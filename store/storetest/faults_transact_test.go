@@ -224,7 +224,7 @@ type storeOnlyModel struct{ store.Store }
 // store.Transactor, TransactOnce reads through the Faults and applies the
 // batch with an Apply of its own, faulted as Apply calls are.
 func TestFaultsTransactOverAPlainStore(t *testing.T) {
-	f := WithFaults(storeOnlyModel{newModel(clock.NewManual(suiteEpoch), fdbLikeCaps)})
+	f := NewFaults(storeOnlyModel{newModel(clock.NewManual(suiteEpoch), fdbLikeCaps)})
 	ff := &faultsFixture{f: f, ctx: t.Context(), p: Partition{Name: "plain"}}
 	_, err := f.Inner().Apply(ff.ctx, ff.p, store.NewBatch().Put(store.Key("k"), store.Value("v")))
 	noErr(t, err, "seeding")

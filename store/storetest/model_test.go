@@ -234,7 +234,7 @@ func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 	for i, c := range b.Preconditions {
 		holds := c.Holds(read(rows, c.Key))
 		if c.Op == store.MustWakeAt {
-			holds = cur == msOf(c.Wake)
+			holds = cur == encodeTime(c.Wake)
 		}
 		if !holds {
 			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}
@@ -422,7 +422,7 @@ func (r *modelReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, modelErr(r.p, fmt.Errorf("%w: the store keeps no due index", store.ErrInvalid))
 	}
 	at, ok := r.m.wake[r.id]
-	return ms(at), ok, nil
+	return store.DecodeTime(at), ok, nil
 }
 
 // modelDueBuckets is the model's number of due index buckets.
@@ -461,8 +461,8 @@ func (d dueModel) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEnt
 func listDue(wake map[string]uint64, q store.DueQuery, n int) []store.DueEntry {
 	var out []store.DueEntry
 	for id, at := range wake {
-		e := store.DueEntry{Bucket: modelBucket(id), At: ms(at), Partition: []byte(id)}
-		if at >= msOf(q.From) && at <= msOf(q.Until) && q.Offset(e.Bucket, modelDueBuckets) < n &&
+		e := store.DueEntry{Bucket: modelBucket(id), At: store.DecodeTime(at), Partition: []byte(id)}
+		if at >= encodeTime(q.From) && at <= encodeTime(q.Until) && q.Offset(e.Bucket, modelDueBuckets) < n &&
 			(q.After == nil || compareDue(q, e, *q.After) > 0) {
 			out = append(out, e)
 		}
@@ -481,7 +481,7 @@ func listDue(wake map[string]uint64, q store.DueQuery, n int) []store.DueEntry {
 // compareDue orders entries as a listing q lists them.
 func compareDue(q store.DueQuery, a, b store.DueEntry) int {
 	return cmp.Or(cmp.Compare(q.Offset(a.Bucket, modelDueBuckets), q.Offset(b.Bucket, modelDueBuckets)),
-		cmp.Compare(msOf(a.At), msOf(b.At)), bytes.Compare(a.Partition, b.Partition))
+		cmp.Compare(encodeTime(a.At), encodeTime(b.At)), bytes.Compare(a.Partition, b.Partition))
 }
 
 func (d dueModel) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
@@ -492,7 +492,7 @@ func (d dueModel) NextWake(ctx context.Context, p store.Partition) (time.Time, b
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at, ok := d.wake[id]
-	return ms(at), ok, nil
+	return store.DecodeTime(at), ok, nil
 }
 
 func (m *model) Capabilities() store.Capabilities { return m.caps }
@@ -574,3 +574,11 @@ var (
 	_ store.DueIndex   = dueModel{}
 	_ store.WakeReader = (*modelReader)(nil)
 )
+
+// encodeTime is t as stored data holds it (store.EncodeTime): the models
+// keep times so, and only the times of validated batches and queries
+// (none before the epoch) reach them.
+func encodeTime(t time.Time) uint64 {
+	u, _ := store.EncodeTime(t)
+	return u
+}

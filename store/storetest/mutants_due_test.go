@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -53,7 +52,7 @@ func (s ignoresWakeup) Apply(ctx context.Context, p store.Partition, b *store.Ba
 func forceWake(_ context.Context, _ dueModel, _ store.Partition, b *store.Batch, at uint64) *store.Batch {
 	nb := b.Clone()
 	nb.Preconditions = slices.DeleteFunc(nb.Preconditions, func(c store.Precondition) bool { return c.Op == store.MustWakeAt })
-	nb.Wakeup = &store.Wakeup{At: ms(at), Exact: true}
+	nb.Wakeup = &store.Wakeup{At: store.DecodeTime(at), Exact: true}
 	return nb
 }
 
@@ -65,8 +64,8 @@ func wakeGuard(b *store.Batch) int {
 type wakeAtRaises struct{ dueModel }
 
 func (s wakeAtRaises) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
-	if b != nil && b.Wakeup != nil && !b.Wakeup.Exact && msOf(b.Wakeup.At) != 0 {
-		b = forceWake(ctx, s.dueModel, p, b, msOf(b.Wakeup.At))
+	if b != nil && b.Wakeup != nil && !b.Wakeup.Exact && encodeTime(b.Wakeup.At) != 0 {
+		b = forceWake(ctx, s.dueModel, p, b, encodeTime(b.Wakeup.At))
 	}
 	return s.dueModel.Apply(ctx, p, b)
 }
@@ -75,7 +74,7 @@ type setWakeUnguarded struct{ dueModel }
 
 func (s setWakeUnguarded) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
 	if b != nil && b.Wakeup != nil && b.Wakeup.Exact {
-		b = forceWake(ctx, s.dueModel, p, b, msOf(b.Wakeup.At))
+		b = forceWake(ctx, s.dueModel, p, b, encodeTime(b.Wakeup.At))
 	}
 	return s.dueModel.Apply(ctx, p, b)
 }
@@ -84,7 +83,7 @@ func (s setWakeUnguarded) Apply(ctx context.Context, p store.Partition, b *store
 type ceilingIgnored struct{ dueModel }
 
 func (s ceilingIgnored) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
-	if b != nil && b.Wakeup != nil && msOf(b.Wakeup.Ceiling) != 0 {
+	if b != nil && b.Wakeup != nil && encodeTime(b.Wakeup.Ceiling) != 0 {
 		b = b.Clone()
 		w := *b.Wakeup
 		w.Ceiling = time.Time{}
@@ -108,12 +107,12 @@ func (s wakeupDespiteFailure) Apply(ctx context.Context, p store.Partition, b *s
 type dueByPartition struct{ dueModel }
 
 func (s dueByPartition) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
-	all, err := s.dueModel.ScanDue(ctx, store.DueQuery{From: ms(msOf(q.From)), Until: ms(msOf(q.Until)), Start: q.Start, Buckets: q.Buckets, Limit: 1 << 20})
+	all, err := s.dueModel.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(encodeTime(q.From)), Until: store.DecodeTime(encodeTime(q.Until)), Start: q.Start, Buckets: q.Buckets, Limit: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
 	byPartition := func(a, b store.DueEntry) int {
-		return cmp.Or(bytes.Compare(a.Partition, b.Partition), cmp.Compare(msOf(a.At), msOf(b.At)))
+		return cmp.Or(bytes.Compare(a.Partition, b.Partition), cmp.Compare(encodeTime(a.At), encodeTime(b.At)))
 	}
 	slices.SortFunc(all, byPartition)
 	if q.After != nil {
@@ -130,7 +129,7 @@ type staleDue struct {
 }
 
 func (s *staleDue) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry, error) {
-	es, err := s.dueModel.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1 << 20})
+	es, err := s.dueModel.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +142,7 @@ func (s *staleDue) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEn
 	old := map[string]uint64{}
 	var out []store.DueEntry
 	for _, e := range s.old {
-		old[string(e.Partition)] = msOf(e.At)
+		old[string(e.Partition)] = encodeTime(e.At)
 		out = append(out, listDue(old, q, q.Buckets+modelDueBuckets*btoi(q.Buckets == 0))...)
 		delete(old, string(e.Partition))
 	}
@@ -160,7 +159,7 @@ func btoi(b bool) int {
 }
 
 func (s *staleDue) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
-	_, _ = s.ScanDue(ctx, store.DueQuery{Until: ms(1 << 63), Limit: 1}) // records the wake times before the batch
+	_, _ = s.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1}) // records the wake times before the batch
 	return s.dueModel.Apply(ctx, p, b)
 }
 
@@ -176,9 +175,9 @@ func (s wakeAtReadThenSet) Apply(ctx context.Context, p store.Partition, b *stor
 	if err != nil {
 		return store.BatchOutcome{}, err
 	}
-	at := msOf(b.Wakeup.At)
+	at := encodeTime(b.Wakeup.At)
 	if ok {
-		at = min(at, msOf(cur))
+		at = min(at, encodeTime(cur))
 	}
 	time.Sleep(time.Millisecond) // wide enough that racing batches overlap even on a loaded machine
 	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, at))
@@ -199,5 +198,5 @@ func (s setWakeCheckThenSet) Apply(ctx context.Context, p store.Partition, b *st
 		return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: b.Preconditions[i], FailedIndex: i}, err
 	}
 	time.Sleep(time.Millisecond) // wide enough that racing batches overlap even on a loaded machine
-	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, msOf(b.Wakeup.At)))
+	return s.dueModel.Apply(ctx, p, forceWake(ctx, s.dueModel, p, b, encodeTime(b.Wakeup.At)))
 }

@@ -33,7 +33,7 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("ModelBehindFaults", func(t *testing.T) {
 		t.Parallel()
-		Run(t, func(t *testing.T, clk clock.Clock) store.Store { return WithFaults(newDueModel(clk, smallCaps)) })
+		Run(t, func(t *testing.T, clk clock.Clock) store.Store { return NewFaults(newDueModel(clk, smallCaps)) })
 	})
 	t.Run("ModelWithoutLookahead", func(t *testing.T) {
 		t.Parallel()

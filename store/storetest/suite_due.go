@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mkit-dev/mkitfdb/internal/mstime"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -42,31 +40,35 @@ func (f *fixture) dueIndex(t testing.TB) store.DueIndex {
 	return di
 }
 
-// wake reads p's wake time, 0 for none.
-func (f *fixture) wake(t testing.TB, di store.DueIndex, p store.Partition) uint64 {
+// dueT0 is the base of the due checks' wake times: each is a duration
+// after it, all of them before the store's clock (suiteEpoch), so that
+// they are due.
+var dueT0 = time.Unix(0, 0)
+
+// wake reads p's wake time, the zero Time for none.
+func (f *fixture) wake(t testing.TB, di store.DueIndex, p store.Partition) time.Time {
 	t.Helper()
 	wake, ok, err := di.NextWake(f.ctx, p)
 	noErr(t, err, fmt.Sprintf("NextWake(%v)", p))
-	at := msOf(wake)
-	if ok == (at == 0) {
-		t.Fatalf("NextWake(%v) = %d, %v: a wake time is never 0, and none is reported as ok false", p, at, ok)
+	if ok == wake.IsZero() {
+		t.Fatalf("NextWake(%v) = %v, %v: a wake time is never the zero Time, and none is reported as ok false", p, wake, ok)
 	}
-	return at
+	return wake
 }
 
-func (f *fixture) wantWake(t testing.TB, di store.DueIndex, p store.Partition, want uint64) {
+func (f *fixture) wantWake(t testing.TB, di store.DueIndex, p store.Partition, want time.Time) {
 	t.Helper()
-	if got := f.wake(t, di, p); got != want {
-		t.Fatalf("wake time of %v = %d, want %d (0: none)", p, got, want)
+	if got := f.wake(t, di, p); !got.Equal(want) {
+		t.Fatalf("wake time of %v = %v, want %v (the zero Time: none)", p, got, want)
 	}
 }
 
-// dueEntry is the due index entry of p at atMs.
-func dueEntry(t testing.TB, p store.Partition, atMs uint64) store.DueEntry {
+// dueEntry is the due index entry of p at at.
+func dueEntry(t testing.TB, p store.Partition, at time.Time) store.DueEntry {
 	t.Helper()
 	id, err := p.AppendTuple(nil)
 	noErr(t, err, "AppendTuple")
-	return store.DueEntry{At: ms(atMs), Partition: id}
+	return store.DueEntry{At: at, Partition: id}
 }
 
 // scanDue pages through the due index as q selects, q.Limit entries a
@@ -126,28 +128,28 @@ func sameEntries(a, b []store.DueEntry) bool {
 	})
 }
 
-// wantDue checks that every listing of the entries due by untilMs, from
+// wantDue checks that every listing of the entries due by until, from
 // every bucket and in pages of several sizes, holds exactly want (by
 // time, then identity; their buckets are the store's), each partition
 // once and always in the same bucket.
-func (f *fixture) wantDue(t testing.TB, di store.DueIndex, untilMs uint64, want []store.DueEntry) {
+func (f *fixture) wantDue(t testing.TB, di store.DueIndex, until time.Time, want []store.DueEntry) {
 	t.Helper()
 	want = byTime(want)
 	bucketOf := map[string]int{}
 	for start := range di.DueBuckets() {
 		for _, limit := range []int{1, 2, 1000} {
-			got := f.scanDue(t, di, store.DueQuery{Until: ms(untilMs), Start: start, Limit: limit})
+			got := f.scanDue(t, di, store.DueQuery{Until: until, Start: start, Limit: limit})
 			for _, e := range got {
 				if b, seen := bucketOf[string(e.Partition)]; seen && b != e.Bucket {
-					t.Fatalf("ScanDue until %d from bucket %d: %x listed in bucket %d, before in %d", untilMs, start, e.Partition, e.Bucket, b)
+					t.Fatalf("ScanDue until %v from bucket %d: %x listed in bucket %d, before in %d", until, start, e.Partition, e.Bucket, b)
 				}
 				if e.Bucket < 0 || e.Bucket >= di.DueBuckets() {
-					t.Fatalf("ScanDue until %d: entry %v in bucket %d of %d", untilMs, e, e.Bucket, di.DueBuckets())
+					t.Fatalf("ScanDue until %v: entry %v in bucket %d of %d", until, e, e.Bucket, di.DueBuckets())
 				}
 				bucketOf[string(e.Partition)] = e.Bucket
 			}
 			if got := byTime(got); !sameEntries(got, want) {
-				t.Fatalf("ScanDue until %d from bucket %d limit %d:\n got %v\nwant %v", untilMs, start, limit, got, want)
+				t.Fatalf("ScanDue until %v from bucket %d limit %d:\n got %v\nwant %v", until, start, limit, got, want)
 			}
 		}
 	}
@@ -160,10 +162,10 @@ func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 	if _, ok := f.s.(store.DueIndex); ok {
 		t.Skip("the store keeps a due index")
 	}
-	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(1000)), "Put with WakeAt")
-	f.rejects(t, store.NewBatch().WakeAt(ms(1000)), "WakeAt alone")
-	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(ms(0), ms(1000)), "Put with SetWake")
-	f.rejects(t, store.NewBatch().Require(store.WakeIs(ms(0))).Put(store.Key("k"), store.Value("v")), "Put guarded by WakeIs")
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(dueT0.Add(time.Second)), "Put with WakeAt")
+	f.rejects(t, store.NewBatch().WakeAt(dueT0.Add(time.Second)), "WakeAt alone")
+	f.rejects(t, store.NewBatch().Put(store.Key("k"), store.Value("v")).SetWake(time.Time{}, dueT0.Add(time.Second)), "Put with SetWake")
+	f.rejects(t, store.NewBatch().Require(store.WakeIs(time.Time{})).Put(store.Key("k"), store.Value("v")), "Put guarded by WakeIs")
 }
 
 // testWakeAtLowers: WakeAt sets a partition's wake time to the earlier of
@@ -171,17 +173,17 @@ func testWakeupRejectedWithoutIndex(t *testing.T, f *fixture) {
 // carry nothing but a Wakeup.
 func testWakeAtLowers(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.wantWake(t, di, f.p, 0)
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(5000)), store.Committed, "Put with WakeAt(5000)")
+	f.wantWake(t, di, f.p, time.Time{})
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(dueT0.Add(5*time.Second)), store.Committed, "Put with WakeAt(5000)")
 	f.wantValue(t, f.p, store.Key("timer"), store.Value("t"))
-	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(7000)), store.Committed, "WakeAt(7000) alone")
-	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt(3000) alone")
-	f.wantWake(t, di, f.p, 3000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt(3000) again")
-	f.wantWake(t, di, f.p, 3000)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000)})
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(7*time.Second)), store.Committed, "WakeAt(7000) alone")
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(3*time.Second)), store.Committed, "WakeAt(3000) alone")
+	f.wantWake(t, di, f.p, dueT0.Add(3*time.Second))
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(3*time.Second)), store.Committed, "WakeAt(3000) again")
+	f.wantWake(t, di, f.p, dueT0.Add(3*time.Second))
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, dueT0.Add(3*time.Second))})
 }
 
 // testSetWakeGuarded: SetWake replaces the wake time (raising, lowering or
@@ -198,34 +200,34 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 			t.Fatalf("%s: failed precondition %d %v, want %d %v", what, out.FailedIndex, out.Failed, i, b.Preconditions[i])
 		}
 	}
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(1), ms(4000)), "SetWake expecting 1 when none")
-	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(4000)), store.Committed, "SetWake expecting none")
-	f.wantWake(t, di, f.p, 4000)
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(dueT0.Add(time.Millisecond), dueT0.Add(4*time.Second)), "SetWake expecting 1 when none")
+	f.apply(t, f.p, store.NewBatch().SetWake(time.Time{}, dueT0.Add(4*time.Second)), store.Committed, "SetWake expecting none")
+	f.wantWake(t, di, f.p, dueT0.Add(4*time.Second))
 
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(999), ms(5000)), "SetWake expecting 999 at 4000")
-	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(0), ms(5000)), "SetWake expecting none at 4000")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(dueT0.Add(999*time.Millisecond), dueT0.Add(5*time.Second)), "SetWake expecting 999 at 4000")
+	wantWakeFailed(store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(time.Time{}, dueT0.Add(5*time.Second)), "SetWake expecting none at 4000")
 	// Preconditions are checked in order: a row guard before the WakeIs
 	// that holds, then the WakeIs that fails at index 1, before a row
 	// guard that would fail too.
 	f.put(t, f.p, "g", "1")
-	b := store.NewBatch().Require(store.Equals(store.Key("g"), store.Value("1"))).SetWake(ms(999), ms(5000)).Require(store.Absent(store.Key("g"))).Put(store.Key("w"), store.Value("x"))
+	b := store.NewBatch().Require(store.Equals(store.Key("g"), store.Value("1"))).SetWake(dueT0.Add(999*time.Millisecond), dueT0.Add(5*time.Second)).Require(store.Absent(store.Key("g"))).Put(store.Key("w"), store.Value("x"))
 	out := f.apply(t, f.p, b, store.PreconditionFailed, "row guard, failing WakeIs, failing row guard")
-	if out.FailedIndex != 1 || !samePrecondition(out.Failed, store.WakeIs(ms(999))) {
-		t.Fatalf("row guard, failing WakeIs, failing row guard: failed precondition %d %v, want 1 %v", out.FailedIndex, out.Failed, store.WakeIs(ms(999)))
+	if out.FailedIndex != 1 || !samePrecondition(out.Failed, store.WakeIs(dueT0.Add(999*time.Millisecond))) {
+		t.Fatalf("row guard, failing WakeIs, failing row guard: failed precondition %d %v, want 1 %v", out.FailedIndex, out.Failed, store.WakeIs(dueT0.Add(999*time.Millisecond)))
 	}
-	f.apply(t, f.p, store.NewBatch().Require(store.WakeIs(ms(4000))).Put(store.Key("checked"), store.Value("x")), store.Committed, "WakeIs(4000) alone guarding a put")
+	f.apply(t, f.p, store.NewBatch().Require(store.WakeIs(dueT0.Add(4*time.Second))).Put(store.Key("checked"), store.Value("x")), store.Committed, "WakeIs(4000) alone guarding a put")
 	f.wantValue(t, f.p, store.Key("checked"), store.Value("x"))
 	f.wantAbsent(t, f.p, store.Key("w"))
-	f.wantWake(t, di, f.p, 4000)
+	f.wantWake(t, di, f.p, dueT0.Add(4*time.Second))
 
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(4000), ms(6000)), store.Committed, "SetWake raising 4000 to 6000")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(dueT0.Add(4*time.Second), dueT0.Add(6*time.Second)), store.Committed, "SetWake raising 4000 to 6000")
 	f.wantValue(t, f.p, store.Key("w"), store.Value("x"))
-	f.wantWake(t, di, f.p, 6000)
-	f.apply(t, f.p, store.NewBatch().SetWake(ms(6000), ms(0)), store.Committed, "SetWake clearing 6000")
-	f.wantWake(t, di, f.p, 0)
-	f.wantDue(t, di, math.MaxUint64, nil)
-	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(0)), store.Committed, "SetWake clearing none")
-	f.wantWake(t, di, f.p, 0)
+	f.wantWake(t, di, f.p, dueT0.Add(6*time.Second))
+	f.apply(t, f.p, store.NewBatch().SetWake(dueT0.Add(6*time.Second), time.Time{}), store.Committed, "SetWake clearing 6000")
+	f.wantWake(t, di, f.p, time.Time{})
+	f.wantDue(t, di, store.MaxTime, nil)
+	f.apply(t, f.p, store.NewBatch().SetWake(time.Time{}, time.Time{}), store.Committed, "SetWake clearing none")
+	f.wantWake(t, di, f.p, time.Time{})
 }
 
 // testWakeCeiling: a wake time set with a ceiling (SetWakeCeiling) is
@@ -234,49 +236,49 @@ func testSetWakeGuarded(t *testing.T, f *fixture) {
 // ceiling at or above its wake time is invalid.
 func testWakeCeiling(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	const parked = math.MaxUint64
-	f.rejects(t, store.NewBatch().SetWakeCeiling(ms(0), ms(5000), ms(5000)), "SetWakeCeiling with the ceiling at the wake time")
-	f.rejects(t, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWakeCeiling(ms(0), ms(5000), ms(6000)), "SetWakeCeiling with the ceiling above the wake time")
-	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(ms(0), ms(parked), ms(5000)), store.Committed, "SetWakeCeiling(parked, ceiling 5000)")
+	parked := store.MaxTime
+	f.rejects(t, store.NewBatch().SetWakeCeiling(time.Time{}, dueT0.Add(5*time.Second), dueT0.Add(5*time.Second)), "SetWakeCeiling with the ceiling at the wake time")
+	f.rejects(t, store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWakeCeiling(time.Time{}, dueT0.Add(5*time.Second), dueT0.Add(6*time.Second)), "SetWakeCeiling with the ceiling above the wake time")
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(time.Time{}, parked, dueT0.Add(5*time.Second)), store.Committed, "SetWakeCeiling(parked, ceiling 5000)")
 	f.wantWake(t, di, f.p, parked)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, parked)})
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(90_000)), store.Committed, "WakeAt(90000) under the ceiling 5000")
-	f.wantWake(t, di, f.p, 5000)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 5000)})
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(80_000)), store.Committed, "WakeAt(80000) once the ceiling is gone")
-	f.wantWake(t, di, f.p, 5000)
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(4000)), store.Committed, "WakeAt(4000)")
-	f.wantWake(t, di, f.p, 4000)
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, parked)})
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(dueT0.Add(90*time.Second)), store.Committed, "WakeAt(90000) under the ceiling 5000")
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, dueT0.Add(5*time.Second))})
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(80*time.Second)), store.Committed, "WakeAt(80000) once the ceiling is gone")
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(4*time.Second)), store.Committed, "WakeAt(4000)")
+	f.wantWake(t, di, f.p, dueT0.Add(4*time.Second))
 
-	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(ms(4000), ms(parked), ms(6000)), store.Committed, "SetWakeCeiling(parked, ceiling 6000)")
-	f.apply(t, f.p, store.NewBatch().SetWake(ms(parked), ms(parked)), store.Committed, "SetWake(parked) clearing the ceiling")
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(90_000)), store.Committed, "WakeAt(90000) without a ceiling")
-	f.wantWake(t, di, f.p, 90_000)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 90_000)})
+	f.apply(t, f.p, store.NewBatch().SetWakeCeiling(dueT0.Add(4*time.Second), parked, dueT0.Add(6*time.Second)), store.Committed, "SetWakeCeiling(parked, ceiling 6000)")
+	f.apply(t, f.p, store.NewBatch().SetWake(parked, parked), store.Committed, "SetWake(parked) clearing the ceiling")
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(90*time.Second)), store.Committed, "WakeAt(90000) without a ceiling")
+	f.wantWake(t, di, f.p, dueT0.Add(90*time.Second))
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, dueT0.Add(90*time.Second))})
 }
 
 // testWakeupOnlyWithItsBatch: a batch that does not commit (failed guard,
 // passed deadline, invalid, cancelled) leaves the wake time alone.
 func testWakeupOnlyWithItsBatch(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.apply(t, f.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(ms(5000)), store.Committed, "WakeAt(5000)")
+	f.apply(t, f.p, store.NewBatch().Put(store.Key("k"), store.Value("v")).WakeAt(dueT0.Add(5*time.Second)), store.Committed, "WakeAt(5000)")
 
-	f.apply(t, f.p, store.NewBatch().Require(store.Absent(store.Key("k"))).WakeAt(ms(1000)), store.PreconditionFailed, "WakeAt with a failing guard")
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(1000)).WithDeadline(f.clk.Now().Add(-time.Millisecond)), store.DeadlinePassed, "WakeAt past its deadline")
+	f.apply(t, f.p, store.NewBatch().Require(store.Absent(store.Key("k"))).WakeAt(dueT0.Add(time.Second)), store.PreconditionFailed, "WakeAt with a failing guard")
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(time.Second)).WithDeadline(f.clk.Now().Add(-time.Millisecond)), store.DeadlinePassed, "WakeAt past its deadline")
 	for name, b := range map[string]*store.Batch{
-		"WakeAt(0)":                 store.NewBatch().Put(store.Key("x"), store.Value("x")).WakeAt(ms(0)),
-		"WakeAt with an empty key":  store.NewBatch().Put(store.Key{}, store.Value("x")).WakeAt(ms(1000)),
-		"WakeAt with an unknown op": store.NewBatch().Add(store.Write{Op: 9, Key: store.Key("x")}).WakeAt(ms(1000)),
+		"WakeAt(0)":                 store.NewBatch().Put(store.Key("x"), store.Value("x")).WakeAt(time.Time{}),
+		"WakeAt with an empty key":  store.NewBatch().Put(store.Key{}, store.Value("x")).WakeAt(dueT0.Add(time.Second)),
+		"WakeAt with an unknown op": store.NewBatch().Add(store.Write{Op: 9, Key: store.Key("x")}).WakeAt(dueT0.Add(time.Second)),
 	} {
 		_, err := f.s.Apply(f.ctx, f.p, b)
 		wantSentinel(t, err, store.ErrInvalid, name)
 	}
-	_, err := f.s.Apply(cancelledContext(f.ctx), f.p, store.NewBatch().WakeAt(ms(1000)))
+	_, err := f.s.Apply(cancelledContext(f.ctx), f.p, store.NewBatch().WakeAt(dueT0.Add(time.Second)))
 	if !wrapsOneOf(err, store.ErrUnavailable, store.ErrUnknownResult) {
 		t.Fatalf("WakeAt with a cancelled context: error %v, want ErrUnavailable or ErrUnknownResult", err)
 	}
-	f.wantWake(t, di, f.p, 5000)
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 5000)})
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, dueT0.Add(5*time.Second))})
 	f.wantRows(t, f.p, rows("k", "v"))
 }
 
@@ -284,18 +286,18 @@ func testWakeupOnlyWithItsBatch(t *testing.T, f *fixture) {
 // unencodable partition is ErrInvalid for NextWake and for a Wakeup.
 func testWakePerPartition(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.apply(t, f.p, store.NewBatch().WakeAt(ms(3000)), store.Committed, "WakeAt in p")
-	f.apply(t, f.other, store.NewBatch().WakeAt(ms(8000)), store.Committed, "WakeAt in other")
-	f.wantWake(t, di, f.p, 3000)
-	f.wantWake(t, di, f.other, 8000)
-	f.wantWake(t, di, Partition{Name: "suite-third"}, 0)
+	f.apply(t, f.p, store.NewBatch().WakeAt(dueT0.Add(3*time.Second)), store.Committed, "WakeAt in p")
+	f.apply(t, f.other, store.NewBatch().WakeAt(dueT0.Add(8*time.Second)), store.Committed, "WakeAt in other")
+	f.wantWake(t, di, f.p, dueT0.Add(3*time.Second))
+	f.wantWake(t, di, f.other, dueT0.Add(8*time.Second))
+	f.wantWake(t, di, Partition{Name: "suite-third"}, time.Time{})
 	for _, p := range []store.Partition{Partition{Name: "x", Broken: true}, Partition{}, nil} {
 		_, _, err := di.NextWake(f.ctx, p)
 		wantSentinel(t, err, store.ErrInvalid, "NextWake on "+store.PartitionName(p))
-		_, err = f.s.Apply(f.ctx, p, store.NewBatch().WakeAt(ms(1000)))
+		_, err = f.s.Apply(f.ctx, p, store.NewBatch().WakeAt(dueT0.Add(time.Second)))
 		wantSentinel(t, err, store.ErrInvalid, "WakeAt on "+store.PartitionName(p))
 	}
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, 3000), dueEntry(t, f.other, 8000)})
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, dueT0.Add(3*time.Second)), dueEntry(t, f.other, dueT0.Add(8*time.Second))})
 }
 
 // dueFixturePartitions are five partitions with wake times, and the due
@@ -305,15 +307,15 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 	ps := map[string]store.Partition{}
 	for _, w := range []struct {
 		name string
-		at   uint64
-	}{{"due-b", 3000}, {"due-a", 3000}, {"due-c", 1000}, {"due-e", 9000}, {"due-d", 2000}} {
+		at   time.Duration // after dueT0
+	}{{"due-b", 3 * time.Second}, {"due-a", 3 * time.Second}, {"due-c", time.Second}, {"due-e", 9 * time.Second}, {"due-d", 2 * time.Second}} {
 		p := Partition{Name: w.name}
 		ps[w.name] = p
-		f.apply(t, p, store.NewBatch().Put(store.Key("timer"), store.Value(w.name)).WakeAt(ms(w.at)), store.Committed, "WakeAt in "+w.name)
+		f.apply(t, p, store.NewBatch().Put(store.Key("timer"), store.Value(w.name)).WakeAt(dueT0.Add(w.at)), store.Committed, "WakeAt in "+w.name)
 	}
 	return ps, []store.DueEntry{
-		dueEntry(t, ps["due-c"], 1000), dueEntry(t, ps["due-d"], 2000),
-		dueEntry(t, ps["due-a"], 3000), dueEntry(t, ps["due-b"], 3000), dueEntry(t, ps["due-e"], 9000),
+		dueEntry(t, ps["due-c"], dueT0.Add(time.Second)), dueEntry(t, ps["due-d"], dueT0.Add(2*time.Second)),
+		dueEntry(t, ps["due-a"], dueT0.Add(3*time.Second)), dueEntry(t, ps["due-b"], dueT0.Add(3*time.Second)), dueEntry(t, ps["due-e"], dueT0.Add(9*time.Second)),
 	}
 }
 
@@ -324,32 +326,32 @@ func dueFixturePartitions(t testing.TB, f *fixture) (map[string]store.Partition,
 // of range is ErrInvalid.
 func testScanDue(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	f.wantDue(t, di, math.MaxUint64, nil)
+	f.wantDue(t, di, store.MaxTime, nil)
 	_, all := dueFixturePartitions(t, f)
 
-	f.wantDue(t, di, 0, nil)
-	f.wantDue(t, di, 999, nil)
-	f.wantDue(t, di, 1000, all[:1])
-	f.wantDue(t, di, 2999, all[:2])
-	f.wantDue(t, di, 3000, all[:4])
-	f.wantDue(t, di, math.MaxUint64, all)
+	f.wantDue(t, di, time.Time{}, nil)
+	f.wantDue(t, di, dueT0.Add(999*time.Millisecond), nil)
+	f.wantDue(t, di, dueT0.Add(time.Second), all[:1])
+	f.wantDue(t, di, dueT0.Add(2999*time.Millisecond), all[:2])
+	f.wantDue(t, di, dueT0.Add(3*time.Second), all[:4])
+	f.wantDue(t, di, store.MaxTime, all)
 
 	buckets := di.DueBuckets()
 	for start := range buckets {
-		listing := f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Start: start, Limit: 1000})
+		listing := f.scanDue(t, di, store.DueQuery{Until: store.MaxTime, Start: start, Limit: 1000})
 		for i, after := range listing {
-			got := f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Start: start, After: &after, Limit: 2})
+			got := f.scanDue(t, di, store.DueQuery{Until: store.MaxTime, Start: start, After: &after, Limit: 2})
 			if !sameEntries(got, listing[i+1:]) {
 				t.Fatalf("ScanDue from bucket %d after entry %d:\n got %v\nwant %v", start, i, got, listing[i+1:])
 			}
 		}
 		// Resuming after an entry not in the index, in the bucket of the
 		// listing's second entry.
-		between := store.DueEntry{Bucket: listing[1].Bucket, At: ms(2500), Partition: []byte("\x02zzz\x00")}
-		q := store.DueQuery{Until: ms(3000), Start: start, After: &between, Limit: 10}
+		between := store.DueEntry{Bucket: listing[1].Bucket, At: dueT0.Add(2500 * time.Millisecond), Partition: []byte("\x02zzz\x00")}
+		q := store.DueQuery{Until: dueT0.Add(3 * time.Second), Start: start, After: &between, Limit: 10}
 		var want []store.DueEntry
 		for _, e := range listing {
-			if msOf(e.At) <= 3000 && listingOrder(q, buckets, e, between) > 0 {
+			if !e.At.After(q.Until) && listingOrder(q, buckets, e, between) > 0 {
 				want = append(want, e)
 			}
 		}
@@ -357,27 +359,27 @@ func testScanDue(t *testing.T, f *fixture) {
 			t.Fatalf("ScanDue from bucket %d after an entry not in the index:\n got %v\nwant %v", start, got, want)
 		}
 		// Some buckets only, from start.
-		some := store.DueQuery{Until: ms(math.MaxUint64), Start: start, Buckets: 1 + start%buckets, Limit: 3}
+		some := store.DueQuery{Until: store.MaxTime, Start: start, Buckets: 1 + start%buckets, Limit: 3}
 		want = slices.DeleteFunc(slices.Clone(listing), func(e store.DueEntry) bool { return some.Offset(e.Bucket, buckets) >= some.Buckets })
 		if got := f.scanDue(t, di, some); !sameEntries(got, want) {
 			t.Fatalf("ScanDue of %d buckets from %d:\n got %v\nwant %v", some.Buckets, start, got, want)
 		}
 	}
 
-	// FromMs bounds the times from below.
-	got := f.scanDue(t, di, store.DueQuery{From: ms(2000), Until: ms(3000), Limit: 2})
+	// From bounds the times from below.
+	got := f.scanDue(t, di, store.DueQuery{From: dueT0.Add(2 * time.Second), Until: dueT0.Add(3 * time.Second), Limit: 2})
 	if !sameEntries(byTime(got), all[1:4]) {
 		t.Fatalf("ScanDue of [2000, 3000]:\n got %v\nwant %v", byTime(got), all[1:4])
 	}
-	if got := f.scanDue(t, di, store.DueQuery{From: ms(3001), Until: ms(3000), Limit: 2}); len(got) != 0 {
+	if got := f.scanDue(t, di, store.DueQuery{From: dueT0.Add(3001 * time.Millisecond), Until: dueT0.Add(3 * time.Second), Limit: 2}); len(got) != 0 {
 		t.Fatalf("ScanDue of an empty time range: %v", got)
 	}
 
 	// PerBucket: the first entries of each bucket.
-	es, err := di.ScanDue(f.ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100, PerBucket: 1})
+	es, err := di.ScanDue(f.ctx, store.DueQuery{Until: store.MaxTime, Limit: 100, PerBucket: 1})
 	noErr(t, err, "ScanDue with PerBucket 1")
 	firsts := map[int]store.DueEntry{}
-	for _, e := range f.scanDue(t, di, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100}) {
+	for _, e := range f.scanDue(t, di, store.DueQuery{Until: store.MaxTime, Limit: 100}) {
 		if _, ok := firsts[e.Bucket]; !ok {
 			firsts[e.Bucket] = e
 		}
@@ -392,13 +394,13 @@ func testScanDue(t *testing.T, f *fixture) {
 	}
 
 	for name, q := range map[string]store.DueQuery{
-		"limit 0":                     {Until: ms(10)},
-		"negative per-bucket limit":   {Until: ms(10), Limit: 1, PerBucket: -1},
-		"start past the last bucket":  {Until: ms(10), Limit: 1, Start: buckets},
-		"negative start":              {Until: ms(10), Limit: 1, Start: -1},
-		"more buckets than the index": {Until: ms(10), Limit: 1, Buckets: buckets + 1},
-		"after in an unlisted bucket": {Until: ms(10), Limit: 1, Buckets: 1, After: &store.DueEntry{Bucket: 1, At: ms(1)}},
-		"after in no bucket":          {Until: ms(10), Limit: 1, After: &store.DueEntry{Bucket: buckets, At: ms(1)}},
+		"limit 0":                     {Until: dueT0.Add(10 * time.Millisecond)},
+		"negative per-bucket limit":   {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, PerBucket: -1},
+		"start past the last bucket":  {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, Start: buckets},
+		"negative start":              {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, Start: -1},
+		"more buckets than the index": {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, Buckets: buckets + 1},
+		"after in an unlisted bucket": {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, Buckets: 1, After: &store.DueEntry{Bucket: 1, At: dueT0.Add(time.Millisecond)}},
+		"after in no bucket":          {Until: dueT0.Add(10 * time.Millisecond), Limit: 1, After: &store.DueEntry{Bucket: buckets, At: dueT0.Add(time.Millisecond)}},
 	} {
 		if name == "after in an unlisted bucket" && buckets == 1 {
 			continue
@@ -414,14 +416,14 @@ func testScanDue(t *testing.T, f *fixture) {
 func testScanDueFollowsChanges(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
 	ps, _ := dueFixturePartitions(t, f)
-	f.apply(t, ps["due-e"], store.NewBatch().WakeAt(ms(500)), store.Committed, "lowering due-e to 500")
-	f.apply(t, ps["due-d"], store.NewBatch().SetWake(ms(2000), ms(0)), store.Committed, "clearing due-d")
-	f.apply(t, ps["due-c"], store.NewBatch().SetWake(ms(1000), ms(4000)), store.Committed, "raising due-c to 4000")
-	f.wantDue(t, di, math.MaxUint64, []store.DueEntry{
-		dueEntry(t, ps["due-e"], 500), dueEntry(t, ps["due-a"], 3000),
-		dueEntry(t, ps["due-b"], 3000), dueEntry(t, ps["due-c"], 4000),
+	f.apply(t, ps["due-e"], store.NewBatch().WakeAt(dueT0.Add(500*time.Millisecond)), store.Committed, "lowering due-e to 500")
+	f.apply(t, ps["due-d"], store.NewBatch().SetWake(dueT0.Add(2*time.Second), time.Time{}), store.Committed, "clearing due-d")
+	f.apply(t, ps["due-c"], store.NewBatch().SetWake(dueT0.Add(time.Second), dueT0.Add(4*time.Second)), store.Committed, "raising due-c to 4000")
+	f.wantDue(t, di, store.MaxTime, []store.DueEntry{
+		dueEntry(t, ps["due-e"], dueT0.Add(500*time.Millisecond)), dueEntry(t, ps["due-a"], dueT0.Add(3*time.Second)),
+		dueEntry(t, ps["due-b"], dueT0.Add(3*time.Second)), dueEntry(t, ps["due-c"], dueT0.Add(4*time.Second)),
 	})
-	f.wantWake(t, di, ps["due-d"], 0)
+	f.wantWake(t, di, ps["due-d"], time.Time{})
 }
 
 // testConcurrentWakeAt: racing WakeAt batches on one partition, each
@@ -441,7 +443,7 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 	)
 	polled := make(chan int)
 	go func() {
-		n, last := 0, uint64(math.MaxUint64)
+		n, last := 0, store.MaxTime
 		defer func() { polled <- n }()
 		for !done.Load() {
 			wake, ok, err := di.NextWake(f.ctx, f.p)
@@ -449,9 +451,9 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 				t.Errorf("NextWake: %v", err)
 				return
 			}
-			at := msOf(wake)
-			if ok && at > last {
-				t.Errorf("wake time rose from %d to %d under WakeAt alone", last, at)
+			at := wake
+			if ok && at.After(last) {
+				t.Errorf("wake time rose from %v to %v under WakeAt alone", last, at)
 				return
 			}
 			if ok {
@@ -464,14 +466,14 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 		done.Store(true)
 		t.Logf("%d wake time polls during the race", <-polled)
 	}()
-	next := uint64(1_000_000)
+	next := dueT0.Add(1_000 * time.Second)
 	for round := range rounds {
 		// Each worker's times fall; the round's earliest goes to worker
 		// round%workers.
-		times := make([][]uint64, workers)
+		times := make([][]time.Time, workers)
 		for range each {
 			for w := range workers {
-				next -= 10 + uint64(rng.IntN(10))
+				next = next.Add(-time.Duration(10+rng.IntN(10)) * time.Millisecond)
 				times[(w+round+1)%workers] = append(times[(w+round+1)%workers], next)
 			}
 		}
@@ -480,9 +482,9 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 			wg.Go(func() {
 				for i, at := range times[w] {
 					k := store.Key(fmt.Sprintf("timer/%d/%d/%d", round, w, i))
-					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(ms(at)))
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().Put(k, store.Value("t")).WakeAt(at))
 					if err != nil || !out.Committed() {
-						t.Errorf("round %d worker %d WakeAt(%d): %v, %v", round, w, at, out, err)
+						t.Errorf("round %d worker %d WakeAt(%v): %v, %v", round, w, at, out, err)
 						return
 					}
 				}
@@ -493,7 +495,7 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 			return
 		}
 		f.wantWake(t, di, f.p, least)
-		f.wantDue(t, di, math.MaxUint64, []store.DueEntry{dueEntry(t, f.p, least)})
+		f.wantDue(t, di, store.MaxTime, []store.DueEntry{dueEntry(t, f.p, least)})
 	}
 }
 
@@ -502,8 +504,9 @@ func testConcurrentWakeAt(t *testing.T, f *fixture) {
 // wake time counts exactly the committed advances.
 func testConcurrentSetWake(t *testing.T, f *fixture) {
 	di := f.dueIndex(t)
-	const workers, each, start, maxAttempts = 8, 20, 1000, 100_000
-	f.apply(t, f.p, store.NewBatch().SetWake(ms(0), ms(start)), store.Committed, "initial wake time")
+	const workers, each, maxAttempts = 8, 20, 100_000
+	start := dueT0.Add(time.Second)
+	f.apply(t, f.p, store.NewBatch().SetWake(time.Time{}, start), store.Committed, "initial wake time")
 	var committed, unknown atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -519,14 +522,14 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 						t.Errorf("worker %d: NextWake: %v", w, err)
 						return
 					}
-					at := msOf(wake)
-					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().SetWake(ms(at), ms(at+1)))
+					at := wake
+					out, err := f.s.Apply(f.ctx, f.p, store.NewBatch().SetWake(at, at.Add(time.Millisecond)))
 					if errors.Is(err, store.ErrUnknownResult) {
 						unknown.Add(1)
 						break
 					}
 					if err != nil || (!out.Committed() && out.Failed.Op != store.MustWakeAt) {
-						t.Errorf("worker %d: SetWake(%d, %d): %v, %v", w, at, at+1, out, err)
+						t.Errorf("worker %d: SetWake(%v, %v): %v, %v", w, at, at.Add(time.Millisecond), out, err)
 						return
 					}
 					if out.Committed() {
@@ -541,7 +544,7 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 	if t.Failed() {
 		return
 	}
-	final, c, u := int64(f.wake(t, di, f.p))-start, committed.Load(), unknown.Load()
+	final, c, u := int64(f.wake(t, di, f.p).Sub(start)/time.Millisecond), committed.Load(), unknown.Load()
 	if c+u != workers*each {
 		t.Fatalf("%d committed + %d unknown advances, want %d", c, u, workers*each)
 	}
@@ -554,6 +557,3 @@ func testConcurrentSetWake(t *testing.T, f *fixture) {
 func samePrecondition(a, b store.Precondition) bool {
 	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && sameValue(a.Value, b.Value) && a.Wake.Equal(b.Wake)
 }
-
-// ms and msOf convert the tests' times to and from stored milliseconds.
-var ms, msOf = mstime.Time, mstime.Ms

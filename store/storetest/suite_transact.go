@@ -321,7 +321,7 @@ func testTransactDeadline(t *testing.T, f *fixture) {
 func testTransactWakeups(t *testing.T, f *fixture) {
 	tr := f.transactor(t)
 	di := f.dueIndex(t)
-	step := func(what string, want store.Outcome, build func(at uint64, ok bool) *store.Batch) store.BatchOutcome {
+	step := func(what string, want store.Outcome, build func(at time.Time, ok bool) *store.Batch) store.BatchOutcome {
 		t.Helper()
 		return f.transact(t, tr, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
 			wr, ok := r.(store.WakeReader)
@@ -332,29 +332,29 @@ func testTransactWakeups(t *testing.T, f *fixture) {
 			if err != nil {
 				return nil, err
 			}
-			return build(msOf(at), woke), nil
+			return build(at, woke), nil
 		}, want, what)
 	}
-	step("WakeAt(5000) after reading none", store.Committed, func(at uint64, ok bool) *store.Batch {
-		if ok || at != 0 {
-			t.Errorf("wake time read %d, %v; want none", at, ok)
+	step("WakeAt(5000) after reading none", store.Committed, func(at time.Time, ok bool) *store.Batch {
+		if ok || !at.IsZero() {
+			t.Errorf("wake time read %v, %v; want none", at, ok)
 		}
-		return store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(ms(5000))
+		return store.NewBatch().Put(store.Key("timer"), store.Value("t")).WakeAt(dueT0.Add(5 * time.Second))
 	})
-	f.wantWake(t, di, f.p, 5000)
-	step("SetWake(read, 7000)", store.Committed, func(at uint64, _ bool) *store.Batch {
-		return store.NewBatch().SetWake(ms(at), ms(7000))
+	f.wantWake(t, di, f.p, dueT0.Add(5*time.Second))
+	step("SetWake(read, 7000)", store.Committed, func(at time.Time, _ bool) *store.Batch {
+		return store.NewBatch().SetWake(at, dueT0.Add(7*time.Second))
 	})
-	f.wantWake(t, di, f.p, 7000)
-	out := step("SetWake expecting another time", store.PreconditionFailed, func(at uint64, _ bool) *store.Batch {
-		return store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(ms(at+1), ms(9000))
+	f.wantWake(t, di, f.p, dueT0.Add(7*time.Second))
+	out := step("SetWake expecting another time", store.PreconditionFailed, func(at time.Time, _ bool) *store.Batch {
+		return store.NewBatch().Put(store.Key("w"), store.Value("x")).SetWake(at.Add(time.Millisecond), dueT0.Add(9*time.Second))
 	})
 	if out.FailedIndex != 0 || out.Failed.Op != store.MustWakeAt {
 		t.Fatalf("failed precondition %d %v, want the WakeIs, 0", out.FailedIndex, out.Failed)
 	}
-	f.wantWake(t, di, f.p, 7000)
+	f.wantWake(t, di, f.p, dueT0.Add(7*time.Second))
 	f.wantAbsent(t, f.p, store.Key("w"))
-	f.wantDue(t, di, 10_000, []store.DueEntry{dueEntry(t, f.p, 7000)})
+	f.wantDue(t, di, dueT0.Add(10*time.Second), []store.DueEntry{dueEntry(t, f.p, dueT0.Add(7*time.Second))})
 }
 
 // testTransactContext: a context already ended fails the call with
@@ -396,7 +396,7 @@ func testTransactNested(t *testing.T, f *fixture) {
 	}
 	if di, ok := f.s.(store.DueIndex); ok {
 		calls["ScanDue"] = func(ctx context.Context) error {
-			_, err := di.ScanDue(ctx, store.DueQuery{Until: ms(1), Limit: 1})
+			_, err := di.ScanDue(ctx, store.DueQuery{Until: dueT0.Add(time.Millisecond), Limit: 1})
 			return err
 		}
 		calls["NextWake"] = func(ctx context.Context) error { _, _, err := di.NextWake(ctx, f.p); return err }
@@ -434,8 +434,8 @@ func testTransactInvalid(t *testing.T, f *fixture) {
 		"key over limit":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).Put(make(store.Key, caps.MaxKeyBytes+1), store.Value("x")),
 		"too many ops":     tooManyOps(caps),
 		"unknown op":       store.NewBatch().Put(store.Key("ok"), store.Value("x")).Add(store.Write{Op: 9, Key: store.Key("x")}),
-		"wakeup at zero":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).WakeAt(ms(0)),
-		"ceiling too high": store.NewBatch().Put(store.Key("ok"), store.Value("x")).SetWakeCeiling(ms(0), ms(10), ms(20)),
+		"wakeup at zero":   store.NewBatch().Put(store.Key("ok"), store.Value("x")).WakeAt(time.Time{}),
+		"ceiling too high": store.NewBatch().Put(store.Key("ok"), store.Value("x")).SetWakeCeiling(time.Time{}, dueT0.Add(10*time.Millisecond), dueT0.Add(20*time.Millisecond)),
 	} {
 		_, err := tr.TransactOnce(f.ctx, f.p, func(context.Context, store.Reader) (*store.Batch, error) { return b, nil })
 		wantSentinel(t, err, store.ErrInvalid, name)

@@ -48,34 +48,29 @@ type family struct {
 	err   error // registration failed: every sample of the metric is dropped
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
-
-// WithLogger sets the logger dropped samples are reported to (default
-// slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(a *Adapter) {
-		if l != nil {
-			a.logger = l
-		}
-	}
+// Config configures an Adapter. A zero field takes its default.
+type Config struct {
+	// Logger is where dropped samples are reported (default
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
-// New returns an Adapter registering its metrics with reg
-// (prometheus.DefaultRegisterer when nil). Metrics already registered with
-// reg under the same name and type, by another Adapter say, are reused.
-func New(reg prometheus.Registerer, opts ...Option) *Adapter {
+// New returns an Adapter, configured by c, registering its metrics with
+// reg (prometheus.DefaultRegisterer when nil). Metrics already registered
+// with reg under the same name and type, by another Adapter say, are
+// reused.
+func New(reg prometheus.Registerer, c Config) *Adapter {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
 	a := &Adapter{
 		reg:      reg,
-		logger:   slog.Default(),
+		logger:   c.Logger,
 		families: make(map[*telemetry.Desc]*family),
 		warned:   make(map[string]struct{}),
 	}
-	for _, o := range opts {
-		o(a)
+	if a.logger == nil {
+		a.logger = slog.Default()
 	}
 	return a
 }

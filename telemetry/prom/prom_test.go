@@ -22,7 +22,7 @@ func newAdapter(t *testing.T) (*prom.Adapter, *prometheus.Registry, *bytes.Buffe
 	reg := prometheus.NewRegistry()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	return prom.New(reg, prom.WithLogger(logger)), reg, &logs
+	return prom.New(reg, prom.Config{Logger: logger}), reg, &logs
 }
 
 func labels(kv ...string) []telemetry.Label {
@@ -193,7 +193,7 @@ func TestARefusedRegistrationDropsTheMetric(t *testing.T) {
 
 func TestTwoAdaptersShareOneRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, b := prom.New(reg), prom.New(reg)
+	a, b := prom.New(reg, prom.Config{}), prom.New(reg, prom.Config{})
 	a.Add(telemetry.MetricSchedulerTicks, nil, 1)
 	b.Add(telemetry.MetricSchedulerTicks, nil, 2)
 	a.Gauge(telemetry.MetricRelayBacklogRows, labels("partition_kind", "ref"), 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,9 +20,11 @@ import (
 // Each way of breaking the invariant is reported, naming its partition;
 // a partition that keeps it is not.
 func TestCheckDueIndexReportsEachViolation(t *testing.T) {
-	const now = 10_000
-	lease := func(expires uint64) store.Value {
-		v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "w", ExpiresAtMs: expires})
+	now := time.UnixMilli(10_000)
+	lease := func(expires time.Time) store.Value {
+		expiresMs, err := store.EncodeTime(expires)
+		require.NoError(t, err)
+		v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: "w", ExpiresAtMs: expiresMs})
 		require.NoError(t, err)
 		return v
 	}
@@ -32,18 +35,18 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 		problem string               // "" when the invariant holds
 	}{
 		{"kept", func(*store.Batch) {}, ""},
-		{"earlier entry", func(b *store.Batch) { b.SetWake(ms(now), ms(now-5)) }, ""},
-		{"no entry", func(b *store.Batch) { b.SetWake(ms(now), ms(0)) }, "no due index entry"},
-		{"later entry", func(b *store.Batch) { b.SetWake(ms(now), ms(now+1)) }, "later than its earliest timer"},
+		{"earlier entry", func(b *store.Batch) { b.SetWake(now, now.Add(-5*time.Millisecond)) }, ""},
+		{"no entry", func(b *store.Batch) { b.SetWake(now, time.Time{}) }, "no due index entry"},
+		{"later entry", func(b *store.Batch) { b.SetWake(now, now.Add(time.Millisecond)) }, "later than its earliest timer"},
 		{"parked under a lease", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(parkedMs))
+			b.Put(leaseKey, lease(now.Add(10*time.Millisecond))).SetWake(now, timers.ParkedWake)
 		}, ""},
-		{"parked without a lease", func(b *store.Batch) { b.SetWake(ms(now), ms(parkedMs)) }, "parked without a scheduler lease"},
+		{"parked without a lease", func(b *store.Batch) { b.SetWake(now, timers.ParkedWake) }, "parked without a scheduler lease"},
 		{"leased, entry before the lease expires", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(now+10))
+			b.Put(leaseKey, lease(now.Add(10*time.Millisecond))).SetWake(now, now.Add(10*time.Millisecond))
 		}, ""},
 		{"leased, entry after the lease expires", func(b *store.Batch) {
-			b.Put(leaseKey, lease(now+10)).SetWake(ms(now), ms(now+11))
+			b.Put(leaseKey, lease(now.Add(10*time.Millisecond))).SetWake(now, now.Add(11*time.Millisecond))
 		}, "and its lease's expiry"},
 		{"corrupt lease", func(b *store.Batch) { b.Put(leaseKey, store.Value("junk")) }, "lease does not decode"},
 	}
@@ -55,7 +58,7 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 			defer l.Close()
 			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}
 			b := store.NewBatch()
-			require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 300, Reference: "r", DueAt: ms(now)}))
+			require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, timers.Timer{Kind: 300, Reference: "r", DueAt: now}))
 			out, err := l.Apply(ctx, p, b)
 			require.NoError(t, err)
 			require.True(t, out.Committed())

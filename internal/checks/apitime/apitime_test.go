@@ -19,7 +19,7 @@ import (
 
 // packages are the directories (from the module root) whose exported API
 // must carry no integer milliseconds.
-var packages = []string{"timers", "store", "relay", "outcome", "watermark", "outbox", "store/storetest", "timers/timerstest"}
+var packages = []string{"clock", "admin", "telemetry", "telemetry/prom", "timers", "store", "relay", "outcome", "watermark", "outbox", "store/storetest", "timers/timerstest"}
 
 // msName matches an identifier that names milliseconds: "ms", a Ms unit
 // suffix ("dueAtMs", "NowMs", "AtMsRaw"), or Millis anywhere.
@@ -212,9 +212,10 @@ func itoa(n int) string {
 
 // TestPublicAPICarriesNoIntegerMilliseconds fails on any exported
 // constant, struct field, or function, method or interface-method
-// parameter or result of timers, store, relay, outcome or watermark that
-// is an integer named as milliseconds: those are time.Time or
-// time.Duration. (outbox, storetest and timerstest are held to it too.)
+// parameter or result of clock, timers, store, relay, outcome or
+// watermark that is an integer named as milliseconds: those are time.Time
+// or time.Duration. (outbox, storetest, timerstest, admin, telemetry and
+// telemetry/prom are held to it too.)
 func TestPublicAPICarriesNoIntegerMilliseconds(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	fset := token.NewFileSet()
@@ -279,5 +280,57 @@ type wake struct{}
 	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("checker found %q, want %q\n%s", names, want, strings.Join(got, "\n"))
+	}
+}
+
+// TestCheckerCatchesMillisecondHelpersInClock runs the checker over clock's
+// own source with the millisecond helpers it once had put back, so that
+// the test above would fail if one came back: clock deals in time.Time,
+// and stored milliseconds are store.EncodeTime's.
+func TestCheckerCatchesMillisecondHelpersInClock(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "..", "clock")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := violations(t, token.NewFileSet(), dir); len(got) != 0 {
+		t.Fatalf("clock as it is: %q, want none", got)
+	}
+	helpers := `package clock
+
+import "time"
+
+func FromMs(ms uint64) time.Time { return time.UnixMilli(int64(ms)) }
+func Ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
+func NowMs(c Clock) uint64 { return Ms(c.Now()) }
+func NewManualMs(ms uint64) *Manual { return NewManual(FromMs(ms)) }
+func (m *Manual) SetMs(ms uint64) { m.Set(FromMs(ms)) }
+`
+	if err := os.WriteFile(filepath.Join(dir, "ms.go"), []byte(helpers), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := violations(t, token.NewFileSet(), dir)
+	var found []string
+	for _, v := range got {
+		f := strings.Fields(v)
+		found = append(found, f[len(f)-5]+" "+f[len(f)-4])
+	}
+	sort.Strings(found)
+	want := []string{"function Ms", "function NowMs", "parameter ms", "parameter ms", "parameter ms"}
+	if strings.Join(found, ", ") != strings.Join(want, ", ") {
+		t.Errorf("checker found %q, want %q\n%s", found, want, strings.Join(got, "\n"))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -182,8 +181,12 @@ func runWorld(t *testing.T, set setup) {
 	}()
 
 	hook := &auditHook{failEvery: set.failEvery}
+	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s, Hook: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var late atomic.Int64
-	reg, err := timers.NewRegistry(deadlined{&relay.Handler{Target: s, Hook: hook}, &late})
+	reg, err := timers.NewRegistry(deadlined{rh, &late})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +307,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 			w.t.Errorf("producer %d: read outbox: %v", id, err)
 			return
 		}
-		b, err := outbox.NewBuilder(w.s.Capabilities(), ms(clock.NowMs(clock.Real{})), obs)
+		b, err := outbox.NewBuilder(w.s.Capabilities(), time.Now(), obs)
 		if err != nil {
 			w.t.Errorf("producer %d: %v", id, err)
 			return
@@ -369,7 +372,7 @@ func (w *world) drained(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
-	due, err := w.s.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 1})
+	due, err := w.s.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 1})
 	return len(due) == 0, err
 }
 
@@ -418,7 +421,7 @@ func (w *world) reportUndrained() {
 		fmt.Fprintf(&b, "\n  source %d: %d rows queued; relay timer present=%v due=%v; due index wake time present=%v at=%v",
 			src, len(page.Entries), ref != nil, due, hasWake, wake)
 	}
-	entries, err := w.s.ScanDue(ctx, store.DueQuery{Until: ms(math.MaxUint64), Limit: 100})
+	entries, err := w.s.ScanDue(ctx, store.DueQuery{Until: store.MaxTime, Limit: 100})
 	if err != nil {
 		w.t.Fatalf("scan due: %v", err)
 	}

@@ -25,10 +25,10 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 // run is the command, apart from the process, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &admin.Command{
+	c := admin.NewCommand(admin.Config{
 		Name:      "orders-admin",
 		KindNames: map[timers.Kind]string{orders.KindShip: "ship"},
 		Stdin:     stdin, Stdout: stdout, Stderr: stderr,
-	}
+	})
 	return c.Run(context.Background(), args)
 }

@@ -32,9 +32,12 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &orders.Service{Store: s, ShipDelay: time.Hour}
+	svc, err := orders.NewService(orders.ServiceConfig{Store: s, ShipDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	order := ordersgen.OrderV1{Status: ordersgen.StatusOpen, Region: 3, Lines: []ordersgen.Line{{SKU: "teapot", Quantity: 2}}}
-	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), 1_700_000_000_000, order); err != nil {
+	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), time.UnixMilli(1_700_000_000_000), order); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

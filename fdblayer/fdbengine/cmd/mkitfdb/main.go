@@ -11,9 +11,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 
 	"github.com/mkit-dev/mkitfdb/admin"
 	"github.com/mkit-dev/mkitfdb/fdblayer/fdbengine"
@@ -26,13 +24,9 @@ import (
 )
 
 func main() {
-	c := &admin.Command{
-		Name:   filepath.Base(os.Args[0]),
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
+	os.Exit(admin.Main(admin.Config{
 		OpenCluster: func(clusterFile string) (kv.Engine, error) {
 			return fdbengine.Open(fdbengine.Config{ClusterFile: clusterFile})
 		},
-	}
-	os.Exit(c.Run(context.Background(), os.Args[1:]))
+	}))
 }

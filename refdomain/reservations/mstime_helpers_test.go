@@ -1,8 +1,0 @@
-package reservations_test
-
-import (
-	"github.com/mkit-dev/mkitfdb/internal/mstime"
-)
-
-// ms converts the tests' stored milliseconds to times.
-var ms = mstime.Time
