@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -28,6 +29,9 @@ const (
 	DefaultTolerance = 5 * time.Minute
 	// DefaultMaxBodyBytes bounds a request body a Receiver reads.
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultBodyTimeout bounds the time Wrap spends reading a request
+	// body.
+	DefaultBodyTimeout = 10 * time.Second
 )
 
 // maxWebhookTimestamp is the last second of year 9999: a later Standard
@@ -89,6 +93,13 @@ type ReceiverConfig struct {
 	// larger one is refused with 413. Handle, behind Wrap, takes what
 	// this allows.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time Wrap spends reading a request's body,
+	// from the handler's start (default DefaultBodyTimeout, or the
+	// server's ReadTimeout when shorter): a body not read by then is
+	// answered 408 and its connection closed, without a call of the
+	// handler. The server's ReadHeaderTimeout bounds the headers, which
+	// come first.
+	BodyTimeout time.Duration
 	// MaxNonces bounds the default MemoryNonceStore (default
 	// DefaultMaxNonces): while it is full of unexpired keys, requests are
 	// refused with 503 and Retry-After, never accepted unchecked. It is
@@ -120,6 +131,7 @@ type Receiver struct {
 	validityMs  uint64
 	toleranceMs uint64
 	maxBody     int64
+	bodyTimeout time.Duration
 	log         *slog.Logger
 	nonces      NonceStore
 }
@@ -151,7 +163,7 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 			return nil, fmt.Errorf("outcome: receiver Standard Webhooks key %d: scheme %q has no Standard Webhooks version: %w", i, v.Scheme(), store.ErrInvalid)
 		}
 	}
-	if c.MaxSkew < 0 || c.MaxValidity < 0 || c.Tolerance < 0 || c.Tolerance > MaxValidity || c.MaxBodyBytes < 0 || c.MaxNonces < 0 {
+	if c.MaxSkew < 0 || c.MaxValidity < 0 || c.Tolerance < 0 || c.Tolerance > MaxValidity || c.MaxBodyBytes < 0 || c.MaxNonces < 0 || c.BodyTimeout < 0 {
 		return nil, fmt.Errorf("outcome: negative receiver bound, or a tolerance over %v: %w", MaxValidity, store.ErrInvalid)
 	}
 	if c.Nonces != nil && c.MaxNonces != 0 {
@@ -165,7 +177,7 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	}
 	r := &Receiver{redacted: redacted{"outcome.Receiver"}, verifiers: append([]Verifier(nil), c.Verifiers...),
 		standard: append([]Verifier(nil), c.StandardWebhooks...), sender: c.Sender, clock: c.Clock, maxBody: c.MaxBodyBytes,
-		log: c.Logger, nonces: c.Nonces}
+		bodyTimeout: c.BodyTimeout, log: c.Logger, nonces: c.Nonces}
 	if c.Endpoint != "" {
 		var err error
 		if r.endpoint, err = parseEndpoint(c.Endpoint); err != nil {
@@ -188,6 +200,9 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	r.toleranceMs = uint64(c.Tolerance / time.Millisecond)
 	if r.maxBody == 0 {
 		r.maxBody = DefaultMaxBodyBytes
+	}
+	if r.bodyTimeout == 0 {
+		r.bodyTimeout = DefaultBodyTimeout
 	}
 	if r.nonces == nil {
 		r.nonces = NewMemoryNonceStore(c.MaxNonces)
@@ -259,7 +274,8 @@ const (
 // (ErrReplayed); with ErrBusy when the NonceStore cannot tell (full, or
 // its store failing); and with the body's read error. Only a verified
 // request's keys are claimed, so unsigned requests cannot fill the store.
-// Verify reads req's body and does not close it.
+// Verify reads req's body and does not close it; it sets no time bound
+// on the read, which Wrap does (BodyTimeout).
 func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if req.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: method %s", ErrRejected, req.Method)
@@ -433,18 +449,34 @@ type verifiedKey struct{}
 // Wrap returns a handler that verifies each request and passes only
 // verified ones to next, with the verified body (and, in the request's
 // context, what Handle reads it from). It answers 401 to a rejected
-// request, 413 to a body too large, 503 with Retry-After to a request it
-// cannot check now, and 400 to a body it cannot read; next is not called
-// then. When next answers a Standard Webhooks request with anything but
-// 2xx, or panics, Wrap releases its keys (Verified.Release) so that the
-// sender's retry is accepted; a failed release is logged, and the keys
-// are then held until their window ends.
+// request, 413 to a body too large, 408 to a body not read within
+// BodyTimeout (closing the connection), 503 with Retry-After to a request
+// it cannot check now, and 400 to a body it cannot read otherwise; next is
+// not called then. It bounds the body's read with the connection's read
+// deadline (http.ResponseController), lifted once the body is read, so
+// next's context and time are its own; behind a ResponseWriter that
+// cannot set one, only the server's ReadTimeout bounds it. When next
+// answers a Standard Webhooks request with anything but 2xx, or panics,
+// Wrap releases its keys (Verified.Release) so that the sender's retry is
+// accepted; a failed release is logged, and the keys are then held until
+// their window ends.
 func (r *Receiver) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		d := r.bodyTimeout
+		if srv, ok := req.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+			d = min(d, srv.ReadTimeout) // the deadline set replaces the server's
+		}
+		rc := http.NewResponseController(w)
+		bounded := rc.SetReadDeadline(time.Now().Add(d)) == nil
 		v, err := r.Verify(req)
 		if err != nil {
+			// The deadline stays: whatever of the body the server reads
+			// after the answer is bounded by it too.
 			status := http.StatusBadRequest
 			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				status = http.StatusRequestTimeout
+				w.Header().Set("Connection", "close")
 			case errors.Is(err, ErrBusy):
 				status = http.StatusServiceUnavailable
 				w.Header().Set("Retry-After", "1")
@@ -456,6 +488,12 @@ func (r *Receiver) Wrap(next http.Handler) http.Handler {
 			r.log.Info("outcome: hook request refused", "status", status, "reason", err.Error(), "remote", req.RemoteAddr)
 			http.Error(w, http.StatusText(status), status)
 			return
+		}
+		if bounded {
+			// The body is read to its end: lift the deadline, which would
+			// otherwise end the connection's background read, and with it
+			// next's context, while next runs.
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, v))
 		req.Body = io.NopCloser(bytes.NewReader(v.Body))

@@ -1,13 +1,17 @@
 package outcome_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,8 +25,8 @@ import (
 )
 
 // These tests attack replay protection where it used to fail: across the
-// two schemes of one attempt, across replicas whose clocks differ, and
-// across the senders sharing a store.
+// two schemes of one attempt, across replicas whose clocks differ, across
+// the senders sharing a store, and with a body that never arrives.
 
 // strip returns a copy of h without names.
 func strip(h http.Header, names ...string) http.Header {
@@ -416,4 +420,87 @@ func TestPartitionNonceStoreHonoursRowsOfTheFirstLayout(t *testing.T) {
 		require.NoError(t, err)
 		assert.Nil(t, got)
 	}
+}
+
+// A body that stalls holds the receiver for BodyTimeout at most: the
+// request is answered 408 and its connection closed, without a call of
+// the handler; a body that arrives within the bound is taken, and the
+// handler then runs as long as it needs, its context intact.
+func TestReceiverBoundsTheTimeItReadsABody(t *testing.T) {
+	const bound = 200 * time.Millisecond
+	key := hmacKey(t, hmacSecret)
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, BodyTimeout: bound})
+	require.NoError(t, err)
+	var calls atomic.Int32
+	srv := httptest.NewServer(recv.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		time.Sleep(2 * bound) // longer than the body's bound
+		if r.Context().Err() != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	defer srv.Close()
+	rec := newRecorder(t, nil)
+	sink := webhook(t, rec.srv.URL, key)
+	send := func(id string) request {
+		n := len(rec.requests())
+		require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, id)))
+		return rec.requests()[n]
+	}
+	head := func(r request) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", srv.Listener.Addr(), len(r.body))
+		for name, vs := range r.header {
+			for _, v := range vs {
+				fmt.Fprintf(&b, "%s: %s\r\n", name, v)
+			}
+		}
+		return b.String() + "\r\n"
+	}
+	const generous = 10 * time.Second
+
+	t.Run("stalled", func(t *testing.T) {
+		r := send("stalled")
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(generous)))
+		_, err = io.WriteString(conn, head(r))
+		require.NoError(t, err)
+		_, err = conn.Write(r.body[:len(r.body)/2]) // and nothing more
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "answered within the bound, not when the client gives up")
+		assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+		assert.True(t, resp.Close, "the connection is not kept for another request")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
+		assert.Zero(t, calls.Load(), "the handler was not called")
+	})
+
+	t.Run("slow within the bound", func(t *testing.T) {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(generous)))
+		br := bufio.NewReader(conn)
+		for _, id := range []string{"slow-1", "slow-2"} { // two requests on one connection
+			r := send(id)
+			_, err = io.WriteString(conn, head(r))
+			require.NoError(t, err)
+			_, err = conn.Write(r.body[:len(r.body)/2])
+			require.NoError(t, err)
+			time.Sleep(bound / 4)
+			_, err = conn.Write(r.body[len(r.body)/2:])
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			assert.Equal(t, http.StatusNoContent, resp.StatusCode, "%s: taken, and its handler's context outlived the body's bound", id)
+		}
+		assert.Equal(t, int32(2), calls.Load())
+	})
 }
