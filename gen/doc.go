@@ -5,7 +5,7 @@
 // the schema, not this package: go generate rewrites it.
 //
 // Key classes ([OutboxSequenceKey], [RelayScanKey], [OutcomeBacklogKey],
-// [RelayKey] and 12 more): for a class K, AppendK(dst, fields...) appends its
+// [RelayKey] and 14 more): for a class K, AppendK(dst, fields...) appends its
 // key (a FoundationDB tuple: the class tag, then the fields, so byte order is
 // field order; no allocation when dst has room), K.AppendKey does the same for
 // a value, ParseK parses one, [ParseKey] parses a key of any class and

@@ -109,6 +109,23 @@ func examplesReceiverNonceExpiryKey() []ReceiverNonceExpiryKey {
 	}}
 }
 
+// examplesReceiverReplayKey returns valid ReceiverReplayKey values, minimal first, typical last.
+func examplesReceiverReplayKey() []ReceiverReplayKey {
+	return []ReceiverReplayKey{ReceiverReplayKey{}, ReceiverReplayKey{
+		Key:    "ssssssssssss",
+		Sender: "ssssssssssss",
+	}}
+}
+
+// examplesReceiverReplayExpiryKey returns valid ReceiverReplayExpiryKey values, minimal first, typical last.
+func examplesReceiverReplayExpiryKey() []ReceiverReplayExpiryKey {
+	return []ReceiverReplayExpiryKey{ReceiverReplayExpiryKey{}, ReceiverReplayExpiryKey{
+		Key:     "ssssssssssss",
+		Sender:  "ssssssssssss",
+		UntilMs: uint64(1099511627783),
+	}}
+}
+
 // examplesQuarantineKey returns valid QuarantineKey values, minimal first, typical last.
 func examplesQuarantineKey() []QuarantineKey {
 	return []QuarantineKey{QuarantineKey{Key: []byte{}}, QuarantineKey{Key: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}

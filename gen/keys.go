@@ -21,22 +21,24 @@ type ParsedKey interface {
 
 // Class tags.
 const (
-	TagOutboxSequenceKey      Tag = 1
-	TagRelayScanKey           Tag = 2
-	TagOutcomeBacklogKey      Tag = 3
-	TagRelayKey               Tag = 16
-	TagTimerKey               Tag = 17
-	TagOutcomePendingKey      Tag = 18
-	TagRelayHighWaterKey      Tag = 20
-	TagSchedulerLeaseKey      Tag = 6
-	TagSchedulerMemberKey     Tag = 8
-	TagTimerRefKey            Tag = 7
-	TagDeadLetterKey          Tag = 9
-	TagDeadLetterValueKey     Tag = 10
-	TagReceiverNonceKey       Tag = 40
-	TagReceiverNonceExpiryKey Tag = 41
-	TagQuarantineKey          Tag = 50
-	TagQuarantineValueKey     Tag = 51
+	TagOutboxSequenceKey       Tag = 1
+	TagRelayScanKey            Tag = 2
+	TagOutcomeBacklogKey       Tag = 3
+	TagRelayKey                Tag = 16
+	TagTimerKey                Tag = 17
+	TagOutcomePendingKey       Tag = 18
+	TagRelayHighWaterKey       Tag = 20
+	TagSchedulerLeaseKey       Tag = 6
+	TagSchedulerMemberKey      Tag = 8
+	TagTimerRefKey             Tag = 7
+	TagDeadLetterKey           Tag = 9
+	TagDeadLetterValueKey      Tag = 10
+	TagReceiverNonceKey        Tag = 40
+	TagReceiverNonceExpiryKey  Tag = 41
+	TagReceiverReplayKey       Tag = 42
+	TagReceiverReplayExpiryKey Tag = 43
+	TagQuarantineKey           Tag = 50
+	TagQuarantineValueKey      Tag = 51
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -136,6 +138,18 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readReceiverNonceExpiryKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("ReceiverNonceExpiryKey", err)
+		}
+		return k, nil
+	case TagReceiverReplayKey:
+		k, err := readReceiverReplayKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("ReceiverReplayKey", err)
+		}
+		return k, nil
+	case TagReceiverReplayExpiryKey:
+		k, err := readReceiverReplayExpiryKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("ReceiverReplayExpiryKey", err)
 		}
 		return k, nil
 	case TagQuarantineKey:
@@ -1086,6 +1100,153 @@ func ParseReceiverNonceExpiryKey(b []byte) (ReceiverNonceExpiryKey, error) {
 	k, err := readReceiverNonceExpiryKey(&r)
 	if err != nil {
 		return ReceiverNonceExpiryKey{}, wire.KeyError("ReceiverNonceExpiryKey", err)
+	}
+	return k, nil
+}
+
+func (ReceiverReplayKey) Tag() Tag {
+	return TagReceiverReplayKey
+}
+
+func appendReceiverReplayKey(dst []byte, k *ReceiverReplayKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagReceiverReplayKey))
+	dst = tuple.AppendString(dst, k.Sender)
+	dst = tuple.AppendString(dst, k.Key)
+	return dst
+}
+
+func checkReceiverReplayKey(k *ReceiverReplayKey) error {
+	if len(k.Sender) > 128 {
+		return wire.Within("Sender", wire.CheckLen("", len(k.Sender), 128))
+	}
+	if len(k.Key) > 320 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 320))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k ReceiverReplayKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkReceiverReplayKey(&k); err != nil {
+		return dst, wire.Within("ReceiverReplayKey", err)
+	}
+	return appendReceiverReplayKey(dst, &k), nil
+}
+
+// AppendReceiverReplayKey appends the ReceiverReplayKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendReceiverReplayKey(dst []byte, sender string, key string) ([]byte, error) {
+	return ReceiverReplayKey{
+		Key:    key,
+		Sender: sender,
+	}.AppendKey(dst)
+}
+
+func readReceiverReplayKey(r *tuple.Reader) (k ReceiverReplayKey, err error) {
+	if k.Sender, err = r.ReadString(); err != nil {
+		return
+	}
+	if k.Key, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkReceiverReplayKey(&k)
+}
+
+// ParseReceiverReplayKey parses a key of class ReceiverReplayKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseReceiverReplayKey(b []byte) (ReceiverReplayKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagReceiverReplayKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagReceiverReplayKey)
+	}
+	if err != nil {
+		return ReceiverReplayKey{}, wire.KeyError("ReceiverReplayKey", err)
+	}
+	k, err := readReceiverReplayKey(&r)
+	if err != nil {
+		return ReceiverReplayKey{}, wire.KeyError("ReceiverReplayKey", err)
+	}
+	return k, nil
+}
+
+func (ReceiverReplayExpiryKey) Tag() Tag {
+	return TagReceiverReplayExpiryKey
+}
+
+func appendReceiverReplayExpiryKey(dst []byte, k *ReceiverReplayExpiryKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagReceiverReplayExpiryKey))
+	dst = tuple.AppendUint(dst, uint64(k.UntilMs))
+	dst = tuple.AppendString(dst, k.Sender)
+	dst = tuple.AppendString(dst, k.Key)
+	return dst
+}
+
+func checkReceiverReplayExpiryKey(k *ReceiverReplayExpiryKey) error {
+	if len(k.Sender) > 128 {
+		return wire.Within("Sender", wire.CheckLen("", len(k.Sender), 128))
+	}
+	if len(k.Key) > 320 {
+		return wire.Within("Key", wire.CheckLen("", len(k.Key), 320))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k ReceiverReplayExpiryKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkReceiverReplayExpiryKey(&k); err != nil {
+		return dst, wire.Within("ReceiverReplayExpiryKey", err)
+	}
+	return appendReceiverReplayExpiryKey(dst, &k), nil
+}
+
+// AppendReceiverReplayExpiryKey appends the ReceiverReplayExpiryKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendReceiverReplayExpiryKey(dst []byte, untilMs uint64, sender string, key string) ([]byte, error) {
+	return ReceiverReplayExpiryKey{
+		Key:     key,
+		Sender:  sender,
+		UntilMs: untilMs,
+	}.AppendKey(dst)
+}
+
+func readReceiverReplayExpiryKey(r *tuple.Reader) (k ReceiverReplayExpiryKey, err error) {
+	if k.UntilMs, err = r.ReadUint(); err != nil {
+		return
+	}
+	if k.Sender, err = r.ReadString(); err != nil {
+		return
+	}
+	if k.Key, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkReceiverReplayExpiryKey(&k)
+}
+
+// ParseReceiverReplayExpiryKey parses a key of class ReceiverReplayExpiryKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseReceiverReplayExpiryKey(b []byte) (ReceiverReplayExpiryKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagReceiverReplayExpiryKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagReceiverReplayExpiryKey)
+	}
+	if err != nil {
+		return ReceiverReplayExpiryKey{}, wire.KeyError("ReceiverReplayExpiryKey", err)
+	}
+	k, err := readReceiverReplayExpiryKey(&r)
+	if err != nil {
+		return ReceiverReplayExpiryKey{}, wire.KeyError("ReceiverReplayExpiryKey", err)
 	}
 	return k, nil
 }

@@ -1474,6 +1474,238 @@ func BenchmarkReceiverNonceExpiryKey(b *testing.B) {
 	})
 }
 
+func TestReceiverReplayKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesReceiverReplayKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendReceiverReplayKey(nil, k.Sender, k.Key)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseReceiverReplayKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "ReceiverReplayKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedReceiverReplayKey returns bytes that must not parse as a ReceiverReplayKey.
+func malformedReceiverReplayKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagReceiverReplayKey)))
+	for _, k := range examplesReceiverReplayKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagReceiverReplayKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestReceiverReplayKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedReceiverReplayKey() {
+		if _, err := ParseReceiverReplayKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestReceiverReplayKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesReceiverReplayKey()[1]
+		k.Sender = strings.Repeat("x", 129)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Sender over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+	{
+		k := examplesReceiverReplayKey()[1]
+		k.Key = strings.Repeat("x", 321)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Key over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzReceiverReplayKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzReceiverReplayKey(f *testing.F) {
+	for _, k := range examplesReceiverReplayKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedReceiverReplayKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseReceiverReplayKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkReceiverReplayKey(b *testing.B) {
+	examples := examplesReceiverReplayKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendReceiverReplayKey(buf[:0], k.Sender, k.Key)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseReceiverReplayKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestReceiverReplayExpiryKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesReceiverReplayExpiryKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendReceiverReplayExpiryKey(nil, k.UntilMs, k.Sender, k.Key)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseReceiverReplayExpiryKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "ReceiverReplayExpiryKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedReceiverReplayExpiryKey returns bytes that must not parse as a ReceiverReplayExpiryKey.
+func malformedReceiverReplayExpiryKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagReceiverReplayExpiryKey)))
+	for _, k := range examplesReceiverReplayExpiryKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagReceiverReplayExpiryKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestReceiverReplayExpiryKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedReceiverReplayExpiryKey() {
+		if _, err := ParseReceiverReplayExpiryKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestReceiverReplayExpiryKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesReceiverReplayExpiryKey()[1]
+		k.Sender = strings.Repeat("x", 129)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Sender over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+	{
+		k := examplesReceiverReplayExpiryKey()[1]
+		k.Key = strings.Repeat("x", 321)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Key over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzReceiverReplayExpiryKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzReceiverReplayExpiryKey(f *testing.F) {
+	for _, k := range examplesReceiverReplayExpiryKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedReceiverReplayExpiryKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseReceiverReplayExpiryKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkReceiverReplayExpiryKey(b *testing.B) {
+	examples := examplesReceiverReplayExpiryKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendReceiverReplayExpiryKey(buf[:0], k.UntilMs, k.Sender, k.Key)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseReceiverReplayExpiryKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestQuarantineKeyRoundTrip(t *testing.T) {
 	for i, k := range examplesQuarantineKey() {
 		b, err := k.AppendKey(nil)
@@ -1732,6 +1964,12 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesReceiverNonceExpiryKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesReceiverReplayKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesReceiverReplayExpiryKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesQuarantineKey() {

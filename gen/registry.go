@@ -81,6 +81,16 @@ func init() {
 			Tag:   uint32(TagReceiverNonceExpiryKey),
 			Value: "ReceiverNonceV1",
 		}, {
+			Name:  "ReceiverReplayKey",
+			Parse: registry.KeyParser(ParseReceiverReplayKey),
+			Tag:   uint32(TagReceiverReplayKey),
+			Value: "ReceiverNonceV1",
+		}, {
+			Name:  "ReceiverReplayExpiryKey",
+			Parse: registry.KeyParser(ParseReceiverReplayExpiryKey),
+			Tag:   uint32(TagReceiverReplayExpiryKey),
+			Value: "ReceiverNonceV1",
+		}, {
 			Name:  "QuarantineKey",
 			Parse: registry.KeyParser(ParseQuarantineKey),
 			Tag:   uint32(TagQuarantineKey),

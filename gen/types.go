@@ -287,6 +287,42 @@ const (
 	MaxReceiverNonceExpiryKeyKey = 320
 )
 
+// ReceiverReplayKey holds a key an outcome receiver claimed for a sender
+// (a ReceiverNonceV1): a request's nonce, a Standard Webhooks message id,
+// or an attempt's digest (package outcome says which), kept in the
+// receiving service's partition until it expires, so that every replica
+// of the receiver refuses a replay any of them accepted. Sender is the
+// name the receiver is configured with, so that receivers of several
+// senders share a partition without refusing each other's keys. It
+// replaces ReceiverNonceKey, whose rows, written without a sender, are
+// honoured until they expire.
+type ReceiverReplayKey struct {
+	Sender string
+	Key    string
+}
+
+// Declared bounds of ReceiverReplayKey.
+const (
+	MaxReceiverReplayKeySender = 128
+	MaxReceiverReplayKeyKey    = 320
+)
+
+// ReceiverReplayExpiryKey indexes the ReceiverReplayKey rows by expiry,
+// for the sweep that deletes expired ones; its value is the indexed row's
+// value, which the sweep's delete is guarded by. A ReceiverReplayKey row
+// and its index row are written and deleted together.
+type ReceiverReplayExpiryKey struct {
+	UntilMs uint64
+	Sender  string
+	Key     string
+}
+
+// Declared bounds of ReceiverReplayExpiryKey.
+const (
+	MaxReceiverReplayExpiryKeySender = 128
+	MaxReceiverReplayExpiryKeyKey    = 320
+)
+
 // QuarantineKey holds a row an operator moved aside from a queue of its
 // partition (mkitfdb quarantine): who, when and why, and the rows moved
 // (a QuarantineV1). Key is the moved row's own key, so a row is

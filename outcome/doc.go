@@ -77,9 +77,10 @@
 //	secret, _ := outcome.ParseWebhookSecret("whsec_...")
 //	recv, _ := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{secret}})
 //
-// The keys a Receiver accepted are held in a [NonceStore]. The default,
-// [MemoryNonceStore], serves one process; a receiver running as several
-// replicas, or that must refuse a replay after a restart, uses a
+// The keys a Receiver accepted are held in a [NonceStore], under the
+// name of the sender whose keys it holds ([ReceiverConfig.Sender]). The
+// default, [MemoryNonceStore], serves one process; a receiver running as
+// several replicas, or that must refuse a replay after a restart, uses a
 // [PartitionNonceStore], kept in a partition of the receiving service's
 // store, so that every replica refuses what any of them accepted (one
 // commit per request). What is held, for how long, and when it is
@@ -93,11 +94,14 @@
 // receiver has StandardWebhooks keys ([HeaderSignature] says what each
 // signs). It reads its clock once it has read the body, and checks
 // the window against that time: a body that trickles in past the window
-// is refused, and no key is ever recorded already expired.
+// is refused, and no key is ever recorded already expired. [Receiver.Wrap]
+// bounds the time it reads a body ([ReceiverConfig.BodyTimeout]).
 //
-// Once the signature verified, the receiver claims the request's key in
-// its NonceStore until the window ends, and refuses (401) a request whose
-// key is held. What the key is, and how long it is held, differs:
+// Once the signature verified, the receiver claims the request's keys in
+// its NonceStore, all or none, and refuses (401) a request one of whose
+// keys is held. A key is the sender's: receivers of several senders may
+// share a store, and a sender's keys may rotate under one name. What the
+// keys are, and how long each is held:
 //
 //   - The library's scheme: the nonce, which names one attempt (a
 //     sender's retry is a new attempt, with a new nonce), held until
@@ -116,4 +120,27 @@
 //     accepted, and the handler deduplicates it by Envelope.ID, as it
 //     deduplicates every at-least-once delivery. No retry is refused
 //     beyond one window.
+//   - A receiver of both schemes claims, beside the scheme's own key, the
+//     attempt's: what both schemes sign of one attempt, its second
+//     (created-at's, or the Standard Webhooks timestamp, which the sink
+//     sets to the same second) and its body, in a SHA-256 digest. The
+//     sink sends one attempt with both header sets; without the attempt
+//     key, the request stripped of one set would be accepted again under
+//     the other. It is held until the later of the two windows the
+//     attempt may be accepted in: under the library's scheme, expires-at
+//     plus MaxSkew (a Standard Webhooks request does not carry
+//     expires-at: its attempt key is held until the end of its second
+//     plus MaxValidity and MaxSkew, so set MaxValidity to the sender's
+//     Validity to hold it no longer than needed); under Standard
+//     Webhooks, the second plus Tolerance. So one attempt is accepted at most once,
+//     whichever scheme each copy of it arrives under, while each scheme
+//     takes the sender's retries as above: a new attempt of a message
+//     under the library's scheme is accepted, a duplicate message id
+//     under Standard Webhooks refused. Two attempts of one message in the
+//     same second are one attempt to such a receiver.
+//
+// Replicas sharing a PartitionNonceStore may run clocks apart by up to
+// [PartitionNonceStoreConfig.MaxReplicaSkew] either way: a sweep deletes a key
+// only once its own clock is past the key's expiry by more, so no sweep
+// lets through a replay that another replica's window still admits.
 package outcome

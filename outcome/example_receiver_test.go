@@ -37,7 +37,11 @@ func ExampleReceiver_standardWebhooks() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{secret}, Nonces: nonces})
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{
+		StandardWebhooks: []outcome.Verifier{secret},
+		Nonces:           nonces,
+		Sender:           "billing", // the sender these keys are of: its message ids are its own in the shared store
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func BenchmarkReceiverVerify(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			part, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: clk, Nonces: nonces})
+			part, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: clk, Nonces: nonces, Sender: "bench"})
 			if err != nil {
 				b.Fatal(err)
 			}

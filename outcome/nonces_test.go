@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,8 +38,14 @@ func partitionNonces(t testing.TB, s store.Store, p store.Partition, cfg ...func
 	return n
 }
 
+// claim1 claims one key for the sender "s".
+func claim1(n outcome.NonceStore, key string, until, now time.Time) (outcome.NonceClaim, error) {
+	return n.Claim(ctx, "s", []outcome.NonceKey{{Key: key, Until: until}}, now)
+}
+
 // nonceRows reads a partition's nonce rows and index rows, and checks
-// that they match one to one, each index row holding its row's value.
+// that they match one to one, each index row holding its row's value. It
+// keys them by sender and key, "sender key".
 func nonceRows(t testing.TB, s store.Store, p store.Partition) map[string]gen.ReceiverNonceV1 {
 	t.Helper()
 	read := func(tag gen.Tag) []store.KeyValue {
@@ -49,21 +57,22 @@ func nonceRows(t testing.TB, s store.Store, p store.Partition) map[string]gen.Re
 	}
 	rows := map[string]gen.ReceiverNonceV1{}
 	values := map[string]store.Value{}
-	for _, kv := range read(gen.TagReceiverNonceKey) {
-		k, err := gen.ParseReceiverNonceKey(kv.Key)
+	for _, kv := range read(gen.TagReceiverReplayKey) {
+		k, err := gen.ParseReceiverReplayKey(kv.Key)
 		require.NoError(t, err)
 		v, err := gen.DecodeReceiverNonceV1(kv.Value)
 		require.NoError(t, err)
-		rows[k.Key], values[k.Key] = v, kv.Value
+		rows[k.Sender+" "+k.Key], values[k.Sender+" "+k.Key] = v, kv.Value
 	}
-	index := read(gen.TagReceiverNonceExpiryKey)
+	index := read(gen.TagReceiverReplayExpiryKey)
 	require.Len(t, index, len(rows), "one index row per nonce row")
 	for _, kv := range index {
-		k, err := gen.ParseReceiverNonceExpiryKey(kv.Key)
+		k, err := gen.ParseReceiverReplayExpiryKey(kv.Key)
 		require.NoError(t, err)
-		require.Contains(t, values, k.Key)
-		require.Equal(t, values[k.Key], kv.Value, "the index row holds its row's value")
-		require.Equal(t, rows[k.Key].UntilMs, k.UntilMs)
+		name := k.Sender + " " + k.Key
+		require.Contains(t, values, name)
+		require.Equal(t, values[name], kv.Value, "the index row holds its row's value")
+		require.Equal(t, rows[name].UntilMs, k.UntilMs)
 	}
 	return rows
 }
@@ -79,7 +88,7 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 			key := hmacKey(t, hmacSecret)
 			replica := func() *receiverServer {
 				return newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key},
-					Clock: e.clock, Nonces: partitionNonces(t, e.s, e.p)})
+					Clock: e.clock, Nonces: partitionNonces(t, e.s, e.p), Sender: "shop"})
 			}
 			first, second := replica(), replica()
 			rec := newRecorder(t, nil)
@@ -97,8 +106,8 @@ func TestReplicasSharingAPartitionNonceStoreRefuseAReplay(t *testing.T) {
 			assert.Len(t, first.envelopes(), 2)
 			assert.Empty(t, second.envelopes())
 			rows := nonceRows(t, e.s, e.p)
-			assert.Len(t, rows, 2)
-			assert.Contains(t, rows, "webhook-id:msg_std")
+			assert.Len(t, rows, 4, "each request's own key and its attempt's")
+			assert.Contains(t, rows, "shop webhook-id:msg_std")
 		})
 	}
 }
@@ -123,7 +132,7 @@ func raceReplicas(t *testing.T, eng testengine.Engine) {
 	recvs := make([]*outcome.Receiver, replicas)
 	for i := range recvs {
 		r, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock,
-			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 3 })})
+			Nonces: partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 3 }), Sender: "shop"})
 		require.NoError(t, err)
 		recvs[i] = r
 	}
@@ -168,7 +177,7 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 	e := newEnv(t, time.UnixMilli(1_700_000_000_000))
 	faults := storetest.NewFaults(e.s)
 	key := hmacKey(t, hmacSecret)
-	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p)})
+	rs := newReceiverServer(t, outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, Clock: e.clock, Nonces: partitionNonces(t, faults, e.p), Sender: "shop"})
 	rec := newRecorder(t, nil)
 	sink := webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) { c.Clock = e.clock })
 	require.NoError(t, sink.Deliver(ctx, sampleEnvelope(t, "unknown")))
@@ -191,16 +200,20 @@ func TestPartitionNonceStoreUnderFaults(t *testing.T) {
 	assert.Len(t, nonceRows(t, e.s, e.p), 2)
 }
 
+// sameClock is a replica skew bound of a millisecond: replicas whose
+// clocks agree, so that a sweep deletes what expired a millisecond ago.
+func sameClock(c *outcome.PartitionNonceStoreConfig) { c.MaxReplicaSkew = time.Millisecond }
+
 func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 	e := newEnv(t, bankT0)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+	n := partitionNonces(t, e.s, e.p, sameClock, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
 	for i := range 70 {
-		_, err := n.Claim(ctx, fmt.Sprintf("old-%02d", i), now.Add(time.Second), now)
+		_, err := claim1(n, fmt.Sprintf("old-%02d", i), now.Add(time.Second), now)
 		require.NoError(t, err)
 	}
 	for i := range 5 {
-		_, err := n.Claim(ctx, fmt.Sprintf("new-%d", i), now.Add(time.Hour), now)
+		_, err := claim1(n, fmt.Sprintf("new-%d", i), now.Add(time.Hour), now)
 		require.NoError(t, err)
 	}
 	deleted, err := n.Sweep(ctx, now.Add(time.Second))
@@ -223,10 +236,10 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 
 	// Claims sweep by themselves: the partition holds what is unexpired
 	// and a bounded remainder, however many keys went through it.
-	auto := partitionNonces(t, e.s, e.p)
+	auto := partitionNonces(t, e.s, e.p, sameClock)
 	for i := range 400 {
 		at := later.Add(time.Duration(i) * 100 * time.Millisecond)
-		_, err := auto.Claim(ctx, fmt.Sprintf("k%d", i), at.Add(time.Second), at)
+		_, err := claim1(auto, fmt.Sprintf("k%d", i), at.Add(time.Second), at)
 		require.NoError(t, err)
 	}
 	assert.Less(t, len(nonceRows(t, e.s, e.p)), 5+10+2*32, "unexpired (10) and a bounded remainder")
@@ -238,16 +251,16 @@ func TestPartitionNonceStoreSweepsExpiredRows(t *testing.T) {
 func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 	e := newEnv(t, bankT0)
 	faults := storetest.NewFaults(e.s)
-	sweeper := partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
-	other := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+	sweeper := partitionNonces(t, faults, e.p, sameClock, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+	other := partitionNonces(t, e.s, e.p, sameClock, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
 	now := e.clock.Now()
-	_, err := other.Claim(ctx, "id", now.Add(time.Second), now)
+	_, err := claim1(other, "id", now.Add(time.Second), now)
 	require.NoError(t, err)
 	later := now.Add(2 * time.Second)
 	raced := 0
 	faults.BeforeApply(func(context.Context, store.Partition, *store.Batch) error {
 		if raced++; raced == 1 {
-			_, err := other.Claim(ctx, "id", later.Add(time.Minute), later)
+			_, err := claim1(other, "id", later.Add(time.Minute), later)
 			require.NoError(t, err, "the expired key is taken over between the sweep's read and its commit")
 		}
 		return nil
@@ -256,10 +269,10 @@ func TestSweepRacingATakeoverKeepsTheNewClaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, deleted, "the re-run finds nothing expired")
 	assert.Equal(t, 1, raced, "the guarded batch failed, and its re-run had nothing to apply")
-	_, err = other.Claim(ctx, "id", later.Add(time.Minute), later)
+	_, err = claim1(other, "id", later.Add(time.Minute), later)
 	assert.ErrorIs(t, err, outcome.ErrReplayed, "the new claim is held")
 	rows := nonceRows(t, e.s, e.p)
-	assert.Equal(t, uint64(later.Add(time.Minute).UnixMilli()), rows["id"].UntilMs)
+	assert.Equal(t, uint64(later.Add(time.Minute).UnixMilli()), rows["s id"].UntilMs)
 }
 
 func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
@@ -267,79 +280,108 @@ func TestNonceStoresTakeOverExpiredKeysAndReleaseOnlyTheirOwn(t *testing.T) {
 	now := e.clock.Now()
 	for name, n := range map[string]outcome.NonceStore{"memory": outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{}), "partition": partitionNonces(t, e.s, e.p)} {
 		t.Run(name, func(t *testing.T) {
-			first, err := n.Claim(ctx, "id", now.Add(time.Second), now)
+			first, err := claim1(n, "id", now.Add(time.Second), now)
 			require.NoError(t, err)
-			_, err = n.Claim(ctx, "id", now.Add(time.Minute), now.Add(time.Second))
+			_, err = claim1(n, "id", now.Add(time.Minute), now.Add(time.Second))
 			assert.ErrorIs(t, err, outcome.ErrReplayed, "held until its expiry, inclusive")
 			assert.ErrorIs(t, err, outcome.ErrRejected)
 			later := now.Add(time.Second + time.Millisecond)
-			second, err := n.Claim(ctx, "id", later.Add(time.Minute), later)
+			second, err := claim1(n, "id", later.Add(time.Minute), later)
 			require.NoError(t, err, "an expired key is taken over")
 			require.NoError(t, n.Release(ctx, first), "releasing a claim no longer held")
-			_, err = n.Claim(ctx, "id", later.Add(time.Minute), later)
+			_, err = claim1(n, "id", later.Add(time.Minute), later)
 			assert.ErrorIs(t, err, outcome.ErrReplayed, "the later claim is kept")
 			require.NoError(t, n.Release(ctx, second))
-			_, err = n.Claim(ctx, "id", later.Add(time.Minute), later)
+			_, err = claim1(n, "id", later.Add(time.Minute), later)
 			assert.NoError(t, err, "released")
 
-			_, err = n.Claim(ctx, "expired", now, now.Add(time.Millisecond))
+			_, err = claim1(n, "expired", now, now.Add(time.Millisecond))
 			assert.ErrorIs(t, err, outcome.ErrRejected, "an expiry already past is never recorded")
 			assert.NotErrorIs(t, err, outcome.ErrReplayed)
-			_, err = n.Claim(ctx, "", later, now)
+			_, err = claim1(n, "", later, now)
 			assert.ErrorIs(t, err, store.ErrInvalid)
-			_, err = n.Claim(ctx, string(make([]byte, outcome.MaxNonceKeyBytes+1)), later, now)
+			_, err = claim1(n, string(make([]byte, outcome.MaxNonceKeyBytes+1)), later, now)
 			assert.ErrorIs(t, err, store.ErrInvalid)
+			key := func(k string) outcome.NonceKey { return outcome.NonceKey{Key: k, Until: later} }
+			for name, keys := range map[string][]outcome.NonceKey{
+				"no keys": nil, "a key twice": {key("a"), key("b"), key("a")},
+				"too many keys": {key("a"), key("b"), key("c"), key("d"), key("e")},
+			} {
+				_, err = n.Claim(ctx, "s", keys, now)
+				assert.ErrorIs(t, err, store.ErrInvalid, name)
+			}
+			_, err = n.Claim(ctx, strings.Repeat("s", outcome.MaxSenderBytes+1), []outcome.NonceKey{key("a")}, now)
+			assert.ErrorIs(t, err, store.ErrInvalid, "a sender too long")
+
+			// A claim is all or none, and each sender's keys are its own.
+			_, err = n.Claim(ctx, "s", []outcome.NonceKey{key("fresh"), key("id")}, later)
+			assert.ErrorIs(t, err, outcome.ErrReplayed, "one of its keys is held")
+			_, err = n.Claim(ctx, "s", []outcome.NonceKey{key("fresh")}, later)
+			assert.NoError(t, err, "nothing of the refused claim was recorded")
+			other, err := n.Claim(ctx, "t", []outcome.NonceKey{key("fresh"), key("id")}, later)
+			assert.NoError(t, err, "another sender's keys")
+			require.NoError(t, n.Release(ctx, other))
 		})
 	}
-	assert.Len(t, nonceRows(t, e.s, e.p), 1)
+	assert.Len(t, nonceRows(t, e.s, e.p), 2)
 }
 
 func TestMemoryNonceStoreIsBounded(t *testing.T) {
 	n := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{MaxNonces: 2})
 	now := time.UnixMilli(1_000_000)
 	for _, k := range []string{"a", "b"} {
-		_, err := n.Claim(ctx, k, now.Add(time.Second), now)
+		_, err := claim1(n, k, now.Add(time.Second), now)
 		require.NoError(t, err)
 	}
-	_, err := n.Claim(ctx, "c", now.Add(time.Second), now)
+	_, err := claim1(n, "c", now.Add(time.Second), now)
 	assert.ErrorIs(t, err, outcome.ErrBusy)
-	_, err = n.Claim(ctx, "c", now.Add(2*time.Second), now.Add(time.Second+time.Millisecond))
+	_, err = claim1(n, "c", now.Add(2*time.Second), now.Add(time.Second+time.Millisecond))
 	assert.NoError(t, err, "accepted once the others expired")
 	assert.Equal(t, 1, n.Len())
 }
 
-// A corrupt nonce row refuses its request (503), never accepts it; a
-// corrupt index row is reported by the sweep and kept, and the others
-// are swept.
+// A corrupt nonce row, of either layout, refuses its request (503),
+// never accepts it; a corrupt index row is reported by the sweep and
+// kept, and the others are swept.
 func TestPartitionNonceStoreCorruptRows(t *testing.T) {
-	e := newEnv(t, bankT0)
-	n := partitionNonces(t, e.s, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
-	now := e.clock.Now()
-	rowKey, err := gen.AppendReceiverNonceKey(nil, "bad")
-	require.NoError(t, err)
-	idxKey, err := gen.AppendReceiverNonceExpiryKey(nil, uint64(now.UnixMilli()), "bad")
-	require.NoError(t, err)
-	out, err := e.s.Apply(ctx, e.p, store.NewBatch().Put(rowKey, store.Value{0xff}).Put(idxKey, store.Value{0xff}))
-	require.NoError(t, err)
-	require.True(t, out.Committed())
-	_, err = n.Claim(ctx, "bad", now.Add(time.Second), now)
-	assert.ErrorIs(t, err, store.ErrCorrupt)
-	assert.NotErrorIs(t, err, outcome.ErrRejected)
-	_, err = n.Claim(ctx, "good", now.Add(time.Millisecond), now)
-	require.NoError(t, err)
-	deleted, err := n.Sweep(ctx, now.Add(time.Second))
-	assert.ErrorIs(t, err, store.ErrCorrupt)
-	assert.Equal(t, 1, deleted)
-	v, ok, err := e.s.Get(ctx, e.p, idxKey)
-	require.NoError(t, err)
-	assert.True(t, ok, "the corrupt row is kept")
-	assert.Equal(t, store.Value{0xff}, v)
+	for _, layout := range []string{"sender", "first"} {
+		t.Run(layout, func(t *testing.T) {
+			e := newEnv(t, bankT0)
+			n := partitionNonces(t, e.s, e.p, sameClock, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = -1 })
+			now := e.clock.Now()
+			rowKey, err := gen.AppendReceiverReplayKey(nil, "s", "bad")
+			require.NoError(t, err)
+			idxKey, err := gen.AppendReceiverReplayExpiryKey(nil, uint64(now.UnixMilli()), "s", "bad")
+			require.NoError(t, err)
+			if layout == "first" {
+				rowKey, err = gen.AppendReceiverNonceKey(nil, "bad")
+				require.NoError(t, err)
+				idxKey, err = gen.AppendReceiverNonceExpiryKey(nil, uint64(now.UnixMilli()), "bad")
+				require.NoError(t, err)
+			}
+			out, err := e.s.Apply(ctx, e.p, store.NewBatch().Put(rowKey, store.Value{0xff}).Put(idxKey, store.Value{0xff}))
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+			_, err = claim1(n, "bad", now.Add(time.Second), now)
+			assert.ErrorIs(t, err, store.ErrCorrupt)
+			assert.NotErrorIs(t, err, outcome.ErrRejected)
+			_, err = claim1(n, "good", now.Add(time.Millisecond), now)
+			require.NoError(t, err)
+			deleted, err := n.Sweep(ctx, now.Add(time.Second))
+			assert.ErrorIs(t, err, store.ErrCorrupt)
+			assert.Equal(t, 1, deleted)
+			v, ok, err := e.s.Get(ctx, e.p, idxKey)
+			require.NoError(t, err)
+			assert.True(t, ok, "the corrupt row is kept")
+			assert.Equal(t, store.Value{0xff}, v)
+		})
+	}
 }
 
-// nonceModel is what a NonceStore must answer: each key's expiry and the
-// claim holding it.
+// nonceModel is what a NonceStore must answer: each sender's key's
+// expiry and the claim holding it.
 type nonceModel struct {
-	held map[string]modelClaim
+	held map[string]modelClaim // by "sender key"
 }
 
 type modelClaim struct {
@@ -347,11 +389,12 @@ type modelClaim struct {
 	id    int
 }
 
-// TestNonceStoresMatchTheModel runs random claims, releases, sweeps and
-// clock moves against both stores and a model, the partition store under
-// injected faults (failed calls, commits that land and report an
-// unknown result), and checks every answer and, for the partition store,
-// its rows.
+// TestNonceStoresMatchTheModel runs random claims of one to three keys
+// for two senders, releases, sweeps and clock moves against both stores
+// and a model, the partition store under injected faults (failed calls,
+// commits that land and report an unknown result) and with a replica skew
+// bound of its own, and checks every answer and, for the partition store,
+// its rows: none held by a claim is swept within the bound.
 func TestNonceStoresMatchTheModel(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		for _, kind := range []string{"memory", "partition"} {
@@ -368,10 +411,14 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 	faults := storetest.NewFaults(e.s)
 	var n outcome.NonceStore
 	var pn *outcome.PartitionNonceStore
+	skew := []time.Duration{time.Millisecond, 700 * time.Millisecond, 3 * time.Second}[seed%3]
 	if kind == "memory" {
 		n = outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	} else {
-		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) { c.SweepEvery = 1 + int(seed%4) })
+		pn = partitionNonces(t, faults, e.p, func(c *outcome.PartitionNonceStoreConfig) {
+			c.SweepEvery = 1 + int(seed%4)
+			c.MaxReplicaSkew = skew
+		})
 		n = pn
 	}
 	m := nonceModel{held: map[string]modelClaim{}}
@@ -384,8 +431,11 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 	for step := range 300 {
 		switch op := rng.IntN(10); {
 		case op < 6:
-			key := fmt.Sprintf("k%d", rng.IntN(6))
-			until := now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+			sender := []string{"x", "y"}[rng.IntN(2)]
+			var keys []outcome.NonceKey
+			for _, i := range rng.Perm(6)[:1+rng.IntN(3)] {
+				keys = append(keys, outcome.NonceKey{Key: fmt.Sprintf("k%d", i), Until: now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)})
+			}
 			fault := ""
 			if pn != nil {
 				switch rng.IntN(8) {
@@ -397,25 +447,32 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 					fault = "fail"
 				}
 			}
-			c, err := n.Claim(ctx, key, until, now)
+			c, err := n.Claim(ctx, sender, keys, now)
 			faults.Clear()
-			held, ok := m.held[key]
+			replayed := slices.ContainsFunc(keys, func(k outcome.NonceKey) bool {
+				held, ok := m.held[sender+" "+k.Key]
+				return ok && !held.until.Before(now)
+			})
 			switch {
 			case fault == "fail":
 				require.Error(t, err, "step %d", step)
 				require.NotErrorIs(t, err, outcome.ErrRejected, "step %d: a failing store is not a replay", step)
-			case ok && !held.until.Before(now):
-				require.ErrorIs(t, err, outcome.ErrReplayed, "step %d: %s held until %v, now %v", step, key, held.until, now)
+			case replayed:
+				require.ErrorIs(t, err, outcome.ErrReplayed, "step %d: %s %v, now %v", step, sender, keys, now)
 			default:
-				require.NoError(t, err, "step %d: %s (%s)", step, key, fault)
-				m.held[key] = modelClaim{until: until, id: step}
+				require.NoError(t, err, "step %d: %s %v (%s)", step, sender, keys, fault)
+				for _, k := range keys {
+					m.held[sender+" "+k.Key] = modelClaim{until: k.Until, id: step}
+				}
 				claims = append(claims, claimed{c, step})
 			}
 		case op < 8 && len(claims) > 0:
 			cl := claims[rng.IntN(len(claims))]
 			require.NoError(t, n.Release(ctx, cl.c))
-			if h, ok := m.held[cl.c.Key]; ok && h.id == cl.id {
-				delete(m.held, cl.c.Key)
+			for _, k := range cl.c.Keys {
+				if h, ok := m.held[cl.c.Sender+" "+k.Key]; ok && h.id == cl.id {
+					delete(m.held, cl.c.Sender+" "+k.Key)
+				}
 			}
 		case op == 8 && pn != nil:
 			_, err := pn.Sweep(ctx, now)
@@ -426,10 +483,10 @@ func runNonceModel(t *testing.T, kind string, seed uint64) {
 		if pn != nil {
 			rows := nonceRows(t, e.s, e.p)
 			for key, h := range m.held {
-				if h.until.Before(now) {
-					continue // expired: swept or not
+				if h.until.Add(skew).Before(now) {
+					continue // expired past the bound: swept or not
 				}
-				require.Contains(t, rows, key, "step %d", step)
+				require.Contains(t, rows, key, "step %d: swept within the bound", step)
 				require.Equal(t, uint64(h.until.UnixMilli()), rows[key].UntilMs, "step %d", step)
 			}
 			for key, r := range rows {

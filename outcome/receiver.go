@@ -3,11 +3,14 @@ package outcome
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -26,6 +29,9 @@ const (
 	DefaultTolerance = 5 * time.Minute
 	// DefaultMaxBodyBytes bounds a request body a Receiver reads.
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultBodyTimeout bounds the time Wrap spends reading a request
+	// body.
+	DefaultBodyTimeout = 10 * time.Second
 )
 
 // maxWebhookTimestamp is the last second of year 9999: a later Standard
@@ -62,6 +68,15 @@ type ReceiverConfig struct {
 	// receiver runs as several replicas or must refuse replays across
 	// restarts.
 	Nonces NonceStore
+	// Sender names the sender whose keys these are, 1 to MaxSenderBytes
+	// of visible ASCII: the keys a request claims in Nonces are the
+	// sender's, so that receivers of several senders share a store
+	// without refusing each other's message ids. It is required with
+	// Nonces, which other receivers may share; replicas of one receiver,
+	// and the receiver across a rotation of the sender's keys, keep the
+	// same name, so a request verified under a new key is a replay of
+	// the same request verified under the old one.
+	Sender string
 	// Clock checks validity windows (nil: clock.Real).
 	Clock clock.Clock
 	// MaxSkew is the clock difference tolerated at both ends of a window
@@ -78,6 +93,13 @@ type ReceiverConfig struct {
 	// larger one is refused with 413. Handle, behind Wrap, takes what
 	// this allows.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time Wrap spends reading a request's body,
+	// from the handler's start (default DefaultBodyTimeout, or the
+	// server's ReadTimeout when shorter): a body not read by then is
+	// answered 408 and its connection closed, without a call of the
+	// handler. The server's ReadHeaderTimeout bounds the headers, which
+	// come first.
+	BodyTimeout time.Duration
 	// MaxNonces bounds the default MemoryNonceStore (default
 	// DefaultMaxNonces): while it is full of unexpired keys, requests are
 	// refused with 503 and Retry-After, never accepted unchecked. It is
@@ -103,11 +125,13 @@ type Receiver struct {
 	verifiers   []Verifier
 	standard    []Verifier
 	endpoint    string
+	sender      string
 	clock       clock.Clock
 	skewMs      uint64
 	validityMs  uint64
 	toleranceMs uint64
 	maxBody     int64
+	bodyTimeout time.Duration
 	log         *slog.Logger
 	nonces      NonceStore
 }
@@ -116,7 +140,9 @@ type Receiver struct {
 // store.ErrInvalid for no key or a nil one, an HMAC key under
 // MinHMACKeyBytes among Verifiers, a StandardWebhooks key of another
 // scheme than HMAC-SHA256 or Ed25519, an invalid Endpoint, a negative
-// bound, a Tolerance over MaxValidity, or MaxNonces beside Nonces.
+// bound, a Tolerance over MaxValidity, MaxNonces beside Nonces, or Nonces
+// without a Sender or a Sender that is not 1 to MaxSenderBytes of visible
+// ASCII.
 func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	if len(c.Verifiers) == 0 && len(c.StandardWebhooks) == 0 {
 		return nil, fmt.Errorf("outcome: receiver without a verifier: %w", store.ErrInvalid)
@@ -147,14 +173,22 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 		{"Tolerance is over MaxValidity (" + MaxValidity.String() + ")", c.Tolerance > MaxValidity},
 		{"MaxBodyBytes is negative", c.MaxBodyBytes < 0},
 		{"MaxNonces is negative", c.MaxNonces < 0},
+		{"BodyTimeout is negative", c.BodyTimeout < 0},
 		{"MaxNonces is set beside Nonces (it bounds the default store)", c.Nonces != nil && c.MaxNonces != 0},
 	} {
 		if f.bad {
 			return nil, fmt.Errorf("outcome: ReceiverConfig.%s: %w", f.name, store.ErrInvalid)
 		}
 	}
+	switch {
+	case c.Nonces != nil && c.Sender == "":
+		return nil, fmt.Errorf("outcome: receiver with Nonces, which others may share, and no Sender: %w", store.ErrInvalid)
+	case c.Sender != "" && !visibleASCII(c.Sender, MaxSenderBytes):
+		return nil, fmt.Errorf("outcome: receiver Sender of %d bytes, want 1 to %d of visible ASCII: %w", len(c.Sender), MaxSenderBytes, store.ErrInvalid)
+	}
 	r := &Receiver{redacted: redacted{"outcome.Receiver"}, verifiers: append([]Verifier(nil), c.Verifiers...),
-		standard: append([]Verifier(nil), c.StandardWebhooks...), clock: c.Clock, maxBody: c.MaxBodyBytes, log: c.Logger, nonces: c.Nonces}
+		standard: append([]Verifier(nil), c.StandardWebhooks...), sender: c.Sender, clock: c.Clock, maxBody: c.MaxBodyBytes,
+		bodyTimeout: c.BodyTimeout, log: c.Logger, nonces: c.Nonces}
 	if c.Endpoint != "" {
 		var err error
 		if r.endpoint, err = parseEndpoint(c.Endpoint); err != nil {
@@ -178,6 +212,9 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	if r.maxBody == 0 {
 		r.maxBody = DefaultMaxBodyBytes
 	}
+	if r.bodyTimeout == 0 {
+		r.bodyTimeout = DefaultBodyTimeout
+	}
 	if r.nonces == nil {
 		r.nonces = NewMemoryNonceStore(MemoryNonceStoreConfig{MaxNonces: c.MaxNonces})
 	}
@@ -197,18 +234,18 @@ type Verified struct {
 	// Standard reports whether it was verified under Standard Webhooks,
 	// rather than the library's scheme.
 	Standard bool
-	// ID is the key the receiver holds for it: its Standard Webhooks
-	// message id, or its nonce.
+	// ID names it: its Standard Webhooks message id, or its nonce.
 	ID     string
 	claim  NonceClaim
 	nonces NonceStore
 }
 
-// Release forgets a Standard Webhooks request's message id, so that the
-// sender's retry of the message is accepted: call it when the request
-// was not processed (Wrap does, for an answer other than 2xx). It does
-// nothing for the library's scheme, whose nonce names this attempt only.
-// It fails as the NonceStore's Release does.
+// Release forgets a Standard Webhooks request's keys (its message id and,
+// on a receiver of both schemes, its attempt's), so that the sender's
+// retry of the message is accepted: call it when the request was
+// not processed (Wrap does, for an answer other than 2xx). It does nothing
+// for the library's scheme, whose nonce names this attempt only. It fails
+// as the NonceStore's Release does.
 func (v *Verified) Release(ctx context.Context) error {
 	if !v.Standard {
 		return nil
@@ -225,7 +262,19 @@ type request struct {
 	window    func(nowMs uint64) error
 	message   func(body []byte) []byte
 	verifiers []Verifier
+	// second is the attempt's time in Unix seconds, the one both schemes
+	// sign, and attemptUntilMs the end of the last window in which either
+	// scheme may accept the attempt: what a receiver of both holds its
+	// attempt key until.
+	second, attemptUntilMs uint64
 }
+
+// Key prefixes of the keys a request claims.
+const (
+	nonceKeyPrefix   = "nonce:"
+	messageKeyPrefix = "webhook-id:"
+	attemptKeyPrefix = "attempt:"
+)
 
 // Verify reads and verifies req. It fails with an error wrapping
 // ErrRejected for a method other than POST, no signature header this
@@ -235,8 +284,9 @@ type request struct {
 // the receiver's, a signature no key verifies, or a key accepted before
 // (ErrReplayed); with ErrBusy when the NonceStore cannot tell (full, or
 // its store failing); and with the body's read error. Only a verified
-// request's key is claimed, so unsigned requests cannot fill the store.
-// Verify reads req's body and does not close it.
+// request's keys are claimed, so unsigned requests cannot fill the store.
+// Verify reads req's body and does not close it; it sets no time bound
+// on the read, which Wrap does (BodyTimeout).
 func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if req.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: method %s", ErrRejected, req.Method)
@@ -285,11 +335,16 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 	if !verified {
 		return nil, fmt.Errorf("%w: no signature verifies", ErrRejected)
 	}
-	key := "nonce:" + q.id
+	keys := make([]NonceKey, 1, 2)
+	keys[0] = NonceKey{Key: nonceKeyPrefix + q.id, Until: time.UnixMilli(int64(q.untilMs))}
 	if q.standard {
-		key = "webhook-id:" + q.id
+		keys[0].Key = messageKeyPrefix + q.id
 	}
-	claim, err := r.nonces.Claim(req.Context(), key, time.UnixMilli(int64(q.untilMs)), time.UnixMilli(int64(nowMs)))
+	if len(r.verifiers) > 0 && len(r.standard) > 0 {
+		// The attempt may arrive again under the other scheme.
+		keys = append(keys, NonceKey{Key: attemptKey(q.second, body), Until: time.UnixMilli(int64(q.attemptUntilMs))})
+	}
+	claim, err := r.nonces.Claim(req.Context(), r.sender, keys, time.UnixMilli(int64(nowMs)))
 	switch {
 	case errors.Is(err, ErrRejected) || errors.Is(err, ErrBusy):
 		return nil, err
@@ -297,6 +352,18 @@ func (r *Receiver) Verify(req *http.Request) (*Verified, error) {
 		return nil, fmt.Errorf("%w: nonce store: %w", ErrBusy, err)
 	}
 	return &Verified{Body: body, Standard: q.standard, ID: q.id, claim: claim, nonces: r.nonces}, nil
+}
+
+// attemptKey names one attempt whichever scheme it arrives under: by
+// what both schemes sign of it, its second and its body (the envelope,
+// which names the message).
+func attemptKey(second uint64, body []byte) string {
+	sum := sha256.Sum256(body)
+	k := make([]byte, 0, len(attemptKeyPrefix)+20+1+base64.RawURLEncoding.EncodedLen(len(sum)))
+	k = append(k, attemptKeyPrefix...)
+	k = strconv.AppendUint(k, second, 10)
+	k = append(k, ':')
+	return string(base64.RawURLEncoding.AppendEncode(k, sum[:]))
 }
 
 // sigScheme is the name a signature checked by v carries: its scheme, or
@@ -333,13 +400,18 @@ func (r *Receiver) libraryRequest(h http.Header) (request, error) {
 	if expires <= created || expires-created > r.validityMs {
 		return request{}, fmt.Errorf("%w: validity window of %d ms, want 1 to %d", ErrRejected, int64(expires-created), r.validityMs)
 	}
+	until := addSat(expires, r.skewMs)
+	// The same attempt as Standard Webhooks carries created-at's second,
+	// accepted until that second plus Tolerance.
+	second := created / 1000
 	return request{
-		id: nonce, sigs: sigs, verifiers: r.verifiers, untilMs: addSat(expires, r.skewMs),
+		id: nonce, sigs: sigs, verifiers: r.verifiers, untilMs: until,
+		second: second, attemptUntilMs: max(until, addSat(second*1000, r.toleranceMs)),
 		window: func(now uint64) error {
 			switch {
 			case created > addSat(now, r.skewMs):
 				return fmt.Errorf("%w: created %d ms in the future", ErrRejected, created-now)
-			case now > addSat(expires, r.skewMs):
+			case now > until:
 				return fmt.Errorf("%w: expired %d ms ago", ErrRejected, now-expires)
 			}
 			return nil
@@ -363,8 +435,12 @@ func (r *Receiver) standardRequest(h http.Header) (request, error) {
 		return request{}, fmt.Errorf("%w: malformed %s, or over %d signatures", ErrRejected, HeaderWebhookSignature, MaxSignatures)
 	}
 	atMs := uint64(ts) * 1000
+	// The same attempt under the library's scheme was created within
+	// that second, and is accepted until at most MaxValidity and MaxSkew
+	// after.
 	return request{
 		standard: true, id: id, sigs: sigs, verifiers: r.standard, untilMs: atMs + r.toleranceMs,
+		second: uint64(ts), attemptUntilMs: max(atMs+r.toleranceMs, atMs+999+r.validityMs+r.skewMs),
 		window: func(now uint64) error {
 			switch {
 			case atMs > addSat(now, r.toleranceMs):
@@ -384,18 +460,34 @@ type verifiedKey struct{}
 // Wrap returns a handler that verifies each request and passes only
 // verified ones to next, with the verified body (and, in the request's
 // context, what Handle reads it from). It answers 401 to a rejected
-// request, 413 to a body too large, 503 with Retry-After to a request it
-// cannot check now, and 400 to a body it cannot read; next is not called
-// then. When next answers a Standard Webhooks request with anything but
-// 2xx, or panics, Wrap releases its message id (Verified.Release) so
-// that the sender's retry is accepted; a failed release is logged, and
-// the id is then held until its window ends.
+// request, 413 to a body too large, 408 to a body not read within
+// BodyTimeout (closing the connection), 503 with Retry-After to a request
+// it cannot check now, and 400 to a body it cannot read otherwise; next is
+// not called then. It bounds the body's read with the connection's read
+// deadline (http.ResponseController), lifted once the body is read, so
+// next's context and time are its own; behind a ResponseWriter that
+// cannot set one, only the server's ReadTimeout bounds it. When next
+// answers a Standard Webhooks request with anything but 2xx, or panics,
+// Wrap releases its keys (Verified.Release) so that the sender's retry is
+// accepted; a failed release is logged, and the keys are then held until
+// their window ends.
 func (r *Receiver) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		d := r.bodyTimeout
+		if srv, ok := req.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+			d = min(d, srv.ReadTimeout) // the deadline set replaces the server's
+		}
+		rc := http.NewResponseController(w)
+		bounded := rc.SetReadDeadline(time.Now().Add(d)) == nil
 		v, err := r.Verify(req)
 		if err != nil {
+			// The deadline stays: whatever of the body the server reads
+			// after the answer is bounded by it too.
 			status := http.StatusBadRequest
 			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				status = http.StatusRequestTimeout
+				w.Header().Set("Connection", "close")
 			case errors.Is(err, ErrBusy):
 				status = http.StatusServiceUnavailable
 				w.Header().Set("Retry-After", "1")
@@ -407,6 +499,12 @@ func (r *Receiver) Wrap(next http.Handler) http.Handler {
 			r.log.Info("outcome: hook request refused", "status", status, "reason", err.Error(), "remote", req.RemoteAddr)
 			http.Error(w, http.StatusText(status), status)
 			return
+		}
+		if bounded {
+			// The body is read to its end: lift the deadline, which would
+			// otherwise end the connection's background read, and with it
+			// next's context, while next runs.
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, v))
 		req.Body = io.NopCloser(bytes.NewReader(v.Body))

@@ -41,7 +41,8 @@ import (
 // Standard Webhooks (WebhookSinkConfig.StandardWebhooks) adds, beside those,
 // the specification's headers: HeaderWebhookID, the envelope's id, stable
 // across retries (it names the message); HeaderWebhookTimestamp, the
-// attempt's time in Unix seconds; and HeaderWebhookSignature, one
+// attempt's time in Unix seconds (created-at's second); and
+// HeaderWebhookSignature, one
 // "v1,<base64 HMAC-SHA256>" or "v1a,<base64 Ed25519>" per signer,
 // space-separated, of
 //
@@ -51,12 +52,14 @@ import (
 // what keeps a delivery to one endpoint is a key of that endpoint's own,
 // as the specification asks of its senders. A Receiver accepts a Standard
 // Webhooks request within Tolerance of its timestamp and refuses a
-// message id it holds (the package doc says when it holds one). HMAC keys of 24 bytes and more (the specification's and Svix's
-// "whsec_" secrets) sign and verify Standard Webhooks; the library's own
-// scheme needs MinHMACKeyBytes, so a shorter key signs only the Standard
-// Webhooks headers. With HMAC-SHA256 the receiver holds the sender's
-// secret; with Ed25519 only the public key, so a compromised receiver
-// cannot sign.
+// message id it holds; one that verifies both schemes accepts an attempt
+// once, whichever scheme's headers each copy of it carries (the package
+// doc says what it holds, and how long). HMAC keys of 24 bytes and more
+// (the specification's and Svix's "whsec_" secrets) sign and verify
+// Standard Webhooks; the library's own scheme needs MinHMACKeyBytes, so a
+// shorter key signs only the Standard Webhooks headers. With HMAC-SHA256
+// the receiver holds the sender's secret; with Ed25519 only the public
+// key, so a compromised receiver cannot sign.
 const (
 	HeaderEndpoint  = "X-Mkit-Hook-Endpoint"
 	HeaderNonce     = "X-Mkit-Hook-Nonce"

@@ -276,7 +276,7 @@ func TestReceiverHoldsAMessageIDUntilItsWindowEndsUnlessTheHandlerFailed(t *test
 	start := time.UnixMilli(1_700_000_000_000)
 	clk := clock.NewManual(start)
 	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
-	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk, Nonces: nonces})
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{StandardWebhooks: []outcome.Verifier{webhookSecret(t, secret)}, Clock: clk, Nonces: nonces, Sender: "shop"})
 	require.NoError(t, err)
 	fail := true
 	calls := 0
@@ -315,7 +315,7 @@ func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 	nonces := outcome.NewMemoryNonceStore(outcome.MemoryNonceStoreConfig{})
 	key := webhookSecret(t, secret)
-	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk, Nonces: nonces})
+	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key}, Clock: clk, Nonces: nonces, Sender: "shop"})
 	require.NoError(t, err)
 	h := recv.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
 	body, err := sampleEnvelope(t, "msg_panic").JSON()
@@ -334,7 +334,7 @@ func TestWrapReleasesAStandardIDWhenTheHandlerPanics(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(lib.body))
 	req.Header = lib.header
 	assert.Panics(t, func() { h.ServeHTTP(httptest.NewRecorder(), req) })
-	assert.Equal(t, 1, nonces.Len(), "a library nonce is kept: a retry is a new nonce")
+	assert.Equal(t, 2, nonces.Len(), "a library nonce, and the attempt's key, are kept: a retry is a new nonce")
 }
 
 // An Ed25519 (v1a) signature, as the specification defines it, is

@@ -209,9 +209,9 @@ func TestReceiverRefusesADeliveryMeantForAnother(t *testing.T) {
 // already past: the receiver's own window checks must hold without help.
 type admitAll struct{ claims int }
 
-func (a *admitAll) Claim(_ contextT, key string, until, _ time.Time) (outcome.NonceClaim, error) {
+func (a *admitAll) Claim(_ contextT, sender string, keys []outcome.NonceKey, _ time.Time) (outcome.NonceClaim, error) {
 	a.claims++
-	return outcome.NonceClaim{Key: key, Until: until}, nil
+	return outcome.NonceClaim{Sender: sender, Keys: keys}, nil
 }
 func (a *admitAll) Release(contextT, outcome.NonceClaim) error { return nil }
 
@@ -221,7 +221,7 @@ func TestReceiverChecksWindowsWhateverItsNonceStore(t *testing.T) {
 	secret := whsec(32, 6)
 	key := webhookSecret(t, secret)
 	recv, err := outcome.NewReceiver(outcome.ReceiverConfig{Verifiers: []outcome.Verifier{key}, StandardWebhooks: []outcome.Verifier{key},
-		Clock: clk, MaxSkew: time.Second, Nonces: nonces})
+		Clock: clk, MaxSkew: time.Second, Nonces: nonces, Sender: "shop"})
 	require.NoError(t, err)
 	rec := newRecorder(t, nil)
 	require.NoError(t, webhook(t, rec.srv.URL, key, func(c *outcome.WebhookSinkConfig) {

@@ -223,12 +223,15 @@ func newHook(t *testing.T) *hook {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(recv.Wrap(outcome.Handle(func(_ context.Context, e outcome.Envelope) error {
+	// The service's own server, with its timeouts, on a test listener.
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = orders.HookServer("", recv.Wrap(outcome.Handle(func(_ context.Context, e outcome.Envelope) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.got = append(h.got, e)
 		return nil
 	})))
+	srv.Start()
 	t.Cleanup(srv.Close)
 	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: srv.URL + "/outcomes", Signer: key})
 	if err != nil {
