@@ -71,7 +71,8 @@ lint: check-generated
 	  echo '$(GO) vet -tags fdb ./...'; $(GO) vet -tags fdb ./...; \
 	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet -tags fdb"; fi
 
-## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/ is not what its schema generates
+## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/, or a schema's
+## layout.lock, is not what its schema generates, or when a schema breaks its lock
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
