@@ -552,7 +552,7 @@ func (p *lockParser) member(w []string) {
 		d.Fields = append(d.Fields, fl)
 	case kindUnion:
 		if len(w) != 3 && !(d.Partition && len(w) == 4) {
-			p.fail("want \"TAG Name Struct\"%s", map[bool]string{true: " and kind=name"}[d.Partition])
+			p.fail("want \"TAG Name Struct [kind=name]\"")
 			return
 		}
 		v := &variant{Tag: uint8(p.num(w[0], 255)), Name: w[1], Pos: p.pos()}

@@ -58,7 +58,7 @@ func (l *loader) retiredLine(pos token.Position, args []string) {
 		switch k {
 		case "key":
 			lo, hi, rule := keyTagRange(l.s.library)
-			for _, n := range l.numberList(report, "key", v, lo, hi, rule) {
+			for _, n := range numberList(report, "key", v, lo, hi, rule) {
 				if prev := retiredNum(l.s.RetiredKeys, n); prev != nil {
 					report("key tag %d is already retired at %s", n, prev.Pos)
 					continue
@@ -93,7 +93,7 @@ func (l *loader) retiredLine(pos token.Position, args []string) {
 // numberList parses v, the value of argument key, as a comma-separated
 // list of integers in lo..hi (which rule states), reporting each mistake
 // through report; it returns the valid ones, in order.
-func (l *loader) numberList(report func(format string, a ...any), key, v string, lo, hi uint64, rule string) []uint64 {
+func numberList(report func(format string, a ...any), key, v string, lo, hi uint64, rule string) []uint64 {
 	if v == "" {
 		report("%s= needs a comma-separated list of numbers: %s", key, rule)
 		return nil
@@ -119,7 +119,7 @@ func (l *loader) retiredOf(d *decl, pos token.Position, args map[string]string) 
 		lo, rule = 0, "enum values are 0-255"
 	}
 	report := func(format string, a ...any) { l.errs.add(pos, "type %s: "+format, append([]any{d.Name}, a...)...) }
-	for _, n := range l.numberList(report, "retired", v, lo, hi, rule) {
+	for _, n := range numberList(report, "retired", v, lo, hi, rule) {
 		if retiredNum(d.Retired, n) != nil {
 			report("retired=%s lists %d twice", v, n)
 			continue
