@@ -72,7 +72,8 @@ lint: check-generated
 	  echo '$(GO) -C fdblayer/fdbengine vet ./...'; $(GO) -C fdblayer/fdbengine vet ./...; \
 	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet of fdblayer/fdbengine"; fi
 
-## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/ is not what its schema generates
+## check-generated: fail when gen/, refdomain/, ordersgen/ or bankgen/, or a schema's
+## layout.lock, is not what its schema generates, or when a schema breaks its lock
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check

@@ -62,22 +62,25 @@
 // A directive comment line right above a type says what the type is:
 //
 //	//mk:identity min=1 max=64    a validated name
-//	//mk:enum                     a closed set of uint8 constants
+//	//mk:enum [retired=N,...]     a closed set of uint8 constants
 //	//mk:union [partition]        exactly one of several variants: a struct
-//	                              whose fields are pointers to variant structs,
+//	  [retired=N,...]             whose fields are pointers to variant structs,
 //	                              each tagged mk:"tag=N" (and kind=name for a
 //	                              partition); partition unions identify
 //	                              partitions (store.Partition)
 //	//mk:key tag=N [value=R]      a key class: its fields, in order, follow the
-//	                              tag in the FoundationDB tuple encoding, so
+//	  [draft]                     tag in the FoundationDB tuple encoding, so
 //	                              byte order is field order; no fields makes a
 //	                              singleton; N is 100 or more outside this
 //	                              package; value=R names the record of the
 //	                              schema its rows hold, so that tools decode
 //	                              them (codec/registry's KeyClass.Value)
 //	//mk:record version=N [union] a versioned value record
+//	  [draft] [retired=N,...]
 //
 // A struct type without a directive is a plain struct used inside records.
+// draft and retired= are described under "Evolving a schema", with the
+// //mk:retired line of the package doc comment.
 //
 // # What the generated types look like
 //
@@ -111,11 +114,114 @@
 // [N]byte, identities, enums, structs, unions, pointers to scalars
 // (optional values), and slices of those.
 //
-// # Stability
+// # Evolving a schema
 //
-// A record version's layout never changes once released. New record
-// kinds, key classes, enum values and union variants may be added; a
-// change of layout is a new version (a new record type, RelayV2).
+// Rows live for years; schemas change every week. The layout lock keeps
+// the two apart: layout.lock, beside the schema package's files, records
+// every layout the generator has generated from the schema, which rows
+// already stored may hold. The first run writes it; commit it with the
+// schema (it is generated: never edit it). Every run, go generate and
+// codegen -check alike (so make lint and CI), compares the schema with it
+// first and refuses every change that would make bytes already stored
+// read differently or fail: each is a file:line error that ends "(layout
+// rule ID)", and nothing is written. A change it allows rewrites the lock,
+// and -check reports a lock not rewritten yet as stale, as it does
+// generated code.
+//
+// The lock compares what the bytes hold: a key class is its tag, a union
+// variant its tag, an enum constant its value, a field its position in its
+// record, struct or key class, and a type a field uses is compared by its
+// layout, whatever its name. A record holds no number but its version, so
+// it is known by its name: renaming one removes it.
+//
+// Refused, by the ID its error names:
+//
+//	namespace        the namespace changed: every partition identity starts
+//	                 with it, so stored partitions would not be found
+//	field-added      a field added to a released record or key class, or to a
+//	                 struct or variant one uses: stored bytes end before it
+//	field-removed    a field removed: stored bytes hold it
+//	field-moved      fields reordered, or a field's name moved to another
+//	                 position (two fields swapping names): bytes are read by
+//	                 position, and each value would land in another field
+//	retyped          a field's type changed (an integer's width or sign, an
+//	                 array's length, optional, a pointer, an element type, a
+//	                 struct for a union; renamed and retyped alike), or a
+//	                 record made a union or a struct: the bytes were written
+//	                 with the old type
+//	bound-tightened  max or elem_max lowered, min raised or added, le added or
+//	                 moved, sorted added, an identity's min raised or max
+//	                 lowered: a value already stored may break it
+//	key-value        a released key class's value=R changed or added: its
+//	                 rows hold the record it named (dropping value= is allowed)
+//	renumbered       a key class, variant or enum constant that keeps its name
+//	                 but takes another number, a record another version:
+//	                 rows hold the number, so they would read as another
+//	removed          a released key class, record, variant, enum constant or
+//	                 partition union no longer declared and not retired
+//	retired-reused   a retired number or record name declared again
+//	retired-dropped  a retirement the lock holds dropped from the schema
+//	released-draft   a released key class or record marked draft
+//
+// Allowed:
+//
+//	additions        a new record (a new version of one is a new record, as
+//	                 TimerRefV2 is), key class, enum constant, union or
+//	                 partition variant: no stored byte holds it
+//	renames          a field at its position with its type, a key class at
+//	                 its tag, a variant at its tag, an enum constant at its
+//	                 value, a struct, union, enum or identity type, a
+//	                 partition kind: the bytes hold no names
+//	loosened bounds  max or elem_max raised, min lowered or dropped, le or
+//	                 sorted dropped, an identity's bounds widened: every
+//	                 value already stored still meets them, so it decodes
+//	retirements      a key class, record, variant or enum constant no longer
+//	                 used, its number reserved for ever (below)
+//	drafts           any change to a layout never released (below)
+//	the rest         docs, declaration order, moves between files, value=
+//	                 dropped (tools then show the rows' bytes undecoded)
+//
+// Renames are allowed because stored bytes hold no names: a record is its
+// version byte and its fields in order, a key its tag and fields in order.
+// A renamed field or type changes the generated API, and the compiler then
+// names every use to update; what the compiler cannot see, a name moving
+// to another field of the same type, is refused (field-moved, and
+// renumbered for key classes, variants and enum constants). A rename that
+// changes a field's meaning without changing its type (DueAtMs to
+// DueAtSec) is a change of what the bytes mean, which no generator can
+// see: make it a new record version instead.
+//
+// A loosened bound keeps every stored row readable, but a newer binary may
+// then write a value an older one refuses: in a rolling deploy, write such
+// values only once no process runs the older binary.
+//
+// A key class or record no longer declared is retired by a line in a
+// package doc comment of the schema, a variant or an enum constant by its
+// union's or enum's directive:
+//
+//	//mk:retired key=105,106
+//	//mk:retired record=OrderV0
+//	//mk:union partition retired=3
+//	//mk:enum retired=4
+//
+// A retired number or record name is reserved for ever, as protobuf's
+// reserved is: the lock keeps it (with the name it last had), a
+// declaration that takes it is refused, and so is a schema that drops the
+// retirement. Retire only what no stored row holds any more (rewrite or
+// delete those rows first): decoders refuse a retired variant tag or enum
+// value as unknown, which is corrupt.
+//
+// A key class or record never released is marked draft (//mk:record
+// version=2 draft; //mk:key tag=105 value=OrderV2 draft): the lock lists it
+// without its layout, so it may change freely, and its generated doc says
+// so. Removing draft releases it: the next run locks its layout. A
+// released layout cannot become a draft again, and a released key class
+// cannot hold a draft record. The mark is chosen over a flag that rewrites
+// the lock because it is in the schema, seen in review, and acts on one
+// declaration, whereas a flag left in a go:generate line, a Makefile or a
+// CI script would unlock every layout at once, silently. Never let a draft
+// reach a store that keeps its rows: after its next change they may not
+// decode.
 //
 //mk:namespace mkit
 package schema

@@ -15,6 +15,12 @@ func check(s *schema, errs *schemaErrors) {
 				errs.add(d.Pos, "key %s: tag %d already used by %s", d.Name, d.Tag, prev.Name)
 			}
 			tags[d.Tag] = d
+			if r := retiredNum(s.RetiredKeys, uint64(d.Tag)); r != nil && d.Tag != 0 {
+				errs.add(d.Pos, "key %s: tag %d is retired (//mk:retired at %s): %s", d.Name, d.Tag, r.Pos, ruleRetiredReused.text())
+			}
+			if d.Value != nil && d.Value.Draft && !d.Draft {
+				errs.add(d.Pos, "key %s: holds %s, a draft: a released key class holds released records (mark %s draft too, or release %s)", d.Name, d.Value.Name, d.Name, d.Value.Name)
+			}
 			for _, f := range d.Fields {
 				checkKeyField(d, f, errs)
 			}
@@ -27,6 +33,9 @@ func check(s *schema, errs *schemaErrors) {
 				errs.add(d.Pos, "enum %s: no constants declared", d.Name)
 			}
 			for _, v := range d.Values {
+				if r := retiredNum(d.Retired, uint64(v.Value)); r != nil {
+					errs.add(d.Pos, "enum %s: %s takes value %d, which retired= reserves: %s", d.Name, v.Name, v.Value, ruleRetiredReused.text())
+				}
 				if prev, dup := seen[v.Value]; dup {
 					errs.add(d.Pos, "enum %s: %s and %s share value %d", d.Name, prev, v.Name, v.Value)
 				}
@@ -44,6 +53,11 @@ func check(s *schema, errs *schemaErrors) {
 		if d.Kind == kindUnion && d.Partition {
 			markTuple(d, errs)
 		}
+		if d.Record {
+			if r := retiredName(s.RetiredRecords, d.Name); r != nil {
+				errs.add(d.Pos, "record %s: the name is retired (//mk:retired at %s): %s", d.Name, r.Pos, ruleRetiredReused.text())
+			}
+		}
 	}
 	checkCycles(s, errs)
 }
@@ -59,6 +73,9 @@ func checkUnion(d *decl, owner map[*decl]*decl, errs *schemaErrors) {
 			errs.add(v.Pos, "union %s: variants %s and %s share tag %d", d.Name, prev, v.Name, v.Tag)
 		}
 		tags[v.Tag] = v.Name
+		if r := retiredNum(d.Retired, uint64(v.Tag)); r != nil && v.Tag != 0 {
+			errs.add(v.Pos, "union %s: variant %s takes tag %d, which retired= reserves: %s", d.Name, v.Name, v.Tag, ruleRetiredReused.text())
+		}
 		if prev, dup := owner[v.Type]; dup {
 			errs.add(v.Pos, "union %s: %s is already a variant of %s", d.Name, v.Type.Name, prev.Name)
 		}

@@ -19,8 +19,9 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// TestGeneratedCodeIsFresh fails when a committed generated package is not
-// what its schema generates: CI's guard against a forgotten go generate.
+// TestGeneratedCodeIsFresh fails when a committed generated package, or
+// its schema's layout lock, is not what its schema generates: CI's guard
+// against a forgotten go generate.
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	root := repoRoot(t)
 	for _, c := range []struct{ schema, out, pkg string }{
@@ -29,16 +30,19 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"refdomain/schema", "refdomain", "refdomain"},
 		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
 	} {
-		files, err := generate(filepath.Join(root, c.schema), c.pkg)
+		out, err := build(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.schema, err)
 		}
-		stale, err := diff(filepath.Join(root, c.out), files)
+		stale, err := diff(filepath.Join(root, c.out), out.files)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(stale) > 0 {
 			t.Errorf("%s is stale (run go generate ./...): %v", c.out, stale)
+		}
+		if fresh, err := lockFresh(filepath.Join(root, c.schema), out.lock); err != nil || !fresh {
+			t.Errorf("%s/%s is stale or missing (run go generate ./...): %v", c.schema, lockName, err)
 		}
 	}
 }
@@ -260,6 +264,19 @@ func TestImportingModuleGeneratesItsOwnSchema(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(m.dir, "ordersgen", "records.go")); err != nil {
 		t.Fatalf("go generate wrote no codecs: %v", err)
 	}
+	// The first run writes the layout lock, the one the repository's
+	// orders schema commits.
+	lock, err := os.ReadFile(filepath.Join(m.dir, "schema", lockName))
+	if err != nil {
+		t.Fatalf("go generate wrote no layout lock: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(repoRoot(t), "examples/orders/schema", lockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(lock) != string(want) {
+		t.Errorf("the first go generate wrote a lock that differs from examples/orders/schema's:\n%s", lock)
+	}
 	m.run("test", "./...")
 }
 
@@ -424,7 +441,7 @@ func TestSchemaMistakesAreReportedOnce(t *testing.T) {
 		{"misspelled identity bound", "//mk:identity min=1 mx=3\ntype N string",
 			[]string{`4:6: type N: unknown //mk:identity argument "mx": did you mean max? (the arguments are min and max)`}},
 		{"misspelled key tag", "//mk:key tga=100\ntype K struct{}",
-			[]string{`4:6: type K: unknown //mk:key argument "tga": did you mean tag? (the arguments are tag and value)`}},
+			[]string{`4:6: type K: unknown //mk:key argument "tga": did you mean tag? (the arguments are tag, value and draft)`}},
 		{"key value naming no record", "//mk:key tag=100 value=Nope\ntype K struct{}\n\ntype Nope struct{}",
 			[]string{`4:6: key K: value=Nope names no record of the schema`}},
 		{"misspelled variant tag", "type V struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tga=1\"`\n}",

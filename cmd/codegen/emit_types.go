@@ -40,12 +40,19 @@ func docLines(f *File, text string) {
 	}
 }
 
-// docComment renders a declaration's doc, or a default.
+// docComment renders a declaration's doc, or a default, and says so of a
+// draft.
 func docComment(d *decl, fallback string) string {
+	doc := fallback
 	if d.Doc != "" {
-		return d.Doc
+		doc = d.Doc
 	}
-	return fallback
+	if d.Draft {
+		doc += "\n\nDraft: the schema marks " + d.Name + " draft, so the layout lock does not hold\n" +
+			"it: its layout may still change, and rows written with it may then fail to\n" +
+			"decode. Release it (remove draft) before anything stores it."
+	}
+	return doc
 }
 
 // emitTypes writes every declared type with its validation: identities,

@@ -54,6 +54,7 @@ func load(dir string) (*schema, error) {
 	}
 	l := &loader{fset: fset, s: &schema{byName: map[string]*decl{}, library: importPath(dir) == libraryPkg}}
 	l.namespaces(files)
+	l.retirements(files)
 	for _, f := range files {
 		l.types(f)
 	}
@@ -189,23 +190,29 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		if minOK && maxOK && d.Min > d.Max {
 			l.errs.add(pos, "type %s: min=%d over max=%d", name, d.Min, d.Max)
 		}
+	case dir == "retired":
+		// reported by retirements: it belongs in the package doc
+		return
 	case dir == "enum":
-		known()
+		known("retired")
 		if id, ok := ts.Type.(*ast.Ident); !ok || id.Name != "uint8" {
 			l.errs.add(pos, "type %s: //mk:enum needs a uint8 type", name)
 		}
 		d.Kind = kindEnum
+		l.retiredOf(d, pos, args)
 	case dir == "union":
-		known("partition")
+		known("partition", "retired")
 		_, d.Partition = args["partition"]
 		d.Kind = kindUnion
+		l.retiredOf(d, pos, args)
 		if !isStruct {
 			l.errs.add(pos, "type %s: //mk:union needs a struct of variant pointers", name)
 			return
 		}
 		l.pendUnion(d, st)
 	case dir == "key":
-		known("tag", "value")
+		known("tag", "value", "draft")
+		d.Draft = l.draftArg(d, pos, args)
 		d.valueName, d.valuePos = args["value"], pos
 		lo, hi, rule := keyTagRange(l.s.library)
 		// A tag out of range stays 0, which no key class may take, so
@@ -219,7 +226,8 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		d.Kind = kindStruct
 		d.Fields = l.fields(d, st)
 	case dir == "record":
-		known("version", "union")
+		known("version", "union", "draft", "retired")
+		d.Draft = l.draftArg(d, pos, args)
 		// A version out of range stays 0, which check skips.
 		v, _ := arg("version", 1, math.MaxUint8, "record versions are 1-255")
 		d.Record, d.Version = true, uint8(v)
@@ -230,7 +238,11 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		if _, u := args["union"]; u {
 			d.Kind = kindUnion
 			l.pendUnion(d, st)
+			l.retiredOf(d, pos, args)
 		} else {
+			if _, r := args["retired"]; r {
+				l.errs.add(pos, "type %s: retired= applies to union records (their variant tags) only", name)
+			}
 			d.Kind = kindStruct
 			d.Fields = l.fields(d, st)
 		}

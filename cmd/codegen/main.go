@@ -11,7 +11,14 @@
 // concern, all on github.com/dave/jennifer) -> write. Files are written only
 // after every one of them rendered, so a failed run leaves the output as it
 // was. With -check nothing is written: the command exits 1 when the output
-// directory differs from what the schema generates.
+// directory, or the layout lock, differs from what the schema generates.
+//
+// The layout lock (layout.lock, beside the schema, committed with it)
+// records every layout generated from the schema. Every run, -check too,
+// compares the schema with it first and refuses, exiting 2 with a
+// file:line error naming the rule, any change that would make bytes
+// already stored read differently or fail; the first run writes it. The
+// rules, retirement and drafts: see package schema, "Evolving a schema".
 //
 // Schema syntax: see package github.com/mkit-dev/mkitfdb/schema.
 package main
@@ -20,13 +27,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 func main() {
 	schemaDir := flag.String("schema", ".", "directory of the schema package")
 	outDir := flag.String("out", "", "directory to write the generated package into (required)")
 	pkg := flag.String("pkg", "gen", "package name of the generated code")
-	checkOnly := flag.Bool("check", false, "write nothing; exit 1 when -out differs from what the schema generates")
+	checkOnly := flag.Bool("check", false, "write nothing; exit 1 when -out or the schema's layout.lock differs from what the schema generates")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: codegen -schema DIR -out DIR [-pkg NAME] [-check]")
 		flag.PrintDefaults()
@@ -36,16 +44,24 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	files, err := generate(*schemaDir, *pkg)
+	out, err := build(*schemaDir, *pkg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	if *checkOnly {
-		stale, err := diff(*outDir, files)
+		stale, err := diff(*outDir, out.files)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
+		}
+		fresh, err := lockFresh(*schemaDir, out.lock)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if !fresh {
+			stale = append(stale, filepath.Join(*schemaDir, lockName))
 		}
 		if len(stale) > 0 {
 			for _, name := range stale {
@@ -55,7 +71,12 @@ func main() {
 		}
 		return
 	}
-	if err := write(*outDir, files); err != nil {
+	if err := write(*outDir, out.files); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The lock last: it never holds a layout whose code was not written.
+	if err := os.WriteFile(filepath.Join(*schemaDir, lockName), out.lock, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

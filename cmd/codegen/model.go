@@ -49,6 +49,15 @@ type decl struct {
 	Record  bool
 	Version uint8
 
+	// Draft marks a key class or record the schema declares unreleased
+	// (the draft argument of its directive): the layout lock does not hold
+	// it, so its layout may still change.
+	Draft bool
+	// Retired lists the numbers a union's variants (tags) or an enum's
+	// constants (values) may never take again: the retired= argument of
+	// its directive.
+	Retired []*retired
+
 	// usedInTuple marks unions encoded inside keys (nested tuples) or as
 	// partition identities.
 	usedInTuple bool
@@ -132,6 +141,43 @@ type schema struct {
 	// library marks the library's own schema package (libraryPkg), the
 	// only one allowed the reserved namespaces and key class tags.
 	library bool
+	// nsPos is the position of the //mk:namespace directive.
+	nsPos token.Position
+
+	// RetiredKeys and RetiredRecords are the key class tags and record
+	// names the schema's //mk:retired lines reserve for ever.
+	RetiredKeys    []*retired
+	RetiredRecords []*retired
+}
+
+// retired is one retired number (a key class tag, a variant tag, an enum
+// value) or record name. Name is, for a number, the name it last had as
+// the layout lock knows it ("" when the lock never held it); the lock
+// comparison fills it in.
+type retired struct {
+	Num  uint64
+	Name string
+	Pos  token.Position
+}
+
+// retiredNum returns the entry of list that retires n, or nil.
+func retiredNum(list []*retired, n uint64) *retired {
+	for _, r := range list {
+		if r.Num == n {
+			return r
+		}
+	}
+	return nil
+}
+
+// retiredName returns the entry of list that retires name, or nil.
+func retiredName(list []*retired, name string) *retired {
+	for _, r := range list {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
 }
 
 // keys returns the key classes in source order.

@@ -87,7 +87,7 @@ func (l *loader) namespace(pos token.Position, args []string) {
 		l.errs.add(pos, "namespace %q: namespaces starting with %q are reserved for the library's schema (%s)", name, reservedNamespace, libraryPkg)
 		return
 	}
-	l.s.Namespace = name
+	l.s.Namespace, l.s.nsPos = name, pos
 }
 
 // namespaceProblem says what is wrong with name as a namespace, or "".

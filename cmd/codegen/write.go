@@ -33,10 +33,31 @@ var outputs = []struct {
 	{"keys_test.go", emitKeyTests},
 }
 
+// output is what one run generates: the generated package's files, and
+// the layout lock of the schema's directory.
+type output struct {
+	files map[string][]byte
+	lock  []byte
+}
+
 // generate loads the schema in dir and renders every output file in
-// memory. It fails, rendering nothing, on any schema mistake.
+// memory. It fails, rendering nothing, on any schema mistake and on any
+// change the layout lock refuses.
 func generate(dir, pkg string) (map[string][]byte, error) {
+	out, err := build(dir, pkg)
+	if err != nil {
+		return nil, err
+	}
+	return out.files, nil
+}
+
+// build is generate with the lock the schema makes.
+func build(dir, pkg string) (*output, error) {
 	s, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := evolve(dir, s)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +75,7 @@ func generate(dir, pkg string) (map[string][]byte, error) {
 		}
 		files[out.name] = spaceDecls(buf.Bytes())
 	}
-	return files, nil
+	return &output{files: files, lock: lock}, nil
 }
 
 // declStart matches a top-level declaration (or its doc comment) that
