@@ -7,7 +7,7 @@
 // with its schemas' generated packages linked, which decodes its keys and
 // records by name (examples/orders/cmd/orders-admin).
 //
-//	go install github.com/mkit-dev/mkitfdb/cmd/mkitfdb@latest
+//	go install ./cmd/mkitfdb    # in a clone of the repository
 //	mkitfdb partitions -db state.db
 //	mkitfdb help
 //
@@ -15,7 +15,7 @@
 // -cluster-file, it says in one line how to get the mkitfdb that opens
 // clusters: the same command in the FoundationDB engine's module,
 //
-//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	go -C fdblayer/fdbengine install ./cmd/mkitfdb    # in a clone of the repository
 package main
 
 import (

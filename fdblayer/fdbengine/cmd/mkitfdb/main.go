@@ -6,7 +6,7 @@
 // its own, with its schemas linked, setting admin.Config's OpenCluster as
 // this one does.
 //
-//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	go -C fdblayer/fdbengine install ./cmd/mkitfdb    # in a clone of the repository
 //	mkitfdb partitions -cluster-file /etc/foundationdb/fdb.cluster
 //	mkitfdb help
 package main
