@@ -39,17 +39,17 @@ func TestGaugeIsRegisteredLazilyWithHelp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing registered before the first sample")
 
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("partition_kind", "ref", "unit", "rows"), 3)
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("partition_kind", "ref", "unit", "bytes"), 120)
-	a.Gauge(telemetry.MetricOutboxBacklog, labels("unit", "rows", "partition_kind", "ref"), 2)
+	a.Gauge(telemetry.MetricOutboxBacklogBytes, labels("partition_kind", "ref"), 3)
+	a.Gauge(telemetry.MetricOutboxBacklogBytes, labels("partition_kind", "namespace"), 120)
+	a.Gauge(telemetry.MetricOutboxBacklogBytes, labels("partition_kind", "ref"), 2)
 
 	want := `
-# HELP mkitfdb_outbox_backlog Undelivered terminal outcomes of a partition, in rows or bytes.
-# TYPE mkitfdb_outbox_backlog gauge
-mkitfdb_outbox_backlog{partition_kind="ref",unit="bytes"} 120
-mkitfdb_outbox_backlog{partition_kind="ref",unit="rows"} 2
+# HELP mkitfdb_outbox_backlog_bytes Bytes of the terminal records of a partition's undelivered outcomes.
+# TYPE mkitfdb_outbox_backlog_bytes gauge
+mkitfdb_outbox_backlog_bytes{partition_kind="namespace"} 120
+mkitfdb_outbox_backlog_bytes{partition_kind="ref"} 2
 `
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricOutboxBacklog.Name()))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), telemetry.MetricOutboxBacklogBytes.Name()))
 	assert.Zero(t, a.Dropped())
 }
 
