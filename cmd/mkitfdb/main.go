@@ -5,7 +5,7 @@
 // the schemas linked into it: the reference domain's and the examples';
 // a service builds its own, with its schemas linked, from package admin.
 //
-//	go install github.com/mkit-dev/mkitfdb/cmd/mkitfdb@latest
+//	go install ./cmd/mkitfdb    # in a clone of the repository
 //	mkitfdb partitions -db state.db
 //	mkitfdb help
 //
@@ -13,7 +13,7 @@
 // -cluster-file, it says in one line how to get the mkitfdb that opens
 // clusters: the same command in the FoundationDB engine's module,
 //
-//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	go -C fdblayer/fdbengine install ./cmd/mkitfdb    # in a clone of the repository
 package main
 
 import (

@@ -5,7 +5,7 @@
 // It decodes the same schemas as that one: the library's own, the
 // reference domain's and the examples'.
 //
-//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	go -C fdblayer/fdbengine install ./cmd/mkitfdb    # in a clone of the repository
 //	mkitfdb partitions -cluster-file /etc/foundationdb/fdb.cluster
 //	mkitfdb help
 package main
