@@ -76,8 +76,11 @@ func (c *Command) restore(ctx context.Context, st *opened, o *options) error {
 // says what the row's queue re-arms.
 func (c *Command) restoreInQueue(ctx context.Context, r store.Reader, caps store.Capabilities, plan *repairPlan, e quarantine.Entry, sch registry.Schema) error {
 	now := store.DecodeTime(nowMs(c))
-	kc, _ := queueClass(sch, e.Key)
-	switch gen.Tag(kc.Tag) {
+	tag := gen.Tag(0) // a row of no queue
+	if kc, ok := queueClass(sch, e.Key); ok {
+		tag = gen.Tag(kc.Tag)
+	}
+	switch tag {
 	case gen.TagRelayKey:
 		m, err := relay.RestoreRow(ctx, r, plan.b, caps, e, now)
 		if err != nil {

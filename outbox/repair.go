@@ -54,7 +54,7 @@ func QuarantinePending(ctx context.Context, r store.Reader, b *store.Batch, key 
 	if err != nil {
 		return quarantine.Entry{}, BacklogChange{}, err
 	}
-	var bytes uint64
+	var recordBytes uint64
 	if pv, err := gen.DecodeOutcomePendingV1(v); err == nil && len(pv.Key) > 0 {
 		rv, ok, err := r.Get(ctx, pv.Key)
 		if err != nil {
@@ -62,14 +62,14 @@ func QuarantinePending(ctx context.Context, r store.Reader, b *store.Batch, key 
 		}
 		nb.Require(store.Guard(pv.Key, rv))
 		if ok {
-			bytes = uint64(len(rv))
+			recordBytes = uint64(len(rv))
 		}
 	}
 	e := quarantine.Entry{Note: n, Key: key, Value: v}
 	if before.Rows > 0 {
 		e.BacklogRows = 1
 	}
-	e.BacklogBytes = min(bytes, before.Bytes)
+	e.BacklogBytes = min(recordBytes, before.Bytes)
 	ch := BacklogChange{Before: before, After: gen.Backlog{Rows: before.Rows - e.BacklogRows, Bytes: before.Bytes - e.BacklogBytes}}
 	if err := quarantine.Move(ctx, r, nb, e); err != nil {
 		return quarantine.Entry{}, BacklogChange{}, err
