@@ -92,8 +92,8 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                                       {run: runOnce},
 	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                               {run: runOnce},
 
-	`go run ./cmd/mkitfdb partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
-	"go run ./cmd/mkitfdb help quarantine":                                  {run: runOperator},
+	`go run ./refdomain/cmd/refdomain-admin partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
+	"go run ./cmd/mkitfdb help quarantine":                                                    {run: runOperator},
 
 	"make lint":        {ci: true}, // make test's first prerequisite
 	"make test-readme": {ci: true}, // make test's last step
@@ -227,12 +227,19 @@ func runOperator(t *testing.T, cmd string) {
 	tmp := []string{"TMPDIR=" + t.TempDir()}
 	command(t, "", tmp, "go", "run", "./cmd/demo", "-sources", "2", "-targets", "3", "-rows", "40", "-nosync")
 	out := command(t, "", tmp, "sh", "-c", cmd)
-	want := "usage: mkitfdb quarantine"
+	want := []string{"usage: mkitfdb quarantine"}
 	if strings.Contains(cmd, " partitions ") {
-		want = "partitions\n"
+		// The demo's source partitions, told apart by the reference
+		// domain's schema, which the command links.
+		want = []string{"partitions\n", `("refdomain", 1, "demo", "repo-0000", "refs/heads/main")`}
+		if strings.Contains(out, `not linked: ("refdomain")`) {
+			t.Errorf("%s does not link the reference domain:\n%s", cmd, out)
+		}
 	}
-	if !strings.Contains(out, want) {
-		t.Errorf("%s printed no %q:\n%s", cmd, want, out)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s printed no %q:\n%s", cmd, w, out)
+		}
 	}
 }
 
