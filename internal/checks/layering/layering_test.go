@@ -112,6 +112,63 @@ func TestLibraryPackagesReachNoService(t *testing.T) {
 	}
 }
 
+// otelSDK is the OpenTelemetry SDK's module path. Its API
+// (go.opentelemetry.io/otel, .../metric, .../trace) is what a library links;
+// the program that imports it picks the SDK.
+const otelSDK = "go.opentelemetry.io/otel/sdk"
+
+// isOTelSDK reports whether pkg is a package of the OpenTelemetry SDK.
+func isOTelSDK(pkg string) bool {
+	return pkg == otelSDK || strings.HasPrefix(pkg, otelSDK+"/")
+}
+
+// The library's packages link the OpenTelemetry API only: none of them,
+// nor anything they import (tests aside), is a package of the SDK, which
+// appears in tests and examples alone. The OpenTelemetry adapter is held to
+// it, and links the metrics API, so that this test checks something.
+func TestLibraryLinksOnlyTheOpenTelemetryAPI(t *testing.T) {
+	root := moduleRoot(t)
+	pkgs := listDeps(t, root, module+"/...")
+	maps.Copy(pkgs, listDeps(t, filepath.Join(root, "fdblayer", "fdbengine"), "./..."))
+	adapter := module + "/telemetry/otelmetric"
+	if !isLibrary(adapter) || !slices.Contains(pkgs[adapter], "go.opentelemetry.io/otel/metric") {
+		t.Errorf("%s is not a library package linking go.opentelemetry.io/otel/metric: %q", adapter, pkgs[adapter])
+	}
+	for pkg, deps := range pkgs {
+		if !isLibrary(pkg) {
+			continue
+		}
+		var sdk []string
+		for _, d := range deps {
+			if isOTelSDK(d) {
+				sdk = append(sdk, d)
+			}
+		}
+		if len(sdk) > 0 {
+			t.Errorf("library package %s links the OpenTelemetry SDK (%q): a library links the API only, and the SDK appears in tests and examples", pkg, sdk)
+		}
+	}
+}
+
+func TestTheSDKCheckTellsTheSDKFromTheAPI(t *testing.T) {
+	for pkg, sdk := range map[string]bool{
+		"go.opentelemetry.io/otel/sdk":                     true,
+		"go.opentelemetry.io/otel/sdk/metric":              true,
+		"go.opentelemetry.io/otel/sdk/metric/metricdata":   true,
+		"go.opentelemetry.io/otel/sdk/trace":               true,
+		"go.opentelemetry.io/otel":                         false,
+		"go.opentelemetry.io/otel/metric":                  false,
+		"go.opentelemetry.io/otel/trace":                   false,
+		"go.opentelemetry.io/otel/sdkx":                    false, // a prefix is not a parent
+		"go.opentelemetry.io/auto/sdk":                     false, // the API's own: go.opentelemetry.io/otel's global tracer hooks auto-instrumentation through it
+		"github.com/mkit-dev/mkitfdb/telemetry/otelmetric": false,
+	} {
+		if isOTelSDK(pkg) != sdk {
+			t.Errorf("isOTelSDK(%s) = %v, want %v", pkg, !sdk, sdk)
+		}
+	}
+}
+
 // TestTheLayeringCheckTellsServicesFromTheLibrary: the classification the
 // test above relies on holds for each kind of package.
 func TestTheLayeringCheckTellsServicesFromTheLibrary(t *testing.T) {
