@@ -105,13 +105,20 @@ func init() {
 // check refuses a request that lacks what the repair needs, before
 // anything is read.
 func (r *repair) check(req repairRequest) error {
+	if r.needReason && strings.TrimSpace(req.reason) == "" && req.partition != nil && (!r.needKey || req.key != nil) {
+		return usagef("%s: -reason is required: say why; it is recorded beside the row", r.name)
+	}
+	return r.checkArgs(req)
+}
+
+// checkArgs is check but for a missing reason: what a form, which asks
+// for the reason, checks.
+func (r *repair) checkArgs(req repairRequest) error {
 	switch {
 	case req.partition == nil:
 		return usagef("%s: -partition is required", r.name)
 	case r.needKey && req.key == nil:
 		return usagef("%s: -key is required", r.name)
-	case r.needReason && strings.TrimSpace(req.reason) == "":
-		return usagef("%s: -reason is required: say why; it is recorded beside the row", r.name)
 	case len(req.reason) > quarantine.MaxReason:
 		return usagef("%s: -reason has %d bytes, at most %d", r.name, len(req.reason), quarantine.MaxReason)
 	case len(req.who) > quarantine.MaxWho:
