@@ -263,11 +263,11 @@ func TestWebViewsAreTheCommandsViews(t *testing.T) {
 		"":           {"&#34;sched-a&#34; holds 1 partitions until 2026-03-01T12:00:05.000Z (in 5s)", "parked by a scheduler's claim"},
 		"partitions": {"(&#34;orders&#34;, 2, &#34;ada&#34;)", "parked", "scheduler-members"},
 		"partition?partition=" + url.QueryEscape(adaText): {"held by &#34;sched-a&#34;", "CORRUPT: decode RelayV1.Target", "(&#34;orders&#34;, 1, 2)", "attempt 2"},
-		"timers?state=leased":   {"ship/ada/1", "state-leased"},
-		"timers?state=dead":     {"carrier unavailable", "no such address"},
-		"schedulers":            {"sched-b", "expired 20s ago"},
-		"quarantined":           {"blob", "(256 bytes)"},
-		"scan?partition=" + url.QueryEscape(region3Text): {"(256 bytes)"},
+		"timers?state=leased":                             {"ship/ada/1", "state-leased"},
+		"timers?state=dead":                               {"carrier unavailable", "no such address"},
+		"schedulers":                                      {"sched-b", "expired 20s ago"},
+		"quarantined":                                     {"blob", "(256 bytes)"},
+		"scan?partition=" + url.QueryEscape(region3Text):  {"(256 bytes)"},
 	} {
 		code, _, body := ws.get(t, path)
 		if code != http.StatusOK {
@@ -327,7 +327,7 @@ func TestWebHeadersAndMethods(t *testing.T) {
 	if _, _, body := off.get(t, "timers"); strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("Refresh -1 still reloads")
 	}
-	if code, _, _ := off.get(t, "repair?action=unblock&partition=" + url.QueryEscape(adaText)); code != http.StatusForbidden {
+	if code, _, _ := off.get(t, "repair?action=unblock&partition="+url.QueryEscape(adaText)); code != http.StatusForbidden {
 		t.Errorf("a repair form on a read-only web view: %d, want 403", code)
 	}
 	if _, err := NewWebHandler(WebConfig{Store: ws.l, Repairs: true}); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "Authorize") {
