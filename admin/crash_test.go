@@ -223,7 +223,7 @@ func TestCrashViewsTellTheTruth(t *testing.T) {
 	}
 	lag := view("lag")
 	for _, want := range []string{"4 due now: 2 listed for the schedulers, 2 parked by a scheduler's claim",
-		`"sched-a" holds 1 partitions until 2026-03-01T12:00:05.000Z (in 5s)`, `"sched-b" holds 1 partitions`, "1 of them expired",
+		`"sched-a" holds 1 partition lease until 2026-03-01T12:00:05.000Z (in 5s)`, `"sched-b" holds 1 partition lease`, "1 of them expired",
 		"not firing: " + expiredB} {
 		if !strings.Contains(lag, want) {
 			t.Errorf("lag lacks %q:\n%s", want, lag)
@@ -315,7 +315,7 @@ func TestCrashViewsTellTheTruth(t *testing.T) {
 	if !containsLine(parts, []string{region1Text, "region"}) || !strings.Contains(parts, "dead letters: 3") {
 		t.Errorf("partitions does not count region 1's dead letters:\n%s", parts)
 	}
-	if !strings.Contains(lag, "dead letters         3 in 1 partitions") {
+	if !strings.Contains(lag, "dead letters         3 in 1 partition") {
 		t.Errorf("lag does not count the dead letters:\n%s", lag)
 	}
 

@@ -555,11 +555,19 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 // text says what h holds: "mkitfdb-demo holds 4 partitions until T (in
 // 7s), 1 of them expired".
 func (h LeaseHolder) text(now time.Time) string {
-	s := fmt.Sprintf("%q holds %d partitions until %s (%s)", h.Owner, h.Partitions, stamp(h.Until), rel(h.Until, now))
+	s := fmt.Sprintf("%q holds %s until %s (%s)", h.Owner, plural(h.Partitions, "partition lease"), stamp(h.Until), rel(h.Until, now))
 	if h.Expired > 0 {
 		s += fmt.Sprintf(", %d of them expired: taken over at another scheduler's next listing of parked partitions", h.Expired)
 	}
 	return s
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // deadText counts the dead letters.
@@ -567,5 +575,5 @@ func (rep LagReport) deadText() string {
 	if rep.DeadLetters.N == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%s in %d partitions (timers -dead lists them)", rep.DeadLetters, rep.DeadPartitions)
+	return fmt.Sprintf("%s in %s (timers -dead lists them)", rep.DeadLetters, plural(rep.DeadPartitions, "partition"))
 }

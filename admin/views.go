@@ -183,6 +183,14 @@ func (rep PartitionReport) hasDetails() bool {
 		rep.Outcomes.Attempt > 0 || rep.Lease != nil || rep.Note != "" || len(rep.Members) > 0 || rep.DeadLetters.N > 0
 }
 
+// NoteBeyondLease is Note when it says more than the lease does.
+func (rep PartitionReport) NoteBeyondLease(now time.Time) string {
+	if rep.Lease != nil && rep.Note == rep.Lease.text(now) {
+		return ""
+	}
+	return rep.Note
+}
+
 // WakeText says when the due index wakes the partition: "-", "parked"
 // (a scheduler's claim holds it) or when, relative to now.
 func (rep PartitionReport) WakeText(now time.Time) string {
@@ -240,8 +248,8 @@ func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 	if rep.Parked {
 		fmt.Fprintf(w, "  wake: parked by a scheduler's claim (until a timer write lowers it, or the claim's release sets it)\n")
 	}
-	if rep.Note != "" && (rep.Lease == nil || rep.Note != rep.Lease.text(now)) {
-		fmt.Fprintf(w, "  due timers not firing: %s\n", rep.Note)
+	if note := rep.NoteBeyondLease(now); note != "" {
+		fmt.Fprintf(w, "  due timers not firing: %s\n", note)
 	}
 	if rep.Relay.Rows.N > 0 || rep.Relay.Cursor > 0 || rep.Relay.CycleEnd > 0 {
 		fmt.Fprintf(w, "  relay scan: cursor %d, cycle end %d\n", rep.Relay.Cursor, rep.Relay.CycleEnd)

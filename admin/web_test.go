@@ -260,7 +260,7 @@ func TestWebViewsAreTheCommandsViews(t *testing.T) {
 
 	// The HTML shows the facts.
 	for path, wants := range map[string][]string{
-		"":           {"&#34;sched-a&#34; holds 1 partitions until 2026-03-01T12:00:05.000Z (in 5s)", "parked by a scheduler's claim"},
+		"":           {"&#34;sched-a&#34; holds 1 partition lease until 2026-03-01T12:00:05.000Z (in 5s)", "parked by a scheduler's claim"},
 		"partitions": {"(&#34;orders&#34;, 2, &#34;ada&#34;)", "parked", "scheduler-members"},
 		"partition?partition=" + url.QueryEscape(adaText): {"held by &#34;sched-a&#34;", "CORRUPT: decode RelayV1.Target", "(&#34;orders&#34;, 1, 2)", "attempt 2"},
 		"timers?state=leased":                             {"ship/ada/1", "state-leased"},
