@@ -291,7 +291,7 @@ type webPage struct {
 	Error  string
 }
 
-// ServeHTTP serves the pages: / (the lag summary), partitions,
+// ServeHTTP serves the pages: / and lag (the lag view), partitions,
 // partition, timers, quarantined, schedulers, row, scan, repair and
 // style.css; a view with ?format=json answers its JSON.
 func (h *WebHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -339,6 +339,7 @@ type webView struct {
 // webViews are the view pages, by path.
 var webViews = map[string]webView{
 	"":            {"overview", "Overview", readOverview},
+	"lag":         {"overview", "Overview", readOverview},
 	"partitions":  {"partitions", "Partitions", readPartitions},
 	"partition":   {"partition", "Partition", readPartition},
 	"timers":      {"timers", "Timers", readTimers},

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -534,5 +536,30 @@ func TestWebRenderUnit(t *testing.T) {
 	// Links carry stored bytes as escaped query values only.
 	if !strings.Contains(html, `href="row?key=%3Cscript%3Edocument.title%3D%22pwned-ref%22%3C%2Fscript%3E&amp;partition=%3Cb&#43;id%3Dpwned-ns%3Ens%3C%2Fb%3E"`) {
 		t.Errorf("a row link does not escape its key:\n%s", html)
+	}
+}
+
+// TestREADMEShowsTheWebViewExample: the README's web view snippet is
+// ExampleNewWebHandler's code, which go test compiles and runs.
+func TestREADMEShowsTheWebViewExample(t *testing.T) {
+	ex, err := os.ReadFile("example_web_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(ex)
+	a, b := strings.Index(s, "// README:begin\n"), strings.Index(s, "\t// README:end")
+	if a < 0 || b < a {
+		t.Fatal("example_web_test.go lacks its README markers")
+	}
+	var code strings.Builder
+	for _, line := range strings.SplitAfter(s[a+len("// README:begin\n"):b], "\n") {
+		code.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	if !strings.Contains(string(readme), "```go\n"+code.String()+"```\n") {
+		t.Errorf("README.md lacks ExampleNewWebHandler's code as it is:\n%s", code.String())
 	}
 }
