@@ -98,9 +98,6 @@ func decodeRow(s registry.Schema, key, value []byte) Row {
 		return row
 	case kc.Tag == uint32(gen.TagTimerKey) && ks.Namespace == gen.SchemaNamespace && err == nil:
 		recordName, decode = timerValueDecoder(k.(gen.TimerKey).Kind)
-	case kc.Tag == uint32(gen.TagTimerRefKey) && ks.Namespace == gen.SchemaNamespace && len(value) > 0 && value[0] == gen.VersionTimerRefV2:
-		// A timer with failed attempts or a period's scheduled time.
-		recordName, decode = "TimerRefV2", registry.Decoder(gen.DecodeTimerRefV2)
 	case len(kc.Values) > 0:
 		// The record of the class's value family that the value's version
 		// names: a row is shown as it is stored, never upgraded.

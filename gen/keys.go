@@ -197,7 +197,7 @@ const SchemaNamespace = "mkit"
 // format= it declares on a record, variant or enum constant (1 when none).
 // A store whose format of namespace SchemaNamespace is above it may hold
 // values this package cannot read.
-const SchemaFormat = 1
+const SchemaFormat = 2
 
 func (OutboxSequenceKey) Tag() Tag {
 	return TagOutboxSequenceKey

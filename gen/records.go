@@ -168,7 +168,7 @@ const VersionTimerRefV2 = 2
 
 // FormatTimerRefV2 is the store format that introduced TimerRefV2 (its format=): a
 // value family writes it only to a store of that format or above.
-const FormatTimerRefV2 = 1
+const FormatTimerRefV2 = 2
 
 // AppendTimerRefV2 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

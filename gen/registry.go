@@ -43,7 +43,7 @@ func init() {
 			Parse:        registry.KeyParser(ParseTimerRefKey),
 			Tag:          uint32(TagTimerRefKey),
 			ValueVersion: VersionOfTimerRefKeyValue,
-			Values:       []string{"U64Value"},
+			Values:       []string{"U64Value", "TimerRefV2"},
 		}, {
 			Name:  "SchedulerMemberKey",
 			Parse: registry.KeyParser(ParseSchedulerMemberKey),

@@ -2,7 +2,10 @@
 
 package gen
 
-import "github.com/mkit-dev/mkitfdb/codec/wire"
+import (
+	"fmt"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
+)
 
 // OutboxSequenceKeyVersions converts the value of a OutboxSequenceKey row
 // between adjacent versions of its family (value=U64Value), for
@@ -652,18 +655,27 @@ func (x *SchedulerLeaseKeyValues) Encode(v SchedulerLeaseV1, format uint32) ([]b
 }
 
 // TimerRefKeyVersions converts the value of a TimerRefKey row between adjacent
-// versions of its family (value=U64Value), for [NewTimerRefKeyValues]. The
-// owner of the rows implements it in its own package. With one version it has
-// no method, and struct{}{} satisfies it: a version added to the family adds
-// one, and every implementation then stops compiling until it converts the new
-// version.
-type TimerRefKeyVersions interface{}
+// versions of its family (value=U64Value,TimerRefV2, oldest first), for
+// [NewTimerRefKeyValues]. The owner of the rows implements it in its own
+// package: a version added to the family adds a method, and every
+// implementation then stops compiling until it converts the new version. A
+// conversion's error is returned, wrapped, by the call that needed it: an
+// upgrade that finds a value unacceptable should wrap wire.ErrCorrupt, a
+// downgrade that cannot express one wire.ErrFormatTooOld.
+type TimerRefKeyVersions interface {
+	// UpgradeU64Value returns v as a TimerRefV2: Decode calls it for a row stored
+	// as U64Value or older.
+	UpgradeU64Value(v U64Value) (TimerRefV2, error)
+	// DowngradeTimerRefV2 returns v as a U64Value: Encode calls it for a store
+	// whose format is below 2, TimerRefV2's.
+	DowngradeTimerRefV2(v TimerRefV2) (U64Value, error)
+}
 
 // TimerRefKeyValues reads and writes the value of a TimerRefKey row in every
-// version of its family (value=U64Value): Decode returns any version as the
-// newest, U64Value, and Encode writes the newest version a store's format
-// allows. Build one with [NewTimerRefKeyValues]; it is safe for concurrent use
-// when its TimerRefKeyVersions is.
+// version of its family (value=U64Value,TimerRefV2): Decode returns any
+// version as the newest, TimerRefV2, and Encode writes the newest version a
+// store's format allows. Build one with [NewTimerRefKeyValues]; it is safe for
+// concurrent use when its TimerRefKeyVersions is.
 type TimerRefKeyValues struct {
 	versions TimerRefKeyVersions
 }
@@ -683,42 +695,75 @@ func NewTimerRefKeyValues(v TimerRefKeyVersions) *TimerRefKeyValues {
 // VersionOfTimerRefKeyValue returns the version byte that opens b, the value
 // of a TimerRefKey row, without decoding the rest. It fails with a
 // *wire.VersionError, which wraps wire.ErrNewerVersion and not
-// wire.ErrCorrupt, for a version above every version the family has held (1):
+// wire.ErrCorrupt, for a version above every version the family has held (2):
 // a row written by a newer schema. Empty bytes, version 0 and any other
 // version the family does not declare (never declared, or retired) fail with
 // an error wrapping wire.ErrCorrupt.
 func VersionOfTimerRefKeyValue(b []byte) (uint8, error) {
 	if len(b) > 0 {
 		switch b[0] {
-		case VersionU64Value:
+		case VersionU64Value, VersionTimerRefV2:
 			return b[0], nil
 		}
 	}
-	return 0, wire.UnknownVersion("TimerRefKey", b, VersionU64Value, 1, "1")
+	return 0, wire.UnknownVersion("TimerRefKey", b, VersionTimerRefV2, 2, "1, 2")
 }
 
-// Decode decodes b, the value of a TimerRefKey row, as DecodeU64Value does,
-// and fails as VersionOfTimerRefKeyValue does for a version byte the family
-// does not declare: a newer one is wire.ErrNewerVersion, a row to hold and
-// retry, never to skip. It never panics. Byte slices of the result alias b.
-func (x *TimerRefKeyValues) Decode(b []byte) (U64Value, error) {
-	var v U64Value
+// Decode decodes b, the value of a TimerRefKey row, in whichever version of
+// the family it was written, and returns it as the newest, TimerRefV2: an
+// older version is decoded strictly, as its own DecodeX does, then upgraded
+// one version at a time through the TimerRefKeyVersions. It fails as
+// VersionOfTimerRefKeyValue does for a version byte the family does not
+// declare (a newer one is wire.ErrNewerVersion: hold the row and retry, never
+// skip it), with an error wrapping wire.ErrCorrupt for bytes that do not
+// decode as their version, and with an upgrade's error, wrapped. It never
+// panics. Byte slices of the result may alias b.
+func (x *TimerRefKeyValues) Decode(b []byte) (TimerRefV2, error) {
+	var v TimerRefV2
 	err := x.DecodeInto(b, &v)
 	return v, err
 }
 
-// DecodeInto decodes b into *v as Decode does, through DecodeU64ValueInto,
-// reusing v's slices. On error *v is the zero value.
-func (x *TimerRefKeyValues) DecodeInto(b []byte, v *U64Value) error {
-	if len(b) > 0 && b[0] == VersionU64Value {
-		return DecodeU64ValueInto(b, v)
+// DecodeInto decodes b into *v as Decode does. The newest version decodes
+// through DecodeTimerRefV2Into, reusing v's slices; an older one is upgraded,
+// then assigned. On error *v is the zero value.
+func (x *TimerRefKeyValues) DecodeInto(b []byte, v *TimerRefV2) error {
+	if len(b) > 0 && b[0] == VersionTimerRefV2 {
+		return DecodeTimerRefV2Into(b, v)
 	}
-	if _, err := VersionOfTimerRefKeyValue(b); err != nil {
-		var zero U64Value
+	u, err := x.older(b)
+	if err != nil {
+		var zero TimerRefV2
 		*v = zero
 		return err
 	}
-	return DecodeU64ValueInto(b, v)
+	*v = u
+	return nil
+}
+
+// older decodes b, a value of a version older than TimerRefV2, and upgrades it.
+func (x *TimerRefKeyValues) older(b []byte) (TimerRefV2, error) {
+	var (
+		zero TimerRefV2
+		v0   U64Value
+		v1   TimerRefV2
+	)
+	ver, err := VersionOfTimerRefKeyValue(b)
+	if err != nil {
+		return zero, err
+	}
+	if ver == VersionU64Value {
+		if err = DecodeU64ValueInto(b, &v0); err != nil {
+			return zero, err
+		}
+	}
+	if ver <= VersionU64Value {
+		if v1, err = x.versions.UpgradeU64Value(v0); err != nil {
+			return zero, fmt.Errorf("TimerRefKey value: upgrade U64Value to TimerRefV2: %w", err)
+		}
+	}
+	// ver is below the newest version, which DecodeInto decodes itself
+	return v1, nil
 }
 
 // Encode returns the encoding of v in the newest version of the family that a
@@ -730,9 +775,16 @@ func (x *TimerRefKeyValues) DecodeInto(b []byte, v *U64Value) error {
 // (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
 // allowed or the value holds a variant or enum constant of a newer format, and
 // with a downgrade's error, wrapped.
-func (x *TimerRefKeyValues) Encode(v U64Value, format uint32) ([]byte, error) {
+func (x *TimerRefKeyValues) Encode(v TimerRefV2, format uint32) ([]byte, error) {
+	if format >= FormatTimerRefV2 {
+		return EncodeTimerRefV2(v)
+	}
+	v0, err := x.versions.DowngradeTimerRefV2(v)
+	if err != nil {
+		return nil, fmt.Errorf("TimerRefKey value: downgrade TimerRefV2 to U64Value: %w", err)
+	}
 	if format >= FormatU64Value {
-		return EncodeU64Value(v)
+		return EncodeU64Value(v0)
 	}
 	return nil, &wire.FormatError{
 		Family: "TimerRefKey",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -1114,12 +1115,45 @@ func TestSchedulerLeaseKeyValuesRefusesUnknownVersions(t *testing.T) {
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.
 type testTimerRefKeyVersions struct {
-	err   error
-	calls int
+	err                    error
+	calls                  int
+	gotUpgradeU64Value     U64Value
+	outUpgradeU64Value     TimerRefV2
+	gotDowngradeTimerRefV2 TimerRefV2
+	outDowngradeTimerRefV2 U64Value
 }
 
 func newTestTimerRefKeyVersions() *testTimerRefKeyVersions {
-	return &testTimerRefKeyVersions{}
+	return &testTimerRefKeyVersions{
+		outDowngradeTimerRefV2: func() U64Value {
+			e := examplesU64Value()
+			return e[len(e)-1]
+		}(),
+		outUpgradeU64Value: func() TimerRefV2 {
+			e := examplesTimerRefV2()
+			return e[len(e)-1]
+		}(),
+	}
+}
+
+func (x *testTimerRefKeyVersions) UpgradeU64Value(v U64Value) (TimerRefV2, error) {
+	x.calls++
+	x.gotUpgradeU64Value = v
+	if x.err != nil {
+		var zero TimerRefV2
+		return zero, x.err
+	}
+	return x.outUpgradeU64Value, nil
+}
+
+func (x *testTimerRefKeyVersions) DowngradeTimerRefV2(v TimerRefV2) (U64Value, error) {
+	x.calls++
+	x.gotDowngradeTimerRefV2 = v
+	if x.err != nil {
+		var zero U64Value
+		return zero, x.err
+	}
+	return x.outDowngradeTimerRefV2, nil
 }
 
 // TestTimerRefKeyValuesRoundTrip: every version of the family decodes; the
@@ -1141,18 +1175,50 @@ func TestTimerRefKeyValuesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("U64Value example %d: Decode: %v", i, err)
 		}
-		var into U64Value
+		var into TimerRefV2
 		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
 			t.Errorf("U64Value example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
 		}
+		// each conversion is given what the one before returned
+		old, err := DecodeU64Value(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vs.gotUpgradeU64Value, old) {
+			t.Errorf("U64Value example %d: UpgradeU64Value was given %+v, want %+v", i, vs.gotUpgradeU64Value, old)
+		}
+		if !reflect.DeepEqual(got, vs.outUpgradeU64Value) {
+			t.Errorf("U64Value example %d: decoded %+v, want the last upgrade's %+v", i, got, vs.outUpgradeU64Value)
+		}
+		if vs.calls != 2 {
+			t.Errorf("U64Value example %d: %d conversions ran, want %d (Decode and DecodeInto)", i, vs.calls, 2)
+		}
+	}
+	for i, v := range examplesTimerRefV2() {
+		vs.calls = 0
+		b, err := EncodeTimerRefV2(v)
+		if err != nil {
+			t.Fatalf("TimerRefV2 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfTimerRefKeyValue(b); err != nil || ver != VersionTimerRefV2 {
+			t.Errorf("TimerRefV2 example %d: VersionOfTimerRefKeyValue = %d, %v; want %d", i, ver, err, VersionTimerRefV2)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("TimerRefV2 example %d: Decode: %v", i, err)
+		}
+		var into TimerRefV2
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("TimerRefV2 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
 		if !reflect.DeepEqual(got, v) {
-			t.Errorf("U64Value example %d: decoded %+v, want %+v", i, got, v)
+			t.Errorf("TimerRefV2 example %d: decoded %+v, want %+v", i, got, v)
 		}
 		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
-			t.Errorf("U64Value example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+			t.Errorf("TimerRefV2 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
 		}
 		if vs.calls != 0 {
-			t.Errorf("U64Value example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+			t.Errorf("TimerRefV2 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
 		}
 	}
 }
@@ -1163,15 +1229,36 @@ func TestTimerRefKeyValuesRoundTrip(t *testing.T) {
 func TestTimerRefKeyValuesEncodesPerFormat(t *testing.T) {
 	vs := newTestTimerRefKeyVersions()
 	x := NewTimerRefKeyValues(vs)
-	v := func() U64Value {
-		e := examplesU64Value()
+	v := func() TimerRefV2 {
+		e := examplesTimerRefV2()
 		return e[len(e)-1]
 	}()
+	{
+		// at format 2: TimerRefV2
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatTimerRefV2)
+		want, err := EncodeTimerRefV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatTimerRefV2, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want TimerRefV2 %x", FormatTimerRefV2, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatTimerRefV2, vs.calls, 0)
+		}
+	}
 	{
 		// at format 1: U64Value
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatU64Value)
-		want, err := EncodeU64Value(v)
+		if !reflect.DeepEqual(vs.gotDowngradeTimerRefV2, v) {
+			t.Errorf("DowngradeTimerRefV2 was given %+v, want %+v", vs.gotDowngradeTimerRefV2, v)
+		}
+		want, err := EncodeU64Value(vs.outDowngradeTimerRefV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1181,19 +1268,24 @@ func TestTimerRefKeyValuesEncodesPerFormat(t *testing.T) {
 		if !bytes.Equal(b, want) {
 			t.Errorf("Encode at format %d wrote %x, want U64Value %x", FormatU64Value, b, want)
 		}
-		if vs.calls != 0 {
-			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatU64Value, vs.calls, 0)
+		if vs.calls != 1 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatU64Value, vs.calls, 1)
 		}
 	}
 	// a store format above every version's writes the newest
-	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionU64Value {
-		t.Errorf("Encode above every format wrote %x, %v; want U64Value", b, err)
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionTimerRefV2 {
+		t.Errorf("Encode above every format wrote %x, %v; want TimerRefV2", b, err)
 	}
 	// below the first version's format nothing is allowed
 	_, err := x.Encode(v, FormatU64Value-1)
 	var fe *wire.FormatError
 	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatU64Value {
 		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatU64Value, err)
+	}
+	// a downgrade's error is returned
+	vs.err = errors.New("downgrade refused")
+	if _, err := x.Encode(v, FormatU64Value); !errors.Is(err, vs.err) {
+		t.Errorf("Encode with a failing downgrade: %v; want its error", err)
 	}
 }
 
@@ -1204,7 +1296,7 @@ func TestTimerRefKeyValuesEncodesPerFormat(t *testing.T) {
 func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 	vs := newTestTimerRefKeyVersions()
 	x := NewTimerRefKeyValues(vs)
-	valid, err := EncodeU64Value(examplesU64Value()[0])
+	valid, err := EncodeTimerRefV2(examplesTimerRefV2()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1219,12 +1311,12 @@ func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 			return err
 		},
 		"DecodeInto": func(b []byte) error {
-			v := func() U64Value {
-				e := examplesU64Value()
+			v := func() TimerRefV2 {
+				e := examplesTimerRefV2()
 				return e[len(e)-1]
 			}()
 			err := x.DecodeInto(b, &v)
-			var zero U64Value
+			var zero TimerRefV2
 			if err != nil && !reflect.DeepEqual(v, zero) {
 				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
 			}
@@ -1236,7 +1328,7 @@ func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 		},
 	}
 	// versions above the family's: written by a newer schema
-	for _, ver := range []byte{2, 255} {
+	for _, ver := range []byte{3, 255} {
 		for name, decode := range decoders {
 			err := decode(with(ver))
 			var ve *wire.VersionError
@@ -1244,8 +1336,8 @@ func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
 				continue
 			}
-			if ve.Family != "TimerRefKey" || ve.Version != ver || ve.Newest != VersionU64Value {
-				t.Errorf("%s of version %d: %+v; want family TimerRefKey, newest %d", name, ver, *ve, VersionU64Value)
+			if ve.Family != "TimerRefKey" || ve.Version != ver || ve.Newest != VersionTimerRefV2 {
+				t.Errorf("%s of version %d: %+v; want family TimerRefKey, newest %d", name, ver, *ve, VersionTimerRefV2)
 			}
 		}
 	}
@@ -1257,6 +1349,18 @@ func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 			}
 		}
 	}
+	// an upgrade's error is returned, naming the versions
+	vs.err = errors.New("upgrade refused")
+	old, err := EncodeU64Value(func() U64Value {
+		e := examplesU64Value()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Decode(old); !errors.Is(err, vs.err) || !strings.Contains(err.Error(), "upgrade U64Value to TimerRefV2") {
+		t.Errorf("Decode with a failing upgrade: %v; want its error, naming the versions", err)
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -1265,6 +1369,128 @@ func TestTimerRefKeyValuesRefusesUnknownVersions(t *testing.T) {
 		}()
 		NewTimerRefKeyValues(nil)
 	}()
+}
+
+// FuzzTimerRefKeyValues: arbitrary bytes never panic; an error wraps exactly one
+// of wire.ErrNewerVersion (a version above the family's) and wire.ErrCorrupt;
+// a newest-version value re-encodes to the same bytes, an older one is decoded
+// as its own version, upgraded, and encodes and decodes back as the newest.
+func FuzzTimerRefKeyValues(f *testing.F) {
+	for _, v := range examplesU64Value() {
+		b, err := EncodeU64Value(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedU64Value() {
+		f.Add(b)
+	}
+	for _, v := range examplesTimerRefV2() {
+		b, err := EncodeTimerRefV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedTimerRefV2() {
+		f.Add(b)
+	}
+	newer, err := EncodeTimerRefV2(func() TimerRefV2 {
+		e := examplesTimerRefV2()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		f.Fatal(err)
+	}
+	newer[0] = 3
+	f.Add(newer)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs := newTestTimerRefKeyVersions()
+		x := NewTimerRefKeyValues(vs)
+		v, err := x.Decode(b)
+		ver, verr := VersionOfTimerRefKeyValue(b)
+		if err != nil {
+			newer := errors.Is(err, wire.ErrNewerVersion)
+			if newer == errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v: want exactly one of wire.ErrNewerVersion and wire.ErrCorrupt", err)
+			}
+			if newer != (len(b) > 0 && b[0] > 2) {
+				t.Fatalf("input %x: error %v; newer is a version above %d only", b, err, 2)
+			}
+			if newer && !errors.Is(verr, wire.ErrNewerVersion) {
+				t.Fatalf("Decode says newer (%v), VersionOfTimerRefKeyValue %v", err, verr)
+			}
+			return
+		}
+		if verr != nil || ver != b[0] {
+			t.Fatalf("input %x decodes, but VersionOfTimerRefKeyValue = %d, %v", b, ver, verr)
+		}
+		enc, err := x.Encode(v, SchemaFormat)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		if ver == VersionTimerRefV2 {
+			if !bytes.Equal(enc, b) {
+				t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, b)
+			}
+			return
+		}
+		// an older version: decoded as itself, then upgraded
+		switch ver {
+		case VersionU64Value:
+			old, err := DecodeU64Value(b)
+			if err != nil || !reflect.DeepEqual(vs.gotUpgradeU64Value, old) {
+				t.Fatalf("UpgradeU64Value was given %+v; the bytes decode as %+v (%v)", vs.gotUpgradeU64Value, old, err)
+			}
+		}
+		if back, err := DecodeTimerRefV2(enc); err != nil || !reflect.DeepEqual(back, v) {
+			t.Fatalf("the upgraded value encodes as %x, which decodes as %+v (%v), want %+v", enc, back, err, v)
+		}
+	})
+}
+
+// BenchmarkTimerRefKeyValues decodes the typical example of each version of the
+// family through Decode: the newest as it is, an older one with its
+// upgrades (the tests' conversions, which return a prepared value).
+func BenchmarkTimerRefKeyValues(b *testing.B) {
+	x := NewTimerRefKeyValues(newTestTimerRefKeyVersions())
+	{
+		enc, err := EncodeU64Value(func() U64Value {
+			e := examplesU64Value()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-U64Value", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	{
+		enc, err := EncodeTimerRefV2(func() TimerRefV2 {
+			e := examplesTimerRefV2()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-TimerRefV2", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // testDeadLetterKeyVersions implements DeadLetterKeyVersions for the generated tests: each
