@@ -731,39 +731,34 @@ func (x *TimerRefKeyValues) DecodeInto(b []byte, v *TimerRefV2) error {
 	if len(b) > 0 && b[0] == VersionTimerRefV2 {
 		return DecodeTimerRefV2Into(b, v)
 	}
-	u, err := x.older(b)
-	if err != nil {
+	if err := x.older(b, v); err != nil {
 		var zero TimerRefV2
 		*v = zero
 		return err
 	}
-	*v = u
 	return nil
 }
 
-// older decodes b, a value of a version older than TimerRefV2, and upgrades it.
-func (x *TimerRefKeyValues) older(b []byte) (TimerRefV2, error) {
-	var (
-		zero TimerRefV2
-		v0   U64Value
-		v1   TimerRefV2
-	)
+// older decodes b, a value of a version older than TimerRefV2, into *v,
+// upgrading it; on error *v is left for the caller to clear.
+func (x *TimerRefKeyValues) older(b []byte, v *TimerRefV2) error {
 	ver, err := VersionOfTimerRefKeyValue(b)
 	if err != nil {
-		return zero, err
+		return err
 	}
+	var v0 U64Value
 	if ver == VersionU64Value {
 		if err = DecodeU64ValueInto(b, &v0); err != nil {
-			return zero, err
-		}
-	}
-	if ver <= VersionU64Value {
-		if v1, err = x.versions.UpgradeU64Value(v0); err != nil {
-			return zero, fmt.Errorf("TimerRefKey value: upgrade U64Value to TimerRefV2: %w", err)
+			return err
 		}
 	}
 	// ver is below the newest version, which DecodeInto decodes itself
-	return v1, nil
+	u, err := x.versions.UpgradeU64Value(v0)
+	if err != nil {
+		return fmt.Errorf("TimerRefKey value: upgrade U64Value to TimerRefV2: %w", err)
+	}
+	*v = u
+	return nil
 }
 
 // Encode returns the encoding of v in the newest version of the family that a

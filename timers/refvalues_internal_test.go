@@ -78,3 +78,39 @@ func TestRefDowngradeKeepsTheDueTime(t *testing.T) {
 		t.Errorf("at format 0: %v; want wire.ErrFormatTooOld", err)
 	}
 }
+
+// BenchmarkRefEntryDecode decodes a reference entry of each version as
+// the timers read it: a U64Value with its upgrade to a TimerRefV2, and a
+// TimerRefV2 through its own fast path; U64Value-direct is the U64Value
+// decoder alone, what reading one cost before families.
+func BenchmarkRefEntryDecode(b *testing.B) {
+	v1, err := gen.EncodeU64Value(gen.U64Value{Value: 1_772_366_404_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v2, err := gen.EncodeTimerRefV2(gen.TimerRefV2{DueAtMs: 1_772_366_404_000, Attempts: 3, LastError: "gateway timeout", PeriodAtMs: 1_772_366_400_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("U64Value-direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := gen.DecodeU64Value(v1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name string
+		v    []byte
+	}{{"U64Value-upgraded", v1}, {"TimerRefV2", v2}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeRefState(c.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -133,8 +133,8 @@ const refFormat = gen.SchemaFormat
 // decodeRefState decodes a reference entry of any version. It fails with
 // an error wrapping store.ErrNewerVersion or store.ErrCorrupt.
 func decodeRefState(v store.Value) (refState, error) {
-	r, err := refValues.Decode(v)
-	if err != nil {
+	var r gen.TimerRefV2
+	if err := refValues.DecodeInto(v, &r); err != nil {
 		return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
 	}
 	return refState{due: r.DueAtMs, attempts: r.Attempts, lastErr: r.LastError, periodAt: r.PeriodAtMs}, nil
