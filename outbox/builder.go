@@ -128,7 +128,7 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
 			name(), len(row), b.caps.MaxValueBytes, store.ErrInvalid)
 	}
-	key := store.Key(gen.AppendRelayKey(nil, seq))
+	key := RelayKey(seq)
 	if err := b.reserve(1, len(key)+len(row)); err != nil {
 		return 0, err
 	}
@@ -274,7 +274,7 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		}
 	}
 	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: outcomeTimerValue}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: newDeliveryTimer}); err != nil {
 			return fmt.Errorf("outbox: outcome timer: %w", err)
 		}
 	}
@@ -285,16 +285,6 @@ func (b *Builder) Finish(batch *store.Batch) error {
 	b.finished = true
 	return nil
 }
-
-// outcomeTimerValue is a new outcome-delivery timer's value: attempt 0, no
-// cursor.
-var outcomeTimerValue = func() store.Value {
-	v, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
-	if err != nil {
-		panic(err) // the zero OutcomeTimer breaks no rule
-	}
-	return v
-}()
 
 func (b *Builder) open() error {
 	if b.finished {

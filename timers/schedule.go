@@ -42,6 +42,15 @@ func RefKey(kind Kind, reference string) (store.Key, error) {
 	return k, nil
 }
 
+// LeaseKey returns the key of a partition's scheduler lease (a
+// gen.SchedulerLeaseKey, holding a gen.SchedulerLeaseV1), which a
+// Scheduler holds while it fires the partition's timers. The key is
+// shared: do not modify it.
+func LeaseKey() store.Key { return schedulerLeaseKey }
+
+// schedulerLeaseKey is LeaseKey's, built once.
+var schedulerLeaseKey = store.Key(gen.AppendSchedulerLeaseKey(nil))
+
 // ReadRef reads the reference entry of timer (kind, reference) in
 // partition p. observed is the entry's value, nil when there is no such
 // timer: pass it to Schedule or Cancel as the value to guard. It fails as

@@ -29,6 +29,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
 		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
+		{"internal/testkit/dispatch/schema", "internal/testkit/dispatch/dispatchgen", "dispatchgen"},
 	} {
 		out, err := build(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
