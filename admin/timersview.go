@@ -129,7 +129,7 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
 		case msTime(storedMs(due)) != out[i].Due:
 			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(storedMs(due)))
-		case len(v) > 0 && v[0] == gen.VersionTimerRefV2 && out[i].Note == "":
+		case out[i].Note == "" && isTimerRefV2(v):
 			// A timer retrying after failed fires (see timers.RetryPolicy).
 			if r, err := gen.DecodeTimerRefV2(v); err == nil && r.Attempts > 0 {
 				out[i].Note = fmt.Sprintf("%d failed attempts, the last: %q", r.Attempts, r.LastError)
@@ -314,4 +314,11 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 	line("oldest outcome", rep.OldestOutcome, "queued")
 	line("most delayed timer", rep.MostDelayedTimer, "due")
 	return nil
+}
+
+// isTimerRefV2 reports whether a reference entry's value is a TimerRefV2,
+// the version that carries failed attempts.
+func isTimerRefV2(v []byte) bool {
+	ver, err := gen.VersionOfTimerRefKeyValue(v)
+	return err == nil && ver == gen.VersionTimerRefV2
 }
