@@ -107,7 +107,7 @@ func decodeRowFull(s registry.Schema, key, value []byte) Row {
 		row.Parsed = formatValue(reflect.ValueOf(k), false)
 	}
 	lib := ks.Namespace == gen.SchemaNamespace && err == nil
-	recordName := kc.Value
+	var recordName string
 	var decode func([]byte) (any, error)
 	switch {
 	case lib && kc.Tag == uint32(gen.TagQuarantineValueKey):
@@ -126,13 +126,17 @@ func decodeRowFull(s registry.Schema, key, value []byte) Row {
 	case lib && kc.Tag == uint32(gen.TagSchedulerMemberKey):
 		// A scheduler's membership: its owner and until when it is live.
 		recordName, decode = "SchedulerLeaseV1", registry.Decoder(gen.DecodeSchedulerLeaseV1)
-	case lib && kc.Tag == uint32(gen.TagTimerRefKey) && len(value) > 0 && value[0] == gen.VersionTimerRefV2:
-		// A timer with failed attempts or a period's scheduled time.
-		recordName, decode = "TimerRefV2", registry.Decoder(gen.DecodeTimerRefV2)
-	case recordName != "":
-		if rec, ok := ks.Record(recordName); ok {
-			decode = rec.Decode
+	case len(kc.Values) > 0:
+		// The record of the class's value family that the value's version
+		// names: a row is shown as it is stored, never upgraded.
+		rec, verr := ks.ValueRecord(kc, value)
+		if verr != nil {
+			if row.Corrupt == "" {
+				row.Corrupt = verr.Error()
+			}
+			return row
 		}
+		recordName, decode = rec.Name, rec.Decode
 	}
 	if decode == nil {
 		return row

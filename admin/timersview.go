@@ -220,7 +220,7 @@ func (v *viewer) partitionTimers(ctx context.Context, id store.Identity, until u
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
 		case msTime(storedMs(due)) != out[i].Due:
 			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(storedMs(due)))
-		case len(val) > 0 && val[0] == gen.VersionTimerRefV2 && out[i].Note == "":
+		case out[i].Note == "" && isTimerRefV2(val):
 			// A timer retrying after failed fires (see timers.RetryPolicy).
 			if r, err := gen.DecodeTimerRefV2(val); err == nil && r.Attempts > 0 {
 				out[i].Note = fmt.Sprintf("%d failed attempts, the last: %q", r.Attempts, r.LastError)
@@ -576,4 +576,11 @@ func (rep LagReport) deadText() string {
 		return "none"
 	}
 	return fmt.Sprintf("%s in %s (timers -dead lists them)", rep.DeadLetters, plural(rep.DeadPartitions, "partition"))
+}
+
+// isTimerRefV2 reports whether a reference entry's value is a TimerRefV2,
+// the version that carries failed attempts.
+func isTimerRefV2(v []byte) bool {
+	ver, err := gen.VersionOfTimerRefKeyValue(v)
+	return err == nil && ver == gen.VersionTimerRefV2
 }

@@ -48,8 +48,10 @@ type outcomeRow struct {
 // against; now, to the millisecond, stamps relay rows (RelayV1.AtMs) and
 // outcome rows (OutcomePendingV1.AtMs), and is the due time of any timer
 // Finish creates. It fails with an error wrapping store.ErrInvalid for a
-// now before the Unix epoch, and with one wrapping store.ErrCorrupt when
-// o's sequence or backlog does not decode.
+// now before the Unix epoch, with one wrapping store.ErrCorrupt when o's
+// sequence, backlog or relay timer entry does not decode, and as
+// timers.DecodeRef does (store.ErrNewerVersion) for a relay timer entry
+// of a version newer than this binary reads.
 func NewBuilder(caps store.Capabilities, now time.Time, o Observed) (*Builder, error) {
 	nowMs, err := store.EncodeTime(now)
 	if err != nil {

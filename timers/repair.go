@@ -41,8 +41,8 @@ func inRange(key, start, end []byte) bool {
 // attempts; an absent one is created with t.Value (guarded on its
 // absence). The library's handlers re-arm their queue timers with it.
 //
-// It adds nothing and fails as Schedule does, with store.ErrCorrupt when
-// the reference entry does not decode, and with the store's errors.
+// It adds nothing and fails as Schedule does, as DecodeRef does when the
+// reference entry does not decode, and with the store's errors.
 func Rearm(ctx context.Context, r store.Reader, b *store.Batch, caps store.Capabilities, t Timer) (Moved, error) {
 	refKey, err := RefKey(t.Kind, t.Reference)
 	if err != nil {
@@ -92,9 +92,10 @@ func Rearm(ctx context.Context, r store.Reader, b *store.Batch, caps store.Capab
 // letter, use Redrive.
 //
 // It adds nothing and fails with an error wrapping ErrNoTimer when there
-// is no such timer; with store.ErrCorrupt when its reference entry does
-// not decode or names a timer row that is missing (quarantine the entry,
-// see Quarantine); as Schedule does; and with the store's errors.
+// is no such timer; as DecodeRef does when its reference entry does not
+// decode, and with store.ErrCorrupt when it names a timer row that is
+// missing (quarantine the entry, see Quarantine); as Schedule does; and
+// with the store's errors.
 func RedriveTimer(ctx context.Context, r store.Reader, b *store.Batch, caps store.Capabilities, kind Kind, reference string, at time.Time) (Moved, error) {
 	atMs, err := store.EncodeTime(at)
 	if err != nil {

@@ -196,6 +196,10 @@ func fastReadQueueLeaseV1(b []byte, p int, v *QueueLeaseV1) int {
 // VersionQueueLeaseV1 is the version byte that opens every encoded QueueLeaseV1.
 const VersionQueueLeaseV1 = 1
 
+// FormatQueueLeaseV1 is the store format that introduced QueueLeaseV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatQueueLeaseV1 = 1
+
 // AppendQueueLeaseV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -309,6 +313,10 @@ func fastReadRestoreV1(b []byte, p int, v *RestoreV1) int {
 
 // VersionRestoreV1 is the version byte that opens every encoded RestoreV1.
 const VersionRestoreV1 = 1
+
+// FormatRestoreV1 is the store format that introduced RestoreV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatRestoreV1 = 1
 
 // AppendRestoreV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

@@ -12,17 +12,20 @@ import (
 // makes the program fail at start, naming both import paths.
 func init() {
 	registry.Register(registry.Schema{
+		Format:     SchemaFormat,
 		ImportPath: reflect.TypeFor[Tag]().PkgPath(),
 		Keys: []registry.KeyClass{{
-			Name:  "QueueLeaseKey",
-			Parse: registry.KeyParser(ParseQueueLeaseKey),
-			Tag:   uint32(TagQueueLeaseKey),
-			Value: "QueueLeaseV1",
+			Name:         "QueueLeaseKey",
+			Parse:        registry.KeyParser(ParseQueueLeaseKey),
+			Tag:          uint32(TagQueueLeaseKey),
+			ValueVersion: VersionOfQueueLeaseKeyValue,
+			Values:       []string{"QueueLeaseV1"},
 		}, {
-			Name:  "RestoreKey",
-			Parse: registry.KeyParser(ParseRestoreKey),
-			Tag:   uint32(TagRestoreKey),
-			Value: "RestoreV1",
+			Name:         "RestoreKey",
+			Parse:        registry.KeyParser(ParseRestoreKey),
+			Tag:          uint32(TagRestoreKey),
+			ValueVersion: VersionOfRestoreKeyValue,
+			Values:       []string{"RestoreV1"},
 		}, {
 			Name:  "ReconciledKey",
 			Parse: registry.KeyParser(ParseReconciledKey),
@@ -36,10 +39,12 @@ func init() {
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeQueueLeaseV1),
+			Format:  FormatQueueLeaseV1,
 			Name:    "QueueLeaseV1",
 			Version: VersionQueueLeaseV1,
 		}, {
 			Decode:  registry.Decoder(DecodeRestoreV1),
+			Format:  FormatRestoreV1,
 			Name:    "RestoreV1",
 			Version: VersionRestoreV1,
 		}},
