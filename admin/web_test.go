@@ -563,3 +563,43 @@ func TestREADMEShowsTheWebViewExample(t *testing.T) {
 		t.Errorf("README.md lacks ExampleNewWebHandler's code as it is:\n%s", code.String())
 	}
 }
+
+// relayOnly is a handler of a kind other than the fixture's ship timers.
+type relayOnly struct{}
+
+func (relayOnly) Kind() timers.Kind { return 2000 }
+
+func (relayOnly) Fire(context.Context, *timers.Ctx, timers.DueTimer) (timers.Fired, error) {
+	return timers.Done{}, nil
+}
+
+// TestWebSaysAKindHasNoHandler: given the service's Registry, the web
+// view shows a due timer of a kind the service registers no handler for
+// as held, and says why; without it (as the command, which cannot know),
+// the timer is due.
+func TestWebSaysAKindHasNoHandler(t *testing.T) {
+	db := fixture(t)
+	reg, err := timers.NewRegistry(relayOnly{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := serveWeb(t, db, WebConfig{Registry: reg})
+	_, _, body := ws.get(t, "timers?format=json&kind=ship&state=held")
+	var pg TimersPage
+	if err := json.Unmarshal([]byte(body), &pg); err != nil {
+		t.Fatal(err)
+	}
+	if pg.Timers == nil || len(pg.Timers.Timers) != 2 {
+		t.Fatalf("held ship timers: %s", body)
+	}
+	for _, tr := range pg.Timers.Timers {
+		if tr.Reference != "ship/ada/1" && tr.Reference != "elsewhere" || !strings.Contains(tr.Note, "this service registers no handler for ship") {
+			t.Errorf("timer %+v: want the due ship timers held for want of a handler", tr)
+		}
+	}
+	without := serveWeb(t, fixture(t), WebConfig{})
+	_, _, body = without.get(t, "timers?format=json&kind=ship&state=due")
+	if !strings.Contains(body, `"reference":"ship/ada/1"`) || !strings.Contains(body, `"state":"due"`) {
+		t.Errorf("without a Registry the due ship timer is not due: %s", body)
+	}
+}
