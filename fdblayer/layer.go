@@ -71,6 +71,9 @@ type Layer struct {
 	// v1 says whether the store may hold due index entries of the first
 	// layout: v1Unknown until a wake change looked (see probeV1).
 	v1 atomic.Int32
+	// group forms the group commits of Apply and Commit calls (see
+	// group.go); nil on an engine whose commits do not share a sync.
+	group *grouper
 }
 
 var _ store.Store = (*Layer)(nil)
@@ -97,7 +100,7 @@ func Open(engine kv.Engine, c Config) (*Layer, error) {
 		buckets = DueHashBuckets
 	}
 	o, ok := engine.(kv.Optimistic)
-	return &Layer{
+	l := &Layer{
 		dueBuckets:  buckets,
 		optimistic:  ok && o.Optimistic(),
 		engine:      engine,
@@ -108,7 +111,11 @@ func Open(engine kv.Engine, c Config) (*Layer, error) {
 		maxScanRows: cfg.maxScanRows,
 		clock:       cfg.clock,
 		log:         cfg.logger,
-	}, nil
+	}
+	if g, ok := engine.(kv.GroupCommitter); ok && g.GroupCommits() && cfg.maxGroupBatches > 0 {
+		l.group = &grouper{l: l, max: cfg.maxGroupBatches}
+	}
+	return l, nil
 }
 
 // Close closes the engine. Operations must have returned first.
