@@ -117,6 +117,12 @@ type SchedulerConfig struct {
 	// Workers is how many partitions one Tick fires at once (default
 	// DefaultSchedulerWorkers).
 	Workers int
+	// ClaimBatch is how many due partitions a worker claims in one
+	// transaction, and fires with their commits shared, on a store that
+	// commits several partitions at once (store.Committer); default
+	// DefaultClaimBatch, 1 claims one at a time. A worker takes what the
+	// listing has ready, up to ClaimBatch, never waiting for more.
+	ClaimBatch int
 	// LeaseDuration is how long a claim keeps other workers off a
 	// partition (default DefaultLeaseDuration). It must exceed
 	// Budget.MaxDuration, with room for the longest single fire: a fire
@@ -177,23 +183,25 @@ func PartitionParser[P store.Partition](parse func(identity []byte) (P, error)) 
 // goroutines (a partition in flight in one call is skipped by the others),
 // and Run is a loop of Ticks.
 type Scheduler struct {
-	store    store.Store
-	due      store.DueIndex
-	reg      *Registry
-	parse    func([]byte) (store.Partition, error)
-	owner    string
-	workers  int
-	lease    time.Duration
-	leaseMs  uint64
-	poll     time.Duration
-	pageSize int
-	clock    clock.Clock
-	waiter   Waiter
-	log      *slog.Logger
-	metrics  telemetry.Metrics
-	run      RunConfig // each run's, but for its claim
-	leaseKey store.Key
-	full     store.Capabilities
+	store   store.Store
+	due     store.DueIndex
+	reg     *Registry
+	parse   func([]byte) (store.Partition, error)
+	owner   string
+	workers int
+	// claimBatch is SchedulerConfig.ClaimBatch.
+	claimBatch int
+	lease      time.Duration
+	leaseMs    uint64
+	poll       time.Duration
+	pageSize   int
+	clock      clock.Clock
+	waiter     Waiter
+	log        *slog.Logger
+	metrics    telemetry.Metrics
+	run        RunConfig // each run's, but for its claim
+	leaseKey   store.Key
+	full       store.Capabilities
 
 	// listPage bounds the entries of one due listing: a few per worker,
 	// so that entries are listed shortly before a worker takes them (a
@@ -243,6 +251,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		neg  bool
 	}{
 		{"Workers", cfg.Workers < 0},
+		{"ClaimBatch", cfg.ClaimBatch < 0},
 		{"LeaseDuration", cfg.LeaseDuration < 0},
 		{"PollInterval", cfg.PollInterval < 0},
 		{"DuePageSize", cfg.DuePageSize < 0},
@@ -259,6 +268,9 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultSchedulerWorkers
+	}
+	if cfg.ClaimBatch == 0 {
+		cfg.ClaimBatch = DefaultClaimBatch
 	}
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = DefaultLeaseDuration
@@ -291,25 +303,26 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	cfg.Metrics = telemetry.OrNoop(cfg.Metrics)
 	log := cfg.Logger.With("scheduler", cfg.Owner)
 	return &Scheduler{
-		store:    cfg.Store,
-		due:      due,
-		reg:      cfg.Registry,
-		parse:    cfg.ParsePartition,
-		owner:    cfg.Owner,
-		workers:  cfg.Workers,
-		lease:    cfg.LeaseDuration,
-		leaseMs:  uint64(cfg.LeaseDuration.Milliseconds()),
-		poll:     cfg.PollInterval,
-		pageSize: cfg.DuePageSize,
-		listPage: min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
-		clock:    cfg.Clock,
-		waiter:   cfg.Waiter,
-		log:      log,
-		metrics:  cfg.Metrics,
-		run:      RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
-		leaseKey: gen.AppendSchedulerLeaseKey(nil),
-		full:     cfg.Store.Capabilities().Full(),
-		inFlight: make(map[string]struct{}),
+		store:      cfg.Store,
+		due:        due,
+		reg:        cfg.Registry,
+		parse:      cfg.ParsePartition,
+		owner:      cfg.Owner,
+		workers:    cfg.Workers,
+		claimBatch: min(cfg.ClaimBatch, max(cfg.Store.Capabilities().MaxCommitBatches, 1)),
+		lease:      cfg.LeaseDuration,
+		leaseMs:    uint64(cfg.LeaseDuration.Milliseconds()),
+		poll:       cfg.PollInterval,
+		pageSize:   cfg.DuePageSize,
+		listPage:   min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
+		clock:      cfg.Clock,
+		waiter:     cfg.Waiter,
+		log:        log,
+		metrics:    cfg.Metrics,
+		run:        RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
+		leaseKey:   gen.AppendSchedulerLeaseKey(nil),
+		full:       cfg.Store.Capabilities().Full(),
+		inFlight:   make(map[string]struct{}),
 	}, nil
 }
 
@@ -425,14 +438,24 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	s.metrics.Add(telemetry.MetricSchedulerTicks, nil, 1)
 	nowMs := s.nowMs()
 	rep := TickReport{Now: store.DecodeTime(nowMs)}
-	entries := make(chan store.DueEntry)
+	// Each worker handles a chunk of listed entries at a time: one entry,
+	// or, claiming in batches, up to ClaimBatch (see list).
+	chunks := make(chan []store.DueEntry)
 	locals := make([]TickReport, s.workers)
 	firsts := make([]error, s.workers)
 	var wg sync.WaitGroup
 	for i := range s.workers {
 		wg.Go(func() {
-			for e := range entries {
-				if err := s.handle(ctx, e, &locals[i]); err != nil {
+			for es := range chunks {
+				var errs []error
+				if len(es) == 1 {
+					if err := s.handle(ctx, es[0], &locals[i]); err != nil {
+						errs = append(errs, err)
+					}
+				} else {
+					errs = s.handleMany(ctx, es, &locals[i])
+				}
+				for _, err := range errs {
 					locals[i].Errors++
 					if firsts[i] == nil {
 						firsts[i] = err
@@ -441,8 +464,8 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 			}
 		})
 	}
-	listErr := s.list(ctx, nowMs, entries, &rep)
-	close(entries)
+	listErr := s.list(ctx, nowMs, chunks, &rep)
+	close(chunks)
 	wg.Wait()
 	var first error
 	for i := range locals {
@@ -461,35 +484,57 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 }
 
 // list sends the due entries, then (see listParked) the parked ones, each
-// partition once, to out, until ctx ends. It starts at a bucket of its own
-// each tick (see startBucket), so that schedulers sharing a store list
-// the due partitions in different orders and meet each other's last.
-func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.DueEntry, rep *TickReport) error {
+// partition once, to out, until ctx ends: in chunks of one entry, or,
+// claiming in batches, each page's entries in chunks of up to ClaimBatch,
+// as many as the workers can share (see chunk). It starts at a bucket of
+// its own each tick (see startBucket), so that schedulers sharing a store
+// list the due partitions in different orders and meet each other's last.
+func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.DueEntry, rep *TickReport) error {
 	seen := make(map[string]struct{})
-	send := func(e store.DueEntry, count *int) bool {
-		if _, dup := seen[string(e.Partition)]; dup {
-			// Re-queued during this tick: it waits for the next one.
-			return true
+	batched := s.batched()
+	send := func(page []store.DueEntry, count *int) bool {
+		fresh := make([]store.DueEntry, 0, len(page))
+		for _, e := range page {
+			if _, dup := seen[string(e.Partition)]; dup {
+				// Re-queued during this tick: it waits for the next one.
+				continue
+			}
+			seen[string(e.Partition)] = struct{}{}
+			fresh = append(fresh, e)
 		}
-		seen[string(e.Partition)] = struct{}{}
-		select {
-		case out <- e:
-			*count++
-			return true
-		case <-ctx.Done():
-			return false
+		size := 1
+		if batched {
+			size = s.chunk(len(fresh))
 		}
+		for len(fresh) > 0 {
+			n := min(size, len(fresh))
+			select {
+			case out <- fresh[:n:n]:
+				*count += n
+				fresh = fresh[n:]
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
 	}
 	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
 	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Limit: s.listPage}
-	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
+	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
 		return err
 	}
 	if !s.listParked(nowMs) {
 		return nil
 	}
 	q = store.DueQuery{From: store.DecodeTime(parkedMs), Until: store.DecodeTime(parkedMs), Start: start, Limit: s.pageSize}
-	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
+	return s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Parked) })
+}
+
+// chunk is how many of n listed entries a worker claims together: up to
+// ClaimBatch, but no more than an even share of the workers', so that a
+// page keeps every worker busy.
+func (s *Scheduler) chunk(n int) int {
+	return max(1, min(s.claimBatch, (n+s.workers-1)/s.workers))
 }
 
 // startBucket is the bucket of n a Scheduler's tick-th listing, at
@@ -533,8 +578,8 @@ func (s *Scheduler) listParked(nowMs uint64) bool {
 }
 
 // scan pages through the due index entries q selects, calling fn on each
-// until it returns false (ctx ended).
-func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.DueEntry) bool) error {
+// page until it returns false (ctx ended).
+func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func([]store.DueEntry) bool) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("timers: scheduler: tick: %w", err)
@@ -543,10 +588,8 @@ func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.Du
 		if err != nil {
 			return fmt.Errorf("timers: scheduler: list due partitions: %w", err)
 		}
-		for _, e := range page {
-			if !fn(e) {
-				return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
-			}
+		if !fn(page) {
+			return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
 		}
 		if len(page) < q.Limit {
 			return nil

@@ -21,7 +21,14 @@ type claim struct {
 	page *timerPage
 	// recovered: the claim took over another owner's expired lease.
 	recovered bool
+	// apply commits the run's and the release's batches: the store's
+	// Apply, or, when the claim was made with others, the commit they
+	// share (see fireMany).
+	apply applyFunc
 }
+
+// applyFunc applies a guarded batch to a partition, as store.Store.Apply.
+type applyFunc func(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error)
 
 // handle looks at one listed entry: it parses the partition, claims it and
 // fires it. It fails with the store's errors only; a partition skipped for
@@ -30,6 +37,20 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	if ctx.Err() != nil {
 		return nil
 	}
+	p, ok := s.admit(e, r)
+	if !ok {
+		return nil
+	}
+	id := string(e.Partition)
+	defer s.leave(id)
+	return s.claimAndFire(ctx, p, id, encodedTime(e.At), r)
+}
+
+// admit returns the partition a listed entry names, marked in flight on
+// this Scheduler (the caller leaves it), unless it names none (corrupt),
+// this Scheduler backs off from it, or it is already in flight here:
+// those it counts in r.
+func (s *Scheduler) admit(e store.DueEntry, r *TickReport) (store.Partition, bool) {
 	p, err := s.partition(e.Partition)
 	if err != nil {
 		r.Corrupt++
@@ -38,12 +59,12 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
 				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
 		}
-		return nil
+		return nil, false
 	}
 	id := string(e.Partition)
 	if s.backingOff(id) {
 		r.BackedOff++
-		return nil
+		return nil, false
 	}
 	if !s.enter(id) {
 		// Another Tick of this Scheduler is firing it.
@@ -51,10 +72,15 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 			r.Contended++
 			s.count(telemetry.MetricSchedulerContended, p)
 		}
-		return nil
+		return nil, false
 	}
-	defer s.leave(id)
-	c, err := s.claim(ctx, p, encodedTime(e.At), r)
+	return p, true
+}
+
+// claimAndFire claims partition p (identity id, listed at listedMs) and
+// fires it, failing with the store's errors only.
+func (s *Scheduler) claimAndFire(ctx context.Context, p store.Partition, id string, listedMs uint64, r *TickReport) error {
+	c, err := s.claim(ctx, p, listedMs, r)
 	if err != nil {
 		if isCtxErr(ctx, err) {
 			return nil
@@ -110,7 +136,7 @@ const (
 
 // claim takes partition p's lease and parks its wake time, expecting the
 // wake time listedMs the index listed, in one transaction (see
-// claimBatch). The page feeds the fire. It returns nil, counting why in
+// claimReads). The page feeds the fire. It returns nil, counting why in
 // r, unless the claim committed.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
 	// The first page feeds the fire only when it is read in the claim's
@@ -126,7 +152,7 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 		var t claimTry
 		out, err := store.TransactOnce(ctx, s.store, p, func(ctx context.Context, rd store.Reader) (*store.Batch, error) {
 			t = claimTry{}
-			return s.claimBatch(ctx, rd, nowMs, prefetch, &t)
+			return s.claimReads(ctx, rd, nowMs, prefetch, &t)
 		})
 		if err != nil {
 			// Had it landed, the partition stays parked under our lease:
@@ -150,14 +176,14 @@ type claimTry struct {
 	wake  uint64 // the wake time read
 }
 
-// claimBatch reads, through rd, in order, the wake time (stale unless due
+// claimReads reads, through rd, in order, the wake time (stale unless due
 // or parked), the first page of due timers with their reference entries
 // (when prefetch: rd reads one snapshot) and the lease (held by another
 // worker and live: contended; not decodable: corrupt; absent, expired or
 // ours: taken), records in t what it found, and returns the claim's
 // batch: the lease replaced by this Scheduler's, the wake time read
 // replaced by ParkedWake, guarded by both. Nothing to write unless taken.
-func (s *Scheduler) claimBatch(ctx context.Context, rd store.Reader, nowMs uint64, prefetch bool, t *claimTry) (*store.Batch, error) {
+func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint64, prefetch bool, t *claimTry) (*store.Batch, error) {
 	wr, ok := rd.(store.WakeReader)
 	if !ok { // NewScheduler requires a store.DueIndex: unreachable
 		return nil, fmt.Errorf("store %T reads no wake time: %w", s.store, store.ErrInvalid)
@@ -256,7 +282,10 @@ func (s *Scheduler) claimed(p store.Partition, listedParked bool, out store.Batc
 // delete, even when it failed). The run and the release outlive ctx's
 // cancellation, bounded by the lease each.
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
-	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
+	if c.apply == nil {
+		c.apply = s.store.Apply
+	}
+	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page, apply: c.apply}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 	rep, runErr := runDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.run, h)
 	cancel()
@@ -307,7 +336,7 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 		case want != 0:
 			b.WakeAt(store.DecodeTime(want))
 		}
-		out, err := s.store.Apply(ctx, p, b)
+		out, err := c.apply(ctx, p, b)
 		switch {
 		case err != nil:
 			// The lease expires, or the parked listing takes it back.
