@@ -424,8 +424,12 @@ func (r *Report) add(o Report) {
 // goroutines, each of which claims a partition's
 // lease, fires its due timers with RunDue within the budget and finishes
 // in one batch that releases the lease and sets the partition's wake time
-// (see the design note above). A partition is looked at most once per
-// tick.
+// (see the design note above). On a store.Committer a worker takes up to
+// ClaimBatch listed partitions at a time, claims them in one transaction
+// and commits their runs' batches together (see scheduler_batch.go's
+// design note): each partition's claim, run and release keep their
+// guards and outcomes, and a fire in progress is every partition of the
+// worker's batch. A partition is looked at most once per tick.
 //
 // When ctx ends, Tick lists no more and claims no more; fires in progress
 // finish (their context is ctx without its cancellation, bounded by the
