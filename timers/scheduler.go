@@ -120,8 +120,10 @@ type SchedulerConfig struct {
 	// ClaimBatch is how many due partitions a worker claims in one
 	// transaction, and fires with their commits shared, on a store that
 	// commits several partitions at once (store.Committer); default
-	// DefaultClaimBatch, 1 claims one at a time. A worker takes what the
-	// listing has ready, up to ClaimBatch, never waiting for more.
+	// DefaultClaimBatch, 1 claims one at a time. A worker takes up to
+	// ClaimBatch of a listed page's entries, never waiting for more: on a
+	// store whose calls overlap (store.OverlapsCalls) no more than an
+	// even share of the page, so that every worker has some.
 	ClaimBatch int
 	// LeaseDuration is how long a claim keeps other workers off a
 	// partition (default DefaultLeaseDuration). It must exceed
@@ -191,17 +193,19 @@ type Scheduler struct {
 	workers int
 	// claimBatch is SchedulerConfig.ClaimBatch.
 	claimBatch int
-	lease      time.Duration
-	leaseMs    uint64
-	poll       time.Duration
-	pageSize   int
-	clock      clock.Clock
-	waiter     Waiter
-	log        *slog.Logger
-	metrics    telemetry.Metrics
-	run        RunConfig // each run's, but for its claim
-	leaseKey   store.Key
-	full       store.Capabilities
+	// overlaps: the store's calls overlap (store.OverlapsCalls).
+	overlaps bool
+	lease    time.Duration
+	leaseMs  uint64
+	poll     time.Duration
+	pageSize int
+	clock    clock.Clock
+	waiter   Waiter
+	log      *slog.Logger
+	metrics  telemetry.Metrics
+	run      RunConfig // each run's, but for its claim
+	leaseKey store.Key
+	full     store.Capabilities
 
 	// listPage bounds the entries of one due listing: a few per worker,
 	// so that entries are listed shortly before a worker takes them (a
@@ -310,6 +314,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		owner:      cfg.Owner,
 		workers:    cfg.Workers,
 		claimBatch: min(cfg.ClaimBatch, max(cfg.Store.Capabilities().MaxCommitBatches, 1)),
+		overlaps:   store.OverlapsCalls(cfg.Store),
 		lease:      cfg.LeaseDuration,
 		leaseMs:    uint64(cfg.LeaseDuration.Milliseconds()),
 		poll:       cfg.PollInterval,
@@ -535,9 +540,15 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 }
 
 // chunk is how many of n listed entries a worker claims together: up to
-// ClaimBatch, but no more than an even share of the workers', so that a
-// page keeps every worker busy.
+// ClaimBatch, and, on a store whose calls overlap (store.OverlapsCalls:
+// FoundationDB), no more than an even share of the workers', so that a
+// page keeps every worker busy. On a store whose writes take turns
+// (bbolt, memory) workers claiming at once only queue for its writer,
+// each claim a commit: there a worker claims ClaimBatch.
 func (s *Scheduler) chunk(n int) int {
+	if !s.overlaps {
+		return s.claimBatch
+	}
 	return max(1, min(s.claimBatch, (n+s.workers-1)/s.workers))
 }
 

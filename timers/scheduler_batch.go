@@ -15,7 +15,10 @@ import (
 // outcomes' batch carrying the release. A service with a partition per
 // entity fires many partitions holding a timer or two, so on a store that
 // commits several partitions at once (store.Committer) a worker takes up
-// to ClaimBatch due entries from the listing at a time and handles them
+// to ClaimBatch due entries from the listing at a time (on a store whose
+// calls overlap, no more than an even share of a listed page, so that
+// every worker has some; where writes take turns, ClaimBatch: workers
+// claiming at once would only queue for the writer) and handles them
 // together:
 //
 //   - one claim: a store.TransactManyOnce whose function runs each
