@@ -527,12 +527,16 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 		}
 		return true
 	}
+	// Decided before the workers get any entry, so that what this tick
+	// lists does not depend on how far they got (a partition failed
+	// during the tick is listed parked by the next one).
+	parked := s.listParked(nowMs)
 	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
 	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Limit: s.listPage}
 	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
 		return err
 	}
-	if !s.listParked(nowMs) {
+	if !parked {
 		return nil
 	}
 	q = store.DueQuery{From: store.DecodeTime(parkedMs), Until: store.DecodeTime(parkedMs), Start: start, Limit: s.pageSize}
