@@ -494,10 +494,12 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 
 // list sends the due entries, then (see listParked) the parked ones, each
 // partition once, to out, until ctx ends: in chunks of one entry, or,
-// claiming in batches, each page's entries in chunks of up to ClaimBatch,
-// as many as the workers can share (see chunk). It starts at a bucket of
-// its own each tick (see startBucket), so that schedulers sharing a store
-// list the due partitions in different orders and meet each other's last.
+// claiming in batches, each page's entries in chunks of up to ClaimBatch
+// (see chunk). It starts at a bucket of its own each tick (see
+// startBucket), so that schedulers sharing a store list the due
+// partitions in different orders and meet each other's last; claiming in
+// batches, it lists its share of the buckets before the others' (see
+// listStart).
 func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.DueEntry, rep *TickReport) error {
 	seen := make(map[string]struct{})
 	batched := s.batched()
@@ -531,10 +533,21 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 	// lists does not depend on how far they got (a partition failed
 	// during the tick is listed parked by the next one).
 	parked := s.listParked(nowMs)
-	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
-	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Limit: s.listPage}
+	n := s.due.DueBuckets()
+	start, share := s.listStart(ctx, nowMs, n, s.ticks.Add(1))
+	if !batched || share < 1 {
+		share = n
+	}
+	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Buckets: share, Limit: s.listPage}
 	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
 		return err
+	}
+	if share < n {
+		// The others' shares, once this one's were handed out.
+		q = store.DueQuery{Until: q.Until, Start: (start + share) % n, Buckets: n - share, Limit: s.listPage}
+		if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
+			return err
+		}
 	}
 	if !parked {
 		return nil
@@ -545,15 +558,17 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 
 // chunk is how many of n listed entries a worker claims together: up to
 // ClaimBatch, and, on a store whose calls overlap (store.OverlapsCalls:
-// FoundationDB), no more than an even share of the workers', so that a
-// page keeps every worker busy. On a store whose writes take turns
+// FoundationDB), an even share of the workers' when that is less, but at
+// least half ClaimBatch, so that few due partitions keep several workers
+// busy and many still cost a commit per half a batch (the lister lists
+// the next page while workers claim). On a store whose writes take turns
 // (bbolt, memory) workers claiming at once only queue for its writer,
 // each claim a commit: there a worker claims ClaimBatch.
 func (s *Scheduler) chunk(n int) int {
 	if !s.overlaps {
 		return s.claimBatch
 	}
-	return max(1, min(s.claimBatch, (n+s.workers-1)/s.workers))
+	return min(s.claimBatch, max((n+s.workers-1)/s.workers, (s.claimBatch+1)/2))
 }
 
 // startBucket is the bucket of n a Scheduler's tick-th listing, at
@@ -562,12 +577,23 @@ func (s *Scheduler) chunk(n int) int {
 // read, FNV-1a of its Owner and tick, so that schedulers sharing a store
 // still start at buckets of their own most of the time.
 func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick uint64) int {
+	start, _ := s.listStart(ctx, nowMs, n, tick)
+	return start
+}
+
+// listStart is startBucket and how many buckets from there are this
+// Scheduler's share: (r+1)*n/m - r*n/m for rank r among m live members,
+// all n when the memberships cannot be read. A tick lists its share
+// first, then the others' buckets, so that schedulers claiming in
+// batches meet at the edges of their shares only once each has parked
+// what it claimed there.
+func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uint64) (start, share int) {
 	if s.firstBucket != nil {
-		return s.firstBucket(n)
+		return s.firstBucket(n), n
 	}
 	rank, count, err := s.members(ctx, nowMs)
 	if err == nil {
-		return rank * n / count
+		return rank * n / count, (rank+1)*n/count - rank*n/count
 	}
 	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships; starting the listing at a bucket of its own", "error", err)
 	h := uint64(14695981039346656037)
@@ -577,7 +603,7 @@ func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick u
 	for i := range 8 {
 		h = (h ^ (tick >> (8 * i) & 0xFF)) * 1099511628211
 	}
-	return int(h % uint64(n))
+	return int(h % uint64(n)), n
 }
 
 // listParked reports whether this tick, at nowMs, lists the parked
