@@ -30,9 +30,10 @@ import (
 // state is unknown), since each decided on the writes of the calls before
 // it. The leader hands the lead to the first call still queued before it
 // answers its group, so that the next group forms while this one is
-// answered, and each call is led or answered within two write
-// transactions when fewer than MaxGroupBatches calls are queued ahead of
-// it: the one in flight when it came, and its own. A call whose context
+// answered, and, when fewer than MaxGroupBatches calls are queued ahead
+// of it, each call waits for its own group and the write transactions
+// that hold the writer before it: the group in flight when it came, and
+// a TransactOnce that takes the writer first. A call whose context
 // ends before its group runs it writes nothing and fails with its
 // context's error.
 //
