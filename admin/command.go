@@ -120,11 +120,12 @@ type subcommand struct {
 	noStore bool
 }
 
-// subcommands are the command's subcommands; help lists them in
-// helpOrder.
-var subcommands []*subcommand
-
-var helpOrder = []string{"partitions", "timers", "lag", "get", "scan", "quarantined", "quarantine", "restore", "unblock", "redrive"}
+// subcommands are the command's subcommands, in the order help lists
+// them (views, then repairs): each is declared beside what it runs.
+var subcommands = []*subcommand{
+	&partitionsCommand, &timersCommand, &lagCommand, &getCommand, &scanCommand, &quarantinedCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand,
+}
 
 func lookup(name string) *subcommand {
 	for _, s := range subcommands {
@@ -259,14 +260,14 @@ func (c *Command) printUsage(fs *flag.FlagSet, sub *subcommand) {
 
 func (c *Command) usage(w io.Writer) {
 	fmt.Fprintf(w, "%s reads and repairs a store of github.com/mkit-dev/mkitfdb.\n\nusage: %s <command> [flags]\n\nviews (read-only):\n", c.name(), c.name())
-	for _, name := range helpOrder {
-		if s := lookup(name); !s.repair {
+	for _, s := range subcommands {
+		if !s.repair {
 			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
 		}
 	}
 	fmt.Fprintf(w, "\nrepairs (guarded, confirmed, recorded):\n")
-	for _, name := range helpOrder {
-		if s := lookup(name); s.repair {
+	for _, s := range subcommands {
+		if s.repair {
 			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
 		}
 	}

@@ -85,7 +85,7 @@ func decodeRow(s registry.Schema, key, value []byte) Row {
 	} else {
 		row.Parsed = formatValue(reflect.ValueOf(k))
 	}
-	recordName := kc.Value
+	var recordName string
 	var decode func([]byte) (any, error)
 	switch {
 	case kc.Tag == uint32(gen.TagQuarantineValueKey) && ks.Namespace == gen.SchemaNamespace && err == nil:
@@ -98,13 +98,17 @@ func decodeRow(s registry.Schema, key, value []byte) Row {
 		return row
 	case kc.Tag == uint32(gen.TagTimerKey) && ks.Namespace == gen.SchemaNamespace && err == nil:
 		recordName, decode = timerValueDecoder(k.(gen.TimerKey).Kind)
-	case kc.Tag == uint32(gen.TagTimerRefKey) && ks.Namespace == gen.SchemaNamespace && len(value) > 0 && value[0] == gen.VersionTimerRefV2:
-		// A timer with failed attempts or a period's scheduled time.
-		recordName, decode = "TimerRefV2", registry.Decoder(gen.DecodeTimerRefV2)
-	case recordName != "":
-		if rec, ok := ks.Record(recordName); ok {
-			decode = rec.Decode
+	case len(kc.Values) > 0:
+		// The record of the class's value family that the value's version
+		// names: a row is shown as it is stored, never upgraded.
+		rec, verr := ks.ValueRecord(kc, value)
+		if verr != nil {
+			if row.Corrupt == "" {
+				row.Corrupt = verr.Error()
+			}
+			return row
 		}
+		recordName, decode = rec.Name, rec.Decode
 	}
 	if decode == nil {
 		return row

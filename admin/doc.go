@@ -72,10 +72,15 @@
 // earlier view showed: a row that changed is refused, nothing written
 // (exit status 1). Quarantine records who (-who, default the OS user),
 // when and why (-reason, required) beside the row it moves, in the
-// partition's quarantine range (gen.QuarantineKey, gen.QuarantineValueKey),
-// which no handler reads: to its queue the row is gone, and its source
-// resumes. The command never deletes a quarantined row; restore puts it
-// back byte for byte.
+// partition's quarantine range (package quarantine), which no handler
+// reads: to its queue the row is gone, and its source resumes. The
+// command never deletes a quarantined row; restore puts it back byte for
+// byte. What else a repair changes (a relay timer, the outcome backlog, a
+// timer's reference entry) is decided by the package that owns the row:
+// the command composes relay.QuarantineRow, relay.RestoreRow,
+// relay.Unblock, outbox.QuarantinePending, outbox.RestorePending,
+// timers.Quarantine, timers.Restore, timers.RedriveTimer, timers.Redrive
+// and timers.DeleteDeadLetter, and encodes none of the rows itself.
 //
 // Exit statuses: ExitOK, ExitFailed (the store failed, or a repair was
 // refused), ExitUsage (bad input, in one line: nothing written).

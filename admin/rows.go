@@ -9,50 +9,49 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/quarantine"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-func init() {
-	subcommands = append(subcommands,
-		&subcommand{
-			name:  "get",
-			short: "one row of a partition, decoded",
-			long: "get prints the row at -key of -partition, its key and value decoded by the linked\n" +
-				"schemas (by tuple and hex where none knows them), and its revision, which a\n" +
-				"repair's -expect takes. A row that does not decode is shown with the reason.",
-			flags: func(fs *flag.FlagSet, o *options) {
-				fs.StringVar(&o.partition, "partition", "", "the partition, as a tuple (\"orders\", 1, 7) or x:HEX")
-				fs.StringVar(&o.key, "key", "", "the key, as a tuple (16, 5) or x:HEX")
-			},
-			run: (*Command).get,
-		},
-		&subcommand{
-			name:  "scan",
-			short: "the rows of a partition, decoded",
-			long: "scan prints the rows of -partition in key order, decoded as get decodes them:\n" +
-				"all of them, or those of one key class (-class, by name or tag), at most -limit,\n" +
-				"after -after.",
-			flags: func(fs *flag.FlagSet, o *options) {
-				fs.StringVar(&o.partition, "partition", "", "the partition, as a tuple (\"orders\", 1, 7) or x:HEX")
-				fs.StringVar(&o.class, "class", "", "only the rows of this key class (a name such as RelayKey, or a tag)")
-				fs.StringVar(&o.after, "after", "", "start after this key (a tuple or x:HEX)")
-				fs.IntVar(&o.limit, "limit", 100, "the most rows printed")
-			},
-			run: (*Command).scan,
-		},
-		&subcommand{
-			name:  "quarantined",
-			short: "the rows moved aside by quarantine, with who, when and why",
-			long: "quarantined lists the rows quarantine moved aside, in -partition or in every\n" +
-				"partition: the row's key and value decoded, who moved it, when and why. restore\n" +
-				"puts one back.",
-			flags: func(fs *flag.FlagSet, o *options) {
-				fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
-				fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most rows listed of each partition")
-			},
-			run: (*Command).quarantined,
-		},
-	)
+var getCommand = subcommand{
+	name:  "get",
+	short: "one row of a partition, decoded",
+	long: "get prints the row at -key of -partition, its key and value decoded by the linked\n" +
+		"schemas (by tuple and hex where none knows them), and its revision, which a\n" +
+		"repair's -expect takes. A row that does not decode is shown with the reason.",
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.partition, "partition", "", "the partition, as a tuple (\"orders\", 1, 7) or x:HEX")
+		fs.StringVar(&o.key, "key", "", "the key, as a tuple (16, 5) or x:HEX")
+	},
+	run: (*Command).get,
+}
+
+var scanCommand = subcommand{
+	name:  "scan",
+	short: "the rows of a partition, decoded",
+	long: "scan prints the rows of -partition in key order, decoded as get decodes them:\n" +
+		"all of them, or those of one key class (-class, by name or tag), at most -limit,\n" +
+		"after -after.",
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.partition, "partition", "", "the partition, as a tuple (\"orders\", 1, 7) or x:HEX")
+		fs.StringVar(&o.class, "class", "", "only the rows of this key class (a name such as RelayKey, or a tag)")
+		fs.StringVar(&o.after, "after", "", "start after this key (a tuple or x:HEX)")
+		fs.IntVar(&o.limit, "limit", 100, "the most rows printed")
+	},
+	run: (*Command).scan,
+}
+
+var quarantinedCommand = subcommand{
+	name:  "quarantined",
+	short: "the rows moved aside by quarantine, with who, when and why",
+	long: "quarantined lists the rows quarantine moved aside, in -partition or in every\n" +
+		"partition: the row's key and value decoded, who moved it, when and why. restore\n" +
+		"puts one back.",
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
+		fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most rows listed of each partition")
+	},
+	run: (*Command).quarantined,
 }
 
 func (c *Command) get(ctx context.Context, st *opened, o *options) error {
@@ -227,7 +226,7 @@ func (c *Command) quarantined(ctx context.Context, st *opened, o *options) error
 					q.Companion = formatTuple(rec.Companion)
 				}
 			}
-			_, vk, err := quarantineKeys(qk.Key)
+			_, vk, err := quarantine.Keys(qk.Key)
 			if err != nil {
 				return err
 			}

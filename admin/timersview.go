@@ -17,38 +17,35 @@ import (
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
-func init() {
-	subcommands = append(subcommands,
-		&subcommand{
-			name:  "timers",
-			short: "timers: every one, what is due now (-due), or the dead letters (-dead)",
-			long: "timers lists the timers of -partition, or of every partition, in due order: kind,\n" +
-				"reference, due time and state: due or waiting; held, for the library's timers\n" +
-				"a corrupt row holds (the relay's) or a failing sink backs off (outcome delivery);\n" +
-				"orphan, for a timer row its reference entry does not name, which no handler\n" +
-				"fires. With -due it lists the partitions the due index says are due now and\n" +
-				"their due timers. With -dead it lists the dead letters instead: timers that used\n" +
-				"their retry policy's attempts or failed permanently, with their attempts, last\n" +
-				"error and value, which never fire again until redrive -dead or delete-dead.",
-			flags: func(fs *flag.FlagSet, o *options) {
-				fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
-				fs.BoolVar(&o.due, "due", false, "only what is due now, per the due index")
-				fs.BoolVar(&o.dead, "dead", false, "the dead letters instead of the timers")
-				fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most timers listed of each partition")
-			},
-			run: (*Command).timers,
-		},
-		&subcommand{
-			name:  "lag",
-			short: "a summary: the oldest queued row and the most delayed timer",
-			long: "lag reads the head of every partition's queues and reports the oldest queued relay\n" +
-				"row and pending outcome (by their queue times) and the most delayed timer (the\n" +
-				"earliest due time before now), each with its partition, and how many partitions\n" +
-				"hold queued rows and are due now.",
-			flags: func(fs *flag.FlagSet, o *options) {},
-			run:   (*Command).lag,
-		},
-	)
+var timersCommand = subcommand{
+	name:  "timers",
+	short: "timers: every one, what is due now (-due), or the dead letters (-dead)",
+	long: "timers lists the timers of -partition, or of every partition, in due order: kind,\n" +
+		"reference, due time and state: due or waiting; held, for the library's timers\n" +
+		"a corrupt row holds (the relay's) or a failing sink backs off (outcome delivery);\n" +
+		"orphan, for a timer row its reference entry does not name, which no handler\n" +
+		"fires. With -due it lists the partitions the due index says are due now and\n" +
+		"their due timers. With -dead it lists the dead letters instead: timers that used\n" +
+		"their retry policy's attempts or failed permanently, with their attempts, last\n" +
+		"error and value, which never fire again until redrive -dead or delete-dead.",
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.partition, "partition", "", "only this partition (a tuple or x:HEX)")
+		fs.BoolVar(&o.due, "due", false, "only what is due now, per the due index")
+		fs.BoolVar(&o.dead, "dead", false, "the dead letters instead of the timers")
+		fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most timers listed of each partition")
+	},
+	run: (*Command).timers,
+}
+
+var lagCommand = subcommand{
+	name:  "lag",
+	short: "a summary: the oldest queued row and the most delayed timer",
+	long: "lag reads the head of every partition's queues and reports the oldest queued relay\n" +
+		"row and pending outcome (by their queue times) and the most delayed timer (the\n" +
+		"earliest due time before now), each with its partition, and how many partitions\n" +
+		"hold queued rows and are due now.",
+	flags: func(fs *flag.FlagSet, o *options) {},
+	run:   (*Command).lag,
 }
 
 // TimerRow is one timer as the timers view shows it.
@@ -132,7 +129,7 @@ func (c *Command) partitionTimers(ctx context.Context, s store.Store, id store.I
 			out[i].State, out[i].Note = "orphan", "the reference entry does not decode: "+err.Error()
 		case msTime(storedMs(due)) != out[i].Due:
 			out[i].State, out[i].Note = "orphan", "the reference entry names the timer due "+stamp(msTime(storedMs(due)))
-		case len(v) > 0 && v[0] == gen.VersionTimerRefV2 && out[i].Note == "":
+		case out[i].Note == "" && isTimerRefV2(v):
 			// A timer retrying after failed fires (see timers.RetryPolicy).
 			if r, err := gen.DecodeTimerRefV2(v); err == nil && r.Attempts > 0 {
 				out[i].Note = fmt.Sprintf("%d failed attempts, the last: %q", r.Attempts, r.LastError)
@@ -317,4 +314,11 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 	line("oldest outcome", rep.OldestOutcome, "queued")
 	line("most delayed timer", rep.MostDelayedTimer, "due")
 	return nil
+}
+
+// isTimerRefV2 reports whether a reference entry's value is a TimerRefV2,
+// the version that carries failed attempts.
+func isTimerRefV2(v []byte) bool {
+	ver, err := gen.VersionOfTimerRefKeyValue(v)
+	return err == nil && ver == gen.VersionTimerRefV2
 }

@@ -16,23 +16,19 @@ import (
 // flushEvery is how many table rows a streamed text view aligns at once.
 const flushEvery = 64
 
-func init() {
-	subcommands = append(subcommands,
-		&subcommand{
-			name:  "partitions",
-			short: "every partition: outbox, relay backlog, blocked targets, timers, outcomes",
-			long: "partitions lists every partition of the store with its outbox sequence, its relay\n" +
-				"backlog (rows, bytes, the oldest row's queue time), blocked targets and scan state,\n" +
-				"its timers by kind with the next due time, its outcome backlog and next attempt,\n" +
-				"its quarantined rows and every corrupt row of the library's classes, with the\n" +
-				"decoder's reason. It reads at most -max-rows rows of each queue of a partition\n" +
-				"(counts past it say \"more than N\") and streams: a large store prints as it goes.",
-			flags: func(fs *flag.FlagSet, o *options) {
-				fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most rows read of each queue of a partition")
-			},
-			run: (*Command).partitions,
-		},
-	)
+var partitionsCommand = subcommand{
+	name:  "partitions",
+	short: "every partition: outbox, relay backlog, blocked targets, timers, outcomes",
+	long: "partitions lists every partition of the store with its outbox sequence, its relay\n" +
+		"backlog (rows, bytes, the oldest row's queue time), blocked targets and scan state,\n" +
+		"its timers by kind with the next due time, its outcome backlog and next attempt,\n" +
+		"its quarantined rows and every corrupt row of the library's classes, with the\n" +
+		"decoder's reason. It reads at most -max-rows rows of each queue of a partition\n" +
+		"(counts past it say \"more than N\") and streams: a large store prints as it goes.",
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most rows read of each queue of a partition")
+	},
+	run: (*Command).partitions,
 }
 
 // rel says when t is relative to now: "5s ago", "in 30s" or "now".

@@ -76,8 +76,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
 	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogRows, []telemetry.Label{kind}, float64(backlog.Rows))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogBytes, []telemetry.Label{kind}, float64(backlog.Bytes))
 	if backlog.Rows == 0 {
 		pg.wait()
 		// Guarded: an outcome queued meanwhile keeps the timer.
