@@ -206,7 +206,8 @@ func Redrive(b *store.Batch, caps store.Capabilities, d DeadLetter, at time.Time
 	if err := Schedule(&g, caps, nil, Timer{Kind: d.Kind, Reference: d.Reference, DueAt: at, Value: d.Value}); err != nil {
 		return fmt.Errorf("timers: redrive %v dead letter: %w", d.Kind, err)
 	}
-	b.Merge(&g).WakeAt(at)
+	atMs, _ := store.EncodeTime(at) // Schedule checked it
+	b.Merge(&g).WakeAt(wakeTime(atMs))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -54,25 +55,36 @@ const maxMemberDeletes = 16
 // members reads the live memberships at nowMs and renews this Scheduler's
 // own when a quarter of its life has passed (or it has none), in one
 // transaction, and returns this Scheduler's rank among the live members
-// (by Owner, itself included) and their number.
+// (by Owner, itself included) and their number. In the same range read
+// it reads the pauses of the whole store (see pause.go), which it keeps
+// as the Scheduler's view when the transaction succeeds.
 func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int, err error) {
 	own, err := gen.AppendSchedulerMemberKey(nil, s.owner)
 	if err != nil { // NewScheduler bounds the owner: unreachable
 		return 0, 0, err
 	}
-	start, end := gen.ClassRange(gen.TagSchedulerMemberKey)
-	var live []string
+	_, memberEnd := gen.ClassRange(gen.TagSchedulerMemberKey)
+	var (
+		live   []string
+		pauses Pauses
+	)
 	_, err = store.TransactOnce(ctx, s.store, MembersPartition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-		live = live[:0]
+		live, pauses = live[:0], Pauses{}
 		b := store.NewBatch()
 		var mine store.Value
 		var after store.Cursor
 		for {
-			page, err := r.Scan(ctx, start, end, after, 256)
+			page, err := r.Scan(ctx, membersStart, membersEnd, after, 256)
 			if err != nil {
-				return nil, fmt.Errorf("read memberships: %w", err)
+				return nil, fmt.Errorf("read memberships and pauses: %w", err)
 			}
 			for _, kv := range page.Entries {
+				if bytes.Compare(kv.Key, memberEnd) >= 0 {
+					if err := pauses.add(kv); err != nil {
+						return nil, err
+					}
+					continue
+				}
 				m, err := gen.DecodeSchedulerLeaseV1(kv.Value)
 				if err != nil {
 					s.log.Warn("timers: scheduler: membership does not decode; ignored", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
@@ -112,6 +124,7 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 	if err != nil {
 		return 0, 0, err
 	}
+	s.setPauses(pauses)
 	live = append(live, s.owner)
 	slices.Sort(live)
 	return slices.Index(live, s.owner), len(live), nil

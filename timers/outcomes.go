@@ -312,7 +312,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// One item without a claim: its own batch, as it is.
 		it := &items[0]
 		if it.newDue != 0 {
-			it.b.WakeAt(store.DecodeTime(it.newDue))
+			it.b.WakeAt(wakeTime(it.newDue))
 		}
 		cb.apply, cb.release = it.b, false
 		return 1
@@ -369,7 +369,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 			}
 		}
 		if !claimed && it.newDue != 0 {
-			cb.b.WakeAt(store.DecodeTime(it.newDue))
+			cb.b.WakeAt(wakeTime(it.newDue))
 		}
 		ops, bytes = ops+iops, bytes+ibytes
 		n++
@@ -386,13 +386,14 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// batch included, replaces the parked one.
 		next := r.nextDueMs
 		for i := range n {
-			next = earlierWake(next, items[i].newDue)
+			next = earlierWake(next, realWakeMs(items[i].newDue))
 		}
 		if own != nil {
 			next = earlierWake(next, encodedTime(own.At))
 		}
 		cb.owners = append(cb.owners, ownerWake)
-		cb.b.Delete(h.leaseKey).SetWake(ParkedWake, store.DecodeTime(next))
+		wake, ceiling := h.releaseWake(next, r.report.Paused)
+		setWake(cb.b.Delete(h.leaseKey), parkedMs, wake, ceiling)
 		cb.release = true
 	}
 	return n

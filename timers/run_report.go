@@ -43,7 +43,7 @@ func (r *run) unknownKind(kind Kind) {
 // noteNext notes that the partition needs running again at due (a due
 // time of 0 at 1: the wake time 0 means none).
 func (r *run) noteNext(due uint64) {
-	due = max(due, 1)
+	due = realWakeMs(max(due, 1))
 	if r.nextDueMs == 0 || due < r.nextDueMs {
 		r.nextDueMs = due
 	}

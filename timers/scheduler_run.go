@@ -69,7 +69,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // nothing: until the first entry past what the tick listed, at most
 // PollInterval.
 func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
-	firsts, err := s.due.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(horizonMs + 1), Until: store.DecodeTime(lastUnparkedMs), Limit: s.due.DueBuckets(), PerBucket: 1})
+	firsts, err := s.due.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(horizonMs + 1), Until: store.DecodeTime(pausedBaseMs - 1), Limit: s.due.DueBuckets(), PerBucket: 1})
 	if err != nil {
 		s.log.Warn("timers: scheduler: cannot read the next wake time; polling", "error", err)
 		return s.poll
