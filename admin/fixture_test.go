@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -135,13 +136,18 @@ func orderKey(t *testing.T, n uint64) store.Key {
 	return k
 }
 
+// openBolt opens the bbolt file at path for writing, as the service that
+// writes the fixtures would, but with a gate that records nothing: no
+// format row of a new store, no process row, so that the views show the
+// service's partitions only (the evolution partition has views of its
+// own: see formats_test.go).
 func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	t.Helper()
 	e, err := boltengine.Open(path, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler), Gate: evolve.GateConfig{ReadOnly: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,9 +54,13 @@ type GateConfig struct {
 	// and a format from 1 to the linked package's; nil means the linked
 	// packages' own. A binary only ever claims to know less than it reads.
 	Known map[string]uint32
-	// ReadOnly makes a gate of a process that never writes (an
-	// operator's view): it checks the store's formats at open and writes
-	// no process row, and no refresh runs.
+	// ReadOnly makes a gate that only checks: it reads the store's formats
+	// at open (refusing a store newer than the binary, as any gate) and
+	// writes nothing of its own, no process row and no refresh, so raises
+	// do not wait for the process and it is never fenced. It is for a
+	// process that never writes (an operator's view), or writes for
+	// moments only what every binary of the formats it checked reads (an
+	// operator's repair: a row an older binary writes, a newer one reads).
 	ReadOnly bool
 	// NewStore says the store holds no row yet: each linked namespace
 	// without a format row starts at the format this binary knows, which
@@ -271,6 +275,19 @@ func OpenGate(ctx context.Context, s store.Store, cfg GateConfig) (*Gate, error)
 
 // open reads the formats, checks them, and writes the process row.
 func (g *Gate) open(ctx context.Context) error {
+	if g.readOnly {
+		// Reads only: a read-only store begins no write transaction.
+		rows, err := readFormatRows(ctx, store.ReaderOf(g.s, Partition))
+		if err != nil {
+			return err
+		}
+		if err := g.check(rows, false); err != nil {
+			return err
+		}
+		formats := formatsOf(rows)
+		g.formats.Store(&formats)
+		return nil
+	}
 	var (
 		formats map[string]uint32
 		row     store.Value
@@ -286,9 +303,6 @@ func (g *Gate) open(ctx context.Context) error {
 		formats = formatsOf(rows)
 		if err := g.check(rows, false); err != nil {
 			return nil, err
-		}
-		if g.readOnly {
-			return nil, nil
 		}
 		nowMs, err := store.EncodeTime(g.clock.Now())
 		if err != nil {
@@ -420,47 +434,16 @@ func (g *Gate) Sync(ctx context.Context) error {
 		return fmt.Errorf("evolve: gate of %s is closed: %w", g.name, store.ErrInvalid)
 	}
 	var (
-		rows    map[string]formatRow
-		row     store.Value
-		expired int
+		rows map[string]formatRow
+		row  store.Value
+		err  error
 	)
-	_, err := store.Transact(ctx, g.s, Partition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-		row, expired = nil, 0
-		var err error
-		if rows, err = readFormatRows(ctx, r); err != nil {
-			return nil, err
-		}
-		if g.readOnly {
-			return nil, nil
-		}
-		nowMs, err := store.EncodeTime(g.clock.Now())
-		if err != nil {
-			return nil, fmt.Errorf("evolve: refresh: the clock: %w", err)
-		}
-		procs, err := readProcessRows(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		b := store.NewBatch()
-		for _, p := range procs {
-			if expired == maxExpiredDeletes {
-				break
-			}
-			if p.name == g.name || p.err != nil || p.row.ExpiresAtMs > nowMs {
-				continue
-			}
-			b.Require(store.Equals(p.key, p.value)).Delete(p.key)
-			expired++
-		}
-		pk, err := processKey(g.name)
-		if err != nil {
-			return nil, err
-		}
-		if row, err = g.processRow(g.started, nowMs); err != nil {
-			return nil, err
-		}
-		return b.Put(pk, row), nil
-	}, store.TransactConfig{})
+	if g.readOnly {
+		// Reads only: a read-only store begins no write transaction.
+		rows, err = readFormatRows(ctx, store.ReaderOf(g.s, Partition))
+	} else {
+		rows, row, err = g.renew(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("evolve: refresh: %w", err)
 	}
@@ -487,6 +470,49 @@ func (g *Gate) Sync(ctx context.Context) error {
 		return f
 	}
 	return nil
+}
+
+// renew reads the format rows and the process rows, and renews this
+// process's row, deleting up to maxExpiredDeletes expired rows of others,
+// in one transaction of Partition. It returns the format rows and the row
+// written.
+func (g *Gate) renew(ctx context.Context) (rows map[string]formatRow, row store.Value, err error) {
+	_, err = store.Transact(ctx, g.s, Partition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		row = nil
+		var err error
+		if rows, err = readFormatRows(ctx, r); err != nil {
+			return nil, err
+		}
+		nowMs, err := store.EncodeTime(g.clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("the clock: %w", err)
+		}
+		procs, err := readProcessRows(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		b := store.NewBatch()
+		expired := 0
+		for _, p := range procs {
+			if expired == maxExpiredDeletes {
+				break
+			}
+			if p.name == g.name || p.err != nil || p.row.ExpiresAtMs > nowMs {
+				continue
+			}
+			b.Require(store.Equals(p.key, p.value)).Delete(p.key)
+			expired++
+		}
+		pk, err := processKey(g.name)
+		if err != nil {
+			return nil, err
+		}
+		if row, err = g.processRow(g.started, nowMs); err != nil {
+			return nil, err
+		}
+		return b.Put(pk, row), nil
+	}, store.TransactConfig{})
+	return rows, row, err
 }
 
 // Format returns the store's format of namespace ns as the gate last read

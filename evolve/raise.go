@@ -37,7 +37,7 @@ type RaiseConfig struct {
 // process whose binary does not know to refuses to open the store.
 //
 // It fails with an error wrapping store.ErrInvalid, before any I/O, when
-// the gate is ReadOnly or closed, ns is not linked, to is above what this binary knows (a binary that
+// the gate is closed, ns is not linked, to is above what this binary knows (a binary that
 // knows the format raises it), or cfg's By or Reason is empty or too
 // long; with a *RaiseError (ErrRaiseRefused) when the store is not at
 // to-1 (a raise goes one format at a time, and never down) or a live
@@ -61,9 +61,6 @@ func (g *Gate) Raise(ctx context.Context, ns string, to uint32, cfg RaiseConfig)
 		return invalid("RaiseConfig.By has %d bytes: name who raises it in 1 to %d", len(cfg.By), gen.MaxStoreFormatV1By)
 	case cfg.Reason == "" || len(cfg.Reason) > gen.MaxStoreFormatV1Reason:
 		return invalid("RaiseConfig.Reason has %d bytes: say why in 1 to %d", len(cfg.Reason), gen.MaxStoreFormatV1Reason)
-	}
-	if g.readOnly {
-		return invalid("the gate is read-only")
 	}
 	g.mu.Lock()
 	closed := g.closed

@@ -4,28 +4,27 @@
 // schema package (the one whose //go:generate line names this directory). Edit
 // the schema, not this package: go generate rewrites it.
 //
-// Key classes ([StoreFormatKey], [FormatRaisedKey], [ProcessKey],
-// [OutboxSequenceKey] and 17 more): for a class K, AppendK(dst, fields...)
-// appends its key (a FoundationDB tuple: the class tag, then the fields, so
-// byte order is field order; no allocation when dst has room), K.AppendKey
-// does the same for a value, ParseK parses one, [ParseKey] parses a key of any
-// class and [ClassRange](tag) is the range that holds a class. Tags 1-99 are
-// the library's key classes, in any partition; an importing schema's are 100
-// and above.
+// Key classes ([OutboxSequenceKey], [RelayScanKey], [OutcomeBacklogKey],
+// [RelayKey] and 17 more): for a class K, AppendK(dst, fields...) appends its
+// key (a FoundationDB tuple: the class tag, then the fields, so byte order is
+// field order; no allocation when dst has room), K.AppendKey does the same for
+// a value, ParseK parses one, [ParseKey] parses a key of any class and
+// [ClassRange](tag) is the range that holds a class. Tags 1-99 are the
+// library's key classes, in any partition; an importing schema's are 100 and
+// above.
 //
-// Records ([StoreFormatV1], [ProcessV1], [U64Value], [TimerRefV2] and 11
-// more): for a record R, AppendR and EncodeR encode a value after checking
-// every rule of the schema (an error wrapping [wire.ErrInvalid] otherwise,
-// nothing appended); DecodeR decodes strictly: truncated input, trailing
-// bytes, an unknown version, variant or enum value, a length over its bound or
-// a broken rule is an error wrapping [wire.ErrCorrupt] that names the record,
-// the field and the reason, and no input makes a decoder panic. Decoded []byte
-// fields alias the input; DecodeRInto decodes into a value, reusing its
-// slices.
+// Records ([U64Value], [TimerRefV2], [DeadLetterV1], [RelayV1] and 11 more):
+// for a record R, AppendR and EncodeR encode a value after checking every rule
+// of the schema (an error wrapping [wire.ErrInvalid] otherwise, nothing
+// appended); DecodeR decodes strictly: truncated input, trailing bytes, an
+// unknown version, variant or enum value, a length over its bound or a broken
+// rule is an error wrapping [wire.ErrCorrupt] that names the record, the field
+// and the reason, and no input makes a decoder panic. Decoded []byte fields
+// alias the input; DecodeRInto decodes into a value, reusing its slices.
 //
-// Value families ([StoreFormatKeyValues], [FormatRaisedKeyValues],
-// [ProcessKeyValues], [OutboxSequenceKeyValues] and 13 more): for a key class
-// K whose schema lists the records its rows hold (value=A,B, oldest first),
+// Value families ([OutboxSequenceKeyValues], [RelayScanKeyValues],
+// [OutcomeBacklogKeyValues], [RelayKeyValues] and 13 more): for a key class K
+// whose schema lists the records its rows hold (value=A,B, oldest first),
 // KVersions is the interface the rows' owner implements to convert between
 // adjacent versions (UpgradeA(A) (B, error); DowngradeB for a version whose
 // format is above the first's), and NewKValues(v) builds KValues: Decode

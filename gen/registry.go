@@ -135,16 +135,6 @@ func init() {
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
-			Decode:  registry.Decoder(DecodeStoreFormatV1),
-			Format:  FormatStoreFormatV1,
-			Name:    "StoreFormatV1",
-			Version: VersionStoreFormatV1,
-		}, {
-			Decode:  registry.Decoder(DecodeProcessV1),
-			Format:  FormatProcessV1,
-			Name:    "ProcessV1",
-			Version: VersionProcessV1,
-		}, {
 			Decode:  registry.Decoder(DecodeU64Value),
 			Format:  FormatU64Value,
 			Name:    "U64Value",
@@ -209,6 +199,16 @@ func init() {
 			Format:  FormatQuarantineV1,
 			Name:    "QuarantineV1",
 			Version: VersionQuarantineV1,
+		}, {
+			Decode:  registry.Decoder(DecodeStoreFormatV1),
+			Format:  FormatStoreFormatV1,
+			Name:    "StoreFormatV1",
+			Version: VersionStoreFormatV1,
+		}, {
+			Decode:  registry.Decoder(DecodeProcessV1),
+			Format:  FormatProcessV1,
+			Name:    "ProcessV1",
+			Version: VersionProcessV1,
 		}},
 	})
 }
