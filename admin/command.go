@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -123,7 +122,7 @@ type subcommand struct {
 // subcommands are the command's subcommands, in the order help lists
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
-	&partitionsCommand, &timersCommand, &lagCommand, &getCommand, &scanCommand, &quarantinedCommand,
+	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand,
 	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand,
 }
 
@@ -274,34 +273,22 @@ func (c *Command) usage(w io.Writer) {
 	fmt.Fprintf(w, "\nEvery command takes -db FILE (bbolt) or -cluster-file FILE (FoundationDB).\nRun %s help <command> for its flags.\n", c.name())
 }
 
-// kindName names a timer kind: the library's, then the service's.
-func (c *Command) kindName(k timers.Kind) string {
-	if n, ok := c.cfg.KindNames[k]; ok {
-		return n
+// viewer is the reader of the views' facts for the open store st, at
+// the command's time.
+func (c *Command) viewer(st *opened, o *options) *viewer {
+	maxRows := o.maxRows
+	if maxRows <= 0 {
+		maxRows = DefaultMaxRows
 	}
-	return k.String()
+	return &viewer{l: st.layer, now: c.now(), kindNames: c.cfg.KindNames, maxRows: maxRows}
+}
+
+// kindName names a timer kind: the service's name, then the library's.
+func (c *Command) kindName(k timers.Kind) string {
+	return (&viewer{kindNames: c.cfg.KindNames}).kindName(k)
 }
 
 // parseKind parses a kind by number or name.
 func (c *Command) parseKind(s string) (timers.Kind, error) {
-	for _, k := range []timers.Kind{timers.KindRelay, timers.KindOutcomeDelivery} {
-		if s == k.String() {
-			return k, nil
-		}
-	}
-	names := make([]timers.Kind, 0, len(c.cfg.KindNames))
-	for k := range c.cfg.KindNames {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if c.cfg.KindNames[k] == s {
-			return k, nil
-		}
-	}
-	var n uint16
-	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(s, "kind("), ")"), "%d", &n); err != nil || n == 0 {
-		return 0, usagef("-kind %q is no timer kind: a number from 1 to 65535 or a kind's name (relay, outcome-delivery)", s)
-	}
-	return timers.Kind(n), nil
+	return (&viewer{kindNames: c.cfg.KindNames}).parseKind(s)
 }

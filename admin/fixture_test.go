@@ -11,8 +11,8 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
-	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/evolve"
+	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/gen"

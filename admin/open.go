@@ -28,6 +28,8 @@ type options struct {
 	rootBytes              []byte
 
 	kind, ref      string
+	state          string // timers -state
+	full           bool   // print values whole
 	reason, who    string
 	expect         string
 	yes, due       bool
