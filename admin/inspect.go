@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -190,6 +191,9 @@ func (v *viewer) inspect(ctx context.Context, id store.Identity) (PartitionRepor
 	if isMembers(idb) {
 		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, membersKind
 		steps = append(steps, in.members)
+	}
+	if bytes.Equal(idb, evolveIdentity) {
+		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, evolveKind
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
