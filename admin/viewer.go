@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/store"
-	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 

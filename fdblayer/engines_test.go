@@ -1,8 +1,8 @@
 package fdblayer_test
 
 import (
-	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/evolve"
+	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
