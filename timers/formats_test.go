@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testlog"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -269,3 +272,81 @@ func TestAHandlerThatMeetsANewerRowHoldsItsTimer(t *testing.T) {
 		assert.Empty(t, e.deadLetters(t))
 	})
 }
+
+// A Scheduler whose store is fenced claims nothing: two binaries share
+// one engine (two Layers, as two processes), the older knowing mkit format
+// 1; the newer raises mkit to 2 (refused while the older runs, then forced
+// past it, as past a process known to be dead); the older's gate fences
+// the store at its refresh, and its Scheduler counts the due partition
+// Fenced, logs it once, and leaves it to the newer binary's, which fires
+// it.
+func TestAFencedSchedulerClaimsNothing(t *testing.T) {
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) {
+			ctx := context.Background()
+			engine := fdbsim.AsDistributed(eng.Open(t, "timers.bbolt"))
+			clk := clock.NewManual(now)
+			seed, err := fdblayer.Open(engine, fdblayer.Config{Clock: clk, Gate: evolve.GateConfig{ReadOnly: true}})
+			require.NoError(t, err)
+			p := storetest.Partition{Name: "p"}
+			out, err := seed.Apply(ctx, storetest.Partition{Name: "before formats"}, store.NewBatch().Put(store.Key("k"), store.Value("v")))
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+			oldL, err := fdblayer.Open(engine, fdblayer.Config{Clock: clk, Gate: evolve.GateConfig{Process: "old", Known: map[string]uint32{gen.SchemaNamespace: 1}}})
+			require.NoError(t, err)
+			newL, err := fdblayer.Open(engine, fdblayer.Config{Clock: clk, Gate: evolve.GateConfig{Process: "new"}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = newL.Close() }) // closes the engine last
+			t.Cleanup(func() { _ = oldL.Gate().Close() })
+
+			raise := evolve.RaiseConfig{By: "test", Reason: "retry state"}
+			err = newL.Gate().Raise(ctx, gen.SchemaNamespace, 2, raise)
+			var re *evolve.RaiseError
+			require.ErrorAs(t, err, &re)
+			require.Len(t, re.Unaware, 1)
+			assert.Equal(t, "old", re.Unaware[0].Name)
+			raise.Force = true
+			require.NoError(t, newL.Gate().Raise(ctx, gen.SchemaNamespace, 2, raise))
+
+			obs, _, err := timers.ReadRef(ctx, newL, p, kindA, "r")
+			require.NoError(t, err)
+			b := store.NewBatch()
+			require.NoError(t, timers.Schedule(b, newL.Capabilities(), obs, timers.Timer{Kind: kindA, Reference: "r", DueAt: now}))
+			out, err = newL.Apply(ctx, p, b)
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+
+			require.ErrorIs(t, oldL.Gate().Sync(ctx), evolve.ErrNewerFormat, "the old binary's refresh sees the raise")
+			_, err = oldL.Apply(ctx, p, store.NewBatch().Put(store.Key("x"), store.Value("y")))
+			require.ErrorIs(t, err, store.ErrNewerFormat)
+			require.ErrorIs(t, err, store.ErrUnavailable)
+
+			logs := &testlog.Buffer{}
+			newScheduler := func(l *fdblayer.Layer, owner string, h *handler) *timers.Scheduler {
+				s, err := timers.NewScheduler(timers.SchedulerConfig{Store: l, Registry: registry(t, h), Owner: owner,
+					Clock: clk, Logger: slogTo(logs), LeaseDuration: 10 * time.Second})
+				require.NoError(t, err)
+				return s
+			}
+			oldH, newH := &handler{kind: kindA, fire: done}, &handler{kind: kindA, fire: done}
+			oldS := newScheduler(oldL, "old", oldH)
+			for range 2 {
+				rep, err := oldS.Tick(ctx)
+				require.NoError(t, err, "a fenced store is not a failure of the tick")
+				assert.Equal(t, 1, rep.Fenced)
+				assert.Zero(t, rep.Claimed)
+				assert.Zero(t, rep.Errors)
+			}
+			assert.Empty(t, oldH.seen())
+			assert.Equal(t, 1, strings.Count(logs.String(), "refuses this binary's writes"), "logged once")
+
+			rep, err := newScheduler(newL, "new", newH).Tick(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 1, rep.Claimed)
+			assert.Equal(t, []string{"r"}, newH.seen())
+		})
+	}
+}
+
+// slogTo is a logger writing text to w.
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
