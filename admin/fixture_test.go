@@ -11,7 +11,6 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
-	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
@@ -137,17 +136,15 @@ func orderKey(t *testing.T, n uint64) store.Key {
 }
 
 // openBolt opens the bbolt file at path for writing, as the service that
-// writes the fixtures would, but with a gate that records nothing: no
-// format row of a new store, no process row, so that the views show the
-// service's partitions only (the evolution partition has views of its
-// own: see formats_test.go).
+// writes the fixtures would: a new store starts at the formats this
+// binary knows (the evolution partition holds them).
 func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	t.Helper()
 	e, err := boltengine.Open(path, boltengine.Config{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler), Gate: evolve.GateConfig{ReadOnly: true}})
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

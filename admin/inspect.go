@@ -74,6 +74,11 @@ type PartitionReport struct {
 	// most 16; CorruptMore says more were found).
 	Corrupt     []Row `json:"corrupt,omitempty"`
 	CorruptMore bool  `json:"corrupt_more,omitempty"`
+	// Newer lists rows of the library's classes of a newer version than
+	// this binary reads (Row.Newer: a newer binary wrote them), at most 16
+	// too: not corrupt, held by their handlers until a binary that reads
+	// them runs.
+	Newer []Row `json:"newer,omitempty"`
 }
 
 // RelayReport is a partition's relay queue and scan state.
@@ -221,8 +226,16 @@ func (in *inspection) note() {
 	_, rep.Note = in.v.whyNotFiring(in.earliestDue, rep.Lease, w)
 }
 
-// corrupt lists a row that does not decode, up to maxCorruptShown.
+// corrupt lists a row that does not decode, up to maxCorruptShown: with
+// the newer rows when a newer binary wrote it.
 func (in *inspection) corrupt(r Row) {
+	if r.Newer != "" {
+		if len(in.rep.Newer) < maxCorruptShown {
+			noteFormat(&r, in.v.l)
+			in.rep.Newer = append(in.rep.Newer, r)
+		}
+		return
+	}
 	if len(in.rep.Corrupt) == maxCorruptShown {
 		in.rep.CorruptMore = true
 		return
@@ -247,7 +260,7 @@ func (in *inspection) singletons(ctx context.Context) error {
 		if vs[i] == nil {
 			continue
 		}
-		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" {
+		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" || r.Newer != "" {
 			in.corrupt(r)
 		}
 	}
