@@ -28,8 +28,8 @@ type window struct {
 	// newer: the row that ended the prefix is of a newer version than
 	// this binary reads (store.ErrNewerVersion), not corrupt: held alike,
 	// logged and counted apart.
-	newer bool
-	exhausted  bool // no queued row of this cycle lies past raw
+	newer     bool
+	exhausted bool // no queued row of this cycle lies past raw
 	// tailEmpty: the window's reads showed nothing queued after its rows,
 	// no key of the queue class at all, well-formed or not, up to the
 	// class's end. Only then may the fire complete the relay timer.
