@@ -227,6 +227,11 @@ type Scheduler struct {
 	// pauses is the pauses of the whole store as this Scheduler's last
 	// tick read them (nil: never read; see pause.go).
 	pauses atomic.Pointer[pauseView]
+
+	// fencedUntil is when this Scheduler claims again after a claim met a
+	// fenced store, and fenceLog spaces the log of it (see fencedBy).
+	fencedUntil atomic.Uint64
+	fenceLog    holdback
 }
 
 // pauseView is what a Scheduler's runs need of the store-wide pauses: the
@@ -378,7 +383,7 @@ func randomOwner() string {
 func (s *Scheduler) Owner() string { return s.owner }
 
 // TickReport says what one Tick did. Every partition a tick looked at
-// lands in at most one of Stale, Contended, Corrupt, BackedOff and
+// lands in at most one of Stale, Contended, Corrupt, BackedOff, Fenced and
 // Claimed; a claimed
 // partition may also count in Recovered, Requeued, LeaseLost and Errors.
 type TickReport struct {
@@ -415,6 +420,12 @@ type TickReport struct {
 	// Errors: the claim, the run or the finishing batch failed (the
 	// store's error); Tick's error names the first.
 	Errors int
+	// Fenced: the partition was not claimed because the store refuses
+	// this binary's writes, its format raised past what the binary knows
+	// (store.ErrNewerFormat): a Scheduler that meets it claims nothing
+	// for ten seconds, then tries again, and the process must be replaced
+	// by a binary that knows the format. Not an error of the tick.
+	Fenced int
 	// Timers sums the reports of the runs: counts add up, More is set if
 	// any run's was, NextDue is the earliest, Elapsed the total.
 	Timers Report
@@ -432,6 +443,7 @@ func (r *TickReport) add(o *TickReport) {
 	r.Requeued += o.Requeued
 	r.LeaseLost += o.LeaseLost
 	r.Errors += o.Errors
+	r.Fenced += o.Fenced
 	r.Timers.add(o.Timers)
 }
 
@@ -442,6 +454,7 @@ func (r *Report) add(o Report) {
 	r.Failed += o.Failed
 	r.UnknownKind += o.UnknownKind
 	r.Corrupt += o.Corrupt
+	r.Newer += o.Newer
 	r.Held += o.Held
 	r.Paused += o.Paused
 	r.DeadLettered += o.DeadLettered
@@ -638,9 +651,15 @@ func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick u
 // what it claimed there. The same read refreshes the Scheduler's view of
 // the pauses (see members); it fails when that read fails and the
 // Scheduler has no view yet: a Scheduler never fires without knowing the
-// pauses (with an older view it goes on, and says so).
+// pauses (with an older view it goes on, and says so). A fenced store
+// refuses that read's renewal: the tick then claims nothing.
 func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uint64) (start, share int, err error) {
 	rank, count, err := s.members(ctx, nowMs)
+	if err != nil && s.fencedBy(err, 0, &TickReport{}) {
+		// A fenced store refuses the membership's renewal: this Scheduler
+		// claims nothing (see fencedBy), and needs no pauses.
+		return 0, n, nil
+	}
 	if err != nil && s.pauses.Load() == nil {
 		return 0, 0, fmt.Errorf("timers: scheduler: read the schedulers' partition (memberships and pauses): %w", err)
 	}
