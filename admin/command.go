@@ -123,7 +123,7 @@ type subcommand struct {
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
 	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand,
-	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &pauseCommand, &resumeCommand, &formatsRaiseCommand,
 }
 
 // lookupArgs returns the subcommand args name (its name's one word, or

@@ -518,3 +518,16 @@ func PausedWake(generation uint64, next time.Time) time.Time {
 	ms, _ := store.EncodeTime(next) // 0 before the epoch: none
 	return store.DecodeTime(pausedWakeMs(generation, ms))
 }
+
+// Record returns the pause row's value as read (a view hashes it for the
+// rev a resume's guard pins). It is shared: do not modify it.
+func (p Pause) Record() store.Value { return p.record }
+
+// PausedWakeRange is the range of the paused wake times a Scheduler's
+// release writes (see PausedWake): a ScanDue from From to Until lists the
+// partitions a Scheduler left timers in for a pause. Every paused wake
+// time is later than every wake time a timer sets and earlier than
+// ParkedWake.
+func PausedWakeRange() (from, until time.Time) {
+	return store.DecodeTime(pausedBaseMs), store.DecodeTime(pausedEndMs - 1)
+}
