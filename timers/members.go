@@ -57,7 +57,10 @@ const maxMemberDeletes = 16
 // transaction, and returns this Scheduler's rank among the live members
 // (by Owner, itself included) and their number. In the same range read
 // it reads the pauses of the whole store (see pause.go), which it keeps
-// as the Scheduler's view when the transaction succeeds.
+// as the Scheduler's view once the read is whole, even when the renewal
+// fails to commit: what one read saw is a snapshot as good as a read-only
+// transaction's, and a resume it missed ended the generation it carries,
+// which the next tick finds (see pause.go).
 func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int, err error) {
 	own, err := gen.AppendSchedulerMemberKey(nil, s.owner)
 	if err != nil { // NewScheduler bounds the owner: unreachable
@@ -67,9 +70,10 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 	var (
 		live   []string
 		pauses Pauses
+		read   bool
 	)
 	_, err = store.TransactOnce(ctx, s.store, MembersPartition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-		live, pauses = live[:0], Pauses{}
+		live, pauses, read = live[:0], Pauses{}, false
 		b := store.NewBatch()
 		var mine store.Value
 		var after store.Cursor
@@ -104,6 +108,7 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 			}
 			after = page.Next
 		}
+		read = true
 		renew := mine == nil
 		if !renew {
 			m, err := gen.DecodeSchedulerLeaseV1(mine)
@@ -121,10 +126,12 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 		}
 		return b, nil
 	})
+	if read {
+		s.setPauses(pauses)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
-	s.setPauses(pauses)
 	live = append(live, s.owner)
 	slices.Sort(live)
 	return slices.Index(live, s.owner), len(live), nil

@@ -461,7 +461,8 @@ func withoutRecord(p timers.Pause) timers.Pause {
 
 // TestASchedulerThatCannotReadThePausesFiresNothing: a Scheduler that has
 // never read the pauses fails its tick rather than fire a paused kind;
-// one that read them before goes on with what it read.
+// one that read them before goes on with what it read; one whose
+// membership renewal fails after a whole read of them knows them.
 func TestASchedulerThatCannotReadThePausesFiresNothing(t *testing.T) {
 	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
 		p := part(0)
@@ -472,7 +473,7 @@ func TestASchedulerThatCannotReadThePausesFiresNothing(t *testing.T) {
 		members, _ := timers.MembersPartition.AppendTuple(nil)
 		broken := errors.New("members unreadable")
 		unreadable := func() {
-			e.faults.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
+			e.faults.FailWhen(storetest.MethodScan, func(c storetest.Call) bool {
 				id, _ := c.Partition.AppendTuple(nil)
 				return string(id) == string(members)
 			}, broken)
@@ -488,6 +489,22 @@ func TestASchedulerThatCannotReadThePausesFiresNothing(t *testing.T) {
 		rep := e.tick(t, s)
 		assert.Equal(t, 2, rep.Timers.Paused, "the pauses read before hold")
 		assert.Empty(t, rec.seen())
+
+		// A membership renewal that fails to commit after a whole read:
+		// what the read saw is known, and holds.
+		e.faults.Clear()
+		e.faults.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
+			id, _ := c.Partition.AppendTuple(nil)
+			return string(id) == string(members)
+		}, broken)
+		fresh := e.scheduler(t, "b", registry(t, rec), nil)
+		e.clock.Advance(time.Minute)
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "r3", DueAt: e.clock.Now()})
+		rep = e.tick(t, fresh)
+		assert.Equal(t, 1, rep.Claimed)
+		assert.Equal(t, 3, rep.Timers.Paused)
+		assert.Empty(t, rec.seen())
+		e.faults.Clear()
 	})
 }
 
