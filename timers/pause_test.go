@@ -1,6 +1,7 @@
 package timers_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -654,4 +655,32 @@ func TestPauseOnMVCCWithSchedulersRunning(t *testing.T) {
 	assert.Zero(t, e.metrics.CounterSum(telemetry.MetricTimersFailed))
 	assert.Empty(t, recA.overlapping())
 	assert.Empty(t, recB.overlapping())
+}
+
+// TestRunWakesForTheNextTimerOfAPausedPartition: Run sleeps until the next
+// timer no pause holds in a partition it left paused timers in, as it
+// does for any wake time, not a whole PollInterval past it.
+func TestRunWakesForTheNextTimerOfAPausedPartition(t *testing.T) {
+	forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
+		p := part(0)
+		e.schedule(t, p, timers.Timer{Kind: kindA, Reference: "paused", DueAt: now.Add(-time.Second)})
+		e.schedule(t, p, timers.Timer{Kind: kindB, Reference: "soon", DueAt: now.Add(300 * time.Millisecond)})
+		e.pauseKind(t, kindA)
+		recA, recB := &recorder{kind: kindA}, &recorder{kind: kindB}
+		ctx, cancel := context.WithCancel(e.ctx)
+		defer cancel()
+		w := &manualWaiter{clock: e.clock, stop: func(_ []time.Duration, at time.Time) {
+			if at.After(now.Add(2 * time.Second)) {
+				cancel()
+			}
+		}}
+		e.stopSpinning(t, cancel, 100)
+		s := e.scheduler(t, "me", registry(t, recA, recB), func(c *timers.SchedulerConfig) {
+			c.Waiter, c.PollInterval = w, 10*time.Second
+		})
+		require.NoError(t, s.Run(ctx))
+		assert.Equal(t, []fire{{"namespace(p000)", "soon", now.Add(300 * time.Millisecond), now.Add(300 * time.Millisecond)}}, recB.seen())
+		assert.Empty(t, recA.seen())
+		assert.Equal(t, 300*time.Millisecond, w.recorded()[0], "%v", w.recorded())
+	})
 }
