@@ -90,6 +90,7 @@ var pauseViews = []struct {
 	{"pause-timers", []string{"timers"}},
 	{"pause-timers-due", []string{"timers", "-due"}},
 	{"pause-lag", []string{"lag"}},
+	{"pause-schedulers", []string{"schedulers"}},
 }
 
 // TestGoldenPauseViews: every store-wide view shows the pauses (who, when,
