@@ -114,6 +114,12 @@ func init() {
 			Name:  "QuarantineValueKey",
 			Parse: registry.KeyParser(ParseQuarantineValueKey),
 			Tag:   uint32(TagQuarantineValueKey),
+		}, {
+			Name:         "MigrationKey",
+			Parse:        registry.KeyParser(ParseMigrationKey),
+			Tag:          uint32(TagMigrationKey),
+			ValueVersion: VersionOfMigrationKeyValue,
+			Values:       []string{"MigrationV1"},
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
@@ -181,6 +187,11 @@ func init() {
 			Format:  FormatQuarantineV1,
 			Name:    "QuarantineV1",
 			Version: VersionQuarantineV1,
+		}, {
+			Decode:  registry.Decoder(DecodeMigrationV1),
+			Format:  FormatMigrationV1,
+			Name:    "MigrationV1",
+			Version: VersionMigrationV1,
 		}},
 	})
 }
