@@ -116,3 +116,14 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 		}
 	}
 }
+
+// ListIdentities calls fn with each partition ListPartitions lists, as
+// plain bytes: a partition's tuple identity with whole true, or the prefix
+// of a region split could not tell apart with whole false. It is
+// ListPartitions for callers that do not import this package (package
+// evolve's PartitionLister), and fails as it does. Safe for concurrent use.
+func (l *Layer) ListIdentities(ctx context.Context, after []byte, split func(b []byte) (n int, ok bool), fn func(prefix []byte, whole bool) error) error {
+	return l.ListPartitions(ctx, after, split, func(p ListedPartition) error {
+		return fn(p.Prefix, !p.Unsplit)
+	})
+}
