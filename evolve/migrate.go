@@ -280,6 +280,10 @@ type RunnerConfig struct {
 	// Metrics receives the migration metrics of the telemetry catalogue
 	// (default none).
 	Metrics telemetry.Metrics
+	// OnPage, when set, is called with the checkpoint after each page's
+	// was written, on the run's goroutine (a command shows progress with
+	// it). It must be quick and must not call the Runner.
+	OnPage func(Checkpoint)
 }
 
 // Runner runs migrations on a store: each from its checkpoint, page by
@@ -293,6 +297,7 @@ type Runner struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	metrics telemetry.Metrics
+	onPage  func(Checkpoint)
 }
 
 // NewRunner returns a Runner of the migrations of s configured by cfg. It
@@ -324,7 +329,7 @@ func NewRunner(s store.Store, cfg RunnerConfig) (*Runner, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Runner{s: s, owner: cfg.Owner, lease: cfg.Lease, clock: cfg.Clock,
-		log: cfg.Logger, metrics: telemetry.OrNoop(cfg.Metrics)}, nil
+		log: cfg.Logger, metrics: telemetry.OrNoop(cfg.Metrics), onPage: cfg.OnPage}, nil
 }
 
 // defaultOwner is the host's name and the process id, or a random name
@@ -367,14 +372,22 @@ type Report struct {
 // stopped.
 func (r Report) String() string {
 	c := r.Checkpoint
-	totals := fmt.Sprintf("%d rows in %d partitions, %d rewritten", c.Rows, c.Partitions, c.Rewritten)
+	totals := fmt.Sprintf("%s in %s, %d rewritten", count(c.Rows, "row"), count(c.Partitions, "partition"), c.Rewritten)
 	switch {
 	case c.IsDone() && c.Left > 0:
-		return fmt.Sprintf("migration %q done with %d rows left as they were (newer or corrupt; logged): %s", c.Name, c.Left, totals)
+		return fmt.Sprintf("migration %q done with %s left unchanged (newer or corrupt; logged): %s", c.Name, count(c.Left, "row"), totals)
 	case c.IsDone():
 		return fmt.Sprintf("migration %q done: %s", c.Name, totals)
 	}
-	return fmt.Sprintf("migration %q stopped after %d pages (this run: %d): %s, %d left so far", c.Name, c.Pages, r.Pages, totals, c.Left)
+	return fmt.Sprintf("migration %q stopped after %s (this run: %d): %s, %d left so far", c.Name, count(c.Pages, "page"), r.Pages, totals, c.Left)
+}
+
+// count says n things: "1 row", "3 rows".
+func count(n uint64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.FormatUint(n, 10) + " " + thing + "s"
 }
 
 // Run runs m from its checkpoint in the Runner's store until it is done,
@@ -478,6 +491,9 @@ func (r *Runner) run(ctx context.Context, m Migration, again bool) (Report, erro
 		r.metrics.Add(telemetry.MetricMigrationPages, label, 1)
 		r.metrics.Add(telemetry.MetricMigrationConflicts, label, uint64(page.Conflicts))
 		r.metrics.Add(telemetry.MetricMigrationPartitions, label, uint64(page.Partitions))
+		if r.onPage != nil {
+			r.onPage(cp)
+		}
 		log.Debug("evolve: migration page", "rows", page.Rows, "rewritten", page.Rewritten, "left", page.Left,
 			"conflicts", page.Conflicts, "partition", formatIdentity(page.Partition))
 		if len(next) == 0 {

@@ -27,10 +27,15 @@ func TestRunnerRunsToTheEndAndRecordsIt(t *testing.T) {
 	l := openLayer(t, memengine.New())
 	clk := clock.NewManual(t0)
 	rec := telemetry.NewRecorder()
-	r := newRunner(t, l, "ops-1", clk, func(c *evolve.RunnerConfig) { c.Metrics = rec })
+	var seen []uint64
+	r := newRunner(t, l, "ops-1", clk, func(c *evolve.RunnerConfig) {
+		c.Metrics = rec
+		c.OnPage = func(cp evolve.Checkpoint) { seen = append(seen, cp.Pages) }
+	})
 	m := newCounter("test.count", 4)
 	rep, err := r.Run(t.Context(), m)
 	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3, 4}, seen, "OnPage sees each checkpoint")
 	require.Equal(t, []uint32{0, 1, 2, 3}, m.steps())
 	assert.Equal(t, 4, rep.Pages)
 	assert.Equal(t, evolve.Page{Rows: 40, Rewritten: 28, Left: 4, Conflicts: 8, Partitions: 4, Partition: []byte{0x02, 'p', 0x00}}, rep.Run)
