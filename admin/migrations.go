@@ -197,7 +197,11 @@ func (c *Command) migrations(ctx context.Context, st *opened, o *options) error 
 			fmt.Fprintf(c.cfg.Stdout, "%s stopped on: %s\n", r.Name, r.LastError)
 		}
 		if r.Left > 0 {
-			fmt.Fprintf(c.cfg.Stdout, "%s left %d row(s) as they were (newer or corrupt): its runs logged each\n", r.Name, r.Left)
+			rows := "rows"
+			if r.Left == 1 {
+				rows = "row"
+			}
+			fmt.Fprintf(c.cfg.Stdout, "%s left %d %s unchanged (newer or corrupt): its runs logged each\n", r.Name, r.Left, rows)
 		}
 	}
 	return nil

@@ -145,14 +145,15 @@ type keyClass struct {
 // holding no row of the class cost a listing read and a scan each; a
 // page visits up to 64 of them before the Runner checkpoints.
 //
-// The program must link the schema of cfg.Namespace (its generated
-// package) so that its partitions can be told apart. A store whose format
+// The program links the schema of cfg.Namespace (its generated package),
+// whose partition unions tell its partitions apart. A store whose format
 // of the namespace the Runner reads implements Format(namespace string)
 // uint32; a store without it is at format 1.
 //
 // It fails with store.ErrInvalid, naming the field, for a nil store or
-// lister, a name empty or over MaxNameBytes, an empty namespace, an empty
-// or inverted range, a nil Rewrite or a negative PageRows.
+// lister, a name empty or over MaxNameBytes, an empty namespace or one no
+// linked package declares (also registry.ErrNotLinked), an empty or
+// inverted range, a nil Rewrite or a negative PageRows.
 func KeyClassMigration(s store.Store, parts PartitionLister, cfg KeyClassConfig) (Migration, error) {
 	invalid := func(format string, a ...any) error {
 		return fmt.Errorf("%w: evolve: KeyClassConfig: %s", store.ErrInvalid, fmt.Sprintf(format, a...))
@@ -173,6 +174,10 @@ func KeyClassMigration(s store.Store, parts PartitionLister, cfg KeyClassConfig)
 	}
 	m := &keyClass{s: s, parts: parts, cfg: cfg, log: cfg.Logger}
 	if cfg.Namespace != gen.SchemaNamespace {
+		if _, ok := registry.Lookup(cfg.Namespace); !ok {
+			return nil, fmt.Errorf("%w: evolve: KeyClassConfig: Namespace %q: %w (link its generated package: only its schema tells its partitions apart)",
+				store.ErrInvalid, cfg.Namespace, registry.ErrNotLinked)
+		}
 		m.ns = tuple.AppendString(nil, cfg.Namespace)
 	}
 	if m.log == nil {

@@ -386,6 +386,7 @@ func TestKeyClassMigrationRefusesBadConfig(t *testing.T) {
 	for name, mod := range map[string]func(*evolve.KeyClassConfig){
 		"no name":        func(c *evolve.KeyClassConfig) { c.Name = "" },
 		"no namespace":   func(c *evolve.KeyClassConfig) { c.Namespace = "" },
+		"not linked":     func(c *evolve.KeyClassConfig) { c.Namespace = "nowhere" },
 		"empty range":    func(c *evolve.KeyClassConfig) { c.End = c.Start },
 		"no rewrite":     func(c *evolve.KeyClassConfig) { c.Rewrite = nil },
 		"negative pages": func(c *evolve.KeyClassConfig) { c.PageRows = -1 },

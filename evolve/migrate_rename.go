@@ -38,7 +38,9 @@ type RenameFunc func(key []byte) (n int, to []byte, ok bool)
 // (codec/registry), now gives it. A key that starts with a null (the
 // library's own partitions) or a string (a namespace) keeps its
 // partition, as does one the schema's partition unions do not parse once
-// the namespace is put before it. It fails with an error wrapping
+// the namespace is put before it. In a store several schemas wrote before
+// namespaces, an identity may parse as more than one schema's: tell them
+// apart in a RenameFunc of your own. It fails with an error wrapping
 // registry.ErrNotLinked when no linked package declares namespace.
 func IntoNamespace(namespace string) (RenameFunc, error) {
 	s, ok := registry.Lookup(namespace)
