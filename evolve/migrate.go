@@ -478,6 +478,12 @@ func (r *Runner) run(ctx context.Context, m Migration, again bool) (Report, erro
 			upd.Cursor, upd.Done, upd.LeaseUntil = nil, now, time.Time{}
 		}
 		if err := r.write(ctx, key, name, upd, &raw); err != nil {
+			var le *LeaseError
+			if !errors.As(err, &le) {
+				// The page stays done, its checkpoint not: the next run
+				// runs it again.
+				r.release(ctx, key, &cp, &raw, err, log)
+			}
 			rep.Checkpoint = cp
 			return rep, err
 		}

@@ -113,14 +113,20 @@ type KeyClassConfig struct {
 	// refuses to run, failing with wire.ErrFormatTooOld, while the store's
 	// is lower (0 and 1: any).
 	Requires uint32
-	// PageRows bounds the rows of a page (default: as many as one batch
-	// can rewrite, half its operations). A page also stops where its
-	// batch would pass the store's MaxBatchOps less ReservedBatchOps or
-	// its MaxBatchBytes, and its scan at MaxScanBytes.
+	// PageRows bounds the rows a page reads (default DefaultPageRows).
+	// A page also stops where its batch would pass the store's
+	// MaxBatchOps less ReservedBatchOps (a rewrite costs 2, a move 4) or
+	// its MaxBatchBytes, and its scan at MaxScanBytes: a page rewrites at
+	// most 50 rows of a store of 100-operation batches, and reads up to
+	// PageRows rows it keeps.
 	PageRows int
 	// Logger logs the rows and regions left (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultPageRows is the rows a KeyClassMigration page reads unless
+// KeyClassConfig.PageRows says otherwise.
+const DefaultPageRows = 256
 
 // keyClass is KeyClassMigration's Migration.
 type keyClass struct {
@@ -289,9 +295,9 @@ func (m *keyClass) page(ctx context.Context, cur classCursor, format uint32) (pa
 	}
 	caps := m.s.Capabilities()
 	opsBudget := caps.MaxBatchOps - caps.ReservedBatchOps
-	limit := max(opsBudget/2, 1)
+	limit := DefaultPageRows
 	if m.cfg.PageRows > 0 {
-		limit = min(limit, m.cfg.PageRows)
+		limit = m.cfg.PageRows
 	}
 	var (
 		runs int

@@ -125,14 +125,15 @@ func TestRunnerWaitsForADeadRunnersLease(t *testing.T) {
 			clk := clock.NewManual(t0)
 			m := newCounter("test.dead", 6)
 			// "Kill" the first runner between its third page and that
-			// page's checkpoint: the checkpoint's write fails.
+			// page's checkpoint: from that checkpoint on, none of its
+			// writes lands.
 			writes := 0
 			f.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
 				if c.Partition != evolve.Partition {
 					return false
 				}
 				writes++
-				return writes == 4 // the claim, two checkpoints, then this one
+				return writes >= 4 // the claim, two checkpoints, then this one
 			}, nil)
 			_, err := newRunner(t, f, "dead", clk, func(c *evolve.RunnerConfig) { c.Lease = time.Minute }).Run(t.Context(), m)
 			require.ErrorIs(t, err, storetest.ErrInjected)
@@ -364,4 +365,32 @@ func TestMigrationsListsEveryCheckpoint(t *testing.T) {
 	if errors.Is(err, store.ErrInvalid) {
 		t.Fatal(err)
 	}
+}
+
+// A checkpoint write that fails (the store, not a crash) stops the run,
+// which releases its lease and records why: another runner resumes at
+// once, running again the page whose checkpoint was lost.
+func TestRunnerReleasesItsLeaseWhenACheckpointFails(t *testing.T) {
+	l := openLayer(t, memengine.New())
+	f := storetest.NewFaults(l)
+	clk := clock.NewManual(t0)
+	writes := 0
+	f.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
+		if c.Partition != evolve.Partition {
+			return false
+		}
+		writes++
+		return writes == 3 // the claim, a checkpoint, then this one
+	}, nil)
+	m := newCounter("test.release", 4)
+	_, err := newRunner(t, f, "first", clk, func(c *evolve.RunnerConfig) { c.Lease = time.Hour }).Run(t.Context(), m)
+	require.ErrorIs(t, err, storetest.ErrInjected)
+	cp, _, err := evolve.Progress(t.Context(), l, "test.release")
+	require.NoError(t, err)
+	assert.False(t, cp.Held(t0), "released")
+	assert.Contains(t, cp.LastError, "injected fault")
+	rep, err := newRunner(t, f, "second", clk).Run(t.Context(), m)
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{0, 1, 1, 2, 3}, m.steps())
+	assert.True(t, rep.Checkpoint.IsDone())
 }
