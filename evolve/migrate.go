@@ -166,8 +166,13 @@ func (c Checkpoint) IsDone() bool { return !c.Done.IsZero() }
 // Held reports whether a runner holds the migration at now.
 func (c Checkpoint) Held(now time.Time) bool { return c.LeaseUntil.After(now) }
 
+// migrationValues reads a checkpoint in every version this binary knows:
+// one of a newer version fails with store.ErrNewerVersion, and is never
+// overwritten.
+var migrationValues = gen.NewMigrationKeyValues(struct{}{})
+
 func decodeCheckpoint(name string, b []byte) (Checkpoint, error) {
-	v, err := gen.DecodeMigrationV1(b)
+	v, err := migrationValues.Decode(b)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("evolve: checkpoint of migration %q: %w", name, err)
 	}
@@ -400,7 +405,8 @@ func count(n uint64, thing string) string {
 // It fails with an error wrapping ErrLeased (a *LeaseError) when another
 // runner holds m, or took it over meanwhile; with store.ErrInvalid for a
 // name or cursor out of bounds; with store.ErrCorrupt for a checkpoint
-// that does not decode (never overwritten); with ctx's error when ctx
+// that does not decode, and store.ErrNewerVersion for one a newer binary
+// wrote (neither overwritten); with ctx's error when ctx
 // ends (after the page in flight is checkpointed); and with a page's
 // error, wrapped, naming m. A run that fails or is cancelled releases its
 // lease and records the error in the checkpoint, where another run

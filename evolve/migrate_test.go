@@ -337,6 +337,18 @@ func TestRunnerRefuses(t *testing.T) {
 	v, _, err := l.Get(t.Context(), evolve.Partition, key)
 	require.NoError(t, err)
 	require.Equal(t, store.Value{0x01, 0xff}, v, "never overwritten")
+
+	// A checkpoint a newer binary wrote (version 2) is not corrupt, and
+	// not overwritten either.
+	newer, err := gen.AppendMigrationKey(nil, "test.newer")
+	require.NoError(t, err)
+	mustApply(t, l, evolve.Partition, store.NewBatch().Put(newer, store.Value{0x02, 0x00}))
+	_, err = r.Run(t.Context(), newCounter("test.newer", 1))
+	require.ErrorIs(t, err, store.ErrNewerVersion)
+	require.NotErrorIs(t, err, store.ErrCorrupt)
+	v, _, err = l.Get(t.Context(), evolve.Partition, newer)
+	require.NoError(t, err)
+	require.Equal(t, store.Value{0x02, 0x00}, v, "never overwritten")
 }
 
 type bigCursor struct{}
