@@ -55,9 +55,9 @@ func openLayer(t *testing.T, e kv.Engine) *fdblayer.Layer {
 	return l
 }
 
-// formatted is a store whose format of every namespace is format: the
-// store extension the migrations read (Format(namespace) uint32), over
-// any store, keeping its extensions (Transactor, DueIndex, ...).
+// formatted is a store whose format of every namespace is format (a
+// store.Formats, as the Layer is through its gate), over any store,
+// keeping its extensions (Transactor, DueIndex, ...).
 type formatted struct {
 	store.Store
 	format uint32
@@ -219,3 +219,5 @@ func newRunner(t testing.TB, s store.Store, owner string, clk clock.Clock, m ...
 	}
 	return r
 }
+
+var _ store.Formats = formatted{}

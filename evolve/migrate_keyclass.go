@@ -152,9 +152,9 @@ type keyClass struct {
 // page visits up to 64 of them before the Runner checkpoints.
 //
 // The program links the schema of cfg.Namespace (its generated package),
-// whose partition unions tell its partitions apart. A store whose format
-// of the namespace the Runner reads implements Format(namespace string)
-// uint32; a store without it is at format 1.
+// whose partition unions tell its partitions apart. Each page writes at
+// the store's format of the namespace ([store.FormatOf]: a store that is
+// no [store.Formats], as one without a gate, is at format 1).
 //
 // It fails with store.ErrInvalid, naming the field, for a nil store or
 // lister, a name empty or over MaxNameBytes, an empty namespace or one no
@@ -206,7 +206,7 @@ func (m *keyClass) Step(ctx context.Context, cursor []byte) ([]byte, Page, error
 	if err != nil {
 		return nil, Page{}, err
 	}
-	format := formatOf(m.s, m.cfg.Namespace)
+	format := store.FormatOf(m.s, m.cfg.Namespace)
 	if m.cfg.Requires > 1 && format < m.cfg.Requires {
 		return nil, Page{}, fmt.Errorf("%w: migration %q needs store format %d of namespace %q, the store's is %d: raise it first",
 			wire.ErrFormatTooOld, m.cfg.Name, m.cfg.Requires, m.cfg.Namespace, format)
@@ -461,22 +461,6 @@ func parseClassCursor(b []byte) (classCursor, error) {
 		c.last = bytes.Clone(rest)
 	}
 	return c, nil
-}
-
-// formats is what a store that keeps a format per namespace implements
-// (as store.Formats does); a store without it is at format 1.
-type formats interface {
-	Format(namespace string) uint32
-}
-
-// formatOf is s's format of namespace ns: 1 for a store that keeps none.
-func formatOf(s store.Store, ns string) uint32 {
-	if f, ok := s.(formats); ok {
-		if v := f.Format(ns); v > 1 {
-			return v
-		}
-	}
-	return 1
 }
 
 // splitIdentity says where the partition identity at the start of a raw

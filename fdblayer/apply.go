@@ -31,7 +31,10 @@ import (
 //
 // It fails with [store.ErrInvalid], before any I/O, for a batch that fails
 // Validate(Capabilities().Full()), a key starting with 0xFF (see the
-// package doc) or a partition that cannot encode. When ctx is already done
+// package doc) or a partition that cannot encode, and with
+// evolve.ErrNewerFormat (store.ErrNewerFormat), writing nothing, while the
+// Layer's gate is fenced: the store's format of a namespace this binary
+// links was raised past what it knows. When ctx is already done
 // it returns ctx's error, wrapped with store.ErrUnavailable, and writes
 // nothing. Apply is safe for concurrent use; it neither retains nor
 // modifies b.
@@ -48,8 +51,15 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if err := l.notNested(ctx, "apply to", p); err != nil {
 		return store.BatchOutcome{}, err
 	}
+	if err := l.fenced(ctx, "apply to", p); err != nil {
+		return store.BatchOutcome{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.BatchOutcome{}, l.applyError(p, nil, err)
+	}
+	if l.group != nil {
+		out, err := l.group.submit(ctx, []unit{{p: p, b: b, sub: sub, pre: pre, s: s}})
+		return out.BatchOutcome, err
 	}
 	txn, err := l.engine.Begin(ctx)
 	if err != nil {
@@ -157,20 +167,8 @@ func (l *Layer) commitBatch(ctx context.Context, txn kv.Txn, s *scratch, b *stor
 		if err != nil {
 			return out, false, err
 		}
-		for i, c := range b.Preconditions {
-			holds := false
-			if c.Op == store.MustWakeAt {
-				at, _, err := decodeWake(vals[i])
-				if err != nil {
-					return out, false, err
-				}
-				holds = at == encodedTime(c.Wake)
-			} else {
-				holds = c.Holds(vals[i])
-			}
-			if !holds {
-				return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, false, nil
-			}
+		if failed, ok, err := checkPreconditions(b, vals); err != nil || !ok {
+			return failed, false, err
 		}
 		if b.Wakeup != nil {
 			if cur.at, cur.ceil, err = decodeWake(vals[wakeRead(b)]); err != nil {

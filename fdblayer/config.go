@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"time"
+
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -42,7 +45,27 @@ const (
 	// (store.Capabilities.MaxTransactReadBytes): four full pages, read well
 	// within FoundationDB's five seconds.
 	DefaultMaxTransactReadBytes = 4 << 20
+
+	// DefaultMaxCommitBatches and DefaultMaxCommitOps bound a commit of
+	// several partitions (store.Capabilities.MaxCommitBatches and
+	// MaxCommitOps): a hundred partitions' batches, a thousand
+	// operations, which leave such a commit MaxCommitBytes of about
+	// 1.7 MB within FoundationDB's transaction size (see capabilities).
+	DefaultMaxCommitBatches = 100
+	DefaultMaxCommitOps     = 1000
+
+	// DefaultMaxGroupBatches bounds the Apply and Commit calls one group
+	// commit takes (see Config.MaxGroupBatches).
+	DefaultMaxGroupBatches = 128
+
+	// DefaultOpenTimeout bounds the reads and writes of Open (its gate's:
+	// see Config.Gate).
+	DefaultOpenTimeout = 30 * time.Second
 )
+
+// NoGroupCommit, as Config.MaxGroupBatches, commits every Apply and
+// Commit call in a write transaction of its own, on every engine.
+const NoGroupCommit = -1
 
 // NoRetries, as Config.RetryLimit, makes every operation give up at the
 // first retryable engine error.
@@ -90,6 +113,20 @@ type Config struct {
 	// means DefaultMaxTransactReadBytes.
 	MaxTransactReadBytes int
 
+	// MaxCommitBatches and MaxCommitOps bound a commit of several
+	// partitions (store.Capabilities.MaxCommitBatches and MaxCommitOps;
+	// the Layer derives MaxCommitBytes from them and the engine's
+	// transaction size); zero means DefaultMaxCommitBatches and
+	// DefaultMaxCommitOps.
+	MaxCommitBatches int
+	MaxCommitOps     int
+
+	// MaxGroupBatches bounds the Apply and Commit calls that one group
+	// commit takes, on an engine whose commits share a sync
+	// (kv.GroupCommitter: bbolt's); zero means DefaultMaxGroupBatches,
+	// NoGroupCommit (any negative value) commits each call on its own.
+	MaxGroupBatches int
+
 	// Clock is what batch deadlines are checked against; nil means
 	// clock.Real{}.
 	Clock clock.Clock
@@ -98,6 +135,20 @@ type Config struct {
 	// nil means slog.Default(). Records name partitions and errors, never
 	// keys' values.
 	Logger *slog.Logger
+
+	// Gate configures the Layer's gate (package evolve), which Open opens
+	// and Close closes: the store's format of each namespace, checked
+	// against what this binary knows, and this process's row. The zero
+	// GateConfig is every default (the process named host:pid, the known
+	// formats those of the linked packages, a refresh every 10 s); its
+	// Clock and Logger default to this Config's. Set ReadOnly for a
+	// process that never writes (an operator's view). NewStore is Open's
+	// to set: a Config that sets it fails Open with store.ErrInvalid.
+	Gate evolve.GateConfig
+
+	// OpenTimeout bounds the reads and writes Open makes (its gate's);
+	// zero means DefaultOpenTimeout, and a negative one is invalid.
+	OpenTimeout time.Duration
 }
 
 // config is a Config with its defaults filled in, as the Layer uses it.
@@ -109,14 +160,26 @@ type config struct {
 	maxScanRows       int
 	maxScanBytes      int
 	maxTxnReadBytes   int
+	maxCommitBatches  int
+	maxCommitOps      int
+	maxGroupBatches   int  // 0: no group commit
+	commitSet         bool // MaxCommitBatches or MaxCommitOps was set
 	clock             clock.Clock
 	logger            *slog.Logger
+	gate              evolve.GateConfig
+	openTimeout       time.Duration
 }
 
 // resolve checks c and fills in its defaults. It fails with
 // store.ErrInvalid, naming the field, for a negative limit or a root
 // starting with 0xFF.
 func (c Config) resolve() (config, error) {
+	switch {
+	case c.Gate.NewStore:
+		return config{}, fmt.Errorf("%w: fdblayer: Config.Gate.NewStore is set: Open sets it for an engine that holds nothing under the root", store.ErrInvalid)
+	case c.OpenTimeout < 0:
+		return config{}, fmt.Errorf("%w: fdblayer: Config.OpenTimeout %v is negative", store.ErrInvalid, c.OpenTimeout)
+	}
 	if len(c.RootPrefix) > 0 && c.RootPrefix[0] == 0xFF {
 		return config{}, fmt.Errorf("%w: fdblayer: Config.RootPrefix starts with 0xff (system keys)", store.ErrInvalid)
 	}
@@ -129,6 +192,8 @@ func (c Config) resolve() (config, error) {
 		{"MaxScanRows", c.MaxScanRows},
 		{"MaxScanBytes", c.MaxScanBytes},
 		{"MaxTransactReadBytes", c.MaxTransactReadBytes},
+		{"MaxCommitBatches", c.MaxCommitBatches},
+		{"MaxCommitOps", c.MaxCommitOps},
 	} {
 		if f.n < 0 {
 			return config{}, fmt.Errorf("%w: fdblayer: Config.%s %d is negative", store.ErrInvalid, f.name, f.n)
@@ -148,8 +213,17 @@ func (c Config) resolve() (config, error) {
 		maxScanRows:       or(c.MaxScanRows, DefaultMaxScanRows),
 		maxScanBytes:      or(c.MaxScanBytes, DefaultMaxScanBytes),
 		maxTxnReadBytes:   or(c.MaxTransactReadBytes, DefaultMaxTransactReadBytes),
+		maxCommitBatches:  or(c.MaxCommitBatches, DefaultMaxCommitBatches),
+		maxCommitOps:      or(c.MaxCommitOps, DefaultMaxCommitOps),
+		maxGroupBatches:   max(or(c.MaxGroupBatches, DefaultMaxGroupBatches), 0),
+		commitSet:         c.MaxCommitBatches != 0 || c.MaxCommitOps != 0,
 		clock:             c.Clock,
 		logger:            c.Logger,
+		gate:              c.Gate,
+		openTimeout:       c.OpenTimeout,
+	}
+	if cfg.openTimeout == 0 {
+		cfg.openTimeout = DefaultOpenTimeout
 	}
 	if c.RootPrefix != nil {
 		cfg.root = append([]byte{}, c.RootPrefix...)
@@ -159,6 +233,12 @@ func (c Config) resolve() (config, error) {
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
+	}
+	if cfg.gate.Clock == nil {
+		cfg.gate.Clock = cfg.clock
+	}
+	if cfg.gate.Logger == nil {
+		cfg.gate.Logger = cfg.logger
 	}
 	return cfg, nil
 }
@@ -173,6 +253,14 @@ func (c Config) resolve() (config, error) {
 // full key twice. Batch.Bytes counts each user key once, so MaxBatchBytes
 // keeps three engine keys' worth of room per operation, and for the four
 // operations a Wakeup adds (see due.go).
+//
+// A commit of several partitions is bounded by its operations rather
+// than by a full key's room each: every operation's key carries at most
+// the root and the largest identity (and a due index key 12 bytes more),
+// counted three times, plus a wake time's 16 bytes, for MaxCommitOps
+// operations and each batch's wakeOpsCost; what the engine's
+// transaction size leaves, divided by three (a key's bytes counted
+// three times), is MaxCommitBytes.
 func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 	caps := store.Capabilities{
 		MaxBatchOps:   c.maxBatchOps,
@@ -182,7 +270,12 @@ func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 
 		MaxScanBytes:         c.maxScanBytes,
 		MaxTransactReadBytes: c.maxTxnReadBytes,
+
+		MaxCommitBatches: c.maxCommitBatches,
+		MaxCommitOps:     c.maxCommitOps,
 	}
+	perOp := 3*(len(c.root)+c.maxPartitionBytes+12) + 2*wakeBytes
+	caps.MaxCommitBytes = (lim.MaxTxnBytes - (c.maxCommitOps+wakeOpsCost*c.maxCommitBatches)*perOp) / 3
 	if caps.MaxKeyBytes < 1 {
 		return caps, fmt.Errorf("%w: fdblayer: engine key limit %d leaves no room for keys after a %d-byte root and %d-byte partitions",
 			store.ErrInvalid, lim.MaxKeyBytes, len(c.root), c.maxPartitionBytes)
@@ -190,6 +283,15 @@ func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 	if caps.MaxValueBytes < 1 || caps.MaxBatchBytes < 1 {
 		return caps, fmt.Errorf("%w: fdblayer: engine limits %+v leave no room for %d-operation batches",
 			store.ErrInvalid, lim, c.maxBatchOps)
+	}
+	if caps.MaxCommitBytes < 1 {
+		if c.commitSet {
+			return caps, fmt.Errorf("%w: fdblayer: Config.MaxCommitOps %d and MaxCommitBatches %d leave a commit of several partitions no bytes within the engine's %d-byte transactions",
+				store.ErrInvalid, c.maxCommitOps, c.maxCommitBatches, lim.MaxTxnBytes)
+		}
+		// An engine too small for the default commit: one partition a
+		// commit.
+		caps.MaxCommitBatches, caps.MaxCommitOps, caps.MaxCommitBytes = 0, 0, 0
 	}
 	return caps, nil
 }

@@ -115,6 +115,24 @@ func init() {
 			Parse: registry.KeyParser(ParseQuarantineValueKey),
 			Tag:   uint32(TagQuarantineValueKey),
 		}, {
+			Name:         "StoreFormatKey",
+			Parse:        registry.KeyParser(ParseStoreFormatKey),
+			Tag:          uint32(TagStoreFormatKey),
+			ValueVersion: VersionOfStoreFormatKeyValue,
+			Values:       []string{"StoreFormatV1"},
+		}, {
+			Name:         "FormatRaisedKey",
+			Parse:        registry.KeyParser(ParseFormatRaisedKey),
+			Tag:          uint32(TagFormatRaisedKey),
+			ValueVersion: VersionOfFormatRaisedKeyValue,
+			Values:       []string{"StoreFormatV1"},
+		}, {
+			Name:         "ProcessKey",
+			Parse:        registry.KeyParser(ParseProcessKey),
+			Tag:          uint32(TagProcessKey),
+			ValueVersion: VersionOfProcessKeyValue,
+			Values:       []string{"ProcessV1"},
+		}, {
 			Name:         "MigrationKey",
 			Parse:        registry.KeyParser(ParseMigrationKey),
 			Tag:          uint32(TagMigrationKey),
@@ -192,6 +210,16 @@ func init() {
 			Format:  FormatMigrationV1,
 			Name:    "MigrationV1",
 			Version: VersionMigrationV1,
+		}, {
+			Decode:  registry.Decoder(DecodeStoreFormatV1),
+			Format:  FormatStoreFormatV1,
+			Name:    "StoreFormatV1",
+			Version: VersionStoreFormatV1,
+		}, {
+			Decode:  registry.Decoder(DecodeProcessV1),
+			Format:  FormatProcessV1,
+			Name:    "ProcessV1",
+			Version: VersionProcessV1,
 		}},
 	})
 }

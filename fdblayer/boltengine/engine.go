@@ -36,7 +36,14 @@ type Engine struct {
 	fillPercent float64 // Config.FillPercent; 0: bbolt's default
 }
 
-var _ kv.Engine = (*Engine)(nil)
+var (
+	_ kv.Engine   = (*Engine)(nil)
+	_ kv.ReadOnly = (*Engine)(nil)
+)
+
+// ReadOnly implements kv.ReadOnly: whether the database is open for
+// reading only (Config.ReadOnly).
+func (e *Engine) ReadOnly() bool { return e.db.IsReadOnly() }
 
 // bucket names the one bucket.
 var bucket = []byte("mkitfdb")
@@ -77,6 +84,13 @@ func (e *Engine) begin(ctx context.Context, writable bool) (*boltTxn, error) {
 	}
 	return &boltTxn{ctx: ctx, tx: tx, b: b}, nil
 }
+
+var _ kv.GroupCommitter = (*Engine)(nil)
+
+// GroupCommits implements kv.GroupCommitter: true, since every commit
+// costs bbolt a write of its pages and (unless NoSync) an fsync, and
+// bbolt runs one writer at a time.
+func (e *Engine) GroupCommits() bool { return true }
 
 // Limits reports FoundationDB's limits.
 func (e *Engine) Limits() kv.Limits { return kv.FDBLimits() }

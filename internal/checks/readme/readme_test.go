@@ -310,7 +310,7 @@ func runTestFDB(t *testing.T, _ string) {
 // TestREADMELimitsAreCapabilities: the limits the README states are what
 // Capabilities reports, on every engine that runs here.
 func TestREADMELimitsAreCapabilities(t *testing.T) {
-	re := regexp.MustCompile(`keys up to ([\d,]+) bytes,\s+values up to ([\d,]+) bytes, batches up to ([\d,]+) operations \(configurable\) and ([\d,]+)\s+bytes,[^;]*;\s+scan pages up to\s+([\d,]+) bytes after their first row, and the reads of one transaction up to ([\d,]+)\s+bytes`)
+	re := regexp.MustCompile(`keys up to ([\d,]+) bytes,\s+values up to ([\d,]+) bytes, batches up to ([\d,]+) operations \(configurable\) and ([\d,]+)\s+bytes,[^;]*;\s+scan pages up to\s+([\d,]+) bytes after their first row, and the reads of one transaction up to ([\d,]+)\s+bytes[^;]*;\s+a commit of several partitions \(` + "`store.Commit`" + `\) up to ([\d,]+)\s+batches, ([\d,]+) operations and ([\d,]+) bytes`)
 	m := re.FindSubmatch(readme(t))
 	if m == nil {
 		t.Fatalf("README.md states no limits matching %s", re)
@@ -333,7 +333,8 @@ func TestREADMELimitsAreCapabilities(t *testing.T) {
 		}
 		got := l.Capabilities()
 		want := store.Capabilities{MaxKeyBytes: num(m[1]), MaxValueBytes: num(m[2]), MaxBatchOps: num(m[3]), MaxBatchBytes: num(m[4]),
-			MaxScanBytes: num(m[5]), MaxTransactReadBytes: num(m[6])}
+			MaxScanBytes: num(m[5]), MaxTransactReadBytes: num(m[6]),
+			MaxCommitBatches: num(m[7]), MaxCommitOps: num(m[8]), MaxCommitBytes: num(m[9])}
 		got.ReservedBatchOps = 0
 		if got != want {
 			t.Errorf("%s: Capabilities() = %+v; README.md says %+v", name, got, want)
