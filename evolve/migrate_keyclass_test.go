@@ -308,9 +308,14 @@ func crashAt(t *testing.T, e kv.Engine, boundary int, arm func(*storetest.Faults
 }
 
 // A migration that needs a format the store is not at refuses to run,
-// writing nothing.
+// writing nothing: on a Layer whose gate started the new store at ledger
+// format 1 (its binary standing for one that knows only 1), and on a
+// store at format 1 over it.
 func TestKeyClassMigrationRequiresItsFormat(t *testing.T) {
-	l := openLayer(t, memengine.New())
+	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Logger: quiet, Gate: evolve.GateConfig{Known: map[string]uint32{ledgergen.SchemaNamespace: 1}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	require.Equal(t, uint32(1), store.FormatOf(l, ledgergen.SchemaNamespace))
 	model := seedLedger(t, l)
 	for _, s := range []store.Store{l, formatted{l, 1}} {
 		_, err := newRunner(t, s, "x", clock.NewManual(t0)).Run(t.Context(), entryMigration(t, s, l, 7))
