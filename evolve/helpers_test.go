@@ -55,20 +55,6 @@ func openLayer(t *testing.T, e kv.Engine) *fdblayer.Layer {
 	return l
 }
 
-// formatted is a store whose format of every namespace is format (a
-// store.Formats, as the Layer is through its gate), over any store,
-// keeping its extensions (Transactor, DueIndex, ...).
-type formatted struct {
-	store.Store
-	format uint32
-}
-
-func (f formatted) Format(string) uint32 { return f.format }
-
-func (f formatted) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
-	return store.TransactOnce(ctx, f.Store, p, fn)
-}
-
 // entryVersions is the ledger's upgrade and downgrade of an entry: a note
 // cannot be written at format 1.
 type entryVersions struct{}
@@ -219,5 +205,3 @@ func newRunner(t testing.TB, s store.Store, owner string, clk clock.Clock, m ...
 	}
 	return r
 }
-
-var _ store.Formats = formatted{}

@@ -168,7 +168,8 @@ func TestKeyClassMigrationUpgradesEveryRow(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			l := openLayer(t, e.open(t))
 			model := seedLedger(t, l)
-			s := formatted{l, 2}
+			s := l // a new store: at ledger format 2, what this binary knows
+			require.Equal(t, uint32(2), store.FormatOf(s, ledgergen.SchemaNamespace))
 			r := newRunner(t, s, "x", clock.NewManual(t0))
 			rep, err := r.Run(t.Context(), entryMigration(t, s, l, 7))
 			require.NoError(t, err)
@@ -265,7 +266,8 @@ func crashAt(t *testing.T, e kv.Engine, boundary int, arm func(*storetest.Faults
 	l := openLayer(t, e)
 	model := seedLedger(t, l)
 	f := storetest.NewFaults(l)
-	s := formatted{f, 2}
+	s := f // the fault wrapper forwards the Layer's formats: ledger's is 2
+	require.Equal(t, uint32(2), store.FormatOf(s, ledgergen.SchemaNamespace))
 	clk := clock.NewManual(t0)
 	var fired atomic.Bool
 	arm(f, boundary, &fired)
@@ -309,15 +311,15 @@ func crashAt(t *testing.T, e kv.Engine, boundary int, arm func(*storetest.Faults
 
 // A migration that needs a format the store is not at refuses to run,
 // writing nothing: on a Layer whose gate started the new store at ledger
-// format 1 (its binary standing for one that knows only 1), and on a
-// store at format 1 over it.
+// format 1 (its binary standing for one that knows only 1), and through
+// storetest's fault wrapper over it, which forwards the Layer's formats.
 func TestKeyClassMigrationRequiresItsFormat(t *testing.T) {
 	l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Logger: quiet, Gate: evolve.GateConfig{Known: map[string]uint32{ledgergen.SchemaNamespace: 1}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	require.Equal(t, uint32(1), store.FormatOf(l, ledgergen.SchemaNamespace))
 	model := seedLedger(t, l)
-	for _, s := range []store.Store{l, formatted{l, 1}} {
+	for _, s := range []store.Store{l, storetest.NewFaults(l)} {
 		_, err := newRunner(t, s, "x", clock.NewManual(t0)).Run(t.Context(), entryMigration(t, s, l, 7))
 		require.ErrorIs(t, err, wire.ErrFormatTooOld)
 		require.ErrorContains(t, err, `needs store format 2 of namespace "ledger", the store's is 1`)

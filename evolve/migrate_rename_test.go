@@ -122,8 +122,8 @@ func TestRenameThenRetagAStoreOfBeforeNamespaces(t *testing.T) {
 			rep, err = newRunner(t, l, "first", clk).Run(t.Context(), retag)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(books*12), rep.Checkpoint.Rewritten)
-			s := formatted{l, 2}
-			rep, err = newRunner(t, s, "first", clk).Run(t.Context(), entryMigration(t, s, l, 0))
+			require.Equal(t, uint32(2), store.FormatOf(l, ledgergen.SchemaNamespace))
+			rep, err = newRunner(t, l, "first", clk).Run(t.Context(), entryMigration(t, l, l, 0))
 			require.NoError(t, err)
 			assert.Equal(t, uint64(books*12), rep.Checkpoint.Rewritten)
 			cs, ce := ledgergen.ClassRange(ledgergen.TagEntryKey)
