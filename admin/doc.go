@@ -47,6 +47,8 @@
 //	get, scan    rows of a partition, decoded by the linked schemas (by tuple
 //	             and hex where none knows them)
 //	quarantined  the rows moved aside, with who, when and why
+//	migrations   every migration: state, partitions and rows done, where it
+//	             is, the runner holding it and until when
 //	quarantine   move a queue row aside (relay row, pending outcome, timer)
 //	restore      put it back
 //	unblock      unblock a relay target blocked for the rest of the cycle
@@ -57,6 +59,8 @@
 //	             partition's queues (-partition): nothing paused fires,
 //	             fails or moves until resume
 //	resume       resume it: the paused timers fire, each once
+//	migrate      run a linked migration (Config.Migrations, and the
+//	             library's own) from its checkpoint
 //
 // Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
 // (FoundationDB, through Config.OpenCluster: the mkitfdb of module
@@ -104,6 +108,18 @@
 // timers.PausePartition and timers.ResumePartition, and encodes none of
 // the rows itself. A pause records who, when and why in its row, as a
 // quarantine does.
+//
+// # Migrations
+//
+// migrate NAME runs a migration of package evolve through its Runner:
+// from its checkpoint, page by page, each page guarded, holding the
+// migration by a lease (another runner is refused, naming the holder).
+// The command links the library's own migrations (the due index's first
+// layout, evolve.DueIndexMigration) and those of Config.Migrations, built
+// over the store it opened; migrations lists them with every checkpoint
+// the store holds. A migration that is done is run again only with
+// -again; Ctrl-C stops one after its page in flight, and the same command
+// resumes it.
 //
 // Exit statuses: ExitOK, ExitFailed (the store failed, or a repair was
 // refused), ExitUsage (bad input, in one line: nothing written).
