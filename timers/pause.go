@@ -80,7 +80,10 @@ import (
 //
 // What a pause costs: a tick reads the pauses in its membership read (no
 // transaction more) and lists the paused entries due (one ScanDue more:
-// one round trip); a claim reads the partition's pause beside its lease;
+// one round trip), and an idle Run looks for the current generation's
+// next paused wake time beside the next wake time (one ScanDue more), so
+// that it wakes for a paused partition's next timer as for any other; a
+// claim reads the partition's pause beside its lease;
 // a partition holding paused timers is claimed once when they fall due,
 // when its next other timer falls due, and once after a resume, never at
 // every tick. A run reads past the paused due timers it leaves (they are
