@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/codec/registry"
-	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
+	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -43,17 +43,32 @@ type PartitionReport struct {
 	Partition string `json:"partition"`
 	Namespace string `json:"namespace"`
 	Kind      string `json:"kind,omitempty"`
-	// Wake is the partition's wake time in the due index, if any.
-	Wake *time.Time `json:"wake,omitempty"`
+	// Wake is the partition's wake time in the due index, if any; Parked
+	// says a scheduler's claim parked it instead (at store.MaxTime, which
+	// only a timer written during the claim lowers, to at most the
+	// lease's expiry): see Lease.
+	Wake   *time.Time `json:"wake,omitempty"`
+	Parked bool       `json:"parked,omitempty"`
 	// OutboxSequence is the last sequence the outbox allocated.
 	OutboxSequence uint64 `json:"outbox_sequence"`
 	// Relay is the relay queue; Timers the timers by kind; Outcomes the
 	// outcome backlog.
-	Relay       RelayReport   `json:"relay"`
-	Timers      []TimerKinds  `json:"timers"`
-	Outcomes    OutcomeReport `json:"outcomes"`
-	Lease       *LeaseReport  `json:"lease,omitempty"`
-	Quarantined Count         `json:"quarantined"`
+	Relay    RelayReport   `json:"relay"`
+	Timers   []TimerKinds  `json:"timers"`
+	Outcomes OutcomeReport `json:"outcomes"`
+	// Lease is the lease of the scheduler that claimed the partition, if
+	// one did.
+	Lease       *LeaseReport `json:"lease,omitempty"`
+	Quarantined Count        `json:"quarantined"`
+	// DeadLetters counts the partition's dead letters (timers -dead lists
+	// them).
+	DeadLetters Count `json:"dead_letters"`
+	// Members are the schedulers' memberships, in the library's
+	// partition that holds them (timers.MembersPartition) only.
+	Members []MemberRow `json:"members,omitempty"`
+	// Note says why the partition's due timers are not firing now, when
+	// something keeps them ("" otherwise).
+	Note string `json:"note,omitempty"`
 	// Corrupt lists rows of the library's classes that do not decode (at
 	// most 16; CorruptMore says more were found).
 	Corrupt     []Row `json:"corrupt,omitempty"`
@@ -96,12 +111,6 @@ type OutcomeReport struct {
 	Oldest      *time.Time `json:"oldest,omitempty"`
 	NextAttempt *time.Time `json:"next_attempt,omitempty"`
 	Attempt     uint32     `json:"attempt,omitempty"`
-}
-
-// LeaseReport is a scheduler's lease on the partition.
-type LeaseReport struct {
-	Owner   string    `json:"owner"`
-	Expires time.Time `json:"expires"`
 }
 
 // msTime converts stored Unix milliseconds to a time in UTC.
@@ -160,38 +169,83 @@ func scanRange(ctx context.Context, s store.Store, p store.Partition, start, end
 	return c, nil
 }
 
+// inspection is the report of one partition being read (see inspect).
+type inspection struct {
+	v   *viewer
+	id  store.Identity
+	sch registry.Schema
+	rep PartitionReport
+	// earliestDue is the earliest due time of the timers read.
+	earliestDue time.Time
+}
+
 // inspect reads what the partitions view shows of partition id: a fixed
 // number of point reads and, per queue, at most maxRows rows.
-func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Identity, maxRows int) (PartitionReport, error) {
+func (v *viewer) inspect(ctx context.Context, id store.Identity) (PartitionReport, error) {
 	idb, _ := id.AppendTuple(nil)
 	sch, ns, kind := schemaOf(idb)
-	rep := PartitionReport{Partition: formatTuple(idb), Namespace: ns, Kind: kind, Timers: []TimerKinds{}}
-	corrupt := func(k store.Key, v store.Value, r Row) {
-		if len(rep.Corrupt) == maxCorruptShown {
-			rep.CorruptMore = true
-			return
-		}
-		rep.Corrupt = append(rep.Corrupt, r)
+	in := &inspection{v: v, id: id, sch: sch,
+		rep: PartitionReport{Partition: formatTuple(idb), Namespace: ns, Kind: kind, Timers: []TimerKinds{}}}
+	steps := []func(context.Context) error{in.singletons, in.relayRows, in.timerRows, in.pendingRows, in.quarantinedRows, in.deadLetters, in.wake}
+	if isMembers(idb) {
+		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, membersKind
+		steps = append(steps, in.members)
 	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return in.rep, err
+		}
+	}
+	in.note()
+	return in.rep, nil
+}
+
+// note says why the partition's due timers, if it has any, are not
+// firing.
+func (in *inspection) note() {
+	rep := &in.rep
+	if in.earliestDue.IsZero() || in.earliestDue.After(in.v.now) {
+		if rep.Lease != nil {
+			rep.Note = rep.Lease.text(in.v.now)
+		}
+		return
+	}
+	w := wakeState{parked: rep.Parked}
+	if rep.Wake != nil {
+		w.at = *rep.Wake
+	}
+	_, rep.Note = in.v.whyNotFiring(in.earliestDue, rep.Lease, w)
+}
+
+// corrupt lists a row that does not decode, up to maxCorruptShown.
+func (in *inspection) corrupt(r Row) {
+	if len(in.rep.Corrupt) == maxCorruptShown {
+		in.rep.CorruptMore = true
+		return
+	}
+	in.rep.Corrupt = append(in.rep.Corrupt, r)
+}
+
+// singletons reads the partition's one-of-a-kind rows: the outbox
+// sequence, the relay's scan state, the outcome backlog, the scheduler
+// lease, and the library's timers (the relay's hold, the delivery's next
+// attempt).
+func (in *inspection) singletons(ctx context.Context) error {
+	rep := &in.rep
 	relayRef, _ := timers.RefKey(timers.KindRelay, "")
 	outcomeRef, _ := timers.RefKey(timers.KindOutcomeDelivery, "")
-	scanKey := gen.AppendRelayScanKey(nil)
-	leaseKey := gen.AppendSchedulerLeaseKey(nil)
-	keys := []store.Key{outbox.SequenceKey(), scanKey, outbox.BacklogKey(), relayRef, outcomeRef, leaseKey}
-	vs, err := l.GetMany(ctx, id, keys)
+	keys := []store.Key{outbox.SequenceKey(), relay.ScanKey(), outbox.BacklogKey(), relayRef, outcomeRef, timers.LeaseKey()}
+	vs, err := in.v.l.GetMany(ctx, in.id, keys)
 	if err != nil {
-		return rep, err
-	}
-	check := func(k store.Key, v store.Value) {
-		if v == nil {
-			return
-		}
-		if r := decodeRow(sch, k, v); r.Corrupt != "" {
-			corrupt(k, v, r)
-		}
+		return err
 	}
 	for i, k := range keys {
-		check(k, vs[i])
+		if vs[i] == nil {
+			continue
+		}
+		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" {
+			in.corrupt(r)
+		}
 	}
 	if seq, err := outbox.DecodeSequence(vs[0]); err == nil {
 		rep.OutboxSequence = seq
@@ -207,18 +261,20 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 	if b, err := outbox.DecodeBacklog(vs[2]); err == nil {
 		rep.Outcomes.Rows, rep.Outcomes.Bytes = b.Rows, b.Bytes
 	}
-	if vs[5] != nil {
-		if ls, err := gen.DecodeSchedulerLeaseV1(vs[5]); err == nil {
-			rep.Lease = &LeaseReport{Owner: ls.Owner, Expires: msTime(ls.ExpiresAtMs)}
-		}
-	}
-	// The library's timers' rows, for the relay's hold and the delivery's
-	// next attempt.
+	rep.Lease = in.v.newLease(vs[5])
+	return in.libraryTimers(ctx, vs[3], vs[4])
+}
+
+// libraryTimers reads the rows of the relay and delivery timers, whose
+// reference entries hold relayRef and outcomeRef, for the relay's hold
+// and the delivery's next attempt.
+func (in *inspection) libraryTimers(ctx context.Context, relayRef, outcomeRef store.Value) error {
+	rep := &in.rep
 	var timerKeys []store.Key
 	for _, ref := range []struct {
 		v    store.Value
 		kind timers.Kind
-	}{{vs[3], timers.KindRelay}, {vs[4], timers.KindOutcomeDelivery}} {
+	}{{relayRef, timers.KindRelay}, {outcomeRef, timers.KindOutcomeDelivery}} {
 		due, err := timers.DecodeRef(ref.v)
 		if ref.v == nil || err != nil {
 			timerKeys = append(timerKeys, nil)
@@ -234,9 +290,9 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 		if k == nil {
 			continue
 		}
-		v, ok, err := l.Get(ctx, id, k)
+		v, ok, err := in.v.l.Get(ctx, in.id, k)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if !ok || len(v) == 0 {
 			continue
@@ -245,41 +301,52 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 			if rt, err := gen.DecodeRelayTimerV1(v); err == nil {
 				rep.Relay.Hold = time.Duration(rt.HoldMs) * time.Millisecond
 			}
-		} else if ot, err := gen.DecodeOutcomeTimer(v); err == nil {
+		} else if ot, err := outbox.DecodeDeliveryTimer(v); err == nil {
 			rep.Outcomes.Attempt = ot.Attempt
 		}
 	}
+	return nil
+}
 
+// relayRows reads the relay queue: its rows, bytes and oldest queue time.
+func (in *inspection) relayRows(ctx context.Context) error {
+	rep := &in.rep
 	start, end := classRange(gen.TagRelayKey)
-	rep.Relay.Rows, err = scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+	var err error
+	rep.Relay.Rows, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		rep.Relay.Bytes += int64(len(k) + len(v))
 		r, err := gen.DecodeRelayV1(v)
 		if _, kerr := gen.ParseRelayKey(k); kerr != nil || err != nil {
-			corrupt(k, v, decodeRow(sch, k, v))
+			in.corrupt(decodeRow(in.sch, k, v))
 			return
 		}
 		if rep.Relay.Oldest == nil {
 			rep.Relay.Oldest = ptime(msTime(r.AtMs))
 		}
 	})
-	if err != nil {
-		return rep, err
-	}
+	return err
+}
 
-	now := c.now()
-	start, end = classRange(gen.TagTimerKey)
+// timerRows reads the timers, counted by kind.
+func (in *inspection) timerRows(ctx context.Context) error {
+	rep := &in.rep
+	now := in.v.now
+	start, end := classRange(gen.TagTimerKey)
 	byKind := map[uint16]int{}
-	tc, err := scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+	tc, err := scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		tk, err := gen.ParseTimerKey(k)
 		if err != nil {
-			corrupt(k, v, decodeRow(sch, k, v))
+			in.corrupt(decodeRow(in.sch, k, v))
 			return
 		}
 		i, ok := byKind[tk.Kind]
 		if !ok {
 			i = len(rep.Timers)
 			byKind[tk.Kind] = i
-			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: c.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: in.v.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+		}
+		if due := msTime(tk.DueAtMs); in.earliestDue.IsZero() || due.Before(in.earliestDue) {
+			in.earliestDue = due
 		}
 		rep.Timers[i].Count.N++
 		if !msTime(tk.DueAtMs).After(now) {
@@ -287,17 +354,24 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 		}
 	})
 	if err != nil {
-		return rep, err
+		return err
 	}
 	// Counts are of the rows read: past the bound each kind may have more.
 	for i := range rep.Timers {
 		rep.Timers[i].Count.More = tc.More
 	}
+	return nil
+}
 
-	start, end = classRange(gen.TagOutcomePendingKey)
-	rep.Outcomes.Pending, err = scanRange(ctx, l, id, start, end, maxRows, func(k store.Key, v store.Value) {
+// pendingRows reads the pending outcomes: their count and oldest queue
+// time.
+func (in *inspection) pendingRows(ctx context.Context) error {
+	rep := &in.rep
+	start, end := classRange(gen.TagOutcomePendingKey)
+	var err error
+	rep.Outcomes.Pending, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		if _, kerr := gen.ParseOutcomePendingKey(k); kerr != nil {
-			corrupt(k, v, decodeRow(sch, k, v))
+			in.corrupt(decodeRow(in.sch, k, v))
 			return
 		}
 		if len(v) == 0 {
@@ -305,29 +379,51 @@ func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Ident
 		}
 		pv, err := gen.DecodeOutcomePendingV1(v)
 		if err != nil {
-			corrupt(k, v, decodeRow(sch, k, v))
+			in.corrupt(decodeRow(in.sch, k, v))
 			return
 		}
 		if at := msTime(pv.AtMs); rep.Outcomes.Oldest == nil || at.Before(*rep.Outcomes.Oldest) {
 			rep.Outcomes.Oldest = ptime(at)
 		}
 	})
-	if err != nil {
-		return rep, err
-	}
+	return err
+}
 
-	start, end = classRange(gen.TagQuarantineKey)
-	rep.Quarantined, err = scanRange(ctx, l, id, start, end, maxRows, func(store.Key, store.Value) {})
-	if err != nil {
-		return rep, err
-	}
+// quarantinedRows counts the quarantined rows.
+func (in *inspection) quarantinedRows(ctx context.Context) error {
+	start, end := classRange(gen.TagQuarantineKey)
+	var err error
+	in.rep.Quarantined, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(store.Key, store.Value) {})
+	return err
+}
 
-	at, ok, err := l.NextWake(ctx, id)
+// deadLetters counts the dead letters: their records, one a letter (each
+// has a row of its value beside it).
+func (in *inspection) deadLetters(ctx context.Context) error {
+	start, end := classRange(gen.TagDeadLetterKey)
+	var err error
+	in.rep.DeadLetters, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(store.Key, store.Value) {})
+	return err
+}
+
+// wake reads the partition's wake time.
+func (in *inspection) wake(ctx context.Context) error {
+	at, ok, err := in.v.l.NextWake(ctx, in.id)
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
-		return rep, err
+		return err
 	}
-	if ok {
-		rep.Wake = ptime(msTime(storedMs(at)))
+	w := in.v.wakeOf(at, ok)
+	in.rep.Parked = w.parked
+	if !w.at.IsZero() {
+		in.rep.Wake = ptime(w.at)
 	}
-	return rep, nil
+	return nil
+}
+
+// members reads the schedulers' memberships, in the library's partition
+// that holds them.
+func (in *inspection) members(ctx context.Context) error {
+	rows, _, err := in.v.memberRows(ctx)
+	in.rep.Members = rows
+	return err
 }

@@ -27,6 +27,8 @@ type options struct {
 	rootBytes              []byte
 
 	kind, ref      string
+	state          string // timers -state
+	full           bool   // print values whole
 	reason, who    string
 	expect         string
 	yes, due       bool
@@ -92,10 +94,10 @@ func (st *opened) partition(o *options) store.Identity {
 	return id
 }
 
-// fdbCommand is the import path of the operator's command that opens
-// FoundationDB clusters: this package's Command with Config.OpenCluster
-// set to the FoundationDB engine, in the module that holds the engine.
-const fdbCommand = "github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb"
+// fdbInstall is how to install the operator's command that opens
+// FoundationDB clusters (the FoundationDB engine module's cmd/mkitfdb) from
+// a clone of the repository, while the module is not on the module proxy.
+const fdbInstall = "go -C fdblayer/fdbengine install ./cmd/mkitfdb (in a clone of mkitfdb)"
 
 // open opens the store the flags name: a bbolt file read-only for a view
 // (a shared lock) and for writing for a repair, or a FoundationDB cluster
@@ -130,7 +132,7 @@ func (c *Command) open(o *options, write bool) (*opened, error) {
 			return nil, usagef("cluster file %s: %v", o.clusterFile, err)
 		}
 		if c.cfg.OpenCluster == nil {
-			return nil, usagef("this %s opens no FoundationDB cluster: go install %s@latest builds the mkitfdb that does (cgo and libfdb_c needed); a service's own command sets admin.Config.OpenCluster", c.name(), fdbCommand)
+			return nil, usagef("this %s opens no FoundationDB cluster: %s builds the mkitfdb that does (cgo and libfdb_c needed); a service's own command sets admin.Config.OpenCluster", c.name(), fdbInstall)
 		}
 		fe, err := c.cfg.OpenCluster(o.clusterFile)
 		if err != nil {

@@ -33,6 +33,8 @@ import (
 //	conflicts/commit  commits refused with not_committed (1020) per commit that landed
 //	retries/commit    transactions the engine reset to retry, per commit that landed
 //	contended/claim   due partitions a scheduler found leased by another, or lost the claim of, per claim
+//	commits/fired-partition, txns/fired-partition
+//	                  commits that landed, and transactions begun or retried, per fired partition (MVCC engine only)
 //
 // The memory engine never conflicts; its conflicts/commit is 0 by
 // construction. Run them with
@@ -188,6 +190,10 @@ func (m *workerMeter) report(b *testing.B) {
 	b.ReportMetric(ratio(m.conflicts, m.commits), "conflicts/commit")
 	b.ReportMetric(ratio(m.retries, m.commits), "retries/commit")
 	b.ReportMetric(ratio(m.contended, m.claimed), "contended/claim")
+	if m.txns > 0 {
+		b.ReportMetric(ratio(m.commits, m.claimed), "commits/fired-partition")
+		b.ReportMetric(ratio(m.txns, m.claimed), "txns/fired-partition")
+	}
 }
 
 func ratio(a, b uint64) float64 {

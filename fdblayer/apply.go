@@ -51,6 +51,10 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 	if err := ctx.Err(); err != nil {
 		return store.BatchOutcome{}, l.applyError(p, nil, err)
 	}
+	if l.group != nil {
+		out, err := l.group.submit(ctx, []unit{{p: p, b: b, sub: sub, pre: pre, s: s}})
+		return out.BatchOutcome, err
+	}
 	txn, err := l.engine.Begin(ctx)
 	if err != nil {
 		return store.BatchOutcome{}, l.applyError(p, nil, err)
@@ -157,20 +161,8 @@ func (l *Layer) commitBatch(ctx context.Context, txn kv.Txn, s *scratch, b *stor
 		if err != nil {
 			return out, false, err
 		}
-		for i, c := range b.Preconditions {
-			holds := false
-			if c.Op == store.MustWakeAt {
-				at, _, err := decodeWake(vals[i])
-				if err != nil {
-					return out, false, err
-				}
-				holds = at == encodedTime(c.Wake)
-			} else {
-				holds = c.Holds(vals[i])
-			}
-			if !holds {
-				return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}, false, nil
-			}
+		if failed, ok, err := checkPreconditions(b, vals); err != nil || !ok {
+			return failed, false, err
 		}
 		if b.Wakeup != nil {
 			if cur.at, cur.ceil, err = decodeWake(vals[wakeRead(b)]); err != nil {

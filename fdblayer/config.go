@@ -42,7 +42,23 @@ const (
 	// (store.Capabilities.MaxTransactReadBytes): four full pages, read well
 	// within FoundationDB's five seconds.
 	DefaultMaxTransactReadBytes = 4 << 20
+
+	// DefaultMaxCommitBatches and DefaultMaxCommitOps bound a commit of
+	// several partitions (store.Capabilities.MaxCommitBatches and
+	// MaxCommitOps): a hundred partitions' batches, a thousand
+	// operations, which leave such a commit MaxCommitBytes of about
+	// 1.7 MB within FoundationDB's transaction size (see capabilities).
+	DefaultMaxCommitBatches = 100
+	DefaultMaxCommitOps     = 1000
+
+	// DefaultMaxGroupBatches bounds the Apply and Commit calls one group
+	// commit takes (see Config.MaxGroupBatches).
+	DefaultMaxGroupBatches = 128
 )
+
+// NoGroupCommit, as Config.MaxGroupBatches, commits every Apply and
+// Commit call in a write transaction of its own, on every engine.
+const NoGroupCommit = -1
 
 // NoRetries, as Config.RetryLimit, makes every operation give up at the
 // first retryable engine error.
@@ -90,6 +106,20 @@ type Config struct {
 	// means DefaultMaxTransactReadBytes.
 	MaxTransactReadBytes int
 
+	// MaxCommitBatches and MaxCommitOps bound a commit of several
+	// partitions (store.Capabilities.MaxCommitBatches and MaxCommitOps;
+	// the Layer derives MaxCommitBytes from them and the engine's
+	// transaction size); zero means DefaultMaxCommitBatches and
+	// DefaultMaxCommitOps.
+	MaxCommitBatches int
+	MaxCommitOps     int
+
+	// MaxGroupBatches bounds the Apply and Commit calls that one group
+	// commit takes, on an engine whose commits share a sync
+	// (kv.GroupCommitter: bbolt's); zero means DefaultMaxGroupBatches,
+	// NoGroupCommit (any negative value) commits each call on its own.
+	MaxGroupBatches int
+
 	// Clock is what batch deadlines are checked against; nil means
 	// clock.Real{}.
 	Clock clock.Clock
@@ -109,6 +139,10 @@ type config struct {
 	maxScanRows       int
 	maxScanBytes      int
 	maxTxnReadBytes   int
+	maxCommitBatches  int
+	maxCommitOps      int
+	maxGroupBatches   int  // 0: no group commit
+	commitSet         bool // MaxCommitBatches or MaxCommitOps was set
 	clock             clock.Clock
 	logger            *slog.Logger
 }
@@ -129,6 +163,8 @@ func (c Config) resolve() (config, error) {
 		{"MaxScanRows", c.MaxScanRows},
 		{"MaxScanBytes", c.MaxScanBytes},
 		{"MaxTransactReadBytes", c.MaxTransactReadBytes},
+		{"MaxCommitBatches", c.MaxCommitBatches},
+		{"MaxCommitOps", c.MaxCommitOps},
 	} {
 		if f.n < 0 {
 			return config{}, fmt.Errorf("%w: fdblayer: Config.%s %d is negative", store.ErrInvalid, f.name, f.n)
@@ -148,6 +184,10 @@ func (c Config) resolve() (config, error) {
 		maxScanRows:       or(c.MaxScanRows, DefaultMaxScanRows),
 		maxScanBytes:      or(c.MaxScanBytes, DefaultMaxScanBytes),
 		maxTxnReadBytes:   or(c.MaxTransactReadBytes, DefaultMaxTransactReadBytes),
+		maxCommitBatches:  or(c.MaxCommitBatches, DefaultMaxCommitBatches),
+		maxCommitOps:      or(c.MaxCommitOps, DefaultMaxCommitOps),
+		maxGroupBatches:   max(or(c.MaxGroupBatches, DefaultMaxGroupBatches), 0),
+		commitSet:         c.MaxCommitBatches != 0 || c.MaxCommitOps != 0,
 		clock:             c.Clock,
 		logger:            c.Logger,
 	}
@@ -173,6 +213,14 @@ func (c Config) resolve() (config, error) {
 // full key twice. Batch.Bytes counts each user key once, so MaxBatchBytes
 // keeps three engine keys' worth of room per operation, and for the four
 // operations a Wakeup adds (see due.go).
+//
+// A commit of several partitions is bounded by its operations rather
+// than by a full key's room each: every operation's key carries at most
+// the root and the largest identity (and a due index key 12 bytes more),
+// counted three times, plus a wake time's 16 bytes, for MaxCommitOps
+// operations and each batch's wakeOpsCost; what the engine's
+// transaction size leaves, divided by three (a key's bytes counted
+// three times), is MaxCommitBytes.
 func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 	caps := store.Capabilities{
 		MaxBatchOps:   c.maxBatchOps,
@@ -182,7 +230,12 @@ func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 
 		MaxScanBytes:         c.maxScanBytes,
 		MaxTransactReadBytes: c.maxTxnReadBytes,
+
+		MaxCommitBatches: c.maxCommitBatches,
+		MaxCommitOps:     c.maxCommitOps,
 	}
+	perOp := 3*(len(c.root)+c.maxPartitionBytes+12) + 2*wakeBytes
+	caps.MaxCommitBytes = (lim.MaxTxnBytes - (c.maxCommitOps+wakeOpsCost*c.maxCommitBatches)*perOp) / 3
 	if caps.MaxKeyBytes < 1 {
 		return caps, fmt.Errorf("%w: fdblayer: engine key limit %d leaves no room for keys after a %d-byte root and %d-byte partitions",
 			store.ErrInvalid, lim.MaxKeyBytes, len(c.root), c.maxPartitionBytes)
@@ -190,6 +243,15 @@ func (c *config) capabilities(lim kv.Limits) (store.Capabilities, error) {
 	if caps.MaxValueBytes < 1 || caps.MaxBatchBytes < 1 {
 		return caps, fmt.Errorf("%w: fdblayer: engine limits %+v leave no room for %d-operation batches",
 			store.ErrInvalid, lim, c.maxBatchOps)
+	}
+	if caps.MaxCommitBytes < 1 {
+		if c.commitSet {
+			return caps, fmt.Errorf("%w: fdblayer: Config.MaxCommitOps %d and MaxCommitBatches %d leave a commit of several partitions no bytes within the engine's %d-byte transactions",
+				store.ErrInvalid, c.maxCommitOps, c.maxCommitBatches, lim.MaxTxnBytes)
+		}
+		// An engine too small for the default commit: one partition a
+		// commit.
+		caps.MaxCommitBatches, caps.MaxCommitOps, caps.MaxCommitBytes = 0, 0, 0
 	}
 	return caps, nil
 }

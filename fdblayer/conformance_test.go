@@ -2,6 +2,7 @@ package fdblayer_test
 
 import (
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"testing"
 
 	"github.com/mkit-dev/mkitfdb/clock"
@@ -10,7 +11,10 @@ import (
 )
 
 // TestConformance runs the store contract's conformance suite on a Layer
-// over every engine.
+// over every engine (bbolt's with its group commit), and over the memory
+// engine grouping its commits as bbolt's do, so that the group commit
+// meets the suite's concurrent checks on the engine that runs them
+// fastest.
 func TestConformance(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
@@ -19,4 +23,9 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+	t.Run("memory-grouped", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store {
+			return openLayer(t, &gatedEngine{Engine: memengine.New()}, Config{Clock: clk})
+		})
+	})
 }

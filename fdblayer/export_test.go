@@ -51,3 +51,14 @@ func (l *Layer) DueBucketPrefix(b int) []byte { return l.dueBucketPrefix(b) }
 
 // V1Bucket is the bucket that lists the first layout's entries.
 func (l *Layer) V1Bucket() int { return l.v1Bucket() }
+
+// GroupQueued is how many calls wait in the Layer's group commit queue
+// (-1: the Layer does not group commits).
+func (l *Layer) GroupQueued() int {
+	if l.group == nil {
+		return -1
+	}
+	l.group.mu.Lock()
+	defer l.group.mu.Unlock()
+	return len(l.group.queue)
+}

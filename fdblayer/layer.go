@@ -29,7 +29,12 @@
 // wake time at root+identity+0xFF, just past its subspace, and the index
 // entries under root+0xFF, where no identity starts (see due.go). Its
 // TransactOnce runs a function's reads and the batch it returns in one
-// engine transaction (see transact.go).
+// engine transaction (see transact.go), and its Commit the guarded
+// batches of several partitions (store.Committer, see commit.go). On an
+// engine whose commits share a sync (kv.GroupCommitter: bbolt), Apply and
+// Commit calls made side by side commit in groups: one write transaction
+// and one fsync for all of them, each call's guards and outcome its own
+// (see group.go and Config.MaxGroupBatches).
 //
 // Design note: the Layer does not use FoundationDB's automatic_idempotency
 // option (documented as experimental) nor a per-batch marker key to resolve
@@ -51,7 +56,8 @@ import (
 )
 
 // Layer is the store.Store of this library over one engine, with every
-// extension: store.DueIndex, store.ScanAppender and store.Transactor. It
+// extension: store.DueIndex, store.ScanAppender, store.Transactor,
+// store.Committer and store.Prefetcher. It
 // is safe for concurrent use; its configuration is fixed at Open.
 type Layer struct {
 	engine      kv.Engine
@@ -71,6 +77,9 @@ type Layer struct {
 	// v1 says whether the store may hold due index entries of the first
 	// layout: v1Unknown until a wake change looked (see probeV1).
 	v1 atomic.Int32
+	// group forms the group commits of Apply and Commit calls (see
+	// group.go); nil on an engine whose commits do not share a sync.
+	group *grouper
 }
 
 var _ store.Store = (*Layer)(nil)
@@ -97,7 +106,7 @@ func Open(engine kv.Engine, c Config) (*Layer, error) {
 		buckets = DueHashBuckets
 	}
 	o, ok := engine.(kv.Optimistic)
-	return &Layer{
+	l := &Layer{
 		dueBuckets:  buckets,
 		optimistic:  ok && o.Optimistic(),
 		engine:      engine,
@@ -108,7 +117,11 @@ func Open(engine kv.Engine, c Config) (*Layer, error) {
 		maxScanRows: cfg.maxScanRows,
 		clock:       cfg.clock,
 		log:         cfg.logger,
-	}, nil
+	}
+	if g, ok := engine.(kv.GroupCommitter); ok && g.GroupCommits() && cfg.maxGroupBatches > 0 {
+		l.group = &grouper{l: l, max: cfg.maxGroupBatches}
+	}
+	return l, nil
 }
 
 // Close closes the engine. Operations must have returned first.
@@ -194,7 +207,7 @@ type scratch struct {
 	keys [][]byte
 	vals [][]byte
 	rows []kv.KeyValue
-	// sub and cache: a TransactOnce's subspace and what its run read.
+	// sub is a TransactOnce's subspace; cache what a TransactOnce reader read.
 	sub   []byte
 	cache readCache
 }

@@ -28,6 +28,14 @@ func TestCapabilities(t *testing.T) {
 
 		MaxScanBytes:         1 << 20,
 		MaxTransactReadBytes: 4 << 20,
+
+		MaxCommitBatches: 100,
+		MaxCommitOps:     1000,
+		// Every operation's key with the root and the largest identity
+		// (and 12 bytes of a due index key), three times, and a wake
+		// time's 16 bytes, for the thousand operations and each batch's
+		// five of a wakeup: what is left of 10 MB, counted three times.
+		MaxCommitBytes: (10_000_000 - (1000+5*100)*(3*(len(DefaultRootPrefix)+DefaultMaxPartitionBytes+12)+16)) / 3,
 	}, l.Capabilities())
 
 	l = openLayer(t, memengine.New(), Config{RootPrefix: []byte{}, MaxPartitionBytes: 100, MaxBatchOps: 10,
@@ -57,6 +65,9 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		"negative scan bytes":             {Config{MaxScanBytes: -5}, "Config.MaxScanBytes"},
 		"negative transact read bytes":    {Config{MaxTransactReadBytes: -1}, "Config.MaxTransactReadBytes"},
 		"root and identity fill the keys": {Config{RootPrefix: make([]byte, 9_000), MaxPartitionBytes: 1_000}, "leaves no room for keys"},
+		"negative commit batches":         {Config{MaxCommitBatches: -1}, "Config.MaxCommitBatches"},
+		"negative commit ops":             {Config{MaxCommitOps: -2}, "Config.MaxCommitOps"},
+		"commit ops beyond bytes":         {Config{MaxCommitOps: 4000}, "Config.MaxCommitOps 4000"},
 	} {
 		_, err := Open(memengine.New(), tc.cfg)
 		require.ErrorIs(t, err, store.ErrInvalid, name)

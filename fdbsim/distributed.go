@@ -12,7 +12,8 @@ import "github.com/mkit-dev/mkitfdb/fdblayer/kv"
 // transaction open while it waits for another call, so they only take
 // turns. Every Layer over one store must count the same buckets: open all
 // of them over AsDistributed, or none. The result is [kv.Optimistic]
-// when inner is. It is safe for concurrent use as inner is.
+// when inner is, and a [kv.GroupCommitter] when inner groups its
+// commits. It is safe for concurrent use as inner is.
 func AsDistributed(inner kv.Engine) kv.Engine { return distributedEngine{inner} }
 
 // distributedEngine is AsDistributed's engine.
@@ -23,3 +24,6 @@ func (distributedEngine) Distributed() bool { return true }
 
 // Optimistic reports whether the inner engine is.
 func (e distributedEngine) Optimistic() bool { return optimistic(e.Engine) }
+
+// GroupCommits reports whether the inner engine does.
+func (e distributedEngine) GroupCommits() bool { return groupCommits(e.Engine) }

@@ -59,8 +59,9 @@ var (
 // retries the injected conflicts and unknown results at once (there is no
 // contention to back off from) on a fresh transaction of inner, whose
 // Begin may fail (a context's end, a closed engine). Read transactions,
-// and every other error, are inner's own. The result is Distributed and
-// Optimistic, and its transactions RangesReaders, when inner's are.
+// and every other error, are inner's own. The result is Distributed,
+// Optimistic and a GroupCommitter, and its transactions RangesReaders,
+// when inner's are.
 //
 // A write transaction of inner runs on its context without the
 // cancellation (context.WithoutCancel); the result checks the context
@@ -93,6 +94,14 @@ func distributed(e kv.Engine) bool {
 
 // Optimistic reports whether the inner engine is.
 func (e *faultEngine) Optimistic() bool { return optimistic(e.Engine) }
+
+// GroupCommits reports whether the inner engine does.
+func (e *faultEngine) GroupCommits() bool { return groupCommits(e.Engine) }
+
+func groupCommits(e kv.Engine) bool {
+	g, ok := e.(kv.GroupCommitter)
+	return ok && g.GroupCommits()
+}
 
 func optimistic(e kv.Engine) bool {
 	o, ok := e.(kv.Optimistic)

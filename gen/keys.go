@@ -193,6 +193,12 @@ func readTupleUint(r *tuple.Reader, field string, max uint64) (uint64, error) {
 // identity of another schema's partition is a tuple prefix of one of these.
 const SchemaNamespace = "mkit"
 
+// SchemaFormat is the newest store format the schema knows: the largest
+// format= it declares on a record, variant or enum constant (1 when none).
+// A store whose format of namespace SchemaNamespace is above it may hold
+// values this package cannot read.
+const SchemaFormat = 2
+
 func (OutboxSequenceKey) Tag() Tag {
 	return TagOutboxSequenceKey
 }

@@ -42,6 +42,10 @@ func fastReadU64Value(b []byte, p int, v *U64Value) int {
 // VersionU64Value is the version byte that opens every encoded U64Value.
 const VersionU64Value = 1
 
+// FormatU64Value is the store format that introduced U64Value (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatU64Value = 1
+
 // AppendU64Value appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -162,6 +166,10 @@ func fastReadTimerRefV2(b []byte, p int, v *TimerRefV2) int {
 // VersionTimerRefV2 is the version byte that opens every encoded TimerRefV2.
 const VersionTimerRefV2 = 2
 
+// FormatTimerRefV2 is the store format that introduced TimerRefV2 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatTimerRefV2 = 2
+
 // AppendTimerRefV2 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -281,6 +289,10 @@ func fastReadDeadLetterV1(b []byte, p int, v *DeadLetterV1) int {
 
 // VersionDeadLetterV1 is the version byte that opens every encoded DeadLetterV1.
 const VersionDeadLetterV1 = 1
+
+// FormatDeadLetterV1 is the store format that introduced DeadLetterV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatDeadLetterV1 = 1
 
 // AppendDeadLetterV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
@@ -493,6 +505,10 @@ func fastReadRelayV1(b []byte, p int, v *RelayV1) int {
 // VersionRelayV1 is the version byte that opens every encoded RelayV1.
 const VersionRelayV1 = 1
 
+// FormatRelayV1 is the store format that introduced RelayV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatRelayV1 = 1
+
 // AppendRelayV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -656,6 +672,10 @@ func fastReadRelayScanV1(b []byte, p int, v *RelayScanV1) int {
 // VersionRelayScanV1 is the version byte that opens every encoded RelayScanV1.
 const VersionRelayScanV1 = 1
 
+// FormatRelayScanV1 is the store format that introduced RelayScanV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatRelayScanV1 = 1
+
 // AppendRelayScanV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -747,6 +767,10 @@ func fastReadRelayTimerV1(b []byte, p int, v *RelayTimerV1) int {
 
 // VersionRelayTimerV1 is the version byte that opens every encoded RelayTimerV1.
 const VersionRelayTimerV1 = 1
+
+// FormatRelayTimerV1 is the store format that introduced RelayTimerV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatRelayTimerV1 = 1
 
 // AppendRelayTimerV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
@@ -845,6 +869,10 @@ func fastReadBacklog(b []byte, p int, v *Backlog) int {
 
 // VersionBacklog is the version byte that opens every encoded Backlog.
 const VersionBacklog = 1
+
+// FormatBacklog is the store format that introduced Backlog (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatBacklog = 1
 
 // AppendBacklog appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
@@ -963,6 +991,10 @@ func fastReadOutcomePendingV1(b []byte, p int, v *OutcomePendingV1) int {
 // VersionOutcomePendingV1 is the version byte that opens every encoded OutcomePendingV1.
 const VersionOutcomePendingV1 = 1
 
+// FormatOutcomePendingV1 is the store format that introduced OutcomePendingV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatOutcomePendingV1 = 1
+
 // AppendOutcomePendingV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -1068,6 +1100,10 @@ func fastReadOutcomeTimer(b []byte, p int, v *OutcomeTimer) int {
 
 // VersionOutcomeTimer is the version byte that opens every encoded OutcomeTimer.
 const VersionOutcomeTimer = 1
+
+// FormatOutcomeTimer is the store format that introduced OutcomeTimer (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatOutcomeTimer = 1
 
 // AppendOutcomeTimer appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
@@ -1261,6 +1297,10 @@ func fastReadWatermarkCheckpoint(b []byte, p int, v *WatermarkCheckpoint) int {
 // VersionWatermarkCheckpoint is the version byte that opens every encoded WatermarkCheckpoint.
 const VersionWatermarkCheckpoint = 2
 
+// FormatWatermarkCheckpoint is the store format that introduced WatermarkCheckpoint (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatWatermarkCheckpoint = 1
+
 // AppendWatermarkCheckpoint appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -1367,6 +1407,10 @@ func fastReadSchedulerLeaseV1(b []byte, p int, v *SchedulerLeaseV1) int {
 // VersionSchedulerLeaseV1 is the version byte that opens every encoded SchedulerLeaseV1.
 const VersionSchedulerLeaseV1 = 1
 
+// FormatSchedulerLeaseV1 is the store format that introduced SchedulerLeaseV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatSchedulerLeaseV1 = 1
+
 // AppendSchedulerLeaseV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -1464,6 +1508,10 @@ func fastReadReceiverNonceV1(b []byte, p int, v *ReceiverNonceV1) int {
 
 // VersionReceiverNonceV1 is the version byte that opens every encoded ReceiverNonceV1.
 const VersionReceiverNonceV1 = 1
+
+// FormatReceiverNonceV1 is the store format that introduced ReceiverNonceV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatReceiverNonceV1 = 1
 
 // AppendReceiverNonceV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
@@ -1662,6 +1710,10 @@ func fastReadQuarantineV1(b []byte, p int, v *QuarantineV1) int {
 
 // VersionQuarantineV1 is the version byte that opens every encoded QuarantineV1.
 const VersionQuarantineV1 = 1
+
+// FormatQuarantineV1 is the store format that introduced QuarantineV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatQuarantineV1 = 1
 
 // AppendQuarantineV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

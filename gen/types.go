@@ -219,7 +219,9 @@ const (
 // that timer's due time, so a writer can find, guard and move the timer
 // without scanning: a U64Value, or a TimerRefV2 while the timer carries
 // failed attempts or a period's scheduled time. The timers package keeps
-// it in step with the TimerKey row in every batch that writes either.
+// it in step with the TimerKey row in every batch that writes either, and
+// reads it through TimerRefKeyValues (its TimerRefKeyVersions upgrades a
+// U64Value to a TimerRefV2 of the same due time).
 type TimerRefKey struct {
 	Kind      uint16
 	Reference string
@@ -377,7 +379,8 @@ func verifyU64Value(v *U64Value) error {
 // for a timer of a periodic kind, the scheduled time of the period it is
 // retrying or snoozing in (0: its due time). A timer without such state
 // has a U64Value entry instead, as every timer had before retry policies;
-// the version byte tells them apart.
+// the version byte tells them apart. It is of format 2 of the namespace:
+// a process that reads only U64Value entries predates it.
 type TimerRefV2 struct {
 	DueAtMs    uint64
 	Attempts   uint32

@@ -48,8 +48,10 @@ type outcomeRow struct {
 // against; now, to the millisecond, stamps relay rows (RelayV1.AtMs) and
 // outcome rows (OutcomePendingV1.AtMs), and is the due time of any timer
 // Finish creates. It fails with an error wrapping store.ErrInvalid for a
-// now before the Unix epoch, and with one wrapping store.ErrCorrupt when
-// o's sequence or backlog does not decode.
+// now before the Unix epoch, with one wrapping store.ErrCorrupt when o's
+// sequence, backlog or relay timer entry does not decode, and as
+// timers.DecodeRef does (store.ErrNewerVersion) for a relay timer entry
+// of a version newer than this binary reads.
 func NewBuilder(caps store.Capabilities, now time.Time, o Observed) (*Builder, error) {
 	nowMs, err := store.EncodeTime(now)
 	if err != nil {
@@ -128,7 +130,7 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
 			name(), len(row), b.caps.MaxValueBytes, store.ErrInvalid)
 	}
-	key := store.Key(gen.AppendRelayKey(nil, seq))
+	key := RelayKey(seq)
 	if err := b.reserve(1, len(key)+len(row)); err != nil {
 		return 0, err
 	}
@@ -274,7 +276,7 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		}
 	}
 	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
-		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: outcomeTimerValue}); err != nil {
+		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: newDeliveryTimer}); err != nil {
 			return fmt.Errorf("outbox: outcome timer: %w", err)
 		}
 	}
@@ -285,16 +287,6 @@ func (b *Builder) Finish(batch *store.Batch) error {
 	b.finished = true
 	return nil
 }
-
-// outcomeTimerValue is a new outcome-delivery timer's value: attempt 0, no
-// cursor.
-var outcomeTimerValue = func() store.Value {
-	v, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{})
-	if err != nil {
-		panic(err) // the zero OutcomeTimer breaks no rule
-	}
-	return v
-}()
 
 func (b *Builder) open() error {
 	if b.finished {

@@ -315,13 +315,18 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 	for name, o := range map[string]outbox.Observed{
 		"sequence":    {Sequence: store.Value("junk")},
 		"backlog":     {Backlog: store.Value("junk")},
-		"relay timer": {RelayTimer: store.Value("junk")},
+		"relay timer": {RelayTimer: store.Value("\x01junk")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := outbox.NewBuilder(caps, now, o)
 			require.ErrorIs(t, err, store.ErrCorrupt)
 		})
 	}
+	// A relay timer entry of a version above the library's was written
+	// by a newer binary: not corrupt.
+	_, err := outbox.NewBuilder(caps, now, outbox.Observed{RelayTimer: store.Value("\x03junk")})
+	require.ErrorIs(t, err, store.ErrNewerVersion)
+	require.NotErrorIs(t, err, store.ErrCorrupt)
 }
 
 // TestReadReadsInTheTransaction: a store.Transact function reads the

@@ -31,7 +31,11 @@
 // when the backlog has rows (outcome delivery deletes the timer in the
 // batch that empties the backlog, and a Builder creates it in the batch
 // that fills it), so a writer reads no timer row to know it. A Builder that
-// creates a timer also guards its reference entry as absent.
+// creates a timer also guards its reference entry as absent, with a new
+// [DeliveryTimer] as the delivery timer's value. An operator's repair
+// keeps the rule: [QuarantinePending] moves a pending outcome aside and
+// takes it out of the backlog, deleting the timer with the last row, and
+// [RestorePending] puts it back, creating the timer with the first.
 package outbox
 
 import (
@@ -65,6 +69,9 @@ var (
 	sequenceKey   = store.Key(gen.AppendOutboxSequenceKey(nil))
 	backlogKey    = store.Key(gen.AppendOutcomeBacklogKey(nil))
 	relayTimerRef = mustRefKey(timers.KindRelay)
+	deliveryRef   = mustRefKey(timers.KindOutcomeDelivery)
+	// pendingStart and pendingEnd bound the pending outcome rows.
+	pendingStart, pendingEnd = gen.ClassRange(gen.TagOutcomePendingKey)
 )
 
 func mustRefKey(k timers.Kind) store.Key {
@@ -77,6 +84,9 @@ func mustRefKey(k timers.Kind) store.Key {
 
 // SequenceKey returns the key of the outbox sequence.
 func SequenceKey() store.Key { return sequenceKey }
+
+// RelayKey returns the key of the relay row queued at seq.
+func RelayKey(seq uint64) store.Key { return store.Key(gen.AppendRelayKey(nil, seq)) }
 
 // BacklogKey returns the key of the outcome backlog.
 func BacklogKey() store.Key { return backlogKey }

@@ -241,15 +241,15 @@ func TestMetrics(t *testing.T) {
 	e.seed("a", "s:one", "s:two")
 	m := telemetry.NewRecorder()
 	e.fireWith(delivery(t, &capture{}, func(c *outcome.DeliveryConfig) { c.Metrics = m }), t0)
-	rows, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
-		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitRows})
+	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}
+	rows, ok := m.GaugeValue(telemetry.MetricOutboxBacklogRows, kind)
 	require.True(t, ok)
 	assert.Equal(t, 3.0, rows, "the backlog as the fire found it")
-	bytes, ok := m.GaugeValue(telemetry.MetricOutboxBacklog,
-		telemetry.Label{Name: telemetry.LabelPartitionKind, Value: partition.Kind()}, telemetry.Label{Name: telemetry.LabelUnit, Value: telemetry.UnitBytes})
+	bytes, ok := m.GaugeValue(telemetry.MetricOutboxBacklogBytes, kind)
 	require.True(t, ok)
 	assert.Positive(t, bytes)
 	assert.Equal(t, uint64(2), m.Counter(telemetry.MetricSyntheticOutcomesAcked))
+	assert.NoError(t, m.Err(), "every sample as the catalogue lists it")
 }
 
 // An empty backlog completes the timer, guarded by the backlog as read.

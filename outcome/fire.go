@@ -123,8 +123,8 @@ func (f *fire) readBacklog(ctx context.Context, cursor store.Cursor, withPage bo
 		return nil, 0, nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
 	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}, float64(backlog.Rows))
-	f.metrics.Gauge(telemetry.MetricOutboxBacklog, []telemetry.Label{kind, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}, float64(backlog.Bytes))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogRows, []telemetry.Label{kind}, float64(backlog.Rows))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogBytes, []telemetry.Label{kind}, float64(backlog.Bytes))
 	return oc, backlog.Rows, pg, nil
 }
 

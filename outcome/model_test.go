@@ -89,7 +89,13 @@ type omodel struct {
 	transfers   *outcome.TypedSource[bankgen.TransferKey, bankgen.TransferV1]
 }
 
-type omodelStats struct{ faults, unknown, sinkFailed, interleaved, overlaps, raced, corrupt int }
+type omodelStats struct {
+	faults, unknown, sinkFailed, interleaved, overlaps, raced, corrupt int
+	// claimsOfMany and sharedCommits count the workers' claims of several
+	// partitions in one transaction and commits of several partitions'
+	// outcomes (claims in batches).
+	claimsOfMany, sharedCommits int
+}
 
 // mutant names a broken Delivery.
 type mutant int
@@ -98,6 +104,7 @@ const (
 	sound          mutant = iota
 	unguarded             // the backlog guard dropped from the Delivery's outcomes
 	deletesAllKept        // acknowledgments delete records their source keeps
+	dropsRelease          // a commit of several partitions drops its last batch's wake change
 )
 
 // queued is an outcome that landed: its record and what the
@@ -171,9 +178,21 @@ func (m *omodel) newWorker() *oworker {
 			return false
 		}
 	}
-	for _, meth := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodApply} {
+	for _, meth := range []storetest.Method{storetest.MethodGet, storetest.MethodGetMany, storetest.MethodApply, storetest.MethodCommit} {
 		f.FailWhen(meth, fault(m.rng), nil)
 	}
+	f.FailWhen(storetest.MethodTransactMany, func(c storetest.Call) bool {
+		if len(c.Partitions) > 1 {
+			m.seen.claimsOfMany++ // matched once its function returned
+		}
+		return false
+	}, nil)
+	f.FailWhen(storetest.MethodCommit, func(c storetest.Call) bool {
+		if len(c.Batches) > 1 {
+			m.seen.sharedCommits++
+		}
+		return false
+	}, nil)
 	f.FailWhen(storetest.MethodScan, fault(m.scanRng), nil)
 	f.CommitThenFailWhen(func(storetest.Call) bool {
 		if !m.quiet && m.rng.IntN(30) == 0 {
@@ -215,13 +234,40 @@ func (m *omodel) newWorker() *oworker {
 	if err != nil {
 		panic(err)
 	}
-	s, err := timers.NewScheduler(timers.SchedulerConfig{Store: f, Registry: reg, Owner: fmt.Sprintf("w%d", len(m.work)),
+	var st store.Store = f
+	if m.mutant == dropsRelease {
+		st = droppingRelease{f}
+	}
+	s, err := timers.NewScheduler(timers.SchedulerConfig{Store: st, Registry: reg, Owner: fmt.Sprintf("w%d", len(m.work)),
 		Workers: 1, LeaseDuration: omodelLease, Budget: timers.Budget{MaxDuration: time.Second}, Clock: m.clock,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	return &oworker{faults: f, sched: s}
+}
+
+// droppingRelease is the dropsRelease mutant: its commits of several
+// partitions' batches lose the last batch's wake change, as a scheduler
+// that releases partitions claimed together and forgets one's parked
+// wake time.
+type droppingRelease struct{ *storetest.Faults }
+
+func (d droppingRelease) Commit(ctx context.Context, batches []store.PartitionBatch) (store.CommitOutcome, error) {
+	if len(batches) > 1 {
+		batches = append([]store.PartitionBatch(nil), batches...)
+		last := &batches[len(batches)-1]
+		if b := last.Batch; b != nil && b.NeedsDueIndex() {
+			stripped := &store.Batch{Writes: b.Writes, Deadline: b.Deadline}
+			for _, c := range b.Preconditions {
+				if c.Op != store.MustWakeAt {
+					stripped.Preconditions = append(stripped.Preconditions, c)
+				}
+			}
+			last.Batch = stripped
+		}
+	}
+	return d.Faults.Commit(ctx, batches)
 }
 
 // unguardedBacklog is the mutant: a Delivery whose outcomes no longer
@@ -601,6 +647,8 @@ func TestOutcomeModel(t *testing.T) {
 					seen.overlaps += s.overlaps
 					seen.raced += s.raced
 					seen.corrupt += s.corrupt
+					seen.claimsOfMany += s.claimsOfMany
+					seen.sharedCommits += s.sharedCommits
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -613,7 +661,8 @@ func TestOutcomeModel(t *testing.T) {
 		for name, n := range map[string]int{
 			"injected faults": seen.faults, "unknown results": seen.unknown, "sink failures": seen.sinkFailed,
 			"interleaved actors": seen.interleaved, "overlapping fires": seen.overlaps, "raced outcomes": seen.raced,
-			"corruptions": seen.corrupt,
+			"corruptions": seen.corrupt, "claims of several partitions": seen.claimsOfMany,
+			"commits of several partitions' outcomes": seen.sharedCommits,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)
@@ -636,6 +685,23 @@ func TestOutcomeModelCatchesAnUnguardedBacklog(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed of 100 caught a Delivery without its backlog guard")
+}
+
+// TestOutcomeModelCatchesADroppedRelease proves the model bites on claims
+// in batches: with a commit of several partitions' batches stripped of
+// its last batch's wake change (a release that deletes the lease and
+// leaves the wake time parked), some seed must see the due index
+// invariant broken.
+func TestOutcomeModelCatchesADroppedRelease(t *testing.T) {
+	for seed := range uint64(100) {
+		m := newOModel(t, seed, testengine.Memory, dropsRelease)
+		if err := m.run(60); err != nil {
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			t.Logf("seed %d caught the dropped release: %s", seed, first)
+			return
+		}
+	}
+	t.Fatal("no seed of 100 caught a release dropped from a commit of several partitions")
 }
 
 // TestOutcomeModelCatchesAnAcknowledgmentThatDeletesAKeptRecord proves the

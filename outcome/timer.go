@@ -7,7 +7,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -21,8 +21,8 @@ const (
 )
 
 // MaxCursorBytes bounds the scan cursor the timer value keeps
-// (gen.OutcomeTimer).
-const MaxCursorBytes = gen.MaxOutcomeTimerCursor
+// (outbox.DeliveryTimer).
+const MaxCursorBytes = outbox.MaxDeliveryCursorBytes
 
 // timerState is the outcome-delivery timer's value decoded: the backoff
 // attempt and the cursor of the last pending row examined (nil: start at
@@ -32,36 +32,29 @@ type timerState struct {
 	cursor  store.Cursor
 }
 
-// decodeTimer decodes a timer value; the empty value is attempt 0 at the
-// head. It fails with an error wrapping store.ErrCorrupt for anything
-// gen.DecodeOutcomeTimer rejects (a cursor over MaxCursorBytes among
-// them). The cursor aliases v.
+// decodeTimer decodes a timer value (outbox.DecodeDeliveryTimer); the
+// empty value is attempt 0 at the head. It fails with an error wrapping
+// store.ErrCorrupt for anything gen.DecodeOutcomeTimer rejects (a cursor
+// over MaxCursorBytes among them). The cursor aliases v.
 func decodeTimer(v store.Value) (timerState, error) {
-	if len(v) == 0 {
-		return timerState{}, nil
-	}
-	t, err := gen.DecodeOutcomeTimer(v)
+	t, err := outbox.DecodeDeliveryTimer(v)
 	if err != nil {
-		return timerState{}, fmt.Errorf("outcome: outcome-delivery timer value: %w", err)
+		return timerState{}, fmt.Errorf("outcome: %w", err)
 	}
-	s := timerState{attempt: t.Attempt}
-	if len(t.Cursor) > 0 {
-		s.cursor = store.Cursor(t.Cursor)
-	}
-	return s, nil
+	return timerState{attempt: t.Attempt, cursor: t.Cursor}, nil
 }
 
-// encodeTimer encodes a timer value. It fails with an error wrapping
-// store.ErrCorrupt when the store issued a cursor over MaxCursorBytes,
-// which the timer cannot keep.
+// encodeTimer encodes a timer value (outbox.EncodeDeliveryTimer). It
+// fails with an error wrapping store.ErrCorrupt when the store issued a
+// cursor over MaxCursorBytes, which the timer cannot keep.
 func encodeTimer(s timerState) (store.Value, error) {
 	if len(s.cursor) > MaxCursorBytes {
 		return nil, fmt.Errorf("outcome: the store's scan cursor has %d bytes; the timer keeps at most %d: %w",
 			len(s.cursor), MaxCursorBytes, store.ErrCorrupt)
 	}
-	v, err := gen.EncodeOutcomeTimer(gen.OutcomeTimer{Attempt: s.attempt, Cursor: s.cursor})
+	v, err := outbox.EncodeDeliveryTimer(outbox.DeliveryTimer{Attempt: s.attempt, Cursor: s.cursor})
 	if err != nil {
-		return nil, fmt.Errorf("outcome: encode the outcome-delivery timer: %w", err)
+		return nil, fmt.Errorf("outcome: %w", err)
 	}
 	return v, nil
 }

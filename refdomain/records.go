@@ -371,6 +371,10 @@ func sizeReservationV1(v ReservationV1) int {
 // VersionReservationV1 is the version byte that opens every encoded ReservationV1.
 const VersionReservationV1 = 1
 
+// FormatReservationV1 is the store format that introduced ReservationV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatReservationV1 = 1
+
 // AppendReservationV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -869,6 +873,10 @@ func fastReadLeasedShard(b []byte, p int, v *LeasedShard) int {
 // VersionLeasedShard is the version byte that opens every encoded LeasedShard.
 const VersionLeasedShard = 1
 
+// FormatLeasedShard is the store format that introduced LeasedShard (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatLeasedShard = 1
+
 // AppendLeasedShard appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -1056,6 +1064,10 @@ func fastReadLeaseRecovery(b []byte, p int, v *LeaseRecovery) int {
 
 // VersionLeaseRecovery is the version byte that opens every encoded LeaseRecovery.
 const VersionLeaseRecovery = 1
+
+// FormatLeaseRecovery is the store format that introduced LeaseRecovery (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatLeaseRecovery = 1
 
 // AppendLeaseRecovery appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

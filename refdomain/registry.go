@@ -12,22 +12,26 @@ import (
 // makes the program fail at start, naming both import paths.
 func init() {
 	registry.Register(registry.Schema{
+		Format:     SchemaFormat,
 		ImportPath: reflect.TypeFor[Tag]().PkgPath(),
 		Keys: []registry.KeyClass{{
-			Name:  "ReservationKey",
-			Parse: registry.KeyParser(ParseReservationKey),
-			Tag:   uint32(TagReservationKey),
-			Value: "ReservationV1",
+			Name:         "ReservationKey",
+			Parse:        registry.KeyParser(ParseReservationKey),
+			Tag:          uint32(TagReservationKey),
+			ValueVersion: VersionOfReservationKeyValue,
+			Values:       []string{"ReservationV1"},
 		}, {
-			Name:  "LeasedShardKey",
-			Parse: registry.KeyParser(ParseLeasedShardKey),
-			Tag:   uint32(TagLeasedShardKey),
-			Value: "LeasedShard",
+			Name:         "LeasedShardKey",
+			Parse:        registry.KeyParser(ParseLeasedShardKey),
+			Tag:          uint32(TagLeasedShardKey),
+			ValueVersion: VersionOfLeasedShardKeyValue,
+			Values:       []string{"LeasedShard"},
 		}, {
-			Name:  "LeaseRecoveryKey",
-			Parse: registry.KeyParser(ParseLeaseRecoveryKey),
-			Tag:   uint32(TagLeaseRecoveryKey),
-			Value: "LeaseRecovery",
+			Name:         "LeaseRecoveryKey",
+			Parse:        registry.KeyParser(ParseLeaseRecoveryKey),
+			Tag:          uint32(TagLeaseRecoveryKey),
+			ValueVersion: VersionOfLeaseRecoveryKeyValue,
+			Values:       []string{"LeaseRecovery"},
 		}, {
 			Name:  "LeaseReconcileKey",
 			Parse: registry.KeyParser(ParseLeaseReconcileKey),
@@ -41,14 +45,17 @@ func init() {
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeReservationV1),
+			Format:  FormatReservationV1,
 			Name:    "ReservationV1",
 			Version: VersionReservationV1,
 		}, {
 			Decode:  registry.Decoder(DecodeLeasedShard),
+			Format:  FormatLeasedShard,
 			Name:    "LeasedShard",
 			Version: VersionLeasedShard,
 		}, {
 			Decode:  registry.Decoder(DecodeLeaseRecovery),
+			Format:  FormatLeaseRecovery,
 			Name:    "LeaseRecovery",
 			Version: VersionLeaseRecovery,
 		}},

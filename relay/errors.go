@@ -16,3 +16,7 @@ var ErrHookCapacity = fmt.Errorf("relay: hook additions exceed the target batch:
 
 // isHookCapacity reports whether a hook error asks for fewer rows.
 func isHookCapacity(err error) bool { return errors.Is(err, ErrHookCapacity) }
+
+// ErrNotBlocked: Unblock named a target the source's scan state does not
+// hold blocked (or the source has no scan state).
+var ErrNotBlocked = errors.New("relay: the target is not blocked")

@@ -82,6 +82,10 @@ type modelConfig struct {
 	// lose its rows, deleting the timer on its last attempt: the model
 	// must catch it (see loseLastAttempt).
 	loseLastAttempt bool
+	// dropRelease makes a worker's commit of several partitions drop the
+	// wake change from its last batch: a scheduler that releases
+	// partitions claimed together and forgets one's parked wake time.
+	dropRelease bool
 	// serial runs no actor inside another's store call (no interleaved
 	// ticks or productions): a nested tick's writes reach the outer
 	// Tick's lister, which lists on its own goroutine, at a moment the
@@ -192,9 +196,17 @@ type modelStats struct {
 	// deadLetterFaults counts the reads of a dead letter's key the
 	// workers' stores failed.
 	deadLetterFaults int
+	// claimsOfMany and sharedCommits count the workers' claims of
+	// several partitions in one transaction and their commits of several
+	// partitions' outcomes (claims in batches); droppedReleases the
+	// releases the dropRelease mutant stripped.
+	claimsOfMany, sharedCommits, droppedReleases int
 }
 
 func (s *modelStats) add(o modelStats) {
+	s.claimsOfMany += o.claimsOfMany
+	s.sharedCommits += o.sharedCommits
+	s.droppedReleases += o.droppedReleases
 	s.faults += o.faults
 	s.unknown += o.unknown
 	s.crashes += o.crashes
@@ -1088,6 +1100,77 @@ func (c *chaos) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 	return out, err
 }
 
+// Commit makes chaos a store.Committer, as the Layer is: the batches of
+// several partitions in one commit of the world's layer, with the seed's
+// faults, crashes and interleavings at the call, as Apply has them.
+func (c *chaos) Commit(ctx context.Context, batches []store.PartitionBatch) (store.CommitOutcome, error) {
+	var p store.Partition
+	if len(batches) > 0 {
+		p = batches[0].Partition
+	}
+	err, crash := c.enter(ctx, p, true)
+	if err != nil {
+		return store.CommitOutcome{}, err
+	}
+	if c.worker && c.w.cfg.loseLastAttempt {
+		batches = append([]store.PartitionBatch(nil), batches...)
+		for i := range batches {
+			batches[i].Batch = loseLastAttempt(batches[i].Batch)
+		}
+	}
+	if c.worker && c.w.cfg.dropRelease && len(batches) > 1 {
+		batches = append([]store.PartitionBatch(nil), batches...)
+		last := &batches[len(batches)-1]
+		last.Batch = withoutWakeChange(last.Batch)
+		if last.Batch != nil && last.Batch.Ops() > 0 {
+			c.w.seen.droppedReleases++
+		}
+	}
+	if c.worker && len(batches) > 1 {
+		c.w.seen.sharedCommits++
+	}
+	out, err := c.w.layer.Commit(ctx, batches)
+	if crash && err == nil {
+		return store.CommitOutcome{}, c.leave(true, nil)
+	}
+	return out, err
+}
+
+// withoutWakeChange is b without its Wakeup and its WakeIs guards.
+func withoutWakeChange(b *store.Batch) *store.Batch {
+	if b == nil || !b.NeedsDueIndex() {
+		return b
+	}
+	out := &store.Batch{Writes: b.Writes, Deadline: b.Deadline}
+	for _, c := range b.Preconditions {
+		if c.Op != store.MustWakeAt {
+			out.Preconditions = append(out.Preconditions, c)
+		}
+	}
+	return out
+}
+
+// TransactManyOnce makes chaos a store.Committer's transaction of
+// several partitions, with the faults of TransactOnce.
+func (c *chaos) TransactManyOnce(ctx context.Context, ps []store.Partition, fn store.TransactManyFunc) (store.CommitOutcome, error) {
+	var p store.Partition
+	if len(ps) > 0 {
+		p = ps[0]
+	}
+	err, crash := c.enter(ctx, p, true)
+	if err != nil {
+		return store.CommitOutcome{}, err
+	}
+	if c.worker && len(ps) > 1 {
+		c.w.seen.claimsOfMany++
+	}
+	out, err := c.w.layer.TransactManyOnce(ctx, ps, fn)
+	if crash && err == nil {
+		return store.CommitOutcome{}, c.leave(true, nil)
+	}
+	return out, err
+}
+
 func (c *chaos) Capabilities() store.Capabilities { return c.w.layer.Capabilities() }
 
 func (c *chaos) Stats(ctx context.Context, p store.Partition) (store.PartitionStats, error) {
@@ -1156,7 +1239,8 @@ func TestRelayModel(t *testing.T) {
 			"failed targets among concurrent lanes": seen.concurrentFailures,
 			"guard failures among batched outcomes": seen.batchedRaces,
 			"dead letters":                          seen.deadLettered, "re-driven dead letters": seen.redriven, "counted periods": seen.periods,
-			"failed dead letter reads": seen.deadLetterFaults,
+			"failed dead letter reads":     seen.deadLetterFaults,
+			"claims of several partitions": seen.claimsOfMany, "commits of several partitions' outcomes": seen.sharedCommits,
 		} {
 			if n == 0 {
 				t.Errorf("no seed staged any %s", name)
@@ -1206,6 +1290,22 @@ func TestRelayModelCatchesAnUnguardedDone(t *testing.T) {
 		}
 	}
 	t.Fatal("no seed of 100 caught a relay Done without its guard")
+}
+
+// TestRelayModelCatchesADroppedRelease proves the model bites on claims
+// in batches: with a commit of several partitions' batches stripped of
+// its last batch's wake change (a release that deletes the lease and
+// leaves the wake time parked), some seed must see the due index
+// invariant broken.
+func TestRelayModelCatchesADroppedRelease(t *testing.T) {
+	for seed := range uint64(100) {
+		w := newWorld(t, modelConfig{seed: seed, steps: 80, engine: testengine.Memory, dropRelease: true})
+		if err := w.run(); err != nil {
+			t.Logf("seed %d caught the dropped release: %v", seed, firstLine(err))
+			return
+		}
+	}
+	t.Fatal("no seed of 100 caught a release dropped from a commit of several partitions")
 }
 
 // TestRelayModelCatchesALostLastAttempt proves the service timers' checks

@@ -88,6 +88,8 @@
 // same batch moves the relay timer to now with its hold cleared, and the
 // relay delivers the rows behind it at its next fire. The relay
 // tolerates the gap in the sequence. mkitfdb restore puts the row back.
+// The command does so through [QuarantineRow] and [RestoreRow], which a
+// service's own tools can call too, and unblocks a target with [Unblock].
 //
 // Sizes are accounted, not re-validated: each row's operations and bytes
 // are computed once, when it is decoded, and the largest prefix that fits
@@ -299,7 +301,7 @@ func (*Handler) ReservedKind() bool { return true }
 // Keys of the source's singleton rows, built once. Stores do not retain
 // or modify keys passed to them.
 var (
-	sequenceKey = store.Key(gen.AppendOutboxSequenceKey(nil))
+	sequenceKey = outbox.SequenceKey()
 	scanKey     = store.Key(gen.AppendRelayScanKey(nil))
 	stateKeys   = []store.Key{sequenceKey, scanKey}
 	// queueStart and queueEnd bound the relay rows (gen.RelayKey).
@@ -418,6 +420,12 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	}
 	return f, nil
 }
+
+// ScanKey returns the key of a source's relay scan state (a
+// gen.RelayScanKey, holding a gen.RelayScanV1: the cycle's end, the
+// cursor and the blocked targets; see Unblock). The key is shared: do not
+// modify it.
+func ScanKey() store.Key { return scanKey }
 
 // HighWaterKey returns the key that holds, in every target partition, the
 // highest sequence delivered from source (a gen.U64Value): a

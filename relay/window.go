@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
@@ -186,14 +187,14 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	var anchor store.Key
 	start := queueStart
 	if f.scan.Cursor != 0 {
-		anchor = gen.AppendRelayKey(nil, f.scan.Cursor)
+		anchor = outbox.RelayKey(f.scan.Cursor)
 		start = anchor
 	}
 	// The cycle's rows lie before cycleEnd (nil: every relay key is the
 	// cycle's).
 	var cycleEnd store.Key
 	if f.scan.CycleEnd < math.MaxUint64 {
-		cycleEnd = gen.AppendRelayKey(nil, f.scan.CycleEnd+1)
+		cycleEnd = outbox.RelayKey(f.scan.CycleEnd + 1)
 	}
 	end, toEnd := queueEnd, true
 	if f.sequence > f.scan.CycleEnd && cycleEnd != nil {

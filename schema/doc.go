@@ -68,19 +68,69 @@
 //	                              each tagged mk:"tag=N" (and kind=name for a
 //	                              partition); partition unions identify
 //	                              partitions (store.Partition)
-//	//mk:key tag=N [value=R]      a key class: its fields, in order, follow the
-//	  [draft]                     tag in the FoundationDB tuple encoding, so
+//	//mk:key tag=N [value=R,...]  a key class: its fields, in order, follow the
+//	  [retired=N,...] [draft]     tag in the FoundationDB tuple encoding, so
 //	                              byte order is field order; no fields makes a
 //	                              singleton; N is 100 or more outside this
-//	                              package; value=R names the record of the
-//	                              schema its rows hold, so that tools decode
-//	                              them (codec/registry's KeyClass.Value)
-//	//mk:record version=N [union] a versioned value record
-//	  [draft] [retired=N,...]
+//	                              package; value= lists the records of the
+//	                              schema its rows hold, oldest first: its
+//	                              value family (below)
+//	//mk:record version=N [union] a versioned value record; format=N is the
+//	  [format=N] [draft]          store format that introduced it (below)
+//	  [retired=N,...]
 //
 // A struct type without a directive is a plain struct used inside records.
-// draft and retired= are described under "Evolving a schema", with the
-// //mk:retired line of the package doc comment.
+// A union variant takes format=N among its options (mk:"tag=3,format=2"),
+// an enum constant a //mk:format=N comment on its line. draft and retired=
+// are described under "Evolving a schema", with the //mk:retired line of
+// the package doc comment.
+//
+// # Value families and formats
+//
+// A key class's rows may hold several versions of a value, its value
+// family, listed oldest first by value= (value=OrderV1,OrderV2), each
+// version byte above the one before. A record may be a version of several families (U64Value is the
+// value of several library classes). For each family the generator writes
+// (for a class OrderKey):
+//
+//	type OrderKeyVersions interface {               // the rows' owner implements it
+//		UpgradeOrderV1(v OrderV1) (OrderV2, error)   // one per adjacent pair
+//		DowngradeOrderV2(v OrderV2) (OrderV1, error) // for a version of a format
+//	}                                                // above the first's
+//	func NewOrderKeyValues(v OrderKeyVersions) *OrderKeyValues
+//	func (x *OrderKeyValues) Decode(b []byte) (OrderV2, error)
+//	func (x *OrderKeyValues) DecodeInto(b []byte, v *OrderV2) error
+//	func (x *OrderKeyValues) Encode(v OrderV2, format uint32) ([]byte, error)
+//	func VersionOfOrderKeyValue(b []byte) (uint8, error)
+//
+// Decode reads a value of any version the family declares and returns the
+// newest: an older one is decoded strictly, as its own DecodeOrderV1
+// does, then upgraded one version at a time. The newest decodes through
+// its own DecodeOrderV2Into, the fast path, unchanged. A version byte
+// above the family's is not corrupt data: a newer schema wrote it (a newer
+// process during a rolling deploy), and it fails with a *wire.VersionError
+// wrapping wire.ErrNewerVersion (store.ErrNewerVersion): a row to hold and
+// retry, never to skip. Version 0, and a byte below the newest that the
+// family does not declare, are wire.ErrCorrupt.
+// OrderKeyVersions is generated for a family of one version too, without
+// methods (struct{}{} satisfies it): adding a version adds a method, so
+// the owner's NewOrderKeyValues(...) stops compiling, naming the upgrade
+// it lacks. The per-version AppendOrderV1, EncodeOrderV1 and DecodeOrderV1
+// stay, for explicit writes, tests and tools (codec/registry lists each
+// class's family, KeyClass.Values, and each row is shown as it is stored).
+//
+// A format says which processes read a version. format=N on a record (and
+// on a variant or enum constant) is the store format of the namespace
+// that introduced it, 1 by default; SchemaFormat, the largest the schema
+// declares, is the newest format the package knows, and codec/registry
+// lists it with each record's. A store's format of a namespace is raised
+// only once every process reads it, so that no process writes what
+// another running one cannot read: Encode(v, format) writes the newest
+// version the store's format allows, downgrading v through the family
+// (DowngradeOrderV2), and refuses, with an error wrapping
+// wire.ErrFormatTooOld (wire.ErrInvalid), a value that no allowed version
+// expresses or that holds a variant or enum constant of a newer format.
+// Along a family, formats never decrease.
 //
 // # What the generated types look like
 //
@@ -152,14 +202,22 @@
 //	bound-tightened  max or elem_max lowered, min raised or added, le added or
 //	                 moved, sorted added, an identity's min raised or max
 //	                 lowered: a value already stored may break it
-//	key-value        a released key class's value=R changed or added: its
-//	                 rows hold the record it named (dropping value= is allowed)
+//	key-value        a released key class's value family changed other than
+//	                 by a version added at its end: a version no longer
+//	                 listed and not retired, one listed before a released
+//	                 one or below a byte the family held, value= added to a
+//	                 class that had none; rows hold the versions it named
+//	                 (dropping value= altogether is allowed)
 //	renumbered       a key class, variant or enum constant that keeps its name
 //	                 but takes another number, a record another version:
-//	                 rows hold the number, so they would read as another
+//	                 rows hold the number, so they would read as another; a
+//	                 released record's, variant's or enum constant's format=
+//	                 lowered: it would be written where processes older than
+//	                 it still run
 //	removed          a released key class, record, variant, enum constant or
 //	                 partition union no longer declared and not retired
-//	retired-reused   a retired number or record name declared again
+//	retired-reused   a retired number (key class tag, variant tag, enum
+//	                 value, version of a family) or record name declared again
 //	retired-dropped  a retirement the lock holds dropped from the schema
 //	released-draft   a released key class or record marked draft
 //
@@ -167,7 +225,12 @@
 //
 //	additions        a new record (a new version of one is a new record, as
 //	                 TimerRefV2 is), key class, enum constant, union or
-//	                 partition variant: no stored byte holds it
+//	                 partition variant, a version at the end of a family
+//	                 (value=OrderV1,OrderV2): no stored byte holds it
+//	formats raised   format= raised on a released record, variant or enum
+//	                 constant: writers then downgrade until the store's
+//	                 format reaches it, and every process reads what they
+//	                 write
 //	renames          a field at its position with its type, a key class at
 //	                 its tag, a variant at its tag, an enum constant at its
 //	                 value, a struct, union, enum or identity type, a
@@ -175,8 +238,9 @@
 //	loosened bounds  max or elem_max raised, min lowered or dropped, le or
 //	                 sorted dropped, an identity's bounds widened: every
 //	                 value already stored still meets them, so it decodes
-//	retirements      a key class, record, variant or enum constant no longer
-//	                 used, its number reserved for ever (below)
+//	retirements      a key class, record, variant, enum constant or version
+//	                 of a family no longer used, its number reserved for ever
+//	                 (below)
 //	drafts           any change to a layout never released (below)
 //	the rest         docs, declaration order, moves between files, value=
 //	                 dropped (tools then show the rows' bytes undecoded)
@@ -197,12 +261,14 @@
 //
 // A key class or record no longer declared is retired by a line in a
 // package doc comment of the schema, a variant or an enum constant by its
-// union's or enum's directive:
+// union's or enum's directive, and a version leaving a family (by its
+// version byte) by its key class's directive:
 //
 //	//mk:retired key=105,106
 //	//mk:retired record=OrderV0
 //	//mk:union partition retired=3
 //	//mk:enum retired=4
+//	//mk:key tag=100 value=OrderV2 retired=1
 //
 // A retired number or record name is reserved for ever, as protobuf's
 // reserved is: the lock keeps it (with the name it last had), a

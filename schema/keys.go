@@ -87,9 +87,11 @@ type SchedulerMemberKey struct {
 // that timer's due time, so a writer can find, guard and move the timer
 // without scanning: a U64Value, or a TimerRefV2 while the timer carries
 // failed attempts or a period's scheduled time. The timers package keeps
-// it in step with the TimerKey row in every batch that writes either.
+// it in step with the TimerKey row in every batch that writes either, and
+// reads it through TimerRefKeyValues (its TimerRefKeyVersions upgrades a
+// U64Value to a TimerRefV2 of the same due time).
 //
-//mk:key tag=7 value=U64Value
+//mk:key tag=7 value=U64Value,TimerRefV2
 type TimerRefKey struct {
 	Kind      uint16
 	Reference string `mk:"max=256"`

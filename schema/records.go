@@ -14,9 +14,10 @@ type U64Value struct {
 // for a timer of a periodic kind, the scheduled time of the period it is
 // retrying or snoozing in (0: its due time). A timer without such state
 // has a U64Value entry instead, as every timer had before retry policies;
-// the version byte tells them apart.
+// the version byte tells them apart. It is of format 2 of the namespace:
+// a process that reads only U64Value entries predates it.
 //
-//mk:record version=2
+//mk:record version=2 format=2
 type TimerRefV2 struct {
 	DueAtMs    uint64
 	Attempts   uint32

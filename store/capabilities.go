@@ -36,6 +36,16 @@ type Capabilities struct {
 	// transaction hold together (see Transactor). 0: no bound beyond
 	// MaxScanBytes per page.
 	MaxTransactReadBytes int
+	// MaxCommitBatches bounds the batches of one commit of several
+	// partitions (Committer), and MaxCommitOps and MaxCommitBytes their
+	// operations and bytes, Batch.Ops and Batch.Bytes summed over the
+	// commit: a commit within them fits one transaction of the engine
+	// (FoundationDB's 10,000,000 bytes, with every key counted with its
+	// partition's prefix). A commit of one batch is bounded as Apply's
+	// batch is. 0: the store commits one partition at a time.
+	MaxCommitBatches int
+	MaxCommitOps     int
+	MaxCommitBytes   int
 }
 
 // Full returns the capabilities with no operations reserved: the most one

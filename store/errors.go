@@ -27,6 +27,14 @@ var (
 	// read it up through one errors.Is.
 	ErrCorrupt = wire.ErrCorrupt
 
+	// ErrNewerVersion: stored bytes hold a value of a version newer than
+	// any this binary's schema declares for its key class, written by a
+	// newer binary (during a rolling deploy, say). It is not ErrCorrupt:
+	// a handler holds such a row and retries it, never skipping it. It is
+	// the same sentinel generated decoders wrap (wire.ErrNewerVersion);
+	// a Store itself never returns it.
+	ErrNewerVersion = wire.ErrNewerVersion
+
 	// ErrUnavailable: the store could not be reached or gave up (a
 	// non-retryable engine error, retries exhausted, a failed probe). The
 	// operation had no effect, except for Apply where ErrUnknownResult says

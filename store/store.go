@@ -11,9 +11,12 @@
 // A store may offer extensions, which callers ask for with a type
 // assertion and do without when it has none: [DueIndex] (the due index a
 // scheduler lists), [ScanAppender] (scan pages read into the caller's
-// memory) and [Transactor] (a function's reads and the batch built from
+// memory), [Transactor] (a function's reads and the batch built from
 // them in one transaction; [Transact] and [TransactOnce] use it when they
-// can).
+// can) and [Committer] (the guarded batches of several partitions in one
+// atomic commit, within Capabilities' MaxCommitBatches, MaxCommitOps and
+// MaxCommitBytes; [Commit] and [TransactMany] use it, and commit one
+// partition at a time without it).
 //
 // A commit whose result is unknown may have landed: [ErrUnknownResult]
 // says what that means for a batch and its guards.

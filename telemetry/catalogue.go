@@ -6,139 +6,139 @@ const (
 	// (store.Partition.Kind: "ref", "namespace", ...): the partition a
 	// timer, a relay source or an outbox lives in.
 	LabelPartitionKind = "partition_kind"
-	// LabelUnit says what a backlog gauge counts: UnitRows or UnitBytes.
-	LabelUnit = "unit"
 	// LabelTimerKind is a timer's kind, in decimal.
 	LabelTimerKind = "timer_kind"
 )
 
-// Values of LabelUnit.
-const (
-	UnitRows  = "rows"
-	UnitBytes = "bytes"
-)
-
 // The catalogue: every metric the library emits. Gauges are plain nouns;
-// counters end in _total.
+// counters end in _total. Units are UCUM, as OpenTelemetry's semantic
+// conventions spell them: "By" for bytes, and a count of things is the
+// thing's name in braces ("{row}", "{timer}").
 var (
 	// MetricRelayBacklogRows: an upper bound on the relay rows queued in a
 	// source partition, set at each relay fire.
 	MetricRelayBacklogRows = &Desc{
-		name: "mkitfdb_relay_backlog_rows", typ: Gauge, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_relay_backlog_rows", typ: Gauge, unit: "{row}", labels: []string{LabelPartitionKind},
 		help: "Upper bound on the relay rows queued in a source partition.",
 	}
 	// MetricRelayLagExceeded: relay fires that found a queued row older
 	// than the relay lag bound.
 	MetricRelayLagExceeded = &Desc{
-		name: "mkitfdb_relay_lag_exceeded_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_relay_lag_exceeded_total", typ: Counter, unit: "{fire}", labels: []string{LabelPartitionKind},
 		help: "Relay fires that found a queued row older than the relay lag bound.",
 	}
-	// MetricOutboxBacklog: undelivered terminal outcomes of a partition,
-	// in rows and in bytes, set at each outcome-delivery fire.
-	MetricOutboxBacklog = &Desc{
-		name: "mkitfdb_outbox_backlog", typ: Gauge, labels: []string{LabelPartitionKind, LabelUnit},
-		help: "Undelivered terminal outcomes of a partition, in rows or bytes.",
+	// MetricOutboxBacklogRows: undelivered terminal outcomes of a
+	// partition, set at each outcome-delivery fire.
+	MetricOutboxBacklogRows = &Desc{
+		name: "mkitfdb_outbox_backlog_rows", typ: Gauge, unit: "{row}", labels: []string{LabelPartitionKind},
+		help: "Undelivered terminal outcomes of a partition.",
+	}
+	// MetricOutboxBacklogBytes: the bytes of the terminal records of a
+	// partition's undelivered outcomes, set at each outcome-delivery fire.
+	MetricOutboxBacklogBytes = &Desc{
+		name: "mkitfdb_outbox_backlog_bytes", typ: Gauge, unit: "By", labels: []string{LabelPartitionKind},
+		help: "Bytes of the terminal records of a partition's undelivered outcomes.",
 	}
 	// MetricSyntheticOutcomesAcked: synthetic outcomes (of a source's
 	// outcome.SourceConfig.Synthetic) acknowledged locally instead of sent
 	// to a sink.
 	MetricSyntheticOutcomesAcked = &Desc{
-		name: "mkitfdb_synthetic_outcomes_acked_total", typ: Counter,
+		name: "mkitfdb_synthetic_outcomes_acked_total", typ: Counter, unit: "{outcome}",
 		help: "Synthetic outcomes acknowledged locally instead of sent to a sink.",
 	}
 	// MetricTimersFired: timers whose handler ran and whose Done or
 	// Reschedule committed.
 	MetricTimersFired = &Desc{
-		name: "mkitfdb_timers_fired_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_fired_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Timers whose handler ran and whose Done or Reschedule committed.",
 	}
 	// MetricTimersRetried: timers whose handler asked for a Retry that
 	// committed.
 	MetricTimersRetried = &Desc{
-		name: "mkitfdb_timers_retried_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_retried_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Timers whose handler asked for a retry that committed.",
 	}
 	// MetricTimersRaced: timer outcomes whose guards failed (the timer, or
 	// a row the handler guarded, changed between the fire and the apply).
 	MetricTimersRaced = &Desc{
-		name: "mkitfdb_timers_raced_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_raced_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Timer outcomes whose guards failed because a row changed meanwhile.",
 	}
 	// MetricTimersFailed: timers whose handler returned an error,
 	// panicked, or returned an outcome the store rejected.
 	MetricTimersFailed = &Desc{
-		name: "mkitfdb_timers_failed_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_failed_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Timers whose handler failed, panicked or returned an outcome the store rejected.",
 	}
 	// MetricTimersUnknownKind: due timers of a kind no handler is
 	// registered for, counted once per kind per run.
 	MetricTimersUnknownKind = &Desc{
-		name: "mkitfdb_timers_unknown_kind_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_unknown_kind_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Due timers of a kind no handler is registered for, once per kind per run.",
 	}
 	// MetricTimersCorrupt: due timers not fired because their key,
 	// reference entry or value is corrupt (left in place), or because their
 	// handler found corrupt data (moved HeldBackoff later).
 	MetricTimersCorrupt = &Desc{
-		name: "mkitfdb_timers_corrupt_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_timers_corrupt_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind},
 		help: "Due timers not fired because their row is corrupt or their handler found corrupt data.",
 	}
 	// MetricTimersDeadLettered: timers made dead letters, their retry
 	// policy's attempts used or their handler's error permanent.
 	MetricTimersDeadLettered = &Desc{
-		name: "mkitfdb_timers_dead_lettered_total", typ: Counter, labels: []string{LabelPartitionKind, LabelTimerKind},
+		name: "mkitfdb_timers_dead_lettered_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind, LabelTimerKind},
 		help: "Timers made dead letters: their retry policy's attempts used, or their handler's error permanent.",
 	}
 	// MetricSchedulerTicks: Scheduler.Tick calls.
 	MetricSchedulerTicks = &Desc{
-		name: "mkitfdb_scheduler_ticks_total", typ: Counter,
+		name: "mkitfdb_scheduler_ticks_total", typ: Counter, unit: "{tick}",
 		help: "Scheduler ticks.",
 	}
 	// MetricSchedulerClaimed: partitions claimed and run.
 	MetricSchedulerClaimed = &Desc{
-		name: "mkitfdb_scheduler_partitions_claimed_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_partitions_claimed_total", typ: Counter, unit: "{partition}", labels: []string{LabelPartitionKind},
 		help: "Partitions the scheduler claimed and ran.",
 	}
 	// MetricSchedulerContended: due partitions skipped because another
 	// worker held their lease or won the claim.
 	MetricSchedulerContended = &Desc{
-		name: "mkitfdb_scheduler_lease_contended_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_lease_contended_total", typ: Counter, unit: "{partition}", labels: []string{LabelPartitionKind},
 		help: "Due partitions skipped because another worker held their lease or won the claim.",
 	}
 	// MetricSchedulerLeaseLost: runs whose lease was no longer theirs at
 	// the finishing batch.
 	MetricSchedulerLeaseLost = &Desc{
-		name: "mkitfdb_scheduler_lease_lost_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_lease_lost_total", typ: Counter, unit: "{run}", labels: []string{LabelPartitionKind},
 		help: "Partition runs whose lease was no longer theirs at the finishing batch.",
 	}
 	// MetricSchedulerRecovered: claims that took over another owner's
 	// expired lease.
 	MetricSchedulerRecovered = &Desc{
-		name: "mkitfdb_scheduler_leases_recovered_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_leases_recovered_total", typ: Counter, unit: "{lease}", labels: []string{LabelPartitionKind},
 		help: "Claims that took over another owner's expired lease.",
 	}
 	// MetricSchedulerRequeued: runs the budget cut, left due for the next
 	// tick.
 	MetricSchedulerRequeued = &Desc{
-		name: "mkitfdb_scheduler_requeued_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_requeued_total", typ: Counter, unit: "{run}", labels: []string{LabelPartitionKind},
 		help: "Partition runs the budget cut, left due for the next tick.",
 	}
 	// MetricSchedulerStale: due index entries whose partition's wake time
 	// had moved on when looked at.
 	MetricSchedulerStale = &Desc{
-		name: "mkitfdb_scheduler_stale_entries_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_stale_entries_total", typ: Counter, unit: "{entry}", labels: []string{LabelPartitionKind},
 		help: "Due index entries whose partition's wake time had moved on when looked at.",
 	}
 	// MetricSchedulerCorrupt: due index entries whose identity names no
 	// partition, and leases that do not decode.
 	MetricSchedulerCorrupt = &Desc{
-		name: "mkitfdb_scheduler_corrupt_total", typ: Counter,
+		name: "mkitfdb_scheduler_corrupt_total", typ: Counter, unit: "{row}",
 		help: "Due index entries that name no partition, and leases that do not decode.",
 	}
 	// MetricSchedulerErrors: partitions whose claim, run or finishing
 	// batch failed.
 	MetricSchedulerErrors = &Desc{
-		name: "mkitfdb_scheduler_partition_errors_total", typ: Counter, labels: []string{LabelPartitionKind},
+		name: "mkitfdb_scheduler_partition_errors_total", typ: Counter, unit: "{partition}", labels: []string{LabelPartitionKind},
 		help: "Partitions whose claim, run or finishing batch failed.",
 	}
 )
@@ -147,7 +147,8 @@ var (
 var catalogue = []*Desc{
 	MetricRelayBacklogRows,
 	MetricRelayLagExceeded,
-	MetricOutboxBacklog,
+	MetricOutboxBacklogRows,
+	MetricOutboxBacklogBytes,
 	MetricSyntheticOutcomesAcked,
 	MetricTimersFired,
 	MetricTimersRetried,

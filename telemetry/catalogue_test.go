@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,11 +18,19 @@ import (
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
 
+// unitSpelling is a unit as OpenTelemetry's semantic conventions spell
+// the library's: bytes, seconds, or a count of things in braces.
+var unitSpelling = regexp.MustCompile(`^(By|s|\{[a-z]+\})$`)
+
+// unitOfSuffix is the unit a name's suffix promises.
+var unitOfSuffix = map[string]string{"_bytes": "By", "_seconds": "s", "_rows": "{row}"}
+
 // Every entry of the catalogue is a well-formed Prometheus metric: a
 // unique mkitfdb_ name (counters ending in _total, gauges not), a help
-// text, and label names of this package.
+// text, label names of this package, and a unit as OpenTelemetry spells
+// it, the one its name's suffix promises.
 func TestCatalogueEntriesAreWellFormed(t *testing.T) {
-	known := []string{telemetry.LabelPartitionKind, telemetry.LabelUnit, telemetry.LabelTimerKind}
+	known := []string{telemetry.LabelPartitionKind, telemetry.LabelTimerKind}
 	seen := map[string]bool{}
 	require.NotEmpty(t, telemetry.Catalogue())
 	for _, d := range telemetry.Catalogue() {
@@ -40,6 +49,12 @@ func TestCatalogueEntriesAreWellFormed(t *testing.T) {
 		}
 		for _, l := range d.Labels() {
 			assert.Contains(t, known, l, name)
+		}
+		assert.Regexp(t, unitSpelling, d.Unit(), name)
+		for suffix, unit := range unitOfSuffix {
+			if strings.HasSuffix(strings.TrimSuffix(name, "_total"), suffix) {
+				assert.Equal(t, unit, d.Unit(), "%s: unit", name)
+			}
 		}
 		assert.Equal(t, name, d.String())
 	}

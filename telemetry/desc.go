@@ -35,6 +35,7 @@ type Desc struct {
 	name   string
 	help   string
 	typ    Type
+	unit   string
 	labels []string
 	index  int // position in catalogue, set by init
 }
@@ -47,6 +48,11 @@ func (d *Desc) Help() string { return d.help }
 
 // Type returns the metric's type.
 func (d *Desc) Type() Type { return d.typ }
+
+// Unit returns the metric's unit, in the UCUM spelling of OpenTelemetry's
+// semantic conventions: "By" for bytes, "s" for seconds, and a count of
+// things the thing's name in braces ("{row}", "{timer}").
+func (d *Desc) Unit() string { return d.unit }
 
 // Labels returns the label names every sample of the metric carries, in
 // the catalogue's order (samples may list them in any order). The caller

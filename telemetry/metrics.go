@@ -1,10 +1,11 @@
 // Package telemetry is the library's small metrics interface: gauges and
 // counters with labels, a no-op default, and an in-memory [Recorder] for
-// tests. Package telemetry/prom adapts it to Prometheus.
+// tests. Package telemetry/prom adapts it to Prometheus, and package
+// telemetry/otelmetric to the OpenTelemetry metrics API.
 //
 // Every metric the library emits is a [Desc] of this package's catalogue
-// (catalogue.go, listed by [Catalogue]): its name, help text, type and
-// label names, so that a dashboard can be written against that file alone.
+// (catalogue.go, listed by [Catalogue]): its name, help text, type, unit
+// and label names, so that a dashboard can be written against that file alone.
 // Components emit by Desc, and no other package can make one, so a metric
 // cannot be emitted without its entry. A sample whose label names are not
 // exactly its Desc's (see [Check]) is dropped by adapters, which say so in
@@ -12,8 +13,8 @@
 package telemetry
 
 // Label is one label of a sample: a name and its value. Values never hold
-// identity data (a partition's name, a reservation id): only kinds and
-// units, so that series stay few.
+// identity data (a partition's name, a reservation id): only kinds, so
+// that series stay few.
 type Label struct {
 	Name  string
 	Value string

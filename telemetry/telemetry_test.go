@@ -14,17 +14,17 @@ import (
 
 func TestRecorderGaugeKeepsTheLastValuePerLabelSet(t *testing.T) {
 	r := telemetry.NewRecorder()
-	g := telemetry.MetricOutboxBacklog
-	rows := []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: "ref"}, {Name: telemetry.LabelUnit, Value: telemetry.UnitRows}}
-	bytes := []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: "ref"}, {Name: telemetry.LabelUnit, Value: telemetry.UnitBytes}}
-	r.Gauge(g, rows, 3)
-	r.Gauge(g, rows, 5)
-	r.Gauge(g, bytes, 70)
+	g := telemetry.MetricOutboxBacklogRows
+	ref := []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: "ref"}}
+	ns := []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: "namespace"}}
+	r.Gauge(g, ref, 3)
+	r.Gauge(g, ref, 5)
+	r.Gauge(g, ns, 70)
 
-	v, ok := r.GaugeValue(g, rows...)
+	v, ok := r.GaugeValue(g, ref...)
 	require.True(t, ok)
 	assert.Equal(t, 5.0, v)
-	v, ok = r.GaugeValue(g, bytes...)
+	v, ok = r.GaugeValue(g, ns...)
 	require.True(t, ok)
 	assert.Equal(t, 70.0, v)
 	_, ok = r.GaugeValue(g)

@@ -34,6 +34,9 @@ type claimHold struct {
 	// page is the first page of the timer class, read by the claim's
 	// transaction (nil: RunDue reads it).
 	page *timerPage
+	// apply commits the run's batches (the store's Apply, or a commit
+	// shared with other partitions' runs: see fireMany).
+	apply applyFunc
 
 	// lost: a batch found the lease no longer ours; the rest of the run
 	// commits as without a claim.

@@ -39,3 +39,27 @@ func AddReports(a, b Report) Report {
 	a.add(b)
 	return a
 }
+
+// DropReleaseOfLast makes every commit of several partitions' batches a
+// worker shares drop its last batch's wake change (a mutant the tests
+// and models must catch), until the returned function restores it.
+func DropReleaseOfLast() (restore func()) {
+	orig := sharedBatches
+	sharedBatches = func(batches []store.PartitionBatch) []store.PartitionBatch {
+		if len(batches) < 2 {
+			return batches
+		}
+		batches = append([]store.PartitionBatch(nil), batches...)
+		last := &batches[len(batches)-1]
+		b := last.Batch
+		stripped := &store.Batch{Writes: b.Writes, Deadline: b.Deadline}
+		for _, c := range b.Preconditions {
+			if c.Op != store.MustWakeAt {
+				stripped.Preconditions = append(stripped.Preconditions, c)
+			}
+		}
+		last.Batch = stripped
+		return batches
+	}
+	return func() { sharedBatches = orig }
+}

@@ -149,7 +149,7 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 	}
 	for len(items) > 0 {
 		n := r.group(items, final, full, &cb, pre, writes)
-		out, err := r.s.Apply(ctx, r.p, cb.apply)
+		out, err := r.apply(ctx, cb.apply)
 		switch {
 		case err == nil && out.Committed():
 			if cb.release {
@@ -193,6 +193,15 @@ func (r *run) commitAll(ctx context.Context, final bool) error {
 		}
 	}
 	return nil
+}
+
+// apply applies b to the run's partition: through the claim's commit
+// when it has one (see claimHold.apply), else with the store's Apply.
+func (r *run) apply(ctx context.Context, b *store.Batch) (store.BatchOutcome, error) {
+	if h := r.cfg.claim; h != nil && h.apply != nil {
+		return h.apply(ctx, r.p, b)
+	}
+	return r.s.Apply(ctx, r.p, b)
 }
 
 // unfinished notes the items not committed as still due at their own

@@ -82,18 +82,27 @@ func TestPeriodicTimersFireExactlyOncePerPeriodOverADay(t *testing.T) {
 		// Faults on the fire batches (those that count a period), by
 		// their commit number: some fail before committing, some commit
 		// and then fail.
+		// A fire batch is an Apply's, or one of a Commit's (the fires of
+		// partitions claimed together).
 		firing := func(c storetest.Call) bool {
-			if c.Batch == nil {
-				return false
+			bs := []*store.Batch{c.Batch}
+			for _, pb := range c.Batches {
+				bs = append(bs, pb.Batch)
 			}
-			for _, w := range c.Batch.Writes {
-				if strings.HasPrefix(string(w.Key), "fired/") {
-					return true
+			for _, b := range bs {
+				if b == nil {
+					continue
+				}
+				for _, w := range b.Writes {
+					if strings.HasPrefix(string(w.Key), "fired/") {
+						return true
+					}
 				}
 			}
 			return false
 		}
 		e.faults.FailWhen(storetest.MethodApply, func(c storetest.Call) bool { return firing(c) && c.Commit%11 == 4 }, storetest.ErrInjected)
+		e.faults.FailWhen(storetest.MethodCommit, func(c storetest.Call) bool { return firing(c) && c.Commit%11 == 4 }, storetest.ErrInjected)
 		e.faults.CommitThenFailWhen(func(c storetest.Call) bool { return firing(c) && c.Commit%7 == 2 })
 
 		s1 := e.scheduler(t, "one", reg, nil)

@@ -42,11 +42,20 @@ func RefKey(kind Kind, reference string) (store.Key, error) {
 	return k, nil
 }
 
+// LeaseKey returns the key of a partition's scheduler lease (a
+// gen.SchedulerLeaseKey, holding a gen.SchedulerLeaseV1), which a
+// Scheduler holds while it fires the partition's timers. The key is
+// shared: do not modify it.
+func LeaseKey() store.Key { return schedulerLeaseKey }
+
+// schedulerLeaseKey is LeaseKey's, built once.
+var schedulerLeaseKey = store.Key(gen.AppendSchedulerLeaseKey(nil))
+
 // ReadRef reads the reference entry of timer (kind, reference) in
 // partition p. observed is the entry's value, nil when there is no such
-// timer: pass it to Schedule or Cancel as the value to guard. It fails with
-// an error wrapping store.ErrCorrupt when the entry does not decode, and
-// with the store's errors.
+// timer: pass it to Schedule or Cancel as the value to guard. It fails as
+// DecodeRef does when the entry does not decode, and with the store's
+// errors.
 func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, reference string) (observed store.Value, dueAt time.Time, err error) {
 	key, err := RefKey(kind, reference)
 	if err != nil {
@@ -69,7 +78,10 @@ func ReadRef(ctx context.Context, s store.Store, p store.Partition, kind Kind, r
 // DecodeRef decodes a timer reference entry's value: the timer's due time.
 // It decodes the entries of every version (a U64Value; a TimerRefV2 while
 // the timer carries failed attempts or a period's scheduled time). It
-// fails with an error wrapping store.ErrCorrupt.
+// fails with an error wrapping store.ErrNewerVersion for an entry of a
+// version newer than this binary reads (written by a newer one), and with
+// an error wrapping store.ErrCorrupt for any other bytes that do not
+// decode.
 func DecodeRef(v store.Value) (dueAt time.Time, err error) {
 	due, err := decodeRef(v)
 	if err != nil {
@@ -101,24 +113,44 @@ func (st refState) plain() bool {
 	return st.attempts == 0 && st.periodAt == 0 && st.lastErr == ""
 }
 
-// decodeRefState decodes a reference entry of either version. It fails
-// with an error wrapping store.ErrCorrupt.
-func decodeRefState(v store.Value) (refState, error) {
-	if len(v) > 0 && v[0] == gen.VersionTimerRefV2 {
-		r, err := gen.DecodeTimerRefV2(v)
-		if err != nil {
-			return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
-		}
-		return refState{due: r.DueAtMs, attempts: r.Attempts, lastErr: r.LastError, periodAt: r.PeriodAtMs}, nil
-	}
-	u, err := gen.DecodeU64Value(v)
-	if err != nil {
-		return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
-	}
-	return refState{due: u.Value}, nil
+// refVersions converts a reference entry between the versions of its
+// family (gen.TimerRefKeyVersions).
+type refVersions struct{}
+
+// UpgradeU64Value reads an entry written before retry policies, a due time
+// only, as a TimerRefV2 without attempts or a period's time.
+func (refVersions) UpgradeU64Value(v gen.U64Value) (gen.TimerRefV2, error) {
+	return gen.TimerRefV2{DueAtMs: v.Value}, nil
 }
 
-// encodeRef encodes a timer reference entry's value.
+// DowngradeTimerRefV2 keeps the due time of an entry for a store whose
+// mkit format predates TimerRefV2: the failed attempts, the last error and
+// a period's time are not kept across fires there, so a failing timer is
+// retried at its policy's first interval and never dead-lettered.
+func (refVersions) DowngradeTimerRefV2(v gen.TimerRefV2) (gen.U64Value, error) {
+	return gen.U64Value{Value: v.DueAtMs}, nil
+}
+
+// refValues reads and writes reference entries in every version.
+var refValues = gen.NewTimerRefKeyValues(refVersions{})
+
+// refFormat is the mkit format reference entries are written at: the
+// newest the library knows, which every store so far allows (TimerRefV2
+// entries are written today).
+const refFormat = gen.SchemaFormat
+
+// decodeRefState decodes a reference entry of any version. It fails with
+// an error wrapping store.ErrNewerVersion or store.ErrCorrupt.
+func decodeRefState(v store.Value) (refState, error) {
+	var r gen.TimerRefV2
+	if err := refValues.DecodeInto(v, &r); err != nil {
+		return refState{}, fmt.Errorf("timers: timer reference entry: %w", err)
+	}
+	return refState{due: r.DueAtMs, attempts: r.Attempts, lastErr: r.LastError, periodAt: r.PeriodAtMs}, nil
+}
+
+// encodeRef encodes a timer reference entry's value: a plain due time, a
+// U64Value at any format (a version every reader of the family reads).
 func encodeRef(dueAtMs uint64) store.Value {
 	v, err := gen.EncodeU64Value(gen.U64Value{Value: dueAtMs})
 	if err != nil {
@@ -128,15 +160,16 @@ func encodeRef(dueAtMs uint64) store.Value {
 	return v
 }
 
-// encodeRefState encodes st: a U64Value when it is plain, else a
-// TimerRefV2.
+// encodeRefState encodes st: a U64Value when it is plain, else the newest
+// version refFormat allows (a TimerRefV2).
 func encodeRefState(st refState) store.Value {
 	if st.plain() {
 		return encodeRef(st.due)
 	}
-	v, err := gen.EncodeTimerRefV2(gen.TimerRefV2{DueAtMs: st.due, Attempts: st.attempts, LastError: st.lastErr, PeriodAtMs: st.periodAt})
+	v, err := refValues.Encode(gen.TimerRefV2{DueAtMs: st.due, Attempts: st.attempts, LastError: st.lastErr, PeriodAtMs: st.periodAt}, refFormat)
 	if err != nil {
-		// truncError bounds the text; nothing else has a rule.
+		// truncError bounds the text; nothing else has a rule, and
+		// refFormat allows every version.
 		panic(fmt.Sprintf("timers: encode timer reference: %v", err))
 	}
 	return v
@@ -153,8 +186,8 @@ func encodeRefState(st refState) store.Value {
 // It adds nothing and fails with an error wrapping store.ErrInvalid when
 // t.Kind is 0, t.DueAt is the zero Time or before the Unix epoch (or
 // within its first millisecond), t.Reference is over gen.MaxTimerKeyReference
-// bytes, or a key or t.Value is over caps (the store's Capabilities); with
-// store.ErrCorrupt when observedRef does not decode. It writes timers of
+// bytes, or a key or t.Value is over caps (the store's Capabilities); as
+// DecodeRef does when observedRef does not decode. It writes timers of
 // either kind range (see Kind): the library's own writers schedule its
 // reserved kinds through it.
 func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, t Timer) error {

@@ -81,7 +81,8 @@ func TestScheduleRejectsBadTimersAddingNothing(t *testing.T) {
 		{"due time 0", nil, timers.Timer{Kind: kindA, Reference: "r"}, store.ErrInvalid},
 		{"reference too long", nil,
 			timers.Timer{Kind: kindA, Reference: strings.Repeat("r", gen.MaxTimerKeyReference+1), DueAt: now}, store.ErrInvalid},
-		{"corrupt observation", store.Value("junk"), timers.Timer{Kind: kindA, Reference: "r", DueAt: now}, store.ErrCorrupt},
+		{"corrupt observation", store.Value("\x01junk"), timers.Timer{Kind: kindA, Reference: "r", DueAt: now}, store.ErrCorrupt},
+		{"observation of a newer version", store.Value("\x03junk"), timers.Timer{Kind: kindA, Reference: "r", DueAt: now}, store.ErrNewerVersion},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,13 +124,23 @@ func TestCancelDeletesTheTimerGuarded(t *testing.T) {
 	})
 }
 
+// An entry that does not decode is corrupt: empty, version 0, or bytes
+// that are no entry of their version; one of a version above TimerRefV2
+// was written by a newer binary, which is not corrupt.
 func TestReadRefReportsCorruptEntries(t *testing.T) {
 	e := newEnv(t, memengine.New(), now)
 	refKey, err := timers.RefKey(kindA, "r")
 	require.NoError(t, err)
-	e.put(t, refKey, store.Value("junk"))
+	for _, v := range []string{"", "\x00", "\x01junk", "\x02junk"} {
+		e.put(t, refKey, store.Value(v))
+		_, _, err = timers.ReadRef(context.Background(), e.inner, e.p, kindA, "r")
+		require.ErrorIs(t, err, store.ErrCorrupt, "%q", v)
+		require.NotErrorIs(t, err, store.ErrNewerVersion, "%q", v)
+	}
+	e.put(t, refKey, store.Value("\x03junk"))
 	_, _, err = timers.ReadRef(context.Background(), e.inner, e.p, kindA, "r")
-	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.ErrorIs(t, err, store.ErrNewerVersion)
+	require.NotErrorIs(t, err, store.ErrCorrupt)
 }
 
 func TestRegistry(t *testing.T) {

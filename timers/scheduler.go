@@ -117,6 +117,14 @@ type SchedulerConfig struct {
 	// Workers is how many partitions one Tick fires at once (default
 	// DefaultSchedulerWorkers).
 	Workers int
+	// ClaimBatch is how many due partitions a worker claims in one
+	// transaction, and fires with their commits shared, on a store that
+	// commits several partitions at once (store.Committer); default
+	// DefaultClaimBatch, 1 claims one at a time. A worker takes up to
+	// ClaimBatch of a listed page's entries, never waiting for more: on a
+	// store whose calls overlap (store.OverlapsCalls) no more than an
+	// even share of the page, so that every worker has some.
+	ClaimBatch int
 	// LeaseDuration is how long a claim keeps other workers off a
 	// partition (default DefaultLeaseDuration). It must exceed
 	// Budget.MaxDuration, with room for the longest single fire: a fire
@@ -177,12 +185,16 @@ func PartitionParser[P store.Partition](parse func(identity []byte) (P, error)) 
 // goroutines (a partition in flight in one call is skipped by the others),
 // and Run is a loop of Ticks.
 type Scheduler struct {
-	store    store.Store
-	due      store.DueIndex
-	reg      *Registry
-	parse    func([]byte) (store.Partition, error)
-	owner    string
-	workers  int
+	store   store.Store
+	due     store.DueIndex
+	reg     *Registry
+	parse   func([]byte) (store.Partition, error)
+	owner   string
+	workers int
+	// claimBatch is SchedulerConfig.ClaimBatch.
+	claimBatch int
+	// overlaps: the store's calls overlap (store.OverlapsCalls).
+	overlaps bool
 	lease    time.Duration
 	leaseMs  uint64
 	poll     time.Duration
@@ -243,6 +255,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		neg  bool
 	}{
 		{"Workers", cfg.Workers < 0},
+		{"ClaimBatch", cfg.ClaimBatch < 0},
 		{"LeaseDuration", cfg.LeaseDuration < 0},
 		{"PollInterval", cfg.PollInterval < 0},
 		{"DuePageSize", cfg.DuePageSize < 0},
@@ -259,6 +272,9 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultSchedulerWorkers
+	}
+	if cfg.ClaimBatch == 0 {
+		cfg.ClaimBatch = DefaultClaimBatch
 	}
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = DefaultLeaseDuration
@@ -291,25 +307,27 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	cfg.Metrics = telemetry.OrNoop(cfg.Metrics)
 	log := cfg.Logger.With("scheduler", cfg.Owner)
 	return &Scheduler{
-		store:    cfg.Store,
-		due:      due,
-		reg:      cfg.Registry,
-		parse:    cfg.ParsePartition,
-		owner:    cfg.Owner,
-		workers:  cfg.Workers,
-		lease:    cfg.LeaseDuration,
-		leaseMs:  uint64(cfg.LeaseDuration.Milliseconds()),
-		poll:     cfg.PollInterval,
-		pageSize: cfg.DuePageSize,
-		listPage: min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
-		clock:    cfg.Clock,
-		waiter:   cfg.Waiter,
-		log:      log,
-		metrics:  cfg.Metrics,
-		run:      RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
-		leaseKey: gen.AppendSchedulerLeaseKey(nil),
-		full:     cfg.Store.Capabilities().Full(),
-		inFlight: make(map[string]struct{}),
+		store:      cfg.Store,
+		due:        due,
+		reg:        cfg.Registry,
+		parse:      cfg.ParsePartition,
+		owner:      cfg.Owner,
+		workers:    cfg.Workers,
+		claimBatch: min(cfg.ClaimBatch, max(cfg.Store.Capabilities().MaxCommitBatches, 1)),
+		overlaps:   store.OverlapsCalls(cfg.Store),
+		lease:      cfg.LeaseDuration,
+		leaseMs:    uint64(cfg.LeaseDuration.Milliseconds()),
+		poll:       cfg.PollInterval,
+		pageSize:   cfg.DuePageSize,
+		listPage:   min(cfg.DuePageSize, max(2*cfg.Workers, minListPage)),
+		clock:      cfg.Clock,
+		waiter:     cfg.Waiter,
+		log:        log,
+		metrics:    cfg.Metrics,
+		run:        RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
+		leaseKey:   gen.AppendSchedulerLeaseKey(nil),
+		full:       cfg.Store.Capabilities().Full(),
+		inFlight:   make(map[string]struct{}),
 	}, nil
 }
 
@@ -411,8 +429,12 @@ func (r *Report) add(o Report) {
 // goroutines, each of which claims a partition's
 // lease, fires its due timers with RunDue within the budget and finishes
 // in one batch that releases the lease and sets the partition's wake time
-// (see the design note above). A partition is looked at most once per
-// tick.
+// (see the design note above). On a store.Committer a worker takes up to
+// ClaimBatch listed partitions at a time, claims them in one transaction
+// and commits their runs' batches together (see scheduler_batch.go's
+// design note): each partition's claim, run and release keep their
+// guards and outcomes, and a fire in progress is every partition of the
+// worker's batch. A partition is looked at most once per tick.
 //
 // When ctx ends, Tick lists no more and claims no more; fires in progress
 // finish (their context is ctx without its cancellation, bounded by the
@@ -425,14 +447,24 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 	s.metrics.Add(telemetry.MetricSchedulerTicks, nil, 1)
 	nowMs := s.nowMs()
 	rep := TickReport{Now: store.DecodeTime(nowMs)}
-	entries := make(chan store.DueEntry)
+	// Each worker handles a chunk of listed entries at a time: one entry,
+	// or, claiming in batches, up to ClaimBatch (see list).
+	chunks := make(chan []store.DueEntry)
 	locals := make([]TickReport, s.workers)
 	firsts := make([]error, s.workers)
 	var wg sync.WaitGroup
 	for i := range s.workers {
 		wg.Go(func() {
-			for e := range entries {
-				if err := s.handle(ctx, e, &locals[i]); err != nil {
+			for es := range chunks {
+				var errs []error
+				if len(es) == 1 {
+					if err := s.handle(ctx, es[0], &locals[i]); err != nil {
+						errs = append(errs, err)
+					}
+				} else {
+					errs = s.handleMany(ctx, es, &locals[i])
+				}
+				for _, err := range errs {
 					locals[i].Errors++
 					if firsts[i] == nil {
 						firsts[i] = err
@@ -441,8 +473,8 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 			}
 		})
 	}
-	listErr := s.list(ctx, nowMs, entries, &rep)
-	close(entries)
+	listErr := s.list(ctx, nowMs, chunks, &rep)
+	close(chunks)
 	wg.Wait()
 	var first error
 	for i := range locals {
@@ -461,35 +493,82 @@ func (s *Scheduler) Tick(ctx context.Context) (TickReport, error) {
 }
 
 // list sends the due entries, then (see listParked) the parked ones, each
-// partition once, to out, until ctx ends. It starts at a bucket of its own
-// each tick (see startBucket), so that schedulers sharing a store list
-// the due partitions in different orders and meet each other's last.
-func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.DueEntry, rep *TickReport) error {
+// partition once, to out, until ctx ends: in chunks of one entry, or,
+// claiming in batches, each page's entries in chunks of up to ClaimBatch
+// (see chunk). It starts at a bucket of its own each tick (see
+// startBucket), so that schedulers sharing a store list the due
+// partitions in different orders and meet each other's last; claiming in
+// batches, it lists its share of the buckets before the others' (see
+// listStart).
+func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.DueEntry, rep *TickReport) error {
 	seen := make(map[string]struct{})
-	send := func(e store.DueEntry, count *int) bool {
-		if _, dup := seen[string(e.Partition)]; dup {
-			// Re-queued during this tick: it waits for the next one.
-			return true
+	batched := s.batched()
+	send := func(page []store.DueEntry, count *int) bool {
+		fresh := make([]store.DueEntry, 0, len(page))
+		for _, e := range page {
+			if _, dup := seen[string(e.Partition)]; dup {
+				// Re-queued during this tick: it waits for the next one.
+				continue
+			}
+			seen[string(e.Partition)] = struct{}{}
+			fresh = append(fresh, e)
 		}
-		seen[string(e.Partition)] = struct{}{}
-		select {
-		case out <- e:
-			*count++
-			return true
-		case <-ctx.Done():
-			return false
+		size := 1
+		if batched {
+			size = s.chunk(len(fresh))
 		}
+		for len(fresh) > 0 {
+			n := min(size, len(fresh))
+			select {
+			case out <- fresh[:n:n]:
+				*count += n
+				fresh = fresh[n:]
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
 	}
-	start := s.startBucket(ctx, nowMs, s.due.DueBuckets(), s.ticks.Add(1))
-	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Limit: s.listPage}
-	if err := s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Due) }); err != nil {
+	// Decided before the workers get any entry, so that what this tick
+	// lists does not depend on how far they got (a partition failed
+	// during the tick is listed parked by the next one).
+	parked := s.listParked(nowMs)
+	n := s.due.DueBuckets()
+	start, share := s.listStart(ctx, nowMs, n, s.ticks.Add(1))
+	if !batched || share < 1 {
+		share = n
+	}
+	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Buckets: share, Limit: s.listPage}
+	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
 		return err
 	}
-	if !s.listParked(nowMs) {
+	if share < n {
+		// The others' shares, once this one's were handed out.
+		q = store.DueQuery{Until: q.Until, Start: (start + share) % n, Buckets: n - share, Limit: s.listPage}
+		if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
+			return err
+		}
+	}
+	if !parked {
 		return nil
 	}
 	q = store.DueQuery{From: store.DecodeTime(parkedMs), Until: store.DecodeTime(parkedMs), Start: start, Limit: s.pageSize}
-	return s.scan(ctx, q, func(e store.DueEntry) bool { return send(e, &rep.Parked) })
+	return s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Parked) })
+}
+
+// chunk is how many of n listed entries a worker claims together: up to
+// ClaimBatch, and, on a store whose calls overlap (store.OverlapsCalls:
+// FoundationDB), an even share of the workers' when that is less, but at
+// least half ClaimBatch, so that few due partitions keep several workers
+// busy and many still cost a commit per half a batch (the lister lists
+// the next page while workers claim). On a store whose writes take turns
+// (bbolt, memory) workers claiming at once only queue for its writer,
+// each claim a commit: there a worker claims ClaimBatch.
+func (s *Scheduler) chunk(n int) int {
+	if !s.overlaps {
+		return s.claimBatch
+	}
+	return min(s.claimBatch, max((n+s.workers-1)/s.workers, (s.claimBatch+1)/2))
 }
 
 // startBucket is the bucket of n a Scheduler's tick-th listing, at
@@ -498,12 +577,23 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- store.Due
 // read, FNV-1a of its Owner and tick, so that schedulers sharing a store
 // still start at buckets of their own most of the time.
 func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick uint64) int {
+	start, _ := s.listStart(ctx, nowMs, n, tick)
+	return start
+}
+
+// listStart is startBucket and how many buckets from there are this
+// Scheduler's share: (r+1)*n/m - r*n/m for rank r among m live members,
+// all n when the memberships cannot be read. A tick lists its share
+// first, then the others' buckets, so that schedulers claiming in
+// batches meet at the edges of their shares only once each has parked
+// what it claimed there.
+func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uint64) (start, share int) {
 	if s.firstBucket != nil {
-		return s.firstBucket(n)
+		return s.firstBucket(n), n
 	}
 	rank, count, err := s.members(ctx, nowMs)
 	if err == nil {
-		return rank * n / count
+		return rank * n / count, (rank+1)*n/count - rank*n/count
 	}
 	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships; starting the listing at a bucket of its own", "error", err)
 	h := uint64(14695981039346656037)
@@ -513,7 +603,7 @@ func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick u
 	for i := range 8 {
 		h = (h ^ (tick >> (8 * i) & 0xFF)) * 1099511628211
 	}
-	return int(h % uint64(n))
+	return int(h % uint64(n)), n
 }
 
 // listParked reports whether this tick, at nowMs, lists the parked
@@ -533,8 +623,8 @@ func (s *Scheduler) listParked(nowMs uint64) bool {
 }
 
 // scan pages through the due index entries q selects, calling fn on each
-// until it returns false (ctx ended).
-func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.DueEntry) bool) error {
+// page until it returns false (ctx ended).
+func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func([]store.DueEntry) bool) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("timers: scheduler: tick: %w", err)
@@ -543,10 +633,8 @@ func (s *Scheduler) scan(ctx context.Context, q store.DueQuery, fn func(store.Du
 		if err != nil {
 			return fmt.Errorf("timers: scheduler: list due partitions: %w", err)
 		}
-		for _, e := range page {
-			if !fn(e) {
-				return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
-			}
+		if !fn(page) {
+			return fmt.Errorf("timers: scheduler: tick: %w", ctx.Err())
 		}
 		if len(page) < q.Limit {
 			return nil

@@ -21,7 +21,14 @@ type claim struct {
 	page *timerPage
 	// recovered: the claim took over another owner's expired lease.
 	recovered bool
+	// apply commits the run's and the release's batches: the store's
+	// Apply, or, when the claim was made with others, the commit they
+	// share (see fireMany).
+	apply applyFunc
 }
+
+// applyFunc applies a guarded batch to a partition, as store.Store.Apply.
+type applyFunc func(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error)
 
 // handle looks at one listed entry: it parses the partition, claims it and
 // fires it. It fails with the store's errors only; a partition skipped for
@@ -30,6 +37,20 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 	if ctx.Err() != nil {
 		return nil
 	}
+	p, ok := s.admit(e, r)
+	if !ok {
+		return nil
+	}
+	id := string(e.Partition)
+	defer s.leave(id)
+	return s.claimAndFire(ctx, p, id, encodedTime(e.At), r)
+}
+
+// admit returns the partition a listed entry names, marked in flight on
+// this Scheduler (the caller leaves it), unless it names none (corrupt),
+// this Scheduler backs off from it, or it is already in flight here:
+// those it counts in r.
+func (s *Scheduler) admit(e store.DueEntry, r *TickReport) (store.Partition, bool) {
 	p, err := s.partition(e.Partition)
 	if err != nil {
 		r.Corrupt++
@@ -38,12 +59,12 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 			s.log.Error("timers: scheduler: due index entry names no partition the store can address; skipped (logged once an hour)",
 				"identity", fmt.Sprintf("%x", e.Partition), "wake_ms", encodedTime(e.At), "error", err)
 		}
-		return nil
+		return nil, false
 	}
 	id := string(e.Partition)
 	if s.backingOff(id) {
 		r.BackedOff++
-		return nil
+		return nil, false
 	}
 	if !s.enter(id) {
 		// Another Tick of this Scheduler is firing it.
@@ -51,10 +72,15 @@ func (s *Scheduler) handle(ctx context.Context, e store.DueEntry, r *TickReport)
 			r.Contended++
 			s.count(telemetry.MetricSchedulerContended, p)
 		}
-		return nil
+		return nil, false
 	}
-	defer s.leave(id)
-	c, err := s.claim(ctx, p, encodedTime(e.At), r)
+	return p, true
+}
+
+// claimAndFire claims partition p (identity id, listed at listedMs) and
+// fires it, failing with the store's errors only.
+func (s *Scheduler) claimAndFire(ctx context.Context, p store.Partition, id string, listedMs uint64, r *TickReport) error {
+	c, err := s.claim(ctx, p, listedMs, r)
 	if err != nil {
 		if isCtxErr(ctx, err) {
 			return nil
@@ -109,17 +135,10 @@ const (
 )
 
 // claim takes partition p's lease and parks its wake time, expecting the
-// wake time listedMs the index listed, in one transaction that reads, in
-// order, the wake time (stale unless due or parked), the first page of due
-// timers with their reference entries (on a store.Transactor) and the
-// lease (held by another worker and live: contended; not decodable:
-// corrupt; absent, expired or ours: taken). The page feeds the fire. It returns nil, counting why in
-// r, unless the claim committed. Another worker's live lease on a
-// partition listed parked is the normal state of a partition in flight,
-// not contention.
+// wake time listedMs the index listed, in one transaction (see
+// claimReads). The page feeds the fire. It returns nil, counting why in
+// r, unless the claim committed.
 func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint64, r *TickReport) (*claim, error) {
-	parked := listedMs == parkedMs
-	pageLimit := min(DefaultPageSize, s.run.Budget.MaxTimers) + 1
 	// The first page feeds the fire only when it is read in the claim's
 	// transaction: a timer written after the scan then fails the claim (a
 	// conflict, and the function runs again) or lowers the parked wake
@@ -130,106 +149,130 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 	_, prefetch := s.store.(store.Transactor)
 	for attempt := 0; attempt < maxWakeAttempts; attempt++ {
 		nowMs := s.nowMs()
-		var (
-			state claimState
-			c     *claim
-			wake  uint64
-		)
+		var t claimTry
 		out, err := store.TransactOnce(ctx, s.store, p, func(ctx context.Context, rd store.Reader) (*store.Batch, error) {
-			state, c = claimTaken, nil
-			wr, ok := rd.(store.WakeReader)
-			if !ok { // NewScheduler requires a store.DueIndex: unreachable
-				return nil, fmt.Errorf("store %T reads no wake time: %w", s.store, store.ErrInvalid)
-			}
-			var err error
-			read, ok, err := wr.NextWake(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("read wake time: %w", err)
-			}
-			if wake = encodedTime(read); !ok || wake > nowMs && wake != parkedMs {
-				state = claimStale
-				return nil, nil
-			}
-			var (
-				pg       *timerPage
-				observed store.Value
-			)
-			if prefetch {
-				page, leaseVals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey)
-				if err != nil {
-					return nil, err
-				}
-				pg, observed = &page, leaseVals[0]
-			} else if observed, _, err = rd.Get(ctx, s.leaseKey); err != nil {
-				return nil, fmt.Errorf("read lease: %w", err)
-			}
-			recovered := false
-			if observed != nil {
-				held, err := gen.DecodeSchedulerLeaseV1(observed)
-				switch {
-				case err != nil:
-					state = claimCorrupt
-					return nil, nil
-				case held.Owner != s.owner && held.ExpiresAtMs > nowMs:
-					state = claimContended
-					return nil, nil
-				}
-				recovered = held.Owner != s.owner
-			}
-			expires := addMs(nowMs, s.leaseMs)
-			lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
-			if err != nil { // NewScheduler bounds the owner: unreachable
-				return nil, err
-			}
-			c = &claim{lease: lease, nowMs: nowMs, page: pg, recovered: recovered}
-			// Parked with the lease's expiry as its ceiling: a timer written
-			// during the fire lowers the wake time to at most the expiry, so
-			// that it is due when another worker may take over.
-			return store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).
-				SetWakeCeiling(store.DecodeTime(wake), ParkedWake, store.DecodeTime(expires)), nil
+			t = claimTry{}
+			return s.claimReads(ctx, rd, nowMs, prefetch, &t)
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			// Had it landed, the partition stays parked under our lease:
 			// a later tick's parked listing takes it back.
 			return nil, fmt.Errorf("claim: %w", err)
-		case state == claimStale:
-			r.Stale++
-			s.count(telemetry.MetricSchedulerStale, p)
-			return nil, nil
-		case state == claimCorrupt:
-			r.Corrupt++
-			s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
-			s.log.Error("timers: scheduler: lease does not decode; partition left alone", "partition", store.PartitionName(p))
-			return nil, nil
-		case state == claimContended:
-			if !parked || wake != parkedMs {
-				r.Contended++
-				s.count(telemetry.MetricSchedulerContended, p)
-			}
-			return nil, nil
-		case out.Committed():
-			r.Claimed++
-			s.count(telemetry.MetricSchedulerClaimed, p)
-			if c.recovered {
-				r.Recovered++
-				s.count(telemetry.MetricSchedulerRecovered, p)
-				s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
-			}
-			return c, nil
-		case out.Outcome == store.PreconditionFailed:
-			// The wake time or the lease changed between the reads and the
-			// commit (a store that is not a Transactor reads each on its
-			// own): look again.
-			continue
-		default:
-			return nil, fmt.Errorf("claim: unexpected outcome %v", out)
+		}
+		if c, again, err := s.claimed(p, listedMs == parkedMs, out, &t, r); !again {
+			return c, err
 		}
 	}
 	// The wake time kept moving under busy writers: the next tick looks.
 	r.Contended++
 	s.count(telemetry.MetricSchedulerContended, p)
 	return nil, nil
+}
+
+// claimTry is what one run of a claim's function found.
+type claimTry struct {
+	state claimState
+	c     *claim // claimTaken only
+	wake  uint64 // the wake time read
+}
+
+// claimReads reads, through rd, in order, the wake time (stale unless due
+// or parked), the first page of due timers with their reference entries
+// (when prefetch: rd reads one snapshot) and the lease (held by another
+// worker and live: contended; not decodable: corrupt; absent, expired or
+// ours: taken), records in t what it found, and returns the claim's
+// batch: the lease replaced by this Scheduler's, the wake time read
+// replaced by ParkedWake, guarded by both. Nothing to write unless taken.
+func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint64, prefetch bool, t *claimTry) (*store.Batch, error) {
+	wr, ok := rd.(store.WakeReader)
+	if !ok { // NewScheduler requires a store.DueIndex: unreachable
+		return nil, fmt.Errorf("store %T reads no wake time: %w", s.store, store.ErrInvalid)
+	}
+	read, ok, err := wr.NextWake(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read wake time: %w", err)
+	}
+	if t.wake = encodedTime(read); !ok || t.wake > nowMs && t.wake != parkedMs {
+		t.state = claimStale
+		return nil, nil
+	}
+	var (
+		pg       *timerPage
+		observed store.Value
+	)
+	if prefetch {
+		pageLimit := min(DefaultPageSize, s.run.Budget.MaxTimers) + 1
+		page, leaseVals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey)
+		if err != nil {
+			return nil, err
+		}
+		pg, observed = &page, leaseVals[0]
+	} else if observed, _, err = rd.Get(ctx, s.leaseKey); err != nil {
+		return nil, fmt.Errorf("read lease: %w", err)
+	}
+	recovered := false
+	if observed != nil {
+		held, err := gen.DecodeSchedulerLeaseV1(observed)
+		switch {
+		case err != nil:
+			t.state = claimCorrupt
+			return nil, nil
+		case held.Owner != s.owner && held.ExpiresAtMs > nowMs:
+			t.state = claimContended
+			return nil, nil
+		}
+		recovered = held.Owner != s.owner
+	}
+	expires := addMs(nowMs, s.leaseMs)
+	lease, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: s.owner, ExpiresAtMs: expires})
+	if err != nil { // NewScheduler bounds the owner: unreachable
+		return nil, err
+	}
+	t.state = claimTaken
+	t.c = &claim{lease: lease, nowMs: nowMs, page: pg, recovered: recovered}
+	// Parked with the lease's expiry as its ceiling: a timer written
+	// during the fire lowers the wake time to at most the expiry, so
+	// that it is due when another worker may take over.
+	return store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).
+		SetWakeCeiling(store.DecodeTime(t.wake), ParkedWake, store.DecodeTime(expires)), nil
+}
+
+// claimed counts what a claim of p found (t) and its commit (out) did,
+// and returns the claim when it committed; again when the commit's guard
+// failed (the wake time or the lease changed between the reads and the
+// commit, on a store that is not a Transactor) and the claim should look
+// again. Another worker's live lease on a partition listed parked is the
+// normal state of a partition in flight, not contention.
+func (s *Scheduler) claimed(p store.Partition, listedParked bool, out store.BatchOutcome, t *claimTry, r *TickReport) (c *claim, again bool, err error) {
+	switch {
+	case t.state == claimStale:
+		r.Stale++
+		s.count(telemetry.MetricSchedulerStale, p)
+		return nil, false, nil
+	case t.state == claimCorrupt:
+		r.Corrupt++
+		s.metrics.Add(telemetry.MetricSchedulerCorrupt, nil, 1)
+		s.log.Error("timers: scheduler: lease does not decode; partition left alone", "partition", store.PartitionName(p))
+		return nil, false, nil
+	case t.state == claimContended:
+		if !listedParked || t.wake != parkedMs {
+			r.Contended++
+			s.count(telemetry.MetricSchedulerContended, p)
+		}
+		return nil, false, nil
+	case out.Committed():
+		r.Claimed++
+		s.count(telemetry.MetricSchedulerClaimed, p)
+		if t.c.recovered {
+			r.Recovered++
+			s.count(telemetry.MetricSchedulerRecovered, p)
+			s.log.Warn("timers: scheduler: took over an expired lease", "partition", store.PartitionName(p))
+		}
+		return t.c, false, nil
+	case out.Outcome == store.PreconditionFailed:
+		return nil, true, nil
+	}
+	return nil, false, fmt.Errorf("claim: unexpected outcome %v", out)
 }
 
 // fire runs partition p's due timers under claim c and releases the
@@ -239,7 +282,10 @@ func (s *Scheduler) claim(ctx context.Context, p store.Partition, listedMs uint6
 // delete, even when it failed). The run and the release outlive ctx's
 // cancellation, bounded by the lease each.
 func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *TickReport) error {
-	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page}
+	if c.apply == nil {
+		c.apply = s.store.Apply
+	}
+	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page, apply: c.apply}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 	rep, runErr := runDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.run, h)
 	cancel()
@@ -290,7 +336,7 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 		case want != 0:
 			b.WakeAt(store.DecodeTime(want))
 		}
-		out, err := s.store.Apply(ctx, p, b)
+		out, err := c.apply(ctx, p, b)
 		switch {
 		case err != nil:
 			// The lease expires, or the parked listing takes it back.

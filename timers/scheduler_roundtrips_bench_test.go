@@ -19,7 +19,8 @@ import (
 // BenchmarkSchedulerRoundTrips counts, on the MVCC engine, what a Tick
 // asks of a FoundationDB cluster per fired partition, for partitions
 // holding 1 and 64 due timers (each also holds a timer a day ahead), with
-// a Done handler and one worker: transactions (read versions: those begun
+// a Done handler and one worker, which claims them 16 at a time and
+// shares the commits of their outcomes: transactions (read versions: those begun
 // and their retries), read round trips (a GetMany or a range read each)
 // and commits that wrote. The listing of due partitions (its ScanDue
 // transactions and the memberships' read) is amortized over the 50 of a

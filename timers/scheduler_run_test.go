@@ -157,7 +157,8 @@ func TestRunFinishesInFlightFiresWhenCancelled(t *testing.T) {
 		during, entered, release := blockFirst()
 		h := &recorder{kind: kindA, during: during}
 		ctx, cancel := context.WithCancel(e.ctx)
-		s := e.scheduler(t, "me", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers = 1 })
+		// One claim at a time: a claim of both would have both in flight.
+		s := e.scheduler(t, "me", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers, c.ClaimBatch = 1, 1 })
 		done := make(chan error)
 		go func() { done <- s.Run(ctx) }()
 

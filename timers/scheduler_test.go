@@ -509,7 +509,9 @@ func TestTickCountsStoreFailuresAndRecoversFromThem(t *testing.T) {
 			return false
 		}, nil)
 		h := &recorder{kind: kindA}
-		s := e.scheduler(t, "me", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers = 1 })
+		// One claim a partition: each partition's calls fail alone
+		// (TestBatchedClaimsKeepFailuresApart has claims in batches).
+		s := e.scheduler(t, "me", registry(t, h), func(c *timers.SchedulerConfig) { c.Workers, c.ClaimBatch = 1, 1 })
 
 		rep, err := s.Tick(e.ctx)
 		require.ErrorIs(t, err, storetest.ErrInjected)

@@ -24,6 +24,14 @@
 // another writer makes its guard fail and nothing of its outcome lands:
 // each fire takes effect at most once per observed timer value.
 //
+// A [Scheduler] fires every partition of a store: it lists the due
+// partitions, claims each under a lease and runs RunDue. On a store that
+// commits several partitions at once ([store.Committer]) a worker claims
+// up to [SchedulerConfig].ClaimBatch due partitions in one transaction and
+// commits their outcomes and releases together, each partition's guards
+// and outcome its own, so that partitions of a timer or two each cost two
+// commits per batch rather than two each.
+//
 // Handlers are registered by [Kind] in a [Registry]. Kinds 1 to 255 are
 // reserved for the library's own handlers; a service's handlers take kinds
 // 256 to 65535, so that no kind the library adds later can collide with

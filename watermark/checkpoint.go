@@ -9,7 +9,6 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/gen"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -29,9 +28,9 @@ import (
 // minimum-not-above-ceiling rule) serves it like every other record.
 
 // Generation is the exact pair of lease markers of a coordinator that
-// CheckRecovery read: the recovery marker (a refdomain.LeaseRecovery) and
-// the reconcile marker (a gen.U64Value, milliseconds), each nil when
-// absent. A scan keeps the Generation it started with and fails when the
+// CheckRecovery read: the recovery marker (the table's
+// TableConfig.DecodeRecovery record) and the reconcile marker (a
+// gen.U64Value, milliseconds), each nil when absent. A scan keeps the Generation it started with and fails when the
 // markers differ later. Its bytes must not be modified.
 type Generation struct {
 	Recovery  store.Value
@@ -48,39 +47,40 @@ func sameMarker(a, b store.Value) bool {
 	return (a == nil) == (b == nil) && bytes.Equal(a, b)
 }
 
-// Checkpoint resumes a watermark scan (see Step): the coordinator it
-// belongs to, the scan's ceiling (the now of its first step), the
-// minimum so far (never above the ceiling), the Generation it started
-// with and the store cursor of the next page. Step returns one; Encode and
-// Decode carry it between requests. A Checkpoint is immutable and safe to
-// share; the zero Checkpoint resumes nothing and fails to encode.
-type Checkpoint struct {
-	coordinator refdomain.CoordinatorPartition
+// Checkpoint resumes a watermark scan of a coordinator partition of type
+// C (see Table.Step): the coordinator it belongs to, the scan's ceiling
+// (the now of its first step), the minimum so far (never above the
+// ceiling), the Generation it started with and the store cursor of the
+// next page. Step returns one; Encode and Table.DecodeCheckpoint carry it
+// between requests. A Checkpoint is immutable and safe to share; the zero
+// Checkpoint resumes nothing and fails to encode.
+type Checkpoint[C store.Partition] struct {
+	coordinator C
 	rec         gen.WatermarkCheckpoint
 }
 
 // Coordinator returns the coordinator partition the checkpoint's scan reads.
-func (c *Checkpoint) Coordinator() refdomain.CoordinatorPartition { return c.coordinator }
+func (c *Checkpoint[C]) Coordinator() C { return c.coordinator }
 
 // Ceiling returns the scan's ceiling: the now of its first step, to the
 // millisecond, which bounds its result from above.
-func (c *Checkpoint) Ceiling() time.Time { return store.DecodeTime(c.rec.CeilingMs) }
+func (c *Checkpoint[C]) Ceiling() time.Time { return store.DecodeTime(c.rec.CeilingMs) }
 
 // Minimum returns the minimum of the ceiling and the watermarks of the
 // pages read so far (the zero Time for a relay watermark of 0).
-func (c *Checkpoint) Minimum() time.Time { return store.DecodeTime(c.rec.MinimumMs) }
+func (c *Checkpoint[C]) Minimum() time.Time { return store.DecodeTime(c.rec.MinimumMs) }
 
 // Generation returns the lease markers the scan started with.
-func (c *Checkpoint) Generation() Generation {
+func (c *Checkpoint[C]) Generation() Generation {
 	return Generation{Recovery: c.rec.Recovery, Reconcile: c.rec.Reconcile}
 }
 
 // Encode returns the checkpoint's bytes, for a caller that carries it to a
-// later request; Decode reads them back. It fails with an error wrapping
-// ErrCheckpoint for the zero Checkpoint, and with one wrapping
-// store.ErrInvalid for a store cursor over 4,096 bytes (the record's
-// bound; fdblayer's cursors of lease rows stay under 400).
-func (c *Checkpoint) Encode() ([]byte, error) {
+// later request; Table.DecodeCheckpoint reads them back. It fails with an
+// error wrapping ErrCheckpoint for the zero Checkpoint, and with one
+// wrapping store.ErrInvalid for a store cursor over 4,096 bytes (the
+// record's bound; fdblayer's cursors of lease rows stay under 400).
+func (c *Checkpoint[C]) Encode() ([]byte, error) {
 	if len(c.rec.Cursor) == 0 {
 		return nil, fmt.Errorf("%w: encode of the zero Checkpoint", ErrCheckpoint)
 	}
@@ -91,30 +91,31 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 	return b, nil
 }
 
-// Decode reads a checkpoint Encode wrote. Anything else fails with an error
-// wrapping ErrCheckpoint (and so store.ErrInvalid) that names the problem:
-// a wrong version, truncation, trailing bytes, a minimum above the
-// ceiling, a coordinator identity that is not a coordinator partition's,
-// a recovery or reconcile marker that does not decode, an empty cursor.
-// Decode never panics and does not retain b. Whether the checkpoint fits
-// the store is Step's to check: the coordinator it is resumed with, the
-// markers, the cursor's partition and range.
-func Decode(b []byte) (*Checkpoint, error) {
+// DecodeCheckpoint reads a checkpoint Encode wrote. Anything else fails
+// with an error wrapping ErrCheckpoint (and so store.ErrInvalid) that
+// names the problem: a wrong version, truncation, trailing bytes, a
+// minimum above the ceiling, a coordinator identity that
+// TableConfig.ParsePartition refuses or that is not a C, a recovery or
+// reconcile marker that does not decode, an empty cursor. It never panics
+// and does not retain b. Whether the checkpoint fits the store is Step's
+// to check: the coordinator it is resumed with, the markers, the cursor's
+// partition and range.
+func (t *Table[C, K, R, M, S]) DecodeCheckpoint(b []byte) (*Checkpoint[C], error) {
 	b = bytes.Clone(b) // the record's byte fields alias what it decodes
 	rec, err := gen.DecodeWatermarkCheckpoint(b)
 	if err != nil {
 		return nil, checkpointError("", err)
 	}
-	p, err := refdomain.ParsePartition(rec.Coordinator)
+	p, err := t.c.ParsePartition(rec.Coordinator)
 	if err != nil {
 		return nil, checkpointError("coordinator identity", err)
 	}
-	coordinator, ok := p.(refdomain.CoordinatorPartition)
+	coordinator, ok := p.(C)
 	if !ok {
-		return nil, fmt.Errorf("%w: coordinator identity names %s, not a coordinator partition", ErrCheckpoint, p)
+		return nil, fmt.Errorf("%w: coordinator identity names %s, not a coordinator partition", ErrCheckpoint, store.PartitionName(p))
 	}
 	if rec.Recovery != nil {
-		if _, err := refdomain.DecodeLeaseRecovery(rec.Recovery); err != nil {
+		if _, err := t.c.DecodeRecovery(rec.Recovery); err != nil {
 			return nil, checkpointError("recovery marker", err)
 		}
 	}
@@ -126,7 +127,7 @@ func Decode(b []byte) (*Checkpoint, error) {
 	if len(rec.Cursor) == 0 {
 		return nil, fmt.Errorf("%w: empty cursor", ErrCheckpoint)
 	}
-	return &Checkpoint{coordinator: coordinator, rec: rec}, nil
+	return &Checkpoint[C]{coordinator: coordinator, rec: rec}, nil
 }
 
 // checkpointError reports err, a decoder's, as an invalid checkpoint: the

@@ -10,9 +10,10 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/dispatch/dispatchgen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/watermark"
 )
 
@@ -26,7 +27,7 @@ func identity(t testing.TB, p store.Partition) []byte {
 	return b
 }
 
-// validRecord is a checkpoint record Decode accepts: both markers present.
+// validRecord is a checkpoint record DecodeCheckpoint accepts: both markers present.
 func validRecord(t testing.TB) gen.WatermarkCheckpoint {
 	return gen.WatermarkCheckpoint{
 		Coordinator: identity(t, coordinator),
@@ -48,7 +49,7 @@ func encodeRecord(t testing.TB, r gen.WatermarkCheckpoint) []byte {
 }
 
 // TestDecodeRejectsEachProblemByName: every way a checkpoint's bytes can
-// be wrong fails Decode with ErrCheckpoint (so store.ErrInvalid, not
+// be wrong fails DecodeCheckpoint with ErrCheckpoint (so store.ErrInvalid, not
 // store.ErrCorrupt: the bytes are the caller's) and a message naming the
 // reason.
 func TestDecodeRejectsEachProblemByName(t *testing.T) {
@@ -82,18 +83,18 @@ func TestDecodeRejectsEachProblemByName(t *testing.T) {
 			r.Coordinator = tuple.AppendUint(tuple.AppendString(nil, "shop"), 1)
 		}), []string{"coordinator identity", `namespace "shop"`}},
 		{"another partition kind", with(func(r *gen.WatermarkCheckpoint) {
-			r.Coordinator = identity(t, refdomain.NamespacePartition{NS: coordinator.NS})
-		}), []string{"names namespace(default), not a coordinator partition"}},
-		{"undecodable recovery marker", with(func(r *gen.WatermarkCheckpoint) { r.Recovery = []byte("corrupt marker") }), []string{"recovery marker", "LeaseRecovery"}},
+			r.Coordinator = identity(t, queue(7))
+		}), []string{"names queue(north,7), not a coordinator partition"}},
+		{"undecodable recovery marker", with(func(r *gen.WatermarkCheckpoint) { r.Recovery = []byte("corrupt marker") }), []string{"recovery marker", "RestoreV1"}},
 		{"empty recovery marker", with(func(r *gen.WatermarkCheckpoint) { r.Recovery = []byte{} }), []string{"recovery marker", "truncated"}},
 		{"undecodable reconcile marker", with(func(r *gen.WatermarkCheckpoint) { r.Reconcile = []byte{1, 2} }), []string{"reconcile marker", "U64Value"}},
 		{"empty cursor", with(func(r *gen.WatermarkCheckpoint) { r.Cursor = []byte{} }), []string{"empty cursor"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cp, err := watermark.Decode(c.in)
+			cp, err := table.DecodeCheckpoint(c.in)
 			if cp != nil {
-				t.Fatalf("Decode accepted %x", c.in)
+				t.Fatalf("DecodeCheckpoint accepted %x", c.in)
 			}
 			requireErr(t, err, []error{watermark.ErrCheckpoint, store.ErrInvalid}, c.says...)
 			if errors.Is(err, store.ErrCorrupt) {
@@ -128,7 +129,7 @@ func TestCheckpointRoundTrips(t *testing.T) {
 			}
 			first := e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1)
 			if !first.Generation().Equal(c.want) {
-				t.Fatalf("generation %s; want %s", first.Generation(), c.want)
+				t.Fatalf("generation %+v; want %+v", first.Generation(), c.want)
 			}
 			encoded := mustEncode(t, first)
 			decoded := mustDecode(t, encoded)
@@ -137,9 +138,9 @@ func TestCheckpointRoundTrips(t *testing.T) {
 				t.Fatalf("re-encoded %x, %v; want %x", again, err, encoded)
 			}
 			if decoded.Coordinator() != coordinator || !decoded.Ceiling().Equal(t0.Add(100*time.Millisecond)) || !decoded.Minimum().Equal(t0.Add(40*time.Millisecond)) || !decoded.Generation().Equal(c.want) {
-				t.Fatalf("decoded %s %v %v %s; want %s, 100ms and 40ms after the epoch, %s", decoded.Coordinator(), decoded.Ceiling(), decoded.Minimum(), decoded.Generation(), coordinator, c.want)
+				t.Fatalf("decoded %s %v %v %+v; want %s, 100ms and 40ms after the epoch, %+v", decoded.Coordinator(), decoded.Ceiling(), decoded.Minimum(), decoded.Generation(), coordinator, c.want)
 			}
-			encoded[len(encoded)-1] ^= 0xff // Decode kept no alias of its input
+			encoded[len(encoded)-1] ^= 0xff // DecodeCheckpoint kept no alias of its input
 			if got := e.mustComplete(t, t0.Add(300*time.Millisecond), decoded, 1); !got.Equal(t0.Add(40 * time.Millisecond)) {
 				t.Fatalf("resumed watermark %v; want 40ms after the epoch", got)
 			}
@@ -165,7 +166,7 @@ func TestGenerationEqualTellsAbsentFromEmpty(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.a.Equal(c.b) != c.want || c.b.Equal(c.a) != c.want {
-				t.Fatalf("%s.Equal(%s) = %v; want %v both ways", c.a, c.b, c.a.Equal(c.b), c.want)
+				t.Fatalf("%+v.Equal(%+v) = %v; want %v both ways", c.a, c.b, c.a.Equal(c.b), c.want)
 			}
 		})
 	}
@@ -173,7 +174,7 @@ func TestGenerationEqualTellsAbsentFromEmpty(t *testing.T) {
 
 // TestZeroCheckpoint: the zero Checkpoint neither encodes nor resumes.
 func TestZeroCheckpoint(t *testing.T) {
-	var zero watermark.Checkpoint
+	var zero checkpoint
 	_, err := zero.Encode()
 	requireErr(t, err, []error{watermark.ErrCheckpoint}, "zero Checkpoint")
 	e := newEnv(t, testengine.Memory)
@@ -200,13 +201,29 @@ func TestEncodeRefusesACursorOverItsBound(t *testing.T) {
 	e := newEnv(t, testengine.Memory)
 	e.putLease(t, 0, 40, 200)
 	e.putLease(t, 1, 90, 200)
-	cp, _, err := watermark.Step(e.ctx, longCursors{e.s}, coordinator, t0.Add(100*time.Millisecond), nil, 1)
+	cp, _, err := table.Step(e.ctx, longCursors{e.s}, coordinator, t0.Add(100*time.Millisecond), nil, 1)
 	if err != nil || cp == nil {
 		t.Fatalf("step: %v, %v", cp, err)
 	}
 	b, err := cp.Encode()
 	if b != nil {
-		t.Fatalf("encoded a checkpoint of a %d-byte cursor", 4096+len(leaseKey(t, 0)))
+		t.Fatalf("encoded a checkpoint of a %d-byte cursor", 4096+len(leaseKey(0)))
 	}
 	requireErr(t, err, []error{store.ErrInvalid}, "WatermarkCheckpoint.Cursor")
+}
+
+// TestStepRefusesACheckpointOfAnotherCoordinator: a checkpoint resumes the
+// scan of its own coordinator only, refused before any read.
+func TestStepRefusesACheckpointOfAnotherCoordinator(t *testing.T) {
+	e := newEnv(t, testengine.Memory)
+	e.putLease(t, 0, 40, 200)
+	e.putLease(t, 1, 90, 200)
+	cp := carried(t, e.mustPending(t, t0.Add(100*time.Millisecond), nil, 1))
+	other := dispatchgen.DispatcherPartition{Region: dispatchgen.MustRegion("south")}
+	reads := e.s.Calls(storetest.MethodGetMany) + e.s.Calls(storetest.MethodScan)
+	_, _, err := table.Step(e.ctx, e.s, other, t0.Add(150*time.Millisecond), cp, 1)
+	requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "dispatcher(north)", "not dispatcher(south)")
+	if e.s.Calls(storetest.MethodGetMany)+e.s.Calls(storetest.MethodScan) != reads {
+		t.Fatal("a checkpoint of another coordinator reached the store")
+	}
 }

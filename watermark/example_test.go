@@ -8,85 +8,110 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
-	"github.com/mkit-dev/mkitfdb/refdomain"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/dispatch/dispatchgen"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/timers"
 	"github.com/mkit-dev/mkitfdb/watermark"
 )
 
-// exampleStore is a memory store whose coordinator leases three shards,
+// exampleStore is a memory store whose dispatcher leases three queues,
 // with relay watermarks 40, 90 and 70 ms.
-func exampleStore(coord refdomain.CoordinatorPartition) *fdblayer.Layer {
+func exampleStore(dispatcher dispatchgen.DispatcherPartition) *fdblayer.Layer {
 	s, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
 	if err != nil {
 		panic(err)
 	}
 	b := store.NewBatch()
 	for i, w := range []uint64{40, 90, 70} {
-		key, err := refdomain.AppendLeasedShardKey(nil, refdomain.MustRepoName(fmt.Sprint("repo", i)), refdomain.MustShardRef("refs/heads/main"))
+		row, err := dispatchgen.EncodeQueueLeaseV1(dispatchgen.QueueLeaseV1{Worker: "w1", ExpiresAtMs: 500, RelayedThroughMs: w})
 		if err != nil {
 			panic(err)
 		}
-		row, err := refdomain.EncodeLeasedShard(refdomain.LeasedShard{Epoch: 1, AckedEpoch: 1, ExpiresAtMs: 500, SweepDueMs: 500, RelayWatermarkMs: w})
-		if err != nil {
-			panic(err)
-		}
-		b.Put(key, row)
+		b.Put(dispatchgen.AppendQueueLeaseKey(nil, uint32(i)), row)
 	}
-	if _, err := s.Apply(context.Background(), coord, b); err != nil {
+	if _, err := s.Apply(context.Background(), dispatcher, b); err != nil {
 		panic(err)
 	}
 	return s
 }
 
-// Watermark scans a coordinator's whole lease table; a restored table
-// fails it closed until its recovery is reconciled.
-func ExampleWatermark() {
-	ctx := context.Background()
-	coord := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("tenant")}
-	s := exampleStore(coord)
-	defer s.Close()
-
-	w, err := watermark.Watermark(ctx, s, coord, time.UnixMilli(100))
-	fmt.Println("watermark:", w.UnixMilli(), err)
-
-	// A restore of the lease table writes a recovery marker.
-	marker, _ := refdomain.EncodeLeaseRecovery(refdomain.LeaseRecovery{ResumedAtMs: 120})
-	if _, err := s.Apply(ctx, coord, store.NewBatch().Put(refdomain.AppendLeaseRecoveryKey(nil), marker)); err != nil {
+// A service describes its lease table with its schema's generated
+// functions (here a dispatcher that leases job queues) and reads the
+// watermark of a coordinator; a restored table fails it closed until its
+// recovery is reconciled.
+func ExampleNewTable() {
+	start, end := dispatchgen.ClassRange(dispatchgen.TagQueueLeaseKey)
+	leases, err := watermark.NewTable(watermark.TableConfig[dispatchgen.DispatcherPartition, dispatchgen.QueueLeaseKey, dispatchgen.QueueLeaseV1, dispatchgen.RestoreV1, dispatchgen.QueuePartition]{
+		ParsePartition: timers.PartitionParser(dispatchgen.ParsePartition),
+		LeaseStart:     start,
+		LeaseEnd:       end,
+		ParseLeaseKey:  dispatchgen.ParseQueueLeaseKey,
+		DecodeLease:    dispatchgen.DecodeQueueLeaseV1,
+		RelayWatermark: func(l dispatchgen.QueueLeaseV1) time.Time { return store.DecodeTime(l.RelayedThroughMs) },
+		Shard: func(d dispatchgen.DispatcherPartition, k dispatchgen.QueueLeaseKey) dispatchgen.QueuePartition {
+			return dispatchgen.QueuePartition{Region: d.Region, Queue: k.Queue}
+		},
+		RecoveryKey:    dispatchgen.AppendRestoreKey(nil),
+		DecodeRecovery: dispatchgen.DecodeRestoreV1,
+		RecoveryTime: func(r dispatchgen.RestoreV1) (time.Time, bool) {
+			return store.DecodeTime(r.RestoredAtMs), !r.Initial
+		},
+		ReconcileKey: dispatchgen.AppendReconciledKey(nil),
+	})
+	if err != nil {
 		panic(err)
 	}
-	_, err = watermark.Watermark(ctx, s, coord, time.UnixMilli(130))
+
+	ctx := context.Background()
+	dispatcher := dispatchgen.DispatcherPartition{Region: dispatchgen.MustRegion("north")}
+	s := exampleStore(dispatcher)
+	defer s.Close()
+
+	w, err := leases.Watermark(ctx, s, dispatcher, time.UnixMilli(100))
+	fmt.Println("watermark:", w.UnixMilli(), err)
+	page, err := leases.ActiveShards(ctx, s, dispatcher, nil, 10)
+	fmt.Println("shards:", page.Shards, err)
+
+	// A restore of the lease table writes a recovery marker.
+	marker, _ := dispatchgen.EncodeRestoreV1(dispatchgen.RestoreV1{RestoredAtMs: 120, Backup: "nightly"})
+	if _, err := s.Apply(ctx, dispatcher, store.NewBatch().Put(dispatchgen.AppendRestoreKey(nil), marker)); err != nil {
+		panic(err)
+	}
+	_, err = leases.Watermark(ctx, s, dispatcher, time.UnixMilli(130))
 	fmt.Println("recovering:", errors.Is(err, watermark.ErrRecovering))
 
 	// Once the lease and index tables are rebuilt:
-	if err := watermark.MarkLeaseTableReconciled(ctx, s, coord, time.UnixMilli(150)); err != nil {
+	if err := leases.MarkReconciled(ctx, s, dispatcher, time.UnixMilli(150)); err != nil {
 		panic(err)
 	}
-	w, err = watermark.Watermark(ctx, s, coord, time.UnixMilli(160))
+	w, err = leases.Watermark(ctx, s, dispatcher, time.UnixMilli(160))
 	fmt.Println("watermark:", w.UnixMilli(), err)
 	// Output:
 	// watermark: 40 <nil>
+	// shards: [queue(north,0) queue(north,1) queue(north,2)] <nil>
 	// recovering: true
 	// watermark: 40 <nil>
 }
 
 // Step reads one page per call; a caller bounded per request carries the
-// encoded checkpoint to its next request.
-func ExampleStep() {
+// encoded checkpoint to its next request. (table is the dispatcher's lease
+// table, as ExampleNewTable builds it.)
+func ExampleTable_Step() {
 	ctx := context.Background()
-	coord := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("tenant")}
-	s := exampleStore(coord)
+	dispatcher := dispatchgen.DispatcherPartition{Region: dispatchgen.MustRegion("north")}
+	s := exampleStore(dispatcher)
 	defer s.Close()
 
 	var carried []byte // what one request hands the next
 	for request := 1; ; request++ {
-		var checkpoint *watermark.Checkpoint
+		var cp *watermark.Checkpoint[dispatchgen.DispatcherPartition]
 		if carried != nil {
 			var err error
-			if checkpoint, err = watermark.Decode(carried); err != nil {
+			if cp, err = table.DecodeCheckpoint(carried); err != nil {
 				panic(err)
 			}
 		}
-		next, w, err := watermark.Step(ctx, s, coord, time.UnixMilli(int64(100+request)), checkpoint, 2)
+		next, w, err := table.Step(ctx, s, dispatcher, time.UnixMilli(int64(100+request)), cp, 2)
 		if err != nil {
 			panic(err)
 		}

@@ -3,32 +3,68 @@ package watermark_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/dispatch/dispatchgen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
 	"github.com/mkit-dev/mkitfdb/watermark"
 )
 
-// coordinator is the reference tests' coordinator, of the deployment's
-// default namespace.
-var (
-	coordinator = refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("default")}
-	mainRef     = refdomain.MustShardRef("refs/heads/main")
-)
+// The tests run the watermark over the lease table of the test schema
+// (internal/testkit/dispatch): a region's dispatcher leases the region's
+// queues. The reference domain's table has tests of its own
+// (refdomain/leases).
 
-func repo(n int) refdomain.RepoName { return refdomain.MustRepoName(fmt.Sprintf("r%d", n)) }
+// checkpoint is a checkpoint of the test schema's table.
+type checkpoint = watermark.Checkpoint[dispatchgen.DispatcherPartition]
 
-// source is the ref shard of repository n, as ActiveShards lists it.
-func source(n int) refdomain.RefPartition {
-	return refdomain.RefPartition{NS: coordinator.NS, Repo: repo(n), ShardRef: mainRef}
+// tableConfig describes the test schema's lease table.
+func tableConfig() watermark.TableConfig[dispatchgen.DispatcherPartition, dispatchgen.QueueLeaseKey, dispatchgen.QueueLeaseV1, dispatchgen.RestoreV1, dispatchgen.QueuePartition] {
+	start, end := dispatchgen.ClassRange(dispatchgen.TagQueueLeaseKey)
+	return watermark.TableConfig[dispatchgen.DispatcherPartition, dispatchgen.QueueLeaseKey, dispatchgen.QueueLeaseV1, dispatchgen.RestoreV1, dispatchgen.QueuePartition]{
+		ParsePartition: timers.PartitionParser(dispatchgen.ParsePartition),
+		LeaseStart:     start,
+		LeaseEnd:       end,
+		ParseLeaseKey:  dispatchgen.ParseQueueLeaseKey,
+		DecodeLease:    dispatchgen.DecodeQueueLeaseV1,
+		RelayWatermark: func(l dispatchgen.QueueLeaseV1) time.Time { return store.DecodeTime(l.RelayedThroughMs) },
+		Shard: func(d dispatchgen.DispatcherPartition, k dispatchgen.QueueLeaseKey) dispatchgen.QueuePartition {
+			return dispatchgen.QueuePartition{Region: d.Region, Queue: k.Queue}
+		},
+		RecoveryKey:    dispatchgen.AppendRestoreKey(nil),
+		DecodeRecovery: dispatchgen.DecodeRestoreV1,
+		RecoveryTime: func(r dispatchgen.RestoreV1) (time.Time, bool) {
+			if r.Initial {
+				return time.Time{}, false
+			}
+			return store.DecodeTime(r.RestoredAtMs), true
+		},
+		ReconcileKey: dispatchgen.AppendReconciledKey(nil),
+	}
+}
+
+// table is the test schema's lease table.
+var table = func() *watermark.Table[dispatchgen.DispatcherPartition, dispatchgen.QueueLeaseKey, dispatchgen.QueueLeaseV1, dispatchgen.RestoreV1, dispatchgen.QueuePartition] {
+	t, err := watermark.NewTable(tableConfig())
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
+// coordinator is the tests' coordinator: the dispatcher of region north.
+var coordinator = dispatchgen.DispatcherPartition{Region: dispatchgen.MustRegion("north")}
+
+// queue is the shard of queue n, as ActiveShards lists it.
+func queue(n int) dispatchgen.QueuePartition {
+	return dispatchgen.QueuePartition{Region: coordinator.Region, Queue: uint32(n)}
 }
 
 // env is one test's store: s (a Faults wrapper, transparent unless a test
@@ -63,30 +99,20 @@ func (e *env) apply(t testing.TB, p store.Partition, b *store.Batch) {
 	}
 }
 
-// putLease writes the lease of repository n's main ref to the coordinator,
-// as the reference tests' put_lease does.
+// putLease writes the lease of queue n to the coordinator.
 func (e *env) putLease(t testing.TB, n int, watermarkMs, expiryMs uint64) {
 	t.Helper()
-	e.apply(t, coordinator, store.NewBatch().Put(leaseKey(t, n), lease(t, watermarkMs, expiryMs)))
+	e.apply(t, coordinator, store.NewBatch().Put(leaseKey(n), lease(t, watermarkMs, expiryMs)))
 }
 
-func leaseKey(t testing.TB, n int) store.Key {
-	t.Helper()
-	k, err := refdomain.AppendLeasedShardKey(nil, repo(n), mainRef)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func leaseKey(n int) store.Key { return dispatchgen.AppendQueueLeaseKey(nil, uint32(n)) }
 
 func lease(t testing.TB, watermarkMs, expiryMs uint64) store.Value {
 	t.Helper()
-	v, err := refdomain.EncodeLeasedShard(refdomain.LeasedShard{
-		Epoch:            1,
+	v, err := dispatchgen.EncodeQueueLeaseV1(dispatchgen.QueueLeaseV1{
+		Worker:           "worker-1",
 		ExpiresAtMs:      expiryMs,
-		AckedEpoch:       1,
-		RelayWatermarkMs: watermarkMs,
-		SweepDueMs:       expiryMs,
+		RelayedThroughMs: watermarkMs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,19 +121,19 @@ func lease(t testing.TB, watermarkMs, expiryMs uint64) store.Value {
 }
 
 var (
-	recoveryKey  = store.Key(refdomain.AppendLeaseRecoveryKey(nil))
-	reconcileKey = store.Key(refdomain.AppendLeaseReconcileKey(nil))
+	recoveryKey  = store.Key(dispatchgen.AppendRestoreKey(nil))
+	reconcileKey = store.Key(dispatchgen.AppendReconciledKey(nil))
 )
 
-// recovery encodes a recovery marker of a recovery at resumedAtMs.
-func recovery(t testing.TB, resumedAtMs uint64) store.Value {
+// recovery encodes a recovery marker of a restore at restoredAtMs.
+func recovery(t testing.TB, restoredAtMs uint64) store.Value {
 	t.Helper()
-	return recoveryOf(t, refdomain.LeaseRecovery{ResumedAtMs: resumedAtMs})
+	return recoveryOf(t, dispatchgen.RestoreV1{RestoredAtMs: restoredAtMs, Backup: "nightly"})
 }
 
-func recoveryOf(t testing.TB, r refdomain.LeaseRecovery) store.Value {
+func recoveryOf(t testing.TB, r dispatchgen.RestoreV1) store.Value {
 	t.Helper()
-	v, err := refdomain.EncodeLeaseRecovery(r)
+	v, err := dispatchgen.EncodeRestoreV1(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +151,16 @@ func reconciled(t testing.TB, atMs uint64) store.Value {
 }
 
 // t0 is the Unix epoch: the lease table's rows hold their times as
-// milliseconds after it (as the reference tests write them), and the
-// tests' times are durations after it.
+// milliseconds after it, and the tests' times are durations after it.
 var t0 = time.Unix(0, 0)
 
 // step runs one Step through the env's store.
-func (e *env) step(now time.Time, c *watermark.Checkpoint, limit int) (*watermark.Checkpoint, time.Time, error) {
-	return watermark.Step(e.ctx, e.s, coordinator, now, c, limit)
+func (e *env) step(now time.Time, c *checkpoint, limit int) (*checkpoint, time.Time, error) {
+	return table.Step(e.ctx, e.s, coordinator, now, c, limit)
 }
 
 // mustPending runs a step that must leave pages to read.
-func (e *env) mustPending(t testing.TB, now time.Time, c *watermark.Checkpoint, limit int) *watermark.Checkpoint {
+func (e *env) mustPending(t testing.TB, now time.Time, c *checkpoint, limit int) *checkpoint {
 	t.Helper()
 	next, value, err := e.step(now, c, limit)
 	if err != nil || next == nil {
@@ -145,7 +170,7 @@ func (e *env) mustPending(t testing.TB, now time.Time, c *watermark.Checkpoint, 
 }
 
 // mustComplete runs a step that must be the scan's last.
-func (e *env) mustComplete(t testing.TB, now time.Time, c *watermark.Checkpoint, limit int) time.Time {
+func (e *env) mustComplete(t testing.TB, now time.Time, c *checkpoint, limit int) time.Time {
 	t.Helper()
 	next, value, err := e.step(now, c, limit)
 	if err != nil || next != nil {
@@ -155,7 +180,7 @@ func (e *env) mustComplete(t testing.TB, now time.Time, c *watermark.Checkpoint,
 }
 
 // mustEncode encodes c, failing t on error.
-func mustEncode(t testing.TB, c *watermark.Checkpoint) []byte {
+func mustEncode(t testing.TB, c *checkpoint) []byte {
 	t.Helper()
 	b, err := c.Encode()
 	if err != nil {
@@ -165,9 +190,9 @@ func mustEncode(t testing.TB, c *watermark.Checkpoint) []byte {
 }
 
 // mustDecode decodes b, failing t on error.
-func mustDecode(t testing.TB, b []byte) *watermark.Checkpoint {
+func mustDecode(t testing.TB, b []byte) *checkpoint {
 	t.Helper()
-	c, err := watermark.Decode(b)
+	c, err := table.DecodeCheckpoint(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +200,7 @@ func mustDecode(t testing.TB, b []byte) *watermark.Checkpoint {
 }
 
 // carried returns c as a later request gets it: encoded, then decoded.
-func carried(t testing.TB, c *watermark.Checkpoint) *watermark.Checkpoint {
+func carried(t testing.TB, c *checkpoint) *checkpoint {
 	t.Helper()
 	return mustDecode(t, mustEncode(t, c))
 }

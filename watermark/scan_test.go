@@ -9,14 +9,14 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/dispatch/dispatchgen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
-	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 	"github.com/mkit-dev/mkitfdb/watermark"
 )
 
-// putLeases writes n leases (repositories 0..n-1) with watermarks from
+// putLeases writes n leases (queues 0..n-1) with watermarks from
 // rng, in batches the store accepts, and returns their minimum.
 func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) time.Time {
 	t.Helper()
@@ -25,7 +25,7 @@ func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) time.Time {
 	for i := range n {
 		w := 1_000 + rng.Uint64N(1_000_000)
 		least = min(least, w)
-		b.Put(leaseKey(t, i), lease(t, w, 2_000_000))
+		b.Put(leaseKey(i), lease(t, w, 2_000_000))
 		if b.Ops() == 100 || i == n-1 {
 			e.apply(t, coordinator, b)
 			b = store.NewBatch()
@@ -39,24 +39,24 @@ func (e *env) putLeases(t testing.TB, n int, rng *rand.Rand) time.Time {
 // pages give the same as Watermark's whatever the page size.
 func TestWatermarkIsTheMinimumOverEveryPage(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
-		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(500*time.Millisecond)); err != nil || !got.Equal(t0.Add(500*time.Millisecond)) {
+		if got, err := table.Watermark(e.ctx, e.s, coordinator, t0.Add(500*time.Millisecond)); err != nil || !got.Equal(t0.Add(500*time.Millisecond)) {
 			t.Fatalf("empty table: %v, %v; want now, 500ms after the epoch", got, err)
 		}
 		least := e.putLeases(t, 3*watermark.PageSize+5, rand.New(rand.NewPCG(1, 2)))
 		scans := e.s.Calls(storetest.MethodScan)
-		got, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(5000*time.Second))
+		got, err := table.Watermark(e.ctx, e.s, coordinator, t0.Add(5000*time.Second))
 		if err != nil || !got.Equal(least) {
 			t.Fatalf("watermark %v, %v; want the least lease watermark %v", got, err, least)
 		}
 		if pages := e.s.Calls(storetest.MethodScan) - scans; pages != 4 {
 			t.Fatalf("%d pages of %d rows for %d leases; want 4", pages, watermark.PageSize, 3*watermark.PageSize+5)
 		}
-		if got, err := watermark.Watermark(e.ctx, e.s, coordinator, least.Add(-time.Millisecond)); err != nil || !got.Equal(least.Add(-time.Millisecond)) {
+		if got, err := table.Watermark(e.ctx, e.s, coordinator, least.Add(-time.Millisecond)); err != nil || !got.Equal(least.Add(-time.Millisecond)) {
 			t.Fatalf("now below every lease: %v, %v; want %v", got, err, least.Add(-time.Millisecond))
 		}
 		for _, limit := range []int{-1, 0, 1, 7, 1000} {
 			t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
-				var cp *watermark.Checkpoint
+				var cp *checkpoint
 				steps := 0
 				for {
 					next, value, err := e.step(t0.Add(5000*time.Second), cp, limit)
@@ -81,15 +81,15 @@ func TestWatermarkIsTheMinimumOverEveryPage(t *testing.T) {
 }
 
 // TestActiveShardsListsEveryShardOnce: paging through ActiveShards lists
-// every leased shard once, in key order, as ref shards of the
-// coordinator's namespace; expired leases are listed too.
+// every leased shard once, in key order, as the table's Shard makes them
+// (queues of the dispatcher's region); expired leases are listed too.
 func TestActiveShardsListsEveryShardOnce(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		const n = 23
-		want := map[refdomain.RefPartition]bool{}
+		want := map[dispatchgen.QueuePartition]bool{}
 		for i := range n {
 			e.putLease(t, i, 10, uint64(i)) // expiries long past
-			want[source(i)] = true
+			want[queue(i)] = true
 		}
 		var cursor store.Cursor
 		var last []byte
@@ -98,7 +98,7 @@ func TestActiveShardsListsEveryShardOnce(t *testing.T) {
 			if pages > n {
 				t.Fatal("the listing does not end")
 			}
-			page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, cursor, 5)
+			page, err := table.ActiveShards(e.ctx, e.s, coordinator, cursor, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestActiveShardsListsEveryShardOnce(t *testing.T) {
 				}
 				delete(want, p)
 				seen++
-				k := leaseKey(t, mustRepoIndex(t, p))
+				k := leaseKey(int(p.Queue))
 				if string(k) <= string(last) {
 					t.Fatalf("%s listed out of key order", p)
 				}
@@ -128,31 +128,22 @@ func TestActiveShardsListsEveryShardOnce(t *testing.T) {
 	})
 }
 
-// mustRepoIndex returns n for the shard of repository "r<n>".
-func mustRepoIndex(t testing.TB, p refdomain.RefPartition) int {
-	t.Helper()
-	var n int
-	if _, err := fmt.Sscanf(p.Repo.String(), "r%d", &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestScansFailClosed: a lease row whose key or value does not decode
 // fails Step and ActiveShards with store.ErrCorrupt, wherever in the
 // scan it is; a recovering table fails them with ErrRecovering.
 func TestScansFailClosed(t *testing.T) {
-	start, _ := refdomain.ClassRange(refdomain.TagLeasedShardKey)
+	start, _ := dispatchgen.ClassRange(dispatchgen.TagQueueLeaseKey)
 	cases := []struct {
 		name  string
 		key   store.Key
 		value func(t testing.TB) store.Value
-		says  string
+		says  []string
 	}{
-		{"key with a field missing", tuple.AppendString(append([]byte{}, start...), "r5"), func(t testing.TB) store.Value { return lease(t, 1, 1) }, "LeasedShardKey"},
-		{"key of an empty repository name", tuple.AppendString(tuple.AppendString(append([]byte{}, start...), ""), "refs/heads/main"), func(t testing.TB) store.Value { return lease(t, 1, 1) }, "Repo"},
-		{"value of another record", nil, func(t testing.TB) store.Value { return recovery(t, 1) }, "LeasedShard"},
-		{"value truncated", nil, func(t testing.TB) store.Value { v := lease(t, 1, 1); return v[:len(v)-1] }, "truncated"},
+		{"key with its field missing", append([]byte{}, start...), func(t testing.TB) store.Value { return lease(t, 1, 1) }, []string{"QueueLeaseKey"}},
+		{"key of a queue out of range", tuple.AppendUint(append([]byte{}, start...), 1<<32), func(t testing.TB) store.Value { return lease(t, 1, 1) }, []string{"QueueLeaseKey", "Queue"}},
+		{"key of a field of another type", tuple.AppendString(append([]byte{}, start...), "q5"), func(t testing.TB) store.Value { return lease(t, 1, 1) }, []string{"QueueLeaseKey"}},
+		{"value of another record", nil, func(t testing.TB) store.Value { return reconciled(t, 1) }, []string{"QueueLeaseV1", "shard queue(north,5)"}},
+		{"value truncated", nil, func(t testing.TB) store.Value { v := lease(t, 1, 1); return v[:len(v)-1] }, []string{"truncated", "shard queue(north,5)"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,16 +151,16 @@ func TestScansFailClosed(t *testing.T) {
 			e.putLeases(t, 10, rand.New(rand.NewPCG(3, 4)))
 			key := c.key
 			if key == nil {
-				key = leaseKey(t, 5)
+				key = leaseKey(5)
 			}
 			e.apply(t, coordinator, store.NewBatch().Put(key, c.value(t)))
-			_, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
-			requireErr(t, err, []error{store.ErrCorrupt}, "lease table of coordinator(default)", c.says)
+			_, err := table.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
+			requireErr(t, err, []error{store.ErrCorrupt}, append([]string{"lease table of dispatcher(north)"}, c.says...)...)
 			var cursor store.Cursor
 			for {
-				page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, cursor, 3)
+				page, err := table.ActiveShards(e.ctx, e.s, coordinator, cursor, 3)
 				if err != nil {
-					requireErr(t, err, []error{store.ErrCorrupt}, c.says)
+					requireErr(t, err, []error{store.ErrCorrupt}, c.says...)
 					break
 				}
 				if page.Next == nil {
@@ -186,7 +177,7 @@ func TestScansFailClosed(t *testing.T) {
 		scans := e.s.Calls(storetest.MethodScan)
 		_, _, err := e.step(t0.Add(200*time.Millisecond), nil, 3)
 		requireErr(t, err, []error{watermark.ErrRecovering})
-		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 3)
+		_, err = table.ActiveShards(e.ctx, e.s, coordinator, nil, 3)
 		requireErr(t, err, []error{watermark.ErrRecovering})
 		if e.s.Calls(storetest.MethodScan) != scans {
 			t.Fatal("a recovering table was scanned")
@@ -207,7 +198,7 @@ func TestStepRejectsAForgedCursor(t *testing.T) {
 		}
 		rec.Cursor[len(rec.Cursor)-1] ^= 1 // the record aliases mustEncode's bytes, no one else's
 		_, _, err = e.step(t0.Add(100*time.Millisecond), mustDecode(t, encodeRecord(t, rec)), 1)
-		requireErr(t, err, []error{store.ErrInvalid}, "scan lease table of coordinator(default)")
+		requireErr(t, err, []error{store.ErrInvalid}, "scan lease table of dispatcher(north)")
 	})
 }
 
@@ -253,7 +244,7 @@ func TestACheckpointIsSafeToShare(t *testing.T) {
 			wg.Go(func() {
 				cp := checkpoint
 				for {
-					next, value, err := watermark.Step(e.ctx, e.s, coordinator, t0.Add(time.Second), cp, 7)
+					next, value, err := table.Step(e.ctx, e.s, coordinator, t0.Add(time.Second), cp, 7)
 					if err != nil || next == nil {
 						results[i], errs[i] = value, err
 						return
@@ -263,10 +254,10 @@ func TestACheckpointIsSafeToShare(t *testing.T) {
 			})
 		}
 		// Behind the cursor, never read: the first page of 10 rows is, in
-		// key order, r0, r1, r10 ... r17.
+		// key order, queues 0 to 9.
 		behind := store.NewBatch()
-		for _, n := range []int{0, 1, 10, 11, 17} {
-			behind.Put(leaseKey(t, n), lease(t, 10, 200))
+		for _, n := range []int{0, 1, 5, 8, 9} {
+			behind.Put(leaseKey(n), lease(t, 10, 200))
 		}
 		wg.Go(func() {
 			if out, err := e.s.Inner().Apply(e.ctx, coordinator, behind); err != nil || !out.Committed() {

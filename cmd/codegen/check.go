@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // check proves the model sound: every rule an emitter relies on holds, or
 // the mistake is reported at its position.
@@ -18,9 +21,7 @@ func check(s *schema, errs *schemaErrors) {
 			if r := retiredNum(s.RetiredKeys, uint64(d.Tag)); r != nil && d.Tag != 0 {
 				errs.add(d.Pos, "key %s: tag %d is retired (//mk:retired at %s): %s", d.Name, d.Tag, r.Pos, ruleRetiredReused.text())
 			}
-			if d.Value != nil && d.Value.Draft && !d.Draft {
-				errs.add(d.Pos, "key %s: holds %s, a draft: a released key class holds released records (mark %s draft too, or release %s)", d.Name, d.Value.Name, d.Name, d.Value.Name)
-			}
+			checkFamily(s, d, errs)
 			for _, f := range d.Fields {
 				checkKeyField(d, f, errs)
 			}
@@ -62,6 +63,52 @@ func check(s *schema, errs *schemaErrors) {
 	checkCycles(s, errs)
 }
 
+// checkFamily checks the value family of key class d: released records
+// (for a released class), each listed once, versions strictly
+// increasing, formats never decreasing, no retired version declared, and
+// no declared type named as the API generated for it.
+func checkFamily(s *schema, d *decl, errs *schemaErrors) {
+	list := strings.Join(d.familyNames, ",")
+	seen := map[*decl]bool{}
+	for i, v := range d.Family {
+		if seen[v] {
+			errs.add(d.Pos, "key %s: value=%s lists %s twice", d.Name, list, v.Name)
+			continue
+		}
+		seen[v] = true
+		if v.Draft && !d.Draft {
+			errs.add(d.Pos, "key %s: holds %s, a draft: a released key class holds released records (mark %s draft too, or release %s)", d.Name, v.Name, d.Name, v.Name)
+		}
+		if r := retiredNum(d.Retired, uint64(v.Version)); r != nil && v.Version != 0 {
+			errs.add(d.Pos, "key %s: %s takes version %d of the family, which retired= reserves: %s", d.Name, v.Name, v.Version, ruleRetiredReused.text())
+		}
+		if i == 0 {
+			continue
+		}
+		prev := d.Family[i-1]
+		if v.Version <= prev.Version && v.Version != 0 && prev.Version != 0 {
+			errs.add(d.Pos, "key %s: value=%s: %s (version %d) is not above %s (version %d): a family lists its versions oldest first, each version byte above the one before", d.Name, list, v.Name, v.Version, prev.Name, prev.Version)
+		}
+		if v.Format < prev.Format {
+			errs.add(d.Pos, "key %s: value=%s: %s has format %d, below %s's %d: a newer version never needs an older store format", d.Name, list, v.Name, v.Format, prev.Name, prev.Format)
+		}
+	}
+	if len(d.Family) == 0 {
+		return
+	}
+	for _, name := range familyAPI(d) {
+		if other := s.byName[name]; other != nil {
+			errs.add(other.Pos, "type %s: the name of the API generated for the value family of key %s: rename one", name, d.Name)
+		}
+	}
+}
+
+// familyAPI lists the exported type names generated for key class d's
+// value family.
+func familyAPI(d *decl) []string {
+	return []string{d.Name + "Versions", d.Name + "Values"}
+}
+
 func checkUnion(d *decl, owner map[*decl]*decl, errs *schemaErrors) {
 	if len(d.Variants) == 0 {
 		errs.add(d.Pos, "union %s: no variants", d.Name)
@@ -80,6 +127,9 @@ func checkUnion(d *decl, owner map[*decl]*decl, errs *schemaErrors) {
 			errs.add(v.Pos, "union %s: %s is already a variant of %s", d.Name, v.Type.Name, prev.Name)
 		}
 		owner[v.Type] = d
+		if d.Partition && v.Format > 1 {
+			errs.add(v.Pos, "partition union %s: variant %s: format= gates values, and a partition identity is none", d.Name, v.Name)
+		}
 		if d.Partition {
 			if v.KindName == "" && !v.guessed["kind"] {
 				errs.add(v.Pos, "partition union %s: variant %s needs kind=name", d.Name, v.Name)

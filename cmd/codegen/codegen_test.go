@@ -29,6 +29,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
 		{"refdomain/schema", "refdomain", "refdomain"},
 		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
+		{"internal/testkit/dispatch/schema", "internal/testkit/dispatch/dispatchgen", "dispatchgen"},
 	} {
 		out, err := build(filepath.Join(root, c.schema), c.pkg)
 		if err != nil {
@@ -83,6 +84,22 @@ func TestSchemaMistakesNameFileAndLine(t *testing.T) {
 		{"slice in a key", "//mk:key tag=100\ntype K struct {\n\tX []uint64\n}", 5, "key fields are"},
 		{"recursive struct", "type R struct {\n\tR []R `mk:\"max=2\"`\n}", 3, "contains itself"},
 		{"enum without values", "//mk:enum\ntype E uint8", 4, "no constants"},
+		{"family not oldest first", "//mk:record version=2\ntype A struct{}\n\n//mk:record version=1\ntype B struct{}\n\n//mk:key tag=100 value=A,B\ntype K struct{}", 10, "value=A,B: B (version 1) is not above A (version 2): a family lists its versions oldest first"},
+		{"family of one version twice", "//mk:record version=1\ntype A struct{}\n\n//mk:record version=1\ntype B struct{}\n\n//mk:key tag=100 value=A,B\ntype K struct{}", 10, "B (version 1) is not above A (version 1)"},
+		{"family lists a record twice", "//mk:record version=1\ntype A struct{}\n\n//mk:key tag=100 value=A,A\ntype K struct{}", 7, "value=A,A lists A twice"},
+		{"family format decreasing", "//mk:record version=1 format=2\ntype A struct{}\n\n//mk:record version=2\ntype B struct{}\n\n//mk:key tag=100 value=A,B\ntype K struct{}", 10, "B has format 1, below A's 2: a newer version never needs an older store format"},
+		{"empty value", "//mk:key tag=100 value=\ntype K struct{}", 4, "value= needs the records its rows hold"},
+		{"family naming a struct", "type A struct{}\n\n//mk:key tag=100 value=A\ntype K struct{}", 6, "value=A names no record of the schema"},
+		{"key retired without a family", "//mk:key tag=100 retired=1\ntype K struct{}", 4, "retired= on a key class retires versions of its value family: it needs value="},
+		{"key retired version 0", "//mk:record version=1\ntype A struct{}\n\n//mk:key tag=100 value=A retired=0\ntype K struct{}", 7, "retired=0 is out of range: record versions are 1-255"},
+		{"retired version declared", "//mk:record version=1\ntype A struct{}\n\n//mk:key tag=100 value=A retired=1\ntype K struct{}", 7, "A takes version 1 of the family, which retired= reserves"},
+		{"family API name taken", "//mk:record version=1\ntype A struct{}\n\n//mk:key tag=100 value=A\ntype K struct{}\n\ntype KValues struct{}", 9, "type KValues: the name of the API generated for the value family of key K"},
+		{"record format 0", "//mk:record version=1 format=0\ntype A struct{}", 4, "format=0 is out of range: formats are 1-4294967295"},
+		{"record format not a number", "//mk:record version=1 format=two\ntype A struct{}", 4, `format="two" is not an unsigned integer`},
+		{"variant format 0", "type V struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tag=1,format=0\"`\n}", 7, "variant A: format=0 is out of range"},
+		{"partition variant with a format", "type V struct{}\n\n//mk:union partition\ntype U struct {\n\tA *V `mk:\"tag=1,kind=v,format=2\"`\n}", 7, "format= gates values, and a partition identity is none"},
+		{"enum constant format 0", "//mk:enum\ntype E uint8\n\nconst EA E = 1 //mk:format=0", 6, "enum E: constant EA: format=0 is out of range"},
+		{"enum constant with another directive", "//mk:enum\ntype E uint8\n\nconst EA E = 1 //mk:draft", 6, "enum E: constant EA: unknown directive //mk:draft (a constant takes //mk:format=N only)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -441,13 +458,13 @@ func TestSchemaMistakesAreReportedOnce(t *testing.T) {
 		{"misspelled identity bound", "//mk:identity min=1 mx=3\ntype N string",
 			[]string{`4:6: type N: unknown //mk:identity argument "mx": did you mean max? (the arguments are min and max)`}},
 		{"misspelled key tag", "//mk:key tga=100\ntype K struct{}",
-			[]string{`4:6: type K: unknown //mk:key argument "tga": did you mean tag? (the arguments are tag, value and draft)`}},
+			[]string{`4:6: type K: unknown //mk:key argument "tga": did you mean tag? (the arguments are tag, value, draft and retired)`}},
 		{"key value naming no record", "//mk:key tag=100 value=Nope\ntype K struct{}\n\ntype Nope struct{}",
 			[]string{`4:6: key K: value=Nope names no record of the schema`}},
 		{"misspelled variant tag", "type V struct{}\n\n//mk:union\ntype U struct {\n\tA *V `mk:\"tga=1\"`\n}",
-			[]string{`7:2: union U: variant A: unknown option "tga": did you mean tag? (the options are tag and kind)`}},
+			[]string{`7:2: union U: variant A: unknown option "tga": did you mean tag? (the options are tag, kind and format)`}},
 		{"misspelled variant kind", "type V struct{}\n\n//mk:union partition\ntype U struct {\n\tA *V `mk:\"tag=1,knd=v\"`\n}",
-			[]string{`7:2: union U: variant A: unknown option "knd": did you mean kind? (the options are tag and kind)`}},
+			[]string{`7:2: union U: variant A: unknown option "knd": did you mean kind? (the options are tag, kind and format)`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,11 +11,14 @@ import (
 // the schema, and the contract every generated function keeps, so that
 // `go doc` on any generated package explains it without the generator.
 func emitDoc(f *File, s *schema) {
-	var keys, records, identities, partitions []string
+	var keys, families, records, identities, partitions []string
 	for _, d := range s.Decls {
 		switch {
 		case d.Key:
 			keys = append(keys, d.Name)
+			if len(d.Family) > 0 {
+				families = append(families, d.Name+"Values")
+			}
 		case d.Record:
 			records = append(records, d.Name)
 		case d.Kind == kindIdentity:
@@ -45,6 +48,19 @@ func emitDoc(f *File, s *schema) {
 			"is an error wrapping [wire.ErrCorrupt] that names the record, the field and the " +
 			"reason, and no input makes a decoder panic. Decoded []byte fields alias the input; " +
 			"DecodeRInto decodes into a value, reusing its slices."},
+		{families, "Value families (%s): for a key class K whose schema lists the records its " +
+			"rows hold (value=A,B, oldest first), KVersions is the interface the rows' owner " +
+			"implements to convert between adjacent versions (UpgradeA(A) (B, error); DowngradeB " +
+			"for a version whose format is above the first's), and NewKValues(v) builds KValues: " +
+			"Decode returns a value of any declared version as the newest (an older one decoded " +
+			"strictly, then upgraded), DecodeInto decodes the newest through its own fast path, " +
+			"Encode(v, format) writes the newest version a store's format allows (downgrading; " +
+			"an error wrapping [wire.ErrFormatTooOld] when none is, or when v holds a variant or enum " +
+			"constant of a newer format), and VersionOfKValue reads the version byte. A version " +
+			"above the family's is not corrupt: it fails with a [wire.VersionError] wrapping " +
+			"[wire.ErrNewerVersion], a row a newer binary wrote. A version added to a family adds a " +
+			"method to KVersions, so the owner's call of NewKValues stops compiling until it " +
+			"converts it. [SchemaFormat] is the newest store format the schema knows."},
 		{identities, "Identities (%s) are valid by construction: NewX validates a name (an " +
 			"error wrapping [wire.ErrInvalid]), MustX panics instead, for constants; every value " +
 			"but the zero one is valid."},
@@ -60,8 +76,8 @@ func emitDoc(f *File, s *schema) {
 		}
 	}
 	b.WriteString("\nThe package registers itself in package registry (codec/registry) when it " +
-		"is initialised: its namespace, " + s.Namespace + ", its import path, and what parses its " +
-		"partitions and keys and decodes its records. A second package declaring the namespace, " +
+		"is initialised: its namespace, " + s.Namespace + ", its known format, its import path, and what parses its " +
+		"partitions and keys and decodes its records (with their value families and formats). A second package declaring the namespace, " +
 		"linked into the same program, makes it fail at start.")
 	if len(partitions) > 0 {
 		b.WriteString(" A partition of the namespace holds this schema's records plus the " +

@@ -271,6 +271,11 @@ func emitNamespace(f *File, s *schema) {
 	f.Comment("element, a tuple string, of every partition identity it declares, so no")
 	f.Comment("identity of another schema's partition is a tuple prefix of one of these.")
 	f.Const().Id("SchemaNamespace").Op("=").Lit(s.Namespace)
+	f.Comment("SchemaFormat is the newest store format the schema knows: the largest")
+	f.Comment("format= it declares on a record, variant or enum constant (1 when none).")
+	f.Comment("A store whose format of namespace SchemaNamespace is above it may hold")
+	f.Comment("values this package cannot read.")
+	f.Const().Id("SchemaFormat").Op("=").Lit(int(s.format()))
 	if len(s.filter(func(d *decl) bool { return d.Kind == kindUnion && d.Partition })) == 0 {
 		return
 	}

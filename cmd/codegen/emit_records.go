@@ -409,6 +409,9 @@ func emitRecordAPI(f *File, d *decl) {
 	}
 	f.Commentf("Version%s is the version byte that opens every encoded %s.", name, name)
 	f.Const().Id("Version" + name).Op("=").Lit(int(d.Version))
+	f.Commentf("Format%s is the store format that introduced %s (its format=): a", name, name)
+	f.Comment("value family writes it only to a store of that format or above.")
+	f.Const().Id("Format" + name).Op("=").Lit(int(d.Format))
 	f.Commentf("Append%s appends the encoding of v to dst. It fails with an error", name)
 	f.Comment("wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the")
 	f.Comment("schema (a bound, an identity, an enum value, an order). It does not allocate")

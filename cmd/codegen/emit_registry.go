@@ -10,10 +10,11 @@ import (
 const registryPkg = "github.com/mkit-dev/mkitfdb/codec/registry"
 
 // emitRegistry writes the init function that registers the package in
-// the registry of linked schemas: its namespace, its import path (taken
-// from the package's own Tag type, so that it is right wherever the
-// package is generated), its partition unions, key classes and records,
-// each with its generated parser or decoder. A second package of the same
+// the registry of linked schemas: its namespace and known format, its
+// import path (taken from the package's own Tag type, so that it is right
+// wherever the package is generated), its partition unions, key classes
+// (with their value families) and records (with their formats), each with
+// its generated parser or decoder. A second package of the same
 // namespace makes the program fail at start.
 func emitRegistry(f *File, s *schema) {
 	f.ImportName(registryPkg, "registry")
@@ -33,8 +34,13 @@ func emitRegistry(f *File, s *schema) {
 			Id("Name"):  Lit(d.Name),
 			Id("Parse"): Qual(registryPkg, "KeyParser").Call(Id("Parse" + d.Name)),
 		}
-		if d.Value != nil {
-			kc[Id("Value")] = Lit(d.Value.Name)
+		if len(d.Family) > 0 {
+			var names []Code
+			for _, v := range d.Family {
+				names = append(names, Lit(v.Name))
+			}
+			kc[Id("Values")] = Index().String().Values(names...)
+			kc[Id("ValueVersion")] = Id("VersionOf" + d.Name + "Value")
 		}
 		keys = append(keys, Values(kc))
 	}
@@ -42,11 +48,13 @@ func emitRegistry(f *File, s *schema) {
 		records = append(records, Values(Dict{
 			Id("Name"):    Lit(d.Name),
 			Id("Version"): Id("Version" + d.Name),
+			Id("Format"):  Id("Format" + d.Name),
 			Id("Decode"):  Qual(registryPkg, "Decoder").Call(Id("Decode" + d.Name)),
 		}))
 	}
 	fields := Dict{
 		Id("Namespace"):  Id("SchemaNamespace"),
+		Id("Format"):     Id("SchemaFormat"),
 		Id("ImportPath"): Qual("reflect", "TypeFor").Types(Id("Tag")).Call().Dot("PkgPath").Call(),
 	}
 	if len(partitions) > 0 {

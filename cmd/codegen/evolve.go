@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Schema evolution: the schema is compared with its layout lock
@@ -36,9 +38,15 @@ var (
 	ruleBoundTightened = rule{"bound-tightened",
 		"values already stored may break the new bound and would fail to decode; loosening is allowed"}
 	ruleKeyValue = rule{"key-value",
-		"rows already stored under the key class hold the record it named"}
+		"rows already stored under the key class hold the versions its value family named: a family only gains versions at its end, and a version leaves it only retired"}
 	ruleRenumbered = rule{"renumbered",
 		"stored bytes hold the number, not the name: rows written with the old number would read as something else or fail"}
+	// ruleFormat is renumbered's for a format lowered: the number is not
+	// in the bytes, but decides which stores a process writes them to.
+	// Raising one is allowed: processes then write the older version until
+	// the store's format reaches it, which every process reads.
+	ruleFormat = rule{"renumbered",
+		"a version's format says which stores it is written to, so that no process writes what another running one cannot read: lowered, it would be written to stores where processes older than it still run; raising it is allowed"}
 	ruleRemoved = rule{"removed",
 		"stored bytes may hold it, and only a retirement keeps its number from being used again"}
 	ruleRetiredReused = rule{"retired-reused",
@@ -132,14 +140,7 @@ func (c *comparer) keys(lock, s *schema) {
 		case sk != nil && moved[sk]:
 		case sk != nil:
 			c.decl(lk, sk, "key class "+sk.Name)
-			switch {
-			case sk.Value == nil:
-				// a class whose rows tools no longer decode: the bytes are as they were
-			case lk.valueName == "":
-				c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: the released class declared no record", sk.Name, sk.Value.Name)
-			case sk.Value.Name != lk.valueName:
-				c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: the released class holds %s", sk.Name, sk.Value.Name, lk.valueName)
-			}
+			c.family(lk, sk)
 		case retiredNum(s.RetiredKeys, uint64(lk.Tag)) != nil:
 			retiredNum(s.RetiredKeys, uint64(lk.Tag)).Name = lk.Name
 		case s.byName[lk.Name] != nil && s.byName[lk.Name].Key:
@@ -163,6 +164,84 @@ func (c *comparer) keys(lock, s *schema) {
 	}
 }
 
+// family compares the value family of lk, a locked key class, with that
+// of sk, its declaration: a released family only gains versions at its
+// end; a version leaves it only retired (retired=N on the //mk:key), its
+// byte reserved for ever. Dropping value= altogether is allowed: the rows
+// keep their bytes, and tools then show them undecoded.
+func (c *comparer) family(lk, sk *decl) {
+	for _, lr := range lk.Retired {
+		if sr := retiredNum(sk.Retired, lr.Num); sr != nil {
+			if sr.Name == "" {
+				sr.Name = lr.Name
+			}
+			continue
+		}
+		if v := familyVersion(sk, uint8(lr.Num)); v != nil {
+			c.add(sk.Pos, ruleRetiredReused, "key %s: %s takes version %d of the family, which was retired", sk.Name, v.Name, lr.Num)
+		} else {
+			c.add(sk.Pos, ruleRetiredDropped, "key %s: version %d of its value family is retired in the lock: keep it in retired=", sk.Name, lr.Num)
+		}
+	}
+	if len(sk.Family) == 0 {
+		return
+	}
+	list := familyList(sk.Family)
+	if len(lk.Family) == 0 {
+		c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: the released class declared no record", sk.Name, list)
+		return
+	}
+	held := "value=" + familyList(lk.Family)
+	// next is the position in sk.Family after the last locked version
+	// found; last is the largest version byte the locked family held.
+	next, last := 0, uint8(0)
+	for _, r := range lk.Retired {
+		last = max(last, uint8(r.Num))
+	}
+	for _, lv := range lk.Family {
+		last = max(last, lv.Version)
+		at := slices.IndexFunc(sk.Family, func(v *decl) bool { return v.Name == lv.Name })
+		switch {
+		case at >= next:
+			for _, v := range sk.Family[next:at] {
+				c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: %s is listed before the released %s (the class holds %s): a family gains versions only at its end", sk.Name, list, v.Name, lv.Name, held)
+			}
+			next = at + 1
+		case at >= 0:
+			c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: %s is listed before %s, the released class holds %s: versions keep their order, oldest first", sk.Name, list, sk.Family[next-1].Name, lv.Name, held)
+		case retiredNum(sk.Retired, uint64(lv.Version)) != nil:
+			retiredNum(sk.Retired, uint64(lv.Version)).Name = lv.Name
+		default:
+			c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: the released class holds %s, whose %s (version %d) is no longer listed: keep it, or retire its version with retired=%d once no row holds it", sk.Name, list, held, lv.Name, lv.Version, lv.Version)
+		}
+	}
+	for _, v := range sk.Family[next:] {
+		if v.Version <= last && familyVersion(lk, v.Version) == nil && retiredNum(lk.Retired, uint64(v.Version)) == nil {
+			c.add(sk.Pos, ruleKeyValue, "key %s: value=%s: %s (version %d) is added below version %d, which the released class held (%s): a version added to a family takes a version byte above all of them", sk.Name, list, v.Name, v.Version, last, held)
+		}
+	}
+}
+
+// familyVersion returns the version of key class d's family whose version
+// byte is n, or nil.
+func familyVersion(d *decl, n uint8) *decl {
+	for _, v := range d.Family {
+		if v.Version == n {
+			return v
+		}
+	}
+	return nil
+}
+
+// familyList is a family as value= writes it.
+func familyList(family []*decl) string {
+	names := make([]string, len(family))
+	for i, v := range family {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ",")
+}
+
 // records compares the locked records with s's, by name.
 func (c *comparer) records(lock, s *schema) {
 	byName := map[string]*decl{}
@@ -176,6 +255,8 @@ func (c *comparer) records(lock, s *schema) {
 			c.add(sr.Pos, ruleReleasedDraft, "record %s is released in the lock (%s) and cannot be a draft", sr.Name, lr.Pos)
 		case sr != nil && sr.Version != lr.Version:
 			c.add(sr.Pos, ruleRenumbered, "record %s: version=%d: the lock holds version %d", sr.Name, sr.Version, lr.Version)
+		case sr != nil && sr.Format < lr.Format:
+			c.add(sr.Pos, ruleFormat, "record %s: format=%d: the lock holds format %d", sr.Name, sr.Format, lr.Format)
 		case sr != nil && sr.Kind != lr.Kind:
 			c.add(sr.Pos, ruleRetyped, "record %s: a %s in the lock, a %s now", sr.Name, shape(lr), shape(sr))
 		case sr != nil:
@@ -422,6 +503,9 @@ func (c *comparer) variants(l, s *decl, in, via string) {
 		switch {
 		case sv != nil && moved[sv]:
 		case sv != nil:
+			if sv.Format < lv.Format {
+				c.add(sv.Pos, ruleFormat, "union %s%s: variant %s: format=%d, the lock holds format %d", s.Name, in, sv.Name, sv.Format, lv.Format)
+			}
 			c.decl(lv.Type, sv.Type, via)
 		case retiredNum(s.Retired, uint64(lv.Tag)) != nil:
 			retiredNum(s.Retired, uint64(lv.Tag)).Name = lv.Name
@@ -468,6 +552,8 @@ func (c *comparer) enum(l, s *decl, in string) {
 		switch {
 		case named && sv.Value != lv.Value:
 			c.add(s.Pos, ruleRenumbered, "enum %s%s: %s = %d, the lock holds %d", s.Name, in, sv.Name, sv.Value, lv.Value)
+		case kept && byValue[lv.Value].Format < lv.Format:
+			c.add(s.Pos, ruleFormat, "enum %s%s: %s: format=%d, the lock holds format %d", s.Name, in, byValue[lv.Value].Name, byValue[lv.Value].Format, lv.Format)
 		case kept:
 		case retiredNum(s.Retired, uint64(lv.Value)) != nil:
 			retiredNum(s.Retired, uint64(lv.Value)).Name = lv.Name

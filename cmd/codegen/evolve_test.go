@@ -189,7 +189,7 @@ var refusedChanges = []lockCase{
 	{name: "key class removed", after: []edit{{"//mk:key tag=101\ntype IndexKey struct {\n\tSeq   uint64\n\tLabel string ~mk:\"max=20\"~\n}", ""}},
 		rule: "removed", lockAt: "key 101 IndexKey", want: "key class IndexKey (tag 101) is no longer declared"},
 	{name: "key value changed", after: []edit{{"//mk:key tag=100 value=OrderV1\ntype OrderKey struct {", "//mk:key tag=100 value=StateV1\ntype OrderKey struct { // <-"}},
-		rule: "key-value", want: "value=StateV1: the released class holds OrderV1"},
+		rule: "key-value", want: "value=StateV1: the released class holds value=OrderV1, whose OrderV1 (version 1) is no longer listed"},
 	{name: "key value added", after: []edit{{"//mk:key tag=101\ntype IndexKey struct {", "//mk:key tag=101 value=OrderV1\ntype IndexKey struct { // <-"}},
 		rule: "key-value", want: "the released class declared no record"},
 	{name: "released key class marked draft", after: []edit{{"//mk:key tag=101\ntype IndexKey struct {", "//mk:key tag=101 draft\ntype IndexKey struct { // <-"}},
@@ -269,12 +269,97 @@ var refusedChanges = []lockCase{
 		after:  []edit{{"\tColorBlue Color = 2\n", ""}, {"type Color uint8", "type Color uint8 // <-"}},
 		rule:   "retired-dropped"},
 
+	// value families
+	{name: "family version removed",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{family("OrderV2"), withRecords(orderV2), markOrderKey},
+		rule:   "key-value", want: "value=OrderV2: the released class holds value=OrderV1,OrderV2, whose OrderV1 (version 1) is no longer listed: keep it, or retire its version with retired=1"},
+	{name: "family newest version removed",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{withRecords(orderV2), markOrderKey},
+		rule:   "key-value", want: "whose OrderV2 (version 2) is no longer listed"},
+	{name: "family version inserted before a released one",
+		before: []edit{family("OrderV1,OrderV3"), withRecords(orderV3)},
+		after:  []edit{family("OrderV1,OrderV2,OrderV3"), withRecords(orderV2 + orderV3), markOrderKey},
+		rule:   "key-value", want: "OrderV2 is listed before the released OrderV3 (the class holds value=OrderV1,OrderV3): a family gains versions only at its end"},
+	{name: "family version added below a retired one",
+		before: []edit{family("OrderV1 retired=3"), withRecords(orderV3)},
+		after:  []edit{family("OrderV1,OrderV2 retired=3"), withRecords(orderV2 + orderV3), markOrderKey},
+		rule:   "key-value", want: "OrderV2 (version 2) is added below version 3, which the released class held"},
+	{name: "family version replaced by another of its version",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{family("OrderV1,OrderV2b"), withRecords(orderV2 + orderV2b), markOrderKey},
+		rule:   "key-value", want: "whose OrderV2 (version 2) is no longer listed"},
+	{name: "family retirement dropped",
+		before: []edit{family("OrderV2 retired=1"), withRecords(orderV2)},
+		after:  []edit{family("OrderV2"), withRecords(orderV2), markOrderKey},
+		rule:   "retired-dropped", want: "key OrderKey: version 1 of its value family is retired in the lock: keep it in retired="},
+	{name: "retired family version reused",
+		before: []edit{family("OrderV2 retired=1"), withRecords(orderV2)},
+		after:  []edit{family("OrderV1,OrderV2"), withRecords(orderV2), markOrderKey},
+		rule:   "retired-reused", want: "key OrderKey: OrderV1 takes version 1 of the family, which was retired"},
+	{name: "retired family version reused, the retirement kept",
+		before: []edit{family("OrderV2 retired=1"), withRecords(orderV2)},
+		after:  []edit{family("OrderV1,OrderV2 retired=1"), withRecords(orderV2), markOrderKey},
+		rule:   "retired-reused", want: "key OrderKey: OrderV1 takes version 1 of the family, which retired= reserves"},
+
+	// formats
+	{name: "record format lowered",
+		before: []edit{{"//mk:record version=1 union\n", "//mk:record version=1 union format=3\n"}},
+		after:  []edit{{"//mk:record version=1 union\ntype StateV1 struct {", "//mk:record version=1 union format=2\ntype StateV1 struct { // <-"}},
+		rule:   "renumbered", want: "record StateV1: format=2: the lock holds format 3"},
+	{name: "record format dropped to the default",
+		before: []edit{{"//mk:record version=1\ntype OrderV1 struct {", "//mk:record version=1 format=2\ntype OrderV1 struct {"}},
+		after:  []edit{{"type OrderV1 struct {", "type OrderV1 struct { // <-"}},
+		rule:   "renumbered", want: "record OrderV1: format=1: the lock holds format 2"},
+	{name: "variant format lowered",
+		before: []edit{{"~mk:\"tag=2\"~", "~mk:\"tag=2,format=2\"~"}},
+		after:  []edit{{"\tClosed *Closed ~mk:\"tag=2\"~\n", "\tClosed *Closed ~mk:\"tag=2\"~ // <-\n"}},
+		rule:   "renumbered", want: "union StateV1: variant Closed: format=1, the lock holds format 2"},
+	{name: "enum constant format lowered",
+		before: []edit{{"\tColorBlue Color = 2\n", "\tColorBlue Color = 2 //mk:format=3\n"}},
+		after:  []edit{{"\tColorBlue Color = 2\n", "\tColorBlue Color = 2 //mk:format=2\n"}, {"type Color uint8", "type Color uint8 // <-"}},
+		rule:   "renumbered", want: "enum Color (in record OrderV1): ColorBlue: format=2, the lock holds format 3"},
+
 	// the namespace
 	{name: "namespace changed", after: []edit{{"//mk:namespace test\n", "//mk:namespace test2\n"}},
 		line: 1, rule: "namespace", want: `namespace "test2": the lock holds "test"`},
 }
 
 var allowedChanges = []lockCase{
+	{name: "family version appended",
+		after: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		want:  "layout-lock 2\n|key 100 OrderKey value=OrderV1,OrderV2\n|record OrderV2 version=2\n"},
+	{name: "family version appended after released ones",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{family("OrderV1,OrderV2,OrderV3"), withRecords(orderV2 + orderV3)},
+		want:   "key 100 OrderKey value=OrderV1,OrderV2,OrderV3\n"},
+	{name: "family version retired",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{family("OrderV2 retired=1"), withRecords(orderV2)},
+		want:   "key 100 OrderKey value=OrderV2\n\tWho Name\n\tAt uint64\n\tretired 1 OrderV1\n"},
+	{name: "a version added after a retired newest",
+		before: []edit{family("OrderV1 retired=2")},
+		after:  []edit{family("OrderV1,OrderV3 retired=2"), withRecords(orderV3)},
+		want:   "key 100 OrderKey value=OrderV1,OrderV3\n\tWho Name\n\tAt uint64\n\tretired 2\n"},
+	{name: "value= dropped from a family",
+		before: []edit{family("OrderV1,OrderV2"), withRecords(orderV2)},
+		after:  []edit{{"//mk:key tag=100 value=OrderV1\n", "//mk:key tag=100\n"}, withRecords(orderV2)},
+		want:   "key 100 OrderKey\n"},
+	{name: "record format raised",
+		after: []edit{{"//mk:record version=1 union\n", "//mk:record version=1 union format=2\n"}},
+		want:  "layout-lock 2\n|record StateV1 version=1 union format=2\n"},
+	{name: "new variant of a format",
+		after: []edit{{"\tClosed *Closed ~mk:\"tag=2\"~\n", "\tClosed *Closed ~mk:\"tag=2\"~\n\tLost   *Lost   ~mk:\"tag=3,format=2\"~\n}\n\ntype Lost struct {\n\tAt uint64\n"}},
+		want:  "\t3 Lost Lost format=2\n"},
+	{name: "new enum constant of a format",
+		after: []edit{{"\tColorBlue Color = 2\n", "\tColorBlue Color = 2\n\tColorTeal Color = 9 //mk:format=4\n"}},
+		want:  "\t9 ColorTeal format=4\n"},
+	{name: "variant and enum constant formats raised",
+		after: []edit{{"~mk:\"tag=2\"~", "~mk:\"tag=2,format=2\"~"}, {"\tColorBlue Color = 2\n", "\tColorBlue Color = 2 //mk:format=2\n"}},
+		want:  "\t2 Closed Closed format=2\n|\t2 ColorBlue format=2\n"},
+	{name: "a format on a draft record only", after: []edit{{"//mk:record version=1 union\n", "//mk:record version=2 draft format=2\ntype OrderV2 struct {\n\tA uint8\n}\n\n//mk:record version=1 union\n"}},
+		want: "layout-lock 1\n|draft record OrderV2 version=2\n"},
 	{name: "new record version", after: []edit{{"//mk:record version=1 union\n", "//mk:record version=2\ntype OrderV2 struct {\n\tColor Color\n\tGift  bool\n}\n\n//mk:record version=1 union\n"}},
 		want: "record OrderV2 version=2|\tGift bool"},
 	{name: "new key class", after: []edit{{"//mk:key tag=101\n", "//mk:key tag=102 value=OrderV1\ntype ByColorKey struct {\n\tColor Color\n}\n\n//mk:key tag=101\n"}},
@@ -346,6 +431,29 @@ var allowedChanges = []lockCase{
 		extra: "package schema\n\n// Part moved here.\ntype Part struct {\n\tSKU string ~mk:\"max=8\"~\n\tN   uint32 ~mk:\"min=1\"~\n}\n",
 		want:  "same"},
 }
+
+// orderV2, orderV2b and orderV3 are records the value family of lockBase's
+// OrderKey grows with (withRecords puts them before StateV1); orderV2b
+// takes OrderV2's version.
+const (
+	orderV2  = "//mk:record version=2\ntype OrderV2 struct {\n\tColor Color\n\tGift  bool\n}\n\n"
+	orderV2b = "//mk:record version=2\ntype OrderV2b struct {\n\tColor Color\n}\n\n"
+	orderV3  = "//mk:record version=3\ntype OrderV3 struct {\n\tColor Color\n\tGift  bool\n\tWrap  bool\n}\n\n"
+)
+
+// family is the edit that makes OrderKey's directive value=list (and
+// whatever follows list, such as retired=N).
+func family(list string) edit {
+	return edit{"//mk:key tag=100 value=OrderV1\n", "//mk:key tag=100 value=" + list + "\n"}
+}
+
+// withRecords is the edit that declares records before StateV1.
+func withRecords(records string) edit {
+	return edit{"//mk:record version=1 union\n", records + "//mk:record version=1 union\n"}
+}
+
+// markOrderKey marks OrderKey's line, where family errors are reported.
+var markOrderKey = edit{"type OrderKey struct {", "type OrderKey struct { // <-"}
 
 // apply makes lockBase's edits, with ~ for a backquote; each old text
 // must occur once.
@@ -605,7 +713,7 @@ func TestStaleOrDamagedLock(t *testing.T) {
 		{"unknown line", "namespace test\n", "namespace test\nbogus 1\n", `unknown line "bogus 1"`},
 		{"unknown field option", "\tNote string max=200\n", "\tNote string max=200 maxx=3\n", `unknown field option "maxx=3"`},
 		{"type with no entry", "\tParts []Part max=10\n", "\tParts []Piece max=10\n", "type Piece has no struct, union, enum or identity entry"},
-		{"another format", lockFormat + "\n", "layout-lock 9\n", `want "layout-lock 1"`},
+		{"another format", lockFormat + "\n", "layout-lock x\n", `want "layout-lock 1" or "layout-lock 2"`},
 		{"key tag twice", "key 101 IndexKey\n", "key 100 IndexKey\n", "key tag 100 is locked twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -625,6 +733,54 @@ func TestStaleOrDamagedLock(t *testing.T) {
 				t.Errorf("the error %q is not at %s", err, at)
 			}
 		})
+	}
+}
+
+// TestLockFormat2: a lock holding a family of more than one version, a
+// family's retired version or a format is written as layout-lock 2, read
+// back the same, and refused when damaged; a lock of a format above 2 is
+// refused as a newer generator's, not as damaged.
+func TestLockFormat2(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "s.go"), apply(t, []edit{family("OrderV1,OrderV2 retired=5"), withRecords(orderV2),
+		{"~mk:\"tag=2\"~", "~mk:\"tag=2,format=2\"~"}, {"\tColorBlue Color = 2\n", "\tColorBlue Color = 2 //mk:format=3\n"}}))
+	out, err := build(dir, "testgen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := string(out.lock)
+	for _, want := range []string{"\n" + lockFormat2 + "\n", "key 100 OrderKey value=OrderV1,OrderV2\n", "\tretired 5\n", "\t2 Closed Closed format=2\n", "\t2 ColorBlue format=3\n"} {
+		if !strings.Contains(lock, want) {
+			t.Errorf("the lock has no %q:\n%s", want, lock)
+		}
+	}
+	parsed, err := parseLock("layout.lock", out.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := renderLock(parsed); string(again) != lock {
+		t.Errorf("the lock read back renders as:\n%s\nwant:\n%s", again, lock)
+	}
+	for _, c := range []struct{ name, from, to, want string }{
+		{"format 1 written", "\t2 Closed Closed format=2\n", "\t2 Closed Closed format=1\n", "format=1 is the default and is not written"},
+		{"family of a record not locked", "value=OrderV1,OrderV2\n", "value=OrderV1,OrderV9\n", "key OrderKey: value OrderV9 has no record entry"},
+		{"retired version of a class without a family", "key 101 IndexKey\n", "key 101 IndexKey\n\tretired 3\n", `want "retired N [Name]" in a union, an enum or a key class with value=`},
+		{"record with two formats", "record OrderV2 version=2\n", "record OrderV2 version=2 format=2 format=3\n", "want \"record Name version=N [union] [format=N]\""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(lock, c.from) {
+				t.Fatalf("the lock has no %q", c.from)
+			}
+			_, err := parseLock("layout.lock", []byte(strings.Replace(lock, c.from, c.to, 1)))
+			if !errors.Is(err, errLock) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("parseLock = %v; want an error wrapping errLock with %q", err, c.want)
+			}
+		})
+	}
+	newer := strings.Replace(lock, lockFormat2+"\n", "layout-lock 9\n", 1)
+	_, err = parseLock("layout.lock", []byte(newer))
+	if err == nil || errors.Is(err, errLock) || !strings.Contains(err.Error(), "layout-lock 9 is written by a newer cmd/codegen") {
+		t.Errorf("a lock of format 9: %v; want it refused as a newer generator's", err)
 	}
 }
 

@@ -211,9 +211,16 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		}
 		l.pendUnion(d, st)
 	case dir == "key":
-		known("tag", "value", "draft")
+		known("tag", "value", "draft", "retired")
 		d.Draft = l.draftArg(d, pos, args)
-		d.valueName, d.valuePos = args["value"], pos
+		d.familyPos = pos
+		if v, ok := args["value"]; ok {
+			if v == "" {
+				l.errs.add(pos, "type %s: value= needs the records its rows hold, oldest first (value=OrderV1,OrderV2)", name)
+			} else {
+				d.familyNames = strings.Split(v, ",")
+			}
+		}
 		lo, hi, rule := keyTagRange(l.s.library)
 		// A tag out of range stays 0, which no key class may take, so
 		// that check reports nothing more of it.
@@ -225,12 +232,23 @@ func (l *loader) typeSpec(ts *ast.TypeSpec, docs []*ast.CommentGroup) {
 		}
 		d.Kind = kindStruct
 		d.Fields = l.fields(d, st)
+		if _, r := args["retired"]; r && d.familyNames == nil {
+			l.errs.add(pos, "type %s: retired= on a key class retires versions of its value family: it needs value=", name)
+		} else {
+			l.retiredOf(d, pos, args)
+		}
 	case dir == "record":
-		known("version", "union", "draft", "retired")
+		known("version", "union", "draft", "retired", "format")
 		d.Draft = l.draftArg(d, pos, args)
 		// A version out of range stays 0, which check skips.
 		v, _ := arg("version", 1, math.MaxUint8, "record versions are 1-255")
 		d.Record, d.Version = true, uint8(v)
+		d.Format = 1
+		if s, ok := args["format"]; ok {
+			if f, ok := rangeArg(func(format string, a ...any) { l.errs.add(pos, "type %s: "+format, append([]any{name}, a...)...) }, "format", s, 1, math.MaxUint32, formatRule); ok {
+				d.Format = uint32(f)
+			}
+		}
 		if !isStruct {
 			l.errs.add(pos, "type %s: //mk:record needs a struct", name)
 			return
@@ -462,6 +480,7 @@ func (l *loader) consts(f *ast.File) {
 				l.errs.add(l.pos(vs), "enum %s: every constant needs an explicit literal value", en.Name)
 				continue
 			}
+			format := l.constFormat(en, vs)
 			for i, n := range vs.Names {
 				lit, ok := vs.Values[i].(*ast.BasicLit)
 				var v uint64
@@ -477,14 +496,17 @@ func (l *loader) consts(f *ast.File) {
 				if short == "" {
 					short = n.Name
 				}
-				en.Values = append(en.Values, enumValue{Name: n.Name, Short: short, Value: uint8(v)})
+				en.Values = append(en.Values, enumValue{Name: n.Name, Short: short, Value: uint8(v), Format: format})
 			}
 		}
 	}
 }
 
 // variantOptions are the options of a union variant's mk:"..." tag.
-var variantOptions = []string{"tag", "kind"}
+var variantOptions = []string{"tag", "kind", "format"}
+
+// formatRule states the range of format=.
+const formatRule = "formats are 1-4294967295"
 
 // resolve binds named type references and union variants.
 func (l *loader) resolve() {
@@ -505,11 +527,13 @@ func (l *loader) resolve() {
 		for _, f := range d.Fields {
 			walk(d, f, f.Type)
 		}
-		if d.Key && d.valueName != "" {
-			if v := l.s.byName[d.valueName]; v != nil && v.Record {
-				d.Value = v
-			} else {
-				l.errs.add(d.valuePos, "key %s: value=%s names no record of the schema", d.Name, d.valueName)
+		if d.Key {
+			for _, name := range d.familyNames {
+				if v := l.s.byName[name]; v != nil && v.Record {
+					d.Family = append(d.Family, v)
+				} else {
+					l.errs.add(d.familyPos, "key %s: value=%s names no record of the schema", d.Name, name)
+				}
 			}
 		}
 	}
@@ -537,7 +561,7 @@ func (l *loader) resolve() {
 				l.errs.add(pos, "union %s: variant %s: "+format, append([]any{d.Name, v.Name}, a...)...)
 			}
 			for _, k := range sortedKeys(opts) {
-				if k != "tag" && k != "kind" {
+				if !contains(variantOptions, k) {
 					msg, guess := unknownName("option", k, variantOptions)
 					report("%s", msg)
 					if guess != "" {
@@ -556,7 +580,44 @@ func (l *loader) resolve() {
 			} else if !v.guessed["tag"] {
 				report("needs tag=N: %s", rule)
 			}
+			v.Format = 1
+			if s, ok := opts["format"]; ok {
+				if f, ok := rangeArg(report, "format", s, 1, math.MaxUint32, formatRule); ok {
+					v.Format = uint32(f)
+				}
+			}
 			d.Variants = append(d.Variants, v)
 		}
 	}
+}
+
+// constFormat reads the //mk:format=N directive of an enum constant's
+// declaration (its doc comment or its line comment): the store format
+// that introduced it, 1 when there is none.
+func (l *loader) constFormat(en *decl, vs *ast.ValueSpec) uint32 {
+	format := uint32(1)
+	for _, g := range []*ast.CommentGroup{vs.Doc, vs.Comment} {
+		if g == nil {
+			continue
+		}
+		for _, c := range g.List {
+			text, ok := strings.CutPrefix(c.Text, "//mk:")
+			if !ok {
+				continue
+			}
+			pos := l.pos(c)
+			report := func(f string, a ...any) {
+				l.errs.add(pos, "enum %s: constant %s: "+f, append([]any{en.Name, vs.Names[0].Name}, a...)...)
+			}
+			v, isFormat := strings.CutPrefix(strings.TrimSpace(text), "format=")
+			if !isFormat {
+				report("unknown directive //mk:%s (a constant takes //mk:format=N only)", strings.TrimSpace(text))
+				continue
+			}
+			if f, ok := rangeArg(report, "format", v, 1, math.MaxUint32, formatRule); ok {
+				format = uint32(f)
+			}
+		}
+	}
+	return format
 }

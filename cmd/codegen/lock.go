@@ -26,20 +26,23 @@ import (
 //
 //	namespace orders
 //
-//	key 100 OrderKey value=OrderV1     a key class: tag, name, its record
-//		Customer CustomerID            its fields in order: name, type, bounds
-//		PlacedAtMs uint64
+//	key 100 OrderKey value=OrderV1,OrderV2
+//		Customer CustomerID            a key class: tag, name, its value family
+//		PlacedAtMs uint64              (oldest first); its fields in order:
+//		retired 3 OrderV3              name, type, bounds; a retired version
 //
 //	record OrderV1 version=1           a released record version
 //		Lines []Line max=50
+//	record OrderV2 version=2 format=2  the store format that introduced it
 //
 //	record ReservationV1 version=1 union
 //		1 Ticketed ReservationTicketed a variant: tag, name, struct
+//		2 Expired Expired format=2     (format= when not 1)
 //		retired 4 Expired              a retired tag, reserved for ever
 //
 //	union Shard partition              a partition union (kind= per variant)
 //	struct Line                        a struct a locked layout uses
-//	enum Status                        values: number, name
+//	enum Status                        values: number, name [format=N]
 //	identity CustomerID min=1 max=40
 //	retired key 7 OldKey               a retired key class tag
 //	retired record OrderV0             a retired record name
@@ -73,8 +76,34 @@ const lockHeader = `# Written by cmd/codegen: edit the schema, never this file.
 `
 
 // lockFormat is the first line after the header: the version of this
-// file's format.
-const lockFormat = "layout-lock 1"
+// file's format. Format 2 adds value families of more than one version,
+// a family's retired versions and format=; a lock that uses none of them
+// is written as format 1, which generators before format 2 read too.
+const (
+	lockFormat  = "layout-lock 1"
+	lockFormat2 = "layout-lock 2"
+)
+
+// lockFormatOf is the format line of a lock holding the entries of
+// locked: the first format that can hold them.
+func lockFormatOf(locked []*decl) string {
+	for _, d := range locked {
+		if d.Format > 1 || d.Key && (len(d.Family) > 1 || len(d.Retired) > 0) {
+			return lockFormat2
+		}
+		for _, v := range d.Variants {
+			if v.Format > 1 {
+				return lockFormat2
+			}
+		}
+		for _, v := range d.Values {
+			if v.Format > 1 {
+				return lockFormat2
+			}
+		}
+	}
+	return lockFormat
+}
 
 // renderLock renders the lock of s: its namespace, its released key
 // classes and records and partition unions, the types they use, its
@@ -82,8 +111,6 @@ const lockFormat = "layout-lock 1"
 func renderLock(s *schema) []byte {
 	var b bytes.Buffer
 	b.WriteString(lockHeader)
-	b.WriteString("\n" + lockFormat + "\n")
-	fmt.Fprintf(&b, "\nnamespace %s\n", s.Namespace)
 
 	keys := slices.Clone(s.keys())
 	slices.SortFunc(keys, func(a, b *decl) int { return cmpUint(uint64(a.Tag), uint64(b.Tag)) })
@@ -126,7 +153,10 @@ func renderLock(s *schema) []byte {
 	}
 	slices.SortFunc(types, func(a, b *decl) int { return strings.Compare(a.Name, b.Name) })
 
-	for _, d := range append(roots, types...) {
+	locked := append(roots, types...)
+	b.WriteString("\n" + lockFormatOf(locked) + "\n")
+	fmt.Fprintf(&b, "\nnamespace %s\n", s.Namespace)
+	for _, d := range locked {
 		b.WriteString("\n")
 		writeLockDecl(&b, d)
 	}
@@ -189,14 +219,19 @@ func writeLockDecl(b *bytes.Buffer, d *decl) {
 	switch {
 	case d.Key:
 		fmt.Fprintf(b, "key %d %s", d.Tag, d.Name)
-		if d.Value != nil {
-			fmt.Fprintf(b, " value=%s", d.Value.Name)
+		if len(d.Family) > 0 {
+			names := make([]string, len(d.Family))
+			for i, v := range d.Family {
+				names[i] = v.Name
+			}
+			fmt.Fprintf(b, " value=%s", strings.Join(names, ","))
 		}
 	case d.Record:
 		fmt.Fprintf(b, "record %s version=%d", d.Name, d.Version)
 		if d.Kind == kindUnion {
 			b.WriteString(" union")
 		}
+		b.WriteString(formatOpt(d.Format))
 	case d.Kind == kindUnion:
 		fmt.Fprintf(b, "union %s", d.Name)
 		if d.Partition {
@@ -227,13 +262,13 @@ func writeLockDecl(b *bytes.Buffer, d *decl) {
 			if d.Partition {
 				fmt.Fprintf(b, " kind=%s", v.KindName)
 			}
-			b.WriteString("\n")
+			b.WriteString(formatOpt(v.Format) + "\n")
 		}
 	case kindEnum:
 		vs := slices.Clone(d.Values)
 		slices.SortFunc(vs, func(a, b enumValue) int { return cmpUint(uint64(a.Value), uint64(b.Value)) })
 		for _, v := range vs {
-			fmt.Fprintf(b, "\t%d %s\n", v.Value, v.Name)
+			fmt.Fprintf(b, "\t%d %s%s\n", v.Value, v.Name, formatOpt(v.Format))
 		}
 	}
 	rs := slices.Clone(d.Retired)
@@ -241,6 +276,14 @@ func writeLockDecl(b *bytes.Buffer, d *decl) {
 	for _, r := range rs {
 		fmt.Fprintf(b, "\tretired %d%s\n", r.Num, optName(r.Name))
 	}
+}
+
+// formatOpt is " format=N", or "" for format 1 (the default).
+func formatOpt(f uint32) string {
+	if f <= 1 {
+		return ""
+	}
+	return " format=" + strconv.FormatUint(uint64(f), 10)
 }
 
 // typeString is t in Go syntax, as the lock writes and reads it.
@@ -321,8 +364,12 @@ func parseLock(path string, src []byte) (*schema, error) {
 			continue
 		}
 		if !sawFormat {
-			if text != lockFormat {
-				p.fail("want %q, the lock format this generator reads, found %q", lockFormat, text)
+			if text != lockFormat && text != lockFormat2 {
+				if n, ok := strings.CutPrefix(text, "layout-lock "); ok && newerLockFormat(n) {
+					p.err = fmt.Errorf("%s: %s is written by a newer cmd/codegen than this one, which reads %q and %q: generate with the cmd/codegen of the mkitfdb version the module requires", p.pos(), text, lockFormat, lockFormat2)
+					break
+				}
+				p.fail("want %q or %q, the lock formats this generator reads, found %q", lockFormat, lockFormat2, text)
 				break
 			}
 			sawFormat = true
@@ -382,6 +429,26 @@ func (p *lockParser) num(s string, hi uint64) uint64 {
 	return n
 }
 
+// newerLockFormat reports whether n is a lock format number above the
+// ones this generator reads.
+func newerLockFormat(n string) bool {
+	v, err := strconv.ParseUint(n, 10, 32)
+	return err == nil && v > 2
+}
+
+// format parses the optional format=N that may end w, for an entry or
+// member line: its value (1 when absent) and w without it.
+func (p *lockParser) format(w []string) (uint32, []string) {
+	if len(w) == 0 || !strings.HasPrefix(w[len(w)-1], "format=") {
+		return 1, w
+	}
+	f := p.arg(w[len(w)-1], "format", 1<<32-1)
+	if f < 2 {
+		p.fail("format=%d is the default and is not written", f)
+	}
+	return uint32(f), w[:len(w)-1]
+}
+
 // arg parses s as key=N with N in 0..hi.
 func (p *lockParser) arg(s, key string, hi uint64) uint64 {
 	v, ok := strings.CutPrefix(s, key+"=")
@@ -429,24 +496,26 @@ func (p *lockParser) entry(w []string) {
 		p.s.Namespace, p.s.nsPos = w[1], p.pos()
 	case len(w) >= 3 && w[0] == "key":
 		if len(w) > 4 {
-			p.fail("want \"key TAG Name [value=Record]\"")
+			p.fail("want \"key TAG Name [value=Record,...]\"")
 			return
 		}
 		d.Key, d.Kind, d.Tag, d.Name = true, kindStruct, uint32(p.num(w[1], 1<<32-1)), w[2]
 		if len(w) == 4 {
 			v, ok := strings.CutPrefix(w[3], "value=")
-			if !ok {
-				p.fail("want value=Record, found %q", w[3])
+			if !ok || v == "" {
+				p.fail("want value=Record,..., found %q", w[3])
 			}
-			d.valueName = v
+			d.familyNames = strings.Split(v, ",")
 		}
 		p.add(d)
 	case len(w) >= 3 && w[0] == "record":
+		var f uint32
+		f, w = p.format(w)
 		if len(w) > 4 || len(w) == 4 && w[3] != "union" {
-			p.fail("want \"record Name version=N [union]\"")
+			p.fail("want \"record Name version=N [union] [format=N]\"")
 			return
 		}
-		d.Record, d.Kind, d.Name, d.Version = true, kindStruct, w[1], uint8(p.arg(w[2], "version", 255))
+		d.Record, d.Kind, d.Name, d.Version, d.Format = true, kindStruct, w[1], uint8(p.arg(w[2], "version", 255)), f
 		if len(w) == 4 {
 			d.Kind = kindUnion
 		}
@@ -511,8 +580,8 @@ func (p *lockParser) member(w []string) {
 		return
 	}
 	if w[0] == "retired" {
-		if d.Kind != kindUnion && d.Kind != kindEnum || len(w) < 2 || len(w) > 3 {
-			p.fail("want \"retired N [Name]\" in a union or enum")
+		if d.Kind != kindUnion && d.Kind != kindEnum && !(d.Key && d.familyNames != nil) || len(w) < 2 || len(w) > 3 {
+			p.fail("want \"retired N [Name]\" in a union, an enum or a key class with value=")
 			return
 		}
 		hi := uint64(255)
@@ -551,11 +620,13 @@ func (p *lockParser) member(w []string) {
 		}
 		d.Fields = append(d.Fields, fl)
 	case kindUnion:
+		var f uint32
+		f, w = p.format(w)
 		if len(w) != 3 && !(d.Partition && len(w) == 4) {
-			p.fail("want \"TAG Name Struct [kind=name]\"")
+			p.fail("want \"TAG Name Struct [kind=name] [format=N]\"")
 			return
 		}
-		v := &variant{Tag: uint8(p.num(w[0], 255)), Name: w[1], Pos: p.pos()}
+		v := &variant{Tag: uint8(p.num(w[0], 255)), Name: w[1], Pos: p.pos(), Format: f}
 		v.Type = &decl{Name: w[2]} // resolved by resolve
 		if len(w) == 4 {
 			k, ok := strings.CutPrefix(w[3], "kind=")
@@ -566,11 +637,13 @@ func (p *lockParser) member(w []string) {
 		}
 		d.Variants = append(d.Variants, v)
 	case kindEnum:
+		var f uint32
+		f, w = p.format(w)
 		if len(w) != 2 {
-			p.fail("want \"VALUE Name\"")
+			p.fail("want \"VALUE Name [format=N]\"")
 			return
 		}
-		d.Values = append(d.Values, enumValue{Value: uint8(p.num(w[0], 255)), Name: w[1]})
+		d.Values = append(d.Values, enumValue{Value: uint8(p.num(w[0], 255)), Name: w[1], Format: f})
 	default:
 		p.fail("%s %s has no indented lines", "identity", d.Name)
 	}
@@ -616,6 +689,15 @@ func (p *lockParser) resolve() {
 	for _, d := range p.s.Decls {
 		for _, fl := range d.Fields {
 			walk(fl.Pos, fl.Type)
+		}
+		for _, name := range d.familyNames {
+			r := p.s.byName[name]
+			if r == nil || !r.Record {
+				p.line = d.Pos.Line
+				p.fail("key %s: value %s has no record entry", d.Name, name)
+				continue
+			}
+			d.Family = append(d.Family, r)
 		}
 		for _, v := range d.Variants {
 			st := p.s.byName[v.Type.Name]

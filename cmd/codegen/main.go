@@ -1,6 +1,7 @@
 // Command codegen generates Go codecs from declarative schemas: key classes
-// in FoundationDB's tuple encoding, strict versioned value records, their
-// fuzz targets, round-trip tests and benchmarks.
+// in FoundationDB's tuple encoding, strict versioned value records, the
+// value families that read every version a key class's rows hold as the
+// newest, their fuzz targets, round-trip tests and benchmarks.
 //
 // Usage:
 //

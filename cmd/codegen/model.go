@@ -37,25 +37,28 @@ type decl struct {
 	Variants  []*variant
 	Partition bool
 
-	// key class: Key is set with its tag; Value is the record its rows
-	// hold, when the schema says (value=Name)
-	Key       bool
-	Tag       uint32
-	Value     *decl
-	valueName string
-	valuePos  token.Position
+	// key class: Key is set with its tag; Family is its value family,
+	// the records its rows may hold, oldest first, when the schema says
+	// (value=A,B)
+	Key         bool
+	Tag         uint32
+	Family      []*decl
+	familyNames []string
+	familyPos   token.Position
 
-	// record: Record is set with its version
+	// record: Record is set with its version, and Format with the store
+	// format that introduced it (format=, default 1)
 	Record  bool
 	Version uint8
+	Format  uint32
 
 	// Draft marks a key class or record the schema declares unreleased
 	// (the draft argument of its directive): the layout lock does not hold
 	// it, so its layout may still change.
 	Draft bool
-	// Retired lists the numbers a union's variants (tags) or an enum's
-	// constants (values) may never take again: the retired= argument of
-	// its directive.
+	// Retired lists the numbers a union's variants (tags), an enum's
+	// constants (values) or a key class's value family (version bytes) may
+	// never take again: the retired= argument of its directive.
 	Retired []*retired
 
 	// usedInTuple marks unions encoded inside keys (nested tuples) or as
@@ -64,9 +67,10 @@ type decl struct {
 }
 
 type enumValue struct {
-	Name  string // the Go constant name
-	Short string // Name without the type's prefix, for String()
-	Value uint8
+	Name   string // the Go constant name
+	Short  string // Name without the type's prefix, for String()
+	Value  uint8
+	Format uint32 // the store format that introduced it (//mk:format=N, default 1)
 }
 
 type variant struct {
@@ -74,6 +78,7 @@ type variant struct {
 	Type     *decl  // the variant's struct
 	Tag      uint8
 	KindName string // partition kind ("ref"), partition unions only
+	Format   uint32 // the store format that introduced it (format=N, default 1)
 	Pos      token.Position
 
 	// guessed holds the options a misspelled one was reported as: check
@@ -178,6 +183,44 @@ func retiredName(list []*retired, name string) *retired {
 		}
 	}
 	return nil
+}
+
+// newest is the newest version of key class d's value family, or nil.
+func (d *decl) newest() *decl {
+	if len(d.Family) == 0 {
+		return nil
+	}
+	return d.Family[len(d.Family)-1]
+}
+
+// lastVersion is the largest version byte key class d's family has ever
+// held: its newest version's, or a retired one's above it. A value whose
+// version is above it was written by a newer schema.
+func (d *decl) lastVersion() uint8 {
+	last := uint8(0)
+	if n := d.newest(); n != nil {
+		last = n.Version
+	}
+	for _, r := range d.Retired {
+		last = max(last, uint8(r.Num))
+	}
+	return last
+}
+
+// format is the schema's known format: the largest format= it declares
+// on a record, variant or enum constant, 1 when it declares none.
+func (s *schema) format() uint32 {
+	f := uint32(1)
+	for _, d := range s.Decls {
+		f = max(f, d.Format)
+		for _, v := range d.Variants {
+			f = max(f, v.Format)
+		}
+		for _, v := range d.Values {
+			f = max(f, v.Format)
+		}
+	}
+	return f
 }
 
 // keys returns the key classes in source order.

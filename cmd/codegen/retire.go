@@ -14,11 +14,13 @@ import (
 //	//mk:retired key=100,101
 //	//mk:retired record=OrderV0
 //
-// and a union variant or enum constant by the retired= argument of its
-// union's or enum's directive (//mk:enum retired=4). A retired key class
-// tag, variant tag or enum value, or record name, may never be declared
-// again, and a retirement the layout lock holds may never be dropped
-// (lock.go).
+// a union variant or enum constant by the retired= argument of its
+// union's or enum's directive (//mk:enum retired=4), and a version of a
+// key class's value family by the retired= argument of its //mk:key (the
+// version byte: //mk:key tag=100 value=OrderV2 retired=1). A retired key
+// class tag, variant tag, enum value or family version, or record name,
+// may never be declared again, and a retirement the layout lock holds may
+// never be dropped (lock.go).
 
 // retiredArgs are the arguments of //mk:retired.
 var retiredArgs = []string{"key", "record"}
@@ -108,15 +110,19 @@ func numberList(report func(format string, a ...any), key, v string, lo, hi uint
 }
 
 // retiredOf reads the retired= argument of the directive of d, a union
-// (variant tags) or an enum (values), at pos: each number at most once.
+// (variant tags), an enum (values) or a key class (the version bytes of
+// its value family), at pos: each number at most once.
 func (l *loader) retiredOf(d *decl, pos token.Position, args map[string]string) {
 	v, ok := args["retired"]
 	if !ok {
 		return
 	}
 	lo, hi, rule := uint64(1), uint64(math.MaxUint8), "variant tags are 1-255"
-	if d.Kind == kindEnum {
+	switch {
+	case d.Kind == kindEnum:
 		lo, rule = 0, "enum values are 0-255"
+	case d.Key:
+		rule = "record versions are 1-255"
 	}
 	report := func(format string, a ...any) { l.errs.add(pos, "type %s: "+format, append([]any{d.Name}, a...)...) }
 	for _, n := range numberList(report, "retired", v, lo, hi, rule) {

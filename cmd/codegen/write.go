@@ -22,15 +22,19 @@ var generatedRE = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 var outputs = []struct {
 	name string
 	emit func(f *jen.File, s *schema)
+	// when, if set, says whether the schema has anything for the file.
+	when func(s *schema) bool
 }{
-	{"doc.go", emitDoc},
-	{"types.go", emitTypes},
-	{"records.go", emitRecords},
-	{"keys.go", emitKeys},
-	{"registry.go", emitRegistry},
-	{"examples_test.go", emitExamples},
-	{"records_test.go", emitRecordTests},
-	{"keys_test.go", emitKeyTests},
+	{"doc.go", emitDoc, nil},
+	{"types.go", emitTypes, nil},
+	{"records.go", emitRecords, nil},
+	{"keys.go", emitKeys, nil},
+	{"values.go", emitValues, hasFamilies},
+	{"registry.go", emitRegistry, nil},
+	{"examples_test.go", emitExamples, nil},
+	{"records_test.go", emitRecordTests, nil},
+	{"keys_test.go", emitKeyTests, nil},
+	{"values_test.go", emitValueTests, hasFamilies},
 }
 
 // output is what one run generates: the generated package's files, and
@@ -64,6 +68,9 @@ func build(dir, pkg string) (*output, error) {
 	s.pkg = pkg
 	files := map[string][]byte{}
 	for _, out := range outputs {
+		if out.when != nil && !out.when(s) {
+			continue
+		}
 		f := jen.NewFile(pkg)
 		f.HeaderComment(header)
 		f.ImportName(wirePkg, "wire")

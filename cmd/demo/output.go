@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -32,17 +33,13 @@ func status(ctx context.Context, s store.Store, p plan) (progress, error) {
 	nowMs, _ := store.EncodeTime(time.Now())
 	for src := range p.sources {
 		part := source(src)
-		v, _, err := s.Get(ctx, part, gen.AppendOutboxSequenceKey(nil))
+		v, _, err := s.Get(ctx, part, outbox.SequenceKey())
 		if err != nil {
 			return pr, err
 		}
-		seq := uint64(0)
-		if v != nil {
-			u, err := gen.DecodeU64Value(v)
-			if err != nil {
-				return pr, fmt.Errorf("source %d: %w", src, err)
-			}
-			seq = u.Value
+		seq, err := outbox.DecodeSequence(v)
+		if err != nil {
+			return pr, fmt.Errorf("source %d: %w", src, err)
 		}
 		pr.queued += seq
 		page, err := s.Scan(ctx, part, start, end, nil, 1)

@@ -34,6 +34,11 @@ var ErrNotLinked = errors.New("registry: namespace not linked into this program"
 type Schema struct {
 	// Namespace is the schema's namespace (its //mk:namespace).
 	Namespace string
+	// Format is the newest store format the schema knows: the largest
+	// format= it declares on a record, variant or enum constant, 1 when
+	// it declares none. A store whose format of the namespace is above it
+	// may hold what the package cannot read.
+	Format uint32
 	// ImportPath is the generated package's import path.
 	ImportPath string
 	// Partitions are the schema's partition unions (none for the
@@ -65,23 +70,55 @@ type PartitionUnion struct {
 
 // KeyClass is a key class: Parse parses a key of the class (the generated
 // Parse<Key>) into its typed value, failing with an error wrapping
-// wire.ErrCorrupt for any other bytes. Value names the record its rows
-// hold (a Record of the same schema) when the schema says (//mk:key
-// value=Name); it is empty for a class whose value is another's to
-// decide, such as a timer's.
+// wire.ErrCorrupt for any other bytes.
+//
+// Values is the class's value family when the schema declares one
+// (//mk:key value=A,B): the records its rows may hold, each a Record of
+// the same schema, oldest first. It is empty for a class whose value is
+// another's to decide, such as a timer's. ValueVersion (the generated
+// VersionOf<Key>Value) then returns the version byte that opens a row's
+// value, which names the one of Values that decodes it; it fails with a
+// *wire.VersionError (wire.ErrNewerVersion) for a version above the
+// family's newest, and with an error wrapping wire.ErrCorrupt for any
+// other byte the family does not declare.
 type KeyClass struct {
-	Tag   uint32
-	Name  string
-	Parse func(key []byte) (any, error)
-	Value string
+	Tag          uint32
+	Name         string
+	Parse        func(key []byte) (any, error)
+	Values       []string
+	ValueVersion func(value []byte) (uint8, error)
+}
+
+// ValueRecord returns the record of k's value family that decodes value,
+// a row's value, as it is stored (never upgraded), from s, k's schema:
+// the one whose version opens value. It fails as k.ValueVersion does, and
+// with an error of its own when k has no value family or s lacks the
+// record (a KeyClass of another schema).
+func (s Schema) ValueRecord(k KeyClass, value []byte) (Record, error) {
+	if len(k.Values) == 0 || k.ValueVersion == nil {
+		return Record{}, fmt.Errorf("registry: key class %s declares no value family", k.Name)
+	}
+	v, err := k.ValueVersion(value)
+	if err != nil {
+		return Record{}, err
+	}
+	for _, name := range k.Values {
+		if r, ok := s.Record(name); ok && r.Version == int(v) {
+			return r, nil
+		}
+	}
+	return Record{}, fmt.Errorf("registry: schema %q has no record of version %d in key class %s's value family", s.Namespace, v, k.Name)
 }
 
 // Record is a record version: Decode decodes a value (the generated
 // Decode<Record>) into its typed value, failing with an error wrapping
-// wire.ErrCorrupt for any other bytes.
+// wire.ErrCorrupt for any other bytes. Format is the store format that
+// introduced it (its format=, 1 by default): a value family writes it
+// only to a store of that format or above.
 type Record struct {
 	Name    string
 	Version int
+	Format  uint32
 	Decode  func(value []byte) (any, error)
 }
 

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,10 +173,68 @@ func TestIdentityPrefixSplitsARawKey(t *testing.T) {
 		t.Fatalf("IdentityPrefix(no namespace) = %q, %v", ns, err)
 	}
 	mkit, _ := registry.Lookup(gen.SchemaNamespace)
-	if k, _ := mkit.Key(uint32(gen.TagRelayKey)); k.Value != "RelayV1" {
-		t.Fatalf("RelayKey holds %q, want RelayV1", k.Value)
+	if k, _ := mkit.Key(uint32(gen.TagRelayKey)); !slices.Equal(k.Values, []string{"RelayV1"}) {
+		t.Fatalf("RelayKey holds %q, want RelayV1", k.Values)
 	}
-	if k, _ := mkit.Key(uint32(gen.TagTimerKey)); k.Value != "" {
-		t.Fatalf("TimerKey holds %q, want none (its handler's)", k.Value)
+	if k, _ := mkit.Key(uint32(gen.TagTimerKey)); k.Values != nil || k.ValueVersion != nil {
+		t.Fatalf("TimerKey holds %q, want none (its handler's)", k.Values)
+	}
+}
+
+// A schema registers its known format, each record its format, and each
+// key class its value family, oldest first; ValueRecord names the
+// version a stored value holds, and refuses a newer one as
+// wire.ErrNewerVersion, not corrupt.
+func TestValueFamiliesAndFormatsAreRegistered(t *testing.T) {
+	mkit, _ := registry.Lookup(gen.SchemaNamespace)
+	if mkit.Format != uint32(gen.SchemaFormat) || gen.SchemaFormat != 2 {
+		t.Errorf("mkit's format is %d, want 2 (TimerRefV2's)", mkit.Format)
+	}
+	if orders, _ := registry.Lookup("orders"); orders.Format != 1 {
+		t.Errorf("orders' format is %d, want 1: it declares none", orders.Format)
+	}
+	for name, want := range map[string]uint32{"U64Value": 1, "TimerRefV2": 2} {
+		if r, ok := mkit.Record(name); !ok || r.Format != want {
+			t.Errorf("record %s: %+v %v; want format %d", name, r, ok, want)
+		}
+	}
+	k, _ := mkit.Key(uint32(gen.TagTimerRefKey))
+	if !slices.Equal(k.Values, []string{"U64Value", "TimerRefV2"}) {
+		t.Fatalf("TimerRefKey's family is %q", k.Values)
+	}
+	v1, err := gen.EncodeU64Value(gen.U64Value{Value: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := gen.EncodeTimerRefV2(gen.TimerRefV2{DueAtMs: 5, Attempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value []byte
+		want  string
+	}{{v1, "U64Value"}, {v2, "TimerRefV2"}} {
+		r, err := mkit.ValueRecord(k, c.value)
+		if err != nil || r.Name != c.want {
+			t.Errorf("ValueRecord(%x) = %q, %v; want %s", c.value, r.Name, err, c.want)
+			continue
+		}
+		if _, err := r.Decode(c.value); err != nil {
+			t.Errorf("%s does not decode %x: %v", r.Name, c.value, err)
+		}
+	}
+	newer := append([]byte{3}, v2[1:]...)
+	var ve *wire.VersionError
+	if _, err := mkit.ValueRecord(k, newer); !errors.As(err, &ve) || !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || ve.Newest != 2 {
+		t.Errorf("ValueRecord of version 3: %v; want a *wire.VersionError, newest 2, not corrupt", err)
+	}
+	for _, b := range [][]byte{nil, {0, 1}} {
+		if _, err := mkit.ValueRecord(k, b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("ValueRecord(%x): %v; want wire.ErrCorrupt", b, err)
+		}
+	}
+	tk, _ := mkit.Key(uint32(gen.TagTimerKey))
+	if _, err := mkit.ValueRecord(tk, v1); err == nil {
+		t.Error("ValueRecord of a class without a value family succeeds")
 	}
 }

@@ -78,6 +78,13 @@ func (e *Engine) begin(ctx context.Context, writable bool) (*boltTxn, error) {
 	return &boltTxn{ctx: ctx, tx: tx, b: b}, nil
 }
 
+var _ kv.GroupCommitter = (*Engine)(nil)
+
+// GroupCommits implements kv.GroupCommitter: true, since every commit
+// costs bbolt a write of its pages and (unless NoSync) an fsync, and
+// bbolt runs one writer at a time.
+func (e *Engine) GroupCommits() bool { return true }
+
 // Limits reports FoundationDB's limits.
 func (e *Engine) Limits() kv.Limits { return kv.FDBLimits() }
 

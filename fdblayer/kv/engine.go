@@ -149,3 +149,14 @@ type Optimistic interface {
 	// Optimistic reports whether transactions never wait for each other.
 	Optimistic() bool
 }
+
+// GroupCommitter is implemented by engines whose write transactions run
+// one at a time and whose every commit costs a sync to disk (boltengine's):
+// the Layer then commits the guarded batches of Apply and Commit calls
+// that wait for the writer together, in one write transaction and one
+// sync (fdblayer's group commit), each batch's guards and result its own.
+// A wrapper of an engine forwards it.
+type GroupCommitter interface {
+	// GroupCommits reports whether commits should share a transaction.
+	GroupCommits() bool
+}

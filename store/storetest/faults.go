@@ -14,8 +14,8 @@ import (
 // Method names a store.Store method that Faults intercepts.
 type Method uint8
 
-// The methods Faults intercepts: those of store.Store, store.DueIndex and
-// store.Transactor. Capabilities is passed through untouched.
+// The methods Faults intercepts: those of store.Store, store.DueIndex,
+// store.Transactor and store.Committer. Capabilities is passed through untouched.
 const (
 	MethodGet Method = iota + 1
 	MethodGetMany
@@ -28,6 +28,10 @@ const (
 	// MethodTransact is store.Transactor's TransactOnce; the reads its
 	// function makes are counted and faulted as reads (MethodGet, ...).
 	MethodTransact
+	// MethodCommit is store.Committer's Commit, and MethodTransactMany its
+	// TransactManyOnce (whose function's reads are counted as reads).
+	MethodCommit
+	MethodTransactMany
 	methodCount
 )
 
@@ -51,6 +55,10 @@ func (m Method) String() string {
 		return "NextWake"
 	case MethodTransact:
 		return "TransactOnce"
+	case MethodCommit:
+		return "Commit"
+	case MethodTransactMany:
+		return "TransactManyOnce"
 	}
 	return fmt.Sprintf("Method(%d)", uint8(m))
 }
@@ -66,21 +74,28 @@ type Call struct {
 	// N numbers the call among all calls of Method on this Faults, from 1,
 	// including calls that were failed or delayed.
 	N int
-	// Commit numbers an Apply or TransactOnce among all calls of either on
-	// this Faults, from 1 (0 for other methods): the calls that may
-	// commit, which the commit-then-fail rules count.
-	Commit    int
-	Partition store.Partition // nil for Probe and ScanDue
-	Key       store.Key       // Get
-	Keys      []store.Key     // GetMany
-	Start     store.Key       // Scan
-	End       store.Key       // Scan
-	After     store.Cursor    // Scan
-	Limit     int             // Scan, ScanDue
-	Batch     *store.Batch    // Apply; TransactOnce once its function returned (nil before)
-	Until     time.Time       // ScanDue: Due.Until
-	AfterDue  *store.DueEntry // ScanDue: Due.After
-	Due       store.DueQuery  // ScanDue
+	// Commit numbers an Apply, TransactOnce, Commit or TransactManyOnce
+	// among all such calls on this Faults, from 1 (0 for other methods):
+	// the calls that may commit, which the commit-then-fail rules count.
+	Commit int
+	// Partition is the call's partition (a Commit's or TransactManyOnce's
+	// first); nil for Probe and ScanDue.
+	Partition store.Partition
+	Key       store.Key    // Get
+	Keys      []store.Key  // GetMany
+	Start     store.Key    // Scan
+	End       store.Key    // Scan
+	After     store.Cursor // Scan
+	Limit     int          // Scan, ScanDue
+	Batch     *store.Batch // Apply; TransactOnce once its function returned (nil before)
+	// Batches are a Commit's batches, and a TransactManyOnce's once its
+	// function returned (nil and empty batches left out).
+	Batches []store.PartitionBatch
+	// Partitions are a TransactManyOnce's partitions.
+	Partitions []store.Partition
+	Until      time.Time       // ScanDue: Due.Until
+	AfterDue   *store.DueEntry // ScanDue: Due.After
+	Due        store.DueQuery  // ScanDue
 }
 
 // rule is one configured fault: a failure of one method's calls, or a
@@ -120,6 +135,7 @@ func (r *rule) matches(c Call) bool {
 // between a caller's reads and its write. With nothing configured it is
 // transparent. *Faults implements store.Store, store.ScanAppender,
 // store.Transactor (see TransactOnce: over any inner store),
+// store.Committer (see Commit and TransactManyOnce: over any inner store),
 // store.Prefetcher (see Prefetch: over any inner store) and
 // store.DueIndex (whose methods fail with store.ErrInvalid when the inner
 // store keeps no due index: wrap such a store only where no code asserts
@@ -191,8 +207,9 @@ func (f *Faults) FailWhen(m Method, match func(Call) bool, err error) *Faults {
 	return f.addRule(&rule{method: m, match: match, err: err})
 }
 
-// CommitThenFailNth makes commit number n (from 1: the n-th Apply or
-// TransactOnce, counted together, see Call.Commit) reach the inner store
+// CommitThenFailNth makes commit number n (from 1: the n-th Apply,
+// TransactOnce, Commit or TransactManyOnce, counted together, see
+// Call.Commit) reach the inner store
 // and then, if its batch committed, return an error wrapping
 // store.ErrUnknownResult instead of the outcome: FoundationDB's
 // commit_unknown_result after a commit that landed. A batch that did not
@@ -204,8 +221,8 @@ func (f *Faults) CommitThenFailNth(n int) *Faults {
 	return f.addRule(&rule{nth: n, commitThenFail: true})
 }
 
-// CommitThenFailNext does what CommitThenFailNth does to the next Apply or
-// TransactOnce, whichever comes first.
+// CommitThenFailNext does what CommitThenFailNth does to the next call
+// that may commit (see Call.Commit), whichever comes first.
 func (f *Faults) CommitThenFailNext() *Faults {
 	f.mu.Lock()
 	next := f.commits + 1
@@ -213,9 +230,10 @@ func (f *Faults) CommitThenFailNext() *Faults {
 	return f.CommitThenFailNth(next)
 }
 
-// CommitThenFailWhen does what CommitThenFailNth does to every Apply and
-// TransactOnce for which match returns true (a nil match matches every
-// one; a TransactOnce's Call.Batch is the batch its function returned).
+// CommitThenFailWhen does what CommitThenFailNth does to every call that
+// may commit for which match returns true (a nil match matches every
+// one; a TransactOnce's Call.Batch is the batch its function returned, a
+// TransactManyOnce's Call.Batches its batches).
 func (f *Faults) CommitThenFailWhen(match func(Call) bool) *Faults {
 	return f.addRule(&rule{match: match, commitThenFail: true})
 }
@@ -302,7 +320,7 @@ func (f *Faults) count(c *Call) plan {
 	defer f.mu.Unlock()
 	f.calls[c.Method]++
 	c.N = f.calls[c.Method]
-	if c.Method == MethodApply || c.Method == MethodTransact {
+	if c.Method == MethodApply || c.Method == MethodTransact || c.Method == MethodCommit || c.Method == MethodTransactMany {
 		f.commits++
 		c.Commit = f.commits
 	}

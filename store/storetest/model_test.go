@@ -35,9 +35,9 @@ type model struct {
 // reachable in a few bytes and reserve operations.
 var (
 	fdbLikeCaps = store.Capabilities{MaxBatchOps: 100, MaxKeyBytes: 9_900, MaxValueBytes: 100_000, MaxBatchBytes: 10_000_000,
-		MaxScanBytes: 1 << 20, MaxTransactReadBytes: 4 << 20}
+		MaxScanBytes: 1 << 20, MaxTransactReadBytes: 4 << 20, MaxCommitBatches: 100, MaxCommitOps: 1000, MaxCommitBytes: 1_700_000}
 	smallCaps = store.Capabilities{MaxBatchOps: 20, ReservedBatchOps: 5, MaxKeyBytes: 64, MaxValueBytes: 512, MaxBatchBytes: 4096,
-		MaxScanBytes: 256, MaxTransactReadBytes: 1024}
+		MaxScanBytes: 256, MaxTransactReadBytes: 1024, MaxCommitBatches: 4, MaxCommitOps: 30, MaxCommitBytes: 6000}
 )
 
 func newModel(clk clock.Clock, caps store.Capabilities) *model {
@@ -226,6 +226,16 @@ func (m *model) check(p store.Partition, b *store.Batch) error {
 
 // applyLocked applies a valid batch to partition id; m.mu is held.
 func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
+	if out := m.decideLocked(id, b); !out.Committed() {
+		return out
+	}
+	m.writeLocked(id, b)
+	return store.BatchOutcome{Outcome: store.Committed}
+}
+
+// decideLocked checks b's deadline and preconditions against partition
+// id: Committed when the batch may land. m.mu is held.
+func (m *model) decideLocked(id string, b *store.Batch) store.BatchOutcome {
 	if now := m.clk.Now(); !b.Deadline.IsZero() && now.After(b.Deadline) {
 		return store.BatchOutcome{Outcome: store.DeadlinePassed, Now: now}
 	}
@@ -240,6 +250,13 @@ func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 			return store.BatchOutcome{Outcome: store.PreconditionFailed, Failed: c, FailedIndex: i}
 		}
 	}
+	return store.BatchOutcome{Outcome: store.Committed}
+}
+
+// writeLocked applies b's writes and wakeup to partition id; m.mu is held.
+func (m *model) writeLocked(id string, b *store.Batch) {
+	rows := m.parts[id]
+	cur := m.wake[id]
 	if rows == nil {
 		rows = map[string]string{}
 		m.parts[id] = rows
@@ -262,7 +279,6 @@ func (m *model) applyLocked(id string, b *store.Batch) store.BatchOutcome {
 			m.ceil[id] = ceil
 		}
 	}
-	return store.BatchOutcome{Outcome: store.Committed}
 }
 
 // modelTxnKey marks the context the model's TransactOnce hands its

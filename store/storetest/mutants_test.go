@@ -75,7 +75,7 @@ func TestMutantSuite(t *testing.T) {
 		Run(t, openModel(fdbLikeCaps))
 		return
 	}
-	for _, mu := range slices.Concat(mutants, dueMutants, transactMutants, prefetchMutants) {
+	for _, mu := range slices.Concat(mutants, dueMutants, transactMutants, prefetchMutants, commitMutants) {
 		if mu.name == name {
 			Run(t, func(t *testing.T, clk clock.Clock) store.Store { return mu.wrap(newModel(clk, mu.caps)) })
 			return
@@ -114,7 +114,7 @@ func TestSuiteCatchesMutants(t *testing.T) {
 			t.Fatalf("the plain model did not pass Apply/LastWriteWins in a subprocess:\n%s", out)
 		}
 	})
-	for _, mu := range slices.Concat(mutants, dueMutants, transactMutants, prefetchMutants) {
+	for _, mu := range slices.Concat(mutants, dueMutants, transactMutants, prefetchMutants, commitMutants) {
 		t.Run(mu.name, func(t *testing.T) {
 			t.Parallel()
 			out := runMutant(t, mu.name, mu.fails)

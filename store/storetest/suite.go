@@ -58,7 +58,8 @@ type group struct {
 // store.DueIndex is held to it ("Due/..."); one that does not must reject
 // batches carrying a Wakeup or a WakeIs. A store that implements
 // store.Transactor is held to it ("Transact/..."), and one that
-// implements store.Prefetcher to that ("Prefetch/...").
+// implements store.Prefetcher to that ("Prefetch/..."), and one that
+// implements store.Committer to that ("Commit/...").
 func Run(t *testing.T, newStore NewStore) {
 	t.Helper()
 	groups := []group{
@@ -77,6 +78,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Due", dueChecks},
 		{"Transact", transactChecks},
 		{"Prefetch", prefetchChecks},
+		{"Commit", commitChecks},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -136,7 +136,7 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 		v.Problem = fmt.Sprintf("holds %d timer rows and has no due index entry", rows)
 		return v, nil
 	}
-	lv, leased, err := s.Get(ctx, p, gen.AppendSchedulerLeaseKey(nil))
+	lv, leased, err := s.Get(ctx, p, timers.LeaseKey())
 	if err != nil {
 		return nil, fmt.Errorf("timerstest: lease of %s: %w", store.PartitionName(p), err)
 	}

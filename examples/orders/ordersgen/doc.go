@@ -21,6 +21,22 @@
 // input makes a decoder panic. Decoded []byte fields alias the input;
 // DecodeRInto decodes into a value, reusing its slices.
 //
+// Value families ([OrderKeyValues], [RegionOrderKeyValues]): for a key class K
+// whose schema lists the records its rows hold (value=A,B, oldest first),
+// KVersions is the interface the rows' owner implements to convert between
+// adjacent versions (UpgradeA(A) (B, error); DowngradeB for a version whose
+// format is above the first's), and NewKValues(v) builds KValues: Decode
+// returns a value of any declared version as the newest (an older one decoded
+// strictly, then upgraded), DecodeInto decodes the newest through its own fast
+// path, Encode(v, format) writes the newest version a store's format allows
+// (downgrading; an error wrapping [wire.ErrFormatTooOld] when none is, or when
+// v holds a variant or enum constant of a newer format), and VersionOfKValue
+// reads the version byte. A version above the family's is not corrupt: it
+// fails with a [wire.VersionError] wrapping [wire.ErrNewerVersion], a row a
+// newer binary wrote. A version added to a family adds a method to KVersions,
+// so the owner's call of NewKValues stops compiling until it converts it.
+// [SchemaFormat] is the newest store format the schema knows.
+//
 // Identities ([CustomerID]) are valid by construction: NewX validates a name
 // (an error wrapping [wire.ErrInvalid]), MustX panics instead, for constants;
 // every value but the zero one is valid.
@@ -33,11 +49,12 @@
 // found).
 //
 // The package registers itself in package registry (codec/registry) when it is
-// initialised: its namespace, orders, its import path, and what parses its
-// partitions and keys and decodes its records. A second package declaring the
-// namespace, linked into the same program, makes it fail at start. A partition
-// of the namespace holds this schema's records plus the library's runtime
-// records, never another schema's.
+// initialised: its namespace, orders, its known format, its import path, and
+// what parses its partitions and keys and decodes its records (with their
+// value families and formats). A second package declaring the namespace,
+// linked into the same program, makes it fail at start. A partition of the
+// namespace holds this schema's records plus the library's runtime records,
+// never another schema's.
 //
 // Every function is safe for concurrent use.
 package ordersgen

@@ -244,6 +244,10 @@ func fastReadOrderV1(b []byte, p int, v *OrderV1) int {
 // VersionOrderV1 is the version byte that opens every encoded OrderV1.
 const VersionOrderV1 = 1
 
+// FormatOrderV1 is the store format that introduced OrderV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatOrderV1 = 1
+
 // AppendOrderV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -341,6 +345,10 @@ func fastReadIndexEntryV1(b []byte, p int, v *IndexEntryV1) int {
 
 // VersionIndexEntryV1 is the version byte that opens every encoded IndexEntryV1.
 const VersionIndexEntryV1 = 1
+
+// FormatIndexEntryV1 is the store format that introduced IndexEntryV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatIndexEntryV1 = 1
 
 // AppendIndexEntryV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

@@ -12,17 +12,20 @@ import (
 // makes the program fail at start, naming both import paths.
 func init() {
 	registry.Register(registry.Schema{
+		Format:     SchemaFormat,
 		ImportPath: reflect.TypeFor[Tag]().PkgPath(),
 		Keys: []registry.KeyClass{{
-			Name:  "OrderKey",
-			Parse: registry.KeyParser(ParseOrderKey),
-			Tag:   uint32(TagOrderKey),
-			Value: "OrderV1",
+			Name:         "OrderKey",
+			Parse:        registry.KeyParser(ParseOrderKey),
+			Tag:          uint32(TagOrderKey),
+			ValueVersion: VersionOfOrderKeyValue,
+			Values:       []string{"OrderV1"},
 		}, {
-			Name:  "RegionOrderKey",
-			Parse: registry.KeyParser(ParseRegionOrderKey),
-			Tag:   uint32(TagRegionOrderKey),
-			Value: "IndexEntryV1",
+			Name:         "RegionOrderKey",
+			Parse:        registry.KeyParser(ParseRegionOrderKey),
+			Tag:          uint32(TagRegionOrderKey),
+			ValueVersion: VersionOfRegionOrderKeyValue,
+			Values:       []string{"IndexEntryV1"},
 		}},
 		Namespace: SchemaNamespace,
 		Partitions: []registry.PartitionUnion{{
@@ -32,10 +35,12 @@ func init() {
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeOrderV1),
+			Format:  FormatOrderV1,
 			Name:    "OrderV1",
 			Version: VersionOrderV1,
 		}, {
 			Decode:  registry.Decoder(DecodeIndexEntryV1),
+			Format:  FormatIndexEntryV1,
 			Name:    "IndexEntryV1",
 			Version: VersionIndexEntryV1,
 		}},

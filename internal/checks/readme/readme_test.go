@@ -71,12 +71,12 @@ var byCommand = map[string]how{
 	"go run ./cmd/demo": {run: runDemo},
 	"make test":         {ci: true},
 
-	"go mod init example.com/myservice":                    quickStart,
-	"go get github.com/mkit-dev/mkitfdb@latest":            quickStart,
-	"go get -tool github.com/mkit-dev/mkitfdb/cmd/codegen": quickStart,
-	"go generate ./...":                                    quickStart,
-	"go mod tidy":                                          quickStart,
-	"go run .":                                             quickStart,
+	"go mod init example.com/myservice": quickStart,
+	"go mod edit -require=github.com/mkit-dev/mkitfdb@v0.0.0 -replace=github.com/mkit-dev/mkitfdb=../mkitfdb": quickStart,
+	"go mod edit -tool=github.com/mkit-dev/mkitfdb/cmd/codegen":                                               quickStart,
+	"go generate ./...": quickStart,
+	"go mod tidy":       quickStart,
+	"go run .":          quickStart,
 
 	"(cd bench/codecs && go test -run '^$' -bench Compare -count 6)":                                        {run: runOnce},
 	"go test -run '^$' -bench 'MemoryApplyGuarded/pair' -count 6 ./fdblayer":                                {run: runOnce},
@@ -92,8 +92,8 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'Watermark$' -count 6 ./watermark":                                       {run: runOnce},
 	"go test -run '^$' -bench DeliveryFire -benchmem -count 6 ./outcome":                               {run: runOnce},
 
-	`go run ./cmd/mkitfdb partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
-	"go run ./cmd/mkitfdb help quarantine":                                  {run: runOperator},
+	`go run ./refdomain/cmd/refdomain-admin partitions -db "${TMPDIR:-/tmp}/mkitfdb-demo.db"`: {run: runOperator},
+	"go run ./cmd/mkitfdb help quarantine":                                                    {run: runOperator},
 
 	"make lint":        {ci: true}, // make test's first prerequisite
 	"make test-readme": {ci: true}, // make test's last step
@@ -227,12 +227,19 @@ func runOperator(t *testing.T, cmd string) {
 	tmp := []string{"TMPDIR=" + t.TempDir()}
 	command(t, "", tmp, "go", "run", "./cmd/demo", "-sources", "2", "-targets", "3", "-rows", "40", "-nosync")
 	out := command(t, "", tmp, "sh", "-c", cmd)
-	want := "usage: mkitfdb quarantine"
+	want := []string{"usage: mkitfdb quarantine"}
 	if strings.Contains(cmd, " partitions ") {
-		want = "partitions\n"
+		// The demo's source partitions, told apart by the reference
+		// domain's schema, which the command links.
+		want = []string{"partitions\n", `("refdomain", 1, "demo", "repo-0000", "refs/heads/main")`}
+		if strings.Contains(out, `not linked: ("refdomain")`) {
+			t.Errorf("%s does not link the reference domain:\n%s", cmd, out)
+		}
 	}
-	if !strings.Contains(out, want) {
-		t.Errorf("%s printed no %q:\n%s", cmd, want, out)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s printed no %q:\n%s", cmd, w, out)
+		}
 	}
 }
 
@@ -303,7 +310,7 @@ func runTestFDB(t *testing.T, _ string) {
 // TestREADMELimitsAreCapabilities: the limits the README states are what
 // Capabilities reports, on every engine that runs here.
 func TestREADMELimitsAreCapabilities(t *testing.T) {
-	re := regexp.MustCompile(`keys up to ([\d,]+) bytes,\s+values up to ([\d,]+) bytes, batches up to ([\d,]+) operations \(configurable\) and ([\d,]+)\s+bytes,[^;]*;\s+scan pages up to\s+([\d,]+) bytes after their first row, and the reads of one transaction up to ([\d,]+)\s+bytes`)
+	re := regexp.MustCompile(`keys up to ([\d,]+) bytes,\s+values up to ([\d,]+) bytes, batches up to ([\d,]+) operations \(configurable\) and ([\d,]+)\s+bytes,[^;]*;\s+scan pages up to\s+([\d,]+) bytes after their first row, and the reads of one transaction up to ([\d,]+)\s+bytes[^;]*;\s+a commit of several partitions \(` + "`store.Commit`" + `\) up to ([\d,]+)\s+batches, ([\d,]+) operations and ([\d,]+) bytes`)
 	m := re.FindSubmatch(readme(t))
 	if m == nil {
 		t.Fatalf("README.md states no limits matching %s", re)
@@ -326,7 +333,8 @@ func TestREADMELimitsAreCapabilities(t *testing.T) {
 		}
 		got := l.Capabilities()
 		want := store.Capabilities{MaxKeyBytes: num(m[1]), MaxValueBytes: num(m[2]), MaxBatchOps: num(m[3]), MaxBatchBytes: num(m[4]),
-			MaxScanBytes: num(m[5]), MaxTransactReadBytes: num(m[6])}
+			MaxScanBytes: num(m[5]), MaxTransactReadBytes: num(m[6]),
+			MaxCommitBatches: num(m[7]), MaxCommitOps: num(m[8]), MaxCommitBytes: num(m[9])}
 		got.ReservedBatchOps = 0
 		if got != want {
 			t.Errorf("%s: Capabilities() = %+v; README.md says %+v", name, got, want)
@@ -336,21 +344,20 @@ func TestREADMELimitsAreCapabilities(t *testing.T) {
 }
 
 // TestQuickStart builds the README's quick start as a module of its own,
-// with the README's files and commands, against this checkout, and checks
-// it prints what the README says. Two commands are adapted, because the
-// library under test is this checkout, not a published version: `go get
-// github.com/mkit-dev/mkitfdb@latest` becomes a require plus a replace
-// onto the checkout, and `go get -tool` runs with GOPROXY=off (with the
-// replace in place, the proxy would be asked whether .../cmd/codegen is a
-// module of its own, and it refuses to answer for an unpublished path).
-// The module's other dependencies come from the module proxy, as go mod
-// tidy always does. Without runEnv it only checks that the quick start has
-// its commands, files and output, and that byCommand marks its commands.
+// in the README's order: each file written and each command run verbatim
+// when the README comes to it, in a directory beside a clone of the
+// library (a link named mkitfdb to this checkout, as `git clone` names
+// it). It checks that the last command prints what the README says. The
+// module's other dependencies come from the module proxy, as go mod tidy
+// always does. Without runEnv it only checks that the quick start has its
+// commands, files and output, and that byCommand marks its commands.
 func TestQuickStart(t *testing.T) {
+	// A step writes a file (name set) or runs a command.
+	type step struct{ name, text, cmd string }
 	var (
-		cmds  []string
-		files = map[string]string{}
-		want  string
+		steps       []step
+		cmds, files int
+		want        string
 	)
 	for _, b := range Blocks(readme(t)) {
 		if !strings.HasPrefix(b.Section, "Quick start") {
@@ -358,44 +365,47 @@ func TestQuickStart(t *testing.T) {
 		}
 		switch b.Lang {
 		case "sh":
-			cmds = append(cmds, b.Commands()...)
+			for _, cmd := range b.Commands() {
+				steps = append(steps, step{cmd: cmd})
+				cmds++
+				if byCommand[cmd].run == nil {
+					t.Errorf("quick start command %q is not marked in byCommand", cmd)
+				}
+			}
 		case "go":
 			if name, text, ok := b.File(); ok {
-				files[name] = text
+				steps = append(steps, step{name: name, text: text})
+				files++
 			}
 		case "text":
 			want = strings.Join(b.Lines, "\n") + "\n"
 		}
 	}
-	if len(cmds) == 0 || len(files) == 0 || want == "" {
-		t.Fatalf("the README's quick start has %d commands, %d files and output %q", len(cmds), len(files), want)
-	}
-	for _, cmd := range cmds {
-		if byCommand[cmd].run == nil {
-			t.Errorf("quick start command %q is not marked in byCommand", cmd)
-		}
+	if cmds == 0 || files == 0 || want == "" {
+		t.Fatalf("the README's quick start has %d commands, %d files and output %q", cmds, files, want)
 	}
 	skipUnlessRun(t)
-	dir := t.TempDir()
-	for name, text := range files {
-		path := filepath.Join(dir, filepath.FromSlash(name))
+	beside := t.TempDir()
+	if err := os.Symlink(root(t), filepath.Join(beside, "mkitfdb")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(beside, "myservice")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, st := range steps {
+		if st.name == "" {
+			got = command(t, dir, nil, "sh", "-c", st.cmd)
+			continue
+		}
+		path := filepath.Join(dir, filepath.FromSlash(st.name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(st.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	var got string
-	for _, cmd := range cmds {
-		var env []string
-		switch {
-		case cmd == "go get github.com/mkit-dev/mkitfdb@latest":
-			cmd = "go mod edit -require=github.com/mkit-dev/mkitfdb@v0.0.0 -replace=github.com/mkit-dev/mkitfdb=" + root(t)
-		case strings.HasPrefix(cmd, "go get -tool "):
-			env = []string{"GOPROXY=off"}
-		}
-		got = command(t, dir, env, "sh", "-c", cmd)
 	}
 	if got != want {
 		t.Errorf("the quick start's last command printed\n%s\nthe README says\n%s", got, want)

@@ -1,9 +1,10 @@
 // Package schema declares, for TestEveryFieldTypeGenerates, a record of
 // every field type that package schema documents (scalars, enums,
 // identities, strings, []byte, fixed arrays, optionals, nested structs,
-// unions and slices of each) and a key class of every one that has a
-// tuple form. A type the generator breaks fails the test here before it
-// reaches a schema of the repository.
+// unions and slices of each), a key class of every one that has a tuple
+// form, and value families (EvKey, EvOneKey) whose versions, variants
+// and enum constants declare formats. A type the generator breaks fails
+// the test here before it reaches a schema of the repository.
 //
 //mk:namespace everytype
 package schema
@@ -17,6 +18,7 @@ const (
 	ColorRed   Color = 1
 	ColorGreen Color = 2
 	ColorBlue  Color = 7
+	ColorTeal  Color = 9 //mk:format=2
 )
 
 // Name is an identity.
@@ -430,3 +432,55 @@ type KAll struct {
 	Shape Shape
 	Place Place
 }
+
+// Value families: EvKey's rows hold three versions of a value (version 3
+// was retired between them), the newest a union with a variant of a
+// format above its own; ColorTeal is a constant of format 2.
+
+// EvA is the oldest version of EvKey's value.
+//
+//mk:record version=1
+type EvA struct {
+	N     uint32
+	Color Color
+}
+
+// EvB adds a label.
+//
+//mk:record version=2 format=2
+type EvB struct {
+	N     uint32
+	Color Color
+	Label string `mk:"max=8"`
+}
+
+// EvPlain is a variant of EvC.
+type EvPlain struct {
+	N     uint32
+	Color Color
+	Label string `mk:"max=8"`
+}
+
+// EvFancy is EvC's variant of format 4, above EvC's own.
+type EvFancy struct {
+	N      uint32
+	Colors []Color `mk:"max=3"`
+}
+
+// EvC is the newest version of EvKey's value: a union.
+//
+//mk:record version=4 format=3 union
+type EvC struct {
+	Plain *EvPlain `mk:"tag=1"`
+	Fancy *EvFancy `mk:"tag=2,format=4"`
+}
+
+// EvKey's rows hold an EvA, an EvB or an EvC.
+//
+//mk:key tag=115 value=EvA,EvB,EvC retired=3
+type EvKey struct{ ID uint64 }
+
+// EvOneKey's family has one version.
+//
+//mk:key tag=116 value=RU64
+type EvOneKey struct{ ID uint64 }

@@ -2,10 +2,11 @@
 // (package admin), able to open FoundationDB clusters (-cluster-file)
 // besides bbolt files (-db): the main module's cmd/mkitfdb with the
 // FoundationDB engine linked in, which needs cgo and libfdb_c to build.
-// It decodes the same schemas as that one: the library's own, the
-// reference domain's and the examples'.
+// Like that one, it links the library's own schema only; a service builds
+// its own, with its schemas linked, setting admin.Config's OpenCluster as
+// this one does.
 //
-//	go install github.com/mkit-dev/mkitfdb/fdblayer/fdbengine/cmd/mkitfdb@latest
+//	go -C fdblayer/fdbengine install ./cmd/mkitfdb    # in a clone of the repository
 //	mkitfdb partitions -cluster-file /etc/foundationdb/fdb.cluster
 //	mkitfdb help
 package main
@@ -16,11 +17,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/admin"
 	"github.com/mkit-dev/mkitfdb/fdblayer/fdbengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
-
-	// The schemas it decodes besides the library's own, as the main
-	// module's cmd/mkitfdb.
-	_ "github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
-	_ "github.com/mkit-dev/mkitfdb/refdomain"
 )
 
 func main() {

@@ -152,6 +152,10 @@ func fastReadWithdrawalV1(b []byte, p int, v *WithdrawalV1) int {
 // VersionWithdrawalV1 is the version byte that opens every encoded WithdrawalV1.
 const VersionWithdrawalV1 = 1
 
+// FormatWithdrawalV1 is the store format that introduced WithdrawalV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatWithdrawalV1 = 1
+
 // AppendWithdrawalV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
 // schema (a bound, an identity, an enum value, an order). It does not allocate
@@ -262,6 +266,10 @@ func fastReadTransferV1(b []byte, p int, v *TransferV1) int {
 
 // VersionTransferV1 is the version byte that opens every encoded TransferV1.
 const VersionTransferV1 = 1
+
+// FormatTransferV1 is the store format that introduced TransferV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatTransferV1 = 1
 
 // AppendTransferV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

@@ -12,17 +12,20 @@ import (
 // makes the program fail at start, naming both import paths.
 func init() {
 	registry.Register(registry.Schema{
+		Format:     SchemaFormat,
 		ImportPath: reflect.TypeFor[Tag]().PkgPath(),
 		Keys: []registry.KeyClass{{
-			Name:  "WithdrawalKey",
-			Parse: registry.KeyParser(ParseWithdrawalKey),
-			Tag:   uint32(TagWithdrawalKey),
-			Value: "WithdrawalV1",
+			Name:         "WithdrawalKey",
+			Parse:        registry.KeyParser(ParseWithdrawalKey),
+			Tag:          uint32(TagWithdrawalKey),
+			ValueVersion: VersionOfWithdrawalKeyValue,
+			Values:       []string{"WithdrawalV1"},
 		}, {
-			Name:  "TransferKey",
-			Parse: registry.KeyParser(ParseTransferKey),
-			Tag:   uint32(TagTransferKey),
-			Value: "TransferV1",
+			Name:         "TransferKey",
+			Parse:        registry.KeyParser(ParseTransferKey),
+			Tag:          uint32(TagTransferKey),
+			ValueVersion: VersionOfTransferKeyValue,
+			Values:       []string{"TransferV1"},
 		}},
 		Namespace: SchemaNamespace,
 		Partitions: []registry.PartitionUnion{{
@@ -32,10 +35,12 @@ func init() {
 		}},
 		Records: []registry.Record{{
 			Decode:  registry.Decoder(DecodeWithdrawalV1),
+			Format:  FormatWithdrawalV1,
 			Name:    "WithdrawalV1",
 			Version: VersionWithdrawalV1,
 		}, {
 			Decode:  registry.Decoder(DecodeTransferV1),
+			Format:  FormatTransferV1,
 			Name:    "TransferV1",
 			Version: VersionTransferV1,
 		}},

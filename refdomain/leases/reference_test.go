@@ -1,4 +1,4 @@
-package watermark_test
+package leases_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
 		}
 
 		other := refdomain.CoordinatorPartition{NS: refdomain.MustNamespaceKey("another")}
-		_, _, err := watermark.Step(e.ctx, e.s, other, t0.Add(150*time.Millisecond), checkpoint, 1)
+		_, _, err := table.Step(e.ctx, e.s, other, t0.Add(150*time.Millisecond), checkpoint, 1)
 		requireErr(t, err, []error{store.ErrInvalid, watermark.ErrCheckpoint}, "coordinator(default)", "not coordinator(another)")
 
 		e.putLease(t, 1, 70, 200) // ahead of the cursor: read, and lower than 90
@@ -40,7 +40,7 @@ func TestPagesAndInsertsPreserveScanStartCeiling(t *testing.T) {
 			t.Fatalf("watermark %v; want 40ms after the epoch", got)
 		}
 
-		page, err := watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 1)
+		page, err := table.ActiveShards(e.ctx, e.s, coordinator, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,19 +132,19 @@ func TestANewRowBehindTheCursorIsExcludedByTheScanCeiling(t *testing.T) {
 func TestCorruptionAndRecoveryFailClosed(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.apply(t, coordinator, store.NewBatch().Put(leaseKey(t, 0), store.Value("bad")))
-		_, err := watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
+		_, err := table.Watermark(e.ctx, e.s, coordinator, t0.Add(100*time.Millisecond))
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard", "r0")
-		_, err = watermark.ActiveShards(e.ctx, e.s, coordinator, nil, 10)
+		_, err = table.ActiveShards(e.ctx, e.s, coordinator, nil, 10)
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 
 		e.apply(t, coordinator, store.NewBatch().Put(recoveryKey, recovery(t, 100)))
-		_, err = watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
+		_, err = table.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
 		requireErr(t, err, []error{watermark.ErrRecovering}, "recovered at 100 ms")
 
-		if err := watermark.MarkLeaseTableReconciled(e.ctx, e.s, coordinator, t0.Add(101*time.Millisecond)); err != nil {
+		if err := table.MarkReconciled(e.ctx, e.s, coordinator, t0.Add(101*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
-		_, err = watermark.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
+		_, err = table.Watermark(e.ctx, e.s, coordinator, t0.Add(200*time.Millisecond))
 		requireErr(t, err, []error{store.ErrCorrupt}, "LeasedShard")
 	})
 }
