@@ -122,8 +122,19 @@ type subcommand struct {
 // subcommands are the command's subcommands, in the order help lists
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
-	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand,
-	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand,
+	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand,
+}
+
+// lookupArgs returns the subcommand args name (its name's one word, or
+// two: formats raise) and the arguments after the name.
+func lookupArgs(args []string) (*subcommand, []string) {
+	if len(args) > 1 {
+		if sub := lookup(args[0] + " " + args[1]); sub != nil {
+			return sub, args[2:]
+		}
+	}
+	return lookup(args[0]), args[1:]
 }
 
 func lookup(name string) *subcommand {
@@ -194,7 +205,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 			c.usage(c.cfg.Stdout)
 			return nil
 		}
-		sub := lookup(rest[0])
+		sub, _ := lookupArgs(rest)
 		if sub == nil {
 			return usagef("unknown command %q: run %s help", rest[0], c.name())
 		}
@@ -202,7 +213,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 		c.printUsage(fs, sub)
 		return nil
 	}
-	sub := lookup(name)
+	sub, rest := lookupArgs(args)
 	if sub == nil {
 		return usagef("unknown command %q: run %s help", name, c.name())
 	}
@@ -261,13 +272,13 @@ func (c *Command) usage(w io.Writer) {
 	fmt.Fprintf(w, "%s reads and repairs a store of github.com/mkit-dev/mkitfdb.\n\nusage: %s <command> [flags]\n\nviews (read-only):\n", c.name(), c.name())
 	for _, s := range subcommands {
 		if !s.repair {
-			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+			fmt.Fprintf(w, "  %-13s %s\n", s.name, s.short)
 		}
 	}
 	fmt.Fprintf(w, "\nrepairs (guarded, confirmed, recorded):\n")
 	for _, s := range subcommands {
 		if s.repair {
-			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+			fmt.Fprintf(w, "  %-13s %s\n", s.name, s.short)
 		}
 	}
 	fmt.Fprintf(w, "\nEvery command takes -db FILE (bbolt) or -cluster-file FILE (FoundationDB).\nRun %s help <command> for its flags.\n", c.name())

@@ -3,14 +3,18 @@ package admin
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -39,8 +43,18 @@ type Row struct {
 	// Corrupt is the decoder's reason when the key or the value does not
 	// decode as its class says.
 	Corrupt string `json:"corrupt,omitempty"`
+	// Newer says, when the value is of a newer version than this binary
+	// reads (store.ErrNewerVersion: a newer binary wrote it), its version
+	// and what this binary reads, with the store's format of the
+	// namespace where the view knows it: "OrderKey value version 3 (this
+	// binary: 1-2; store format orders=2)". Such a row is not corrupt:
+	// handlers hold it until a binary that reads it runs.
+	Newer string `json:"newer,omitempty"`
 
 	short string // Value shortened for a screen ("": as Value)
+	// newerNS is the namespace of a newer value's family, newerText its
+	// Newer without the store's format (see noteFormat).
+	newerNS, newerText string
 }
 
 // Short is the value as the text and HTML views show it: byte strings
@@ -117,6 +131,7 @@ func decodeRowFull(s registry.Schema, key, value []byte) Row {
 		if row.Corrupt == "" {
 			row.Corrupt = inner.Corrupt
 		}
+		row.Newer, row.newerNS, row.newerText = inner.Newer, inner.newerNS, inner.newerText
 		return row
 	case lib && kc.Tag == uint32(gen.TagTimerKey):
 		recordName, decode = timerValueDecoder(k.(gen.TimerKey).Kind)
@@ -130,6 +145,13 @@ func decodeRowFull(s registry.Schema, key, value []byte) Row {
 		// The record of the class's value family that the value's version
 		// names: a row is shown as it is stored, never upgraded.
 		rec, verr := ks.ValueRecord(kc, value)
+		var ve *wire.VersionError
+		if errors.As(verr, &ve) {
+			row.newerNS = ks.Namespace
+			row.newerText = fmt.Sprintf("%s value version %d (this binary: %s", kc.Name, ve.Version, familyVersions(ks, kc))
+			row.Newer = row.newerText + ")"
+			return row
+		}
 		if verr != nil {
 			if row.Corrupt == "" {
 				row.Corrupt = verr.Error()
@@ -153,6 +175,34 @@ func decodeRowFull(s registry.Schema, key, value []byte) Row {
 	}
 	row.Record, row.Value, row.short = recordName, formatValue(reflect.ValueOf(v), false), formatValue(reflect.ValueOf(v), true)
 	return row
+}
+
+// familyVersions lists the versions of key class k's value family that
+// this binary reads ("1-2", or "1, 3" with a gap).
+func familyVersions(s registry.Schema, k registry.KeyClass) string {
+	var vs []int
+	for _, name := range k.Values {
+		if r, ok := s.Record(name); ok {
+			vs = append(vs, r.Version)
+		}
+	}
+	slices.Sort(vs)
+	if n := len(vs); n > 1 && vs[n-1]-vs[0] == n-1 {
+		return fmt.Sprintf("%d-%d", vs[0], vs[n-1])
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// noteFormat completes a newer row's Newer with the store's format of its
+// namespace (f's).
+func noteFormat(r *Row, f store.Formats) {
+	if r.newerText != "" {
+		r.Newer = fmt.Sprintf("%s; store format %s=%d)", r.newerText, r.newerNS, f.Format(r.newerNS))
+	}
 }
 
 // decodeLease decodes a scheduler lease or membership row.

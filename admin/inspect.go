@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,11 @@ type PartitionReport struct {
 	// most 16; CorruptMore says more were found).
 	Corrupt     []Row `json:"corrupt,omitempty"`
 	CorruptMore bool  `json:"corrupt_more,omitempty"`
+	// Newer lists rows of the library's classes of a newer version than
+	// this binary reads (Row.Newer: a newer binary wrote them), at most 16
+	// too: not corrupt, held by their handlers until a binary that reads
+	// them runs.
+	Newer []Row `json:"newer,omitempty"`
 }
 
 // RelayReport is a partition's relay queue and scan state.
@@ -191,6 +197,9 @@ func (v *viewer) inspect(ctx context.Context, id store.Identity) (PartitionRepor
 		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, membersKind
 		steps = append(steps, in.members)
 	}
+	if bytes.Equal(idb, evolveIdentity) {
+		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, evolveKind
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return in.rep, err
@@ -217,8 +226,16 @@ func (in *inspection) note() {
 	_, rep.Note = in.v.whyNotFiring(in.earliestDue, rep.Lease, w)
 }
 
-// corrupt lists a row that does not decode, up to maxCorruptShown.
+// corrupt lists a row that does not decode, up to maxCorruptShown: with
+// the newer rows when a newer binary wrote it.
 func (in *inspection) corrupt(r Row) {
+	if r.Newer != "" {
+		if len(in.rep.Newer) < maxCorruptShown {
+			noteFormat(&r, in.v.l)
+			in.rep.Newer = append(in.rep.Newer, r)
+		}
+		return
+	}
 	if len(in.rep.Corrupt) == maxCorruptShown {
 		in.rep.CorruptMore = true
 		return
@@ -243,7 +260,7 @@ func (in *inspection) singletons(ctx context.Context) error {
 		if vs[i] == nil {
 			continue
 		}
-		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" {
+		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" || r.Newer != "" {
 			in.corrupt(r)
 		}
 	}

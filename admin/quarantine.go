@@ -122,9 +122,13 @@ func planQuarantine(ctx context.Context, rc *repairContext, req repairRequest) (
 	before()
 	row := decodeRow(sch, e.Key, e.Value)
 	plan.say("move %s %s (rev %s) aside", row.Class, row.Key, row.Rev)
-	if row.Corrupt != "" {
+	switch {
+	case row.Corrupt != "":
 		plan.say("it is corrupt: %s", row.Corrupt)
-	} else {
+	case row.Newer != "":
+		noteFormat(&row, l)
+		plan.say("it is newer than this binary reads, not corrupt: %s (a binary that reads it would deliver it)", row.Newer)
+	default:
 		plan.say("it decodes: %s %s", row.Record, row.Short())
 	}
 	if e.Companion != nil {

@@ -60,6 +60,10 @@ func planRestore(ctx context.Context, rc *repairContext, req repairRequest) (*re
 	if row.Corrupt != "" {
 		plan.say("it is corrupt: %s: its queue is held again", row.Corrupt)
 	}
+	if row.Newer != "" {
+		noteFormat(&row, l)
+		plan.say("it is newer than this binary reads: %s: its queue is held again until a binary that reads it runs", row.Newer)
+	}
 	if e.Companion != nil {
 		plan.say("with the timer's reference entry %s", formatTuple(e.Companion))
 	}

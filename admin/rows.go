@@ -79,7 +79,9 @@ func (v *viewer) get(ctx context.Context, id, key []byte) (RowReport, bool, erro
 		return RowReport{}, false, err
 	}
 	sch, _, _ := schemaOf(id)
-	return RowReport{Partition: formatTuple(id), Row: decodeRow(sch, key, val)}, true, nil
+	row := decodeRow(sch, key, val)
+	noteFormat(&row, v.l)
+	return RowReport{Partition: formatTuple(id), Row: row}, true, nil
 }
 
 func (c *Command) get(ctx context.Context, st *opened, o *options) error {
@@ -121,6 +123,9 @@ func printRow(c *Command, r Row, full bool) {
 	fmt.Fprintf(w, "rev     %s (a hash of the value, which -expect takes)\n", r.Rev)
 	if r.Corrupt != "" {
 		fmt.Fprintf(w, "corrupt %s\n", r.Corrupt)
+	}
+	if r.Newer != "" {
+		fmt.Fprintf(w, "newer   %s: written by a newer binary, held until one that reads it runs\n", r.Newer)
 	}
 }
 
@@ -175,7 +180,9 @@ func (v *viewer) scan(ctx context.Context, id []byte, class string, after []byte
 	sch, _, _ := schemaOf(id)
 	rep := ScanReport{Partition: formatTuple(id), Rows: []Row{}}
 	n, err := scanRange(ctx, v.l, p, start, end, limit, func(k store.Key, val store.Value) {
-		rep.Rows = append(rep.Rows, decodeRow(sch, k, val))
+		row := decodeRow(sch, k, val)
+		noteFormat(&row, v.l)
+		rep.Rows = append(rep.Rows, row)
 	})
 	rep.More = n.More
 	return rep, err
@@ -209,6 +216,9 @@ func (c *Command) scan(ctx context.Context, st *opened, o *options) error {
 		}
 		if r.Corrupt != "" {
 			value = "CORRUPT: " + r.Corrupt
+		}
+		if r.Newer != "" {
+			value = "NEWER: " + r.Newer
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Key, decoded, r.Rev, value)
 		if (i+1)%flushEvery == 0 {

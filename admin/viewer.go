@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -79,6 +80,17 @@ func isMembers(identity []byte) bool { return bytes.Equal(identity, membersIdent
 
 // membersKind is the kind the views give timers.MembersPartition.
 const membersKind = "scheduler-members"
+
+// evolveIdentity is the tuple identity of evolve.Partition, the library's
+// partition of the store's formats and processes (see the formats
+// subcommand).
+var evolveIdentity = func() []byte {
+	b, _ := evolve.Partition.AppendTuple(nil)
+	return b
+}()
+
+// evolveKind is the kind the views give evolve.Partition.
+const evolveKind = "store-formats"
 
 // LeaseReport is a scheduler's lease on a partition: the claim of the
 // scheduler named Owner, which fires the partition's due timers until

@@ -179,7 +179,7 @@ const partitionHeader = "PARTITION\tKIND\tSEQ\tRELAY\tBYTES\tOLDEST\tBLOCKED\tTI
 // hasDetails reports whether the partitions view details rep below its
 // table.
 func (rep PartitionReport) hasDetails() bool {
-	return len(rep.Relay.Blocked) > 0 || rep.Relay.Hold > 0 || len(rep.Corrupt) > 0 || len(rep.Timers) > 0 ||
+	return len(rep.Relay.Blocked) > 0 || rep.Relay.Hold > 0 || len(rep.Corrupt) > 0 || len(rep.Newer) > 0 || len(rep.Timers) > 0 ||
 		rep.Outcomes.Attempt > 0 || rep.Lease != nil || rep.Note != "" || len(rep.Members) > 0 || rep.DeadLetters.N > 0
 }
 
@@ -282,5 +282,8 @@ func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 	}
 	if rep.CorruptMore {
 		fmt.Fprintf(w, "  more corrupt rows: run scan on the partition\n")
+	}
+	for _, r := range rep.Newer {
+		fmt.Fprintf(w, "  newer %s %s (rev %s): %s\n", r.Class, r.Key, r.Rev, r.Newer)
 	}
 }

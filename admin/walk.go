@@ -34,6 +34,10 @@ func splitIdentity(b []byte) (int, bool) {
 		// The library's own partition (timers.MembersPartition).
 		return len(membersIdentity), true
 	}
+	if bytes.HasPrefix(b, evolveIdentity) {
+		// The library's own partition (evolve.Partition).
+		return len(evolveIdentity), true
+	}
 	_, _, n, _, err := registry.IdentityPrefix(b)
 	if err == nil {
 		return n, true

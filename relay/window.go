@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -24,7 +25,11 @@ type window struct {
 	// corruptKey (in hex) and corruptErr name the corrupt row and why.
 	corruptKey string
 	corruptErr error
-	exhausted  bool // no queued row of this cycle lies past raw
+	// newer: the row that ended the prefix is of a newer version than
+	// this binary reads (store.ErrNewerVersion), not corrupt: held alike,
+	// logged and counted apart.
+	newer     bool
+	exhausted bool // no queued row of this cycle lies past raw
 	// tailEmpty: the window's reads showed nothing queued after its rows,
 	// no key of the queue class at all, well-formed or not, up to the
 	// class's end. Only then may the fire complete the relay timer.
@@ -394,7 +399,7 @@ func (f *fire) decodeRead() bool {
 		}
 		if err != nil {
 			f.corruptKey, f.corruptErr = fmt.Sprintf("%x", []byte(kv.Key)), err
-			f.corrupt = true
+			f.corrupt, f.newer = true, errors.Is(err, store.ErrNewerVersion)
 			f.exhausted = false
 			return false
 		}
@@ -461,6 +466,10 @@ func (f *fire) groupRows() {
 	}
 }
 
+// relayValues reads queued rows in every version this binary knows: a row
+// of a newer version fails with store.ErrNewerVersion, not as corrupt.
+var relayValues = gen.NewRelayKeyValues(struct{}{})
+
 // decodeRow parses one queued row's key and decodes its value into row,
 // reusing the capacity of row.Record's slices, and returns the group of
 // its target when the target is one the window has seen (-1: a new one).
@@ -473,7 +482,7 @@ func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 		return -1, fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
 	}
 	row.Seq = k.Seq
-	if err := gen.DecodeRelayV1Into(kv.Value, &row.Record); err != nil {
+	if err := relayValues.DecodeInto(kv.Value, &row.Record); err != nil {
 		return -1, err
 	}
 	return f.targets.find(row.Record.Target, f.groups), nil
