@@ -13,6 +13,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -262,7 +263,7 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 		start, end := classRange(gen.TagRelayKey)
 		_, err := scanRange(ctx, st.layer, id, start, end, lagHead, func(k store.Key, v store.Value) {
 			queued = true
-			if r, err := gen.DecodeRelayV1(v); err == nil {
+			if r, err := outbox.DecodeRelay(v); err == nil {
 				older(&rep.OldestRelay, LagItem{Partition: part, Key: formatTuple(k), At: msTime(r.AtMs), What: "relay row"})
 			}
 		})
@@ -272,7 +273,7 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 		start, end = classRange(gen.TagOutcomePendingKey)
 		_, err = scanRange(ctx, st.layer, id, start, end, lagHead, func(k store.Key, v store.Value) {
 			queued = true
-			if r, err := gen.DecodeOutcomePendingV1(v); err == nil {
+			if r, err := outbox.DecodePending(v); err == nil {
 				older(&rep.OldestOutcome, LagItem{Partition: part, Key: formatTuple(k), At: msTime(r.AtMs), What: "pending outcome of " + r.Source.String()})
 			}
 		})

@@ -55,7 +55,7 @@ func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
-	b, err := outbox.NewBuilder(e.caps, now, o)
+	b, err := outbox.NewBuilder(e.inner, now, o)
 	require.NoError(t, err)
 	return b
 }
@@ -188,7 +188,7 @@ var reservationSource = func() *reservations.Source {
 // appendReservation queues the outcome of reservation rid, which holds
 // prior, becoming terminal.
 func appendReservation(ob *outbox.Builder, rid refdomain.ReservationID, prior store.Value, terminal refdomain.ReservationV1) (uint64, error) {
-	return reservationSource.Append(ob, refdomain.ReservationKey{ID: rid}, prior, terminal)
+	return reservationSource.Append(context.Background(), ob, refdomain.ReservationKey{ID: rid}, prior, terminal)
 }
 
 // ackReservation plans the acknowledgment of reservation rid's outcome,

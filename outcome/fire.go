@@ -26,6 +26,9 @@ type fire struct {
 	log     *slog.Logger
 	metrics telemetry.Metrics
 	clock   clock.Clock
+	// attempt is the delivery timer's backoff attempt: the fires in a row
+	// whose sink call failed before this one.
+	attempt uint32
 }
 
 // candidate is a pending row that became a deliverable outcome.
@@ -35,6 +38,9 @@ type candidate struct {
 	queued    time.Time // when it was queued (zero: unknown)
 	e         Envelope
 	synthetic bool
+	// trace is the writer's trace context (zero: none); it aliases the
+	// page's bytes.
+	trace gen.TraceContext
 }
 
 // acked is a row to acknowledge: its pending index entry (id, seq), its
@@ -86,6 +92,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if stateErr != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), stateErr)
 	}
+	f.attempt = state.attempt
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
@@ -262,7 +269,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			f.log.Warn("outcome: invalid outcome index row; retaining", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			continue
 		}
-		src, key, queued := f.d.legacy, store.Key(nil), time.Time{}
+		src, key, queued, tc := f.d.legacy, store.Key(nil), time.Time{}, gen.TraceContext{}
 		if len(kv.Value) == 0 {
 			// A row written before pending rows named their source.
 			if src == nil {
@@ -275,7 +282,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 				continue
 			}
 		} else {
-			pv, err := gen.DecodeOutcomePendingV1(kv.Value)
+			pv, err := outbox.DecodePending(kv.Value)
 			if err != nil {
 				f.log.Warn("outcome: invalid outcome index row; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
 				continue
@@ -285,9 +292,9 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 					"outcome", pk.ID.String(), "source", pv.Source.String(), "seq", pk.Seq)
 				continue
 			}
-			key, queued = pv.Key, time.UnixMilli(int64(min(pv.AtMs, 1<<62))).UTC()
+			key, queued, tc = pv.Key, time.UnixMilli(int64(min(pv.AtMs, 1<<62))).UTC(), pv.Trace
 		}
-		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, src: src, key: key}, queued: queued})
+		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, src: src, key: key}, queued: queued, trace: tc})
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
@@ -350,7 +357,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			res.cutAt = c.index
 			return res, nil
 		}
-		err := f.d.call(ctx, c.e)
+		err := f.send(ctx, &c)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
 		}

@@ -111,7 +111,10 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -232,6 +235,11 @@ type HandlerConfig struct {
 	// LagBound is the row age a fire warns about (default
 	// DefaultLagBound).
 	LagBound time.Duration
+	// TracerProvider traces each attempt to deliver a target batch (a
+	// span continuing the trace of the writers that queued its rows; see
+	// the package doc). Nil means otel.GetTracerProvider() at each fire:
+	// while no SDK is installed there, nothing is recorded or allocated.
+	TracerProvider trace.TracerProvider
 }
 
 // Handler is the relay timer's handler (kind timers.KindRelay), built by
@@ -252,6 +260,7 @@ type Handler struct {
 	budget     Budget // its defaults filled in
 	metrics    telemetry.Metrics
 	lagBoundMs uint64
+	tracer     tracing.Tracer
 
 	// newLanes, when set, runs the lanes of each dispatch instead of
 	// goroutines, whatever the Target store (tests: a deterministic
@@ -280,7 +289,7 @@ func NewHandler(c HandlerConfig) (*Handler, error) {
 		}
 	}
 	h := &Handler{target: c.Target, hook: c.Hook, budget: c.Budget.withDefaults(), metrics: c.Metrics,
-		lagBoundMs: uint64(DefaultLagBound / time.Millisecond)}
+		lagBoundMs: uint64(DefaultLagBound / time.Millisecond), tracer: tracing.New(c.TracerProvider, tracing.Scope+"relay")}
 	if h.hook == nil {
 		h.hook = NoHook{}
 	}
