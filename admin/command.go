@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -123,8 +122,19 @@ type subcommand struct {
 // subcommands are the command's subcommands, in the order help lists
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
-	&partitionsCommand, &timersCommand, &lagCommand, &getCommand, &scanCommand, &quarantinedCommand,
-	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand,
+	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand,
+}
+
+// lookupArgs returns the subcommand args name (its name's one word, or
+// two: formats raise) and the arguments after the name.
+func lookupArgs(args []string) (*subcommand, []string) {
+	if len(args) > 1 {
+		if sub := lookup(args[0] + " " + args[1]); sub != nil {
+			return sub, args[2:]
+		}
+	}
+	return lookup(args[0]), args[1:]
 }
 
 func lookup(name string) *subcommand {
@@ -195,7 +205,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 			c.usage(c.cfg.Stdout)
 			return nil
 		}
-		sub := lookup(rest[0])
+		sub, _ := lookupArgs(rest)
 		if sub == nil {
 			return usagef("unknown command %q: run %s help", rest[0], c.name())
 		}
@@ -203,7 +213,7 @@ func (c *Command) run(ctx context.Context, args []string) error {
 		c.printUsage(fs, sub)
 		return nil
 	}
-	sub := lookup(name)
+	sub, rest := lookupArgs(args)
 	if sub == nil {
 		return usagef("unknown command %q: run %s help", name, c.name())
 	}
@@ -262,46 +272,34 @@ func (c *Command) usage(w io.Writer) {
 	fmt.Fprintf(w, "%s reads and repairs a store of github.com/mkit-dev/mkitfdb.\n\nusage: %s <command> [flags]\n\nviews (read-only):\n", c.name(), c.name())
 	for _, s := range subcommands {
 		if !s.repair {
-			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+			fmt.Fprintf(w, "  %-13s %s\n", s.name, s.short)
 		}
 	}
 	fmt.Fprintf(w, "\nrepairs (guarded, confirmed, recorded):\n")
 	for _, s := range subcommands {
 		if s.repair {
-			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+			fmt.Fprintf(w, "  %-13s %s\n", s.name, s.short)
 		}
 	}
 	fmt.Fprintf(w, "\nEvery command takes -db FILE (bbolt) or -cluster-file FILE (FoundationDB).\nRun %s help <command> for its flags.\n", c.name())
 }
 
-// kindName names a timer kind: the library's, then the service's.
-func (c *Command) kindName(k timers.Kind) string {
-	if n, ok := c.cfg.KindNames[k]; ok {
-		return n
+// viewer is the reader of the views' facts for the open store st, at
+// the command's time.
+func (c *Command) viewer(st *opened, o *options) *viewer {
+	maxRows := o.maxRows
+	if maxRows <= 0 {
+		maxRows = DefaultMaxRows
 	}
-	return k.String()
+	return &viewer{l: st.layer, now: c.now(), kindNames: c.cfg.KindNames, maxRows: maxRows}
+}
+
+// kindName names a timer kind: the service's name, then the library's.
+func (c *Command) kindName(k timers.Kind) string {
+	return (&viewer{kindNames: c.cfg.KindNames}).kindName(k)
 }
 
 // parseKind parses a kind by number or name.
 func (c *Command) parseKind(s string) (timers.Kind, error) {
-	for _, k := range []timers.Kind{timers.KindRelay, timers.KindOutcomeDelivery} {
-		if s == k.String() {
-			return k, nil
-		}
-	}
-	names := make([]timers.Kind, 0, len(c.cfg.KindNames))
-	for k := range c.cfg.KindNames {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if c.cfg.KindNames[k] == s {
-			return k, nil
-		}
-	}
-	var n uint16
-	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimPrefix(s, "kind("), ")"), "%d", &n); err != nil || n == 0 {
-		return 0, usagef("-kind %q is no timer kind: a number from 1 to 65535 or a kind's name (relay, outcome-delivery)", s)
-	}
-	return timers.Kind(n), nil
+	return (&viewer{kindNames: c.cfg.KindNames}).parseKind(s)
 }

@@ -25,8 +25,15 @@ var deleteDeadCommand = subcommand{
 		repairFlags()(fs, o)
 		deadFlags(fs, o)
 	},
-	run: (*Command).deleteDead,
+	run: func(c *Command, ctx context.Context, st *opened, o *options) error {
+		return c.runRepair(ctx, st, o, &deleteDeadRepair)
+	},
 }
+
+var (
+	deleteDeadRepair  = repair{name: "delete-dead", plan: planDeleteDead}
+	redriveDeadRepair = repair{name: "redrive-dead", plan: planRedriveDead}
+)
 
 // deadFlags are the flags naming a dead letter.
 func deadFlags(fs *flag.FlagSet, o *options) {
@@ -35,27 +42,29 @@ func deadFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.deadDue, "due", "", "the dead letter's due time as timers -dead shows it, when the timer has several")
 }
 
-// findDeadLetter reads the dead letter of (-kind, -ref) of -partition,
-// picked by -due when there are several. name is the repair's.
-func (c *Command) findDeadLetter(ctx context.Context, st *opened, o *options, name string) (timers.DeadLetter, error) {
-	if o.kind == "" {
+// findDeadLetter reads the dead letter (kind, ref) of the request's
+// partition, picked by its due time when there are several. name is the
+// repair's.
+func findDeadLetter(ctx context.Context, rc *repairContext, req repairRequest, name string) (timers.DeadLetter, error) {
+	v := rc.v
+	if req.kind == "" {
 		return timers.DeadLetter{}, usagef("%s: -kind is required", name)
 	}
-	kind, err := c.parseKind(o.kind)
+	kind, err := v.parseKind(req.kind)
 	if err != nil {
 		return timers.DeadLetter{}, err
 	}
 	var due time.Time
-	if o.deadDue != "" {
-		if due, err = time.Parse(time.RFC3339Nano, o.deadDue); err != nil {
-			return timers.DeadLetter{}, usagef("%s: -due %q is no time as timers -dead shows it (2026-03-01T11:00:00.000Z)", name, o.deadDue)
+	if req.deadDue != "" {
+		if due, err = time.Parse(time.RFC3339Nano, req.deadDue); err != nil {
+			return timers.DeadLetter{}, usagef("%s: -due %q is no time as timers -dead shows it (2026-03-01T11:00:00.000Z)", name, req.deadDue)
 		}
 	}
-	p := st.partition(o)
+	p := req.partitionOf()
 	var found []timers.DeadLetter
 	var after store.Cursor
 	for {
-		dls, next, err := timers.DeadLetters(ctx, store.ReaderOf(st.layer, p), after, 256)
+		dls, next, err := timers.DeadLetters(ctx, store.ReaderOf(v.l, p), after, 256)
 		if err != nil {
 			if errors.Is(err, store.ErrCorrupt) {
 				return timers.DeadLetter{}, refusedf("%s: %v: quarantine the row instead", name, err)
@@ -63,7 +72,7 @@ func (c *Command) findDeadLetter(ctx context.Context, st *opened, o *options, na
 			return timers.DeadLetter{}, err
 		}
 		for _, d := range dls {
-			if d.Kind == kind && d.Reference == o.ref && (due.IsZero() || d.DueAt.Equal(due)) {
+			if d.Kind == kind && d.Reference == req.ref && (due.IsZero() || d.DueAt.Equal(due)) {
 				found = append(found, d)
 			}
 		}
@@ -74,7 +83,7 @@ func (c *Command) findDeadLetter(ctx context.Context, st *opened, o *options, na
 	}
 	switch len(found) {
 	case 0:
-		return timers.DeadLetter{}, refusedf("%s: %s has no dead letter of the %s timer %q%s", name, formatTuple(o.partID), c.kindName(kind), o.ref, dueText(due))
+		return timers.DeadLetter{}, refusedf("%s: %s has no dead letter of the %s timer %q%s", name, formatTuple(req.partition), v.kindName(kind), req.ref, dueText(due))
 	case 1:
 		return found[0], nil
 	}
@@ -82,7 +91,7 @@ func (c *Command) findDeadLetter(ctx context.Context, st *opened, o *options, na
 	for i, d := range found {
 		dues[i] = stamp(d.DueAt)
 	}
-	return timers.DeadLetter{}, usagef("%s: the %s timer %q has %d dead letters: pick one with -due (%s)", name, c.kindName(kind), o.ref, len(found), strings.Join(dues, ", "))
+	return timers.DeadLetter{}, usagef("%s: the %s timer %q has %d dead letters: pick one with -due (%s)", name, v.kindName(kind), req.ref, len(found), strings.Join(dues, ", "))
 }
 
 func dueText(due time.Time) string {
@@ -93,48 +102,46 @@ func dueText(due time.Time) string {
 }
 
 // sayDeadLetter adds what dead letter d holds to plan.
-func (c *Command) sayDeadLetter(plan *repairPlan, d timers.DeadLetter, now time.Time) {
+func sayDeadLetter(v *viewer, plan *repairPlan, d timers.DeadLetter) {
 	perm := ""
 	if d.Permanent {
 		perm = ", the last permanent"
 	}
-	plan.say("the dead letter of the %s timer %q, due %s, dead since %s (%s) after %d attempts%s", c.kindName(d.Kind), d.Reference,
-		stamp(d.DueAt), stamp(d.At), rel(d.At, now), d.Attempts, perm)
+	plan.say("the dead letter of the %s timer %q, due %s, dead since %s (%s) after %d attempts%s", v.kindName(d.Kind), d.Reference,
+		stamp(d.DueAt), stamp(d.At), rel(d.At, v.now), d.Attempts, perm)
 	plan.say("last error: %q", d.LastError)
-	plan.say("value: %s", timerValueText(d.Kind, d.Value))
+	plan.say("value: %s", timerValueText(d.Kind, d.Value, true))
 }
 
-// redriveDead is redrive -dead.
-func (c *Command) redriveDead(ctx context.Context, st *opened, o *options) error {
-	d, err := c.findDeadLetter(ctx, st, o, "redrive")
+// planRedriveDead is redrive -dead: timers.Redrive.
+func planRedriveDead(ctx context.Context, rc *repairContext, req repairRequest) (*repairPlan, error) {
+	d, err := findDeadLetter(ctx, rc, req, "redrive")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	now := c.now()
+	v := rc.v
 	plan := &repairPlan{b: store.NewBatch()}
-	if err := timers.Redrive(plan.b, st.layer.Capabilities(), d, now); err != nil {
-		return usagef("redrive: %v", err)
+	if err := timers.Redrive(plan.b, v.l.Capabilities(), d, rc.now()); err != nil {
+		return nil, usagef("redrive: %v", err)
 	}
-	c.sayDeadLetter(plan, d, now)
-	plan.say("make it a timer due now with its value and no failed attempts (refused if a %s timer %q exists)", c.kindName(d.Kind), d.Reference)
-	plan.done = fmt.Sprintf("the %s timer %q is due now", c.kindName(d.Kind), d.Reference)
-	return c.apply(ctx, st, o, "redrive", plan)
+	sayDeadLetter(v, plan, d)
+	plan.say("make it a timer due now with its value and no failed attempts (refused if a %s timer %q exists)", v.kindName(d.Kind), d.Reference)
+	plan.done = fmt.Sprintf("the %s timer %q is due now", v.kindName(d.Kind), d.Reference)
+	return plan, nil
 }
 
-func (c *Command) deleteDead(ctx context.Context, st *opened, o *options) error {
-	if err := c.checkRepair("delete-dead", o, false, false); err != nil {
-		return err
-	}
-	d, err := c.findDeadLetter(ctx, st, o, "delete-dead")
+// planDeleteDead is delete-dead: timers.DeleteDeadLetter.
+func planDeleteDead(ctx context.Context, rc *repairContext, req repairRequest) (*repairPlan, error) {
+	d, err := findDeadLetter(ctx, rc, req, "delete-dead")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plan := &repairPlan{b: store.NewBatch()}
 	if err := timers.DeleteDeadLetter(plan.b, d); err != nil {
-		return usagef("delete-dead: %v", err)
+		return nil, usagef("delete-dead: %v", err)
 	}
-	c.sayDeadLetter(plan, d, c.now())
+	sayDeadLetter(rc.v, plan, d)
 	plan.say("delete it: the timer never fires again")
-	plan.done = fmt.Sprintf("the dead letter of the %s timer %q is deleted", c.kindName(d.Kind), d.Reference)
-	return c.apply(ctx, st, o, "delete-dead", plan)
+	plan.done = fmt.Sprintf("the dead letter of the %s timer %q is deleted", rc.v.kindName(d.Kind), d.Reference)
+	return plan, nil
 }

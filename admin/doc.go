@@ -12,14 +12,20 @@
 //		"os"
 //
 //		"github.com/mkit-dev/mkitfdb/admin"
+//		"github.com/mkit-dev/mkitfdb/timers"
 //
 //		_ "example.com/myservice/shopgen" // registers its schema
 //	)
 //
-//	func main() { os.Exit(admin.Main(admin.Config{})) }
+//	func main() {
+//		os.Exit(admin.Main(admin.Config{KindNames: map[timers.Kind]string{1000: "ship"}}))
+//	}
 //
 // ([Config] names the service's timer kinds, and [NewCommand] builds the
-// command for a program that runs it itself.)
+// command for a program that runs it itself.) The same views are served
+// by the service itself: [NewWebHandler] returns the web view, an
+// http.Handler the service mounts on its own mux (see "The web view"
+// below).
 //
 // # Commands
 //
@@ -28,10 +34,16 @@
 //	partitions   every partition: outbox sequence, relay backlog (rows, bytes,
 //	             the oldest row's queue time), blocked targets and scan state,
 //	             timers by kind with the next due time, outcome backlog and
-//	             next attempt, quarantined rows, corrupt rows with the reason
-//	timers       the timers, or with -due what the due index says is due now,
-//	             or with -dead the dead letters (attempts, last error, value)
-//	lag          the oldest queued row and the most delayed timer of the store
+//	             next attempt, wake time (parked: a scheduler's claim),
+//	             quarantined rows, dead letters, corrupt rows with the
+//	             reason, a scheduler's lease (who, until when)
+//	timers       the timers and their state (due, waiting, held, leased by a
+//	             scheduler, parked, orphan) and why a due one is not firing;
+//	             -kind and -state filter, -due lists what is due now, -dead
+//	             the dead letters (attempts, last error, value)
+//	lag          the oldest queued row and the most delayed timer of the
+//	             store, the partitions due now, leases and dead letters
+//	schedulers   the schedulers' memberships and the partition leases they hold
 //	get, scan    rows of a partition, decoded by the linked schemas (by tuple
 //	             and hex where none knows them)
 //	quarantined  the rows moved aside, with who, when and why
@@ -48,7 +60,11 @@
 // is). Views take -json: one JSON object whose shape
 // is stable (fields may be added, none renamed or removed). Partitions and
 // keys are written as the views print them: a tuple such as ("orders", 2,
-// "ada") or (16, 5), or x:HEX.
+// "ada") or (16, 5), or x:HEX. Text shortens values longer than 64 bytes
+// to their first 16 and their length (-full prints them whole); -json
+// never shortens. A row's rev is a hash of its value (the first 8 bytes
+// of its SHA-256), not a version number: a value written back as it was
+// has its old rev.
 //
 // # Reading without writing
 //
@@ -84,4 +100,17 @@
 //
 // Exit statuses: ExitOK, ExitFailed (the store failed, or a repair was
 // refused), ExitUsage (bad input, in one line: nothing written).
+//
+// # The web view
+//
+// [NewWebHandler] serves the views from inside the running service, which
+// mounts it on its own mux: it reads the service's live store (on bbolt
+// while the service holds the file, on FoundationDB alike) through the
+// code the command runs, and renders each view as HTML without script,
+// reloading itself, or, with ?format=json, as the command's JSON. It is
+// read-only unless [WebConfig].Repairs is set; each repair then needs
+// [WebConfig].Authorize, is shown in a form before it is written, and is
+// written by a POST from the same origin carrying the form's token and
+// revision, guarded as the command's. See [WebHandler] and the design note
+// in web.go.
 package admin

@@ -135,6 +135,9 @@ func orderKey(t *testing.T, n uint64) store.Key {
 	return k
 }
 
+// openBolt opens the bbolt file at path for writing, as the service that
+// writes the fixtures would: a new store starts at the formats this
+// binary knows (the evolution partition holds them).
 func openBolt(t *testing.T, path string) *fdblayer.Layer {
 	t.Helper()
 	e, err := boltengine.Open(path, boltengine.Config{NoSync: true})

@@ -93,10 +93,9 @@ func TestJSONCarriesTheTextsFacts(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &parts); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCommand(Config{})
 	for _, p := range parts.Partitions {
 		var line bytes.Buffer
-		c.partitionLine(&line, p, t0)
+		partitionLine(&line, p, t0)
 		fields := strings.Fields(line.String())
 		if !containsLine(text, fields) {
 			t.Errorf("the text lacks the JSON's partition line %q:\n%s", fields, text)

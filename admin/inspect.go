@@ -1,13 +1,13 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/codec/registry"
-	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
@@ -44,21 +44,41 @@ type PartitionReport struct {
 	Partition string `json:"partition"`
 	Namespace string `json:"namespace"`
 	Kind      string `json:"kind,omitempty"`
-	// Wake is the partition's wake time in the due index, if any.
-	Wake *time.Time `json:"wake,omitempty"`
+	// Wake is the partition's wake time in the due index, if any; Parked
+	// says a scheduler's claim parked it instead (at store.MaxTime, which
+	// only a timer written during the claim lowers, to at most the
+	// lease's expiry): see Lease.
+	Wake   *time.Time `json:"wake,omitempty"`
+	Parked bool       `json:"parked,omitempty"`
 	// OutboxSequence is the last sequence the outbox allocated.
 	OutboxSequence uint64 `json:"outbox_sequence"`
 	// Relay is the relay queue; Timers the timers by kind; Outcomes the
 	// outcome backlog.
-	Relay       RelayReport   `json:"relay"`
-	Timers      []TimerKinds  `json:"timers"`
-	Outcomes    OutcomeReport `json:"outcomes"`
-	Lease       *LeaseReport  `json:"lease,omitempty"`
-	Quarantined Count         `json:"quarantined"`
+	Relay    RelayReport   `json:"relay"`
+	Timers   []TimerKinds  `json:"timers"`
+	Outcomes OutcomeReport `json:"outcomes"`
+	// Lease is the lease of the scheduler that claimed the partition, if
+	// one did.
+	Lease       *LeaseReport `json:"lease,omitempty"`
+	Quarantined Count        `json:"quarantined"`
+	// DeadLetters counts the partition's dead letters (timers -dead lists
+	// them).
+	DeadLetters Count `json:"dead_letters"`
+	// Members are the schedulers' memberships, in the library's
+	// partition that holds them (timers.MembersPartition) only.
+	Members []MemberRow `json:"members,omitempty"`
+	// Note says why the partition's due timers are not firing now, when
+	// something keeps them ("" otherwise).
+	Note string `json:"note,omitempty"`
 	// Corrupt lists rows of the library's classes that do not decode (at
 	// most 16; CorruptMore says more were found).
 	Corrupt     []Row `json:"corrupt,omitempty"`
 	CorruptMore bool  `json:"corrupt_more,omitempty"`
+	// Newer lists rows of the library's classes of a newer version than
+	// this binary reads (Row.Newer: a newer binary wrote them), at most 16
+	// too: not corrupt, held by their handlers until a binary that reads
+	// them runs.
+	Newer []Row `json:"newer,omitempty"`
 }
 
 // RelayReport is a partition's relay queue and scan state.
@@ -97,12 +117,6 @@ type OutcomeReport struct {
 	Oldest      *time.Time `json:"oldest,omitempty"`
 	NextAttempt *time.Time `json:"next_attempt,omitempty"`
 	Attempt     uint32     `json:"attempt,omitempty"`
-}
-
-// LeaseReport is a scheduler's lease on the partition.
-type LeaseReport struct {
-	Owner   string    `json:"owner"`
-	Expires time.Time `json:"expires"`
 }
 
 // msTime converts stored Unix milliseconds to a time in UTC.
@@ -163,31 +177,65 @@ func scanRange(ctx context.Context, s store.Store, p store.Partition, start, end
 
 // inspection is the report of one partition being read (see inspect).
 type inspection struct {
-	c       *Command
-	l       *fdblayer.Layer
-	id      store.Identity
-	sch     registry.Schema
-	maxRows int
-	rep     PartitionReport
+	v   *viewer
+	id  store.Identity
+	sch registry.Schema
+	rep PartitionReport
+	// earliestDue is the earliest due time of the timers read.
+	earliestDue time.Time
 }
 
 // inspect reads what the partitions view shows of partition id: a fixed
 // number of point reads and, per queue, at most maxRows rows.
-func (c *Command) inspect(ctx context.Context, l *fdblayer.Layer, id store.Identity, maxRows int) (PartitionReport, error) {
+func (v *viewer) inspect(ctx context.Context, id store.Identity) (PartitionReport, error) {
 	idb, _ := id.AppendTuple(nil)
 	sch, ns, kind := schemaOf(idb)
-	in := &inspection{c: c, l: l, id: id, sch: sch, maxRows: maxRows,
+	in := &inspection{v: v, id: id, sch: sch,
 		rep: PartitionReport{Partition: formatTuple(idb), Namespace: ns, Kind: kind, Timers: []TimerKinds{}}}
-	for _, step := range []func(context.Context) error{in.singletons, in.relayRows, in.timerRows, in.pendingRows, in.quarantinedRows, in.wake} {
+	steps := []func(context.Context) error{in.singletons, in.relayRows, in.timerRows, in.pendingRows, in.quarantinedRows, in.deadLetters, in.wake}
+	if isMembers(idb) {
+		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, membersKind
+		steps = append(steps, in.members)
+	}
+	if bytes.Equal(idb, evolveIdentity) {
+		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, evolveKind
+	}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return in.rep, err
 		}
 	}
+	in.note()
 	return in.rep, nil
 }
 
-// corrupt lists a row that does not decode, up to maxCorruptShown.
+// note says why the partition's due timers, if it has any, are not
+// firing.
+func (in *inspection) note() {
+	rep := &in.rep
+	if in.earliestDue.IsZero() || in.earliestDue.After(in.v.now) {
+		if rep.Lease != nil {
+			rep.Note = rep.Lease.text(in.v.now)
+		}
+		return
+	}
+	w := wakeState{parked: rep.Parked}
+	if rep.Wake != nil {
+		w.at = *rep.Wake
+	}
+	_, rep.Note = in.v.whyNotFiring(in.earliestDue, rep.Lease, w)
+}
+
+// corrupt lists a row that does not decode, up to maxCorruptShown: with
+// the newer rows when a newer binary wrote it.
 func (in *inspection) corrupt(r Row) {
+	if r.Newer != "" {
+		if len(in.rep.Newer) < maxCorruptShown {
+			noteFormat(&r, in.v.l)
+			in.rep.Newer = append(in.rep.Newer, r)
+		}
+		return
+	}
 	if len(in.rep.Corrupt) == maxCorruptShown {
 		in.rep.CorruptMore = true
 		return
@@ -204,7 +252,7 @@ func (in *inspection) singletons(ctx context.Context) error {
 	relayRef, _ := timers.RefKey(timers.KindRelay, "")
 	outcomeRef, _ := timers.RefKey(timers.KindOutcomeDelivery, "")
 	keys := []store.Key{outbox.SequenceKey(), relay.ScanKey(), outbox.BacklogKey(), relayRef, outcomeRef, timers.LeaseKey()}
-	vs, err := in.l.GetMany(ctx, in.id, keys)
+	vs, err := in.v.l.GetMany(ctx, in.id, keys)
 	if err != nil {
 		return err
 	}
@@ -212,7 +260,7 @@ func (in *inspection) singletons(ctx context.Context) error {
 		if vs[i] == nil {
 			continue
 		}
-		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" {
+		if r := decodeRow(in.sch, k, vs[i]); r.Corrupt != "" || r.Newer != "" {
 			in.corrupt(r)
 		}
 	}
@@ -230,11 +278,7 @@ func (in *inspection) singletons(ctx context.Context) error {
 	if b, err := outbox.DecodeBacklog(vs[2]); err == nil {
 		rep.Outcomes.Rows, rep.Outcomes.Bytes = b.Rows, b.Bytes
 	}
-	if vs[5] != nil {
-		if ls, err := gen.DecodeSchedulerLeaseV1(vs[5]); err == nil {
-			rep.Lease = &LeaseReport{Owner: ls.Owner, Expires: msTime(ls.ExpiresAtMs)}
-		}
-	}
+	rep.Lease = in.v.newLease(vs[5])
 	return in.libraryTimers(ctx, vs[3], vs[4])
 }
 
@@ -263,7 +307,7 @@ func (in *inspection) libraryTimers(ctx context.Context, relayRef, outcomeRef st
 		if k == nil {
 			continue
 		}
-		v, ok, err := in.l.Get(ctx, in.id, k)
+		v, ok, err := in.v.l.Get(ctx, in.id, k)
 		if err != nil {
 			return err
 		}
@@ -286,7 +330,7 @@ func (in *inspection) relayRows(ctx context.Context) error {
 	rep := &in.rep
 	start, end := classRange(gen.TagRelayKey)
 	var err error
-	rep.Relay.Rows, err = scanRange(ctx, in.l, in.id, start, end, in.maxRows, func(k store.Key, v store.Value) {
+	rep.Relay.Rows, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		rep.Relay.Bytes += int64(len(k) + len(v))
 		r, err := outbox.DecodeRelay(v)
 		if _, kerr := gen.ParseRelayKey(k); kerr != nil || err != nil {
@@ -303,10 +347,10 @@ func (in *inspection) relayRows(ctx context.Context) error {
 // timerRows reads the timers, counted by kind.
 func (in *inspection) timerRows(ctx context.Context) error {
 	rep := &in.rep
-	now := in.c.now()
+	now := in.v.now
 	start, end := classRange(gen.TagTimerKey)
 	byKind := map[uint16]int{}
-	tc, err := scanRange(ctx, in.l, in.id, start, end, in.maxRows, func(k store.Key, v store.Value) {
+	tc, err := scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		tk, err := gen.ParseTimerKey(k)
 		if err != nil {
 			in.corrupt(decodeRow(in.sch, k, v))
@@ -316,7 +360,10 @@ func (in *inspection) timerRows(ctx context.Context) error {
 		if !ok {
 			i = len(rep.Timers)
 			byKind[tk.Kind] = i
-			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: in.c.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: in.v.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+		}
+		if due := msTime(tk.DueAtMs); in.earliestDue.IsZero() || due.Before(in.earliestDue) {
+			in.earliestDue = due
 		}
 		rep.Timers[i].Count.N++
 		if !msTime(tk.DueAtMs).After(now) {
@@ -339,7 +386,7 @@ func (in *inspection) pendingRows(ctx context.Context) error {
 	rep := &in.rep
 	start, end := classRange(gen.TagOutcomePendingKey)
 	var err error
-	rep.Outcomes.Pending, err = scanRange(ctx, in.l, in.id, start, end, in.maxRows, func(k store.Key, v store.Value) {
+	rep.Outcomes.Pending, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		if _, kerr := gen.ParseOutcomePendingKey(k); kerr != nil {
 			in.corrupt(decodeRow(in.sch, k, v))
 			return
@@ -363,18 +410,37 @@ func (in *inspection) pendingRows(ctx context.Context) error {
 func (in *inspection) quarantinedRows(ctx context.Context) error {
 	start, end := classRange(gen.TagQuarantineKey)
 	var err error
-	in.rep.Quarantined, err = scanRange(ctx, in.l, in.id, start, end, in.maxRows, func(store.Key, store.Value) {})
+	in.rep.Quarantined, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(store.Key, store.Value) {})
+	return err
+}
+
+// deadLetters counts the dead letters: their records, one a letter (each
+// has a row of its value beside it).
+func (in *inspection) deadLetters(ctx context.Context) error {
+	start, end := classRange(gen.TagDeadLetterKey)
+	var err error
+	in.rep.DeadLetters, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(store.Key, store.Value) {})
 	return err
 }
 
 // wake reads the partition's wake time.
 func (in *inspection) wake(ctx context.Context) error {
-	at, ok, err := in.l.NextWake(ctx, in.id)
+	at, ok, err := in.v.l.NextWake(ctx, in.id)
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return err
 	}
-	if ok {
-		in.rep.Wake = ptime(msTime(storedMs(at)))
+	w := in.v.wakeOf(at, ok)
+	in.rep.Parked = w.parked
+	if !w.at.IsZero() {
+		in.rep.Wake = ptime(w.at)
 	}
 	return nil
+}
+
+// members reads the schedulers' memberships, in the library's partition
+// that holds them.
+func (in *inspection) members(ctx context.Context) error {
+	rows, _, err := in.v.memberRows(ctx)
+	in.rep.Members = rows
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
@@ -27,9 +28,14 @@ type options struct {
 	rootBytes              []byte
 
 	kind, ref      string
+	state          string // timers -state
+	full           bool   // print values whole
 	reason, who    string
 	expect         string
 	yes, due       bool
+	namespace      string // formats raise
+	to             uint   // formats raise
+	force          bool   // formats raise
 	dead           bool   // timers -dead, redrive -dead
 	deadDue        string // -due of a dead letter's repair
 	limit, maxRows int
@@ -138,8 +144,12 @@ func (c *Command) open(o *options, write bool) (*opened, error) {
 		}
 		e = fe
 	}
-	// A nil -root is the Layer's default root.
-	l, err := fdblayer.Open(e, fdblayer.Config{RootPrefix: o.rootBytes, Logger: slog.New(slog.DiscardHandler)})
+	// A nil -root is the Layer's default root. The gate checks the
+	// store's formats (a store newer than this binary is refused) and
+	// registers no process: the command runs for moments, and what its
+	// repairs write every binary of the formats it checked reads.
+	l, err := fdblayer.Open(e, fdblayer.Config{RootPrefix: o.rootBytes, Logger: slog.New(slog.DiscardHandler),
+		Gate: evolve.GateConfig{ReadOnly: true, Clock: c.cfg.Clock}})
 	if err != nil {
 		_ = e.Close()
 		return nil, usagef("cannot open %s: %v", where, err)

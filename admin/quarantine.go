@@ -27,14 +27,19 @@ var quarantineCommand = subcommand{
 		"relay timer moves to now with its hold cleared; a pending outcome's backlog drops\n" +
 		"by its row and bytes (and the delivery timer goes with the last row); a timer's\n" +
 		"reference entry moves with it. The batch is guarded on the row as read (and on\n" +
-		"-expect, the revision a view showed): a row that changed is refused.",
+		"-expect, the rev a view showed: a hash of the row's value, not a version\n" +
+		"number): a row that changed is refused.",
 	flags: func(fs *flag.FlagSet, o *options) {
 		repairFlags()(fs, o)
 		fs.StringVar(&o.key, "key", "", "the row's key, as a tuple (16, 5) or x:HEX")
-		fs.StringVar(&o.expect, "expect", "", "the row's revision as a view showed it (rev): refuse if it changed")
+		fs.StringVar(&o.expect, "expect", "", "the row's rev as a view showed it (a hash of its value): refuse if it changed")
 	},
-	run: (*Command).quarantine,
+	run: func(c *Command, ctx context.Context, st *opened, o *options) error {
+		return c.runRepair(ctx, st, o, &quarantineRepair)
+	},
 }
+
+var quarantineRepair = repair{name: "quarantine", needKey: true, needReason: true, plan: planQuarantine}
 
 // queueClass returns the library class of key, and whether it is one of
 // the queues quarantine moves rows of.
@@ -50,25 +55,23 @@ func queueClass(sch registry.Schema, key []byte) (registry.KeyClass, bool) {
 	return kc, false
 }
 
-// quarantine moves a queue row aside through the operation of the
+// planQuarantine moves a queue row aside through the operation of the
 // package that owns the row's queue: relay.QuarantineRow,
 // outbox.QuarantinePending or timers.Quarantine.
-func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error {
-	if err := c.checkRepair("quarantine", o, true, true); err != nil {
-		return err
-	}
-	key := store.Key(o.keyBytes)
-	sch, _, _ := schemaOf(o.partID)
+func planQuarantine(ctx context.Context, rc *repairContext, req repairRequest) (*repairPlan, error) {
+	key := store.Key(req.key)
+	sch, _, _ := schemaOf(req.partition)
 	kc, ok := queueClass(sch, key)
 	if !ok {
 		class := kc.Name
 		if class == "" {
 			class = "of no known class"
 		}
-		return usagef("quarantine: the key %s is %s: quarantine moves rows of the library's queues (RelayKey, OutcomePendingKey, TimerKey, TimerRefKey)", formatTuple(key), class)
+		return nil, usagef("quarantine: the key %s is %s: quarantine moves rows of the library's queues (RelayKey, OutcomePendingKey, TimerKey, TimerRefKey)", formatTuple(key), class)
 	}
-	r := store.ReaderOf(st.layer, st.partition(o))
-	caps := st.layer.Capabilities()
+	l := rc.v.l
+	r := store.ReaderOf(l, req.partitionOf())
+	caps := l.Capabilities()
 	plan := &repairPlan{b: store.NewBatch()}
 	var (
 		e quarantine.Entry
@@ -80,17 +83,17 @@ func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error 
 	switch gen.Tag(kc.Tag) {
 	case gen.TagRelayKey:
 		var m timers.Moved
-		e, m, err = relay.QuarantineRow(ctx, r, plan.b, caps, key, c.note(o))
+		e, m, err = relay.QuarantineRow(ctx, r, plan.b, caps, key, rc.note(req))
 		after = func() {
 			plan.say("%s, its hold cleared: the relay delivers the rows behind it", timerMove(timers.KindRelay, m))
 		}
 	case gen.TagOutcomePendingKey:
 		var ch outbox.BacklogChange
-		e, ch, err = outbox.QuarantinePending(ctx, r, plan.b, key, c.note(o))
+		e, ch, err = outbox.QuarantinePending(ctx, r, plan.b, key, rc.note(req))
 		after = func() { sayBacklogDrop(plan, e, ch) }
 	default:
 		var q timers.QuarantinedTimer
-		q, err = timers.Quarantine(ctx, r, plan.b, key, c.note(o))
+		q, err = timers.Quarantine(ctx, r, plan.b, key, rc.note(req))
 		e = q.Entry
 		before = func() {
 			if !bytes.Equal(e.Key, key) {
@@ -103,33 +106,37 @@ func (c *Command) quarantine(ctx context.Context, st *opened, o *options) error 
 	}
 	switch {
 	case errors.Is(err, quarantine.ErrNoRow):
-		return refusedf("quarantine: no row at %s in %s", formatTuple(key), formatTuple(o.partID))
+		return nil, refusedf("quarantine: no row at %s in %s", formatTuple(key), formatTuple(req.partition))
 	case errors.Is(err, quarantine.ErrQuarantined):
-		return refusedf("quarantine: %s is quarantined already (restore it first); nothing written", formatTuple(key))
+		return nil, refusedf("quarantine: %s is quarantined already (restore it first); nothing written", formatTuple(key))
 	case err != nil:
-		return refusal("quarantine", err)
+		return nil, refusal("quarantine", err)
 	}
 	named := e.Value
 	if !bytes.Equal(e.Key, key) {
 		named = e.CompanionValue
 	}
-	if o.expect != "" && rev(named) != o.expect {
-		return refusedf("quarantine refused: the row's revision is %s, not %s: it changed since it was shown; nothing written", rev(named), o.expect)
+	if req.expect != "" && rev(named) != req.expect {
+		return nil, refusedf("quarantine refused: the row's rev (a hash of its value) is %s, not %s: it changed since it was shown; nothing written", rev(named), req.expect)
 	}
 	before()
 	row := decodeRow(sch, e.Key, e.Value)
 	plan.say("move %s %s (rev %s) aside", row.Class, row.Key, row.Rev)
-	if row.Corrupt != "" {
+	switch {
+	case row.Corrupt != "":
 		plan.say("it is corrupt: %s", row.Corrupt)
-	} else {
-		plan.say("it decodes: %s %s", row.Record, row.Value)
+	case row.Newer != "":
+		noteFormat(&row, l)
+		plan.say("it is newer than this binary reads, not corrupt: %s (a binary that reads it would deliver it)", row.Newer)
+	default:
+		plan.say("it decodes: %s %s", row.Record, row.Short())
 	}
 	if e.Companion != nil {
 		plan.say("with the timer's reference entry %s", formatTuple(e.Companion))
 	}
 	after()
-	plan.done = fmt.Sprintf("%s moved aside; restore -partition '%s' -key '%s' puts it back", row.Key, formatTuple(o.partID), row.Key)
-	return c.apply(ctx, st, o, "quarantine", plan)
+	plan.done = fmt.Sprintf("%s moved aside; restore -partition '%s' -key '%s' puts it back", row.Key, formatTuple(req.partition), row.Key)
+	return plan, nil
 }
 
 // sayBacklogDrop says what quarantining the pending outcome e did to the

@@ -28,48 +28,48 @@ var redriveCommand = subcommand{
 		fs.BoolVar(&o.dead, "dead", false, "re-drive the timer's dead letter")
 		fs.StringVar(&o.deadDue, "due", "", "with -dead: the dead letter's due time as timers -dead shows it, when the timer has several")
 	},
-	run: (*Command).redrive,
+	run: func(c *Command, ctx context.Context, st *opened, o *options) error {
+		if o.dead {
+			return c.runRepair(ctx, st, o, &redriveDeadRepair)
+		}
+		if o.deadDue != "" {
+			return usagef("redrive: -due names a dead letter: give -dead too")
+		}
+		return c.runRepair(ctx, st, o, &redriveRepair)
+	},
 }
 
-// redrive moves a timer to now with timers.RedriveTimer, or re-drives a
-// dead letter (redriveDead).
-func (c *Command) redrive(ctx context.Context, st *opened, o *options) error {
-	if err := c.checkRepair("redrive", o, false, false); err != nil {
-		return err
+var redriveRepair = repair{name: "redrive", plan: planRedrive}
+
+// planRedrive moves a timer to now with timers.RedriveTimer.
+func planRedrive(ctx context.Context, rc *repairContext, req repairRequest) (*repairPlan, error) {
+	if req.kind == "" {
+		return nil, usagef("redrive: -kind is required")
 	}
-	if o.dead {
-		return c.redriveDead(ctx, st, o)
-	}
-	if o.deadDue != "" {
-		return usagef("redrive: -due names a dead letter: give -dead too")
-	}
-	if o.kind == "" {
-		return usagef("redrive: -kind is required")
-	}
-	kind, err := c.parseKind(o.kind)
+	v := rc.v
+	kind, err := v.parseKind(req.kind)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := store.ReaderOf(st.layer, st.partition(o))
+	r := store.ReaderOf(v.l, req.partitionOf())
 	plan := &repairPlan{b: store.NewBatch()}
-	now := c.now()
-	m, err := timers.RedriveTimer(ctx, r, plan.b, st.layer.Capabilities(), kind, o.ref, store.DecodeTime(nowMs(c)))
+	now := rc.now()
+	m, err := timers.RedriveTimer(ctx, r, plan.b, v.l.Capabilities(), kind, req.ref, rc.nowStored())
 	switch {
 	case errors.Is(err, timers.ErrNoTimer):
-		return refusedf("redrive: %s has no %s timer %q", formatTuple(o.partID), c.kindName(kind), o.ref)
+		return nil, refusedf("redrive: %s has no %s timer %q", formatTuple(req.partition), v.kindName(kind), req.ref)
 	case errors.Is(err, store.ErrCorrupt):
-		return refusedf("redrive: %v: quarantine the reference entry instead", err)
+		return nil, refusedf("redrive: %v: quarantine the reference entry instead", err)
 	case err != nil:
-		return refusal("redrive", err)
+		return nil, refusal("redrive", err)
 	}
 	if !m.From.After(now) {
-		fmt.Fprintf(c.cfg.Stdout, "the %s timer %q is due already (%s, %s): nothing to do\n", c.kindName(kind), o.ref, stamp(m.From), rel(m.From, now))
-		return nil
+		return &repairPlan{nothing: fmt.Sprintf("the %s timer %q is due already (%s, %s): nothing to do", v.kindName(kind), req.ref, stamp(m.From), rel(m.From, now))}, nil
 	}
-	plan.say("move the %s timer %q from %s (%s) to now, its value unchanged", c.kindName(kind), o.ref, stamp(m.From), rel(m.From, now))
-	if kind != timers.KindRelay && kind != timers.KindOutcomeDelivery {
+	plan.say("move the %s timer %q from %s (%s) to now, its value unchanged", v.kindName(kind), req.ref, stamp(m.From), rel(m.From, now))
+	if !library(kind) {
 		plan.say("if the service registers no handler of kind %d, the scheduler holds it again %s later", uint16(kind), timers.DefaultHeldBackoff)
 	}
-	plan.done = fmt.Sprintf("the %s timer %q is due now", c.kindName(kind), o.ref)
-	return c.apply(ctx, st, o, "redrive", plan)
+	plan.done = fmt.Sprintf("the %s timer %q is due now", v.kindName(kind), req.ref)
+	return plan, nil
 }

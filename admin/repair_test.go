@@ -52,7 +52,7 @@ func relayStore(t *testing.T, n, bad int) string {
 	if out, err := l.Apply(ctx, ada, b); err != nil || !out.Committed() {
 		t.Fatal(out, err)
 	}
-	if out, err := l.Apply(ctx, ada, store.NewBatch().Put(gen.AppendRelayKey(nil, uint64(bad)), []byte("not a row"))); err != nil || !out.Committed() {
+	if out, err := l.Apply(ctx, ada, store.NewBatch().Put(gen.AppendRelayKey(nil, uint64(bad)), append([]byte{gen.VersionRelayV1}, "not a row"...))); err != nil || !out.Committed() {
 		t.Fatal(out, err)
 	}
 	return path
@@ -173,7 +173,7 @@ func TestQuarantineResumesTheSourceAndRestorePutsItBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(q.Quarantined) != 1 || q.Quarantined[0].Who != "oncall" || q.Quarantined[0].Reason != "producer bug #12" ||
-		q.Quarantined[0].At != stamp(now) || q.Quarantined[0].Row.Key != "(16, 3)" || q.Quarantined[0].Row.Value != `("not a row")` && q.Quarantined[0].Row.Value != "x:6e6f74206120726f77" {
+		q.Quarantined[0].At != stamp(now) || q.Quarantined[0].Row.Key != "(16, 3)" || q.Quarantined[0].Row.Value != "x:016e6f74206120726f77" {
 		t.Fatalf("quarantined lists %+v", q.Quarantined)
 	}
 

@@ -21,34 +21,36 @@ var unblockCommand = subcommand{
 		repairFlags()(fs, o)
 		fs.StringVar(&o.target, "target", "", "the blocked target partition, as partitions shows it")
 	},
-	run: (*Command).unblock,
+	run: func(c *Command, ctx context.Context, st *opened, o *options) error {
+		return c.runRepair(ctx, st, o, &unblockRepair)
+	},
 }
 
-// unblock unblocks a relay target with relay.Unblock.
-func (c *Command) unblock(ctx context.Context, st *opened, o *options) error {
-	if err := c.checkRepair("unblock", o, false, false); err != nil {
-		return err
+var unblockRepair = repair{name: "unblock", plan: planUnblock}
+
+// planUnblock unblocks a relay target with relay.Unblock.
+func planUnblock(ctx context.Context, rc *repairContext, req repairRequest) (*repairPlan, error) {
+	if req.target == nil {
+		return nil, usagef("unblock: -target is required")
 	}
-	if o.targetID == nil {
-		return usagef("unblock: -target is required")
-	}
-	r := store.ReaderOf(st.layer, st.partition(o))
+	l := rc.v.l
+	r := store.ReaderOf(l, req.partitionOf())
 	plan := &repairPlan{b: store.NewBatch()}
-	u, err := relay.Unblock(ctx, r, plan.b, st.layer.Capabilities(), o.targetID, store.DecodeTime(nowMs(c)))
+	u, err := relay.Unblock(ctx, r, plan.b, l.Capabilities(), req.target, rc.nowStored())
 	switch {
 	case errors.Is(err, relay.ErrNotBlocked) && len(u.Blocked) == 0:
-		return refusedf("unblock: %s is not blocked in %s: no target is", formatTuple(o.targetID), formatTuple(o.partID))
+		return nil, refusedf("unblock: %s is not blocked in %s: no target is", formatTuple(req.target), formatTuple(req.partition))
 	case errors.Is(err, relay.ErrNotBlocked):
 		names := make([]string, len(u.Blocked))
 		for i, t := range u.Blocked {
 			names[i] = formatTuple(t)
 		}
-		return refusedf("unblock: %s is not blocked in %s (blocked: %s)", formatTuple(o.targetID), formatTuple(o.partID), strings.Join(names, ", "))
+		return nil, refusedf("unblock: %s is not blocked in %s (blocked: %s)", formatTuple(req.target), formatTuple(req.partition), strings.Join(names, ", "))
 	case err != nil:
-		return refusal("unblock", err)
+		return nil, refusal("unblock", err)
 	}
-	plan.say("unblock the target %s (cursor %d, cycle end %d; %d other targets stay blocked)", formatTuple(o.targetID), u.Cursor, u.CycleEnd, len(u.Blocked)-1)
+	plan.say("unblock the target %s (cursor %d, cycle end %d; %d other targets stay blocked)", formatTuple(req.target), u.Cursor, u.CycleEnd, len(u.Blocked)-1)
 	plan.say("%s: the relay retries the target at its next fire", timerMove(timers.KindRelay, u.Timer))
-	plan.done = formatTuple(o.targetID) + " unblocked"
-	return c.apply(ctx, st, o, "unblock", plan)
+	plan.done = formatTuple(req.target) + " unblocked"
+	return plan, nil
 }

@@ -21,10 +21,14 @@ var partitionsCommand = subcommand{
 	short: "every partition: outbox, relay backlog, blocked targets, timers, outcomes",
 	long: "partitions lists every partition of the store with its outbox sequence, its relay\n" +
 		"backlog (rows, bytes, the oldest row's queue time), blocked targets and scan state,\n" +
-		"its timers by kind with the next due time, its outcome backlog and next attempt,\n" +
-		"its quarantined rows and every corrupt row of the library's classes, with the\n" +
-		"decoder's reason. It reads at most -max-rows rows of each queue of a partition\n" +
-		"(counts past it say \"more than N\") and streams: a large store prints as it goes.",
+		"its timers by kind with the next due time, its wake time in the due index (parked:\n" +
+		"a scheduler claimed it), its outcome backlog and next attempt, its quarantined\n" +
+		"rows, its dead letters and every corrupt row of the library's classes, with the\n" +
+		"decoder's reason; below the table, a scheduler's lease on a partition (who holds\n" +
+		"it, until when) and why its due timers are not firing. The library's own\n" +
+		"partition of scheduler memberships is listed with its members. It reads at most\n" +
+		"-max-rows rows of each queue of a partition (counts past it say \"more than N\")\n" +
+		"and streams: a large store prints as it goes.",
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.IntVar(&o.maxRows, "max-rows", DefaultMaxRows, "the most rows read of each queue of a partition")
 	},
@@ -97,19 +101,35 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// PartitionsReport is a page of the partitions view.
+type PartitionsReport struct {
+	Now        time.Time         `json:"now"`
+	Partitions []PartitionReport `json:"partitions"`
+	Unlinked   []Unlinked        `json:"unlinked"`
+	Next       string            `json:"next,omitempty"`
+}
+
+// partitions reads the report of every partition after after (nil: from
+// the first), at most limit of them (0: all), calling fn with each and
+// unlinked with each unlinked region, and returns where to continue.
+func (v *viewer) partitions(ctx context.Context, after []byte, limit int, fn func(PartitionReport) error, unlinked func(Unlinked) error) ([]byte, error) {
+	return walk(ctx, v.l, after, limit, func(id store.Identity) error {
+		rep, err := v.inspect(ctx, id)
+		if err != nil {
+			return err
+		}
+		return fn(rep)
+	}, unlinked)
+}
+
 func (c *Command) partitions(ctx context.Context, st *opened, o *options) error {
-	now := c.now()
+	v := c.viewer(st, o)
+	now := v.now
 	var unlinked []Unlinked
 	onUnlinked := func(u Unlinked) error { unlinked = append(unlinked, u); return nil }
 	if o.json {
 		js := startJSON(c.cfg.Stdout, now, "partitions")
-		err := walk(ctx, st.layer, func(id store.Identity) error {
-			rep, err := c.inspect(ctx, st.layer, id, o.maxRows)
-			if err != nil {
-				return err
-			}
-			return js.add(rep)
-		}, onUnlinked)
+		_, err := v.partitions(ctx, nil, 0, func(rep PartitionReport) error { return js.add(rep) }, onUnlinked)
 		if err != nil {
 			return err
 		}
@@ -121,20 +141,15 @@ func (c *Command) partitions(ctx context.Context, st *opened, o *options) error 
 
 	fmt.Fprintf(c.cfg.Stdout, "now %s\n", stamp(now))
 	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
-	header := "PARTITION\tKIND\tSEQ\tRELAY\tBYTES\tOLDEST\tBLOCKED\tTIMERS\tNEXT DUE\tOUTCOMES\tNEXT ATTEMPT\tQUARANTINED\tCORRUPT"
-	fmt.Fprintln(tw, header)
+	fmt.Fprintln(tw, partitionHeader)
 	var details []PartitionReport
 	n := 0
-	err := walk(ctx, st.layer, func(id store.Identity) error {
-		rep, err := c.inspect(ctx, st.layer, id, o.maxRows)
-		if err != nil {
-			return err
-		}
-		c.partitionLine(tw, rep, now)
+	_, err := v.partitions(ctx, nil, 0, func(rep PartitionReport) error {
+		partitionLine(tw, rep, now)
 		if n++; n%flushEvery == 0 {
 			_ = tw.Flush()
 		}
-		if len(rep.Relay.Blocked) > 0 || rep.Relay.Hold > 0 || len(rep.Corrupt) > 0 || len(rep.Timers) > 0 || rep.Outcomes.Attempt > 0 {
+		if rep.hasDetails() {
 			details = append(details, rep)
 		}
 		return nil
@@ -145,15 +160,50 @@ func (c *Command) partitions(ctx context.Context, st *opened, o *options) error 
 	}
 	fmt.Fprintf(c.cfg.Stdout, "%d partitions\n", n)
 	for _, rep := range details {
-		c.partitionDetails(rep, now)
+		partitionDetails(c.cfg.Stdout, rep, now)
 	}
 	for _, u := range unlinked {
-		fmt.Fprintf(c.cfg.Stdout, "\nnot linked: %s (first key %s): no linked schema tells its partitions apart; those with a wake time are listed above, others are not (build an admin command that links the schema's generated package)\n", u.Prefix, u.FirstKey)
+		fmt.Fprintf(c.cfg.Stdout, "\nnot linked: %s\n", u.text())
 	}
 	return nil
 }
 
-func (c *Command) partitionLine(w io.Writer, rep PartitionReport, now time.Time) {
+// text says what an unlinked region is and what to do.
+func (u Unlinked) text() string {
+	return fmt.Sprintf("%s (first key %s): no linked schema tells its partitions apart; those with a wake time are listed with the others (build an admin command that links the schema's generated package)", u.Prefix, u.FirstKey)
+}
+
+// partitionHeader heads the partitions table.
+const partitionHeader = "PARTITION\tKIND\tSEQ\tRELAY\tBYTES\tOLDEST\tBLOCKED\tTIMERS\tNEXT DUE\tWAKE\tOUTCOMES\tNEXT ATTEMPT\tQUARANTINED\tDEAD\tCORRUPT"
+
+// hasDetails reports whether the partitions view details rep below its
+// table.
+func (rep PartitionReport) hasDetails() bool {
+	return len(rep.Relay.Blocked) > 0 || rep.Relay.Hold > 0 || len(rep.Corrupt) > 0 || len(rep.Newer) > 0 || len(rep.Timers) > 0 ||
+		rep.Outcomes.Attempt > 0 || rep.Lease != nil || rep.Note != "" || len(rep.Members) > 0 || rep.DeadLetters.N > 0
+}
+
+// NoteBeyondLease is Note when it says more than the lease does.
+func (rep PartitionReport) NoteBeyondLease(now time.Time) string {
+	if rep.Lease != nil && rep.Note == rep.Lease.text(now) {
+		return ""
+	}
+	return rep.Note
+}
+
+// WakeText says when the due index wakes the partition: "-", "parked"
+// (a scheduler's claim holds it) or when, relative to now.
+func (rep PartitionReport) WakeText(now time.Time) string {
+	switch {
+	case rep.Parked:
+		return "parked"
+	case rep.Wake == nil:
+		return "-"
+	}
+	return rel(*rep.Wake, now)
+}
+
+func partitionLine(w io.Writer, rep PartitionReport, now time.Time) {
 	kind := rep.Kind
 	if kind == "" {
 		kind = "?"
@@ -185,14 +235,22 @@ func (c *Command) partitionLine(w io.Writer, rep PartitionReport, now time.Time)
 	if rep.CorruptMore {
 		corrupt = "more than " + corrupt
 	}
-	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 		rep.Partition, kind, rep.OutboxSequence, rep.Relay.Rows, rep.Relay.Bytes, oldest,
-		len(rep.Relay.Blocked), timersCol, nextCol, outcomes, attempt, rep.Quarantined, corrupt)
+		len(rep.Relay.Blocked), timersCol, nextCol, rep.WakeText(now), outcomes, attempt, rep.Quarantined, rep.DeadLetters, corrupt)
 }
 
-func (c *Command) partitionDetails(rep PartitionReport, now time.Time) {
-	w := c.cfg.Stdout
+func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 	fmt.Fprintf(w, "\n%s\n", rep.Partition)
+	if rep.Lease != nil {
+		fmt.Fprintf(w, "  lease: %s\n", rep.Lease.text(now))
+	}
+	if rep.Parked {
+		fmt.Fprintf(w, "  wake: parked by a scheduler's claim (until a timer write lowers it, or the claim's release sets it)\n")
+	}
+	if note := rep.NoteBeyondLease(now); note != "" {
+		fmt.Fprintf(w, "  due timers not firing: %s\n", note)
+	}
 	if rep.Relay.Rows.N > 0 || rep.Relay.Cursor > 0 || rep.Relay.CycleEnd > 0 {
 		fmt.Fprintf(w, "  relay scan: cursor %d, cycle end %d\n", rep.Relay.Cursor, rep.Relay.CycleEnd)
 	}
@@ -205,9 +263,15 @@ func (c *Command) partitionDetails(rep PartitionReport, now time.Time) {
 	for _, t := range rep.Timers {
 		fmt.Fprintf(w, "  timers %s: %s, %d due, next %s (%s)\n", t.Name, t.Count, t.Due, stamp(t.NextDue), rel(t.NextDue, now))
 	}
+	if rep.DeadLetters.N > 0 {
+		fmt.Fprintf(w, "  dead letters: %s (timers -dead -partition lists them)\n", rep.DeadLetters)
+	}
 	if rep.Outcomes.NextAttempt != nil {
 		fmt.Fprintf(w, "  outcomes: %d rows, %d bytes; next attempt %s (%s), attempt %d\n", rep.Outcomes.Rows, rep.Outcomes.Bytes,
 			stamp(*rep.Outcomes.NextAttempt), rel(*rep.Outcomes.NextAttempt, now), rep.Outcomes.Attempt)
+	}
+	for _, m := range rep.Members {
+		fmt.Fprintf(w, "  scheduler %s\n", m.text(now))
 	}
 	for _, r := range rep.Corrupt {
 		class := r.Class
@@ -218,5 +282,8 @@ func (c *Command) partitionDetails(rep PartitionReport, now time.Time) {
 	}
 	if rep.CorruptMore {
 		fmt.Fprintf(w, "  more corrupt rows: run scan on the partition\n")
+	}
+	for _, r := range rep.Newer {
+		fmt.Fprintf(w, "  newer %s %s (rev %s): %s\n", r.Class, r.Key, r.Rev, r.Newer)
 	}
 }

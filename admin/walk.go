@@ -30,6 +30,14 @@ type Unlinked struct {
 // namespace (with the variant tag after it, when its schema is linked)
 // as the prefix of a region to skip.
 func splitIdentity(b []byte) (int, bool) {
+	if bytes.HasPrefix(b, membersIdentity) {
+		// The library's own partition (timers.MembersPartition).
+		return len(membersIdentity), true
+	}
+	if bytes.HasPrefix(b, evolveIdentity) {
+		// The library's own partition (evolve.Partition).
+		return len(evolveIdentity), true
+	}
 	_, _, n, _, err := registry.IdentityPrefix(b)
 	if err == nil {
 		return n, true
@@ -48,39 +56,54 @@ func splitIdentity(b []byte) (int, bool) {
 	return n, false
 }
 
-// walk calls fn with every partition of the store, in identity order,
-// then with the partitions of the unlinked regions that have a wake time
-// (dueIn finds them); unlinked gets each such region.
-func walk(ctx context.Context, l *fdblayer.Layer, fn func(store.Identity) error, unlinked func(Unlinked) error) error {
-	var regions [][]byte
-	err := l.ListPartitions(ctx, nil, splitIdentity, func(p fdblayer.ListedPartition) error {
+// walk calls fn with every partition of the store in identity order,
+// starting after the partition or unlinked region after names (nil: from
+// the first), and unlinked with each unlinked region, followed by its
+// partitions that have a wake time (the due index finds them). With limit
+// above 0 it stops after limit partitions and regions and returns the
+// identity or prefix to continue after; it returns nil when it listed
+// the last.
+func walk(ctx context.Context, l *fdblayer.Layer, after []byte, limit int, fn func(store.Identity) error, unlinked func(Unlinked) error) ([]byte, error) {
+	var next []byte
+	n := 0
+	err := l.ListPartitions(ctx, after, splitIdentity, func(p fdblayer.ListedPartition) error {
+		if limit > 0 && n == limit {
+			return errPageFull
+		}
+		n++
 		if !p.Unsplit {
+			next, _ = p.Identity.AppendTuple(nil)
 			return fn(p.Identity)
 		}
-		regions = append(regions, p.Prefix)
+		next = p.Prefix
 		u := Unlinked{Prefix: formatTuple(p.Prefix), FirstKey: formatTuple(p.FirstKey)}
 		r := tuple.NewReader(p.Prefix)
 		u.Namespace, _ = r.ReadString()
-		return unlinked(u)
-	})
-	if err != nil || len(regions) == 0 {
-		return err
-	}
-	seen := map[string]bool{}
-	return dueEntries(ctx, l, math.MaxUint64, func(e store.DueEntry) error {
-		for _, prefix := range regions {
-			if bytes.HasPrefix(e.Partition, prefix) && !seen[string(e.Partition)] {
-				seen[string(e.Partition)] = true
-				id, err := store.ParseIdentity(e.Partition)
-				if err != nil {
-					return err
-				}
-				return fn(id)
-			}
+		if err := unlinked(u); err != nil {
+			return err
 		}
-		return nil
+		return dueEntries(ctx, l, math.MaxUint64, func(e store.DueEntry) error {
+			if !bytes.HasPrefix(e.Partition, p.Prefix) {
+				return nil
+			}
+			id, err := store.ParseIdentity(e.Partition)
+			if err != nil {
+				return err
+			}
+			return fn(id)
+		})
 	})
+	switch {
+	case errors.Is(err, errPageFull):
+		return next, nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, nil
 }
+
+// errPageFull stops a walk at its limit.
+var errPageFull = errors.New("admin: page full")
 
 // dueEntries calls fn with each entry of the store's due index whose wake
 // time is at or before untilMs, bucket by bucket (oldest first within a
@@ -106,11 +129,16 @@ func dueEntries(ctx context.Context, d store.DueIndex, untilMs uint64, fn func(s
 	}
 }
 
-// eachPartition calls fn with -partition when it is given, else with every
-// partition of the store (see walk).
-func eachPartition(ctx context.Context, st *opened, o *options, fn func(store.Identity) error) error {
-	if o.partID != nil {
-		return fn(st.partition(o))
+// eachPartition calls fn with partition id when it is given, else with
+// every partition of the store (see walk), from after, limit at most
+// (0: all), and returns where to continue.
+func (v *viewer) eachPartition(ctx context.Context, id []byte, after []byte, limit int, fn func(store.Identity) error) ([]byte, error) {
+	if id != nil {
+		p, err := store.ParseIdentity(id)
+		if err != nil {
+			return nil, usagef("%s is no partition identity: %v", formatTuple(id), err)
+		}
+		return nil, fn(p)
 	}
-	return walk(ctx, st.layer, fn, func(Unlinked) error { return nil })
+	return walk(ctx, v.l, after, limit, fn, func(Unlinked) error { return nil })
 }

@@ -31,7 +31,10 @@ import (
 //
 // It fails with [store.ErrInvalid], before any I/O, for a batch that fails
 // Validate(Capabilities().Full()), a key starting with 0xFF (see the
-// package doc) or a partition that cannot encode. When ctx is already done
+// package doc) or a partition that cannot encode, and with
+// evolve.ErrNewerFormat (store.ErrNewerFormat), writing nothing, while the
+// Layer's gate is fenced: the store's format of a namespace this binary
+// links was raised past what it knows. When ctx is already done
 // it returns ctx's error, wrapped with store.ErrUnavailable, and writes
 // nothing. Apply is safe for concurrent use; it neither retains nor
 // modifies b.
@@ -46,6 +49,9 @@ func (l *Layer) Apply(ctx context.Context, p store.Partition, b *store.Batch) (s
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: apply: %w", err)
 	}
 	if err := l.notNested(ctx, "apply to", p); err != nil {
+		return store.BatchOutcome{}, err
+	}
+	if err := l.fenced(ctx, "apply to", p); err != nil {
 		return store.BatchOutcome{}, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -24,6 +24,9 @@ type faultScript struct {
 	mu    sync.Mutex
 	steps []faultStep
 	calls int
+	// idle: commits pass without a step and uncounted (the Layer's own,
+	// while faultLayer opens it).
+	idle bool
 }
 
 type faultStep struct {
@@ -36,6 +39,10 @@ type faultStep struct {
 
 func (s *faultScript) fault(ctx context.Context) (fdbsim.Fault, func()) {
 	s.mu.Lock()
+	if s.idle {
+		s.mu.Unlock()
+		return fdbsim.CommitNormally, nil
+	}
 	n := s.calls
 	s.calls++
 	s.mu.Unlock()
@@ -56,10 +63,18 @@ func (s *faultScript) commits() int {
 }
 
 // faultLayer opens a Layer over a memory engine consulting script,
-// configured by cfg (at most one).
+// configured by cfg (at most one). The script starts once the Layer is
+// open: Open's own commit (its gate's) takes no step.
 func faultLayer(t *testing.T, script *faultScript, cfg ...Config) *Layer {
 	t.Helper()
-	return openLayer(t, fdbsim.InjectFaults(memengine.New(), script.fault), cfg...)
+	script.mu.Lock()
+	script.idle = true
+	script.mu.Unlock()
+	l := openLayer(t, fdbsim.InjectFaults(memengine.New(), script.fault), cfg...)
+	script.mu.Lock()
+	script.idle = false
+	script.mu.Unlock()
+	return l
 }
 
 var faultP = testPartition("faults")

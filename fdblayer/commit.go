@@ -63,7 +63,7 @@ func (l *Layer) release(units []unit) {
 //
 // It fails with store.ErrInvalid before any I/O as
 // store.Capabilities.ValidateCommit says, and for a key starting with
-// 0xFF. Safe for concurrent use; it neither retains nor modifies the
+// 0xFF, and as Apply does while the Layer's gate is fenced. Safe for concurrent use; it neither retains nor modifies the
 // batches.
 func (l *Layer) Commit(ctx context.Context, batches []store.PartitionBatch) (store.CommitOutcome, error) {
 	if err := l.caps.ValidateCommit(batches); err != nil {
@@ -80,6 +80,9 @@ func (l *Layer) Commit(ctx context.Context, batches []store.PartitionBatch) (sto
 	}
 	defer l.release(units)
 	if err := l.notNested(ctx, "commit to", first); err != nil {
+		return store.CommitOutcome{}, err
+	}
+	if err := l.fenced(ctx, "commit to", first); err != nil {
 		return store.CommitOutcome{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -370,6 +373,9 @@ func (l *Layer) commitMany(ctx context.Context, txn kv.Txn, ps []store.Partition
 	}
 	if len(batches) == 0 {
 		return out, false, true, nil
+	}
+	if err := l.fenced(ctx, "transact on", batches[0].Partition); err != nil {
+		return out, false, true, err
 	}
 	units, err := l.prepare(batches)
 	if err != nil {

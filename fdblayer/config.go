@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"time"
+
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -54,6 +57,10 @@ const (
 	// DefaultMaxGroupBatches bounds the Apply and Commit calls one group
 	// commit takes (see Config.MaxGroupBatches).
 	DefaultMaxGroupBatches = 128
+
+	// DefaultOpenTimeout bounds the reads and writes of Open (its gate's:
+	// see Config.Gate).
+	DefaultOpenTimeout = 30 * time.Second
 )
 
 // NoGroupCommit, as Config.MaxGroupBatches, commits every Apply and
@@ -128,6 +135,20 @@ type Config struct {
 	// nil means slog.Default(). Records name partitions and errors, never
 	// keys' values.
 	Logger *slog.Logger
+
+	// Gate configures the Layer's gate (package evolve), which Open opens
+	// and Close closes: the store's format of each namespace, checked
+	// against what this binary knows, and this process's row. The zero
+	// GateConfig is every default (the process named host:pid, the known
+	// formats those of the linked packages, a refresh every 10 s); its
+	// Clock and Logger default to this Config's. Set ReadOnly for a
+	// process that never writes (an operator's view). NewStore is Open's
+	// to set: a Config that sets it fails Open with store.ErrInvalid.
+	Gate evolve.GateConfig
+
+	// OpenTimeout bounds the reads and writes Open makes (its gate's);
+	// zero means DefaultOpenTimeout, and a negative one is invalid.
+	OpenTimeout time.Duration
 }
 
 // config is a Config with its defaults filled in, as the Layer uses it.
@@ -145,12 +166,20 @@ type config struct {
 	commitSet         bool // MaxCommitBatches or MaxCommitOps was set
 	clock             clock.Clock
 	logger            *slog.Logger
+	gate              evolve.GateConfig
+	openTimeout       time.Duration
 }
 
 // resolve checks c and fills in its defaults. It fails with
 // store.ErrInvalid, naming the field, for a negative limit or a root
 // starting with 0xFF.
 func (c Config) resolve() (config, error) {
+	switch {
+	case c.Gate.NewStore:
+		return config{}, fmt.Errorf("%w: fdblayer: Config.Gate.NewStore is set: Open sets it for an engine that holds nothing under the root", store.ErrInvalid)
+	case c.OpenTimeout < 0:
+		return config{}, fmt.Errorf("%w: fdblayer: Config.OpenTimeout %v is negative", store.ErrInvalid, c.OpenTimeout)
+	}
 	if len(c.RootPrefix) > 0 && c.RootPrefix[0] == 0xFF {
 		return config{}, fmt.Errorf("%w: fdblayer: Config.RootPrefix starts with 0xff (system keys)", store.ErrInvalid)
 	}
@@ -190,6 +219,11 @@ func (c Config) resolve() (config, error) {
 		commitSet:         c.MaxCommitBatches != 0 || c.MaxCommitOps != 0,
 		clock:             c.Clock,
 		logger:            c.Logger,
+		gate:              c.Gate,
+		openTimeout:       c.OpenTimeout,
+	}
+	if cfg.openTimeout == 0 {
+		cfg.openTimeout = DefaultOpenTimeout
 	}
 	if c.RootPrefix != nil {
 		cfg.root = append([]byte{}, c.RootPrefix...)
@@ -199,6 +233,12 @@ func (c Config) resolve() (config, error) {
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
+	}
+	if cfg.gate.Clock == nil {
+		cfg.gate.Clock = cfg.clock
+	}
+	if cfg.gate.Logger == nil {
+		cfg.gate.Logger = cfg.logger
 	}
 	return cfg, nil
 }

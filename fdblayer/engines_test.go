@@ -1,6 +1,7 @@
 package fdblayer_test
 
 import (
+	"github.com/mkit-dev/mkitfdb/evolve"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
@@ -47,6 +48,11 @@ func quiet(cfgs []Config) Config {
 	}
 	return cfg
 }
+
+// noGateRows is the gate of a Layer whose test counts the engine's
+// commits: it writes no row of its own (no process row, no new store's
+// formats), so that every commit is the test's.
+var noGateRows = evolve.GateConfig{ReadOnly: true}
 
 // openLayer opens a Layer over e configured by cfg (at most one; none is
 // the zero Config), closed when t ends. It logs nowhere unless cfg names a

@@ -107,7 +107,7 @@ func applyCall(ctx context.Context, l *Layer, p store.Partition, b *store.Batch)
 // writes nothing, and the calls after them land.
 func TestGroupCommitOneCommitForQueuedCalls(t *testing.T) {
 	e := &gatedEngine{Engine: memengine.New()}
-	l := openLayer(t, e)
+	l := openLayer(t, e, Config{Gate: noGateRows})
 	ctx := t.Context()
 	p, q, r := storetest.Partition{Name: "p"}, storetest.Partition{Name: "q"}, storetest.Partition{Name: "r"}
 	k := store.Key("k")
@@ -170,7 +170,7 @@ func wantValue(t *testing.T, l *Layer, p store.Partition, key, want string) {
 // the others of its group land.
 func TestGroupCommitEndedContextAlone(t *testing.T) {
 	e := &gatedEngine{Engine: memengine.New()}
-	l := openLayer(t, e)
+	l := openLayer(t, e, Config{Gate: noGateRows})
 	p := storetest.Partition{Name: "p"}
 	cancelled, cancel := context.WithCancel(t.Context())
 	open := e.shut()
@@ -194,7 +194,7 @@ func TestGroupCommitEndedContextAlone(t *testing.T) {
 // with an outcome.
 func TestGroupCommitFailedCommitAnswersEveryCall(t *testing.T) {
 	e := &gatedEngine{Engine: memengine.New(), failCommit: fmt.Errorf("disk gone: %w", store.ErrUnknownResult)}
-	l := openLayer(t, e)
+	l := openLayer(t, e, Config{Gate: noGateRows})
 	p := storetest.Partition{Name: "p"}
 	open := e.shut()
 	outs, errs := queue(t, l, open,
@@ -212,7 +212,7 @@ func TestGroupCommitFailedCommitAnswersEveryCall(t *testing.T) {
 // call is answered.
 func TestGroupCommitBoundsTheGroup(t *testing.T) {
 	e := &gatedEngine{Engine: memengine.New()}
-	l := openLayer(t, e, Config{MaxGroupBatches: 2})
+	l := openLayer(t, e, Config{MaxGroupBatches: 2, Gate: noGateRows})
 	p := storetest.Partition{Name: "p"}
 	open := e.shut()
 	var calls []func() (store.CommitOutcome, error)
@@ -230,7 +230,7 @@ func TestGroupCommitBoundsTheGroup(t *testing.T) {
 // TestNoGroupCommit: with NoGroupCommit every call commits on its own.
 func TestNoGroupCommit(t *testing.T) {
 	e := &gatedEngine{Engine: memengine.New()}
-	l := openLayer(t, e, Config{MaxGroupBatches: NoGroupCommit})
+	l := openLayer(t, e, Config{MaxGroupBatches: NoGroupCommit, Gate: noGateRows})
 	require.Equal(t, -1, l.GroupQueued())
 	p := storetest.Partition{Name: "p"}
 	for i := range 3 {

@@ -45,12 +45,14 @@ package fdblayer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -77,18 +79,37 @@ type Layer struct {
 	// v1 says whether the store may hold due index entries of the first
 	// layout: v1Unknown until a wake change looked (see probeV1).
 	v1 atomic.Int32
+	// gate is the Layer's evolve.Gate: the store's formats, and the
+	// fence of its writes.
+	gate *evolve.Gate
 	// group forms the group commits of Apply and Commit calls (see
 	// group.go); nil on an engine whose commits do not share a sync.
 	group *grouper
 }
 
-var _ store.Store = (*Layer)(nil)
+var (
+	_ store.Store   = (*Layer)(nil)
+	_ store.Formats = (*Layer)(nil)
+)
 
 // Open returns a Layer over engine configured by c (see [Config]; the
-// zero Config is every default) and takes ownership of the engine:
-// Layer.Close closes it. It fails with store.ErrInvalid when a field of c
-// is out of range or the engine's limits leave no room for keys or
-// batches; it does no I/O.
+// zero Config is every default) and opens its gate (package evolve, see
+// [Config.Gate]): in one transaction it reads the store's format of every
+// namespace and, unless the gate is ReadOnly (or the engine is: see
+// kv.ReadOnly), writes this process's row.
+// When the engine holds nothing under the root yet, the store is new and
+// starts at the formats this binary knows (GateConfig.NewStore); a store
+// that holds rows and no format row is at format 1 of every namespace.
+// Open's reads and writes are bounded by c.OpenTimeout.
+//
+// On success the Layer owns the engine: Layer.Close closes it. On failure
+// the engine stays the caller's, unclosed. Open fails with store.ErrInvalid
+// when a field of c is out of range or the engine's limits leave no room
+// for keys or batches, before any I/O; with an error wrapping
+// evolve.ErrNewerFormat, in one line naming the namespace, the store's
+// format and what this binary knows, when the store's format of a
+// namespace this binary links is newer than it knows (deploy a binary
+// that knows it); and with the store's errors.
 func Open(engine kv.Engine, c Config) (*Layer, error) {
 	if engine == nil {
 		return nil, fmt.Errorf("%w: fdblayer: nil engine", store.ErrInvalid)
@@ -121,11 +142,84 @@ func Open(engine kv.Engine, c Config) (*Layer, error) {
 	if g, ok := engine.(kv.GroupCommitter); ok && g.GroupCommits() && cfg.maxGroupBatches > 0 {
 		l.group = &grouper{l: l, max: cfg.maxGroupBatches}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.openTimeout)
+	defer cancel()
+	gc := cfg.gate
+	if r, ok := engine.(kv.ReadOnly); ok && r.ReadOnly() {
+		gc.ReadOnly = true
+	}
+	if !gc.ReadOnly {
+		if gc.NewStore, err = l.empty(ctx); err != nil {
+			return nil, fmt.Errorf("fdblayer: open: %w", err)
+		}
+	}
+	if l.gate, err = evolve.OpenGate(ctx, gateStore{l}, gc); err != nil {
+		return nil, fmt.Errorf("fdblayer: open: %w", err)
+	}
 	return l, nil
 }
 
-// Close closes the engine. Operations must have returned first.
-func (l *Layer) Close() error { return l.engine.Close() }
+// empty reports whether the engine holds no row of a partition under the
+// root.
+func (l *Layer) empty(ctx context.Context) (bool, error) {
+	end := append(bytes.Clone(l.root), partitionEnd)
+	var n int
+	err := l.read(ctx, nil, "look for rows in the store", func(txn kv.ReadTxn) error {
+		rows, err := txn.GetRange(nil, l.root, end, 1, 0)
+		n = len(rows)
+		return err
+	})
+	return n == 0, err
+}
+
+// Close closes the Layer's gate (deleting this process's row) and then
+// the engine, and returns both's errors. Operations must have returned
+// first.
+func (l *Layer) Close() error {
+	gerr := l.gate.Close()
+	return errors.Join(gerr, l.engine.Close())
+}
+
+// Gate returns the Layer's gate: the store's formats (Gate.Format), what
+// this binary knows (Gate.Known), and raises (Gate.Raise).
+func (l *Layer) Gate() *evolve.Gate { return l.gate }
+
+// Format implements store.Formats: the store's format of namespace as the
+// Layer's gate last read it (Gate.Format), 1 for a namespace without a
+// format row. Writers write the newest version of a value it allows.
+func (l *Layer) Format(namespace string) uint32 { return l.gate.Format(namespace) }
+
+// fenced returns the error a write must fail with while the gate is
+// fenced (the store's format of a linked namespace was raised past what
+// this binary knows: evolve.ErrNewerFormat), nil otherwise and for the
+// gate's own writes (ctx from gateStore).
+func (l *Layer) fenced(ctx context.Context, what string, p store.Partition) error {
+	if l.gate == nil {
+		return nil
+	}
+	err := l.gate.Fenced()
+	if err == nil || ctx.Value(gateWriteKey{}) == l {
+		return nil
+	}
+	return fmt.Errorf("fdblayer: %s %s: %w", what, store.PartitionName(p), err)
+}
+
+// gateWriteKey marks the context of the gate's own writes, which a fence
+// does not refuse: the gate renews its row and deletes it at Close.
+type gateWriteKey struct{}
+
+// gateStore is the Layer as its gate sees it: writes unfenced.
+type gateStore struct{ *Layer }
+
+// Apply applies b as Layer.Apply does, unfenced.
+func (g gateStore) Apply(ctx context.Context, p store.Partition, b *store.Batch) (store.BatchOutcome, error) {
+	return g.Layer.Apply(context.WithValue(ctx, gateWriteKey{}, g.Layer), p, b)
+}
+
+// TransactOnce runs fn as Layer.TransactOnce does, unfenced.
+func (g gateStore) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
+	return g.Layer.TransactOnce(context.WithValue(ctx, gateWriteKey{}, g.Layer), p, fn)
+}
 
 // Capabilities reports the limits Apply validates batches against,
 // derived from the engine's limits at Open; ReservedBatchOps is 0 (callers

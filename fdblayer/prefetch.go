@@ -115,6 +115,8 @@ func (pf *prefetched) Apply(ctx context.Context, b *store.Batch) (store.BatchOut
 		err = fmt.Errorf("fdblayer: apply: %w", err)
 	case l.notNested(ctx, "apply to", pf.p) != nil:
 		err = l.notNested(ctx, "apply to", pf.p)
+	case l.fenced(ctx, "apply to", pf.p) != nil:
+		err = l.fenced(ctx, "apply to", pf.p)
 	case ctx.Err() != nil:
 		err = l.applyError(pf.p, nil, ctx.Err())
 	}

@@ -77,7 +77,9 @@ var _ store.Transactor = (*Layer)(nil)
 // Layer made with the context fn was given fails with store.ErrInvalid
 // instead of waiting for that transaction. TransactOnce fails with
 // store.ErrInvalid, before any I/O, for a nil fn or a partition that
-// cannot encode. It is safe for concurrent use.
+// cannot encode. While the Layer's gate is fenced (see Apply) a batch fn
+// returns fails with evolve.ErrNewerFormat, written nothing; fn's reads
+// alone succeed. It is safe for concurrent use.
 func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.TransactFunc) (store.BatchOutcome, error) {
 	if fn == nil {
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: transact on %s: %w: nil function", store.PartitionName(p), store.ErrInvalid)
@@ -139,6 +141,9 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 func (l *Layer) commitFunc(ctx context.Context, txn kv.Txn, s *scratch, p store.Partition, b *store.Batch, known *readCache) (out store.BatchOutcome, committing, invalid bool, err error) {
 	if b == nil || b.Ops() == 0 && b.Wakeup == nil {
 		return store.BatchOutcome{}, false, false, nil
+	}
+	if err := l.fenced(ctx, "transact on", p); err != nil {
+		return out, false, true, err
 	}
 	if err := b.Validate(l.caps.Full()); err != nil {
 		return out, false, true, fmt.Errorf("fdblayer: transact on %s: %w", store.PartitionName(p), err)

@@ -25,5 +25,8 @@ func (distributedEngine) Distributed() bool { return true }
 // Optimistic reports whether the inner engine is.
 func (e distributedEngine) Optimistic() bool { return optimistic(e.Engine) }
 
+// ReadOnly reports whether the inner engine is.
+func (e distributedEngine) ReadOnly() bool { return readOnly(e.Engine) }
+
 // GroupCommits reports whether the inner engine does.
 func (e distributedEngine) GroupCommits() bool { return groupCommits(e.Engine) }

@@ -33,8 +33,11 @@ func Example_layer() {
 	out, err := l.Apply(ctx, p, b)
 	fmt.Println(out.Outcome, err)
 	v, _, _ := l.Get(ctx, p, store.Key("alice"))
+	// Open's own round trips among them: it looked for rows under its
+	// root, read the store's formats and wrote this process's row (its
+	// gate, package evolve): 2 transactions, 4 reads, 1 commit.
 	fmt.Printf("%s %+v\n", v, e.Stats())
 	// Output:
 	// committed <nil>
-	// 100 {Begun:2 Reads:2 KeysRead:2 Commits:1 Conflicts:0 Retries:0 TooOld:0 Unknown:0}
+	// 100 {Begun:4 Reads:6 KeysRead:5 Commits:2 Conflicts:0 Retries:0 TooOld:0 Unknown:0}
 }

@@ -108,6 +108,14 @@ func optimistic(e kv.Engine) bool {
 	return ok && o.Optimistic()
 }
 
+// ReadOnly reports whether the inner engine is.
+func (e *faultEngine) ReadOnly() bool { return readOnly(e.Engine) }
+
+func readOnly(e kv.Engine) bool {
+	r, ok := e.(kv.ReadOnly)
+	return ok && r.ReadOnly()
+}
+
 // Begin starts a transaction of the inner engine whose commits f decides.
 func (e *faultEngine) Begin(ctx context.Context) (kv.Txn, error) {
 	inner, err := e.begin(ctx)

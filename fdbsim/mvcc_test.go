@@ -312,15 +312,16 @@ func TestMVCCUnknownResultThroughLayer(t *testing.T) {
 		{"not landed, the retry commits", UnknownWithoutCommit, 3, true, store.Committed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := true
+			first, armed := true, false // armed once open: Open's commit (its gate's) is not the one faulted
 			e := NewMVCCEngine(MVCCConfig{Backoff: time.Microsecond, Fault: func(context.Context) (Fault, func()) {
-				if first {
+				if first && armed {
 					first = false
 					return tc.fault, nil
 				}
 				return CommitNormally, nil
 			}})
 			l := openLayer(t, e, fdblayer.Config{RetryLimit: tc.retries})
+			armed = true
 			out, err := l.Apply(t.Context(), p, store.NewBatch().Require(store.Absent(key)).Put(key, store.Value("v")))
 			if tc.retries == fdblayer.NoRetries {
 				require.ErrorIs(t, err, store.ErrUnknownResult)

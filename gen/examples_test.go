@@ -308,3 +308,48 @@ func examplesQuarantineV1() []QuarantineV1 {
 		Who:            "ssssssssssss",
 	}}
 }
+
+// examplesStoreFormatKey returns valid StoreFormatKey values, minimal first, typical last.
+func examplesStoreFormatKey() []StoreFormatKey {
+	return []StoreFormatKey{StoreFormatKey{}, StoreFormatKey{Namespace: "ssssssssssss"}}
+}
+
+// examplesFormatRaisedKey returns valid FormatRaisedKey values, minimal first, typical last.
+func examplesFormatRaisedKey() []FormatRaisedKey {
+	return []FormatRaisedKey{FormatRaisedKey{}, FormatRaisedKey{
+		Format:    uint32(70000),
+		Namespace: "ssssssssssss",
+	}}
+}
+
+// examplesProcessKey returns valid ProcessKey values, minimal first, typical last.
+func examplesProcessKey() []ProcessKey {
+	return []ProcessKey{ProcessKey{}, ProcessKey{Process: "ssssssssssss"}}
+}
+
+// examplesStoreFormatV1 returns valid StoreFormatV1 values, minimal first, typical last.
+func examplesStoreFormatV1() []StoreFormatV1 {
+	return []StoreFormatV1{StoreFormatV1{Format: uint32(1)}, StoreFormatV1{
+		AtMs:   uint64(1099511627783),
+		By:     "ssssssssssss",
+		Forced: []string{"ssssssssssss", "tttttttttttt"},
+		Format: uint32(70000),
+		Reason: "ssssssssssss",
+	}}
+}
+
+// examplesProcessV1 returns valid ProcessV1 values, minimal first, typical last.
+func examplesProcessV1() []ProcessV1 {
+	return []ProcessV1{ProcessV1{}, ProcessV1{
+		Binary:      "ssssssssssss",
+		ExpiresAtMs: uint64(1099511627783),
+		Known: []NamespaceFormat{NamespaceFormat{
+			Format:    uint32(70000),
+			Namespace: "ssssssssssss",
+		}, NamespaceFormat{
+			Format:    uint32(70001),
+			Namespace: "tttttttttttt",
+		}},
+		StartedAtMs: uint64(1099511627783),
+	}}
+}

@@ -39,6 +39,9 @@ const (
 	TagReceiverReplayExpiryKey Tag = 43
 	TagQuarantineKey           Tag = 50
 	TagQuarantineValueKey      Tag = 51
+	TagStoreFormatKey          Tag = 60
+	TagFormatRaisedKey         Tag = 61
+	TagProcessKey              Tag = 62
 )
 
 // ClassRange returns [start, end): every key of the class tag, in order.
@@ -162,6 +165,24 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readQuarantineValueKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("QuarantineValueKey", err)
+		}
+		return k, nil
+	case TagStoreFormatKey:
+		k, err := readStoreFormatKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("StoreFormatKey", err)
+		}
+		return k, nil
+	case TagFormatRaisedKey:
+		k, err := readFormatRaisedKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("FormatRaisedKey", err)
+		}
+		return k, nil
+	case TagProcessKey:
+		k, err := readProcessKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("ProcessKey", err)
 		}
 		return k, nil
 	}
@@ -1375,6 +1396,201 @@ func ParseQuarantineValueKey(b []byte) (QuarantineValueKey, error) {
 	k, err := readQuarantineValueKey(&r)
 	if err != nil {
 		return QuarantineValueKey{}, wire.KeyError("QuarantineValueKey", err)
+	}
+	return k, nil
+}
+
+func (StoreFormatKey) Tag() Tag {
+	return TagStoreFormatKey
+}
+
+func appendStoreFormatKey(dst []byte, k *StoreFormatKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagStoreFormatKey))
+	dst = tuple.AppendString(dst, k.Namespace)
+	return dst
+}
+
+func checkStoreFormatKey(k *StoreFormatKey) error {
+	if len(k.Namespace) > 32 {
+		return wire.Within("Namespace", wire.CheckLen("", len(k.Namespace), 32))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k StoreFormatKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkStoreFormatKey(&k); err != nil {
+		return dst, wire.Within("StoreFormatKey", err)
+	}
+	return appendStoreFormatKey(dst, &k), nil
+}
+
+// AppendStoreFormatKey appends the StoreFormatKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendStoreFormatKey(dst []byte, namespace string) ([]byte, error) {
+	return StoreFormatKey{Namespace: namespace}.AppendKey(dst)
+}
+
+func readStoreFormatKey(r *tuple.Reader) (k StoreFormatKey, err error) {
+	if k.Namespace, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkStoreFormatKey(&k)
+}
+
+// ParseStoreFormatKey parses a key of class StoreFormatKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseStoreFormatKey(b []byte) (StoreFormatKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagStoreFormatKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagStoreFormatKey)
+	}
+	if err != nil {
+		return StoreFormatKey{}, wire.KeyError("StoreFormatKey", err)
+	}
+	k, err := readStoreFormatKey(&r)
+	if err != nil {
+		return StoreFormatKey{}, wire.KeyError("StoreFormatKey", err)
+	}
+	return k, nil
+}
+
+func (FormatRaisedKey) Tag() Tag {
+	return TagFormatRaisedKey
+}
+
+func appendFormatRaisedKey(dst []byte, k *FormatRaisedKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagFormatRaisedKey))
+	dst = tuple.AppendString(dst, k.Namespace)
+	dst = tuple.AppendUint(dst, uint64(k.Format))
+	return dst
+}
+
+func checkFormatRaisedKey(k *FormatRaisedKey) error {
+	if len(k.Namespace) > 32 {
+		return wire.Within("Namespace", wire.CheckLen("", len(k.Namespace), 32))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k FormatRaisedKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkFormatRaisedKey(&k); err != nil {
+		return dst, wire.Within("FormatRaisedKey", err)
+	}
+	return appendFormatRaisedKey(dst, &k), nil
+}
+
+// AppendFormatRaisedKey appends the FormatRaisedKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendFormatRaisedKey(dst []byte, namespace string, format uint32) ([]byte, error) {
+	return FormatRaisedKey{
+		Format:    format,
+		Namespace: namespace,
+	}.AppendKey(dst)
+}
+
+func readFormatRaisedKey(r *tuple.Reader) (k FormatRaisedKey, err error) {
+	if k.Namespace, err = r.ReadString(); err != nil {
+		return
+	}
+	{
+		var v uint64
+		v, err = readTupleUint(r, "Format", uint64(0xffffffff))
+		if err != nil {
+			return
+		}
+		k.Format = uint32(v)
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkFormatRaisedKey(&k)
+}
+
+// ParseFormatRaisedKey parses a key of class FormatRaisedKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseFormatRaisedKey(b []byte) (FormatRaisedKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagFormatRaisedKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagFormatRaisedKey)
+	}
+	if err != nil {
+		return FormatRaisedKey{}, wire.KeyError("FormatRaisedKey", err)
+	}
+	k, err := readFormatRaisedKey(&r)
+	if err != nil {
+		return FormatRaisedKey{}, wire.KeyError("FormatRaisedKey", err)
+	}
+	return k, nil
+}
+
+func (ProcessKey) Tag() Tag {
+	return TagProcessKey
+}
+
+func appendProcessKey(dst []byte, k *ProcessKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagProcessKey))
+	dst = tuple.AppendString(dst, k.Process)
+	return dst
+}
+
+func checkProcessKey(k *ProcessKey) error {
+	if len(k.Process) > 128 {
+		return wire.Within("Process", wire.CheckLen("", len(k.Process), 128))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k ProcessKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkProcessKey(&k); err != nil {
+		return dst, wire.Within("ProcessKey", err)
+	}
+	return appendProcessKey(dst, &k), nil
+}
+
+// AppendProcessKey appends the ProcessKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendProcessKey(dst []byte, process string) ([]byte, error) {
+	return ProcessKey{Process: process}.AppendKey(dst)
+}
+
+func readProcessKey(r *tuple.Reader) (k ProcessKey, err error) {
+	if k.Process, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkProcessKey(&k)
+}
+
+// ParseProcessKey parses a key of class ProcessKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseProcessKey(b []byte) (ProcessKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagProcessKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagProcessKey)
+	}
+	if err != nil {
+		return ProcessKey{}, wire.KeyError("ProcessKey", err)
+	}
+	k, err := readProcessKey(&r)
+	if err != nil {
+		return ProcessKey{}, wire.KeyError("ProcessKey", err)
 	}
 	return k, nil
 }

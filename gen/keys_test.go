@@ -1922,6 +1922,330 @@ func BenchmarkQuarantineValueKey(b *testing.B) {
 	})
 }
 
+func TestStoreFormatKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesStoreFormatKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendStoreFormatKey(nil, k.Namespace)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseStoreFormatKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "StoreFormatKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedStoreFormatKey returns bytes that must not parse as a StoreFormatKey.
+func malformedStoreFormatKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagStoreFormatKey)))
+	for _, k := range examplesStoreFormatKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagStoreFormatKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestStoreFormatKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedStoreFormatKey() {
+		if _, err := ParseStoreFormatKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestStoreFormatKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesStoreFormatKey()[1]
+		k.Namespace = strings.Repeat("x", 33)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Namespace over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzStoreFormatKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzStoreFormatKey(f *testing.F) {
+	for _, k := range examplesStoreFormatKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedStoreFormatKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseStoreFormatKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkStoreFormatKey(b *testing.B) {
+	examples := examplesStoreFormatKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendStoreFormatKey(buf[:0], k.Namespace)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseStoreFormatKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestFormatRaisedKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesFormatRaisedKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendFormatRaisedKey(nil, k.Namespace, k.Format)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseFormatRaisedKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "FormatRaisedKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedFormatRaisedKey returns bytes that must not parse as a FormatRaisedKey.
+func malformedFormatRaisedKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagFormatRaisedKey)))
+	for _, k := range examplesFormatRaisedKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagFormatRaisedKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestFormatRaisedKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedFormatRaisedKey() {
+		if _, err := ParseFormatRaisedKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestFormatRaisedKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesFormatRaisedKey()[1]
+		k.Namespace = strings.Repeat("x", 33)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Namespace over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzFormatRaisedKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzFormatRaisedKey(f *testing.F) {
+	for _, k := range examplesFormatRaisedKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedFormatRaisedKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseFormatRaisedKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkFormatRaisedKey(b *testing.B) {
+	examples := examplesFormatRaisedKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendFormatRaisedKey(buf[:0], k.Namespace, k.Format)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseFormatRaisedKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestProcessKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesProcessKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		viaCtor, err := AppendProcessKey(nil, k.Process)
+		if err != nil || !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x (%v), AppendKey %x", i, viaCtor, err, b)
+		}
+		got, err := ParseProcessKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "ProcessKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedProcessKey returns bytes that must not parse as a ProcessKey.
+func malformedProcessKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagProcessKey)))
+	for _, k := range examplesProcessKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagProcessKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestProcessKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedProcessKey() {
+		if _, err := ParseProcessKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+func TestProcessKeyRejectsInvalid(t *testing.T) {
+	{
+		k := examplesProcessKey()[1]
+		k.Process = strings.Repeat("x", 129)
+		out, err := k.AppendKey([]byte("keep"))
+		if !errors.Is(err, wire.ErrInvalid) || string(out) != "keep" {
+			t.Errorf("Process over its bound: got %q, %v; want dst unchanged and wire.ErrInvalid", out, err)
+		}
+	}
+}
+
+// FuzzProcessKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzProcessKey(f *testing.F) {
+	for _, k := range examplesProcessKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedProcessKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseProcessKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkProcessKey(b *testing.B) {
+	examples := examplesProcessKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = AppendProcessKey(buf[:0], k.Process)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseProcessKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 	var keys []ParsedKey
 	for _, k := range examplesOutboxSequenceKey() {
@@ -1976,6 +2300,15 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesQuarantineValueKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesStoreFormatKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesFormatRaisedKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesProcessKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range keys {

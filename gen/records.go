@@ -2195,3 +2195,364 @@ func readerDecodeQuarantineV1(b []byte, v *QuarantineV1) error {
 func fastDecodeQuarantineV1(b []byte, v *QuarantineV1) bool {
 	return len(b) > 0 && b[0] == VersionQuarantineV1 && fastReadQuarantineV1(b, 1, v) == len(b) && verifyQuarantineV1(v) == nil
 }
+
+func appendStoreFormatV1(dst []byte, v *StoreFormatV1) []byte {
+	dst = wire.AppendU32(dst, v.Format)
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = wire.AppendString(dst, v.By)
+	dst = wire.AppendString(dst, v.Reason)
+	dst = wire.AppendLen(dst, len(v.Forced))
+	for i := range v.Forced {
+		dst = wire.AppendString(dst, v.Forced[i])
+	}
+	return dst
+}
+
+func sizeStoreFormatV1(v *StoreFormatV1) int {
+	n := 0
+	n += 4
+	n += 8
+	n += wire.LenSize(len(v.By)) + len(v.By)
+	n += wire.LenSize(len(v.Reason)) + len(v.Reason)
+	n += wire.LenSize(len(v.Forced))
+	for i := range v.Forced {
+		n += wire.LenSize(len(v.Forced[i])) + len(v.Forced[i])
+	}
+	return n
+}
+
+var (
+	runFieldsStoreFormatV10 = []string{"StoreFormatV1.By", "StoreFormatV1.Reason"}
+	runMaxesStoreFormatV10  = []int{128, 1024}
+)
+
+func readStoreFormatV1(r *wire.Reader, v *StoreFormatV1) {
+	if b := r.Next("StoreFormatV1.Format..AtMs", 12); len(b) == 12 {
+		v.Format = binary.BigEndian.Uint32(b[0:])
+		v.AtMs = binary.BigEndian.Uint64(b[4:])
+	}
+	var s0 [2]string
+	r.Strings(s0[:], runFieldsStoreFormatV10, runMaxesStoreFormatV10)
+	v.By = s0[0]
+	v.Reason = s0[1]
+	{
+		ni := r.Len("StoreFormatV1.Forced", 64, 1)
+		if cap(v.Forced) >= ni {
+			v.Forced = v.Forced[:ni]
+		} else {
+			v.Forced = make([]string, ni)
+		}
+		for i := range v.Forced {
+			v.Forced[i] = r.String("StoreFormatV1.Forced", 128)
+		}
+	}
+}
+
+// fastReadStoreFormatV1 reads the fields of StoreFormatV1 from b[p:] as readStoreFormatV1 does, and
+// returns the offset after them, or -1 where readStoreFormatV1 would fail.
+func fastReadStoreFormatV1(b []byte, p int, v *StoreFormatV1) int {
+	if len(b)-p < 12 {
+		return -1
+	}
+	v.Format = binary.BigEndian.Uint32(b[p:])
+	v.AtMs = binary.BigEndian.Uint64(b[p+4:])
+	p += 12
+	{
+		// as readStoreFormatV1 reads it, with a Reader over the bytes left
+		rd := wire.NewReader(b[p:], "StoreFormatV1")
+		r := &rd
+		var s0 [2]string
+		r.Strings(s0[:], runFieldsStoreFormatV10, runMaxesStoreFormatV10)
+		v.By = s0[0]
+		v.Reason = s0[1]
+		if r.Err() != nil {
+			return -1
+		}
+		p += r.Offset()
+	}
+	{
+		n, q := wire.ShortLen(b, p, 64)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 64)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Forced) >= n {
+			v.Forced = v.Forced[:n]
+		} else {
+			v.Forced = make([]string, n)
+		}
+		for i := range v.Forced {
+			{
+				n, q := wire.ShortLen(b, p, 128)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 128)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Forced[i] = string(b[q : q+n])
+				p = q + n
+			}
+		}
+	}
+	return p
+}
+
+// VersionStoreFormatV1 is the version byte that opens every encoded StoreFormatV1.
+const VersionStoreFormatV1 = 1
+
+// FormatStoreFormatV1 is the store format that introduced StoreFormatV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatStoreFormatV1 = 1
+
+// AppendStoreFormatV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendStoreFormatV1(dst []byte, v StoreFormatV1) ([]byte, error) {
+	if !validStoreFormatV1(&v) {
+		return dst, wire.Within("StoreFormatV1", checkStoreFormatV1(&v))
+	}
+	return appendStoreFormatV1(append(dst, VersionStoreFormatV1), &v), nil
+}
+
+// EncodeStoreFormatV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendStoreFormatV1 does.
+func EncodeStoreFormatV1(v StoreFormatV1) ([]byte, error) {
+	return AppendStoreFormatV1(make([]byte, 0, 1+sizeStoreFormatV1(&v)), v)
+}
+
+// DecodeStoreFormatV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeStoreFormatV1(b []byte) (StoreFormatV1, error) {
+	var v StoreFormatV1
+	err := DecodeStoreFormatV1Into(b, &v)
+	return v, err
+}
+
+// DecodeStoreFormatV1Into decodes b into *v as DecodeStoreFormatV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeStoreFormatV1Into(b []byte, v *StoreFormatV1) error {
+	if fastDecodeStoreFormatV1(b, v) {
+		return nil
+	}
+	return readerDecodeStoreFormatV1(b, v)
+}
+
+// readerDecodeStoreFormatV1 is DecodeStoreFormatV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeStoreFormatV1(b []byte, v *StoreFormatV1) error {
+	r := wire.NewReader(b, "StoreFormatV1")
+	r.Version(VersionStoreFormatV1)
+	readStoreFormatV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyStoreFormatV1(v); err != nil {
+			err = wire.DecodeRule("StoreFormatV1", err)
+		}
+	}
+	if err != nil {
+		*v = StoreFormatV1{}
+	}
+	return err
+}
+
+// fastDecodeStoreFormatV1 decodes b into *v and reports true when b is a valid
+// StoreFormatV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeStoreFormatV1(b []byte, v *StoreFormatV1) bool {
+	return len(b) > 0 && b[0] == VersionStoreFormatV1 && fastReadStoreFormatV1(b, 1, v) == len(b) && verifyStoreFormatV1(v) == nil
+}
+
+func appendProcessV1(dst []byte, v *ProcessV1) []byte {
+	dst = wire.AppendString(dst, v.Binary)
+	dst = wire.AppendU64(dst, v.StartedAtMs)
+	dst = wire.AppendU64(dst, v.ExpiresAtMs)
+	dst = wire.AppendLen(dst, len(v.Known))
+	for i := range v.Known {
+		dst = appendNamespaceFormat(dst, &v.Known[i])
+	}
+	return dst
+}
+
+func sizeProcessV1(v *ProcessV1) int {
+	n := 0
+	n += wire.LenSize(len(v.Binary)) + len(v.Binary)
+	n += 8
+	n += 8
+	n += wire.LenSize(len(v.Known))
+	for i := range v.Known {
+		n += sizeNamespaceFormat(&v.Known[i])
+	}
+	return n
+}
+
+func readProcessV1(r *wire.Reader, v *ProcessV1) {
+	v.Binary = r.String("ProcessV1.Binary", 256)
+	if b := r.Next("ProcessV1.StartedAtMs..ExpiresAtMs", 16); len(b) == 16 {
+		v.StartedAtMs = binary.BigEndian.Uint64(b[0:])
+		v.ExpiresAtMs = binary.BigEndian.Uint64(b[8:])
+	}
+	{
+		ni := r.Len("ProcessV1.Known", 64, 5)
+		if cap(v.Known) >= ni {
+			v.Known = v.Known[:ni]
+		} else {
+			v.Known = make([]NamespaceFormat, ni)
+		}
+		for i := range v.Known {
+			readNamespaceFormat(r, &v.Known[i])
+		}
+	}
+}
+
+// fastReadProcessV1 reads the fields of ProcessV1 from b[p:] as readProcessV1 does, and
+// returns the offset after them, or -1 where readProcessV1 would fail.
+func fastReadProcessV1(b []byte, p int, v *ProcessV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 256)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 256)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Binary = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 16 {
+		return -1
+	}
+	v.StartedAtMs = binary.BigEndian.Uint64(b[p:])
+	v.ExpiresAtMs = binary.BigEndian.Uint64(b[p+8:])
+	p += 16
+	{
+		n, q := wire.ShortLen(b, p, 64)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 64)
+		}
+		if q < 0 || n > (len(b)-q)/5 {
+			return -1
+		}
+		p = q
+		if cap(v.Known) >= n {
+			v.Known = v.Known[:n]
+		} else {
+			v.Known = make([]NamespaceFormat, n)
+		}
+		for i := range v.Known {
+			{
+				n, q := wire.ShortLen(b, p, 32)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 32)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Known[i].Namespace = string(b[q : q+n])
+				p = q + n
+			}
+			if len(b)-p < 4 {
+				return -1
+			}
+			v.Known[i].Format = binary.BigEndian.Uint32(b[p:])
+			p += 4
+		}
+	}
+	return p
+}
+
+// VersionProcessV1 is the version byte that opens every encoded ProcessV1.
+const VersionProcessV1 = 1
+
+// FormatProcessV1 is the store format that introduced ProcessV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatProcessV1 = 1
+
+// AppendProcessV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendProcessV1(dst []byte, v ProcessV1) ([]byte, error) {
+	if !validProcessV1(&v) {
+		return dst, wire.Within("ProcessV1", checkProcessV1(&v))
+	}
+	return appendProcessV1(append(dst, VersionProcessV1), &v), nil
+}
+
+// EncodeProcessV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendProcessV1 does.
+func EncodeProcessV1(v ProcessV1) ([]byte, error) {
+	return AppendProcessV1(make([]byte, 0, 1+sizeProcessV1(&v)), v)
+}
+
+// DecodeProcessV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeProcessV1(b []byte) (ProcessV1, error) {
+	var v ProcessV1
+	err := DecodeProcessV1Into(b, &v)
+	return v, err
+}
+
+// DecodeProcessV1Into decodes b into *v as DecodeProcessV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeProcessV1Into(b []byte, v *ProcessV1) error {
+	if fastDecodeProcessV1(b, v) {
+		return nil
+	}
+	return readerDecodeProcessV1(b, v)
+}
+
+// readerDecodeProcessV1 is DecodeProcessV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeProcessV1(b []byte, v *ProcessV1) error {
+	r := wire.NewReader(b, "ProcessV1")
+	r.Version(VersionProcessV1)
+	readProcessV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyProcessV1(v); err != nil {
+			err = wire.DecodeRule("ProcessV1", err)
+		}
+	}
+	if err != nil {
+		*v = ProcessV1{}
+	}
+	return err
+}
+
+// fastDecodeProcessV1 decodes b into *v and reports true when b is a valid
+// ProcessV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeProcessV1(b []byte, v *ProcessV1) bool {
+	return len(b) > 0 && b[0] == VersionProcessV1 && fastReadProcessV1(b, 1, v) == len(b) && verifyProcessV1(v) == nil
+}
+
+func appendNamespaceFormat(dst []byte, v *NamespaceFormat) []byte {
+	dst = wire.AppendString(dst, v.Namespace)
+	dst = wire.AppendU32(dst, v.Format)
+	return dst
+}
+
+func sizeNamespaceFormat(v *NamespaceFormat) int {
+	n := 0
+	n += wire.LenSize(len(v.Namespace)) + len(v.Namespace)
+	n += 4
+	return n
+}
+
+func readNamespaceFormat(r *wire.Reader, v *NamespaceFormat) {
+	v.Namespace = r.String("NamespaceFormat.Namespace", 32)
+	v.Format = r.U32("NamespaceFormat.Format")
+}

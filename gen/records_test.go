@@ -3447,3 +3447,487 @@ func TestQuarantineV1FastPathAgrees(t *testing.T) {
 		agreeQuarantineV1(t, held, b)
 	}
 }
+
+// invalidStoreFormatV1 returns StoreFormatV1 values that break a rule of the schema.
+func invalidStoreFormatV1() []StoreFormatV1 {
+	var out []StoreFormatV1
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Format = 0
+		out = append(out, v)
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.By = strings.Repeat("x", 129)
+		out = append(out, v)
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, v)
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Forced = make([]string, 65)
+		out = append(out, v)
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Forced = []string{strings.Repeat("x", 129)}
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedStoreFormatV1 returns bytes that must not decode as a StoreFormatV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedStoreFormatV1() [][]byte {
+	valid, err := EncodeStoreFormatV1(examplesStoreFormatV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionStoreFormatV1+1)}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Format = 0
+		out = append(out, appendStoreFormatV1([]byte{VersionStoreFormatV1}, &v))
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.By = strings.Repeat("x", 129)
+		out = append(out, appendStoreFormatV1([]byte{VersionStoreFormatV1}, &v))
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, appendStoreFormatV1([]byte{VersionStoreFormatV1}, &v))
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Forced = make([]string, 65)
+		out = append(out, appendStoreFormatV1([]byte{VersionStoreFormatV1}, &v))
+	}
+	{
+		v := examplesStoreFormatV1()[1]
+		v.Forced = []string{strings.Repeat("x", 129)}
+		out = append(out, appendStoreFormatV1([]byte{VersionStoreFormatV1}, &v))
+	}
+	return out
+}
+
+func TestStoreFormatV1RoundTrip(t *testing.T) {
+	for i, v := range examplesStoreFormatV1() {
+		b, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeStoreFormatV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeStoreFormatV1(&v))
+		}
+		got, err := DecodeStoreFormatV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendStoreFormatV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestStoreFormatV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestStoreFormatV1DecodeIntoReuses(t *testing.T) {
+	var v StoreFormatV1
+	examples := examplesStoreFormatV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeStoreFormatV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeStoreFormatV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeStoreFormatV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeStoreFormatV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, StoreFormatV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestStoreFormatV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidStoreFormatV1() {
+		out, err := AppendStoreFormatV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestStoreFormatV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedStoreFormatV1() {
+		_, err := DecodeStoreFormatV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "StoreFormatV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "StoreFormatV1")
+		}
+	}
+}
+
+// FuzzStoreFormatV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzStoreFormatV1(f *testing.F) {
+	for _, v := range examplesStoreFormatV1() {
+		b, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedStoreFormatV1() {
+		f.Add(b)
+	}
+	held, err := EncodeStoreFormatV1(examplesStoreFormatV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeStoreFormatV1(t, held, b)
+		v, err := DecodeStoreFormatV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkStoreFormatV1 encodes and decodes the example with the largest encoding.
+func BenchmarkStoreFormatV1(b *testing.B) {
+	var v StoreFormatV1
+	var enc []byte
+	for _, x := range examplesStoreFormatV1() {
+		e, err := EncodeStoreFormatV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendStoreFormatV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeStoreFormatV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeStoreFormatV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeStoreFormatV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow StoreFormatV1
+		if reuse {
+			if readerDecodeStoreFormatV1(held, &fast) != nil || readerDecodeStoreFormatV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeStoreFormatV1(b, &fast)
+		err := readerDecodeStoreFormatV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestStoreFormatV1FastPathAgrees holds DecodeStoreFormatV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestStoreFormatV1FastPathAgrees(t *testing.T) {
+	examples := examplesStoreFormatV1()
+	held, err := EncodeStoreFormatV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeStoreFormatV1(t, held, m)
+		}
+	}
+	for _, b := range malformedStoreFormatV1() {
+		agreeStoreFormatV1(t, held, b)
+	}
+}
+
+// invalidProcessV1 returns ProcessV1 values that break a rule of the schema.
+func invalidProcessV1() []ProcessV1 {
+	var out []ProcessV1
+	{
+		v := examplesProcessV1()[1]
+		v.Binary = strings.Repeat("x", 257)
+		out = append(out, v)
+	}
+	{
+		v := examplesProcessV1()[1]
+		v.Known = make([]NamespaceFormat, 65)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedProcessV1 returns bytes that must not decode as a ProcessV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedProcessV1() [][]byte {
+	valid, err := EncodeProcessV1(examplesProcessV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionProcessV1+1)}
+	{
+		v := examplesProcessV1()[1]
+		v.Binary = strings.Repeat("x", 257)
+		out = append(out, appendProcessV1([]byte{VersionProcessV1}, &v))
+	}
+	{
+		v := examplesProcessV1()[1]
+		v.Known = make([]NamespaceFormat, 65)
+		out = append(out, appendProcessV1([]byte{VersionProcessV1}, &v))
+	}
+	return out
+}
+
+func TestProcessV1RoundTrip(t *testing.T) {
+	for i, v := range examplesProcessV1() {
+		b, err := EncodeProcessV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeProcessV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeProcessV1(&v))
+		}
+		got, err := DecodeProcessV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendProcessV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestProcessV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestProcessV1DecodeIntoReuses(t *testing.T) {
+	var v ProcessV1
+	examples := examplesProcessV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeProcessV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeProcessV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeProcessV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeProcessV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, ProcessV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestProcessV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidProcessV1() {
+		out, err := AppendProcessV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestProcessV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedProcessV1() {
+		_, err := DecodeProcessV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "ProcessV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "ProcessV1")
+		}
+	}
+}
+
+// FuzzProcessV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzProcessV1(f *testing.F) {
+	for _, v := range examplesProcessV1() {
+		b, err := EncodeProcessV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedProcessV1() {
+		f.Add(b)
+	}
+	held, err := EncodeProcessV1(examplesProcessV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeProcessV1(t, held, b)
+		v, err := DecodeProcessV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeProcessV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkProcessV1 encodes and decodes the example with the largest encoding.
+func BenchmarkProcessV1(b *testing.B) {
+	var v ProcessV1
+	var enc []byte
+	for _, x := range examplesProcessV1() {
+		e, err := EncodeProcessV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendProcessV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeProcessV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeProcessV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeProcessV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow ProcessV1
+		if reuse {
+			if readerDecodeProcessV1(held, &fast) != nil || readerDecodeProcessV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeProcessV1(b, &fast)
+		err := readerDecodeProcessV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestProcessV1FastPathAgrees holds DecodeProcessV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestProcessV1FastPathAgrees(t *testing.T) {
+	examples := examplesProcessV1()
+	held, err := EncodeProcessV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeProcessV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeProcessV1(t, held, m)
+		}
+	}
+	for _, b := range malformedProcessV1() {
+		agreeProcessV1(t, held, b)
+	}
+}

@@ -114,6 +114,24 @@ func init() {
 			Name:  "QuarantineValueKey",
 			Parse: registry.KeyParser(ParseQuarantineValueKey),
 			Tag:   uint32(TagQuarantineValueKey),
+		}, {
+			Name:         "StoreFormatKey",
+			Parse:        registry.KeyParser(ParseStoreFormatKey),
+			Tag:          uint32(TagStoreFormatKey),
+			ValueVersion: VersionOfStoreFormatKeyValue,
+			Values:       []string{"StoreFormatV1"},
+		}, {
+			Name:         "FormatRaisedKey",
+			Parse:        registry.KeyParser(ParseFormatRaisedKey),
+			Tag:          uint32(TagFormatRaisedKey),
+			ValueVersion: VersionOfFormatRaisedKeyValue,
+			Values:       []string{"StoreFormatV1"},
+		}, {
+			Name:         "ProcessKey",
+			Parse:        registry.KeyParser(ParseProcessKey),
+			Tag:          uint32(TagProcessKey),
+			ValueVersion: VersionOfProcessKeyValue,
+			Values:       []string{"ProcessV1"},
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
@@ -191,6 +209,16 @@ func init() {
 			Format:  FormatQuarantineV1,
 			Name:    "QuarantineV1",
 			Version: VersionQuarantineV1,
+		}, {
+			Decode:  registry.Decoder(DecodeStoreFormatV1),
+			Format:  FormatStoreFormatV1,
+			Name:    "StoreFormatV1",
+			Version: VersionStoreFormatV1,
+		}, {
+			Decode:  registry.Decoder(DecodeProcessV1),
+			Format:  FormatProcessV1,
+			Name:    "ProcessV1",
+			Version: VersionProcessV1,
 		}},
 	})
 }

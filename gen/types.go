@@ -1116,3 +1116,216 @@ func validQuarantineV1(v *QuarantineV1) bool {
 func verifyQuarantineV1(v *QuarantineV1) error {
 	return nil
 }
+
+// StoreFormatKey holds, in the library's evolution partition
+// (evolve.Partition), the store's format of one namespace (a
+// StoreFormatV1): the newest format the namespace's rows may be written
+// in, which every process of the store reads. A namespace without one is
+// at format 1. Package evolve raises it, one format at a time, never
+// down.
+type StoreFormatKey struct {
+	Namespace string
+}
+
+// Declared bounds of StoreFormatKey.
+const (
+	MaxStoreFormatKeyNamespace = 32
+)
+
+// FormatRaisedKey records, in the evolution partition, how a namespace
+// reached one format (a StoreFormatV1): a raise, with who raised it, when
+// and why, or a new store starting at the formats its first binary knew.
+// One row a format, never rewritten.
+type FormatRaisedKey struct {
+	Namespace string
+	Format    uint32
+}
+
+// Declared bounds of FormatRaisedKey.
+const (
+	MaxFormatRaisedKeyNamespace = 32
+)
+
+// ProcessKey holds, in the evolution partition, one live process's row (a
+// ProcessV1): the formats its binary knows, until its lease expires. A
+// raise refuses a format some live process does not know.
+type ProcessKey struct {
+	Process string
+}
+
+// Declared bounds of ProcessKey.
+const (
+	MaxProcessKeyProcess = 128
+)
+
+// StoreFormatV1 is a namespace's store format (StoreFormatKey) or one step
+// of its history (FormatRaisedKey): the format, when it was set (Unix
+// milliseconds), by whom and why, and the live processes a forced raise
+// went past although they did not know the format.
+type StoreFormatV1 struct {
+	Format uint32
+	AtMs   uint64
+	By     string
+	Reason string
+	Forced []string
+}
+
+// Declared bounds of StoreFormatV1.
+const (
+	MaxStoreFormatV1By         = 128
+	MaxStoreFormatV1Reason     = 1024
+	MaxStoreFormatV1Forced     = 64
+	MaxStoreFormatV1ForcedElem = 128
+)
+
+// checkStoreFormatV1 checks every rule of the schema on v.
+func checkStoreFormatV1(v *StoreFormatV1) error {
+	if v.Format < 1 {
+		return wire.Rule("Format", "%d under its minimum 1", v.Format)
+	}
+	if len(v.By) > 128 {
+		return wire.Within("By", wire.CheckLen("", len(v.By), 128))
+	}
+	if len(v.Reason) > 1024 {
+		return wire.Within("Reason", wire.CheckLen("", len(v.Reason), 1024))
+	}
+	if len(v.Forced) > 64 {
+		return wire.Within("Forced", wire.CheckLen("", len(v.Forced), 64))
+	}
+	for i := range v.Forced {
+		if len(v.Forced[i]) > 128 {
+			return wire.Within("Forced", wire.CheckLen("", len(v.Forced[i]), 128))
+		}
+	}
+	return nil
+}
+
+// validStoreFormatV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validStoreFormatV1(v *StoreFormatV1) bool {
+	if v.Format < 1 {
+		return false
+	}
+	if len(v.By) > 128 {
+		return false
+	}
+	if len(v.Reason) > 1024 {
+		return false
+	}
+	if len(v.Forced) > 64 {
+		return false
+	}
+	for i := range v.Forced {
+		if len(v.Forced[i]) > 128 {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyStoreFormatV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyStoreFormatV1(v *StoreFormatV1) error {
+	if v.Format < 1 {
+		return wire.Rule("Format", "%d under its minimum 1", v.Format)
+	}
+	return nil
+}
+
+// ProcessV1 is a process's row (ProcessKey): what its binary is, when it
+// opened the store and until when the row is live (Unix milliseconds,
+// renewed while the process runs), and the newest format it knows of each
+// namespace it links.
+type ProcessV1 struct {
+	Binary      string
+	StartedAtMs uint64
+	ExpiresAtMs uint64
+	Known       []NamespaceFormat
+}
+
+// Declared bounds of ProcessV1.
+const (
+	MaxProcessV1Binary = 256
+	MaxProcessV1Known  = 64
+)
+
+// checkProcessV1 checks every rule of the schema on v.
+func checkProcessV1(v *ProcessV1) error {
+	if len(v.Binary) > 256 {
+		return wire.Within("Binary", wire.CheckLen("", len(v.Binary), 256))
+	}
+	if len(v.Known) > 64 {
+		return wire.Within("Known", wire.CheckLen("", len(v.Known), 64))
+	}
+	for i := range v.Known {
+		if err := checkNamespaceFormat(&v.Known[i]); err != nil {
+			return wire.Within("Known", err)
+		}
+	}
+	return nil
+}
+
+// validProcessV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validProcessV1(v *ProcessV1) bool {
+	if len(v.Binary) > 256 {
+		return false
+	}
+	if len(v.Known) > 64 {
+		return false
+	}
+	for i := range v.Known {
+		if !validNamespaceFormat(&v.Known[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyProcessV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyProcessV1(v *ProcessV1) error {
+	for i := range v.Known {
+		if err := verifyNamespaceFormat(&v.Known[i]); err != nil {
+			return wire.Within("Known", err)
+		}
+	}
+	return nil
+}
+
+// NamespaceFormat is a format of one namespace.
+type NamespaceFormat struct {
+	Namespace string
+	Format    uint32
+}
+
+// Declared bounds of NamespaceFormat.
+const (
+	MaxNamespaceFormatNamespace = 32
+)
+
+// checkNamespaceFormat checks every rule of the schema on v.
+func checkNamespaceFormat(v *NamespaceFormat) error {
+	if len(v.Namespace) > 32 {
+		return wire.Within("Namespace", wire.CheckLen("", len(v.Namespace), 32))
+	}
+	if v.Format < 1 {
+		return wire.Rule("Format", "%d under its minimum 1", v.Format)
+	}
+	return nil
+}
+
+// validNamespaceFormat reports whether v keeps every rule of the schema, as check does without the error.
+func validNamespaceFormat(v *NamespaceFormat) bool {
+	if len(v.Namespace) > 32 {
+		return false
+	}
+	if v.Format < 1 {
+		return false
+	}
+	return true
+}
+
+// verifyNamespaceFormat checks the rules of the schema that decoding does not enforce on v.
+func verifyNamespaceFormat(v *NamespaceFormat) error {
+	if v.Format < 1 {
+		return wire.Rule("Format", "%d under its minimum 1", v.Format)
+	}
+	return nil
+}

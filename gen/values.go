@@ -1437,3 +1437,278 @@ func (x *QuarantineKeyValues) Encode(v QuarantineV1, format uint32) ([]byte, err
 		Record: "QuarantineV1",
 	}
 }
+
+// StoreFormatKeyVersions converts the value of a StoreFormatKey row between
+// adjacent versions of its family (value=StoreFormatV1), for
+// [NewStoreFormatKeyValues]. The owner of the rows implements it in its own
+// package. With one version it has no method, and struct{}{} satisfies it: a
+// version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type StoreFormatKeyVersions interface{}
+
+// StoreFormatKeyValues reads and writes the value of a StoreFormatKey row in
+// every version of its family (value=StoreFormatV1): Decode returns any
+// version as the newest, StoreFormatV1, and Encode writes the newest version a
+// store's format allows. Build one with [NewStoreFormatKeyValues]; it is safe
+// for concurrent use when its StoreFormatKeyVersions is.
+type StoreFormatKeyValues struct {
+	versions StoreFormatKeyVersions
+}
+
+// NewStoreFormatKeyValues returns the StoreFormatKeyValues of a StoreFormatKey
+// row's value, converting between versions with v. It panics when v is nil:
+// pass the StoreFormatKeyVersions of the rows' owner (struct{}{} while the
+// family has no conversion), so that the compiler names each conversion a
+// version added to the family needs.
+func NewStoreFormatKeyValues(v StoreFormatKeyVersions) *StoreFormatKeyValues {
+	if v == nil {
+		panic("gen: NewStoreFormatKeyValues(nil): pass the StoreFormatKeyVersions of the rows' owner")
+	}
+	return &StoreFormatKeyValues{versions: v}
+}
+
+// VersionOfStoreFormatKeyValue returns the version byte that opens b, the
+// value of a StoreFormatKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfStoreFormatKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionStoreFormatV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("StoreFormatKey", b, VersionStoreFormatV1, 1, "1")
+}
+
+// Decode decodes b, the value of a StoreFormatKey row, as DecodeStoreFormatV1
+// does, and fails as VersionOfStoreFormatKeyValue does for a version byte the
+// family does not declare: a newer one is wire.ErrNewerVersion, a row to hold
+// and retry, never to skip. It never panics. Byte slices of the result alias
+// b.
+func (x *StoreFormatKeyValues) Decode(b []byte) (StoreFormatV1, error) {
+	var v StoreFormatV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through
+// DecodeStoreFormatV1Into, reusing v's slices. On error *v is the zero value.
+func (x *StoreFormatKeyValues) DecodeInto(b []byte, v *StoreFormatV1) error {
+	if len(b) > 0 && b[0] == VersionStoreFormatV1 {
+		return DecodeStoreFormatV1Into(b, v)
+	}
+	if _, err := VersionOfStoreFormatKeyValue(b); err != nil {
+		var zero StoreFormatV1
+		*v = zero
+		return err
+	}
+	return DecodeStoreFormatV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the StoreFormatKeyVersions. It fails, encoding nothing, with an error
+// wrapping wire.ErrInvalid as that version's Encode does, with a
+// *wire.FormatError (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when
+// no version is allowed or the value holds a variant or enum constant of a
+// newer format, and with a downgrade's error, wrapped.
+func (x *StoreFormatKeyValues) Encode(v StoreFormatV1, format uint32) ([]byte, error) {
+	if format >= FormatStoreFormatV1 {
+		return EncodeStoreFormatV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "StoreFormatKey",
+		Format: format,
+		Need:   FormatStoreFormatV1,
+		Record: "StoreFormatV1",
+	}
+}
+
+// FormatRaisedKeyVersions converts the value of a FormatRaisedKey row between
+// adjacent versions of its family (value=StoreFormatV1), for
+// [NewFormatRaisedKeyValues]. The owner of the rows implements it in its own
+// package. With one version it has no method, and struct{}{} satisfies it: a
+// version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type FormatRaisedKeyVersions interface{}
+
+// FormatRaisedKeyValues reads and writes the value of a FormatRaisedKey row in
+// every version of its family (value=StoreFormatV1): Decode returns any
+// version as the newest, StoreFormatV1, and Encode writes the newest version a
+// store's format allows. Build one with [NewFormatRaisedKeyValues]; it is safe
+// for concurrent use when its FormatRaisedKeyVersions is.
+type FormatRaisedKeyValues struct {
+	versions FormatRaisedKeyVersions
+}
+
+// NewFormatRaisedKeyValues returns the FormatRaisedKeyValues of a
+// FormatRaisedKey row's value, converting between versions with v. It panics
+// when v is nil: pass the FormatRaisedKeyVersions of the rows' owner
+// (struct{}{} while the family has no conversion), so that the compiler names
+// each conversion a version added to the family needs.
+func NewFormatRaisedKeyValues(v FormatRaisedKeyVersions) *FormatRaisedKeyValues {
+	if v == nil {
+		panic("gen: NewFormatRaisedKeyValues(nil): pass the FormatRaisedKeyVersions of the rows' owner")
+	}
+	return &FormatRaisedKeyValues{versions: v}
+}
+
+// VersionOfFormatRaisedKeyValue returns the version byte that opens b, the
+// value of a FormatRaisedKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfFormatRaisedKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionStoreFormatV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("FormatRaisedKey", b, VersionStoreFormatV1, 1, "1")
+}
+
+// Decode decodes b, the value of a FormatRaisedKey row, as DecodeStoreFormatV1
+// does, and fails as VersionOfFormatRaisedKeyValue does for a version byte the
+// family does not declare: a newer one is wire.ErrNewerVersion, a row to hold
+// and retry, never to skip. It never panics. Byte slices of the result alias
+// b.
+func (x *FormatRaisedKeyValues) Decode(b []byte) (StoreFormatV1, error) {
+	var v StoreFormatV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through
+// DecodeStoreFormatV1Into, reusing v's slices. On error *v is the zero value.
+func (x *FormatRaisedKeyValues) DecodeInto(b []byte, v *StoreFormatV1) error {
+	if len(b) > 0 && b[0] == VersionStoreFormatV1 {
+		return DecodeStoreFormatV1Into(b, v)
+	}
+	if _, err := VersionOfFormatRaisedKeyValue(b); err != nil {
+		var zero StoreFormatV1
+		*v = zero
+		return err
+	}
+	return DecodeStoreFormatV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the FormatRaisedKeyVersions. It fails, encoding nothing, with an error
+// wrapping wire.ErrInvalid as that version's Encode does, with a
+// *wire.FormatError (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when
+// no version is allowed or the value holds a variant or enum constant of a
+// newer format, and with a downgrade's error, wrapped.
+func (x *FormatRaisedKeyValues) Encode(v StoreFormatV1, format uint32) ([]byte, error) {
+	if format >= FormatStoreFormatV1 {
+		return EncodeStoreFormatV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "FormatRaisedKey",
+		Format: format,
+		Need:   FormatStoreFormatV1,
+		Record: "StoreFormatV1",
+	}
+}
+
+// ProcessKeyVersions converts the value of a ProcessKey row between adjacent
+// versions of its family (value=ProcessV1), for [NewProcessKeyValues]. The
+// owner of the rows implements it in its own package. With one version it has
+// no method, and struct{}{} satisfies it: a version added to the family adds
+// one, and every implementation then stops compiling until it converts the new
+// version.
+type ProcessKeyVersions interface{}
+
+// ProcessKeyValues reads and writes the value of a ProcessKey row in every
+// version of its family (value=ProcessV1): Decode returns any version as the
+// newest, ProcessV1, and Encode writes the newest version a store's format
+// allows. Build one with [NewProcessKeyValues]; it is safe for concurrent use
+// when its ProcessKeyVersions is.
+type ProcessKeyValues struct {
+	versions ProcessKeyVersions
+}
+
+// NewProcessKeyValues returns the ProcessKeyValues of a ProcessKey row's
+// value, converting between versions with v. It panics when v is nil: pass the
+// ProcessKeyVersions of the rows' owner (struct{}{} while the family has no
+// conversion), so that the compiler names each conversion a version added to
+// the family needs.
+func NewProcessKeyValues(v ProcessKeyVersions) *ProcessKeyValues {
+	if v == nil {
+		panic("gen: NewProcessKeyValues(nil): pass the ProcessKeyVersions of the rows' owner")
+	}
+	return &ProcessKeyValues{versions: v}
+}
+
+// VersionOfProcessKeyValue returns the version byte that opens b, the value of
+// a ProcessKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfProcessKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionProcessV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("ProcessKey", b, VersionProcessV1, 1, "1")
+}
+
+// Decode decodes b, the value of a ProcessKey row, as DecodeProcessV1 does,
+// and fails as VersionOfProcessKeyValue does for a version byte the family
+// does not declare: a newer one is wire.ErrNewerVersion, a row to hold and
+// retry, never to skip. It never panics. Byte slices of the result alias b.
+func (x *ProcessKeyValues) Decode(b []byte) (ProcessV1, error) {
+	var v ProcessV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through DecodeProcessV1Into,
+// reusing v's slices. On error *v is the zero value.
+func (x *ProcessKeyValues) DecodeInto(b []byte, v *ProcessV1) error {
+	if len(b) > 0 && b[0] == VersionProcessV1 {
+		return DecodeProcessV1Into(b, v)
+	}
+	if _, err := VersionOfProcessKeyValue(b); err != nil {
+		var zero ProcessV1
+		*v = zero
+		return err
+	}
+	return DecodeProcessV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the ProcessKeyVersions. It fails, encoding nothing, with an error wrapping
+// wire.ErrInvalid as that version's Encode does, with a *wire.FormatError
+// (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
+// allowed or the value holds a variant or enum constant of a newer format, and
+// with a downgrade's error, wrapped.
+func (x *ProcessKeyValues) Encode(v ProcessV1, format uint32) ([]byte, error) {
+	if format >= FormatProcessV1 {
+		return EncodeProcessV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "ProcessKey",
+		Format: format,
+		Need:   FormatProcessV1,
+		Record: "ProcessV1",
+	}
+}

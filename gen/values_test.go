@@ -2884,3 +2884,474 @@ func TestQuarantineKeyValuesRefusesUnknownVersions(t *testing.T) {
 		NewQuarantineKeyValues(nil)
 	}()
 }
+
+// testStoreFormatKeyVersions implements StoreFormatKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testStoreFormatKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestStoreFormatKeyVersions() *testStoreFormatKeyVersions {
+	return &testStoreFormatKeyVersions{}
+}
+
+// TestStoreFormatKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestStoreFormatKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestStoreFormatKeyVersions()
+	x := NewStoreFormatKeyValues(vs)
+	for i, v := range examplesStoreFormatV1() {
+		vs.calls = 0
+		b, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatalf("StoreFormatV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfStoreFormatKeyValue(b); err != nil || ver != VersionStoreFormatV1 {
+			t.Errorf("StoreFormatV1 example %d: VersionOfStoreFormatKeyValue = %d, %v; want %d", i, ver, err, VersionStoreFormatV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("StoreFormatV1 example %d: Decode: %v", i, err)
+		}
+		var into StoreFormatV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("StoreFormatV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("StoreFormatV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("StoreFormatV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("StoreFormatV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestStoreFormatKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestStoreFormatKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestStoreFormatKeyVersions()
+	x := NewStoreFormatKeyValues(vs)
+	v := func() StoreFormatV1 {
+		e := examplesStoreFormatV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: StoreFormatV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatStoreFormatV1)
+		want, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatStoreFormatV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want StoreFormatV1 %x", FormatStoreFormatV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatStoreFormatV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionStoreFormatV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want StoreFormatV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatStoreFormatV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatStoreFormatV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatStoreFormatV1, err)
+	}
+}
+
+// TestStoreFormatKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestStoreFormatKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestStoreFormatKeyVersions()
+	x := NewStoreFormatKeyValues(vs)
+	valid, err := EncodeStoreFormatV1(examplesStoreFormatV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() StoreFormatV1 {
+				e := examplesStoreFormatV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero StoreFormatV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfStoreFormatKeyValue": func(b []byte) error {
+			_, err := VersionOfStoreFormatKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "StoreFormatKey" || ve.Version != ver || ve.Newest != VersionStoreFormatV1 {
+				t.Errorf("%s of version %d: %+v; want family StoreFormatKey, newest %d", name, ver, *ve, VersionStoreFormatV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewStoreFormatKeyValues(nil) did not panic")
+			}
+		}()
+		NewStoreFormatKeyValues(nil)
+	}()
+}
+
+// testFormatRaisedKeyVersions implements FormatRaisedKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testFormatRaisedKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestFormatRaisedKeyVersions() *testFormatRaisedKeyVersions {
+	return &testFormatRaisedKeyVersions{}
+}
+
+// TestFormatRaisedKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestFormatRaisedKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestFormatRaisedKeyVersions()
+	x := NewFormatRaisedKeyValues(vs)
+	for i, v := range examplesStoreFormatV1() {
+		vs.calls = 0
+		b, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatalf("StoreFormatV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfFormatRaisedKeyValue(b); err != nil || ver != VersionStoreFormatV1 {
+			t.Errorf("StoreFormatV1 example %d: VersionOfFormatRaisedKeyValue = %d, %v; want %d", i, ver, err, VersionStoreFormatV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("StoreFormatV1 example %d: Decode: %v", i, err)
+		}
+		var into StoreFormatV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("StoreFormatV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("StoreFormatV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("StoreFormatV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("StoreFormatV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestFormatRaisedKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestFormatRaisedKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestFormatRaisedKeyVersions()
+	x := NewFormatRaisedKeyValues(vs)
+	v := func() StoreFormatV1 {
+		e := examplesStoreFormatV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: StoreFormatV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatStoreFormatV1)
+		want, err := EncodeStoreFormatV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatStoreFormatV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want StoreFormatV1 %x", FormatStoreFormatV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatStoreFormatV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionStoreFormatV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want StoreFormatV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatStoreFormatV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatStoreFormatV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatStoreFormatV1, err)
+	}
+}
+
+// TestFormatRaisedKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestFormatRaisedKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestFormatRaisedKeyVersions()
+	x := NewFormatRaisedKeyValues(vs)
+	valid, err := EncodeStoreFormatV1(examplesStoreFormatV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() StoreFormatV1 {
+				e := examplesStoreFormatV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero StoreFormatV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfFormatRaisedKeyValue": func(b []byte) error {
+			_, err := VersionOfFormatRaisedKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "FormatRaisedKey" || ve.Version != ver || ve.Newest != VersionStoreFormatV1 {
+				t.Errorf("%s of version %d: %+v; want family FormatRaisedKey, newest %d", name, ver, *ve, VersionStoreFormatV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewFormatRaisedKeyValues(nil) did not panic")
+			}
+		}()
+		NewFormatRaisedKeyValues(nil)
+	}()
+}
+
+// testProcessKeyVersions implements ProcessKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testProcessKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestProcessKeyVersions() *testProcessKeyVersions {
+	return &testProcessKeyVersions{}
+}
+
+// TestProcessKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestProcessKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestProcessKeyVersions()
+	x := NewProcessKeyValues(vs)
+	for i, v := range examplesProcessV1() {
+		vs.calls = 0
+		b, err := EncodeProcessV1(v)
+		if err != nil {
+			t.Fatalf("ProcessV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfProcessKeyValue(b); err != nil || ver != VersionProcessV1 {
+			t.Errorf("ProcessV1 example %d: VersionOfProcessKeyValue = %d, %v; want %d", i, ver, err, VersionProcessV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("ProcessV1 example %d: Decode: %v", i, err)
+		}
+		var into ProcessV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("ProcessV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("ProcessV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("ProcessV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("ProcessV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestProcessKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestProcessKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestProcessKeyVersions()
+	x := NewProcessKeyValues(vs)
+	v := func() ProcessV1 {
+		e := examplesProcessV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: ProcessV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatProcessV1)
+		want, err := EncodeProcessV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatProcessV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want ProcessV1 %x", FormatProcessV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatProcessV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionProcessV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want ProcessV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatProcessV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatProcessV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatProcessV1, err)
+	}
+}
+
+// TestProcessKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestProcessKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestProcessKeyVersions()
+	x := NewProcessKeyValues(vs)
+	valid, err := EncodeProcessV1(examplesProcessV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() ProcessV1 {
+				e := examplesProcessV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero ProcessV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfProcessKeyValue": func(b []byte) error {
+			_, err := VersionOfProcessKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "ProcessKey" || ve.Version != ver || ve.Newest != VersionProcessV1 {
+				t.Errorf("%s of version %d: %+v; want family ProcessKey, newest %d", name, ver, *ve, VersionProcessV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewProcessKeyValues(nil) did not panic")
+			}
+		}()
+		NewProcessKeyValues(nil)
+	}()
+}

@@ -87,7 +87,7 @@ func NewBuilder(s store.Store, now time.Time, o Observed) (*Builder, error) {
 			return nil, fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
-	return &Builder{caps: s.Capabilities(), format: formatOf(s), nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
+	return &Builder{caps: s.Capabilities(), format: store.FormatOf(s, gen.SchemaNamespace), nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
 }
 
 // Relay appends a relay row: puts and deletes to apply, in order, to the

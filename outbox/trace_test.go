@@ -16,19 +16,9 @@ import (
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
-// formatStore is a store whose format of the library's namespace is
-// format: the shape of store.Formats (a store without it is at format 1).
-type formatStore struct {
-	store.Store
-	format uint32
-}
-
-func (s formatStore) Format(namespace string) uint32 {
-	if namespace == gen.SchemaNamespace {
-		return s.format
-	}
-	return 1
-}
+// noFormats is a store that keeps no format (it does not implement
+// store.Formats, as a store of its own a service may pass): format 1.
+type noFormats struct{ store.Store }
 
 // traced returns ctx with an active span of a writer: a valid span
 // context with a tracestate.
@@ -85,9 +75,9 @@ func rowsOf(t *testing.T, b *store.Batch) (relayRow, pendingRow store.Value) {
 // DecodePending read back; a writer without one queues exactly the V1
 // rows it always did.
 func TestAppendsKeepTheWritersTraceContextAtFormat2(t *testing.T) {
-	e := newEnv(t, memengine.New())
+	e := newEnvAt(t, memengine.New(), 2)
 	e.seedTicketed(t, refdomain.MustReservationID("r"))
-	s := formatStore{Store: e.inner, format: 2}
+	s := e.inner
 	tctx, sc := traced(e.ctx)
 
 	relayRow, pendingRow := rowsOf(t, e.appendBoth(t, tctx, s))
@@ -108,7 +98,7 @@ func TestAppendsKeepTheWritersTraceContextAtFormat2(t *testing.T) {
 	assert.Equal(t, "refdomain.reservations", p.Source.String())
 
 	plainRelay, plainPending := rowsOf(t, e.appendBoth(t, e.ctx, s))
-	v1Relay, v1Pending := rowsOf(t, e.appendBoth(t, e.ctx, e.inner))
+	v1Relay, v1Pending := rowsOf(t, e.appendBoth(t, e.ctx, noFormats{e.inner}))
 	assert.Equal(t, v1Relay, plainRelay, "no span: the RelayV1 of a store without formats")
 	assert.Equal(t, v1Pending, plainPending)
 	assert.Equal(t, byte(gen.VersionRelayV1), plainRelay[0])
@@ -121,11 +111,11 @@ func TestAppendsKeepTheWritersTraceContextAtFormat2(t *testing.T) {
 // is 1 (or it keeps none), a traced writer's rows are byte for byte an
 // untraced writer's, which a binary that reads only the V1s reads.
 func TestAtFormat1AppendsWriteTheV1sWhateverTheSpan(t *testing.T) {
-	e := newEnv(t, memengine.New())
+	e := newEnvAt(t, memengine.New(), 1)
 	e.seedTicketed(t, refdomain.MustReservationID("r"))
 	tctx, _ := traced(e.ctx)
 	wantRelay, wantPending := rowsOf(t, e.appendBoth(t, e.ctx, e.inner))
-	for name, s := range map[string]store.Store{"no formats": e.inner, "format 1": formatStore{Store: e.inner, format: 1}} {
+	for name, s := range map[string]store.Store{"no formats": noFormats{e.inner}, "format 1": e.inner} {
 		relayRow, pendingRow := rowsOf(t, e.appendBoth(t, tctx, s))
 		assert.Equal(t, wantRelay, relayRow, name)
 		assert.Equal(t, wantPending, pendingRow, name)
@@ -140,8 +130,8 @@ func TestAtFormat1AppendsWriteTheV1sWhateverTheSpan(t *testing.T) {
 // limits without a trace context is queued without one when it would not
 // fit with it (the value limit, the batch's bytes), never refused.
 func TestATraceContextNeverMakesAnAppendFail(t *testing.T) {
-	e := newEnv(t, memengine.New())
-	s := formatStore{Store: e.inner, format: 2}
+	e := newEnvAt(t, memengine.New(), 2)
+	s := e.inner
 	tctx, _ := traced(e.ctx)
 	caps := e.caps
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
@@ -196,14 +186,13 @@ func mustTuple(t *testing.T, p store.Partition) []byte {
 // builder allocates as much at format 2 as at format 1, and a span costs
 // nothing at format 1, where it cannot be kept.
 func TestAnAppendWithoutASpanCostsWhatItDid(t *testing.T) {
-	e := newEnv(t, memengine.New())
-	e.seedTicketed(t, refdomain.MustReservationID("r"))
-	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
-	require.NoError(t, err)
-	tctx, _ := traced(e.ctx)
-	allocs := func(ctx context.Context, s store.Store) float64 {
+	at1, at2 := newEnvAt(t, memengine.New(), 1), newEnvAt(t, memengine.New(), 2)
+	tctx, _ := traced(context.Background())
+	allocs := func(ctx context.Context, e *env) float64 {
+		o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
+		require.NoError(t, err)
 		return testing.AllocsPerRun(100, func() {
-			ob, err := outbox.NewBuilder(s, now, o)
+			ob, err := outbox.NewBuilder(e.inner, now, o)
 			if err != nil {
 				panic(err)
 			}
@@ -215,10 +204,10 @@ func TestAnAppendWithoutASpanCostsWhatItDid(t *testing.T) {
 			}
 		})
 	}
-	base := allocs(e.ctx, e.inner)
-	assert.Equal(t, base, allocs(e.ctx, formatStore{Store: e.inner, format: 2}), "no span at format 2")
-	assert.Equal(t, base, allocs(tctx, formatStore{Store: e.inner, format: 1}), "a span at format 1")
-	assert.Less(t, base, allocs(tctx, formatStore{Store: e.inner, format: 2}), "a span at format 2 is kept: its tracestate is copied")
+	base := allocs(context.Background(), at1)
+	assert.Equal(t, base, allocs(context.Background(), at2), "no span at format 2")
+	assert.Equal(t, base, allocs(tctx, at1), "a span at format 1")
+	assert.Less(t, base, allocs(tctx, at2), "a span at format 2 is kept: its tracestate is copied")
 }
 
 // TestDecodeRelayAndDecodePendingReadEveryVersion: a version newer than
@@ -250,25 +239,28 @@ func TestDecodeRelayAndDecodePendingReadEveryVersion(t *testing.T) {
 	assert.Equal(t, gen.OutcomePendingV2{Source: gen.MustOutcomeSource("s"), Key: []byte("k"), AtMs: 9}, p)
 }
 
-// capsStore is a formatStore with capabilities of its own.
+// capsStore is a store with capabilities of its own, at the store's
+// formats.
 type capsStore struct {
-	formatStore
+	store.Store
 	caps store.Capabilities
 }
 
 func (s capsStore) Capabilities() store.Capabilities { return s.caps }
 
+func (s capsStore) Format(namespace string) uint32 { return store.FormatOf(s.Store, namespace) }
+
 // TestATraceContextNeverMakesAnOutcomeFail: an outcome that fits the
 // batch's bytes only without a trace context is queued without one.
 func TestATraceContextNeverMakesAnOutcomeFail(t *testing.T) {
-	e := newEnv(t, memengine.New())
+	e := newEnvAt(t, memengine.New(), 2)
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
 	tctx, _ := traced(e.ctx)
 	outcome := func(ctx context.Context, maxBatchBytes int) (store.Value, error) {
 		caps := e.caps
 		caps.MaxBatchBytes = maxBatchBytes
-		ob, err := outbox.NewBuilder(capsStore{formatStore{e.inner, 2}, caps}, now, o)
+		ob, err := outbox.NewBuilder(capsStore{e.inner, caps}, now, o)
 		require.NoError(t, err)
 		if _, err := ob.Outcome(ctx, outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: ticket}); err != nil {
 			return nil, err

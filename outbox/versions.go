@@ -52,17 +52,6 @@ var (
 	pendingValues = gen.NewOutcomePendingKeyValues(rowVersions{})
 )
 
-// formatOf returns s's format of the library's namespace: 1 for a store
-// that keeps no format (every store before formats existed).
-func formatOf(s store.Store) uint32 {
-	if f, ok := s.(interface{ Format(namespace string) uint32 }); ok {
-		if n := f.Format(gen.SchemaNamespace); n > 0 {
-			return n
-		}
-	}
-	return 1
-}
-
 // DecodeRelay decodes a queued relay row's value (RelayKey) of any
 // version: a RelayV1 as a RelayV2 without a trace context. It fails with
 // an error wrapping store.ErrNewerVersion for a version newer than this

@@ -25,6 +25,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 	"github.com/mkit-dev/mkitfdb/timers/timerstest"
 )
@@ -312,7 +313,7 @@ func TestCorruptAndLegacyPendingRowsAreKept(t *testing.T) {
 	bk.settle(branch, "ada", 3, false)
 	rows := e.pending()
 	require.Len(t, rows, 3)
-	out, err := e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, store.Value("junk")).Put(rows[1].Key, store.Value{}))
+	out, err := e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, store.Value{gen.VersionOutcomePendingV1, 0xde, 0xad}).Put(rows[1].Key, store.Value{}))
 	require.NoError(t, err)
 	require.True(t, out.Committed())
 	sink := &capture{}
@@ -322,6 +323,71 @@ func TestCorruptAndLegacyPendingRowsAreKept(t *testing.T) {
 	assert.Equal(t, uint64(2), e.backlogRows())
 	assert.Contains(t, e.logs.String(), "invalid outcome index row; retaining")
 	assert.Contains(t, e.logs.String(), "names no source (queued before sources) and no source resolves such rows; retaining")
+}
+
+// A pending row of a newer version than this binary reads, and a pending
+// row whose record is of a newer version (read through its family's
+// Decode), are kept and passed over, holding up no row behind them,
+// logged and counted as newer (mkitfdb_outcome_newer_rows_total), never as
+// corrupt; once readable (a binary that reads them would deliver them;
+// here they are rewritten in this binary's version) they are delivered.
+func TestNewerPendingRowsAndRecordsAreKeptAndCounted(t *testing.T) {
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) {
+			e := newEnvOn(t, eng, bankT0)
+			e.p = branch
+			cfg := bank.WithdrawalConfig("bank.withdrawals", outcome.KeepRecord)
+			cfg.Decode = bankgen.NewWithdrawalKeyValues(struct{}{}).Decode
+			withdrawals, err := outcome.NewSource(cfg)
+			require.NoError(t, err)
+			bk := &bankSvc{t: t, s: e.s, clock: e.clock, withdrawals: withdrawals, transfers: newTransferSource(t)}
+			bk.open(branch, "ada", 3)
+			for seq := range uint64(3) {
+				bk.settle(branch, "ada", seq+1, false)
+			}
+			rows := e.pending()
+			require.Len(t, rows, 3)
+			record := mustKey(t, wdKey("ada", 2))
+			stored, _, err := e.s.Get(ctx, branch, record)
+			require.NoError(t, err)
+			// A version byte above the newest of each family this binary reads.
+			newer := func(v store.Value, newest byte) store.Value { return append(store.Value{newest + 1}, v[1:]...) }
+			out, err := e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, newer(rows[0].Value, gen.VersionOutcomePendingV2)).Put(record, newer(stored, stored[0])))
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+
+			sink := &capture{}
+			metrics := telemetry.NewRecorder()
+			d := delivery(t, sink, func(c *outcome.DeliveryConfig) {
+				c.Sources, c.Metrics = []outcome.Source{withdrawals}, metrics
+			})
+			e.fireWith(d, bankT0)
+			require.Len(t, sink.envelopes(), 1)
+			assert.Equal(t, "wd_ada_3", sink.envelopes()[0].ID, "the rows behind are delivered")
+			assert.Equal(t, uint64(2), e.backlogRows(), "kept")
+			logs := e.logs.String()
+			assert.Contains(t, logs, "pending outcome of a newer version than this binary reads; retaining")
+			assert.Contains(t, logs, "terminal outcome of a newer version than this binary reads; retaining")
+			assert.NotContains(t, logs, "invalid outcome index row")
+			assert.NotContains(t, logs, "undecodable")
+			pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: branch.Kind()}
+			assert.Equal(t, uint64(2), metrics.Counter(telemetry.MetricOutcomeNewerRows, pk))
+			require.NoError(t, metrics.Err())
+
+			out, err = e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, rows[0].Value).Put(record, stored))
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+			due := e.timerDue()
+			e.clock.Set(due)
+			e.fireWith(d, due)
+			var ids []string
+			for _, env := range sink.envelopes() {
+				ids = append(ids, env.ID)
+			}
+			assert.ElementsMatch(t, []string{"wd_ada_3", "wd_ada_1", "wd_ada_2"}, ids)
+			assert.Zero(t, e.backlogRows())
+		})
+	}
 }
 
 func TestNewSourceRejectsBadConfig(t *testing.T) {

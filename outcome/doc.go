@@ -40,7 +40,10 @@
 // with jitter, or the sink's Retry-After). A row that cannot become an
 // outcome (corrupt, of a source the Delivery does not have, a missing or
 // non-terminal record) is logged and kept, never dropped, and never holds
-// up the rows behind it. Pending rows written before rows named their
+// up the rows behind it; so is one whose pending row or record is of a
+// newer version than this binary reads (store.ErrNewerVersion: a newer
+// binary wrote it), counted in mkitfdb_outcome_newer_rows_total, for a
+// binary that reads it to deliver. Pending rows written before rows named their
 // source (an empty value) resolve through the one source that sets
 // [SourceConfig.LegacyKey] (the reservations source does), and are kept and
 // logged without one. Delivery is at least once: a sink deduplicates by

@@ -259,7 +259,10 @@ func (f *fire) cursorAfter(ctx context.Context, after store.Cursor, n int) (stor
 // records in one snapshot. A row that cannot become an outcome (an invalid
 // index key or value, a source the Delivery does not have, a missing
 // record, or one its source cannot make an outcome of) is logged and left
-// out: it stays queued, never acknowledged, for a repair.
+// out: it stays queued, never acknowledged, for a repair. So is a row
+// whose index value or record is of a newer version than this binary
+// reads (store.ErrNewerVersion), counted apart: a binary that reads it
+// delivers it.
 func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candidate, error) {
 	cands := make([]candidate, 0, len(rows))
 	keys := make([]store.Key, 0, len(rows))
@@ -283,6 +286,11 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			}
 		} else {
 			pv, err := outbox.DecodePending(kv.Value)
+			if errors.Is(err, store.ErrNewerVersion) {
+				f.newer()
+				f.log.Warn("outcome: pending outcome of a newer version than this binary reads; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
+				continue
+			}
 			if err != nil {
 				f.log.Warn("outcome: invalid outcome index row; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
 				continue
@@ -316,6 +324,11 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			continue
 		}
 		e, synthetic, err := c.src.resolve(c.key, v, c.queued)
+		if errors.Is(err, store.ErrNewerVersion) {
+			f.newer()
+			f.log.Warn("outcome: terminal outcome of a newer version than this binary reads; retaining", "outcome", c.id.String(), "source", c.src.name.String(), "seq", c.seq, "error", err)
+			continue
+		}
 		if errors.Is(err, errUndecodable) {
 			f.log.Warn("outcome: undecodable terminal outcome; retaining", "outcome", c.id.String(), "source", c.src.name.String(), "seq", c.seq, "error", err)
 			continue
@@ -328,6 +341,12 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// newer counts a pending outcome passed over because a newer binary wrote
+// its row or its record (MetricOutcomeNewerRows).
+func (f *fire) newer() {
+	f.metrics.Add(telemetry.MetricOutcomeNewerRows, []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}}, 1)
 }
 
 // delivered is what the sink loop did.

@@ -82,7 +82,12 @@ type SourceConfig[K Key, R any] struct {
 	// Parse<Key> (ordersgen.ParseOrderKey).
 	ParseKey func(b []byte) (K, error)
 	// Decode and Encode are the record's generated codec
-	// (ordersgen.DecodeOrderV1, ordersgen.EncodeOrderV1).
+	// (ordersgen.DecodeOrderV1, ordersgen.EncodeOrderV1). A record of a
+	// value family is best decoded by the family's Decode
+	// (ordersgen.NewOrderKeyValues(...).Decode): a record of a newer
+	// version then fails with store.ErrNewerVersion, and a fire keeps its
+	// pending row for a binary that reads it, counted apart from corrupt
+	// ones.
 	Decode func(b []byte) (R, error)
 	Encode func(r R) ([]byte, error)
 	// Terminal reports whether r is terminal: Append refuses a terminal

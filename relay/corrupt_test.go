@@ -12,6 +12,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -58,7 +59,7 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 	}{
 		{
 			name:    "value",
-			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), store.Value("garbage")) },
+			corrupt: func(t testing.TB, e *env) { e.putSource(t, relayKey(3), store.Value{gen.VersionRelayV1, 0xde, 0xad}) },
 			repair:  func(t testing.TB, e *env) { e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3")) },
 			prefix:  []uint64{1, 2},
 			queued:  []uint64{3, 4, 5},
@@ -126,6 +127,40 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A row of a newer version than this binary reads (store.ErrNewerVersion)
+// stops the window as a corrupt row does, the valid prefix delivered, the
+// source held with the growing hold, the row never skipped; but it is not
+// corrupt: logged as newer and counted in mkitfdb_relay_newer_rows_total.
+// Once readable (a binary that reads it would relay it; here it is
+// rewritten in this binary's version) delivery goes on.
+func TestANewerRowHoldsTheSourceAndIsCountedApart(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e *env) {
+		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"), put(ta, "k", "3"), put(ta, "k", "4"), put(ta, "k", "5"))
+		newer := append(store.Value{gen.VersionRelayV2 + 1}, encodeRow(t, ta, "k", "3")[1:]...)
+		e.putSource(t, relayKey(3), newer)
+
+		for i, hold := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+			rep := e.step(t)
+			require.Equal(t, 1, rep.Fired, "a newer row holds the source back")
+			due, ok := e.timerDue(t)
+			require.True(t, ok)
+			assert.Equal(t, e.now().Add(hold), due, "fire %d", i)
+			e.requireAppliedOnce(t, ta, 1, 2)
+			assert.Equal(t, uint64(2), e.highWater(t, ta), "nothing past the newer row")
+		}
+		assert.Equal(t, 3, strings.Count(e.logs.String(), "relay row of a newer version than this binary reads"), "logged once per hold")
+		assert.NotContains(t, e.logs.String(), "corrupt relay row")
+		pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: source.Kind()}
+		assert.Equal(t, uint64(3), e.metrics.Counter(telemetry.MetricRelayNewerRows, pk))
+		assert.Equal(t, []uint64{3, 4, 5}, e.queued(t), "kept, never skipped")
+
+		e.putSource(t, relayKey(3), encodeRow(t, ta, "k", "3"))
+		e.drain(t, 5)
+		assert.Empty(t, e.queued(t))
+		e.requireAppliedOnce(t, ta, 1, 2, 3, 4, 5)
+	})
 }
 
 // Reference: the window starts at the cursor's own key, so a malformed key

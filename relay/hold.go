@@ -5,6 +5,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/telemetry"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -18,9 +19,10 @@ const (
 	CorruptHoldMax = 5 * time.Minute
 )
 
-// holdBack returns the outcome of a fire a corrupt row stopped: the relay
-// timer moved by the next hold, which its value records, carrying the
-// checkpoint batch last; and it logs the row, once per hold.
+// holdBack returns the outcome of a fire a corrupt row (or one of a newer
+// version) stopped: the relay timer moved by the next hold, which its
+// value records, carrying the checkpoint batch last; and it logs the row,
+// once per hold (and counts a newer one, MetricRelayNewerRows).
 func (f *fire) holdBack(t timers.DueTimer, last *store.Batch) timers.Fired {
 	hold := uint64(CorruptHoldMin / time.Millisecond)
 	if prev := f.heldMs(t.Value); prev > 0 {
@@ -31,8 +33,14 @@ func (f *fire) holdBack(t timers.DueTimer, last *store.Batch) timers.Fired {
 		// hold is at least CorruptHoldMin: the record's one rule holds.
 		panic("relay: encode RelayTimerV1: " + err.Error())
 	}
-	f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", f.corruptKey,
-		"retry_in", time.Duration(hold)*time.Millisecond, "error", f.corruptErr)
+	if f.newer {
+		f.metrics.Add(telemetry.MetricRelayNewerRows, []telemetry.Label{{Name: telemetry.LabelPartitionKind, Value: f.src.Kind()}}, 1)
+		f.log.Warn("relay: relay row of a newer version than this binary reads; tick stopped until a binary that reads it relays it",
+			"source", f.src, "key", f.corruptKey, "retry_in", time.Duration(hold)*time.Millisecond, "error", f.corruptErr)
+	} else {
+		f.log.Warn("relay: corrupt relay row; tick stopped", "source", f.src, "key", f.corruptKey,
+			"retry_in", time.Duration(hold)*time.Millisecond, "error", f.corruptErr)
+	}
 	return timers.Reschedule{DueAt: f.c.Now.Add(time.Duration(hold) * time.Millisecond), Value: value, Batch: last}
 }
 

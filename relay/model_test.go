@@ -1190,6 +1190,9 @@ func (c *chaos) ScanDue(ctx context.Context, q store.DueQuery) ([]store.DueEntry
 
 func (c *chaos) DueBuckets() int { return c.w.layer.DueBuckets() }
 
+// Format forwards store.Formats: the Layer's format of namespace.
+func (c *chaos) Format(namespace string) uint32 { return c.w.layer.Format(namespace) }
+
 func (c *chaos) NextWake(ctx context.Context, p store.Partition) (time.Time, bool, error) {
 	if c.dead.Load() {
 		return time.Time{}, false, errCrashed

@@ -79,6 +79,15 @@
 // of a source held by nothing has an empty value), and ends with the row:
 // the first fire that finds no corrupt row delivers on and clears it.
 //
+// A row of a newer version than this binary reads (store.ErrNewerVersion:
+// a newer binary queued it, during a rolling deploy) is held the same way,
+// never skipped and never taken for corrupt: the fire logs "relay: relay
+// row of a newer version than this binary reads", counts it in
+// mkitfdb_relay_newer_rows_total ([telemetry.MetricRelayNewerRows]), and
+// holds the source until a process of a binary that reads it fires the
+// relay timer. While the store's format is the one the older binary knows,
+// newer binaries write no such row (see package evolve).
+//
 // To repair a row, an operator runs the operator's command (cmd/mkitfdb,
 // or a service's own built from package admin): mkitfdb partitions shows
 // the held source and the row with the decoder's reason (the key the

@@ -23,18 +23,6 @@ import (
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
 
-// format2 is a store at format 2 of the library's namespace, where a
-// traced writer's relay rows keep its trace context (the shape of
-// store.Formats).
-type format2 struct{ store.Store }
-
-func (format2) Format(namespace string) uint32 {
-	if namespace == gen.SchemaNamespace {
-		return 2
-	}
-	return 1
-}
-
 func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 	for _, kv := range s.Attributes() {
 		if kv.Key == k {
@@ -66,13 +54,16 @@ func TestEachTargetBatchIsASpanInItsWritersTrace(t *testing.T) {
 	e := newEnv(t, func(testing.TB, string) kv.Engine { return memengine.New() })
 	e.configure(t, func(c *relay.HandlerConfig) { c.TracerProvider = tp })
 	e.tp = tp
+	// A new store is at the format this binary knows, where a traced
+	// writer's relay rows keep its trace context.
+	require.Equal(t, uint32(2), store.FormatOf(e.inner, gen.SchemaNamespace))
 	writer := tp.Tracer("shop")
 	queue := func(ctx context.Context, rows ...row) trace.SpanContext {
 		ctx, span := writer.Start(ctx, "write")
 		defer span.End()
 		o, err := outbox.Read(ctx, store.ReaderOf(e.inner, source))
 		require.NoError(t, err)
-		ob, err := outbox.NewBuilder(format2{e.inner}, e.now(), o)
+		ob, err := outbox.NewBuilder(e.inner, e.now(), o)
 		require.NoError(t, err)
 		for _, r := range rows {
 			_, err := ob.Relay(ctx, r.target, r.puts, r.deletes)

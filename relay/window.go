@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -25,7 +26,11 @@ type window struct {
 	// corruptKey (in hex) and corruptErr name the corrupt row and why.
 	corruptKey string
 	corruptErr error
-	exhausted  bool // no queued row of this cycle lies past raw
+	// newer: the row that ended the prefix is of a newer version than
+	// this binary reads (store.ErrNewerVersion), not corrupt: held alike,
+	// logged and counted apart.
+	newer     bool
+	exhausted bool // no queued row of this cycle lies past raw
 	// tailEmpty: the window's reads showed nothing queued after its rows,
 	// no key of the queue class at all, well-formed or not, up to the
 	// class's end. Only then may the fire complete the relay timer.
@@ -395,7 +400,7 @@ func (f *fire) decodeRead() bool {
 		}
 		if err != nil {
 			f.corruptKey, f.corruptErr = fmt.Sprintf("%x", []byte(kv.Key)), err
-			f.corrupt = true
+			f.corrupt, f.newer = true, errors.Is(err, store.ErrNewerVersion)
 			f.exhausted = false
 			return false
 		}

@@ -27,6 +27,13 @@ var (
 		name: "mkitfdb_relay_lag_exceeded_total", typ: Counter, unit: "{fire}", labels: []string{LabelPartitionKind},
 		help: "Relay fires that found a queued row older than the relay lag bound.",
 	}
+	// MetricRelayNewerRows: relay fires stopped by a queued row of a newer
+	// version than this binary reads (store.ErrNewerVersion): the source
+	// is held, as by a corrupt row, until a binary that reads it fires it.
+	MetricRelayNewerRows = &Desc{
+		name: "mkitfdb_relay_newer_rows_total", typ: Counter, unit: "{row}", labels: []string{LabelPartitionKind},
+		help: "Relay fires stopped by a queued row of a newer version than this binary reads.",
+	}
 	// MetricOutboxBacklogRows: undelivered terminal outcomes of a
 	// partition, set at each outcome-delivery fire.
 	MetricOutboxBacklogRows = &Desc{
@@ -45,6 +52,14 @@ var (
 	MetricSyntheticOutcomesAcked = &Desc{
 		name: "mkitfdb_synthetic_outcomes_acked_total", typ: Counter, unit: "{outcome}",
 		help: "Synthetic outcomes acknowledged locally instead of sent to a sink.",
+	}
+	// MetricOutcomeNewerRows: pending outcomes passed over in a delivery
+	// fire because their pending row or their record is of a newer version
+	// than this binary reads (store.ErrNewerVersion): kept, and delivered
+	// by a binary that reads them.
+	MetricOutcomeNewerRows = &Desc{
+		name: "mkitfdb_outcome_newer_rows_total", typ: Counter, unit: "{row}", labels: []string{LabelPartitionKind},
+		help: "Pending outcomes passed over because their row or record is of a newer version than this binary reads.",
 	}
 	// MetricTimersFired: timers whose handler ran and whose Done or
 	// Reschedule committed.
@@ -82,6 +97,14 @@ var (
 	MetricTimersCorrupt = &Desc{
 		name: "mkitfdb_timers_corrupt_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind},
 		help: "Due timers not fired because their row is corrupt or their handler found corrupt data.",
+	}
+	// MetricTimersNewer: due timers not fired because their reference
+	// entry is of a newer version than this binary reads (left in place),
+	// or their handler met a row of a newer version (store.ErrNewerVersion;
+	// moved HeldBackoff later): a binary that reads it fires them.
+	MetricTimersNewer = &Desc{
+		name: "mkitfdb_timers_newer_total", typ: Counter, unit: "{timer}", labels: []string{LabelPartitionKind},
+		help: "Due timers not fired because their entry, or a row their handler read, is of a newer version than this binary reads.",
 	}
 	// MetricTimersDeadLettered: timers made dead letters, their retry
 	// policy's attempts used or their handler's error permanent.
@@ -147,15 +170,18 @@ var (
 var catalogue = []*Desc{
 	MetricRelayBacklogRows,
 	MetricRelayLagExceeded,
+	MetricRelayNewerRows,
 	MetricOutboxBacklogRows,
 	MetricOutboxBacklogBytes,
 	MetricSyntheticOutcomesAcked,
+	MetricOutcomeNewerRows,
 	MetricTimersFired,
 	MetricTimersRetried,
 	MetricTimersRaced,
 	MetricTimersFailed,
 	MetricTimersUnknownKind,
 	MetricTimersCorrupt,
+	MetricTimersNewer,
 	MetricTimersDeadLettered,
 	MetricSchedulerTicks,
 	MetricSchedulerClaimed,

@@ -78,13 +78,20 @@ type Report struct {
 	// or reference entry is corrupt is left in place; a timer whose
 	// handler found corrupt data is moved HeldBackoff later.
 	Corrupt int
+	// Newer counts due timers not fired because a newer binary wrote what
+	// they need (store.ErrNewerVersion): a reference entry of a newer
+	// version, left in place (the partition woken HeldBackoff later), or a
+	// row their handler read, the timer moved HeldBackoff later, no
+	// attempt spent. Never corrupt, never skipped: a process of the newer
+	// binary fires them. Counted in Held too.
+	Newer int
 	// DeadLettered counts the timers made dead letters, their attempts
 	// used or their handler's error permanent (see DeadLetter).
 	DeadLettered int
 	// Snoozed: the handler asked for a Snooze, and the move committed.
 	Snoozed int
 	// Held counts due timers no handler could fire in this run (an unknown
-	// kind, corrupt data): each waits HeldBackoff, and NextDue covers it,
+	// kind, corrupt data, a row of a newer version): each waits HeldBackoff, and NextDue covers it,
 	// so that a handler registered later or a repair fires it.
 	Held int
 	// More: the budget ended the run while a due timer it could fire

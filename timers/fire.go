@@ -70,6 +70,11 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		return nil
 	}
 	st, err := decodeRefState(c.refValue)
+	if errors.Is(err, store.ErrNewerVersion) {
+		r.newerRow(c.key, kind, "timer reference entry is of a newer version than this binary reads; left in place",
+			"due_at_ms", c.tk.DueAtMs, "error", err)
+		return nil
+	}
 	if err != nil || st.due != c.tk.DueAtMs {
 		r.corruptRow(c.key, kind, "timer reference entry is corrupt or names another timer; left in place",
 			"due_at_ms", c.tk.DueAtMs, "reference_due_at_ms", st.due, "error", err)
@@ -77,7 +82,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 	}
 	t := change{DueTimer: DueTimer{Key: c.key, DueAt: store.DecodeTime(c.tk.DueAtMs), Kind: kind, Reference: c.tk.Reference, Value: c.value,
 		Attempts: int(st.attempts), LastError: st.lastErr},
-		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry}
+		dueMs: c.tk.DueAtMs, refKey: c.refKey, refValue: c.refValue, periodAtMs: st.periodAt, entry: c.entry, format: r.format}
 	r.fires++
 	if c.entry == nil {
 		// unknownKind logged and counted it when the scan found it.
@@ -97,6 +102,14 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		if errors.Is(err, store.ErrCorrupt) {
 			r.countCorrupt()
 			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
+				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
+			return r.hold(t)
+		}
+		if errors.Is(err, store.ErrNewerVersion) {
+			// Written by a newer binary: held, not failed (no attempt
+			// spent), until a binary that reads it fires the timer.
+			r.countNewer()
+			r.log.Warn("timers: timer handler met a row of a newer version than this binary reads; retrying later", "kind", kind,
 				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
@@ -128,6 +141,9 @@ type change struct {
 	periodAtMs uint64
 	// entry is the kind's registration, nil for a kind without one.
 	entry *kindEntry
+	// format is the store's mkit format the run writes reference entries
+	// at.
+	format uint32
 }
 
 // periodAt is the scheduled time of the period the timer is in: its
@@ -143,7 +159,7 @@ func (t *change) periodAt() uint64 {
 // (a hold, a snooze): the attempts and last error, and a periodic timer's
 // scheduled time.
 func (t *change) kept() refState {
-	st := refState{attempts: uint32(t.Attempts), lastErr: t.LastError, periodAt: t.periodAtMs}
+	st := refState{attempts: uint32(t.Attempts), lastErr: t.LastError, periodAt: t.periodAtMs, format: t.format}
 	if t.entry != nil && t.entry.period != nil {
 		st.periodAt = t.periodAt()
 	}

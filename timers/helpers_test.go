@@ -54,6 +54,11 @@ func newEnv(t testing.TB, engine kv.Engine, now time.Time) *env {
 	l, err := fdblayer.Open(fdbsim.AsDistributed(engine), fdblayer.Config{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
+	return newEnvOver(t, l, clk)
+}
+
+// newEnvOver is the env of Layer l on clock clk.
+func newEnvOver(t testing.TB, l *fdblayer.Layer, clk *clock.Manual) *env {
 	logs := &testlog.Buffer{}
 	e := &env{
 		ctx:     context.Background(),

@@ -30,27 +30,32 @@ func TestRefEntriesOfEveryVersionDecode(t *testing.T) {
 	}
 }
 
-// Entries are written as before families: a plain state as a U64Value,
-// any other as a TimerRefV2 (the library's format allows it), and each
-// reads back as what was written.
+// Entries are written in the newest version the store's mkit format
+// allows: at format 2 a plain state as a U64Value, any other as a
+// TimerRefV2, each read back as written; at format 1 (and for a format
+// left 0) every state as the U64Value of its due time, the rest dropped.
 func TestRefEntriesAreWrittenInTheirVersion(t *testing.T) {
-	for _, st := range []refState{
-		{due: 1},
-		{due: 2, attempts: 1},
-		{due: 3, lastErr: "x"},
-		{due: 4, periodAt: 2},
-	} {
-		v := encodeRefState(st)
-		ver, err := gen.VersionOfTimerRefKeyValue(v)
-		wantVer := uint8(gen.VersionTimerRefV2)
-		if st.plain() {
-			wantVer = gen.VersionU64Value
-		}
-		if err != nil || ver != wantVer {
-			t.Errorf("%+v is written as version %d (%v), want %d", st, ver, err, wantVer)
-		}
-		if back, err := decodeRefState(v); err != nil || back != st {
-			t.Errorf("%+v reads back as %+v, %v", st, back, err)
+	for _, format := range []uint32{0, 1, gen.FormatTimerRefV2} {
+		for _, st := range []refState{
+			{due: 1},
+			{due: 2, attempts: 1},
+			{due: 3, lastErr: "x"},
+			{due: 4, periodAt: 2},
+		} {
+			st.format = format
+			v := encodeRefState(st)
+			ver, err := gen.VersionOfTimerRefKeyValue(v)
+			wantVer, want := uint8(gen.VersionTimerRefV2), st
+			if st.plain() || format < gen.FormatTimerRefV2 {
+				wantVer, want = gen.VersionU64Value, refState{due: st.due}
+			}
+			if err != nil || ver != wantVer {
+				t.Errorf("%+v is written as version %d (%v), want %d", st, ver, err, wantVer)
+			}
+			want.format = 0 // not stored
+			if back, err := decodeRefState(v); err != nil || back != want {
+				t.Errorf("%+v reads back as %+v, %v; want %+v", st, back, err, want)
+			}
 		}
 	}
 }

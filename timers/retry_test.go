@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
@@ -334,12 +335,15 @@ func openTimerV1Fixture(t *testing.T, clk clock.Clock) (*fdblayer.Layer, store.P
 }
 
 // Timers written before retry policies decode and fire: one succeeds, one
-// fails (its attempt is recorded in the new record and the next fire
-// sees it) and one fails permanently into a dead letter.
+// fails and one fails permanently into a dead letter. The store, written
+// before formats, is at mkit format 1: the failing timer's attempt is not
+// kept (each fire sees 0 and waits the policy's first interval) until mkit
+// is raised to 2; then the attempt is recorded and the next fire sees it.
 func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	clk := clock.NewManual(now)
 	l, p := openTimerV1Fixture(t, clk)
 	ctx := context.Background()
+	require.Equal(t, uint32(1), l.Format(gen.SchemaNamespace), "a store written before formats")
 	for _, ref := range []string{"a", "b", "c"} {
 		v, due, err := timers.ReadRef(ctx, l, p, kindA, ref)
 		require.NoError(t, err)
@@ -361,22 +365,52 @@ func TestATimerWrittenBeforeRetryPoliciesDecodesAndFires(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
 	assert.Equal(t, 2, rep.Failed)
-	assert.Equal(t, 1, rep.DeadLettered)
+	assert.Equal(t, 1, rep.DeadLettered, "a permanent error makes a dead letter at any format")
 	assert.Equal(t, []string{"a", "b", "c"}, h.seen())
 	for _, c := range h.calls {
 		assert.Equal(t, "v1/"+c.Reference, string(c.Value))
 		assert.Zero(t, c.Attempts)
 	}
-	_, due, err := timers.ReadRef(ctx, l, p, kindA, "b")
-	require.NoError(t, err)
+	refB := func() time.Time {
+		t.Helper()
+		v, due, err := timers.ReadRef(ctx, l, p, kindA, "b")
+		require.NoError(t, err)
+		ver, err := gen.VersionOfTimerRefKeyValue(v)
+		require.NoError(t, err)
+		if l.Format(gen.SchemaNamespace) < gen.FormatTimerRefV2 {
+			assert.Equal(t, uint8(gen.VersionU64Value), ver, "format 1 writes what every binary reads")
+		}
+		return due
+	}
+	due := refB()
 	assert.Equal(t, now.Add(timers.RetryBackoff), due)
+
+	// At format 1 the next fire sees no attempt, and fails again.
+	clk.Set(due)
+	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Failed)
+	require.Len(t, h.calls, 4)
+	assert.Zero(t, h.calls[3].Attempts)
+	assert.Empty(t, h.calls[3].LastError)
+
+	// Raised to 2: the failure is recorded, and the next fire sees it.
+	require.NoError(t, l.Gate().Raise(ctx, gen.SchemaNamespace, gen.FormatTimerRefV2,
+		evolve.RaiseConfig{By: "test", Reason: "retry policies' state"}))
+	require.Equal(t, uint32(gen.FormatTimerRefV2), l.Format(gen.SchemaNamespace))
+	due = refB()
+	clk.Set(due)
+	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Failed)
+	due = refB()
 	clk.Set(due)
 	rep, err = timers.RunDue(ctx, l, p, reg, due, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Fired)
-	require.Len(t, h.calls, 4)
-	assert.Equal(t, 1, h.calls[3].Attempts)
-	assert.Equal(t, "transient", h.calls[3].LastError)
+	require.Len(t, h.calls, 6)
+	assert.Equal(t, 1, h.calls[5].Attempts)
+	assert.Equal(t, "transient", h.calls[5].LastError)
 	dls, _, err := timers.DeadLetters(ctx, store.ReaderOf(l, p), nil, 10)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)

@@ -46,7 +46,7 @@ func outcomeBytes(t DueTimer) int {
 	// write a U64Value.
 	guardRef := ref
 	if t.Attempts > 0 || t.LastError != "" || !t.Period.IsZero() {
-		guardRef = len(encodeRefState(refState{due: math.MaxUint64, attempts: math.MaxUint32, lastErr: t.LastError, periodAt: math.MaxUint64}))
+		guardRef = len(encodeRefState(refState{due: math.MaxUint64, attempts: math.MaxUint32, lastErr: t.LastError, periodAt: math.MaxUint64, format: gen.SchemaFormat}))
 	}
 	guards := len(t.Key) + len(t.Value) + len(refKey) + guardRef
 	change := len(t.Key) + len(moved) + len(t.Value) + len(refKey) + ref

@@ -90,6 +90,7 @@ func runDue(ctx context.Context, s store.Store, p store.Partition, reg *Registry
 		cfg:     cfg,
 		log:     cfg.logger.With("partition", store.PartitionName(p)),
 		started: cfg.clock.Now(),
+		format:  store.FormatOf(s, gen.SchemaNamespace),
 		// Sized by what the run finds, not by the budget: a scheduler runs
 		// this for every due partition, most of which hold a timer or two.
 		handled: make(map[ident]struct{}),
@@ -160,6 +161,10 @@ type run struct {
 	// single: commit one outcome a batch (the store rejected a combined
 	// batch that passed Validate).
 	single bool
+
+	// format is the store's mkit format, which reference entries are
+	// written at (see DowngradeTimerRefV2).
+	format uint32
 }
 
 // errStop ends the scan without an error: the budget is spent, or the

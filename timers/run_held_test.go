@@ -113,7 +113,7 @@ func TestACorruptReferenceEntryKeepsItsTimer(t *testing.T) {
 	}{
 		{"missing", nil, "no reference entry"},
 		{"naming another due time", otherDue, "names another timer"},
-		{"undecodable", store.Value("junk"), "corrupt"},
+		{"undecodable", store.Value{gen.VersionTimerRefV2, 0xde, 0xad}, "corrupt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,30 @@ func (r *run) countCorrupt() {
 	r.count(telemetry.MetricTimersCorrupt, 0)
 }
 
+// newerRow counts and logs (at most once per HeldBackoff for the row) a
+// timer row left in place because its reference entry is of a newer
+// version than this binary reads, and wakes the partition HeldBackoff
+// later for it: a binary that reads it fires the timer.
+func (r *run) newerRow(key store.Key, kind Kind, msg string, attrs ...any) {
+	r.report.Held++
+	r.countNewer()
+	r.noteNext(addMs(r.now, uint64(r.cfg.heldBackoff/time.Millisecond)))
+	if !r.reg.logHeld(r.p, key, r.now, r.cfg.heldBackoff) {
+		return
+	}
+	r.log.Warn("timers: "+msg, append(attrs, "kind", kind)...)
+}
+
+func (r *run) countNewer() {
+	r.report.Newer++
+	r.count(telemetry.MetricTimersNewer, 0)
+}
+
+// perPartition reports whether metric is counted per partition kind only.
+func perPartition(metric *telemetry.Desc) bool {
+	return metric == telemetry.MetricTimersCorrupt || metric == telemetry.MetricTimersNewer
+}
+
 func (r *run) unknownKind(kind Kind) {
 	for _, k := range r.unknown {
 		if k == kind {
@@ -50,7 +74,7 @@ func (r *run) noteNext(due uint64) {
 }
 
 func (r *run) count(metric *telemetry.Desc, kind Kind) {
-	if metric == telemetry.MetricTimersCorrupt {
+	if perPartition(metric) {
 		kind = 0 // counted per partition kind only
 	}
 	for i := range r.tallies {
@@ -66,7 +90,7 @@ func (r *run) count(metric *telemetry.Desc, kind Kind) {
 func (r *run) emit() {
 	pk := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: r.p.Kind()}
 	for _, t := range r.tallies {
-		if t.metric == telemetry.MetricTimersCorrupt {
+		if perPartition(t.metric) {
 			r.cfg.metrics.Add(t.metric, []telemetry.Label{pk}, t.n)
 			continue
 		}

@@ -99,12 +99,15 @@ func decodeRef(v store.Value) (dueAtMs uint64, err error) {
 // refState is what a reference entry holds: the timer's due time, the
 // attempts its handler failed since it last succeeded and the last
 // failure's text, and the scheduled time of the period a periodic timer
-// is in when it is not the due time (0).
+// is in when it is not the due time (0); and the store's mkit format it
+// is written at (0: 1), which decides whether the rest is kept (see
+// DowngradeTimerRefV2).
 type refState struct {
 	due      uint64
 	attempts uint32
 	lastErr  string
 	periodAt uint64
+	format   uint32
 }
 
 // plain reports whether the state is a due time only: its entry is the
@@ -123,21 +126,16 @@ func (refVersions) UpgradeU64Value(v gen.U64Value) (gen.TimerRefV2, error) {
 	return gen.TimerRefV2{DueAtMs: v.Value}, nil
 }
 
-// DowngradeTimerRefV2 keeps the due time of an entry for a store whose
-// mkit format predates TimerRefV2: the failed attempts, the last error and
-// a period's time are not kept across fires there, so a failing timer is
-// retried at its policy's first interval and never dead-lettered.
+// DowngradeTimerRefV2 keeps the due time of an entry for a store at mkit
+// format 1, which predates TimerRefV2 (see "Stores at mkit format 1" in
+// the package doc): the failed attempts, the last error and a period's
+// scheduled time are not kept across fires there.
 func (refVersions) DowngradeTimerRefV2(v gen.TimerRefV2) (gen.U64Value, error) {
 	return gen.U64Value{Value: v.DueAtMs}, nil
 }
 
 // refValues reads and writes reference entries in every version.
 var refValues = gen.NewTimerRefKeyValues(refVersions{})
-
-// refFormat is the mkit format reference entries are written at: the
-// newest the library knows, which every store so far allows (TimerRefV2
-// entries are written today).
-const refFormat = gen.SchemaFormat
 
 // decodeRefState decodes a reference entry of any version. It fails with
 // an error wrapping store.ErrNewerVersion or store.ErrCorrupt.
@@ -161,15 +159,16 @@ func encodeRef(dueAtMs uint64) store.Value {
 }
 
 // encodeRefState encodes st: a U64Value when it is plain, else the newest
-// version refFormat allows (a TimerRefV2).
+// version st.format allows (a TimerRefV2 from mkit format 2 on, a
+// U64Value of its due time at format 1).
 func encodeRefState(st refState) store.Value {
 	if st.plain() {
 		return encodeRef(st.due)
 	}
-	v, err := refValues.Encode(gen.TimerRefV2{DueAtMs: st.due, Attempts: st.attempts, LastError: st.lastErr, PeriodAtMs: st.periodAt}, refFormat)
+	v, err := refValues.Encode(gen.TimerRefV2{DueAtMs: st.due, Attempts: st.attempts, LastError: st.lastErr, PeriodAtMs: st.periodAt}, max(st.format, 1))
 	if err != nil {
-		// truncError bounds the text; nothing else has a rule, and
-		// refFormat allows every version.
+		// truncError bounds the text; nothing else has a rule, and every
+		// format from 1 allows a version (the U64Value).
 		panic(fmt.Sprintf("timers: encode timer reference: %v", err))
 	}
 	return v

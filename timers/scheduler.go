@@ -231,6 +231,10 @@ type Scheduler struct {
 	// failing holds back, by identity, the partitions this Scheduler failed
 	// to claim, run or release (see backingOff).
 	failing holdback
+	// fencedUntil is when this Scheduler claims again after a claim met a
+	// fenced store, and fenceLog spaces the log of it (see fencedBy).
+	fencedUntil atomic.Uint64
+	fenceLog    holdback
 }
 
 // NewScheduler returns a Scheduler configured by cfg. It fails with an
@@ -354,7 +358,7 @@ func randomOwner() string {
 func (s *Scheduler) Owner() string { return s.owner }
 
 // TickReport says what one Tick did. Every partition a tick looked at
-// lands in at most one of Stale, Contended, Corrupt, BackedOff and
+// lands in at most one of Stale, Contended, Corrupt, BackedOff, Fenced and
 // Claimed; a claimed
 // partition may also count in Recovered, Requeued, LeaseLost and Errors.
 type TickReport struct {
@@ -391,6 +395,12 @@ type TickReport struct {
 	// Errors: the claim, the run or the finishing batch failed (the
 	// store's error); Tick's error names the first.
 	Errors int
+	// Fenced: the partition was not claimed because the store refuses
+	// this binary's writes, its format raised past what the binary knows
+	// (store.ErrNewerFormat): a Scheduler that meets it claims nothing
+	// for ten seconds, then tries again, and the process must be replaced
+	// by a binary that knows the format. Not an error of the tick.
+	Fenced int
 	// Timers sums the reports of the runs: counts add up, More is set if
 	// any run's was, NextDue is the earliest, Elapsed the total.
 	Timers Report
@@ -408,6 +418,7 @@ func (r *TickReport) add(o *TickReport) {
 	r.Requeued += o.Requeued
 	r.LeaseLost += o.LeaseLost
 	r.Errors += o.Errors
+	r.Fenced += o.Fenced
 	r.Timers.add(o.Timers)
 }
 
@@ -418,6 +429,7 @@ func (r *Report) add(o Report) {
 	r.Failed += o.Failed
 	r.UnknownKind += o.UnknownKind
 	r.Corrupt += o.Corrupt
+	r.Newer += o.Newer
 	r.Held += o.Held
 	r.DeadLettered += o.DeadLettered
 	r.Snoozed += o.Snoozed

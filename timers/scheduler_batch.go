@@ -102,7 +102,7 @@ func (s *Scheduler) handleMany(ctx context.Context, es []store.DueEntry, r *Tick
 	}
 	var errs []error
 	if err := s.claimMany(ctx, cs, r); err != nil {
-		if isCtxErr(ctx, err) {
+		if isCtxErr(ctx, err) || s.fencedBy(err, len(cs), r) {
 			return nil
 		}
 		// One partition's failure must not fail the others: claim each

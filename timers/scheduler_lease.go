@@ -62,6 +62,10 @@ func (s *Scheduler) admit(e store.DueEntry, r *TickReport) (store.Partition, boo
 		return nil, false
 	}
 	id := string(e.Partition)
+	if s.fenced() {
+		r.Fenced++
+		return nil, false
+	}
 	if s.backingOff(id) {
 		r.BackedOff++
 		return nil, false
@@ -82,7 +86,7 @@ func (s *Scheduler) admit(e store.DueEntry, r *TickReport) (store.Partition, boo
 func (s *Scheduler) claimAndFire(ctx context.Context, p store.Partition, id string, listedMs uint64, r *TickReport) error {
 	c, err := s.claim(ctx, p, listedMs, r)
 	if err != nil {
-		if isCtxErr(ctx, err) {
+		if isCtxErr(ctx, err) || s.fencedBy(err, 1, r) {
 			return nil
 		}
 		return s.failed(id, p, "claim", err)
@@ -179,8 +183,8 @@ type claimTry struct {
 // claimReads reads, through rd, in order, the wake time (stale unless due
 // or parked), the first page of due timers with their reference entries
 // (when prefetch: rd reads one snapshot) and the lease (held by another
-// worker and live: contended; not decodable: corrupt; absent, expired or
-// ours: taken), records in t what it found, and returns the claim's
+// worker and live, or of a newer version: contended; not decodable:
+// corrupt; absent, expired or ours: taken), records in t what it found, and returns the claim's
 // batch: the lease replaced by this Scheduler's, the wake time read
 // replaced by ParkedWake, guarded by both. Nothing to write unless taken.
 func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint64, prefetch bool, t *claimTry) (*store.Batch, error) {
@@ -212,8 +216,13 @@ func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint6
 	}
 	recovered := false
 	if observed != nil {
-		held, err := gen.DecodeSchedulerLeaseV1(observed)
+		held, err := leaseValues.Decode(observed)
 		switch {
+		case errors.Is(err, store.ErrNewerVersion):
+			// A newer binary's scheduler holds it: contended until it
+			// goes, as any lease of another (its expiry cannot be read).
+			t.state = claimContended
+			return nil, nil
 		case err != nil:
 			t.state = claimCorrupt
 			return nil, nil
@@ -236,6 +245,10 @@ func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint6
 	return store.NewBatch().Require(store.Guard(s.leaseKey, observed)).Put(s.leaseKey, lease).
 		SetWakeCeiling(store.DecodeTime(t.wake), ParkedWake, store.DecodeTime(expires)), nil
 }
+
+// leaseValues reads scheduler leases in every version this binary knows: a
+// lease of a newer version is store.ErrNewerVersion, not corrupt.
+var leaseValues = gen.NewSchedulerLeaseKeyValues(struct{}{})
 
 // claimed counts what a claim of p found (t) and its commit (out) did,
 // and returns the claim when it committed; again when the commit's guard

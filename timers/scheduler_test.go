@@ -170,6 +170,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 		owner     string
 		expiresAt time.Time
 		corrupt   bool
+		newer     bool // of a version this binary does not read
 		want      timers.TickReport
 	}{
 		{name: "absent", want: timers.TickReport{Claimed: 1}},
@@ -177,6 +178,7 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 		{name: "foreign and expired", owner: "other", expiresAt: now, want: timers.TickReport{Claimed: 1, Recovered: 1}},
 		{name: "ours and live", owner: "me", expiresAt: now.Add(9 * time.Second), want: timers.TickReport{Claimed: 1}},
 		{name: "corrupt", corrupt: true, want: timers.TickReport{Corrupt: 1}},
+		{name: "newer", newer: true, want: timers.TickReport{Contended: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachSchedEngine(t, now, func(t *testing.T, e *schedEnv) {
@@ -185,7 +187,12 @@ func TestTickClaimsOnlyAbsentExpiredOrOwnLeases(t *testing.T) {
 				leaseKey := gen.AppendSchedulerLeaseKey(nil)
 				switch {
 				case tc.corrupt:
-					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value("not a lease")))
+					// Version 1, then not a lease.
+					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value{gen.VersionSchedulerLeaseV1, 0xde, 0xad}))
+					e.exempt(p)
+				case tc.newer:
+					// A newer binary's lease: contended until it goes.
+					e.apply(t, p, store.NewBatch().Put(leaseKey, store.Value{gen.VersionSchedulerLeaseV1 + 1, 0xde, 0xad}))
 					e.exempt(p)
 				case tc.owner != "":
 					v, err := gen.EncodeSchedulerLeaseV1(gen.SchedulerLeaseV1{Owner: tc.owner, ExpiresAtMs: encoded(tc.expiresAt)})

@@ -36,6 +36,35 @@
 // reserved for the library's own handlers; a service's handlers take kinds
 // 256 to 65535, so that no kind the library adds later can collide with
 // one a service uses (see Kind).
+//
+// # Stores at mkit format 1
+//
+// A timer's failed attempts, last error and period are kept in its
+// reference entry as a gen.TimerRefV2, which is format 2 of the library's
+// namespace, mkit: a binary that reads only U64Value entries predates it.
+// Writers write it only to a store whose mkit format is 2 or more
+// (store.FormatOf; fdblayer's Layer keeps the format, package evolve
+// raises it). A store that holds rows and no format row, one written
+// before formats existed, is at format 1 until an operator raises mkit to
+// 2 (mkitfdb formats raise); a new store starts at 2. At format 1 a
+// reference entry holds the due time only (a U64Value), so what a failed
+// or snoozed fire records is lost by the next fire:
+//
+//   - DueTimer.Attempts is 0 and LastError "" at every fire: a failure
+//     waits its kind's RetryPolicy's first interval, never a longer one,
+//     and a timer becomes a dead letter only when its error wraps
+//     Permanent or its policy's MaxAttempts is 1; it is retried for ever
+//     otherwise, as before retry policies.
+//   - A periodic timer that failed or snoozed keeps no period time: its
+//     retry's due time stands for it. DueTimer.Period is that due time,
+//     and the period after a later Done is counted from it: an Every(d)
+//     kind's periods shift by the retry's delay (each shift one retry's
+//     wait), a Cron kind's do not (its next period is the schedule's first
+//     time after the fire either way). A fire that succeeds loses nothing.
+//
+// Reference entries written before (TimerRefV2 of a store that had them)
+// are read at every format, and rewritten as the format allows at their
+// timer's next move. Readers read every version at every format.
 package timers
 
 import (

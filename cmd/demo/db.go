@@ -11,6 +11,7 @@ import (
 
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
@@ -131,20 +132,42 @@ func openDB(ctx context.Context, c config, log *slog.Logger) (*database, error) 
 }
 
 // openExisting opens a database an earlier demo wrote, refusing anything
-// else at path without writing to it.
+// else at path without writing to it: it reads the plan through a Layer
+// whose gate writes nothing (a gate that writes registers the process),
+// and opens the Layer the demo runs on once the plan is found.
 func openExisting(ctx context.Context, path string, c config, log *slog.Logger) (*database, error) {
-	engine, err := boltengine.Open(path, boltConfig(c, true))
-	if err != nil {
-		return nil, pathError(path, err)
+	open := func(gate evolve.GateConfig) (*fdblayer.Layer, error) {
+		engine, err := boltengine.Open(path, boltConfig(c, true))
+		if err != nil {
+			return nil, pathError(path, err)
+		}
+		l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log, Gate: gate})
+		if err != nil {
+			engine.Close()
+			return nil, err
+		}
+		return l, nil
 	}
-	l, err := fdblayer.Open(engine, fdblayer.Config{Logger: log})
+	l, err := open(evolve.GateConfig{ReadOnly: true})
 	if err != nil {
-		engine.Close()
+		return nil, err
+	}
+	_, _, ok, err := readPlan(ctx, l)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s holds an mkitfdb database the demo did not write (no plan row: another program's, or a demo's of an older mkitfdb whose partitions were named differently); nothing was changed: delete it yourself or pass another -db", path)
+	}
+	if cerr := l.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", path, cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l, err = open(evolve.GateConfig{}); err != nil {
 		return nil, err
 	}
 	p, raw, ok, err := readPlan(ctx, l)
 	if err == nil && !ok {
-		err = fmt.Errorf("%s holds an mkitfdb database the demo did not write (no plan row: another program's, or a demo's of an older mkitfdb whose partitions were named differently); nothing was changed: delete it yourself or pass another -db", path)
+		err = fmt.Errorf("%s: the plan row is gone", path)
 	}
 	if err != nil {
 		l.Close()

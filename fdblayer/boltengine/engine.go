@@ -36,7 +36,14 @@ type Engine struct {
 	fillPercent float64 // Config.FillPercent; 0: bbolt's default
 }
 
-var _ kv.Engine = (*Engine)(nil)
+var (
+	_ kv.Engine   = (*Engine)(nil)
+	_ kv.ReadOnly = (*Engine)(nil)
+)
+
+// ReadOnly implements kv.ReadOnly: whether the database is open for
+// reading only (Config.ReadOnly).
+func (e *Engine) ReadOnly() bool { return e.db.IsReadOnly() }
 
 // bucket names the one bucket.
 var bucket = []byte("mkitfdb")

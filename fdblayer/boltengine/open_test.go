@@ -3,6 +3,7 @@ package boltengine_test
 import (
 	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mkit-dev/mkitfdb/evolve"
+	"github.com/mkit-dev/mkitfdb/fdblayer"
 	. "github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testpath"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -128,7 +131,9 @@ func TestOpenLocked(t *testing.T) {
 }
 
 // TestOpenMustExistReopens: MustExist opens a database this library
-// wrote, with its rows, and opening and reading it writes nothing.
+// wrote, with its rows, and opening and reading it writes nothing (through
+// a Layer whose gate is read-only: a gate that writes registers its
+// process, a write).
 func TestOpenMustExistReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.bbolt")
 	e, err := Open(path, Config{})
@@ -141,7 +146,8 @@ func TestOpenMustExistReopens(t *testing.T) {
 	before := testpath.Snapshot(t, path)
 	e, err = Open(path, Config{MustExist: true})
 	require.NoError(t, err)
-	l = openLayer(t, e)
+	l, err = fdblayer.Open(e, fdblayer.Config{Logger: slog.New(slog.DiscardHandler), Gate: evolve.GateConfig{ReadOnly: true}})
+	require.NoError(t, err)
 	require.Equal(t, []store.KeyValue{{Key: k("a"), Value: v("1")}}, scanAll(t, l, p, 10))
 	require.NoError(t, l.Close())
 	require.Equal(t, before, testpath.Snapshot(t, path), "opening, reading and closing wrote to the file")

@@ -150,6 +150,16 @@ type Optimistic interface {
 	Optimistic() bool
 }
 
+// ReadOnly is implemented by engines that may be open for reading only
+// (boltengine's, with Config.ReadOnly): their Begin fails. A Layer over
+// such an engine writes nothing of its own (its gate checks the store's
+// formats and writes no process row). A wrapper of an engine forwards it.
+type ReadOnly interface {
+	// ReadOnly reports whether the engine is open for reading only. It is
+	// constant for the engine's life.
+	ReadOnly() bool
+}
+
 // GroupCommitter is implemented by engines whose write transactions run
 // one at a time and whose every commit costs a sync to disk (boltengine's):
 // the Layer then commits the guarded batches of Apply and Commit calls

@@ -13,8 +13,10 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
+	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
 
@@ -58,10 +60,11 @@ func TestDeliveryAllocatesNothingMoreForTracedRowsWithoutAProvider(t *testing.T)
 	const warm, rounds = 20, 100
 	measure := func(traced bool) float64 {
 		w := newWorld(t, 2, nil, nil)
-		l, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: w.clock})
+		// A new store starts at the format this binary knows: 2.
+		s, err := fdblayer.Open(memengine.New(), fdblayer.Config{Clock: w.clock})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
-		s := formatStore{Layer: l, format: 2}
+		t.Cleanup(func() { _ = s.Close() })
+		require.Equal(t, uint32(2), store.FormatOf(s, gen.SchemaNamespace))
 		rh, err := relay.NewHandler(relay.HandlerConfig{Target: s})
 		require.NoError(t, err)
 		d, err := outcome.NewDelivery(outcome.DeliveryConfig{

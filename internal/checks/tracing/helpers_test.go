@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -40,22 +41,6 @@ var (
 	latest                   = []byte("latest")
 	audience                 = "https://shop.example"
 )
-
-// formatStore is a Layer whose format of the library's namespace is
-// format: the shape of store.Formats, which the format gate gives the
-// Layer (a store without it is at format 1).
-type formatStore struct {
-	*fdblayer.Layer
-	format uint32
-}
-
-// Format returns the store's format of namespace.
-func (s formatStore) Format(namespace string) uint32 {
-	if namespace == gen.SchemaNamespace {
-		return s.format
-	}
-	return 1
-}
 
 // partner is the partner's webhook endpoint: a Receiver over HTTP whose
 // handler fails while failures are left, and records what each call saw.
@@ -116,7 +101,7 @@ func (p *partner) seen() []call {
 type world struct {
 	t       *testing.T
 	path    string
-	format  uint32               // the store's format of the library's namespace
+	format  uint32               // the newest format of the library's namespace each process knows
 	tp      trace.TracerProvider // each process's library configuration (nil: none)
 	clock   *clock.Manual
 	partner *partner
@@ -144,12 +129,12 @@ func (w *world) start(owner string) *process {
 	t := w.t
 	eng, err := boltengine.Open(w.path, boltengine.Config{})
 	require.NoError(t, err)
-	l, err := fdblayer.Open(eng, fdblayer.Config{Clock: w.clock})
+	// The first process's gate starts the new store at the format its
+	// binary knows; the others know the same.
+	l, err := fdblayer.Open(eng, fdblayer.Config{Clock: w.clock, Gate: evolve.GateConfig{Process: owner, Known: map[string]uint32{gen.SchemaNamespace: w.format}}})
 	require.NoError(t, err)
+	require.Equal(t, w.format, store.FormatOf(l, gen.SchemaNamespace), "the store's format")
 	var s store.Store = l
-	if w.format > 1 {
-		s = formatStore{Layer: l, format: w.format}
-	}
 	rh, err := relay.NewHandler(relay.HandlerConfig{Target: s, TracerProvider: w.tp})
 	require.NoError(t, err)
 	sink, err := outcome.NewWebhookSink(outcome.WebhookSinkConfig{URL: w.partner.srv.URL, Signer: w.partner.key, Clock: w.clock})

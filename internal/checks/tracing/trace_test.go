@@ -296,4 +296,3 @@ func TestNothingIsRecordedWithoutATracerProvider(t *testing.T) {
 		assert.False(t, c.span.IsValid(), "the handler's context holds no span")
 	}
 }
-
