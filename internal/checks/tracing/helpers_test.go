@@ -123,6 +123,7 @@ type process struct {
 	s     store.Store
 	sched *timers.Scheduler
 	layer *fdblayer.Layer
+	file  *boltengine.Engine
 }
 
 func (w *world) start(owner string) *process {
@@ -146,7 +147,7 @@ func (w *world) start(owner string) *process {
 	sched, err := timers.NewScheduler(timers.SchedulerConfig{Store: s, Registry: reg, Owner: owner, Workers: 1, Clock: w.clock,
 		ParsePartition: timers.PartitionParser(refdomain.ParsePartition), TracerProvider: w.tp, Logger: quiet})
 	require.NoError(t, err)
-	p := &process{s: s, sched: sched, layer: l}
+	p := &process{s: s, sched: sched, layer: l, file: eng}
 	t.Cleanup(func() { _ = l.Close() })
 	return p
 }
@@ -159,9 +160,13 @@ func (p *process) tick(t *testing.T) timers.TickReport {
 	return rep
 }
 
-// stop ends the process: nothing of it survives but the store's file.
-func (p *process) stop(t *testing.T) {
-	require.NoError(t, p.layer.Close())
+// crash ends the process as its death would: the store's file is closed
+// under it, as the system closes a dead process's files, and nothing else
+// is: its gate's process row and its scheduler's membership are left in
+// the store, live until they expire. What the next process knows of a row
+// it learns from the file.
+func (p *process) crash(t *testing.T) {
+	require.NoError(t, p.file.Close())
 }
 
 func rid(i int) refdomain.ReservationID {

@@ -78,7 +78,7 @@ func fireOf(t *testing.T, s sdktrace.ReadOnlySpan, fires []sdktrace.ReadOnlySpan
 // queues a relay row and an outcome in one batch, at format 2 of the
 // library's namespace. The relay delivers the row to its target; the
 // outcome's first webhook delivery fails at the partner; the process
-// stops; another process, built afresh over the same file, delivers it
+// crashes; another process, built afresh over the same file, delivers it
 // again. The relay's delivery, both outcome deliveries and both of the
 // partner's handler spans (its own tracer provider, over HTTP) are in the
 // writer's trace, each delivery a child of the writer's span, the
@@ -106,7 +106,7 @@ func TestOneTraceFromTheWritersBatchToThePartnersHandler(t *testing.T) {
 	require.Len(t, w.partner.seen(), 1)
 	assert.True(t, w.partner.seen()[0].failed)
 	assert.Equal(t, uint64(1), backlog(t, a.s), "the failed outcome is still queued")
-	a.stop(t)
+	a.crash(t)
 
 	// Another process resumes from the store once the backoff is over.
 	w.clock.Advance(outcome.MaxBackoff)
