@@ -491,6 +491,11 @@ func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 // and its trace context, which aliases the value, is kept in f.traces at
 // the row's index in the window.
 func (f *fire) decodeRecord(v store.Value, row *Row) error {
+	i := len(f.flat)
+	if i < len(f.traces) {
+		// A row decoded at i before, left out of the window: not this one.
+		f.traces[i] = gen.TraceContext{}
+	}
 	if len(v) > 0 && v[0] == gen.VersionRelayV1 {
 		return gen.DecodeRelayV1Into(v, &row.Record)
 	}
@@ -500,7 +505,6 @@ func (f *fire) decodeRecord(v store.Value, row *Row) error {
 	}
 	row.Record = gen.RelayV1{Target: r.Target, Puts: r.Puts, Deletes: r.Deletes, AtMs: r.AtMs}
 	if tracing.Traced(&r.Trace) {
-		i := len(f.flat)
 		if n := len(f.traces); n <= i {
 			f.traces = slices.Grow(f.traces, i+1-n)[:i+1]
 			clear(f.traces[n:])
