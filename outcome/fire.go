@@ -29,6 +29,9 @@ type fire struct {
 	// attempt is the delivery timer's backoff attempt: the fires in a row
 	// whose sink call failed before this one.
 	attempt uint32
+	// pending is the page of pending rows the candidates index: a sink
+	// call's span reads its writer's trace context there (see send).
+	pending []store.KeyValue
 }
 
 // candidate is a pending row that became a deliverable outcome.
@@ -38,9 +41,6 @@ type candidate struct {
 	queued    time.Time // when it was queued (zero: unknown)
 	e         Envelope
 	synthetic bool
-	// trace is the writer's trace context (zero: none); it aliases the
-	// page's bytes.
-	trace gen.TraceContext
 }
 
 // acked is a row to acknowledge: its pending index entry (id, seq), its
@@ -103,7 +103,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, err
 	}
-	cands, err := f.candidates(ctx, page.Entries[:min(len(page.Entries), maxRows)])
+	f.pending = page.Entries[:min(len(page.Entries), maxRows)]
+	cands, err := f.candidates(ctx, f.pending)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +273,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 			f.log.Warn("outcome: invalid outcome index row; retaining", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
 			continue
 		}
-		src, key, queued, tc := f.d.legacy, store.Key(nil), time.Time{}, gen.TraceContext{}
+		src, key, queued := f.d.legacy, store.Key(nil), time.Time{}
 		if len(kv.Value) == 0 {
 			// A row written before pending rows named their source.
 			if src == nil {
@@ -300,9 +301,9 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 					"outcome", pk.ID.String(), "source", pv.Source.String(), "seq", pk.Seq)
 				continue
 			}
-			key, queued, tc = pv.Key, time.UnixMilli(int64(min(pv.AtMs, 1<<62))).UTC(), pv.Trace
+			key, queued = pv.Key, time.UnixMilli(int64(min(pv.AtMs, 1<<62))).UTC()
 		}
-		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, src: src, key: key}, queued: queued, trace: tc})
+		cands = append(cands, candidate{index: i, acked: acked{id: pk.ID, seq: pk.Seq, src: src, key: key}, queued: queued})
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {

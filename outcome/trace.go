@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mkit-dev/mkitfdb/internal/tracing"
+	"github.com/mkit-dev/mkitfdb/outbox"
 )
 
 // Design note: one trace from the writer to the receiver's handler.
@@ -43,7 +44,7 @@ func (f *fire) send(ctx context.Context, c *candidate) error {
 	if !ok {
 		return f.d.call(ctx, c.e)
 	}
-	ctx, span := tracing.StartDelivery(ctx, tr, tracing.SpanOutcomeDeliver, []trace.SpanContext{tracing.Decode(c.trace)},
+	ctx, span := tracing.StartDelivery(ctx, tr, tracing.SpanOutcomeDeliver, []trace.SpanContext{f.writerOf(c)},
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			tracing.PartitionKind.String(f.p.Kind()),
@@ -59,6 +60,21 @@ func (f *fire) send(ctx context.Context, c *candidate) error {
 	}
 	span.End()
 	return err
+}
+
+// writerOf returns the trace context c's pending row keeps (an invalid
+// one for a row that keeps none). The row decoded when c was made, so it
+// decodes again; only a traced delivery reads it, so that a candidate
+// carries nothing for it.
+func (f *fire) writerOf(c *candidate) trace.SpanContext {
+	if c.index >= len(f.pending) || len(f.pending[c.index].Value) == 0 {
+		return trace.SpanContext{}
+	}
+	pv, err := outbox.DecodePending(f.pending[c.index].Value)
+	if err != nil {
+		return trace.SpanContext{}
+	}
+	return tracing.Decode(pv.Trace)
 }
 
 // injectTrace sets the traceparent and tracestate headers of ctx's span,
