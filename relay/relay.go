@@ -100,6 +100,21 @@
 // The command does so through [QuarantineRow] and [RestoreRow], which a
 // service's own tools can call too, and unblocks a target with [Unblock].
 //
+// # Traces
+//
+// With a tracer provider that records ([HandlerConfig].TracerProvider, or
+// the global one), each attempt to deliver a target batch is a span,
+// mkitfdb.relay.deliver, of kind consumer, with the source's partition
+// kind, the attempt (1, then 2 after a failed guard), the rows offered and
+// applied and their sequences; an attempt that blocks its target is an
+// error. A row queued by a writer with an active span keeps the writer's
+// trace context (a gen.RelayV2, see package outbox): a batch whose traced
+// rows share one trace is a child of the first writer's span, linking the
+// others and the timer's fire; a batch of several traces is a child of the
+// fire's span and links each writer. A blocked target's next cycle tries
+// again in a span of its own, in the same trace. Without a provider that
+// records, no span is started and nothing is allocated for one.
+//
 // Sizes are accounted, not re-validated: each row's operations and bytes
 // are computed once, when it is decoded, and the largest prefix that fits
 // one target batch, and each checkpoint, are sized by running sums against
