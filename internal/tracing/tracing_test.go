@@ -214,3 +214,16 @@ func TestStartDeliveryContinuesTheRowsTrace(t *testing.T) {
 	ended := rec.Ended()
 	assert.Len(t, ended[len(ended)-1].Links(), MaxLinks)
 }
+
+// BenchmarkActive is what each span site (a timer fire, a relay attempt,
+// a sink call, a received request) costs a program without a tracer
+// provider: the check that starts nothing, through the global provider.
+func BenchmarkActive(b *testing.B) {
+	tr := New(nil, Scope+"bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := tr.Active(); ok {
+			b.Fatal("a span would be started without a provider")
+		}
+	}
+}
