@@ -26,6 +26,12 @@ type fire struct {
 	log     *slog.Logger
 	metrics telemetry.Metrics
 	clock   clock.Clock
+	// attempt is the delivery timer's backoff attempt: the fires in a row
+	// whose sink call failed before this one.
+	attempt uint32
+	// pending is the page of pending rows the candidates index: a sink
+	// call's span reads its writer's trace context there (see send).
+	pending []store.KeyValue
 }
 
 // candidate is a pending row that became a deliverable outcome.
@@ -72,6 +78,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if stateErr != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), stateErr)
 	}
+	f.attempt = state.attempt
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
@@ -82,7 +89,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, err
 	}
-	cands, err := f.candidates(ctx, page.Entries[:min(len(page.Entries), maxRows)])
+	f.pending = page.Entries[:min(len(page.Entries), maxRows)]
+	cands, err := f.candidates(ctx, f.pending)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +318,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 				continue
 			}
 		} else {
-			pv, err := pendingValues.Decode(kv.Value)
+			pv, err := outbox.DecodePending(kv.Value)
 			if errors.Is(err, store.ErrNewerVersion) {
 				f.newer()
 				f.log.Warn("outcome: pending outcome of a newer version than this binary reads; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
@@ -368,10 +376,6 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 	return out, nil
 }
 
-// pendingValues reads pending rows in every version this binary knows: a
-// row of a newer version is store.ErrNewerVersion, not corrupt.
-var pendingValues = gen.NewOutcomePendingKeyValues(struct{}{})
-
 // newer counts a pending outcome passed over because a newer binary wrote
 // its row or its record (MetricOutcomeNewerRows).
 func (f *fire) newer() {
@@ -405,7 +409,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			res.cutAt = c.index
 			return res, nil
 		}
-		err := f.d.call(ctx, c.e)
+		err := f.send(ctx, &c)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
 		}
