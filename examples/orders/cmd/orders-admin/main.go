@@ -1,7 +1,7 @@
 // Command orders-admin is the operator's command of the orders service:
 // mkitfdb (package admin) built with the service's own schema linked in,
 // so that its views decode the service's keys and records by name
-// (OrderKey, OrderV1, RegionOrderKey, IndexEntryV1) and name its timer
+// (OrderKey, OrderV1 and OrderV2, RegionOrderKey, IndexEntryV1) and name its timer
 // kind ("ship").
 //
 //	go run ./examples/orders/cmd/orders-admin partitions -db orders.db

@@ -36,7 +36,7 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := ordersgen.OrderV1{Status: ordersgen.StatusOpen, Region: 3, Lines: []ordersgen.Line{{SKU: "teapot", Quantity: 2}}}
+	order := ordersgen.OrderV2{Status: ordersgen.StatusOpen, Region: 3, Lines: []ordersgen.Line{{SKU: "teapot", Quantity: 2}}, Gift: true}
 	if err := svc.Place(context.Background(), ordersgen.MustCustomerID("ada"), time.UnixMilli(1_700_000_000_000), order); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDecodesTheServicesOwnKeysAndRecordsByName(t *testing.T) {
 		t.Fatalf("scan: exit %d: %s", code, errOut.String())
 	}
 	for _, want := range [][]string{
-		{`(100, "ada", 1700000000000)`, "OrderKey", `OrderV1{Status: Open, Region: 3, Lines: [Line{SKU: "teapot", Quantity: 2}], Note: ""}`},
+		{`(100, "ada", 1700000000000)`, "OrderKey", `OrderV2{Status: Open, Region: 3, Lines: [Line{SKU: "teapot", Quantity: 2}], Note: "", Gift: true}`},
 		{"(16, 1)", "RelayKey", `RelayV1{Target: ("orders", 1, 3), Puts: [RelayPut{Key: (101, "ada", 1700000000000)`},
 	} {
 		if !hasLine(out.String(), want...) {
