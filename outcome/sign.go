@@ -85,7 +85,7 @@ const (
 	MinHMACKeyBytes = 32
 	// MinWebhookSecretBytes and MaxWebhookSecretBytes bound a Standard
 	// Webhooks secret ("whsec_"): 24 to 64 bytes, as the specification
-	// says (Svix issues 24).
+	// says (Svix's own libraries generate 24-byte secrets).
 	MinWebhookSecretBytes = 24
 	MaxWebhookSecretBytes = 64
 	// MaxSignatures bounds the signatures one request carries in a
