@@ -67,10 +67,12 @@ type deployed struct {
 }
 
 // mixedSink receives every outcome of both binaries, counting each id.
+// While refusing, it refuses every outcome, asking for a retry later.
 type mixedSink struct {
-	mu     sync.Mutex
-	got    map[string]int
-	events map[string]orders.ShippedEvent
+	mu       sync.Mutex
+	got      map[string]int
+	events   map[string]orders.ShippedEvent
+	refusing bool
 }
 
 func (s *mixedSink) Deliver(_ context.Context, e outcome.Envelope) error {
@@ -80,6 +82,9 @@ func (s *mixedSink) Deliver(_ context.Context, e outcome.Envelope) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refusing {
+		return &outcome.DeliveryError{Reason: "receiver down", RetryAfter: time.Second}
+	}
 	s.got[e.ID]++
 	s.events[e.ID] = ev
 	return nil
@@ -321,8 +326,9 @@ var raiseOrders = evolve.RaiseConfig{By: "deploy", Reason: "OrderV2: gift orders
 // lives, naming it. The older process then pauses past its lease (gone,
 // as the store sees it), the format is raised, and the newer writes gift
 // orders as OrderV2: the older process, waking before its gate's
-// refresh, meets them, holds their timers and counts them, and reads
-// nothing as corrupt; its refresh fences it, its scheduler claims
+// refresh, meets them, holds their timers and counts them, passes over
+// the pending outcome of a gift order the newer shipped (its receiver
+// down meanwhile) and counts it, and reads nothing as corrupt; its refresh fences it, its scheduler claims
 // nothing, and a process of the older binary refuses to start. The newer
 // binary then ships every held order; every order is delivered exactly
 // once.
@@ -380,6 +386,25 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 			if err := newer.l.Gate().Raise(ctx, ordersgen.SchemaNamespace, 2, raiseOrders); err != nil {
 				t.Fatalf("raise once the older process's row expired: %v", err)
 			}
+			// A gift order the newer binary ships while the receiver is
+			// down: shipped (an OrderV2), its outcome pending.
+			pending := orderBatch("dee", clk.Now(), 1, true)
+			placeAll(t, newer, pending)
+			clk.Advance(shipDelay + time.Second)
+			sink.mu.Lock()
+			sink.refusing = true
+			sink.mu.Unlock()
+			for range 3 {
+				if _, err := newer.sched.Tick(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sink.mu.Lock()
+			sink.refusing = false
+			sink.mu.Unlock()
+			if got := orderOf(t, newer.l, pending[0]); got.Status != ordersgen.StatusShipped {
+				t.Fatalf("the pending gift order: %+v, want shipped", got)
+			}
 			gifts := orderBatch("cy", clk.Now(), 3, true)
 			placeAll(t, newer, gifts)
 			for _, o := range gifts {
@@ -392,17 +417,31 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 
 			// The older process wakes before its gate's refresh: it meets
 			// the gift orders, holds them and counts them, corrupt none
-			// (it fires the index's relay timer, whose rows it reads).
+			// (it fires the index's relay timer, whose rows it reads), and
+			// passes over the pending outcome, counted.
 			clk.Advance(shipDelay + time.Second)
-			rep, err := old.sched.Tick(ctx)
-			if err != nil {
-				t.Fatal(err)
+			var newerTimers int
+			for range 2 {
+				rep, err := old.sched.Tick(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Timers.Corrupt != 0 || rep.Corrupt != 0 || rep.Timers.Failed != 0 || rep.Fenced != 0 {
+					t.Fatalf("the older process meeting OrderV2 rows: %+v, want none corrupt or failed", rep)
+				}
+				newerTimers += rep.Timers.Newer
 			}
-			if rep.Timers.Newer != len(gifts) || rep.Timers.Corrupt != 0 || rep.Corrupt != 0 || rep.Timers.Failed != 0 {
-				t.Fatalf("the older process meeting OrderV2 rows: %+v, want %d held as newer, none corrupt", rep, len(gifts))
+			if newerTimers != len(gifts) {
+				t.Errorf("the older process held %d ship timers as newer, want %d", newerTimers, len(gifts))
 			}
 			if n := old.metrics.CounterSum(telemetry.MetricTimersNewer); n != uint64(len(gifts)) {
 				t.Errorf("mkitfdb_timers_newer_total = %d, want %d", n, len(gifts))
+			}
+			if n := old.metrics.CounterSum(telemetry.MetricOutcomeNewerRows); n == 0 {
+				t.Error("mkitfdb_outcome_newer_rows_total = 0: the older delivery did not meet the pending OrderV2")
+			}
+			if n := countOf(sink, pending)[pending[0].id()]; n != 0 {
+				t.Errorf("the older binary delivered the pending gift order's outcome %d times", n)
 			}
 			for _, d := range []*telemetry.Desc{telemetry.MetricTimersCorrupt, telemetry.MetricSchedulerCorrupt} {
 				if n := old.metrics.CounterSum(d); n != 0 {
@@ -439,7 +478,7 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 
 			// The newer binary ships every held order: each delivered once.
 			tickAll(t, newer)
-			all := slices.Concat(both, gifts)
+			all := slices.Concat(both, gifts, pending)
 			checkOrdersShipped(t, newer.l, sink, all, 0)
 			checkStoredAsV1(t, newer.l, both)
 		})
@@ -522,6 +561,21 @@ func TestMixedVersionsTakeTurnsOnBbolt(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// orderOf is order o as the newer binary reads it.
+func orderOf(t *testing.T, s store.Store, o mixedOrder) ordersgen.OrderV2 {
+	t.Helper()
+	p, k := o.key(t)
+	v, ok, err := s.Get(context.Background(), p, k)
+	if err != nil || !ok {
+		t.Fatalf("order %s: %v, found %v", o.id(), err, ok)
+	}
+	got, err := orders.Values.Decode(v)
+	if err != nil {
+		t.Fatalf("order %s: %v", o.id(), err)
+	}
+	return got
 }
 
 // countOf is sink's counts of os's outcomes alone.
