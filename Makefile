@@ -73,7 +73,7 @@ lint: check-generated
 	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet of fdblayer/fdbengine"; fi
 
 ## check-generated: fail when gen/, refdomain/, ordersgen/ (and the older
-## ordersv1/ordersgen), bankgen/ or dispatchgen/, or a schema's
+## ordersv1/ordersgen), bankgen/, dispatchgen/ or ledgergen/, or a schema's
 ## layout.lock, is not what its schema generates, or when a schema breaks its lock
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
@@ -82,6 +82,7 @@ check-generated:
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
 	$(GO) run ./cmd/codegen -schema internal/testkit/bank/schema -out internal/testkit/bank/bankgen -pkg bankgen -check
 	$(GO) run ./cmd/codegen -schema internal/testkit/dispatch/schema -out internal/testkit/dispatch/dispatchgen -pkg dispatchgen -check
+	$(GO) run ./cmd/codegen -schema internal/testkit/ledger/schema -out internal/testkit/ledger/ledgergen -pkg ledgergen -check
 
 ## test-fdb: the FoundationDB engine module's tests (fdblayer/fdbengine:
 ## the store's conformance suite on a cluster, the engine's own tests, the

@@ -48,6 +48,11 @@ type Config struct {
 	// Clock tells the time the views measure ages against and repairs
 	// record (default: the real clock).
 	Clock clock.Clock
+	// Migrations are the migrations migrate runs and migrations lists as
+	// linked, besides the library's own (evolve.DueIndexMigration): each
+	// builds its migration over the store the command opened, logging the
+	// rows it leaves to log (see MigrationFunc).
+	Migrations []MigrationFunc
 	// OpenCluster opens the FoundationDB cluster a -cluster-file names,
 	// as fdbengine.Open does (package fdblayer/fdbengine, a module of its
 	// own: cgo and libfdb_c). Nil means the command opens no cluster, and
@@ -111,6 +116,7 @@ func refusedf(format string, a ...any) error { return &refusedError{fmt.Sprintf(
 type subcommand struct {
 	name    string
 	args    string // the synopsis after the flags
+	arg     bool   // takes one argument after the flags (options.arg)
 	short   string
 	long    string
 	repair  bool
@@ -122,8 +128,8 @@ type subcommand struct {
 // subcommands are the command's subcommands, in the order help lists
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
-	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand,
-	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand,
+	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand, &migrationsCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand, &migrateCommand,
 }
 
 // lookupArgs returns the subcommand args name (its name's one word, or
@@ -225,7 +231,12 @@ func (c *Command) run(ctx context.Context, args []string) error {
 		}
 		return usagef("%s: %v", sub.name, err)
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case sub.arg && fs.NArg() != 1:
+		return usagef("%s: name one%s after the flags (run %s help %s)", sub.name, sub.args, c.name(), sub.name)
+	case sub.arg:
+		o.arg = fs.Arg(0)
+	case fs.NArg() > 0:
 		return usagef("%s: unexpected argument %q (flags go before it; run %s help %s)", sub.name, fs.Arg(0), c.name(), sub.name)
 	}
 	if err := o.check(sub); err != nil {

@@ -47,12 +47,16 @@
 //	get, scan    rows of a partition, decoded by the linked schemas (by tuple
 //	             and hex where none knows them)
 //	quarantined  the rows moved aside, with who, when and why
+//	migrations   every migration: state, partitions and rows done, where it
+//	             is, the runner holding it and until when
 //	quarantine   move a queue row aside (relay row, pending outcome, timer)
 //	restore      put it back
 //	unblock      unblock a relay target blocked for the rest of the cycle
 //	redrive      move a timer to now, or with -dead make a dead letter a
 //	             timer due now
 //	delete-dead  delete a dead letter
+//	migrate      run a linked migration (Config.Migrations, and the
+//	             library's own) from its checkpoint
 //
 // Every subcommand opens -db FILE (bbolt) or -cluster-file FILE
 // (FoundationDB, through Config.OpenCluster: the mkitfdb of module
@@ -97,6 +101,18 @@
 // relay.Unblock, outbox.QuarantinePending, outbox.RestorePending,
 // timers.Quarantine, timers.Restore, timers.RedriveTimer, timers.Redrive
 // and timers.DeleteDeadLetter, and encodes none of the rows itself.
+//
+// # Migrations
+//
+// migrate NAME runs a migration of package evolve through its Runner:
+// from its checkpoint, page by page, each page guarded, holding the
+// migration by a lease (another runner is refused, naming the holder).
+// The command links the library's own migrations (the due index's first
+// layout, evolve.DueIndexMigration) and those of Config.Migrations, built
+// over the store it opened; migrations lists them with every checkpoint
+// the store holds. A migration that is done is run again only with
+// -again; Ctrl-C stops one after its page in flight, and the same command
+// resumes it.
 //
 // Exit statuses: ExitOK, ExitFailed (the store failed, or a repair was
 // refused), ExitUsage (bad input, in one line: nothing written).

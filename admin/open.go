@@ -42,6 +42,8 @@ type options struct {
 	class          string
 	after          string
 	afterBytes     []byte
+	arg            string // the argument after the flags (subcommand.arg)
+	again          bool   // migrate -again
 }
 
 // check validates the flags before anything is opened, so that bad input

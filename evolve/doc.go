@@ -1,6 +1,7 @@
 // Package evolve keeps what a store needs for its schemas to evolve while
 // processes of two binaries share it: a format per namespace, the history
-// of its raises, and the formats each live process knows. Its rows live
+// of its raises, the formats each live process knows, and migrations that
+// rewrite stored rows and resume where they stopped. Its rows live
 // in a partition of the library's own, [Partition], so they work on every
 // store and every engine.
 //
@@ -60,4 +61,22 @@
 // does not know the format refuses to start. Roll back freely before the
 // raise; after it, only to binaries that know the format. The README's
 // "Evolving a schema" says it step by step.
+//
+// # Migrations
+//
+// A [Migration] rewrites stored rows a page at a time ([Migration.Step]:
+// one guarded batch of one partition, or one engine transaction for what
+// spans partitions, within the store's limits; a page is idempotent). A
+// [Runner] runs it from its checkpoint (gen.MigrationKey in [Partition]),
+// written after each page in a batch guarded on the checkpoint as the
+// runner last wrote it and holding a lease, so one runner advances and a
+// second stops with a [LeaseError]; a crash between a page and its
+// checkpoint runs the page again, which finds its rows done.
+// [KeyClassMigration] rewrites or moves a key class's rows partition by
+// partition ([Upgrade], [Retag]), writing at the store's format of the
+// namespace (store.FormatOf) and never over a value a writer changed
+// since the page read it; [RenamePartitionsMigration] moves partitions to
+// new identities; [DueIndexMigration] moves the due index's first layout.
+// [Progress] and [Migrations] read the checkpoints; the operator's command
+// shows them with mkitfdb migrations and runs one with mkitfdb migrate.
 package evolve

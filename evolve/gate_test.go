@@ -4,38 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/evolve"
-	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/ledger/ledgergen"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 
-	// A namespace at format 1, linked beside mkit and orders (both at 2).
+	// A namespace at format 1, linked beside mkit and ledger (both at 2).
 	_ "github.com/mkit-dev/mkitfdb/refdomain"
 )
 
-var t0 = time.UnixMilli(1_700_000_000_000)
+var gateT0 = time.UnixMilli(1_700_000_000_000)
 
-// orders is the example's namespace: this binary knows its formats 1-2.
-const orders = ordersgen.SchemaNamespace
+// ledger is the test ledger's namespace (a schema of its own, with a
+// second version at format 2): this binary knows its formats 1-2.
+const ledger = ledgergen.SchemaNamespace
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// engines are the engines the gate is tested on: memory, and the one with
-// FoundationDB's transaction semantics (snapshots, conflicts).
-var engines = []struct {
+// gateEngines are the engines the gate is tested on: memory, and the one
+// with FoundationDB's transaction semantics (snapshots, conflicts).
+var gateEngines = []struct {
 	name string
 	open func() kv.Engine
 }{
@@ -86,13 +84,13 @@ func partitionRows(t *testing.T, s store.Store) string {
 	return b.String()
 }
 
-var raiseCfg = evolve.RaiseConfig{By: "test", Reason: "gift orders"}
+var raiseCfg = evolve.RaiseConfig{By: "test", Reason: "notes on entries"}
 
 // forEachEngine runs fn as a subtest per engine, on an old store.
 func forEachEngine(t *testing.T, fn func(t *testing.T, s *fdblayer.Layer, clk *clock.Manual)) {
-	for _, e := range engines {
+	for _, e := range gateEngines {
 		t.Run(e.name, func(t *testing.T) {
-			clk := clock.NewManual(t0)
+			clk := clock.NewManual(gateT0)
 			fn(t, oldStore(t, e.open(), clk), clk)
 		})
 	}
@@ -106,24 +104,24 @@ func TestOpenGateRefusesANewerStore(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *fdblayer.Layer, clk *clock.Manual) {
 		ctx := context.Background()
 		g := open(t, s, clk, "new", nil)
-		if err := g.Raise(ctx, orders, 2, raiseCfg); err != nil {
+		if err := g.Raise(ctx, ledger, 2, raiseCfg); err != nil {
 			t.Fatal(err)
 		}
 		before := partitionRows(t, s)
-		old, err := evolve.OpenGate(ctx, s, evolve.GateConfig{Process: "old", Known: map[string]uint32{orders: 1}, Clock: clk, Logger: quiet})
+		old, err := evolve.OpenGate(ctx, s, evolve.GateConfig{Process: "old", Known: map[string]uint32{ledger: 1}, Clock: clk, Logger: quiet})
 		if err == nil {
 			_ = old.Close()
-			t.Fatal("a binary that knows orders format 1 opened a store at format 2")
+			t.Fatal("a binary that knows ledger format 1 opened a store at format 2")
 		}
 		var nf *evolve.NewerFormatError
 		if !errors.As(err, &nf) || !errors.Is(err, evolve.ErrNewerFormat) || !errors.Is(err, store.ErrUnavailable) {
 			t.Fatalf("err = %v, want a *NewerFormatError wrapping ErrNewerFormat and store.ErrUnavailable", err)
 		}
-		if nf.Namespace != orders || nf.Format != 2 || nf.Known != 1 || nf.Fenced {
+		if nf.Namespace != ledger || nf.Format != 2 || nf.Known != 1 || nf.Fenced {
 			t.Errorf("NewerFormatError = %+v", nf)
 		}
 		msg := err.Error()
-		for _, want := range []string{`namespace "orders" is 2`, "knows format 1", "examples/orders/ordersgen", "deploy a binary that knows 2"} {
+		for _, want := range []string{`namespace "ledger" is 2`, "knows format 1", "internal/testkit/ledger/ledgergen", "deploy a binary that knows 2"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q lacks %q", msg, want)
 			}
@@ -135,7 +133,7 @@ func TestOpenGateRefusesANewerStore(t *testing.T) {
 			t.Errorf("a refused gate wrote:\n%s\nwas:\n%s", after, before)
 		}
 		// A read-only gate is refused alike.
-		if _, err := evolve.OpenGate(ctx, s, evolve.GateConfig{ReadOnly: true, Known: map[string]uint32{orders: 1}}); !errors.Is(err, evolve.ErrNewerFormat) {
+		if _, err := evolve.OpenGate(ctx, s, evolve.GateConfig{ReadOnly: true, Known: map[string]uint32{ledger: 1}}); !errors.Is(err, evolve.ErrNewerFormat) {
 			t.Errorf("read-only gate of an older binary: %v", err)
 		}
 		// A binary that knows 2 opens it.
@@ -150,12 +148,12 @@ func TestRaiseRefusesALowerOrEqualFormat(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *fdblayer.Layer, clk *clock.Manual) {
 		ctx := context.Background()
 		g := open(t, s, clk, "p", nil)
-		if err := g.Raise(ctx, orders, 2, raiseCfg); err != nil {
+		if err := g.Raise(ctx, ledger, 2, raiseCfg); err != nil {
 			t.Fatal(err)
 		}
 		before := partitionRows(t, s)
 		var re *evolve.RaiseError
-		err := g.Raise(ctx, orders, 2, raiseCfg)
+		err := g.Raise(ctx, ledger, 2, raiseCfg)
 		if !errors.As(err, &re) || !errors.Is(err, evolve.ErrRaiseRefused) || re.Format != 2 || re.To != 2 || !strings.Contains(err.Error(), "never lowered") {
 			t.Errorf("raise to the store's format: %v", err)
 		}
@@ -164,9 +162,9 @@ func TestRaiseRefusesALowerOrEqualFormat(t *testing.T) {
 			to   uint32
 			want string
 		}{
-			{orders, 1, "every namespace starts at format 1"},
-			{orders, 0, "every namespace starts at format 1"},
-			{orders, 3, "knows formats 1-2"},
+			{ledger, 1, "every namespace starts at format 1"},
+			{ledger, 0, "every namespace starts at format 1"},
+			{ledger, 3, "knows formats 1-2"},
 			{"elsewhere", 2, "does not link the namespace"},
 		} {
 			if err := g.Raise(ctx, tc.ns, tc.to, raiseCfg); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -181,8 +179,8 @@ func TestRaiseRefusesALowerOrEqualFormat(t *testing.T) {
 		if after := partitionRows(t, s); after != before {
 			t.Errorf("a refused raise wrote:\n%s\nwas:\n%s", after, before)
 		}
-		if f := g.Format(orders); f != 2 {
-			t.Errorf("Format(orders) = %d after refused raises, want 2", f)
+		if f := g.Format(ledger); f != 2 {
+			t.Errorf("Format(ledger) = %d after refused raises, want 2", f)
 		}
 	})
 }
@@ -194,15 +192,15 @@ func TestRaiseRefusesALowerOrEqualFormat(t *testing.T) {
 func TestRaiseRefusesALiveProcessThatDoesNotKnowTheFormat(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *fdblayer.Layer, clk *clock.Manual) {
 		ctx := context.Background()
-		old := open(t, s, clk, "old-1", map[string]uint32{orders: 1})
+		old := open(t, s, clk, "old-1", map[string]uint32{ledger: 1})
 		newer := open(t, s, clk, "new-1", nil)
 		before := partitionRows(t, s)
-		err := newer.Raise(ctx, orders, 2, raiseCfg)
+		err := newer.Raise(ctx, ledger, 2, raiseCfg)
 		var re *evolve.RaiseError
 		if !errors.As(err, &re) || !errors.Is(err, evolve.ErrRaiseRefused) {
 			t.Fatalf("raise past a live process that knows 1: %v", err)
 		}
-		if len(re.Unaware) != 1 || re.Unaware[0].Name != "old-1" || re.Unaware[0].Known[orders] != 1 {
+		if len(re.Unaware) != 1 || re.Unaware[0].Name != "old-1" || re.Unaware[0].Known[ledger] != 1 {
 			t.Errorf("Unaware = %+v, want old-1 knowing 1", re.Unaware)
 		}
 		if !strings.Contains(err.Error(), "old-1") || strings.Contains(err.Error(), "new-1") {
@@ -217,7 +215,7 @@ func TestRaiseRefusesALiveProcessThatDoesNotKnowTheFormat(t *testing.T) {
 
 		forced := raiseCfg
 		forced.Force = true
-		if err := newer.Raise(ctx, orders, 2, forced); err != nil {
+		if err := newer.Raise(ctx, ledger, 2, forced); err != nil {
 			t.Fatal(err)
 		}
 		st, err := evolve.ReadStatus(ctx, s)
@@ -226,10 +224,10 @@ func TestRaiseRefusesALiveProcessThatDoesNotKnowTheFormat(t *testing.T) {
 		}
 		var steps []evolve.Step
 		for _, ns := range st.Namespaces {
-			if ns.Name == orders {
+			if ns.Name == ledger {
 				steps = ns.Steps
 				if ns.Format != 2 {
-					t.Errorf("store format of orders = %d, want 2", ns.Format)
+					t.Errorf("store format of ledger = %d, want 2", ns.Format)
 				}
 			}
 		}
@@ -272,12 +270,12 @@ func TestRaiseRefusesALiveProcessThatDoesNotKnowTheFormat(t *testing.T) {
 // is refused at OpenGate, or the process's row lands first and the raise
 // is refused naming it. Run many times, on memory and MVCC engines.
 func TestARaiseRacingAProcessStart(t *testing.T) {
-	for _, e := range engines {
+	for _, e := range gateEngines {
 		t.Run(e.name, func(t *testing.T) {
 			raised, refused := 0, 0
 			for i := range 40 {
 				ctx := context.Background()
-				clk := clock.NewManual(t0)
+				clk := clock.NewManual(gateT0)
 				s := oldStore(t, e.open(), clk)
 				newer := open(t, s, clk, "new", nil)
 				var (
@@ -289,11 +287,11 @@ func TestARaiseRacingAProcessStart(t *testing.T) {
 				wg.Add(2)
 				go func() {
 					defer wg.Done()
-					raiseErr = newer.Raise(ctx, orders, 2, raiseCfg)
+					raiseErr = newer.Raise(ctx, ledger, 2, raiseCfg)
 				}()
 				go func() {
 					defer wg.Done()
-					old, openErr = evolve.OpenGate(ctx, s, evolve.GateConfig{Process: "old", Known: map[string]uint32{orders: 1}, Clock: clk, Logger: quiet, Refresh: time.Hour})
+					old, openErr = evolve.OpenGate(ctx, s, evolve.GateConfig{Process: "old", Known: map[string]uint32{ledger: 1}, Clock: clk, Logger: quiet, Refresh: time.Hour})
 				}()
 				wg.Wait()
 				switch {
@@ -310,7 +308,7 @@ func TestARaiseRacingAProcessStart(t *testing.T) {
 					if !errors.As(raiseErr, &re) || len(re.Unaware) != 1 || re.Unaware[0].Name != "old" {
 						t.Fatalf("run %d: started, and the raise failed with %v, want a refusal naming old", i, raiseErr)
 					}
-					if f := old.Format(orders); f != 1 {
+					if f := old.Format(ledger); f != 1 {
 						t.Fatalf("run %d: the started process sees format %d", i, f)
 					}
 					_ = old.Close()
@@ -326,7 +324,7 @@ func TestARaiseRacingAProcessStart(t *testing.T) {
 	}
 }
 
-// formatOf is s's format of orders as ReadStatus reads it.
+// formatOf is s's format of ledger as ReadStatus reads it.
 func formatOf(t *testing.T, s store.Store) uint32 {
 	t.Helper()
 	st, err := evolve.ReadStatus(context.Background(), s)
@@ -334,7 +332,7 @@ func formatOf(t *testing.T, s store.Store) uint32 {
 		t.Fatal(err)
 	}
 	for _, ns := range st.Namespaces {
-		if ns.Name == orders {
+		if ns.Name == ledger {
 			return ns.Format
 		}
 	}
@@ -349,7 +347,7 @@ func TestAReadOnlyGateWritesNothing(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, s *fdblayer.Layer, clk *clock.Manual) {
 		ctx := context.Background()
 		before := partitionRows(t, s)
-		ro, err := evolve.OpenGate(ctx, s, evolve.GateConfig{ReadOnly: true, NewStore: true, Known: map[string]uint32{orders: 1}, Clock: clk, Logger: quiet})
+		ro, err := evolve.OpenGate(ctx, s, evolve.GateConfig{ReadOnly: true, NewStore: true, Known: map[string]uint32{ledger: 1}, Clock: clk, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,11 +357,11 @@ func TestAReadOnlyGateWritesNothing(t *testing.T) {
 		if after := partitionRows(t, s); after != before {
 			t.Fatalf("a read-only gate wrote:\n%s\nwas:\n%s", after, before)
 		}
-		if f := ro.Format(orders); f != 1 {
-			t.Errorf("read-only gate's Format(orders) = %d, want 1 (NewStore ignored)", f)
+		if f := ro.Format(ledger); f != 1 {
+			t.Errorf("read-only gate's Format(ledger) = %d, want 1 (NewStore ignored)", f)
 		}
 		g := open(t, s, clk, "writer", nil)
-		if err := g.Raise(ctx, orders, 2, raiseCfg); err != nil {
+		if err := g.Raise(ctx, ledger, 2, raiseCfg); err != nil {
 			t.Errorf("a read-only gate held a raise back: %v", err)
 		}
 		if err := ro.Fenced(); err != nil {
@@ -379,22 +377,35 @@ func TestAReadOnlyGateWritesNothing(t *testing.T) {
 	})
 }
 
-// A new store starts at the formats its binary knows (mkit and orders at
+// A new store starts at the formats its binary knows (mkit and ledger at
 // 2 here, refdomain at 1), in the batch that registers the process, even
 // on a store whose batches hold no more operations than those writes
 // need: the guards of the format rows it only reads are left to the
 // transaction, which covers them.
 func TestANewStoreStartsAtItsBinarysFormatsInASmallBatch(t *testing.T) {
-	for _, e := range engines {
+	for _, e := range gateEngines {
 		t.Run(e.name, func(t *testing.T) {
-			// mkit and orders: a guard, a history guard and two puts each;
-			// the process row: a guard and a put.
-			l, err := fdblayer.Open(e.open(), fdblayer.Config{MaxBatchOps: 10, Logger: quiet, Gate: evolve.GateConfig{Process: "first"}})
+			// Each namespace of a format above 1 (mkit, ledger): a
+			// guard, a history guard and two puts; the process row: a
+			// guard and a put. The namespaces at 1 (refdomain, ...) only
+			// read do not fit.
+			ops, atOne := 2, 0
+			for _, sc := range registry.All() {
+				if sc.Format > 1 {
+					ops += 4
+				} else {
+					atOne++
+				}
+			}
+			if atOne == 0 {
+				t.Fatal("no linked namespace at format 1: the test needs one")
+			}
+			l, err := fdblayer.Open(e.open(), fdblayer.Config{MaxBatchOps: ops, Logger: quiet, Gate: evolve.GateConfig{Process: "first"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			for ns, want := range map[string]uint32{gen.SchemaNamespace: 2, orders: 2, "refdomain": 1} {
+			for ns, want := range map[string]uint32{gen.SchemaNamespace: 2, ledger: 2, "refdomain": 1} {
 				if f := l.Format(ns); f != want {
 					t.Errorf("format of %s = %d, want %d", ns, f, want)
 				}

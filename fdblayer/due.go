@@ -49,8 +49,8 @@ import (
 // Entries of the first layout (tag 0x01, no bucket) are listed as the
 // last bucket, so a store written before buckets keeps every timer; each
 // moves to its bucket when its partition's wake time next changes (a
-// scheduler's claim changes it), and MigrateDueIndex moves the rest in
-// one pass.
+// scheduler's claim changes it), and MigrateDueIndexPage moves the rest,
+// a page at a time (MigrateDueIndex loops it).
 const (
 	dueTagV1    = 0x01
 	dueTag      = 0x02
@@ -325,10 +325,10 @@ const (
 
 // probeV1 looks, in txn, whether the store holds entries of the first
 // layout, once per Layer, before its first wake change: a store that holds
-// none (every store written since buckets, and one MigrateDueIndex has
-// emptied) never clears them. An older process writing first-layout
+// none (every store written since buckets, and one MigrateDueIndexPage
+// found emptied) never clears them. An older process writing first-layout
 // entries after that leaves entries a wake change no longer removes: they
-// are listed, found stale, and MigrateDueIndex removes them.
+// are listed, found stale, and MigrateDueIndexPage removes them.
 func (l *Layer) probeV1(txn kv.ReadTxn) error {
 	if l.v1.Load() != v1Unknown {
 		return nil
@@ -348,37 +348,54 @@ func (l *Layer) probeV1(txn kv.ReadTxn) error {
 }
 
 // migratePage is how many entries of the first layout one transaction of
-// MigrateDueIndex moves.
+// MigrateDueIndexPage moves.
 const migratePage = 256
 
 // MigrateDueIndex moves every due index entry of the first layout (no
-// bucket; see the layout above) to its bucket, a page of them per
-// transaction, and returns how many it moved. Each transaction reads the
-// entries and their partitions' wake times and writes the entries that
-// the wake times call for, so it is safe beside running schedulers and
-// timer writers (a concurrent change conflicts, and the page runs again)
-// and safe to run again. A store never needs it to find its timers:
-// ScanDue lists the first layout's entries as its last bucket, and a
-// partition's entry moves when its wake time changes. It fails with
-// store.ErrUnavailable when ctx ends or the engine fails, and with
-// store.ErrCorrupt for an entry or a wake time that does not decode; the
-// pages moved before stay moved.
+// bucket; see the layout above) to its bucket, looping MigrateDueIndexPage
+// until none is left, and returns how many it moved. A store never needs
+// it to find its timers (see MigrateDueIndexPage), and package evolve's
+// DueIndexMigration runs the same pages with a checkpoint and a lease. It
+// fails as MigrateDueIndexPage does; the pages moved before stay moved.
 func (l *Layer) MigrateDueIndex(ctx context.Context) (int, error) {
-	prefix := l.dueBucketPrefix(l.v1Bucket())
-	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
 	moved := 0
 	for {
-		n, err := l.migratePage(ctx, prefix, end)
+		n, more, err := l.MigrateDueIndexPage(ctx)
 		moved += n
-		if err != nil {
+		if err != nil || !more {
 			return moved, err
 		}
-		if n < migratePage {
-			// Emptied: wake changes no longer clear first-layout entries.
-			l.v1.Store(v1Empty)
-			return moved, nil
-		}
 	}
+}
+
+// MigrateDueIndexPage moves up to 256 due index entries of the first
+// layout to their buckets, in one transaction, and returns how many it
+// moved and whether entries of that layout may be left (more false: the
+// first layout's range was found empty, and wake changes no longer look
+// for it). The transaction reads the entries and their partitions' wake
+// times and writes the entries the wake times call for (a stale entry,
+// whose partition has no wake time or another one, goes), so a page is
+// safe beside running schedulers and timer writers (a concurrent change
+// conflicts, and the page runs again), and safe to run again after a crash
+// or an unknown commit result: it finds the entries moved gone. A store
+// never needs it to find its timers: ScanDue lists the first layout's
+// entries as its last bucket, and a partition's entry moves when its wake
+// time changes. It fails with store.ErrUnavailable when ctx ends or the
+// engine fails, and with store.ErrCorrupt for an entry or a wake time
+// that does not decode, moving nothing. Safe for concurrent use.
+func (l *Layer) MigrateDueIndexPage(ctx context.Context) (moved int, more bool, err error) {
+	prefix := l.dueBucketPrefix(l.v1Bucket())
+	end := append(bytes0(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
+	n, err := l.migratePage(ctx, prefix, end)
+	if err != nil {
+		return n, true, err
+	}
+	if n < migratePage {
+		// Emptied: wake changes no longer clear first-layout entries.
+		l.v1.Store(v1Empty)
+		return n, false, nil
+	}
+	return n, true, nil
 }
 
 // migratePage moves the first migratePage entries of the first layout in

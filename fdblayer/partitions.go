@@ -73,11 +73,17 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 		pos = append(pos, partitionEnd, 0x00)
 	}
 	var row []kv.KeyValue
+	var key []byte
 	for {
 		row = row[:0]
 		err := l.read(ctx, nil, "list partitions", func(txn kv.ReadTxn) error {
 			var err error
 			row, err = txn.GetRange(row[:0], pos, end, 1, 0)
+			if err == nil && len(row) > 0 {
+				// The engine's bytes are valid only while txn is open
+				// (bbolt's memory map): keep a copy.
+				key = append(key[:0], row[0].Key...)
+			}
 			return err
 		})
 		if err != nil {
@@ -86,7 +92,8 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 		if len(row) == 0 {
 			return nil
 		}
-		b := row[0].Key[len(root):]
+		clear(row)
+		b := key[len(root):]
 		n, ok := split(b)
 		if !ok && len(b) > 1 && b[len(b)-1] == partitionEnd {
 			// A partition's wake key, identity | 0xFF, when it holds no
@@ -115,4 +122,15 @@ func (l *Layer) ListPartitions(ctx context.Context, after []byte, split Splitter
 			return err
 		}
 	}
+}
+
+// ListIdentities calls fn with each partition ListPartitions lists, as
+// plain bytes: a partition's tuple identity with whole true, or the prefix
+// of a region split could not tell apart with whole false. It is
+// ListPartitions for callers that do not import this package (package
+// evolve's PartitionLister), and fails as it does. Safe for concurrent use.
+func (l *Layer) ListIdentities(ctx context.Context, after []byte, split func(b []byte) (n int, ok bool), fn func(prefix []byte, whole bool) error) error {
+	return l.ListPartitions(ctx, after, split, func(p ListedPartition) error {
+		return fn(p.Prefix, !p.Unsplit)
+	})
 }

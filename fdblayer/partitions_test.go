@@ -1,12 +1,15 @@
 package fdblayer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	. "github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -150,6 +153,56 @@ func TestListPartitionsReadsOneRowPerPartition(t *testing.T) {
 	// The five, and the evolution partition of the Layer's gate.
 	if reads, keys := d.Reads-before.Reads, d.KeysRead-before.KeysRead; n != 6 || reads != 7 || keys != 6 {
 		t.Fatalf("listed %d partitions in %d reads of %d keys, want 6 in 7 reads (the last finds none) of 6", n, reads, keys)
+	}
+}
+
+// The splitter and fn get bytes of their own, valid after the engine's
+// read transaction ended: on bbolt a key read is bbolt's memory map, which
+// a writer growing the file maps anew once the read has ended. Here the
+// splitter lets such a writer grow the file by megabytes before it reads
+// the key it was given (before the fix, that key pointed into the old map:
+// the splitter read unmapped memory).
+func TestListPartitionsKeysOutliveTheirRead(t *testing.T) {
+	e, err := boltengine.Open(filepath.Join(t.TempDir(), "store.bbolt"), boltengine.Config{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLayer(t, e)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := l.Apply(ctx, pairPartition{"ns", fmt.Sprintf("p%d", i)}, store.NewBatch().Put(store.Key{0x15, 1}, []byte("v"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow := 0
+	split := func(b []byte) (int, bool) {
+		before := append([]byte(nil), b...)
+		grow++
+		for j := range 8 {
+			big := store.NewBatch()
+			for k := range 40 {
+				big.Put(store.Key{0x15, byte(grow), byte(j), byte(k)}, make([]byte, 16<<10))
+			}
+			if _, err := l.Apply(ctx, pairPartition{"grow", fmt.Sprint(grow)}, big); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(before, b) {
+			t.Fatalf("the key the splitter was given changed under it: %x, then %x", before, b)
+		}
+		return pairSplitter(b)
+	}
+	var got []string
+	if err := l.ListPartitions(ctx, nil, split, func(p ListedPartition) error {
+		if !p.Unsplit {
+			got = append(got, p.Identity.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("listed %q, want the 3 partitions of ns", got)
 	}
 }
 

@@ -136,6 +136,11 @@ func examplesQuarantineValueKey() []QuarantineValueKey {
 	return []QuarantineValueKey{QuarantineValueKey{Key: []byte{}}, QuarantineValueKey{Key: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}}}
 }
 
+// examplesMigrationKey returns valid MigrationKey values, minimal first, typical last.
+func examplesMigrationKey() []MigrationKey {
+	return []MigrationKey{MigrationKey{}, MigrationKey{Name: "ssssssssssss"}}
+}
+
 // examplesU64Value returns valid U64Value values, minimal first, typical last.
 func examplesU64Value() []U64Value {
 	return []U64Value{U64Value{}, U64Value{Value: uint64(1099511627783)}}
@@ -262,6 +267,29 @@ func examplesQuarantineV1() []QuarantineV1 {
 		CompanionValue: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 		Reason:         "ssssssssssss",
 		Who:            "ssssssssssss",
+	}}
+}
+
+// examplesMigrationV1 returns valid MigrationV1 values, minimal first, typical last.
+func examplesMigrationV1() []MigrationV1 {
+	return []MigrationV1{MigrationV1{
+		Cursor:    []byte{},
+		Partition: []byte{},
+	}, MigrationV1{
+		Conflicts:    uint64(1099511627783),
+		Cursor:       []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		DoneAtMs:     uint64(1099511627783),
+		LastError:    "ssssssssssss",
+		LeaseUntilMs: uint64(1099511627783),
+		Left:         uint64(1099511627783),
+		Owner:        "ssssssssssss",
+		Pages:        uint64(1099511627783),
+		Partition:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Partitions:   uint64(1099511627783),
+		Rewritten:    uint64(1099511627783),
+		Rows:         uint64(1099511627783),
+		StartedAtMs:  uint64(1099511627783),
+		UpdatedAtMs:  uint64(1099511627783),
 	}}
 }
 

@@ -39,6 +39,7 @@ const (
 	TagReceiverReplayExpiryKey Tag = 43
 	TagQuarantineKey           Tag = 50
 	TagQuarantineValueKey      Tag = 51
+	TagMigrationKey            Tag = 63
 	TagStoreFormatKey          Tag = 60
 	TagFormatRaisedKey         Tag = 61
 	TagProcessKey              Tag = 62
@@ -165,6 +166,12 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readQuarantineValueKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("QuarantineValueKey", err)
+		}
+		return k, nil
+	case TagMigrationKey:
+		k, err := readMigrationKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("MigrationKey", err)
 		}
 		return k, nil
 	case TagStoreFormatKey:
@@ -1396,6 +1403,67 @@ func ParseQuarantineValueKey(b []byte) (QuarantineValueKey, error) {
 	k, err := readQuarantineValueKey(&r)
 	if err != nil {
 		return QuarantineValueKey{}, wire.KeyError("QuarantineValueKey", err)
+	}
+	return k, nil
+}
+
+func (MigrationKey) Tag() Tag {
+	return TagMigrationKey
+}
+
+func appendMigrationKey(dst []byte, k *MigrationKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagMigrationKey))
+	dst = tuple.AppendString(dst, k.Name)
+	return dst
+}
+
+func checkMigrationKey(k *MigrationKey) error {
+	if len(k.Name) > 128 {
+		return wire.Within("Name", wire.CheckLen("", len(k.Name), 128))
+	}
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k MigrationKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkMigrationKey(&k); err != nil {
+		return dst, wire.Within("MigrationKey", err)
+	}
+	return appendMigrationKey(dst, &k), nil
+}
+
+// AppendMigrationKey appends the MigrationKey with the given fields to dst; it fails
+// with an error wrapping wire.ErrInvalid when a field breaks a rule. It does
+// not allocate when dst has room.
+func AppendMigrationKey(dst []byte, name string) ([]byte, error) {
+	return MigrationKey{Name: name}.AppendKey(dst)
+}
+
+func readMigrationKey(r *tuple.Reader) (k MigrationKey, err error) {
+	if k.Name, err = r.ReadString(); err != nil {
+		return
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkMigrationKey(&k)
+}
+
+// ParseMigrationKey parses a key of class MigrationKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseMigrationKey(b []byte) (MigrationKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagMigrationKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagMigrationKey)
+	}
+	if err != nil {
+		return MigrationKey{}, wire.KeyError("MigrationKey", err)
+	}
+	k, err := readMigrationKey(&r)
+	if err != nil {
+		return MigrationKey{}, wire.KeyError("MigrationKey", err)
 	}
 	return k, nil
 }

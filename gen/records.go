@@ -1778,6 +1778,200 @@ func fastDecodeQuarantineV1(b []byte, v *QuarantineV1) bool {
 	return len(b) > 0 && b[0] == VersionQuarantineV1 && fastReadQuarantineV1(b, 1, v) == len(b) && verifyQuarantineV1(v) == nil
 }
 
+func appendMigrationV1(dst []byte, v *MigrationV1) []byte {
+	dst = wire.AppendBytes(dst, v.Cursor)
+	dst = wire.AppendBytes(dst, v.Partition)
+	dst = wire.AppendU64(dst, v.Rows)
+	dst = wire.AppendU64(dst, v.Rewritten)
+	dst = wire.AppendU64(dst, v.Left)
+	dst = wire.AppendU64(dst, v.Conflicts)
+	dst = wire.AppendU64(dst, v.Pages)
+	dst = wire.AppendU64(dst, v.Partitions)
+	dst = wire.AppendU64(dst, v.StartedAtMs)
+	dst = wire.AppendU64(dst, v.UpdatedAtMs)
+	dst = wire.AppendU64(dst, v.DoneAtMs)
+	dst = wire.AppendString(dst, v.Owner)
+	dst = wire.AppendU64(dst, v.LeaseUntilMs)
+	dst = wire.AppendString(dst, v.LastError)
+	return dst
+}
+
+func sizeMigrationV1(v *MigrationV1) int {
+	n := 0
+	n += wire.LenSize(len(v.Cursor)) + len(v.Cursor)
+	n += wire.LenSize(len(v.Partition)) + len(v.Partition)
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += 8
+	n += wire.LenSize(len(v.Owner)) + len(v.Owner)
+	n += 8
+	n += wire.LenSize(len(v.LastError)) + len(v.LastError)
+	return n
+}
+
+func readMigrationV1(r *wire.Reader, v *MigrationV1) {
+	v.Cursor = r.Bytes("MigrationV1.Cursor", 16384)
+	v.Partition = r.Bytes("MigrationV1.Partition", 1024)
+	if b := r.Next("MigrationV1.Rows..DoneAtMs", 72); len(b) == 72 {
+		v.Rows = binary.BigEndian.Uint64(b[0:])
+		v.Rewritten = binary.BigEndian.Uint64(b[8:])
+		v.Left = binary.BigEndian.Uint64(b[16:])
+		v.Conflicts = binary.BigEndian.Uint64(b[24:])
+		v.Pages = binary.BigEndian.Uint64(b[32:])
+		v.Partitions = binary.BigEndian.Uint64(b[40:])
+		v.StartedAtMs = binary.BigEndian.Uint64(b[48:])
+		v.UpdatedAtMs = binary.BigEndian.Uint64(b[56:])
+		v.DoneAtMs = binary.BigEndian.Uint64(b[64:])
+	}
+	v.Owner = r.String("MigrationV1.Owner", 128)
+	v.LeaseUntilMs = r.U64("MigrationV1.LeaseUntilMs")
+	v.LastError = r.String("MigrationV1.LastError", 512)
+}
+
+// fastReadMigrationV1 reads the fields of MigrationV1 from b[p:] as readMigrationV1 does, and
+// returns the offset after them, or -1 where readMigrationV1 would fail.
+func fastReadMigrationV1(b []byte, p int, v *MigrationV1) int {
+	{
+		n, q := wire.ShortLen(b, p, 16384)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 16384)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Cursor = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Partition = b[q : q+n : q+n]
+		p = q + n
+	}
+	if len(b)-p < 72 {
+		return -1
+	}
+	v.Rows = binary.BigEndian.Uint64(b[p:])
+	v.Rewritten = binary.BigEndian.Uint64(b[p+8:])
+	v.Left = binary.BigEndian.Uint64(b[p+16:])
+	v.Conflicts = binary.BigEndian.Uint64(b[p+24:])
+	v.Pages = binary.BigEndian.Uint64(b[p+32:])
+	v.Partitions = binary.BigEndian.Uint64(b[p+40:])
+	v.StartedAtMs = binary.BigEndian.Uint64(b[p+48:])
+	v.UpdatedAtMs = binary.BigEndian.Uint64(b[p+56:])
+	v.DoneAtMs = binary.BigEndian.Uint64(b[p+64:])
+	p += 72
+	{
+		n, q := wire.ShortLen(b, p, 128)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 128)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Owner = string(b[q : q+n])
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.LeaseUntilMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	{
+		n, q := wire.ShortLen(b, p, 512)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 512)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.LastError = string(b[q : q+n])
+		p = q + n
+	}
+	return p
+}
+
+// VersionMigrationV1 is the version byte that opens every encoded MigrationV1.
+const VersionMigrationV1 = 1
+
+// FormatMigrationV1 is the store format that introduced MigrationV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatMigrationV1 = 1
+
+// AppendMigrationV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendMigrationV1(dst []byte, v MigrationV1) ([]byte, error) {
+	if !validMigrationV1(&v) {
+		return dst, wire.Within("MigrationV1", checkMigrationV1(&v))
+	}
+	return appendMigrationV1(append(dst, VersionMigrationV1), &v), nil
+}
+
+// EncodeMigrationV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendMigrationV1 does.
+func EncodeMigrationV1(v MigrationV1) ([]byte, error) {
+	return AppendMigrationV1(make([]byte, 0, 1+sizeMigrationV1(&v)), v)
+}
+
+// DecodeMigrationV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeMigrationV1(b []byte) (MigrationV1, error) {
+	var v MigrationV1
+	err := DecodeMigrationV1Into(b, &v)
+	return v, err
+}
+
+// DecodeMigrationV1Into decodes b into *v as DecodeMigrationV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeMigrationV1Into(b []byte, v *MigrationV1) error {
+	if fastDecodeMigrationV1(b, v) {
+		return nil
+	}
+	return readerDecodeMigrationV1(b, v)
+}
+
+// readerDecodeMigrationV1 is DecodeMigrationV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeMigrationV1(b []byte, v *MigrationV1) error {
+	r := wire.NewReader(b, "MigrationV1")
+	r.Version(VersionMigrationV1)
+	readMigrationV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyMigrationV1(v); err != nil {
+			err = wire.DecodeRule("MigrationV1", err)
+		}
+	}
+	if err != nil {
+		*v = MigrationV1{}
+	}
+	return err
+}
+
+// fastDecodeMigrationV1 decodes b into *v and reports true when b is a valid
+// MigrationV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeMigrationV1(b []byte, v *MigrationV1) bool {
+	return len(b) > 0 && b[0] == VersionMigrationV1 && fastReadMigrationV1(b, 1, v) == len(b) && verifyMigrationV1(v) == nil
+}
+
 func appendStoreFormatV1(dst []byte, v *StoreFormatV1) []byte {
 	dst = wire.AppendU32(dst, v.Format)
 	dst = wire.AppendU64(dst, v.AtMs)

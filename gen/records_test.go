@@ -2964,6 +2964,253 @@ func TestQuarantineV1FastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidMigrationV1 returns MigrationV1 values that break a rule of the schema.
+func invalidMigrationV1() []MigrationV1 {
+	var out []MigrationV1
+	{
+		v := examplesMigrationV1()[1]
+		v.Cursor = make([]byte, 16385)
+		out = append(out, v)
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.Partition = make([]byte, 1025)
+		out = append(out, v)
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.Owner = strings.Repeat("x", 129)
+		out = append(out, v)
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedMigrationV1 returns bytes that must not decode as a MigrationV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedMigrationV1() [][]byte {
+	valid, err := EncodeMigrationV1(examplesMigrationV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionMigrationV1+1)}
+	{
+		v := examplesMigrationV1()[1]
+		v.Cursor = make([]byte, 16385)
+		out = append(out, appendMigrationV1([]byte{VersionMigrationV1}, &v))
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.Partition = make([]byte, 1025)
+		out = append(out, appendMigrationV1([]byte{VersionMigrationV1}, &v))
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.Owner = strings.Repeat("x", 129)
+		out = append(out, appendMigrationV1([]byte{VersionMigrationV1}, &v))
+	}
+	{
+		v := examplesMigrationV1()[1]
+		v.LastError = strings.Repeat("x", 513)
+		out = append(out, appendMigrationV1([]byte{VersionMigrationV1}, &v))
+	}
+	return out
+}
+
+func TestMigrationV1RoundTrip(t *testing.T) {
+	for i, v := range examplesMigrationV1() {
+		b, err := EncodeMigrationV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeMigrationV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeMigrationV1(&v))
+		}
+		got, err := DecodeMigrationV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendMigrationV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestMigrationV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestMigrationV1DecodeIntoReuses(t *testing.T) {
+	var v MigrationV1
+	examples := examplesMigrationV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeMigrationV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeMigrationV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeMigrationV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeMigrationV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, MigrationV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestMigrationV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidMigrationV1() {
+		out, err := AppendMigrationV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestMigrationV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedMigrationV1() {
+		_, err := DecodeMigrationV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "MigrationV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "MigrationV1")
+		}
+	}
+}
+
+// FuzzMigrationV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzMigrationV1(f *testing.F) {
+	for _, v := range examplesMigrationV1() {
+		b, err := EncodeMigrationV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedMigrationV1() {
+		f.Add(b)
+	}
+	held, err := EncodeMigrationV1(examplesMigrationV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeMigrationV1(t, held, b)
+		v, err := DecodeMigrationV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeMigrationV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkMigrationV1 encodes and decodes the example with the largest encoding.
+func BenchmarkMigrationV1(b *testing.B) {
+	var v MigrationV1
+	var enc []byte
+	for _, x := range examplesMigrationV1() {
+		e, err := EncodeMigrationV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendMigrationV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeMigrationV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeMigrationV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeMigrationV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow MigrationV1
+		if reuse {
+			if readerDecodeMigrationV1(held, &fast) != nil || readerDecodeMigrationV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeMigrationV1(b, &fast)
+		err := readerDecodeMigrationV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestMigrationV1FastPathAgrees holds DecodeMigrationV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestMigrationV1FastPathAgrees(t *testing.T) {
+	examples := examplesMigrationV1()
+	held, err := EncodeMigrationV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeMigrationV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeMigrationV1(t, held, m)
+		}
+	}
+	for _, b := range malformedMigrationV1() {
+		agreeMigrationV1(t, held, b)
+	}
+}
+
 // invalidStoreFormatV1 returns StoreFormatV1 values that break a rule of the schema.
 func invalidStoreFormatV1() []StoreFormatV1 {
 	var out []StoreFormatV1

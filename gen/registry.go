@@ -132,6 +132,12 @@ func init() {
 			Tag:          uint32(TagProcessKey),
 			ValueVersion: VersionOfProcessKeyValue,
 			Values:       []string{"ProcessV1"},
+		}, {
+			Name:         "MigrationKey",
+			Parse:        registry.KeyParser(ParseMigrationKey),
+			Tag:          uint32(TagMigrationKey),
+			ValueVersion: VersionOfMigrationKeyValue,
+			Values:       []string{"MigrationV1"},
 		}},
 		Namespace: SchemaNamespace,
 		Records: []registry.Record{{
@@ -199,6 +205,11 @@ func init() {
 			Format:  FormatQuarantineV1,
 			Name:    "QuarantineV1",
 			Version: VersionQuarantineV1,
+		}, {
+			Decode:  registry.Decoder(DecodeMigrationV1),
+			Format:  FormatMigrationV1,
+			Name:    "MigrationV1",
+			Version: VersionMigrationV1,
 		}, {
 			Decode:  registry.Decoder(DecodeStoreFormatV1),
 			Format:  FormatStoreFormatV1,

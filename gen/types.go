@@ -352,6 +352,19 @@ const (
 	MaxQuarantineValueKeyKey = 10000
 )
 
+// MigrationKey holds, in the library's store partition
+// (evolve.Partition), the checkpoint of one migration (a MigrationV1),
+// named by the migration for ever: where it stopped, what it did, and the
+// runner that holds it until when.
+type MigrationKey struct {
+	Name string
+}
+
+// Declared bounds of MigrationKey.
+const (
+	MaxMigrationKeyName = 128
+)
+
 // U64Value is a counter or timestamp value: outbox sequences, relay
 // high-water marks, lease reconciliation times.
 type U64Value struct {
@@ -943,6 +956,79 @@ func validQuarantineV1(v *QuarantineV1) bool {
 
 // verifyQuarantineV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyQuarantineV1(v *QuarantineV1) error {
+	return nil
+}
+
+// MigrationV1 is a migration's checkpoint (MigrationKey): the cursor the
+// next page starts from (the migration's own bytes, 16,384 at most: a
+// partition identity and a key fit), the identity of the partition its
+// last page was in; the rows it read, rewrote (or moved) and left as they
+// were (newer or corrupt), the pages whose commit conflicted and ran
+// again, the pages and partitions done; when it started, was last
+// checkpointed and finished (Unix milliseconds, 0: not yet); the runner
+// that holds it (Owner) until LeaseUntilMs (0: released); and the error
+// its last run stopped on ("" when none).
+type MigrationV1 struct {
+	Cursor       []byte
+	Partition    []byte
+	Rows         uint64
+	Rewritten    uint64
+	Left         uint64
+	Conflicts    uint64
+	Pages        uint64
+	Partitions   uint64
+	StartedAtMs  uint64
+	UpdatedAtMs  uint64
+	DoneAtMs     uint64
+	Owner        string
+	LeaseUntilMs uint64
+	LastError    string
+}
+
+// Declared bounds of MigrationV1.
+const (
+	MaxMigrationV1Cursor    = 16384
+	MaxMigrationV1Partition = 1024
+	MaxMigrationV1Owner     = 128
+	MaxMigrationV1LastError = 512
+)
+
+// checkMigrationV1 checks every rule of the schema on v.
+func checkMigrationV1(v *MigrationV1) error {
+	if len(v.Cursor) > 16384 {
+		return wire.Within("Cursor", wire.CheckLen("", len(v.Cursor), 16384))
+	}
+	if len(v.Partition) > 1024 {
+		return wire.Within("Partition", wire.CheckLen("", len(v.Partition), 1024))
+	}
+	if len(v.Owner) > 128 {
+		return wire.Within("Owner", wire.CheckLen("", len(v.Owner), 128))
+	}
+	if len(v.LastError) > 512 {
+		return wire.Within("LastError", wire.CheckLen("", len(v.LastError), 512))
+	}
+	return nil
+}
+
+// validMigrationV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validMigrationV1(v *MigrationV1) bool {
+	if len(v.Cursor) > 16384 {
+		return false
+	}
+	if len(v.Partition) > 1024 {
+		return false
+	}
+	if len(v.Owner) > 128 {
+		return false
+	}
+	if len(v.LastError) > 512 {
+		return false
+	}
+	return true
+}
+
+// verifyMigrationV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyMigrationV1(v *MigrationV1) error {
 	return nil
 }
 

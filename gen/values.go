@@ -1350,6 +1350,98 @@ func (x *QuarantineKeyValues) Encode(v QuarantineV1, format uint32) ([]byte, err
 	}
 }
 
+// MigrationKeyVersions converts the value of a MigrationKey row between
+// adjacent versions of its family (value=MigrationV1), for
+// [NewMigrationKeyValues]. The owner of the rows implements it in its own
+// package. With one version it has no method, and struct{}{} satisfies it: a
+// version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type MigrationKeyVersions interface{}
+
+// MigrationKeyValues reads and writes the value of a MigrationKey row in every
+// version of its family (value=MigrationV1): Decode returns any version as the
+// newest, MigrationV1, and Encode writes the newest version a store's format
+// allows. Build one with [NewMigrationKeyValues]; it is safe for concurrent
+// use when its MigrationKeyVersions is.
+type MigrationKeyValues struct {
+	versions MigrationKeyVersions
+}
+
+// NewMigrationKeyValues returns the MigrationKeyValues of a MigrationKey row's
+// value, converting between versions with v. It panics when v is nil: pass the
+// MigrationKeyVersions of the rows' owner (struct{}{} while the family has no
+// conversion), so that the compiler names each conversion a version added to
+// the family needs.
+func NewMigrationKeyValues(v MigrationKeyVersions) *MigrationKeyValues {
+	if v == nil {
+		panic("gen: NewMigrationKeyValues(nil): pass the MigrationKeyVersions of the rows' owner")
+	}
+	return &MigrationKeyValues{versions: v}
+}
+
+// VersionOfMigrationKeyValue returns the version byte that opens b, the value
+// of a MigrationKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfMigrationKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionMigrationV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("MigrationKey", b, VersionMigrationV1, 1, "1")
+}
+
+// Decode decodes b, the value of a MigrationKey row, as DecodeMigrationV1
+// does, and fails as VersionOfMigrationKeyValue does for a version byte the
+// family does not declare: a newer one is wire.ErrNewerVersion, a row to hold
+// and retry, never to skip. It never panics. Byte slices of the result alias
+// b.
+func (x *MigrationKeyValues) Decode(b []byte) (MigrationV1, error) {
+	var v MigrationV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through DecodeMigrationV1Into,
+// reusing v's slices. On error *v is the zero value.
+func (x *MigrationKeyValues) DecodeInto(b []byte, v *MigrationV1) error {
+	if len(b) > 0 && b[0] == VersionMigrationV1 {
+		return DecodeMigrationV1Into(b, v)
+	}
+	if _, err := VersionOfMigrationKeyValue(b); err != nil {
+		var zero MigrationV1
+		*v = zero
+		return err
+	}
+	return DecodeMigrationV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the MigrationKeyVersions. It fails, encoding nothing, with an error wrapping
+// wire.ErrInvalid as that version's Encode does, with a *wire.FormatError
+// (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
+// allowed or the value holds a variant or enum constant of a newer format, and
+// with a downgrade's error, wrapped.
+func (x *MigrationKeyValues) Encode(v MigrationV1, format uint32) ([]byte, error) {
+	if format >= FormatMigrationV1 {
+		return EncodeMigrationV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "MigrationKey",
+		Format: format,
+		Need:   FormatMigrationV1,
+		Record: "MigrationV1",
+	}
+}
+
 // StoreFormatKeyVersions converts the value of a StoreFormatKey row between
 // adjacent versions of its family (value=StoreFormatV1), for
 // [NewStoreFormatKeyValues]. The owner of the rows implements it in its own

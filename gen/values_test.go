@@ -2435,6 +2435,163 @@ func TestQuarantineKeyValuesRefusesUnknownVersions(t *testing.T) {
 	}()
 }
 
+// testMigrationKeyVersions implements MigrationKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testMigrationKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestMigrationKeyVersions() *testMigrationKeyVersions {
+	return &testMigrationKeyVersions{}
+}
+
+// TestMigrationKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestMigrationKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestMigrationKeyVersions()
+	x := NewMigrationKeyValues(vs)
+	for i, v := range examplesMigrationV1() {
+		vs.calls = 0
+		b, err := EncodeMigrationV1(v)
+		if err != nil {
+			t.Fatalf("MigrationV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfMigrationKeyValue(b); err != nil || ver != VersionMigrationV1 {
+			t.Errorf("MigrationV1 example %d: VersionOfMigrationKeyValue = %d, %v; want %d", i, ver, err, VersionMigrationV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("MigrationV1 example %d: Decode: %v", i, err)
+		}
+		var into MigrationV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("MigrationV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("MigrationV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("MigrationV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("MigrationV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestMigrationKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestMigrationKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestMigrationKeyVersions()
+	x := NewMigrationKeyValues(vs)
+	v := func() MigrationV1 {
+		e := examplesMigrationV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: MigrationV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatMigrationV1)
+		want, err := EncodeMigrationV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatMigrationV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want MigrationV1 %x", FormatMigrationV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatMigrationV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionMigrationV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want MigrationV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatMigrationV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatMigrationV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatMigrationV1, err)
+	}
+}
+
+// TestMigrationKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestMigrationKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestMigrationKeyVersions()
+	x := NewMigrationKeyValues(vs)
+	valid, err := EncodeMigrationV1(examplesMigrationV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() MigrationV1 {
+				e := examplesMigrationV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero MigrationV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfMigrationKeyValue": func(b []byte) error {
+			_, err := VersionOfMigrationKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "MigrationKey" || ve.Version != ver || ve.Newest != VersionMigrationV1 {
+				t.Errorf("%s of version %d: %+v; want family MigrationKey, newest %d", name, ver, *ve, VersionMigrationV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewMigrationKeyValues(nil) did not panic")
+			}
+		}()
+		NewMigrationKeyValues(nil)
+	}()
+}
+
 // testStoreFormatKeyVersions implements StoreFormatKeyVersions for the generated tests: each
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.

@@ -2,7 +2,7 @@
 // classes and value records its handlers keep in any partition (relay
 // rows, relay scan state, timers, scheduler leases, the outbox sequence,
 // the outcome backlog and pending index, the outcome timer, the watermark
-// checkpoint, the keys an outcome receiver accepted). It declares no partitions: partitions belong to services'
+// checkpoint, the keys an outcome receiver accepted, migration checkpoints). It declares no partitions: partitions belong to services'
 // schemas, such as the reference domain's (refdomain/schema) or an
 // importing project's. It is the input of cmd/codegen, which writes the Go
 // types, key codecs, record codecs, fuzz targets and benchmarks into

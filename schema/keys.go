@@ -190,3 +190,13 @@ type QuarantineKey struct {
 type QuarantineValueKey struct {
 	Key []byte `mk:"max=10000"`
 }
+
+// MigrationKey holds, in the library's store partition
+// (evolve.Partition), the checkpoint of one migration (a MigrationV1),
+// named by the migration for ever: where it stopped, what it did, and the
+// runner that holds it until when.
+//
+//mk:key tag=63 value=MigrationV1
+type MigrationKey struct {
+	Name string `mk:"max=128"`
+}

@@ -165,3 +165,31 @@ type QuarantineV1 struct {
 	BacklogRows    uint64
 	BacklogBytes   uint64
 }
+
+// MigrationV1 is a migration's checkpoint (MigrationKey): the cursor the
+// next page starts from (the migration's own bytes, 16,384 at most: a
+// partition identity and a key fit), the identity of the partition its
+// last page was in; the rows it read, rewrote (or moved) and left as they
+// were (newer or corrupt), the pages whose commit conflicted and ran
+// again, the pages and partitions done; when it started, was last
+// checkpointed and finished (Unix milliseconds, 0: not yet); the runner
+// that holds it (Owner) until LeaseUntilMs (0: released); and the error
+// its last run stopped on ("" when none).
+//
+//mk:record version=1
+type MigrationV1 struct {
+	Cursor       []byte `mk:"max=16384"`
+	Partition    []byte `mk:"max=1024"`
+	Rows         uint64
+	Rewritten    uint64
+	Left         uint64
+	Conflicts    uint64
+	Pages        uint64
+	Partitions   uint64
+	StartedAtMs  uint64
+	UpdatedAtMs  uint64
+	DoneAtMs     uint64
+	Owner        string `mk:"max=128"`
+	LeaseUntilMs uint64
+	LastError    string `mk:"max=512"`
+}

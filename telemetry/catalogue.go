@@ -8,6 +8,9 @@ const (
 	LabelPartitionKind = "partition_kind"
 	// LabelTimerKind is a timer's kind, in decimal.
 	LabelTimerKind = "timer_kind"
+	// LabelMigration is a migration's name (evolve.Migration.Name): a few
+	// per store, chosen by the program, never identity data.
+	LabelMigration = "migration"
 )
 
 // The catalogue: every metric the library emits. Gauges are plain nouns;
@@ -166,6 +169,50 @@ var (
 	}
 )
 
+// The migrations' metrics (package evolve's Runner), emitted as each page
+// is checkpointed.
+var (
+	// MetricMigrationRows: rows a migration's pages read.
+	MetricMigrationRows = &Desc{
+		name: "mkitfdb_migration_rows_total", typ: Counter, unit: "{row}", labels: []string{LabelMigration},
+		help: "Rows a migration's pages read.",
+	}
+	// MetricMigrationRowsRewritten: rows a migration rewrote or moved.
+	MetricMigrationRowsRewritten = &Desc{
+		name: "mkitfdb_migration_rows_rewritten_total", typ: Counter, unit: "{row}", labels: []string{LabelMigration},
+		help: "Rows a migration rewrote or moved.",
+	}
+	// MetricMigrationRowsLeft: rows a migration left as they were (of a
+	// newer version, corrupt), and regions of partitions it could not
+	// tell apart, each logged.
+	MetricMigrationRowsLeft = &Desc{
+		name: "mkitfdb_migration_rows_left_total", typ: Counter, unit: "{row}", labels: []string{LabelMigration},
+		help: "Rows a migration left as they were (newer or corrupt), and regions it could not split, each logged.",
+	}
+	// MetricMigrationPages: pages a migration checkpointed.
+	MetricMigrationPages = &Desc{
+		name: "mkitfdb_migration_pages_total", typ: Counter, unit: "{page}", labels: []string{LabelMigration},
+		help: "Pages a migration checkpointed.",
+	}
+	// MetricMigrationConflicts: runs of a migration's pages that a
+	// concurrent writer made run again (a failed guard or a conflict).
+	MetricMigrationConflicts = &Desc{
+		name: "mkitfdb_migration_conflicts_total", typ: Counter, unit: "{conflict}", labels: []string{LabelMigration},
+		help: "Runs of a migration's pages that a concurrent writer made run again.",
+	}
+	// MetricMigrationPartitions: partitions a migration finished.
+	MetricMigrationPartitions = &Desc{
+		name: "mkitfdb_migration_partitions_total", typ: Counter, unit: "{partition}", labels: []string{LabelMigration},
+		help: "Partitions a migration finished.",
+	}
+	// MetricMigrationDone: 1 once a migration is done, 0 while a runner
+	// runs it.
+	MetricMigrationDone = &Desc{
+		name: "mkitfdb_migration_done", typ: Gauge, unit: "{migration}", labels: []string{LabelMigration},
+		help: "1 once a migration is done, 0 while a runner runs it.",
+	}
+)
+
 // catalogue lists every Desc above; Check accepts only these.
 var catalogue = []*Desc{
 	MetricRelayBacklogRows,
@@ -192,4 +239,11 @@ var catalogue = []*Desc{
 	MetricSchedulerStale,
 	MetricSchedulerCorrupt,
 	MetricSchedulerErrors,
+	MetricMigrationRows,
+	MetricMigrationRowsRewritten,
+	MetricMigrationRowsLeft,
+	MetricMigrationPages,
+	MetricMigrationConflicts,
+	MetricMigrationPartitions,
+	MetricMigrationDone,
 }

@@ -30,7 +30,7 @@ var unitOfSuffix = map[string]string{"_bytes": "By", "_seconds": "s", "_rows": "
 // text, label names of this package, and a unit as OpenTelemetry spells
 // it, the one its name's suffix promises.
 func TestCatalogueEntriesAreWellFormed(t *testing.T) {
-	known := []string{telemetry.LabelPartitionKind, telemetry.LabelTimerKind}
+	known := []string{telemetry.LabelPartitionKind, telemetry.LabelTimerKind, telemetry.LabelMigration}
 	seen := map[string]bool{}
 	require.NotEmpty(t, telemetry.Catalogue())
 	for _, d := range telemetry.Catalogue() {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/boltengine"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
@@ -74,12 +75,14 @@ func timerCount(t *testing.T, l *fdblayer.Layer, ps []store.Partition) int {
 // A store written before the due index had buckets, opened by this code,
 // loses no timer: its entries are listed (as the last bucket), every due
 // partition fires, each entry moves to its bucket when its partition's
-// wake time changes, and MigrateDueIndex moves the ones not yet touched.
+// wake time changes, and MigrateDueIndex (or the same pages as a
+// migration, evolve.DueIndexMigration, through an evolve.Runner) moves the
+// ones not yet touched.
 func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 	for _, tc := range []struct {
-		migrateFirst bool
-		distributed  bool // fdbsim.AsDistributed: DueHashBuckets buckets, not bbolt's one
-	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		migrateFirst string // "", "MigrateDueIndex" or "Runner"
+		distributed  bool   // fdbsim.AsDistributed: DueHashBuckets buckets, not bbolt's one
+	}{{"", false}, {"MigrateDueIndex", false}, {"Runner", false}, {"", true}, {"MigrateDueIndex", true}, {"Runner", true}} {
 		migrateFirst := tc.migrateFirst
 		t.Run(fmt.Sprintf("migrate-first=%v/distributed=%v", migrateFirst, tc.distributed), func(t *testing.T) {
 			ctx := context.Background()
@@ -93,10 +96,19 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 				require.Equal(t, l.DueBuckets()-1, e.Bucket, "every entry is of the first layout")
 			}
 			require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
-			if migrateFirst {
+			runner, err := evolve.NewRunner(l, evolve.RunnerConfig{Owner: "test", Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			switch migrateFirst {
+			case "MigrateDueIndex":
 				moved, err := l.MigrateDueIndex(ctx)
 				require.NoError(t, err)
 				require.Equal(t, 40, moved)
+				require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
+			case "Runner":
+				rep, err := runner.Run(ctx, evolve.DueIndexMigration(l))
+				require.NoError(t, err)
+				require.True(t, rep.Checkpoint.IsDone())
+				require.Equal(t, uint64(40), rep.Checkpoint.Rewritten)
 				require.NoError(t, timerstest.CheckDueIndex(ctx, l, ps))
 			}
 
@@ -126,6 +138,9 @@ func TestAStoreOfTheFirstDueLayoutLosesNoTimer(t *testing.T) {
 			moved, err := l.MigrateDueIndex(ctx)
 			require.NoError(t, err)
 			assert.Zero(t, moved)
+			again, err := runner.Rerun(ctx, evolve.DueIndexMigration(l))
+			require.NoError(t, err)
+			assert.Zero(t, again.Checkpoint.Rewritten, "nothing of the first layout is left")
 		})
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 // packages are the directories (from the module root) whose exported API
 // must carry no integer milliseconds.
-var packages = []string{"clock", "admin", "telemetry", "telemetry/prom", "telemetry/otelmetric", "timers", "store", "relay", "outcome", "watermark", "outbox", "quarantine", "store/storetest", "timers/timerstest"}
+var packages = []string{"clock", "admin", "telemetry", "telemetry/prom", "telemetry/otelmetric", "timers", "store", "relay", "outcome", "watermark", "outbox", "quarantine", "store/storetest", "timers/timerstest", "evolve"}
 
 // msName matches an identifier that names milliseconds: "ms", a Ms unit
 // suffix ("dueAtMs", "NowMs", "AtMsRaw"), or Millis anywhere.

@@ -92,7 +92,7 @@ func isGenerated(src []byte) bool {
 func TestGeneratedFoldersHoldOnlyGeneratedCode(t *testing.T) {
 	root := moduleRoot(t)
 	folders := generatedFolders(t, root)
-	for _, want := range []string{"gen", "refdomain", "examples/orders/ordersgen", "internal/testkit/bank/bankgen", "internal/testkit/dispatch/dispatchgen"} {
+	for _, want := range []string{"gen", "refdomain", "examples/orders/ordersgen", "internal/testkit/bank/bankgen", "internal/testkit/dispatch/dispatchgen", "internal/testkit/ledger/ledgergen"} {
 		if _, ok := folders[want]; !ok {
 			t.Errorf("no //go:generate line runs cmd/codegen with -out %s (found %v): the check would not look there", want, folders)
 		}
