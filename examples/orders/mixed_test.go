@@ -330,8 +330,9 @@ var raiseOrders = evolve.RaiseConfig{By: "deploy", Reason: "OrderV2: gift orders
 // the pending outcome of a gift order the newer shipped (its receiver
 // down meanwhile) and counts it, and reads nothing as corrupt; its refresh fences it, its scheduler claims
 // nothing, and a process of the older binary refuses to start. The newer
-// binary then ships every held order; every order is delivered exactly
-// once.
+// binary then ships every held order while a migration rewrites the
+// OrderV1 orders as OrderV2 (refused before the raise); every order is
+// delivered exactly once, and ends an OrderV2.
 func TestMixedVersionsShareOneStore(t *testing.T) {
 	for _, eng := range []struct {
 		name string
@@ -370,8 +371,18 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 			checkStoredAsV1(t, newer.l, both)
 			checkOrdersShipped(t, newer.l, sink, both, v1gen.VersionOrderV1)
 
+			// A migration to OrderV2 refuses to run before the raise.
+			m, err := orders.UpgradeOrders(newer.l, newer.l, quietLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := newRunner(t, newer.l, clk).Run(ctx, m); !errors.Is(err, wire.ErrFormatTooOld) {
+				t.Fatalf("the migration at format 1: %v, want wire.ErrFormatTooOld", err)
+			}
+			checkStoredAsV1(t, newer.l, both)
+
 			// The raise waits for the older process.
-			err := newer.l.Gate().Raise(ctx, ordersgen.SchemaNamespace, 2, raiseOrders)
+			err = newer.l.Gate().Raise(ctx, ordersgen.SchemaNamespace, 2, raiseOrders)
 			var re *evolve.RaiseError
 			if !errors.As(err, &re) || len(re.Unaware) != 1 || re.Unaware[0].Name != "old" || !strings.Contains(err.Error(), "old") {
 				t.Fatalf("raise while the older process lives: %v, want a refusal naming old", err)
@@ -476,11 +487,11 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 			}
 			checkOlderRefused(t, engine, clk)
 
-			// The newer binary ships every held order: each delivered once.
-			tickAll(t, newer)
+			// The newer binary ships every held order, each delivered
+			// once, while the migration rewrites the OrderV1 rows.
 			all := slices.Concat(both, gifts, pending)
-			checkOrdersShipped(t, newer.l, sink, all, 0)
-			checkStoredAsV1(t, newer.l, both)
+			migrateOrders(t, newer.l, clk, all, len(both), func() { tickAll(t, newer) })
+			checkOrdersShipped(t, newer.l, sink, all, ordersgen.VersionOrderV2)
 		})
 	}
 }
@@ -492,7 +503,8 @@ func TestMixedVersionsShareOneStore(t *testing.T) {
 // the older comes back (a rollback before the raise) and reads and ships
 // what the newer wrote; with no older process left the newer raises the
 // format without force and writes gift orders as OrderV2; the older then
-// refuses to start; every order is delivered exactly once.
+// refuses to start; every order is delivered exactly once; the migration
+// then rewrites the OrderV1 orders as OrderV2.
 func TestMixedVersionsTakeTurnsOnBbolt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "orders.db")
@@ -554,12 +566,76 @@ func TestMixedVersionsTakeTurnsOnBbolt(t *testing.T) {
 	tickAll(t, newer)
 	checkOrdersShipped(t, newer.l, sink, slices.Concat(both, gifts), 0)
 	checkOrdersShipped(t, newer.l, &mixedSink{got: countOf(sink, gifts), events: sink.events}, gifts, ordersgen.VersionOrderV2)
+	migrateOrders(t, newer.l, clk, slices.Concat(both, gifts), len(both), nil)
 	stop(newer)
 
 	e := engine()
 	checkOlderRefused(t, e, clk)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// newRunner is a migration runner on l.
+func newRunner(t *testing.T, l *fdblayer.Layer, clk clock.Clock) *evolve.Runner {
+	t.Helper()
+	r, err := evolve.NewRunner(l, evolve.RunnerConfig{Owner: "migrate", Clock: clk, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// migrateOrders runs orders.UpgradeOrders on l to its end, while during
+// (when set) runs beside it, and checks that it rewrote exactly the orders
+// stored as OrderV1 (wantRewritten), left none, and that every order of os
+// is then stored as an OrderV2 holding what it held (shipped, its region,
+// its gift flag); run again from the start, it rewrites nothing.
+func migrateOrders(t *testing.T, l *fdblayer.Layer, clk clock.Clock, os []mixedOrder, wantRewritten int, during func()) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := orders.UpgradeOrders(l, l, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, l, clk)
+	var (
+		wg  sync.WaitGroup
+		rep evolve.Report
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rep, err = r.Run(ctx, m)
+	}()
+	if during != nil {
+		during()
+	}
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	cp := rep.Checkpoint
+	if cp.Done.IsZero() || cp.Left != 0 || cp.Rewritten != uint64(wantRewritten) {
+		t.Fatalf("migration: %s (%+v), want done, %d rewritten, none left", rep, cp, wantRewritten)
+	}
+	for _, o := range os {
+		p, k := o.key(t)
+		v, _, err := l.Get(ctx, p, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0] != ordersgen.VersionOrderV2 {
+			t.Errorf("order %s is stored as version %d after the migration", o.id(), v[0])
+		}
+		got, err := ordersgen.DecodeOrderV2(v)
+		if err != nil || got.Status != ordersgen.StatusShipped || got.Region != o.region || got.Gift != o.gift || len(got.Lines) != 1 || got.Lines[0].SKU != "sku-0" {
+			t.Errorf("order %s after the migration: %+v, %v", o.id(), got, err)
+		}
+	}
+	again, err := r.Rerun(ctx, m)
+	if err != nil || again.Checkpoint.Rewritten != 0 || again.Checkpoint.Rows < uint64(len(os)) {
+		t.Errorf("the migration run again: %s, %v; want every row read and none rewritten", again, err)
 	}
 }
 
