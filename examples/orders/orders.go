@@ -25,7 +25,9 @@
 // raises the store's format of "orders" to 2, once no process of a binary
 // that reads only OrderV1 is left (mkitfdb formats raise orders 2). Until
 // then a gift order is refused (wire.ErrFormatTooOld, which wraps
-// store.ErrInvalid), since an OrderV1 cannot say it.
+// store.ErrInvalid), since an OrderV1 cannot say it. UpgradeOrders rewrites
+// the stored OrderV1 rows as OrderV2 once the format is raised; readers
+// never need it.
 package orders
 
 import (

@@ -20,7 +20,7 @@ func TestREADMEShowsTheExamplesOwnCode(t *testing.T) {
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var src string
-	for _, f := range []string{"schema/orders.go", "orders.go"} {
+	for _, f := range []string{"schema/orders.go", "orders.go", "migrate.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func TestREADMEShowsTheExamplesOwnCode(t *testing.T) {
 			}
 		}
 	}
-	if blocks != 2 {
-		t.Errorf("%d Go blocks in \"Evolving a schema\", want the schema's and the service's", blocks)
+	if blocks != 3 {
+		t.Errorf("%d Go blocks in \"Evolving a schema\", want the schema's, the service's and its migration's", blocks)
 	}
 }
