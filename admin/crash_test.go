@@ -112,13 +112,13 @@ func crashFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-time.Minute), obs)
+	ob, err := outbox.NewBuilder(l, t0.Add(-time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
 		puts := []gen.RelayPut{{Key: orderKey(t, uint64(20+i)), Value: zeros}}
-		if _, err := ob.Relay(region1, puts, nil); err != nil {
+		if _, err := ob.Relay(ctx, region1, puts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

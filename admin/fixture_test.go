@@ -80,13 +80,13 @@ func fixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-5*time.Minute), obs)
+	ob, err := outbox.NewBuilder(l, t0.Add(-5*time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, target := range []store.Partition{region1, region2, region1} {
 		put := gen.RelayPut{Key: orderKey(t, uint64(i+1)), Value: []byte{byte(i + 1)}}
-		if _, err := ob.Relay(target, []gen.RelayPut{put}, nil); err != nil {
+		if _, err := ob.Relay(context.Background(), target, []gen.RelayPut{put}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +94,7 @@ func fixture(t *testing.T) string {
 	prior, _ := ordersgen.EncodeOrderV1(ordersgen.OrderV1{Status: ordersgen.StatusOpen, Region: 1, Note: "teapot"})
 	terminal, _ := ordersgen.EncodeOrderV1(ordersgen.OrderV1{Status: ordersgen.StatusShipped, Region: 1, Note: "teapot"})
 	apply(ada, store.NewBatch().Put(orderK, prior))
-	if _, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("ord_ada_9"), Source: gen.MustOutcomeSource("orders.shipped"),
+	if _, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("ord_ada_9"), Source: gen.MustOutcomeSource("orders.shipped"),
 		Key: orderK, Prior: prior, Terminal: terminal}); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func formatsStore(t *testing.T, created bool) string {
 	putProcess(t, l, "old-c:3", "orders-svc (older)", t0.Add(20*time.Second),
 		gen.NamespaceFormat{Namespace: "mkit", Format: 1}, gen.NamespaceFormat{Namespace: "orders", Format: 1})
 	putProcess(t, l, "gone-d:4", "orders-svc (fixture)", t0.Add(-5*time.Minute), gen.NamespaceFormat{Namespace: "mkit", Format: 2})
-	row := store.Value{gen.VersionRelayV1 + 1, 0x01, 0x02, 0x03}
+	row := store.Value{gen.VersionRelayV2 + 1, 0x01, 0x02, 0x03}
 	if out, err := l.Apply(context.Background(), ada, store.NewBatch().Put(gen.AppendRelayKey(nil, 1), row)); err != nil || !out.Committed() {
 		t.Fatalf("put the newer row: %v %v", out, err)
 	}
@@ -101,7 +101,7 @@ func TestGoldenFormats(t *testing.T) {
 		})
 	}
 	_, out, _ := run(t, t0, "partitions", "-db", db)
-	want := "newer RelayKey (16, 1) (rev 745c8c22ab076f27): RelayKey value version 2 (this binary: 1; store format mkit=2)"
+	want := "newer RelayKey (16, 1) (rev 5c42fbeb8424c28e): RelayKey value version 3 (this binary: 1-2; store format mkit=2)"
 	if !strings.Contains(out, want) || strings.Contains(out, "corrupt RelayKey") {
 		t.Errorf("partitions shows the newer row not as %q:\n%s", want, out)
 	}

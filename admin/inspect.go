@@ -332,7 +332,7 @@ func (in *inspection) relayRows(ctx context.Context) error {
 	var err error
 	rep.Relay.Rows, err = scanRange(ctx, in.v.l, in.id, start, end, in.v.maxRows, func(k store.Key, v store.Value) {
 		rep.Relay.Bytes += int64(len(k) + len(v))
-		r, err := gen.DecodeRelayV1(v)
+		r, err := outbox.DecodeRelay(v)
 		if _, kerr := gen.ParseRelayKey(k); kerr != nil || err != nil {
 			in.corrupt(decodeRow(in.sch, k, v))
 			return
@@ -394,7 +394,7 @@ func (in *inspection) pendingRows(ctx context.Context) error {
 		if len(v) == 0 {
 			return // a row queued before pending rows named their source
 		}
-		pv, err := gen.DecodeOutcomePendingV1(v)
+		pv, err := outbox.DecodePending(v)
 		if err != nil {
 			in.corrupt(decodeRow(in.sch, k, v))
 			return

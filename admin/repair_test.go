@@ -35,13 +35,13 @@ func relayStore(t *testing.T, n, bad int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(l.Capabilities(), t0.Add(-time.Minute), obs)
+	ob, err := outbox.NewBuilder(l, t0.Add(-time.Minute), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= n; i++ {
 		target := []store.Partition{region1, region2}[i%2]
-		if _, err := ob.Relay(target, []gen.RelayPut{{Key: orderKey(t, uint64(i)), Value: []byte{byte(i)}}}, nil); err != nil {
+		if _, err := ob.Relay(context.Background(), target, []gen.RelayPut{{Key: orderKey(t, uint64(i)), Value: []byte{byte(i)}}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

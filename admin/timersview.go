@@ -15,6 +15,7 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -445,7 +446,7 @@ func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 		start, end := classRange(gen.TagRelayKey)
 		_, err := scanRange(ctx, v.l, id, start, end, lagHead, func(k store.Key, val store.Value) {
 			queued = true
-			if r, err := gen.DecodeRelayV1(val); err == nil {
+			if r, err := outbox.DecodeRelay(val); err == nil {
 				older(&rep.OldestRelay, LagItem{Partition: part, Key: formatTuple(k), At: msTime(r.AtMs), What: "relay row"})
 			}
 		})
@@ -455,7 +456,7 @@ func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 		start, end = classRange(gen.TagOutcomePendingKey)
 		_, err = scanRange(ctx, v.l, id, start, end, lagHead, func(k store.Key, val store.Value) {
 			queued = true
-			if r, err := gen.DecodeOutcomePendingV1(val); err == nil {
+			if r, err := outbox.DecodePending(val); err == nil {
 				older(&rep.OldestOutcome, LagItem{Partition: part, Key: formatTuple(k), At: msTime(r.AtMs), What: "pending outcome of " + r.Source.String()})
 			}
 		})

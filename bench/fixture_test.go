@@ -101,7 +101,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(f.s.Capabilities(), f.now, o)
+		ob, err := outbox.NewBuilder(f.s, f.now, o)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func (f *fixture) queue(tb testing.TB, n int) {
 			for j := range puts {
 				puts[j] = gen.RelayPut{Key: f.keys[(f.rows*putsPerRow+j)%keyPool], Value: f.value}
 			}
-			if _, err := ob.Relay(f.targets[f.rows%len(f.targets)], puts, nil); err != nil {
+			if _, err := ob.Relay(context.Background(), f.targets[f.rows%len(f.targets)], puts, nil); err != nil {
 				tb.Fatal(err)
 			}
 			f.rows++

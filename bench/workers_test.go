@@ -277,12 +277,12 @@ func (q *workerQueue) queueAll(b *testing.B, s store.Store) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), time.Now(), o)
+		ob, err := outbox.NewBuilder(s, time.Now(), o)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for range workerRows {
-			if _, err := ob.Relay(q.targets[q.rows%len(q.targets)], q.puts, nil); err != nil {
+			if _, err := ob.Relay(context.Background(), q.targets[q.rows%len(q.targets)], q.puts, nil); err != nil {
 				b.Fatal(err)
 			}
 			q.rows++

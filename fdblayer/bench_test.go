@@ -79,6 +79,12 @@ func guardedBatch() *store.Batch {
 // are warmed up first, and which goes first alternates from block to
 // block, so that neither always runs on the caches the other left.
 func benchPair(b *testing.B, layer, raw func()) {
+	benchPairOf(b, "layer", "raw", layer, raw)
+}
+
+// benchPairOf is benchPair with the two sides named x and y: it reports
+// x-ns/op, y-ns/op and x/y.
+func benchPairOf(b *testing.B, x, y string, layer, raw func()) {
 	const block = 32
 	for range block {
 		layer()
@@ -104,9 +110,9 @@ func benchPair(b *testing.B, layer, raw func()) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(tl.Nanoseconds())/float64(b.N), "layer-ns/op")
-	b.ReportMetric(float64(tr.Nanoseconds())/float64(b.N), "raw-ns/op")
-	b.ReportMetric(float64(tl)/float64(tr), "layer/raw")
+	b.ReportMetric(float64(tl.Nanoseconds())/float64(b.N), x+"-ns/op")
+	b.ReportMetric(float64(tr.Nanoseconds())/float64(b.N), y+"-ns/op")
+	b.ReportMetric(float64(tl)/float64(tr), x+"/"+y)
 }
 
 // applyBench holds one guarded batch and the ways to apply it.
@@ -185,6 +191,91 @@ func BenchmarkMemoryApplyGuarded(b *testing.B) {
 	b.Run("pair", func(b *testing.B) {
 		la, ra := newApplyBench(b), newApplyBench(b)
 		benchPair(b, func() { la.layer(b) }, func() { ra.raw(b) })
+	})
+}
+
+// markBench is the relay's target batch in small: read a mark, then
+// apply a batch guarded by what was read (benchPuts puts and the new
+// mark), in one TransactOnce or as a Get and an Apply.
+type markBench struct {
+	l     *Layer
+	p     store.Partition
+	mark  store.Key
+	puts  []store.Key
+	batch *store.Batch
+	fn    store.TransactFunc
+}
+
+func newMarkBench(b *testing.B) *markBench {
+	m := &markBench{l: benchLayer(b), p: benchPartition, mark: benchKey(0), batch: store.NewBatch()}
+	for i := range benchPuts {
+		m.puts = append(m.puts, benchKey(100+i*37))
+	}
+	m.fn = func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+		v, _, err := r.Get(ctx, m.mark)
+		if err != nil {
+			return nil, err
+		}
+		return m.build(v), nil
+	}
+	return m
+}
+
+// build resets the batch to the guard on the mark's value v, the puts,
+// and the mark rewritten as it was.
+func (m *markBench) build(v store.Value) *store.Batch {
+	*m.batch = store.Batch{Preconditions: m.batch.Preconditions[:0], Writes: m.batch.Writes[:0]}
+	m.batch.Require(store.Guard(m.mark, v))
+	for _, k := range m.puts {
+		m.batch.Put(k, v)
+	}
+	m.batch.Put(m.mark, v)
+	return m.batch
+}
+
+func (m *markBench) transact(b *testing.B) {
+	out, err := m.l.TransactOnce(context.Background(), m.p, m.fn)
+	if err != nil || !out.Committed() {
+		b.Fatalf("TransactOnce: %v %v", out, err)
+	}
+}
+
+func (m *markBench) getApply(b *testing.B) {
+	v, _, err := m.l.Get(context.Background(), m.p, m.mark)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := m.l.Apply(context.Background(), m.p, m.build(v))
+	if err != nil || !out.Committed() {
+		b.Fatalf("Apply: %v %v", out, err)
+	}
+}
+
+// BenchmarkMemoryTransactOnce reads a row and applies 10 puts and the row
+// guarded by what it read, on the memory engine, whose transactions run
+// one at a time: in one TransactOnce (transact), as a Get and an Apply
+// (getapply), and both interleaved (pair, which reports
+// transact/getapply). One transaction must cost no more than the two.
+func BenchmarkMemoryTransactOnce(b *testing.B) {
+	b.Run("transact", func(b *testing.B) {
+		m := newMarkBench(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			m.transact(b)
+		}
+	})
+	b.Run("getapply", func(b *testing.B) {
+		m := newMarkBench(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			m.getApply(b)
+		}
+	})
+	b.Run("pair", func(b *testing.B) {
+		x, y := newMarkBench(b), newMarkBench(b)
+		benchPairOf(b, "transact", "getapply", func() { x.transact(b) }, func() { y.getApply(b) })
 	})
 }
 

@@ -207,8 +207,8 @@ func readUnits(txn kv.ReadTxn, units []unit, known []*readCache, ov *overlay, ds
 				continue
 			}
 			if known != nil && known[i] != nil {
-				if v, ok := known[i].m[string(k)]; ok {
-					dst = append(dst, v)
+				if j := known[i].find(k); j >= 0 {
+					dst = append(dst, known[i].vals[j])
 					continue
 				}
 			}
@@ -317,6 +317,7 @@ func (l *Layer) TransactManyOnce(ctx context.Context, ps []store.Partition, fn s
 	defer txn.Close()
 	for _, r := range readers {
 		r.txn, r.s = txn, l.getScratch()
+		r.cache = &r.s.cache
 		defer l.putScratch(r.s)
 	}
 	fnCtx := context.WithValue(ctx, heldTxnKey{}, l)
@@ -384,7 +385,7 @@ func (l *Layer) commitMany(ctx context.Context, txn kv.Txn, ps []store.Partition
 	defer l.release(units)
 	known := make([]*readCache, len(units))
 	for i, j := range at {
-		known[i] = &readers[j].cache
+		known[i] = readers[j].cache
 	}
 	out, committing, err = l.commitUnits(ctx, txn, units, known)
 	if err == nil && !out.Committed() {

@@ -301,6 +301,9 @@ type scratch struct {
 	keys [][]byte
 	vals [][]byte
 	rows []kv.KeyValue
+	// sub is a TransactOnce's subspace; cache what a TransactOnce reader read.
+	sub   []byte
+	cache readCache
 }
 
 // maxPooledBytes keeps a rare huge batch from pinning its buffers.
@@ -314,9 +317,11 @@ func (l *Layer) getScratch() *scratch {
 }
 
 func (l *Layer) putScratch(s *scratch) {
-	if cap(s.buf) > maxPooledBytes || cap(s.key) > maxPooledBytes || cap(s.keys) > 4096 || cap(s.rows) > 4096 {
+	if cap(s.buf) > maxPooledBytes || cap(s.key) > maxPooledBytes || cap(s.keys) > 4096 || cap(s.rows) > 4096 ||
+		cap(s.cache.arena) > maxPooledBytes || cap(s.cache.keys) > 4096 {
 		return
 	}
+	s.cache.reset()
 	clear(s.keys[:cap(s.keys)])
 	clear(s.vals[:cap(s.vals)])
 	clear(s.rows[:cap(s.rows)])

@@ -1,6 +1,7 @@
 package fdblayer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -84,7 +85,12 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 	if fn == nil {
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: transact on %s: %w: nil function", store.PartitionName(p), store.ErrInvalid)
 	}
-	sub, err := l.appendSubspace(nil, p)
+	// s holds p's subspace and what the run read (s.cache); its other
+	// buffers serve the run's reads and, once fn returned, the commit.
+	s := l.getScratch()
+	defer l.putScratch(s)
+	sub, err := l.appendSubspace(s.sub[:0], p)
+	s.sub = sub
 	if err != nil {
 		return store.BatchOutcome{}, fmt.Errorf("fdblayer: transact: %w", err)
 	}
@@ -99,11 +105,9 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 		return store.BatchOutcome{}, l.opError("transact on", p, nil, err)
 	}
 	defer txn.Close()
-	rs, s := l.getScratch(), l.getScratch()
-	defer l.putScratch(rs)
-	defer l.putScratch(s)
-	r := &txnReader{l: l, txn: txn, p: p, sub: sub, s: rs}
-	fnCtx := context.WithValue(ctx, heldTxnKey{}, l)
+	r := &txnReader{l: l, txn: txn, p: p, sub: sub, s: s, cache: &s.cache}
+	r.ctx = heldCtx{Context: ctx, l: l}
+	fnCtx := context.Context(&r.ctx)
 	var unknown error
 	for attempt := 0; ; attempt++ {
 		r.open()
@@ -118,7 +122,7 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 				out     store.BatchOutcome
 				invalid bool
 			)
-			out, committing, invalid, err = l.commitFunc(ctx, txn, s, p, b, &r.cache)
+			out, committing, invalid, err = l.commitFunc(ctx, txn, s, p, b, r.cache)
 			switch {
 			case invalid:
 				return out, err
@@ -132,6 +136,22 @@ func (l *Layer) TransactOnce(ctx context.Context, p store.Partition, fn store.Tr
 			return store.BatchOutcome{}, err
 		}
 	}
+}
+
+// heldCtx is the context a TransactOnce hands its function: ctx's values
+// and cancellation, and the Layer whose transaction the function runs in
+// under heldTxnKey (see notNested), as context.WithValue would give. It
+// is a field of the run's txnReader, so that the two cost one allocation.
+type heldCtx struct {
+	context.Context
+	l *Layer
+}
+
+func (c *heldCtx) Value(key any) any {
+	if _, ok := key.(heldTxnKey); ok {
+		return c.l
+	}
+	return c.Context.Value(key)
 }
 
 // commitFunc checks and commits b, the batch a TransactOnce function
@@ -170,14 +190,15 @@ type txnReader struct {
 	l   *Layer
 	txn kv.Txn
 	p   store.Partition
-	sub []byte // p's subspace
+	sub []byte  // p's subspace
+	ctx heldCtx // the context fn is given
 
 	mu    sync.Mutex
 	s     *scratch
-	live  bool      // fn is running
-	cache readCache // what the run read
-	spent int       // bytes the run's reads hold
-	err   error     // the run's first engine error: the transaction must be reset
+	live  bool       // fn is running
+	cache *readCache // what the run read (s.cache)
+	spent int        // bytes the run's reads hold
+	err   error      // the run's first engine error: the transaction must be reset
 }
 
 var (
@@ -235,27 +256,43 @@ func (r *txnReader) fail(what string, err error) error {
 
 // Get reads one row as Layer.Get does, in the transaction.
 func (r *txnReader) Get(ctx context.Context, key store.Key) (store.Value, bool, error) {
-	vs, err := r.GetMany(ctx, []store.Key{key})
-	if err != nil {
+	keys := [1]store.Key{key}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vals, err := r.get(ctx, keys[:])
+	if err != nil || vals[0] == nil {
 		return nil, false, err
 	}
-	return vs[0], vs[0] != nil, nil
+	return append(make(store.Value, 0, len(vals[0])), vals[0]...), true, nil
 }
 
 // GetMany reads rows as Layer.GetMany does, in the transaction.
 func (r *txnReader) GetMany(ctx context.Context, keys []store.Key) ([]store.Value, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vals, err := r.get(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return []store.Value{}, nil
+	}
+	return copyValues(vals), nil
+}
+
+// get reads keys in the transaction, keeps what it read, and returns the
+// engine's values (valid until the transaction ends). r.mu is held.
+func (r *txnReader) get(ctx context.Context, keys []store.Key) ([][]byte, error) {
 	for i, k := range keys {
 		if err := r.l.checkKey(k); err != nil {
 			return nil, fmt.Errorf("fdblayer: transaction get from %s: key %d: %w", store.PartitionName(r.p), i, err)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err := r.begin(ctx, "get from"); err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 {
-		return []store.Value{}, nil
+		return nil, nil
 	}
 	full := r.l.fullKeys(r.s, append(r.s.buf[:0], r.sub...), keys)
 	vals, err := r.txn.GetMany(r.s.vals[:0], full)
@@ -267,7 +304,7 @@ func (r *txnReader) GetMany(ctx context.Context, keys []store.Key) ([]store.Valu
 		r.cache.put(k, vals[i])
 		r.spent += len(k) + len(vals[i])
 	}
-	return copyValues(vals), nil
+	return vals, nil
 }
 
 // NextWake reads the partition's wake time in the transaction.
@@ -298,6 +335,11 @@ func (r *txnReader) NextWake(ctx context.Context) (time.Time, bool, error) {
 func (r *txnReader) Scan(ctx context.Context, start, end store.Key, after store.Cursor, limit int) (store.ScanPage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.live {
+		// Before pageQuery writes to r.s, which serves the commit once fn
+		// returned.
+		return store.ScanPage{}, r.begin(ctx, "scan")
+	}
 	q, err := r.l.pageQuery(r.s, r.p, append(r.s.buf[:0], r.sub...), start, end, after, limit)
 	if err != nil {
 		return store.ScanPage{}, err
@@ -320,19 +362,71 @@ func (r *txnReader) Scan(ctx context.Context, start, end store.Key, after store.
 	return page, nil
 }
 
-// readCache holds what a TransactOnce run read, by engine key: the values
-// as the engine returned them (valid until the transaction ends; nil for
-// an absent key read by GetMany). Rows a scan did not return are not
-// known absent: a scan says nothing about keys it passed.
-type readCache struct{ m map[string][]byte }
+// readCache holds what a TransactOnce run (or a prefetch) read, by engine
+// key: the values as the engine returned them (valid until the
+// transaction ends; nil for an absent key read by GetMany). Rows a scan
+// did not return are not known absent: a scan says nothing about keys it
+// passed. A few keys are searched in order, with copies of the keys in
+// one buffer; past cacheLinear of them, a map indexes them too. So a run
+// that reads a row or two (a mark, a cursor) keeps them without an
+// allocation once the cache's buffers have grown, and the Layer's pooled
+// scratch keeps them from one run to the next.
+type readCache struct {
+	keys    [][]byte // copies, in arena
+	vals    [][]byte
+	arena   []byte
+	index   map[string]int // keys' positions, when indexed
+	indexed bool
+}
 
-func (c *readCache) reset() { clear(c.m) }
+// cacheLinear is the most keys a readCache searches in order.
+const cacheLinear = 8
+
+// reset empties the cache, keeping its buffers but no engine value.
+func (c *readCache) reset() {
+	clear(c.vals)
+	c.keys, c.vals, c.arena = c.keys[:0], c.vals[:0], c.arena[:0]
+	clear(c.index)
+	c.indexed = false
+}
+
+// find returns key's position, or -1.
+func (c *readCache) find(key []byte) int {
+	if c.indexed {
+		if i, ok := c.index[string(key)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range c.keys {
+		if bytes.Equal(k, key) {
+			return i
+		}
+	}
+	return -1
+}
 
 func (c *readCache) put(key, value []byte) {
-	if c.m == nil {
-		c.m = make(map[string][]byte)
+	if i := c.find(key); i >= 0 {
+		c.vals[i] = value
+		return
 	}
-	c.m[string(key)] = value
+	start := len(c.arena)
+	c.arena = append(c.arena, key...)
+	c.keys = append(c.keys, c.arena[start:len(c.arena):len(c.arena)])
+	c.vals = append(c.vals, value)
+	switch {
+	case c.indexed:
+		c.index[string(key)] = len(c.keys) - 1
+	case len(c.keys) > cacheLinear:
+		if c.index == nil {
+			c.index = make(map[string]int, 2*len(c.keys))
+		}
+		for i, k := range c.keys {
+			c.index[string(k)] = i
+		}
+		c.indexed = true
+	}
 }
 
 // getMany appends each key's value to dst as txn.GetMany does, reading in
@@ -342,9 +436,13 @@ func (c *readCache) getMany(txn kv.ReadTxn, dst [][]byte, keys [][]byte) ([][]by
 	var missing [][]byte
 	var at []int
 	for i, k := range keys {
-		v, ok := c.m[string(k)]
+		var v []byte
+		j := c.find(k)
+		if j >= 0 {
+			v = c.vals[j]
+		}
 		dst = append(dst, v)
-		if !ok {
+		if j < 0 {
 			missing, at = append(missing, k), append(at, n+i)
 		}
 	}

@@ -13,7 +13,7 @@
 // library's key classes, in any partition; an importing schema's are 100 and
 // above.
 //
-// Records ([U64Value], [TimerRefV2], [DeadLetterV1], [RelayV1] and 12 more):
+// Records ([U64Value], [TimerRefV2], [DeadLetterV1], [RelayV1] and 14 more):
 // for a record R, AppendR and EncodeR encode a value after checking every rule
 // of the schema (an error wrapping [wire.ErrInvalid] otherwise, nothing
 // appended); DecodeR decodes strictly: truncated input, trailing bytes, an

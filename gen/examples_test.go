@@ -182,6 +182,31 @@ func examplesRelayV1() []RelayV1 {
 	}}
 }
 
+// examplesRelayV2 returns valid RelayV2 values, minimal first, typical last.
+func examplesRelayV2() []RelayV2 {
+	return []RelayV2{RelayV2{
+		Target: []byte{},
+		Trace:  TraceContext{State: []byte{}},
+	}, RelayV2{
+		AtMs:    uint64(1099511627783),
+		Deletes: [][]byte{[]byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43}, []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54}},
+		Puts: []RelayPut{RelayPut{
+			Key:   []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+			Value: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		}, RelayPut{
+			Key:   []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
+			Value: []byte{11, 48, 85, 122, 159, 196, 233, 14, 51, 88, 125, 162, 199, 236, 17, 54},
+		}},
+		Target: []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Trace: TraceContext{
+			Flags:   uint8(7),
+			SpanID:  [8]byte{0: 1, 7: 255},
+			State:   []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+			TraceID: [16]byte{0: 1, 15: 255},
+		},
+	}}
+}
+
 // examplesRelayScanV1 returns valid RelayScanV1 values, minimal first, typical last.
 func examplesRelayScanV1() []RelayScanV1 {
 	return []RelayScanV1{RelayScanV1{}, RelayScanV1{
@@ -215,6 +240,25 @@ func examplesOutcomePendingV1() []OutcomePendingV1 {
 		AtMs:   uint64(1099511627783),
 		Key:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
 		Source: MustOutcomeSource("outcomesource-a"),
+	}}
+}
+
+// examplesOutcomePendingV2 returns valid OutcomePendingV2 values, minimal first, typical last.
+func examplesOutcomePendingV2() []OutcomePendingV2 {
+	return []OutcomePendingV2{OutcomePendingV2{
+		Key:    []byte{},
+		Source: MustOutcomeSource("a"),
+		Trace:  TraceContext{State: []byte{}},
+	}, OutcomePendingV2{
+		AtMs:   uint64(1099511627783),
+		Key:    []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+		Source: MustOutcomeSource("outcomesource-a"),
+		Trace: TraceContext{
+			Flags:   uint8(7),
+			SpanID:  [8]byte{0: 1, 7: 255},
+			State:   []byte{0, 37, 74, 111, 148, 185, 222, 3, 40, 77, 114, 151, 188, 225, 6, 43},
+			TraceID: [16]byte{0: 1, 15: 255},
+		},
 	}}
 }
 

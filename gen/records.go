@@ -572,6 +572,274 @@ func fastDecodeRelayV1(b []byte, v *RelayV1) bool {
 	return len(b) > 0 && b[0] == VersionRelayV1 && fastReadRelayV1(b, 1, v) == len(b) && verifyRelayV1(v) == nil
 }
 
+func appendRelayV2(dst []byte, v *RelayV2) []byte {
+	dst = wire.AppendBytes(dst, v.Target)
+	dst = wire.AppendLen(dst, len(v.Puts))
+	for i := range v.Puts {
+		dst = appendRelayPut(dst, &v.Puts[i])
+	}
+	dst = wire.AppendLen(dst, len(v.Deletes))
+	for i := range v.Deletes {
+		dst = wire.AppendBytes(dst, v.Deletes[i])
+	}
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = appendTraceContext(dst, &v.Trace)
+	return dst
+}
+
+func sizeRelayV2(v *RelayV2) int {
+	n := 0
+	n += wire.LenSize(len(v.Target)) + len(v.Target)
+	n += wire.LenSize(len(v.Puts))
+	for i := range v.Puts {
+		n += sizeRelayPut(&v.Puts[i])
+	}
+	n += wire.LenSize(len(v.Deletes))
+	for i := range v.Deletes {
+		n += wire.LenSize(len(v.Deletes[i])) + len(v.Deletes[i])
+	}
+	n += 8
+	n += sizeTraceContext(&v.Trace)
+	return n
+}
+
+func readRelayV2(r *wire.Reader, v *RelayV2) {
+	v.Target = r.Bytes("RelayV2.Target", 1024)
+	{
+		ni := r.Len("RelayV2.Puts", 98, 2)
+		if cap(v.Puts) >= ni {
+			v.Puts = v.Puts[:ni]
+		} else {
+			v.Puts = make([]RelayPut, ni)
+		}
+		for i := range v.Puts {
+			readRelayPut(r, &v.Puts[i])
+		}
+	}
+	{
+		ni := r.Len("RelayV2.Deletes", 98, 1)
+		if cap(v.Deletes) >= ni {
+			v.Deletes = v.Deletes[:ni]
+		} else {
+			v.Deletes = make([][]byte, ni)
+		}
+		for i := range v.Deletes {
+			v.Deletes[i] = r.Bytes("RelayV2.Deletes", 10000)
+		}
+	}
+	v.AtMs = r.U64("RelayV2.AtMs")
+	readTraceContext(r, &v.Trace)
+}
+
+// fastReadRelayV2 reads the fields of RelayV2 from b[p:] as readRelayV2 does, and
+// returns the offset after them, or -1 where readRelayV2 would fail.
+func fastReadRelayV2(b []byte, p int, v *RelayV2) int {
+	{
+		n, q := wire.ShortLen(b, p, 1024)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 1024)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Target = b[q : q+n : q+n]
+		p = q + n
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > (len(b)-q)/2 {
+			return -1
+		}
+		p = q
+		if cap(v.Puts) >= n {
+			v.Puts = v.Puts[:n]
+		} else {
+			v.Puts = make([]RelayPut, n)
+		}
+		for i := range v.Puts {
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Key = b[q : q+n : q+n]
+				p = q + n
+			}
+			{
+				n, q := wire.ShortLen(b, p, 100000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 100000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Puts[i].Value = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	{
+		n, q := wire.ShortLen(b, p, 98)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 98)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		p = q
+		if cap(v.Deletes) >= n {
+			v.Deletes = v.Deletes[:n]
+		} else {
+			v.Deletes = make([][]byte, n)
+		}
+		for i := range v.Deletes {
+			{
+				n, q := wire.ShortLen(b, p, 10000)
+				if q < 0 {
+					n, q = wire.LenAt(b, p, 10000)
+				}
+				if q < 0 || n > len(b)-q {
+					return -1
+				}
+				v.Deletes[i] = b[q : q+n : q+n]
+				p = q + n
+			}
+		}
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	if len(b)-p < 16 {
+		return -1
+	}
+	copy(v.Trace.TraceID[:], b[p:])
+	p += 16
+	if len(b)-p < 8 {
+		return -1
+	}
+	copy(v.Trace.SpanID[:], b[p:])
+	p += 8
+	if len(b)-p < 1 {
+		return -1
+	}
+	v.Trace.Flags = b[p]
+	p += 1
+	{
+		n, q := wire.ShortLen(b, p, 512)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 512)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Trace.State = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
+}
+
+// VersionRelayV2 is the version byte that opens every encoded RelayV2.
+const VersionRelayV2 = 2
+
+// FormatRelayV2 is the store format that introduced RelayV2 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatRelayV2 = 2
+
+// AppendRelayV2 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendRelayV2(dst []byte, v RelayV2) ([]byte, error) {
+	if !validRelayV2(&v) {
+		return dst, wire.Within("RelayV2", checkRelayV2(&v))
+	}
+	return appendRelayV2(append(dst, VersionRelayV2), &v), nil
+}
+
+// EncodeRelayV2 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendRelayV2 does.
+func EncodeRelayV2(v RelayV2) ([]byte, error) {
+	return AppendRelayV2(make([]byte, 0, 1+sizeRelayV2(&v)), v)
+}
+
+// DecodeRelayV2 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeRelayV2(b []byte) (RelayV2, error) {
+	var v RelayV2
+	err := DecodeRelayV2Into(b, &v)
+	return v, err
+}
+
+// DecodeRelayV2Into decodes b into *v as DecodeRelayV2 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeRelayV2Into(b []byte, v *RelayV2) error {
+	if fastDecodeRelayV2(b, v) {
+		return nil
+	}
+	return readerDecodeRelayV2(b, v)
+}
+
+// readerDecodeRelayV2 is DecodeRelayV2Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeRelayV2(b []byte, v *RelayV2) error {
+	r := wire.NewReader(b, "RelayV2")
+	r.Version(VersionRelayV2)
+	readRelayV2(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyRelayV2(v); err != nil {
+			err = wire.DecodeRule("RelayV2", err)
+		}
+	}
+	if err != nil {
+		*v = RelayV2{}
+	}
+	return err
+}
+
+// fastDecodeRelayV2 decodes b into *v and reports true when b is a valid
+// RelayV2; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeRelayV2(b []byte, v *RelayV2) bool {
+	return len(b) > 0 && b[0] == VersionRelayV2 && fastReadRelayV2(b, 1, v) == len(b) && verifyRelayV2(v) == nil
+}
+
+func appendTraceContext(dst []byte, v *TraceContext) []byte {
+	dst = append(dst, v.TraceID[:]...)
+	dst = append(dst, v.SpanID[:]...)
+	dst = append(dst, v.Flags)
+	dst = wire.AppendBytes(dst, v.State)
+	return dst
+}
+
+func sizeTraceContext(v *TraceContext) int {
+	n := 0
+	n += 16
+	n += 8
+	n += 1
+	n += wire.LenSize(len(v.State)) + len(v.State)
+	return n
+}
+
+func readTraceContext(r *wire.Reader, v *TraceContext) {
+	r.Fixed("TraceContext.TraceID", v.TraceID[:])
+	r.Fixed("TraceContext.SpanID", v.SpanID[:])
+	v.Flags = r.U8("TraceContext.Flags")
+	v.State = r.Bytes("TraceContext.State", 512)
+}
+
 func appendRelayPut(dst []byte, v *RelayPut) []byte {
 	dst = wire.AppendBytes(dst, v.Key)
 	dst = wire.AppendBytes(dst, v.Value)
@@ -1056,6 +1324,156 @@ func readerDecodeOutcomePendingV1(b []byte, v *OutcomePendingV1) error {
 // OutcomePendingV1; otherwise it reports false, leaving *v perhaps partly written.
 func fastDecodeOutcomePendingV1(b []byte, v *OutcomePendingV1) bool {
 	return len(b) > 0 && b[0] == VersionOutcomePendingV1 && fastReadOutcomePendingV1(b, 1, v) == len(b) && verifyOutcomePendingV1(v) == nil
+}
+
+func appendOutcomePendingV2(dst []byte, v *OutcomePendingV2) []byte {
+	dst = wire.AppendString(dst, v.Source.s)
+	dst = wire.AppendBytes(dst, v.Key)
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = appendTraceContext(dst, &v.Trace)
+	return dst
+}
+
+func sizeOutcomePendingV2(v *OutcomePendingV2) int {
+	n := 0
+	n += wire.LenSize(len(v.Source.s)) + len(v.Source.s)
+	n += wire.LenSize(len(v.Key)) + len(v.Key)
+	n += 8
+	n += sizeTraceContext(&v.Trace)
+	return n
+}
+
+func readOutcomePendingV2(r *wire.Reader, v *OutcomePendingV2) {
+	v.Source = OutcomeSource{r.Name("OutcomePendingV2.Source", &internOutcomeSource, "OutcomeSource", 1, MaxOutcomeSourceBytes)}
+	v.Key = r.Bytes("OutcomePendingV2.Key", 10000)
+	v.AtMs = r.U64("OutcomePendingV2.AtMs")
+	readTraceContext(r, &v.Trace)
+}
+
+// fastReadOutcomePendingV2 reads the fields of OutcomePendingV2 from b[p:] as readOutcomePendingV2 does, and
+// returns the offset after them, or -1 where readOutcomePendingV2 would fail.
+func fastReadOutcomePendingV2(b []byte, p int, v *OutcomePendingV2) int {
+	{
+		s, q := wire.NameAt(b, p, &internOutcomeSource, "OutcomeSource", 1, MaxOutcomeSourceBytes)
+		if q < 0 {
+			return -1
+		}
+		v.Source = OutcomeSource{s}
+		p = q
+	}
+	{
+		n, q := wire.ShortLen(b, p, 10000)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 10000)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Key = b[q : q+n : q+n]
+		p = q + n
+	}
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	if len(b)-p < 16 {
+		return -1
+	}
+	copy(v.Trace.TraceID[:], b[p:])
+	p += 16
+	if len(b)-p < 8 {
+		return -1
+	}
+	copy(v.Trace.SpanID[:], b[p:])
+	p += 8
+	if len(b)-p < 1 {
+		return -1
+	}
+	v.Trace.Flags = b[p]
+	p += 1
+	{
+		n, q := wire.ShortLen(b, p, 512)
+		if q < 0 {
+			n, q = wire.LenAt(b, p, 512)
+		}
+		if q < 0 || n > len(b)-q {
+			return -1
+		}
+		v.Trace.State = b[q : q+n : q+n]
+		p = q + n
+	}
+	return p
+}
+
+// VersionOutcomePendingV2 is the version byte that opens every encoded OutcomePendingV2.
+const VersionOutcomePendingV2 = 2
+
+// FormatOutcomePendingV2 is the store format that introduced OutcomePendingV2 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatOutcomePendingV2 = 2
+
+// AppendOutcomePendingV2 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendOutcomePendingV2(dst []byte, v OutcomePendingV2) ([]byte, error) {
+	if !validOutcomePendingV2(&v) {
+		return dst, wire.Within("OutcomePendingV2", checkOutcomePendingV2(&v))
+	}
+	return appendOutcomePendingV2(append(dst, VersionOutcomePendingV2), &v), nil
+}
+
+// EncodeOutcomePendingV2 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendOutcomePendingV2 does.
+func EncodeOutcomePendingV2(v OutcomePendingV2) ([]byte, error) {
+	return AppendOutcomePendingV2(make([]byte, 0, 1+sizeOutcomePendingV2(&v)), v)
+}
+
+// DecodeOutcomePendingV2 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodeOutcomePendingV2(b []byte) (OutcomePendingV2, error) {
+	var v OutcomePendingV2
+	err := DecodeOutcomePendingV2Into(b, &v)
+	return v, err
+}
+
+// DecodeOutcomePendingV2Into decodes b into *v as DecodeOutcomePendingV2 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodeOutcomePendingV2Into(b []byte, v *OutcomePendingV2) error {
+	if fastDecodeOutcomePendingV2(b, v) {
+		return nil
+	}
+	return readerDecodeOutcomePendingV2(b, v)
+}
+
+// readerDecodeOutcomePendingV2 is DecodeOutcomePendingV2Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodeOutcomePendingV2(b []byte, v *OutcomePendingV2) error {
+	r := wire.NewReader(b, "OutcomePendingV2")
+	r.Version(VersionOutcomePendingV2)
+	readOutcomePendingV2(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyOutcomePendingV2(v); err != nil {
+			err = wire.DecodeRule("OutcomePendingV2", err)
+		}
+	}
+	if err != nil {
+		*v = OutcomePendingV2{}
+	}
+	return err
+}
+
+// fastDecodeOutcomePendingV2 decodes b into *v and reports true when b is a valid
+// OutcomePendingV2; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodeOutcomePendingV2(b []byte, v *OutcomePendingV2) bool {
+	return len(b) > 0 && b[0] == VersionOutcomePendingV2 && fastReadOutcomePendingV2(b, 1, v) == len(b) && verifyOutcomePendingV2(v) == nil
 }
 
 func appendOutcomeTimer(dst []byte, v *OutcomeTimer) []byte {

@@ -921,6 +921,253 @@ func TestRelayV1FastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidRelayV2 returns RelayV2 values that break a rule of the schema.
+func invalidRelayV2() []RelayV2 {
+	var out []RelayV2
+	{
+		v := examplesRelayV2()[1]
+		v.Target = make([]byte, 1025)
+		out = append(out, v)
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Puts = make([]RelayPut, 99)
+		out = append(out, v)
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Deletes = make([][]byte, 99)
+		out = append(out, v)
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Deletes = [][]byte{make([]byte, 10001)}
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedRelayV2 returns bytes that must not decode as a RelayV2: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedRelayV2() [][]byte {
+	valid, err := EncodeRelayV2(examplesRelayV2()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionRelayV2+1)}
+	{
+		v := examplesRelayV2()[1]
+		v.Target = make([]byte, 1025)
+		out = append(out, appendRelayV2([]byte{VersionRelayV2}, &v))
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Puts = make([]RelayPut, 99)
+		out = append(out, appendRelayV2([]byte{VersionRelayV2}, &v))
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Deletes = make([][]byte, 99)
+		out = append(out, appendRelayV2([]byte{VersionRelayV2}, &v))
+	}
+	{
+		v := examplesRelayV2()[1]
+		v.Deletes = [][]byte{make([]byte, 10001)}
+		out = append(out, appendRelayV2([]byte{VersionRelayV2}, &v))
+	}
+	return out
+}
+
+func TestRelayV2RoundTrip(t *testing.T) {
+	for i, v := range examplesRelayV2() {
+		b, err := EncodeRelayV2(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeRelayV2(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeRelayV2(&v))
+		}
+		got, err := DecodeRelayV2(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendRelayV2([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestRelayV2DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestRelayV2DecodeIntoReuses(t *testing.T) {
+	var v RelayV2
+	examples := examplesRelayV2()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeRelayV2(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeRelayV2Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeRelayV2(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeRelayV2Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, RelayV2{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestRelayV2RejectsInvalid(t *testing.T) {
+	for i, v := range invalidRelayV2() {
+		out, err := AppendRelayV2([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestRelayV2RejectsMalformed(t *testing.T) {
+	for i, b := range malformedRelayV2() {
+		_, err := DecodeRelayV2(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "RelayV2") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "RelayV2")
+		}
+	}
+}
+
+// FuzzRelayV2: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzRelayV2(f *testing.F) {
+	for _, v := range examplesRelayV2() {
+		b, err := EncodeRelayV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedRelayV2() {
+		f.Add(b)
+	}
+	held, err := EncodeRelayV2(examplesRelayV2()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeRelayV2(t, held, b)
+		v, err := DecodeRelayV2(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeRelayV2(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkRelayV2 encodes and decodes the example with the largest encoding.
+func BenchmarkRelayV2(b *testing.B) {
+	var v RelayV2
+	var enc []byte
+	for _, x := range examplesRelayV2() {
+		e, err := EncodeRelayV2(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendRelayV2(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeRelayV2(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeRelayV2 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeRelayV2(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow RelayV2
+		if reuse {
+			if readerDecodeRelayV2(held, &fast) != nil || readerDecodeRelayV2(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeRelayV2(b, &fast)
+		err := readerDecodeRelayV2(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestRelayV2FastPathAgrees holds DecodeRelayV2Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestRelayV2FastPathAgrees(t *testing.T) {
+	examples := examplesRelayV2()
+	held, err := EncodeRelayV2(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeRelayV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeRelayV2(t, held, m)
+		}
+	}
+	for _, b := range malformedRelayV2() {
+		agreeRelayV2(t, held, b)
+	}
+}
+
 // invalidRelayScanV1 returns RelayScanV1 values that break a rule of the schema.
 func invalidRelayScanV1() []RelayScanV1 {
 	var out []RelayScanV1
@@ -1816,6 +2063,243 @@ func TestOutcomePendingV1FastPathAgrees(t *testing.T) {
 	}
 	for _, b := range malformedOutcomePendingV1() {
 		agreeOutcomePendingV1(t, held, b)
+	}
+}
+
+// invalidOutcomePendingV2 returns OutcomePendingV2 values that break a rule of the schema.
+func invalidOutcomePendingV2() []OutcomePendingV2 {
+	var out []OutcomePendingV2
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Source = OutcomeSource{}
+		out = append(out, v)
+	}
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Key = make([]byte, 10001)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedOutcomePendingV2 returns bytes that must not decode as an OutcomePendingV2: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedOutcomePendingV2() [][]byte {
+	valid, err := EncodeOutcomePendingV2(examplesOutcomePendingV2()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionOutcomePendingV2+1)}
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Source = OutcomeSource{strings.Repeat("x", 65)}
+		out = append(out, appendOutcomePendingV2([]byte{VersionOutcomePendingV2}, &v))
+	}
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Source = OutcomeSource{"\x01"}
+		out = append(out, appendOutcomePendingV2([]byte{VersionOutcomePendingV2}, &v))
+	}
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Source = OutcomeSource{}
+		out = append(out, appendOutcomePendingV2([]byte{VersionOutcomePendingV2}, &v))
+	}
+	{
+		v := examplesOutcomePendingV2()[1]
+		v.Key = make([]byte, 10001)
+		out = append(out, appendOutcomePendingV2([]byte{VersionOutcomePendingV2}, &v))
+	}
+	return out
+}
+
+func TestOutcomePendingV2RoundTrip(t *testing.T) {
+	for i, v := range examplesOutcomePendingV2() {
+		b, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeOutcomePendingV2(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeOutcomePendingV2(&v))
+		}
+		got, err := DecodeOutcomePendingV2(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendOutcomePendingV2([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestOutcomePendingV2DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestOutcomePendingV2DecodeIntoReuses(t *testing.T) {
+	var v OutcomePendingV2
+	examples := examplesOutcomePendingV2()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeOutcomePendingV2(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeOutcomePendingV2Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeOutcomePendingV2(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeOutcomePendingV2Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, OutcomePendingV2{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestOutcomePendingV2RejectsInvalid(t *testing.T) {
+	for i, v := range invalidOutcomePendingV2() {
+		out, err := AppendOutcomePendingV2([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestOutcomePendingV2RejectsMalformed(t *testing.T) {
+	for i, b := range malformedOutcomePendingV2() {
+		_, err := DecodeOutcomePendingV2(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "OutcomePendingV2") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "OutcomePendingV2")
+		}
+	}
+}
+
+// FuzzOutcomePendingV2: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzOutcomePendingV2(f *testing.F) {
+	for _, v := range examplesOutcomePendingV2() {
+		b, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOutcomePendingV2() {
+		f.Add(b)
+	}
+	held, err := EncodeOutcomePendingV2(examplesOutcomePendingV2()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeOutcomePendingV2(t, held, b)
+		v, err := DecodeOutcomePendingV2(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkOutcomePendingV2 encodes and decodes the example with the largest encoding.
+func BenchmarkOutcomePendingV2(b *testing.B) {
+	var v OutcomePendingV2
+	var enc []byte
+	for _, x := range examplesOutcomePendingV2() {
+		e, err := EncodeOutcomePendingV2(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendOutcomePendingV2(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeOutcomePendingV2(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeOutcomePendingV2 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeOutcomePendingV2(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow OutcomePendingV2
+		if reuse {
+			if readerDecodeOutcomePendingV2(held, &fast) != nil || readerDecodeOutcomePendingV2(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeOutcomePendingV2(b, &fast)
+		err := readerDecodeOutcomePendingV2(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestOutcomePendingV2FastPathAgrees holds DecodeOutcomePendingV2Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestOutcomePendingV2FastPathAgrees(t *testing.T) {
+	examples := examplesOutcomePendingV2()
+	held, err := EncodeOutcomePendingV2(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeOutcomePendingV2(t, held, m)
+		}
+	}
+	for _, b := range malformedOutcomePendingV2() {
+		agreeOutcomePendingV2(t, held, b)
 	}
 }
 

@@ -63,7 +63,7 @@ func init() {
 			Parse:        registry.KeyParser(ParseRelayKey),
 			Tag:          uint32(TagRelayKey),
 			ValueVersion: VersionOfRelayKeyValue,
-			Values:       []string{"RelayV1"},
+			Values:       []string{"RelayV1", "RelayV2"},
 		}, {
 			Name:  "TimerKey",
 			Parse: registry.KeyParser(ParseTimerKey),
@@ -73,7 +73,7 @@ func init() {
 			Parse:        registry.KeyParser(ParseOutcomePendingKey),
 			Tag:          uint32(TagOutcomePendingKey),
 			ValueVersion: VersionOfOutcomePendingKeyValue,
-			Values:       []string{"OutcomePendingV1"},
+			Values:       []string{"OutcomePendingV1", "OutcomePendingV2"},
 		}, {
 			Name:         "RelayHighWaterKey",
 			Parse:        registry.KeyParser(ParseRelayHighWaterKey),
@@ -161,6 +161,11 @@ func init() {
 			Name:    "RelayV1",
 			Version: VersionRelayV1,
 		}, {
+			Decode:  registry.Decoder(DecodeRelayV2),
+			Format:  FormatRelayV2,
+			Name:    "RelayV2",
+			Version: VersionRelayV2,
+		}, {
 			Decode:  registry.Decoder(DecodeRelayScanV1),
 			Format:  FormatRelayScanV1,
 			Name:    "RelayScanV1",
@@ -180,6 +185,11 @@ func init() {
 			Format:  FormatOutcomePendingV1,
 			Name:    "OutcomePendingV1",
 			Version: VersionOutcomePendingV1,
+		}, {
+			Decode:  registry.Decoder(DecodeOutcomePendingV2),
+			Format:  FormatOutcomePendingV2,
+			Name:    "OutcomePendingV2",
+			Version: VersionOutcomePendingV2,
 		}, {
 			Decode:  registry.Decoder(DecodeOutcomeTimer),
 			Format:  FormatOutcomeTimer,

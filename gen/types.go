@@ -17,8 +17,9 @@ type RelayScanKey struct{}
 // OutcomeBacklogKey holds the undelivered outcome totals (a Backlog).
 type OutcomeBacklogKey struct{}
 
-// RelayKey holds one queued relay row (a RelayV1), ordered by sequence.
-// Sequences start at 1; a stored sequence of 0 is corrupt.
+// RelayKey holds one queued relay row (a RelayV1, or a RelayV2 carrying
+// its writer's trace context), ordered by sequence. Sequences start at 1;
+// a stored sequence of 0 is corrupt.
 type RelayKey struct {
 	Seq uint64
 }
@@ -179,7 +180,8 @@ func (v *OutcomeSource) UnmarshalText(b []byte) error {
 }
 
 // OutcomePendingKey indexes an undelivered terminal outcome by the
-// sequence it was appended at; its value (an OutcomePendingV1) names the
+// sequence it was appended at; its value (an OutcomePendingV1, or an
+// OutcomePendingV2 carrying its writer's trace context) names the
 // outcome's source and record.
 type OutcomePendingKey struct {
 	Seq uint64
@@ -538,6 +540,125 @@ func verifyRelayV1(v *RelayV1) error {
 	return nil
 }
 
+// RelayV2 is a queued relay row (RelayV1) with the trace context of the
+// writer that queued it, so that its delivery continues the writer's
+// trace. The outbox writes it only for a writer with an active span, and
+// only at format 2 of the namespace: a process that reads only RelayV1
+// rows predates it. Every other row is a RelayV1.
+type RelayV2 struct {
+	Target  []byte
+	Puts    []RelayPut
+	Deletes [][]byte
+	AtMs    uint64
+	Trace   TraceContext
+}
+
+// Declared bounds of RelayV2.
+const (
+	MaxRelayV2Target      = 1024
+	MaxRelayV2Puts        = 98
+	MaxRelayV2Deletes     = 98
+	MaxRelayV2DeletesElem = 10000
+)
+
+// checkRelayV2 checks every rule of the schema on v.
+func checkRelayV2(v *RelayV2) error {
+	if len(v.Target) > 1024 {
+		return wire.Within("Target", wire.CheckLen("", len(v.Target), 1024))
+	}
+	if len(v.Puts) > 98 {
+		return wire.Within("Puts", wire.CheckLen("", len(v.Puts), 98))
+	}
+	for i := range v.Puts {
+		if err := checkRelayPut(&v.Puts[i]); err != nil {
+			return wire.Within("Puts", err)
+		}
+	}
+	if len(v.Deletes) > 98 {
+		return wire.Within("Deletes", wire.CheckLen("", len(v.Deletes), 98))
+	}
+	for i := range v.Deletes {
+		if len(v.Deletes[i]) > 10000 {
+			return wire.Within("Deletes", wire.CheckLen("", len(v.Deletes[i]), 10000))
+		}
+	}
+	if err := checkTraceContext(&v.Trace); err != nil {
+		return wire.Within("Trace", err)
+	}
+	return nil
+}
+
+// validRelayV2 reports whether v keeps every rule of the schema, as check does without the error.
+func validRelayV2(v *RelayV2) bool {
+	if len(v.Target) > 1024 {
+		return false
+	}
+	if len(v.Puts) > 98 {
+		return false
+	}
+	for i := range v.Puts {
+		if !validRelayPut(&v.Puts[i]) {
+			return false
+		}
+	}
+	if len(v.Deletes) > 98 {
+		return false
+	}
+	for i := range v.Deletes {
+		if len(v.Deletes[i]) > 10000 {
+			return false
+		}
+	}
+	if !validTraceContext(&v.Trace) {
+		return false
+	}
+	return true
+}
+
+// verifyRelayV2 checks the rules of the schema that decoding does not enforce on v.
+func verifyRelayV2(v *RelayV2) error {
+	return nil
+}
+
+// TraceContext is a W3C trace context (the traceparent and tracestate
+// headers' content) as a row keeps it: the trace id, the id of the span
+// that queued the row, the trace flags (bit 0: sampled), and the
+// tracestate header's value, at most 512 bytes (the length W3C asks every
+// participant to propagate; longer ones are cut by whole entries, as W3C
+// says). A zero TraceID is no trace context.
+type TraceContext struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   uint8
+	State   []byte
+}
+
+// Declared bounds of TraceContext.
+const (
+	MaxTraceContextState = 512
+)
+
+// checkTraceContext checks every rule of the schema on v.
+func checkTraceContext(v *TraceContext) error {
+	if len(v.State) > 512 {
+		return wire.Within("State", wire.CheckLen("", len(v.State), 512))
+	}
+	return nil
+}
+
+// validTraceContext reports whether v keeps every rule of the schema, as check does without the error.
+func validTraceContext(v *TraceContext) bool {
+	if len(v.State) > 512 {
+		return false
+	}
+	return true
+}
+
+// verifyTraceContext checks the rules of the schema that decoding does not enforce on v.
+func verifyTraceContext(v *TraceContext) error {
+	return nil
+}
+
 // RelayPut is one put of a relay row.
 type RelayPut struct {
 	Key   []byte
@@ -732,6 +853,56 @@ func validOutcomePendingV1(v *OutcomePendingV1) bool {
 
 // verifyOutcomePendingV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyOutcomePendingV1(v *OutcomePendingV1) error {
+	return nil
+}
+
+// OutcomePendingV2 is a pending outcome's index row (OutcomePendingV1)
+// with the trace context of the writer that queued the outcome, so that
+// its delivery continues the writer's trace. The outbox writes it only for
+// a writer with an active span, and only at format 2 of the namespace: a
+// process that reads only OutcomePendingV1 rows predates it.
+type OutcomePendingV2 struct {
+	Source OutcomeSource
+	Key    []byte
+	AtMs   uint64
+	Trace  TraceContext
+}
+
+// Declared bounds of OutcomePendingV2.
+const (
+	MaxOutcomePendingV2Key = 10000
+)
+
+// checkOutcomePendingV2 checks every rule of the schema on v.
+func checkOutcomePendingV2(v *OutcomePendingV2) error {
+	if err := v.Source.Validate(); err != nil {
+		return wire.Within("Source", err)
+	}
+	if len(v.Key) > 10000 {
+		return wire.Within("Key", wire.CheckLen("", len(v.Key), 10000))
+	}
+	if err := checkTraceContext(&v.Trace); err != nil {
+		return wire.Within("Trace", err)
+	}
+	return nil
+}
+
+// validOutcomePendingV2 reports whether v keeps every rule of the schema, as check does without the error.
+func validOutcomePendingV2(v *OutcomePendingV2) bool {
+	if v.Source.s == "" {
+		return false
+	}
+	if len(v.Key) > 10000 {
+		return false
+	}
+	if !validTraceContext(&v.Trace) {
+		return false
+	}
+	return true
+}
+
+// verifyOutcomePendingV2 checks the rules of the schema that decoding does not enforce on v.
+func verifyOutcomePendingV2(v *OutcomePendingV2) error {
 	return nil
 }
 

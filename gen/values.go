@@ -284,18 +284,27 @@ func (x *OutcomeBacklogKeyValues) Encode(v Backlog, format uint32) ([]byte, erro
 }
 
 // RelayKeyVersions converts the value of a RelayKey row between adjacent
-// versions of its family (value=RelayV1), for [NewRelayKeyValues]. The owner
-// of the rows implements it in its own package. With one version it has no
-// method, and struct{}{} satisfies it: a version added to the family adds one,
-// and every implementation then stops compiling until it converts the new
-// version.
-type RelayKeyVersions interface{}
+// versions of its family (value=RelayV1,RelayV2, oldest first), for
+// [NewRelayKeyValues]. The owner of the rows implements it in its own package:
+// a version added to the family adds a method, and every implementation then
+// stops compiling until it converts the new version. A conversion's error is
+// returned, wrapped, by the call that needed it: an upgrade that finds a value
+// unacceptable should wrap wire.ErrCorrupt, a downgrade that cannot express
+// one wire.ErrFormatTooOld.
+type RelayKeyVersions interface {
+	// UpgradeRelayV1 returns v as a RelayV2: Decode calls it for a row stored as
+	// RelayV1 or older.
+	UpgradeRelayV1(v RelayV1) (RelayV2, error)
+	// DowngradeRelayV2 returns v as a RelayV1: Encode calls it for a store whose
+	// format is below 2, RelayV2's.
+	DowngradeRelayV2(v RelayV2) (RelayV1, error)
+}
 
 // RelayKeyValues reads and writes the value of a RelayKey row in every version
-// of its family (value=RelayV1): Decode returns any version as the newest,
-// RelayV1, and Encode writes the newest version a store's format allows. Build
-// one with [NewRelayKeyValues]; it is safe for concurrent use when its
-// RelayKeyVersions is.
+// of its family (value=RelayV1,RelayV2): Decode returns any version as the
+// newest, RelayV2, and Encode writes the newest version a store's format
+// allows. Build one with [NewRelayKeyValues]; it is safe for concurrent use
+// when its RelayKeyVersions is.
 type RelayKeyValues struct {
 	versions RelayKeyVersions
 }
@@ -315,42 +324,70 @@ func NewRelayKeyValues(v RelayKeyVersions) *RelayKeyValues {
 // VersionOfRelayKeyValue returns the version byte that opens b, the value of a
 // RelayKey row, without decoding the rest. It fails with a *wire.VersionError,
 // which wraps wire.ErrNewerVersion and not wire.ErrCorrupt, for a version
-// above every version the family has held (1): a row written by a newer
+// above every version the family has held (2): a row written by a newer
 // schema. Empty bytes, version 0 and any other version the family does not
 // declare (never declared, or retired) fail with an error wrapping
 // wire.ErrCorrupt.
 func VersionOfRelayKeyValue(b []byte) (uint8, error) {
 	if len(b) > 0 {
 		switch b[0] {
-		case VersionRelayV1:
+		case VersionRelayV1, VersionRelayV2:
 			return b[0], nil
 		}
 	}
-	return 0, wire.UnknownVersion("RelayKey", b, VersionRelayV1, 1, "1")
+	return 0, wire.UnknownVersion("RelayKey", b, VersionRelayV2, 2, "1, 2")
 }
 
-// Decode decodes b, the value of a RelayKey row, as DecodeRelayV1 does, and
-// fails as VersionOfRelayKeyValue does for a version byte the family does not
-// declare: a newer one is wire.ErrNewerVersion, a row to hold and retry, never
-// to skip. It never panics. Byte slices of the result alias b.
-func (x *RelayKeyValues) Decode(b []byte) (RelayV1, error) {
-	var v RelayV1
+// Decode decodes b, the value of a RelayKey row, in whichever version of the
+// family it was written, and returns it as the newest, RelayV2: an older
+// version is decoded strictly, as its own DecodeX does, then upgraded one
+// version at a time through the RelayKeyVersions. It fails as
+// VersionOfRelayKeyValue does for a version byte the family does not declare
+// (a newer one is wire.ErrNewerVersion: hold the row and retry, never skip
+// it), with an error wrapping wire.ErrCorrupt for bytes that do not decode as
+// their version, and with an upgrade's error, wrapped. It never panics. Byte
+// slices of the result may alias b.
+func (x *RelayKeyValues) Decode(b []byte) (RelayV2, error) {
+	var v RelayV2
 	err := x.DecodeInto(b, &v)
 	return v, err
 }
 
-// DecodeInto decodes b into *v as Decode does, through DecodeRelayV1Into,
-// reusing v's slices. On error *v is the zero value.
-func (x *RelayKeyValues) DecodeInto(b []byte, v *RelayV1) error {
-	if len(b) > 0 && b[0] == VersionRelayV1 {
-		return DecodeRelayV1Into(b, v)
+// DecodeInto decodes b into *v as Decode does. The newest version decodes
+// through DecodeRelayV2Into, reusing v's slices; an older one is upgraded,
+// then assigned. On error *v is the zero value.
+func (x *RelayKeyValues) DecodeInto(b []byte, v *RelayV2) error {
+	if len(b) > 0 && b[0] == VersionRelayV2 {
+		return DecodeRelayV2Into(b, v)
 	}
-	if _, err := VersionOfRelayKeyValue(b); err != nil {
-		var zero RelayV1
+	if err := x.older(b, v); err != nil {
+		var zero RelayV2
 		*v = zero
 		return err
 	}
-	return DecodeRelayV1Into(b, v)
+	return nil
+}
+
+// older decodes b, a value of a version older than RelayV2, into *v,
+// upgrading it; on error *v is left for the caller to clear.
+func (x *RelayKeyValues) older(b []byte, v *RelayV2) error {
+	ver, err := VersionOfRelayKeyValue(b)
+	if err != nil {
+		return err
+	}
+	var v0 RelayV1
+	if ver == VersionRelayV1 {
+		if err = DecodeRelayV1Into(b, &v0); err != nil {
+			return err
+		}
+	}
+	// ver is below the newest version, which DecodeInto decodes itself
+	u, err := x.versions.UpgradeRelayV1(v0)
+	if err != nil {
+		return fmt.Errorf("RelayKey value: upgrade RelayV1 to RelayV2: %w", err)
+	}
+	*v = u
+	return nil
 }
 
 // Encode returns the encoding of v in the newest version of the family that a
@@ -362,9 +399,16 @@ func (x *RelayKeyValues) DecodeInto(b []byte, v *RelayV1) error {
 // (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
 // allowed or the value holds a variant or enum constant of a newer format, and
 // with a downgrade's error, wrapped.
-func (x *RelayKeyValues) Encode(v RelayV1, format uint32) ([]byte, error) {
+func (x *RelayKeyValues) Encode(v RelayV2, format uint32) ([]byte, error) {
+	if format >= FormatRelayV2 {
+		return EncodeRelayV2(v)
+	}
+	v0, err := x.versions.DowngradeRelayV2(v)
+	if err != nil {
+		return nil, fmt.Errorf("RelayKey value: downgrade RelayV2 to RelayV1: %w", err)
+	}
 	if format >= FormatRelayV1 {
-		return EncodeRelayV1(v)
+		return EncodeRelayV1(v0)
 	}
 	return nil, &wire.FormatError{
 		Family: "RelayKey",
@@ -375,19 +419,29 @@ func (x *RelayKeyValues) Encode(v RelayV1, format uint32) ([]byte, error) {
 }
 
 // OutcomePendingKeyVersions converts the value of a OutcomePendingKey row
-// between adjacent versions of its family (value=OutcomePendingV1), for
+// between adjacent versions of its family
+// (value=OutcomePendingV1,OutcomePendingV2, oldest first), for
 // [NewOutcomePendingKeyValues]. The owner of the rows implements it in its own
-// package. With one version it has no method, and struct{}{} satisfies it: a
-// version added to the family adds one, and every implementation then stops
-// compiling until it converts the new version.
-type OutcomePendingKeyVersions interface{}
+// package: a version added to the family adds a method, and every
+// implementation then stops compiling until it converts the new version. A
+// conversion's error is returned, wrapped, by the call that needed it: an
+// upgrade that finds a value unacceptable should wrap wire.ErrCorrupt, a
+// downgrade that cannot express one wire.ErrFormatTooOld.
+type OutcomePendingKeyVersions interface {
+	// UpgradeOutcomePendingV1 returns v as a OutcomePendingV2: Decode calls it for
+	// a row stored as OutcomePendingV1 or older.
+	UpgradeOutcomePendingV1(v OutcomePendingV1) (OutcomePendingV2, error)
+	// DowngradeOutcomePendingV2 returns v as a OutcomePendingV1: Encode calls it
+	// for a store whose format is below 2, OutcomePendingV2's.
+	DowngradeOutcomePendingV2(v OutcomePendingV2) (OutcomePendingV1, error)
+}
 
 // OutcomePendingKeyValues reads and writes the value of a OutcomePendingKey
-// row in every version of its family (value=OutcomePendingV1): Decode returns
-// any version as the newest, OutcomePendingV1, and Encode writes the newest
-// version a store's format allows. Build one with
-// [NewOutcomePendingKeyValues]; it is safe for concurrent use when its
-// OutcomePendingKeyVersions is.
+// row in every version of its family
+// (value=OutcomePendingV1,OutcomePendingV2): Decode returns any version as the
+// newest, OutcomePendingV2, and Encode writes the newest version a store's
+// format allows. Build one with [NewOutcomePendingKeyValues]; it is safe for
+// concurrent use when its OutcomePendingKeyVersions is.
 type OutcomePendingKeyValues struct {
 	versions OutcomePendingKeyVersions
 }
@@ -407,44 +461,71 @@ func NewOutcomePendingKeyValues(v OutcomePendingKeyVersions) *OutcomePendingKeyV
 // VersionOfOutcomePendingKeyValue returns the version byte that opens b, the
 // value of a OutcomePendingKey row, without decoding the rest. It fails with a
 // *wire.VersionError, which wraps wire.ErrNewerVersion and not
-// wire.ErrCorrupt, for a version above every version the family has held (1):
+// wire.ErrCorrupt, for a version above every version the family has held (2):
 // a row written by a newer schema. Empty bytes, version 0 and any other
 // version the family does not declare (never declared, or retired) fail with
 // an error wrapping wire.ErrCorrupt.
 func VersionOfOutcomePendingKeyValue(b []byte) (uint8, error) {
 	if len(b) > 0 {
 		switch b[0] {
-		case VersionOutcomePendingV1:
+		case VersionOutcomePendingV1, VersionOutcomePendingV2:
 			return b[0], nil
 		}
 	}
-	return 0, wire.UnknownVersion("OutcomePendingKey", b, VersionOutcomePendingV1, 1, "1")
+	return 0, wire.UnknownVersion("OutcomePendingKey", b, VersionOutcomePendingV2, 2, "1, 2")
 }
 
-// Decode decodes b, the value of a OutcomePendingKey row, as
-// DecodeOutcomePendingV1 does, and fails as VersionOfOutcomePendingKeyValue
-// does for a version byte the family does not declare: a newer one is
-// wire.ErrNewerVersion, a row to hold and retry, never to skip. It never
-// panics. Byte slices of the result alias b.
-func (x *OutcomePendingKeyValues) Decode(b []byte) (OutcomePendingV1, error) {
-	var v OutcomePendingV1
+// Decode decodes b, the value of a OutcomePendingKey row, in whichever version
+// of the family it was written, and returns it as the newest,
+// OutcomePendingV2: an older version is decoded strictly, as its own DecodeX
+// does, then upgraded one version at a time through the
+// OutcomePendingKeyVersions. It fails as VersionOfOutcomePendingKeyValue does
+// for a version byte the family does not declare (a newer one is
+// wire.ErrNewerVersion: hold the row and retry, never skip it), with an error
+// wrapping wire.ErrCorrupt for bytes that do not decode as their version, and
+// with an upgrade's error, wrapped. It never panics. Byte slices of the result
+// may alias b.
+func (x *OutcomePendingKeyValues) Decode(b []byte) (OutcomePendingV2, error) {
+	var v OutcomePendingV2
 	err := x.DecodeInto(b, &v)
 	return v, err
 }
 
-// DecodeInto decodes b into *v as Decode does, through
-// DecodeOutcomePendingV1Into, reusing v's slices. On error *v is the zero
-// value.
-func (x *OutcomePendingKeyValues) DecodeInto(b []byte, v *OutcomePendingV1) error {
-	if len(b) > 0 && b[0] == VersionOutcomePendingV1 {
-		return DecodeOutcomePendingV1Into(b, v)
+// DecodeInto decodes b into *v as Decode does. The newest version decodes
+// through DecodeOutcomePendingV2Into, reusing v's slices; an older one is
+// upgraded, then assigned. On error *v is the zero value.
+func (x *OutcomePendingKeyValues) DecodeInto(b []byte, v *OutcomePendingV2) error {
+	if len(b) > 0 && b[0] == VersionOutcomePendingV2 {
+		return DecodeOutcomePendingV2Into(b, v)
 	}
-	if _, err := VersionOfOutcomePendingKeyValue(b); err != nil {
-		var zero OutcomePendingV1
+	if err := x.older(b, v); err != nil {
+		var zero OutcomePendingV2
 		*v = zero
 		return err
 	}
-	return DecodeOutcomePendingV1Into(b, v)
+	return nil
+}
+
+// older decodes b, a value of a version older than OutcomePendingV2, into *v,
+// upgrading it; on error *v is left for the caller to clear.
+func (x *OutcomePendingKeyValues) older(b []byte, v *OutcomePendingV2) error {
+	ver, err := VersionOfOutcomePendingKeyValue(b)
+	if err != nil {
+		return err
+	}
+	var v0 OutcomePendingV1
+	if ver == VersionOutcomePendingV1 {
+		if err = DecodeOutcomePendingV1Into(b, &v0); err != nil {
+			return err
+		}
+	}
+	// ver is below the newest version, which DecodeInto decodes itself
+	u, err := x.versions.UpgradeOutcomePendingV1(v0)
+	if err != nil {
+		return fmt.Errorf("OutcomePendingKey value: upgrade OutcomePendingV1 to OutcomePendingV2: %w", err)
+	}
+	*v = u
+	return nil
 }
 
 // Encode returns the encoding of v in the newest version of the family that a
@@ -456,9 +537,16 @@ func (x *OutcomePendingKeyValues) DecodeInto(b []byte, v *OutcomePendingV1) erro
 // *wire.FormatError (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when
 // no version is allowed or the value holds a variant or enum constant of a
 // newer format, and with a downgrade's error, wrapped.
-func (x *OutcomePendingKeyValues) Encode(v OutcomePendingV1, format uint32) ([]byte, error) {
+func (x *OutcomePendingKeyValues) Encode(v OutcomePendingV2, format uint32) ([]byte, error) {
+	if format >= FormatOutcomePendingV2 {
+		return EncodeOutcomePendingV2(v)
+	}
+	v0, err := x.versions.DowngradeOutcomePendingV2(v)
+	if err != nil {
+		return nil, fmt.Errorf("OutcomePendingKey value: downgrade OutcomePendingV2 to OutcomePendingV1: %w", err)
+	}
 	if format >= FormatOutcomePendingV1 {
-		return EncodeOutcomePendingV1(v)
+		return EncodeOutcomePendingV1(v0)
 	}
 	return nil, &wire.FormatError{
 		Family: "OutcomePendingKey",

@@ -487,12 +487,45 @@ func TestOutcomeBacklogKeyValuesRefusesUnknownVersions(t *testing.T) {
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.
 type testRelayKeyVersions struct {
-	err   error
-	calls int
+	err                 error
+	calls               int
+	gotUpgradeRelayV1   RelayV1
+	outUpgradeRelayV1   RelayV2
+	gotDowngradeRelayV2 RelayV2
+	outDowngradeRelayV2 RelayV1
 }
 
 func newTestRelayKeyVersions() *testRelayKeyVersions {
-	return &testRelayKeyVersions{}
+	return &testRelayKeyVersions{
+		outDowngradeRelayV2: func() RelayV1 {
+			e := examplesRelayV1()
+			return e[len(e)-1]
+		}(),
+		outUpgradeRelayV1: func() RelayV2 {
+			e := examplesRelayV2()
+			return e[len(e)-1]
+		}(),
+	}
+}
+
+func (x *testRelayKeyVersions) UpgradeRelayV1(v RelayV1) (RelayV2, error) {
+	x.calls++
+	x.gotUpgradeRelayV1 = v
+	if x.err != nil {
+		var zero RelayV2
+		return zero, x.err
+	}
+	return x.outUpgradeRelayV1, nil
+}
+
+func (x *testRelayKeyVersions) DowngradeRelayV2(v RelayV2) (RelayV1, error) {
+	x.calls++
+	x.gotDowngradeRelayV2 = v
+	if x.err != nil {
+		var zero RelayV1
+		return zero, x.err
+	}
+	return x.outDowngradeRelayV2, nil
 }
 
 // TestRelayKeyValuesRoundTrip: every version of the family decodes; the
@@ -514,18 +547,50 @@ func TestRelayKeyValuesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RelayV1 example %d: Decode: %v", i, err)
 		}
-		var into RelayV1
+		var into RelayV2
 		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
 			t.Errorf("RelayV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
 		}
+		// each conversion is given what the one before returned
+		old, err := DecodeRelayV1(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vs.gotUpgradeRelayV1, old) {
+			t.Errorf("RelayV1 example %d: UpgradeRelayV1 was given %+v, want %+v", i, vs.gotUpgradeRelayV1, old)
+		}
+		if !reflect.DeepEqual(got, vs.outUpgradeRelayV1) {
+			t.Errorf("RelayV1 example %d: decoded %+v, want the last upgrade's %+v", i, got, vs.outUpgradeRelayV1)
+		}
+		if vs.calls != 2 {
+			t.Errorf("RelayV1 example %d: %d conversions ran, want %d (Decode and DecodeInto)", i, vs.calls, 2)
+		}
+	}
+	for i, v := range examplesRelayV2() {
+		vs.calls = 0
+		b, err := EncodeRelayV2(v)
+		if err != nil {
+			t.Fatalf("RelayV2 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfRelayKeyValue(b); err != nil || ver != VersionRelayV2 {
+			t.Errorf("RelayV2 example %d: VersionOfRelayKeyValue = %d, %v; want %d", i, ver, err, VersionRelayV2)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("RelayV2 example %d: Decode: %v", i, err)
+		}
+		var into RelayV2
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("RelayV2 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
 		if !reflect.DeepEqual(got, v) {
-			t.Errorf("RelayV1 example %d: decoded %+v, want %+v", i, got, v)
+			t.Errorf("RelayV2 example %d: decoded %+v, want %+v", i, got, v)
 		}
 		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
-			t.Errorf("RelayV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+			t.Errorf("RelayV2 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
 		}
 		if vs.calls != 0 {
-			t.Errorf("RelayV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+			t.Errorf("RelayV2 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
 		}
 	}
 }
@@ -536,15 +601,36 @@ func TestRelayKeyValuesRoundTrip(t *testing.T) {
 func TestRelayKeyValuesEncodesPerFormat(t *testing.T) {
 	vs := newTestRelayKeyVersions()
 	x := NewRelayKeyValues(vs)
-	v := func() RelayV1 {
-		e := examplesRelayV1()
+	v := func() RelayV2 {
+		e := examplesRelayV2()
 		return e[len(e)-1]
 	}()
+	{
+		// at format 2: RelayV2
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatRelayV2)
+		want, err := EncodeRelayV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatRelayV2, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want RelayV2 %x", FormatRelayV2, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatRelayV2, vs.calls, 0)
+		}
+	}
 	{
 		// at format 1: RelayV1
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatRelayV1)
-		want, err := EncodeRelayV1(v)
+		if !reflect.DeepEqual(vs.gotDowngradeRelayV2, v) {
+			t.Errorf("DowngradeRelayV2 was given %+v, want %+v", vs.gotDowngradeRelayV2, v)
+		}
+		want, err := EncodeRelayV1(vs.outDowngradeRelayV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,19 +640,24 @@ func TestRelayKeyValuesEncodesPerFormat(t *testing.T) {
 		if !bytes.Equal(b, want) {
 			t.Errorf("Encode at format %d wrote %x, want RelayV1 %x", FormatRelayV1, b, want)
 		}
-		if vs.calls != 0 {
-			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatRelayV1, vs.calls, 0)
+		if vs.calls != 1 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatRelayV1, vs.calls, 1)
 		}
 	}
 	// a store format above every version's writes the newest
-	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionRelayV1 {
-		t.Errorf("Encode above every format wrote %x, %v; want RelayV1", b, err)
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionRelayV2 {
+		t.Errorf("Encode above every format wrote %x, %v; want RelayV2", b, err)
 	}
 	// below the first version's format nothing is allowed
 	_, err := x.Encode(v, FormatRelayV1-1)
 	var fe *wire.FormatError
 	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatRelayV1 {
 		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatRelayV1, err)
+	}
+	// a downgrade's error is returned
+	vs.err = errors.New("downgrade refused")
+	if _, err := x.Encode(v, FormatRelayV1); !errors.Is(err, vs.err) {
+		t.Errorf("Encode with a failing downgrade: %v; want its error", err)
 	}
 }
 
@@ -577,7 +668,7 @@ func TestRelayKeyValuesEncodesPerFormat(t *testing.T) {
 func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 	vs := newTestRelayKeyVersions()
 	x := NewRelayKeyValues(vs)
-	valid, err := EncodeRelayV1(examplesRelayV1()[0])
+	valid, err := EncodeRelayV2(examplesRelayV2()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,12 +683,12 @@ func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 			return err
 		},
 		"DecodeInto": func(b []byte) error {
-			v := func() RelayV1 {
-				e := examplesRelayV1()
+			v := func() RelayV2 {
+				e := examplesRelayV2()
 				return e[len(e)-1]
 			}()
 			err := x.DecodeInto(b, &v)
-			var zero RelayV1
+			var zero RelayV2
 			if err != nil && !reflect.DeepEqual(v, zero) {
 				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
 			}
@@ -609,7 +700,7 @@ func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 		},
 	}
 	// versions above the family's: written by a newer schema
-	for _, ver := range []byte{2, 255} {
+	for _, ver := range []byte{3, 255} {
 		for name, decode := range decoders {
 			err := decode(with(ver))
 			var ve *wire.VersionError
@@ -617,8 +708,8 @@ func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
 				continue
 			}
-			if ve.Family != "RelayKey" || ve.Version != ver || ve.Newest != VersionRelayV1 {
-				t.Errorf("%s of version %d: %+v; want family RelayKey, newest %d", name, ver, *ve, VersionRelayV1)
+			if ve.Family != "RelayKey" || ve.Version != ver || ve.Newest != VersionRelayV2 {
+				t.Errorf("%s of version %d: %+v; want family RelayKey, newest %d", name, ver, *ve, VersionRelayV2)
 			}
 		}
 	}
@@ -630,6 +721,18 @@ func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 			}
 		}
 	}
+	// an upgrade's error is returned, naming the versions
+	vs.err = errors.New("upgrade refused")
+	old, err := EncodeRelayV1(func() RelayV1 {
+		e := examplesRelayV1()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Decode(old); !errors.Is(err, vs.err) || !strings.Contains(err.Error(), "upgrade RelayV1 to RelayV2") {
+		t.Errorf("Decode with a failing upgrade: %v; want its error, naming the versions", err)
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -640,16 +743,171 @@ func TestRelayKeyValuesRefusesUnknownVersions(t *testing.T) {
 	}()
 }
 
+// FuzzRelayKeyValues: arbitrary bytes never panic; an error wraps exactly one
+// of wire.ErrNewerVersion (a version above the family's) and wire.ErrCorrupt;
+// a newest-version value re-encodes to the same bytes, an older one is decoded
+// as its own version, upgraded, and encodes and decodes back as the newest.
+func FuzzRelayKeyValues(f *testing.F) {
+	for _, v := range examplesRelayV1() {
+		b, err := EncodeRelayV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedRelayV1() {
+		f.Add(b)
+	}
+	for _, v := range examplesRelayV2() {
+		b, err := EncodeRelayV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedRelayV2() {
+		f.Add(b)
+	}
+	newer, err := EncodeRelayV2(func() RelayV2 {
+		e := examplesRelayV2()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		f.Fatal(err)
+	}
+	newer[0] = 3
+	f.Add(newer)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs := newTestRelayKeyVersions()
+		x := NewRelayKeyValues(vs)
+		v, err := x.Decode(b)
+		ver, verr := VersionOfRelayKeyValue(b)
+		if err != nil {
+			newer := errors.Is(err, wire.ErrNewerVersion)
+			if newer == errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v: want exactly one of wire.ErrNewerVersion and wire.ErrCorrupt", err)
+			}
+			if newer != (len(b) > 0 && b[0] > 2) {
+				t.Fatalf("input %x: error %v; newer is a version above %d only", b, err, 2)
+			}
+			if newer && !errors.Is(verr, wire.ErrNewerVersion) {
+				t.Fatalf("Decode says newer (%v), VersionOfRelayKeyValue %v", err, verr)
+			}
+			return
+		}
+		if verr != nil || ver != b[0] {
+			t.Fatalf("input %x decodes, but VersionOfRelayKeyValue = %d, %v", b, ver, verr)
+		}
+		enc, err := x.Encode(v, SchemaFormat)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		if ver == VersionRelayV2 {
+			if !bytes.Equal(enc, b) {
+				t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, b)
+			}
+			return
+		}
+		// an older version: decoded as itself, then upgraded
+		switch ver {
+		case VersionRelayV1:
+			old, err := DecodeRelayV1(b)
+			if err != nil || !reflect.DeepEqual(vs.gotUpgradeRelayV1, old) {
+				t.Fatalf("UpgradeRelayV1 was given %+v; the bytes decode as %+v (%v)", vs.gotUpgradeRelayV1, old, err)
+			}
+		}
+		if back, err := DecodeRelayV2(enc); err != nil || !reflect.DeepEqual(back, v) {
+			t.Fatalf("the upgraded value encodes as %x, which decodes as %+v (%v), want %+v", enc, back, err, v)
+		}
+	})
+}
+
+// BenchmarkRelayKeyValues decodes the typical example of each version of the
+// family through Decode: the newest as it is, an older one with its
+// upgrades (the tests' conversions, which return a prepared value).
+func BenchmarkRelayKeyValues(b *testing.B) {
+	x := NewRelayKeyValues(newTestRelayKeyVersions())
+	{
+		enc, err := EncodeRelayV1(func() RelayV1 {
+			e := examplesRelayV1()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-RelayV1", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	{
+		enc, err := EncodeRelayV2(func() RelayV2 {
+			e := examplesRelayV2()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-RelayV2", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // testOutcomePendingKeyVersions implements OutcomePendingKeyVersions for the generated tests: each
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.
 type testOutcomePendingKeyVersions struct {
-	err   error
-	calls int
+	err                          error
+	calls                        int
+	gotUpgradeOutcomePendingV1   OutcomePendingV1
+	outUpgradeOutcomePendingV1   OutcomePendingV2
+	gotDowngradeOutcomePendingV2 OutcomePendingV2
+	outDowngradeOutcomePendingV2 OutcomePendingV1
 }
 
 func newTestOutcomePendingKeyVersions() *testOutcomePendingKeyVersions {
-	return &testOutcomePendingKeyVersions{}
+	return &testOutcomePendingKeyVersions{
+		outDowngradeOutcomePendingV2: func() OutcomePendingV1 {
+			e := examplesOutcomePendingV1()
+			return e[len(e)-1]
+		}(),
+		outUpgradeOutcomePendingV1: func() OutcomePendingV2 {
+			e := examplesOutcomePendingV2()
+			return e[len(e)-1]
+		}(),
+	}
+}
+
+func (x *testOutcomePendingKeyVersions) UpgradeOutcomePendingV1(v OutcomePendingV1) (OutcomePendingV2, error) {
+	x.calls++
+	x.gotUpgradeOutcomePendingV1 = v
+	if x.err != nil {
+		var zero OutcomePendingV2
+		return zero, x.err
+	}
+	return x.outUpgradeOutcomePendingV1, nil
+}
+
+func (x *testOutcomePendingKeyVersions) DowngradeOutcomePendingV2(v OutcomePendingV2) (OutcomePendingV1, error) {
+	x.calls++
+	x.gotDowngradeOutcomePendingV2 = v
+	if x.err != nil {
+		var zero OutcomePendingV1
+		return zero, x.err
+	}
+	return x.outDowngradeOutcomePendingV2, nil
 }
 
 // TestOutcomePendingKeyValuesRoundTrip: every version of the family decodes; the
@@ -671,18 +929,50 @@ func TestOutcomePendingKeyValuesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OutcomePendingV1 example %d: Decode: %v", i, err)
 		}
-		var into OutcomePendingV1
+		var into OutcomePendingV2
 		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
 			t.Errorf("OutcomePendingV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
 		}
+		// each conversion is given what the one before returned
+		old, err := DecodeOutcomePendingV1(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vs.gotUpgradeOutcomePendingV1, old) {
+			t.Errorf("OutcomePendingV1 example %d: UpgradeOutcomePendingV1 was given %+v, want %+v", i, vs.gotUpgradeOutcomePendingV1, old)
+		}
+		if !reflect.DeepEqual(got, vs.outUpgradeOutcomePendingV1) {
+			t.Errorf("OutcomePendingV1 example %d: decoded %+v, want the last upgrade's %+v", i, got, vs.outUpgradeOutcomePendingV1)
+		}
+		if vs.calls != 2 {
+			t.Errorf("OutcomePendingV1 example %d: %d conversions ran, want %d (Decode and DecodeInto)", i, vs.calls, 2)
+		}
+	}
+	for i, v := range examplesOutcomePendingV2() {
+		vs.calls = 0
+		b, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			t.Fatalf("OutcomePendingV2 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfOutcomePendingKeyValue(b); err != nil || ver != VersionOutcomePendingV2 {
+			t.Errorf("OutcomePendingV2 example %d: VersionOfOutcomePendingKeyValue = %d, %v; want %d", i, ver, err, VersionOutcomePendingV2)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("OutcomePendingV2 example %d: Decode: %v", i, err)
+		}
+		var into OutcomePendingV2
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("OutcomePendingV2 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
 		if !reflect.DeepEqual(got, v) {
-			t.Errorf("OutcomePendingV1 example %d: decoded %+v, want %+v", i, got, v)
+			t.Errorf("OutcomePendingV2 example %d: decoded %+v, want %+v", i, got, v)
 		}
 		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
-			t.Errorf("OutcomePendingV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+			t.Errorf("OutcomePendingV2 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
 		}
 		if vs.calls != 0 {
-			t.Errorf("OutcomePendingV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+			t.Errorf("OutcomePendingV2 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
 		}
 	}
 }
@@ -693,15 +983,36 @@ func TestOutcomePendingKeyValuesRoundTrip(t *testing.T) {
 func TestOutcomePendingKeyValuesEncodesPerFormat(t *testing.T) {
 	vs := newTestOutcomePendingKeyVersions()
 	x := NewOutcomePendingKeyValues(vs)
-	v := func() OutcomePendingV1 {
-		e := examplesOutcomePendingV1()
+	v := func() OutcomePendingV2 {
+		e := examplesOutcomePendingV2()
 		return e[len(e)-1]
 	}()
+	{
+		// at format 2: OutcomePendingV2
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatOutcomePendingV2)
+		want, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatOutcomePendingV2, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want OutcomePendingV2 %x", FormatOutcomePendingV2, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOutcomePendingV2, vs.calls, 0)
+		}
+	}
 	{
 		// at format 1: OutcomePendingV1
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatOutcomePendingV1)
-		want, err := EncodeOutcomePendingV1(v)
+		if !reflect.DeepEqual(vs.gotDowngradeOutcomePendingV2, v) {
+			t.Errorf("DowngradeOutcomePendingV2 was given %+v, want %+v", vs.gotDowngradeOutcomePendingV2, v)
+		}
+		want, err := EncodeOutcomePendingV1(vs.outDowngradeOutcomePendingV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -711,19 +1022,24 @@ func TestOutcomePendingKeyValuesEncodesPerFormat(t *testing.T) {
 		if !bytes.Equal(b, want) {
 			t.Errorf("Encode at format %d wrote %x, want OutcomePendingV1 %x", FormatOutcomePendingV1, b, want)
 		}
-		if vs.calls != 0 {
-			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOutcomePendingV1, vs.calls, 0)
+		if vs.calls != 1 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOutcomePendingV1, vs.calls, 1)
 		}
 	}
 	// a store format above every version's writes the newest
-	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionOutcomePendingV1 {
-		t.Errorf("Encode above every format wrote %x, %v; want OutcomePendingV1", b, err)
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionOutcomePendingV2 {
+		t.Errorf("Encode above every format wrote %x, %v; want OutcomePendingV2", b, err)
 	}
 	// below the first version's format nothing is allowed
 	_, err := x.Encode(v, FormatOutcomePendingV1-1)
 	var fe *wire.FormatError
 	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatOutcomePendingV1 {
 		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatOutcomePendingV1, err)
+	}
+	// a downgrade's error is returned
+	vs.err = errors.New("downgrade refused")
+	if _, err := x.Encode(v, FormatOutcomePendingV1); !errors.Is(err, vs.err) {
+		t.Errorf("Encode with a failing downgrade: %v; want its error", err)
 	}
 }
 
@@ -734,7 +1050,7 @@ func TestOutcomePendingKeyValuesEncodesPerFormat(t *testing.T) {
 func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 	vs := newTestOutcomePendingKeyVersions()
 	x := NewOutcomePendingKeyValues(vs)
-	valid, err := EncodeOutcomePendingV1(examplesOutcomePendingV1()[0])
+	valid, err := EncodeOutcomePendingV2(examplesOutcomePendingV2()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -749,12 +1065,12 @@ func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 			return err
 		},
 		"DecodeInto": func(b []byte) error {
-			v := func() OutcomePendingV1 {
-				e := examplesOutcomePendingV1()
+			v := func() OutcomePendingV2 {
+				e := examplesOutcomePendingV2()
 				return e[len(e)-1]
 			}()
 			err := x.DecodeInto(b, &v)
-			var zero OutcomePendingV1
+			var zero OutcomePendingV2
 			if err != nil && !reflect.DeepEqual(v, zero) {
 				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
 			}
@@ -766,7 +1082,7 @@ func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 		},
 	}
 	// versions above the family's: written by a newer schema
-	for _, ver := range []byte{2, 255} {
+	for _, ver := range []byte{3, 255} {
 		for name, decode := range decoders {
 			err := decode(with(ver))
 			var ve *wire.VersionError
@@ -774,8 +1090,8 @@ func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
 				continue
 			}
-			if ve.Family != "OutcomePendingKey" || ve.Version != ver || ve.Newest != VersionOutcomePendingV1 {
-				t.Errorf("%s of version %d: %+v; want family OutcomePendingKey, newest %d", name, ver, *ve, VersionOutcomePendingV1)
+			if ve.Family != "OutcomePendingKey" || ve.Version != ver || ve.Newest != VersionOutcomePendingV2 {
+				t.Errorf("%s of version %d: %+v; want family OutcomePendingKey, newest %d", name, ver, *ve, VersionOutcomePendingV2)
 			}
 		}
 	}
@@ -787,6 +1103,18 @@ func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 			}
 		}
 	}
+	// an upgrade's error is returned, naming the versions
+	vs.err = errors.New("upgrade refused")
+	old, err := EncodeOutcomePendingV1(func() OutcomePendingV1 {
+		e := examplesOutcomePendingV1()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Decode(old); !errors.Is(err, vs.err) || !strings.Contains(err.Error(), "upgrade OutcomePendingV1 to OutcomePendingV2") {
+		t.Errorf("Decode with a failing upgrade: %v; want its error, naming the versions", err)
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -795,6 +1123,128 @@ func TestOutcomePendingKeyValuesRefusesUnknownVersions(t *testing.T) {
 		}()
 		NewOutcomePendingKeyValues(nil)
 	}()
+}
+
+// FuzzOutcomePendingKeyValues: arbitrary bytes never panic; an error wraps exactly one
+// of wire.ErrNewerVersion (a version above the family's) and wire.ErrCorrupt;
+// a newest-version value re-encodes to the same bytes, an older one is decoded
+// as its own version, upgraded, and encodes and decodes back as the newest.
+func FuzzOutcomePendingKeyValues(f *testing.F) {
+	for _, v := range examplesOutcomePendingV1() {
+		b, err := EncodeOutcomePendingV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOutcomePendingV1() {
+		f.Add(b)
+	}
+	for _, v := range examplesOutcomePendingV2() {
+		b, err := EncodeOutcomePendingV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOutcomePendingV2() {
+		f.Add(b)
+	}
+	newer, err := EncodeOutcomePendingV2(func() OutcomePendingV2 {
+		e := examplesOutcomePendingV2()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		f.Fatal(err)
+	}
+	newer[0] = 3
+	f.Add(newer)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs := newTestOutcomePendingKeyVersions()
+		x := NewOutcomePendingKeyValues(vs)
+		v, err := x.Decode(b)
+		ver, verr := VersionOfOutcomePendingKeyValue(b)
+		if err != nil {
+			newer := errors.Is(err, wire.ErrNewerVersion)
+			if newer == errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v: want exactly one of wire.ErrNewerVersion and wire.ErrCorrupt", err)
+			}
+			if newer != (len(b) > 0 && b[0] > 2) {
+				t.Fatalf("input %x: error %v; newer is a version above %d only", b, err, 2)
+			}
+			if newer && !errors.Is(verr, wire.ErrNewerVersion) {
+				t.Fatalf("Decode says newer (%v), VersionOfOutcomePendingKeyValue %v", err, verr)
+			}
+			return
+		}
+		if verr != nil || ver != b[0] {
+			t.Fatalf("input %x decodes, but VersionOfOutcomePendingKeyValue = %d, %v", b, ver, verr)
+		}
+		enc, err := x.Encode(v, SchemaFormat)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		if ver == VersionOutcomePendingV2 {
+			if !bytes.Equal(enc, b) {
+				t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, b)
+			}
+			return
+		}
+		// an older version: decoded as itself, then upgraded
+		switch ver {
+		case VersionOutcomePendingV1:
+			old, err := DecodeOutcomePendingV1(b)
+			if err != nil || !reflect.DeepEqual(vs.gotUpgradeOutcomePendingV1, old) {
+				t.Fatalf("UpgradeOutcomePendingV1 was given %+v; the bytes decode as %+v (%v)", vs.gotUpgradeOutcomePendingV1, old, err)
+			}
+		}
+		if back, err := DecodeOutcomePendingV2(enc); err != nil || !reflect.DeepEqual(back, v) {
+			t.Fatalf("the upgraded value encodes as %x, which decodes as %+v (%v), want %+v", enc, back, err, v)
+		}
+	})
+}
+
+// BenchmarkOutcomePendingKeyValues decodes the typical example of each version of the
+// family through Decode: the newest as it is, an older one with its
+// upgrades (the tests' conversions, which return a prepared value).
+func BenchmarkOutcomePendingKeyValues(b *testing.B) {
+	x := NewOutcomePendingKeyValues(newTestOutcomePendingKeyVersions())
+	{
+		enc, err := EncodeOutcomePendingV1(func() OutcomePendingV1 {
+			e := examplesOutcomePendingV1()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-OutcomePendingV1", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	{
+		enc, err := EncodeOutcomePendingV2(func() OutcomePendingV2 {
+			e := examplesOutcomePendingV2()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-OutcomePendingV2", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // testRelayHighWaterKeyVersions implements RelayHighWaterKeyVersions for the generated tests: each

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,43 +44,43 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 		says   string
 	}{
 		{"relay row over 98 writes", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, puts(60), deletes(39))
+			_, err := ob.Relay(context.Background(), target, puts(60), deletes(39))
 			return err
 		}, "99 writes, limit 98"},
 		{"relay row without writes", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, nil, nil)
+			_, err := ob.Relay(context.Background(), target, nil, nil)
 			return err
 		}, "no writes"},
 		{"relay row without target", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(nil, puts(1), nil)
+			_, err := ob.Relay(context.Background(), nil, puts(1), nil)
 			return err
 		}, "without a target"},
 		{"invalid target", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(refdomain.NamespacePartition{}, puts(1), nil)
+			_, err := ob.Relay(context.Background(), refdomain.NamespacePartition{}, puts(1), nil)
 			return err
 		}, ""},
 		{"zero identity target", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(store.Identity{}, puts(1), nil)
+			_, err := ob.Relay(context.Background(), store.Identity{}, puts(1), nil)
 			return err
 		}, "target identity"},
 		{"target identity over its bound", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(longPartition{}, puts(1), nil)
+			_, err := ob.Relay(context.Background(), longPartition{}, puts(1), nil)
 			return err
 		}, "target identity"},
 		{"put key over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, []gen.RelayPut{put(strings.Repeat("k", caps.MaxKeyBytes+1), "v")}, nil)
+			_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put(strings.Repeat("k", caps.MaxKeyBytes+1), "v")}, nil)
 			return err
 		}, "put 0 key"},
 		{"empty delete key", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, nil, [][]byte{{}})
+			_, err := ob.Relay(context.Background(), target, nil, [][]byte{{}})
 			return err
 		}, "delete 0 has an empty key"},
 		{"put value over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, []gen.RelayPut{put("k", strings.Repeat("v", caps.MaxValueBytes+1))}, nil)
+			_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("k", strings.Repeat("v", caps.MaxValueBytes+1))}, nil)
 			return err
 		}, "put 0 value"},
 		{"encoded relay row over the value limit", func(ob *outbox.Builder) error {
-			_, err := ob.Relay(target, []gen.RelayPut{put("a", big), put("b", big), put("c", "c")}, nil)
+			_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", big), put("b", big), put("c", "c")}, nil)
 			return err
 		}, "encodes to"},
 		{"invalid reservation id", func(ob *outbox.Builder) error {
@@ -116,31 +117,31 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 		}, ""},
 		// The outbox's own checks, on any schema's record.
 		{"outcome without an id", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "without an id"},
 		{"outcome without a source", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "without a source"},
 		{"outcome with an empty record key", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "empty record key"},
 		{"outcome record key over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key(strings.Repeat("k", caps.MaxKeyBytes+1)), Prior: ticket, Terminal: store.Value("t")})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key(strings.Repeat("k", caps.MaxKeyBytes+1)), Prior: ticket, Terminal: store.Value("t")})
 			return err
 		}, "record key has"},
 		{"outcome of an absent record", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Terminal: store.Value("t")})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Terminal: store.Value("t")})
 			return err
 		}, "the record must exist"},
 		{"outcome without a terminal value", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket})
 			return err
 		}, "no terminal value"},
 		{"outcome terminal value over the store's limit", func(ob *outbox.Builder) error {
-			_, err := ob.Outcome(outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value(strings.Repeat("v", caps.MaxValueBytes+1))})
+			_, err := ob.Outcome(context.Background(), outbox.Outcome{ID: gen.MustOutcomeID("r"), Source: gen.MustOutcomeSource("s"), Key: store.Key("k"), Prior: ticket, Terminal: store.Value(strings.Repeat("v", caps.MaxValueBytes+1))})
 			return err
 		}, "terminal value has"},
 	}
@@ -170,9 +171,9 @@ func TestBoundsAreCheckedBeforeAnythingIsAdded(t *testing.T) {
 func TestARelayRowAtTheBoundIsAccepted(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
-		_, err := ob.Relay(target, puts(60), deletes(38))
+		_, err := ob.Relay(context.Background(), target, puts(60), deletes(38))
 		require.NoError(t, err)
-		_, err = ob.Relay(target, puts(outbox.MaxRelayWrites), nil)
+		_, err = ob.Relay(context.Background(), target, puts(outbox.MaxRelayWrites), nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
 		assert.Len(t, e.scan(t, gen.TagRelayKey), 2)
@@ -185,7 +186,7 @@ func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
 	n := 0
 	var err error
 	for ; n < 1000 && err == nil; n++ {
-		_, err = ob.Relay(target, puts(1), nil)
+		_, err = ob.Relay(context.Background(), target, puts(1), nil)
 	}
 	require.ErrorIs(t, err, store.ErrInvalid)
 	assert.Contains(t, err.Error(), "operations")
@@ -199,7 +200,7 @@ func TestAppendsStopWhereOneBatchIsFull(t *testing.T) {
 func TestFinishIntoAFullBatchAddsNothingAndCanBeRetried(t *testing.T) {
 	e := newEnv(t, memengine.New())
 	ob := e.builder(t)
-	_, err := ob.Relay(target, puts(1), nil)
+	_, err := ob.Relay(context.Background(), target, puts(1), nil)
 	require.NoError(t, err)
 	full := store.NewBatch()
 	for i := range e.caps.MaxBatchOps - 2 {

@@ -1,12 +1,16 @@
 package outbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
@@ -18,8 +22,15 @@ import (
 // first and, when one is broken, fails with an error wrapping
 // store.ErrInvalid and appends nothing. A Builder is not safe for
 // concurrent use.
+//
+// An append keeps the trace context of its ctx's span with the row (a
+// RelayV2 or OutcomePendingV2), so that the row's delivery continues the
+// writer's trace, when the span is valid and the store's format of the
+// library's namespace is 2 or more; otherwise it writes the row as a
+// RelayV1 or OutcomePendingV1, which every process reads, at no cost.
 type Builder struct {
 	caps     store.Capabilities
+	format   uint32 // the store's format of gen.SchemaNamespace
 	nowMs    uint64
 	observed Observed
 	last     uint64 // the last sequence allocated (observed, then ours)
@@ -43,16 +54,22 @@ type outcomeRow struct {
 	pending    store.Value
 }
 
-// NewBuilder returns a builder over the outbox state o a writer read (see
-// Read). caps are the store's Capabilities, which every row is checked
-// against; now, to the millisecond, stamps relay rows (RelayV1.AtMs) and
-// outcome rows (OutcomePendingV1.AtMs), and is the due time of any timer
-// Finish creates. It fails with an error wrapping store.ErrInvalid for a
-// now before the Unix epoch, with one wrapping store.ErrCorrupt when o's
-// sequence, backlog or relay timer entry does not decode, and as
-// timers.DecodeRef does (store.ErrNewerVersion) for a relay timer entry
-// of a version newer than this binary reads.
-func NewBuilder(caps store.Capabilities, now time.Time, o Observed) (*Builder, error) {
+// NewBuilder returns a builder over the outbox state o a writer read from
+// s (see Read). s's Capabilities bound every row, and s's format of the
+// library's namespace says which versions of its rows the builder may
+// write (see Builder); neither is I/O, so it may be called inside a
+// store.Transact function. now, to the millisecond, stamps relay rows
+// (RelayV1.AtMs) and outcome rows (OutcomePendingV1.AtMs), and is the due
+// time of any timer Finish creates. It fails with an error wrapping
+// store.ErrInvalid for a nil s or a now before the Unix epoch, with one
+// wrapping store.ErrCorrupt when o's sequence, backlog or relay timer
+// entry does not decode, and as timers.DecodeRef does
+// (store.ErrNewerVersion) for a relay timer entry of a version newer than
+// this binary reads.
+func NewBuilder(s store.Store, now time.Time, o Observed) (*Builder, error) {
+	if s == nil {
+		return nil, fmt.Errorf("outbox: new builder without a store: %w", store.ErrInvalid)
+	}
 	nowMs, err := store.EncodeTime(now)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: new builder: %w", err)
@@ -70,18 +87,20 @@ func NewBuilder(caps store.Capabilities, now time.Time, o Observed) (*Builder, e
 			return nil, fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
-	return &Builder{caps: caps, nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
+	return &Builder{caps: s.Capabilities(), format: store.FormatOf(s, gen.SchemaNamespace), nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
 }
 
 // Relay appends a relay row: puts and deletes to apply, in order, to the
 // target partition, of any schema (the row stores its tuple identity,
-// store.IdentityOf). It returns the row's sequence. It fails with
-// store.ErrInvalid, appending nothing, when the row has no writes or more
-// than MaxRelayWrites, a key or value is over caps, the encoded row is
-// over caps.MaxValueBytes, the target is nil or its identity does not
-// encode (or is over gen.MaxRelayV1Target bytes), or the batch Finish
-// builds would exceed caps.
-func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][]byte) (seq uint64, err error) {
+// store.IdentityOf), with the trace context of ctx's span (see Builder).
+// It returns the row's sequence. It fails with store.ErrInvalid,
+// appending nothing, when the row has no writes or more than
+// MaxRelayWrites, a key or value is over caps, the encoded row is over
+// caps.MaxValueBytes, the target is nil or its identity does not encode
+// (or is over gen.MaxRelayV1Target bytes), or the batch Finish builds
+// would exceed caps. A trace context never makes it fail: a row that fits
+// only without one is written without one.
+func (b *Builder) Relay(ctx context.Context, target store.Partition, puts []gen.RelayPut, deletes [][]byte) (seq uint64, err error) {
 	if err := b.open(); err != nil {
 		return 0, err
 	}
@@ -122,7 +141,9 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 	if err != nil {
 		return 0, err
 	}
-	row, err := gen.EncodeRelayV1(gen.RelayV1{Target: id, Puts: puts, Deletes: deletes, AtMs: b.nowMs})
+	v := gen.RelayV1{Target: id, Puts: puts, Deletes: deletes, AtMs: b.nowMs}
+	key := RelayKey(seq)
+	row, err := b.relayRow(ctx, v, len(key))
 	if err != nil {
 		return 0, fmt.Errorf("outbox: relay row to %s: %w", name(), err)
 	}
@@ -130,13 +151,40 @@ func (b *Builder) Relay(target store.Partition, puts []gen.RelayPut, deletes [][
 		return 0, fmt.Errorf("outbox: relay row to %s encodes to %d bytes, limit %d: %w",
 			name(), len(row), b.caps.MaxValueBytes, store.ErrInvalid)
 	}
-	key := RelayKey(seq)
 	if err := b.reserve(1, len(key)+len(row)); err != nil {
 		return 0, err
 	}
 	b.relays = append(b.relays, store.Put(key, row))
 	b.last = seq
 	return seq, nil
+}
+
+// relayRow encodes v: as a RelayV2 with the trace context of ctx's span
+// when there is one and the store's format allows it, and the row so
+// encoded still fits the value limit and the batch (with its key of
+// keyBytes); as the RelayV1 v otherwise.
+func (b *Builder) relayRow(ctx context.Context, v gen.RelayV1, keyBytes int) ([]byte, error) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && b.format >= gen.FormatRelayV2 {
+		row, err := relayValues.Encode(gen.RelayV2{Target: v.Target, Puts: v.Puts, Deletes: v.Deletes, AtMs: v.AtMs, Trace: tracing.Encode(sc)}, b.format)
+		if err == nil && len(row) <= b.caps.MaxValueBytes && b.fits(1, keyBytes+len(row)) {
+			return row, nil
+		}
+	}
+	return gen.EncodeRelayV1(v)
+}
+
+// pendingRow encodes v as relayRow encodes a relay row: an
+// OutcomePendingV2 with the trace context of ctx's span when there is one,
+// the store's format allows it and it fits the batch beside other bytes
+// the outcome adds; the OutcomePendingV1 v otherwise.
+func (b *Builder) pendingRow(ctx context.Context, v gen.OutcomePendingV1, ops, other int) ([]byte, error) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && b.format >= gen.FormatOutcomePendingV2 {
+		row, err := pendingValues.Encode(gen.OutcomePendingV2{Source: v.Source, Key: v.Key, AtMs: v.AtMs, Trace: tracing.Encode(sc)}, b.format)
+		if err == nil && len(row) <= b.caps.MaxValueBytes && b.fits(ops, other+len(row)) {
+			return row, nil
+		}
+	}
+	return gen.EncodeOutcomePendingV1(v)
 }
 
 // errInvalid returns err, wrapping store.ErrInvalid when it does not
@@ -171,12 +219,15 @@ type Outcome struct {
 // Outcome appends a terminal outcome and returns the sequence it is
 // indexed at: o's record becomes terminal, it is indexed as pending
 // delivery (OutcomePendingKey(seq, o.ID), holding an OutcomePendingV1 of
-// o.Source, o.Key and the builder's now), and the backlog grows by one row and the terminal
-// value's bytes. It fails with store.ErrInvalid, appending nothing, for
-// an invalid or repeated id, a missing source, an empty key or one over
-// caps, an absent prior or terminal value, a value over caps, or a batch
-// Finish builds that would exceed caps.
-func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
+// o.Source, o.Key and the builder's now, or an OutcomePendingV2 with the
+// trace context of ctx's span: see Builder), and the backlog grows by one
+// row and the terminal value's bytes. It fails with store.ErrInvalid,
+// appending nothing, for an invalid or repeated id, a missing source, an
+// empty key or one over caps, an absent prior or terminal value, a value
+// over caps, or a batch Finish builds that would exceed caps; never
+// because of a trace context, which is left out of a row it would not
+// let fit.
+func (b *Builder) Outcome(ctx context.Context, o Outcome) (seq uint64, err error) {
 	if err := b.open(); err != nil {
 		return 0, err
 	}
@@ -200,12 +251,13 @@ func (b *Builder) Outcome(o Outcome) (seq uint64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("outbox: outcome %q: %w", o.ID, err)
 	}
-	pending, err := gen.EncodeOutcomePendingV1(gen.OutcomePendingV1{Source: o.Source, Key: o.Key, AtMs: b.nowMs})
+	// The guard, the rewrite and the index row.
+	other := 2*len(o.Key) + len(o.Prior) + len(o.Terminal) + len(pendingKey)
+	pending, err := b.pendingRow(ctx, gen.OutcomePendingV1{Source: o.Source, Key: o.Key, AtMs: b.nowMs}, 3, other)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: outcome %q: %w", o.ID, errInvalid(err))
 	}
-	// The guard, the rewrite and the index row.
-	if err := b.reserve(3, 2*len(o.Key)+len(o.Prior)+len(o.Terminal)+len(pendingKey)+len(pending)); err != nil {
+	if err := b.reserve(3, other+len(pending)); err != nil {
 		return 0, err
 	}
 	if b.ids == nil {
@@ -232,6 +284,8 @@ func (b *Builder) Len() int { return len(b.relays) + len(b.outcomes) }
 // It fails with store.ErrInvalid, adding nothing, when it already
 // succeeded once, or when batch with the additions would fail
 // Validate(caps) (the builder stays usable: finish into a smaller batch).
+// A batch that fails Validate with rows holding trace contexts is tried
+// again with those rows written without them, before it fails.
 func (b *Builder) Finish(batch *store.Batch) error {
 	if err := b.open(); err != nil {
 		return err
@@ -240,6 +294,28 @@ func (b *Builder) Finish(batch *store.Batch) error {
 		b.finished = true
 		return nil
 	}
+	out, err := b.build(batch)
+	if err != nil {
+		return err
+	}
+	if err := out.Validate(b.caps); err != nil {
+		if !b.untrace() {
+			return fmt.Errorf("outbox: finish %d rows: %w", b.Len(), err)
+		}
+		if out, err = b.build(batch); err != nil {
+			return err
+		}
+		if err := out.Validate(b.caps); err != nil {
+			return fmt.Errorf("outbox: finish %d rows: %w", b.Len(), err)
+		}
+	}
+	*batch = *out
+	b.finished = true
+	return nil
+}
+
+// build returns a copy of batch with the builder's additions (see Finish).
+func (b *Builder) build(batch *store.Batch) (*store.Batch, error) {
 	out := batch.Clone()
 	out.Require(store.Guard(sequenceKey, b.observed.Sequence))
 	if len(b.outcomes) > 0 {
@@ -260,32 +336,63 @@ func (b *Builder) Finish(batch *store.Batch) error {
 	if len(b.outcomes) > 0 {
 		v, err := gen.EncodeBacklog(b.backlog)
 		if err != nil {
-			return fmt.Errorf("outbox: encode backlog: %w", err)
+			return nil, fmt.Errorf("outbox: encode backlog: %w", err)
 		}
 		out.Put(backlogKey, v)
 	}
 	seq, err := gen.EncodeU64Value(gen.U64Value{Value: b.last})
 	if err != nil {
-		return fmt.Errorf("outbox: encode sequence: %w", err)
+		return nil, fmt.Errorf("outbox: encode sequence: %w", err)
 	}
 	out.Put(sequenceKey, seq)
 	due := store.DecodeTime(max(b.nowMs, 1))
 	if len(b.relays) > 0 && b.observed.RelayTimer == nil {
 		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindRelay, DueAt: due}); err != nil {
-			return fmt.Errorf("outbox: relay timer: %w", err)
+			return nil, fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
 	if len(b.outcomes) > 0 && b.prior.Rows == 0 {
 		if err := timers.Schedule(out, b.caps, nil, timers.Timer{Kind: timers.KindOutcomeDelivery, DueAt: due, Value: newDeliveryTimer}); err != nil {
-			return fmt.Errorf("outbox: outcome timer: %w", err)
+			return nil, fmt.Errorf("outbox: outcome timer: %w", err)
 		}
 	}
-	if err := out.Validate(b.caps); err != nil {
-		return fmt.Errorf("outbox: finish %d rows: %w", b.Len(), err)
+	return out, nil
+}
+
+// untrace rewrites the rows that hold a trace context without it, as the
+// V1s the same appends make without a span, and reports whether there
+// were any.
+func (b *Builder) untrace() bool {
+	changed := false
+	for i := range b.relays {
+		v := b.relays[i].Value
+		if len(v) == 0 || v[0] != gen.VersionRelayV2 {
+			continue
+		}
+		r, err := relayValues.Decode(v)
+		if err != nil {
+			continue // the builder's own encoding: unreachable
+		}
+		v1, _ := rowVersions{}.DowngradeRelayV2(r)
+		if row, err := gen.EncodeRelayV1(v1); err == nil {
+			b.relays[i].Value, changed = row, true
+		}
 	}
-	*batch = *out
-	b.finished = true
-	return nil
+	for i := range b.outcomes {
+		v := b.outcomes[i].pending
+		if len(v) == 0 || v[0] != gen.VersionOutcomePendingV2 {
+			continue
+		}
+		p, err := pendingValues.Decode(v)
+		if err != nil {
+			continue
+		}
+		v1, _ := rowVersions{}.DowngradeOutcomePendingV2(p)
+		if row, err := gen.EncodeOutcomePendingV1(v1); err == nil {
+			b.outcomes[i].pending, changed = row, true
+		}
+	}
+	return changed
 }
 
 func (b *Builder) open() error {
@@ -320,6 +427,11 @@ func (b *Builder) checkRow(what string, i int, key, value []byte) error {
 // put, the backlog guard and put, the relay timer guard, and two created
 // timers (guard, timer row, reference entry each).
 const fixedOps = 2 + 2 + 1 + 3 + 3
+
+// fits reports whether reserve would accept a row's operations and bytes.
+func (b *Builder) fits(ops, bytes int) bool {
+	return b.ops+ops+fixedOps <= b.caps.MaxBatchOps-b.caps.ReservedBatchOps && b.bytes+bytes <= b.caps.MaxBatchBytes
+}
 
 // reserve accounts for a row's operations and bytes, failing when the
 // builder's additions alone could not fit one batch.

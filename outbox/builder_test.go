@@ -21,18 +21,18 @@ func TestSequencesContinueAcrossRowKindsAndBuilders(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.seedTicketed(t, refdomain.MustReservationID("r1"))
 		ob := e.builder(t)
-		s1, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+		s1, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
 		s2, err := appendReservation(ob, refdomain.MustReservationID("r1"), ticket, committed(refdomain.MustRepoName("repo")))
 		require.NoError(t, err)
-		s3, err := ob.Relay(target, nil, [][]byte{[]byte("b")})
+		s3, err := ob.Relay(context.Background(), target, nil, [][]byte{[]byte("b")})
 		require.NoError(t, err)
 		assert.Equal(t, []uint64{1, 2, 3}, []uint64{s1, s2, s3})
 		e.finish(t, ob)
 		assert.Equal(t, uint64(3), e.sequence(t))
 
 		ob = e.builder(t)
-		s4, err := ob.Relay(target, []gen.RelayPut{put("c", "3")}, nil)
+		s4, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("c", "3")}, nil)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(4), s4)
 		e.finish(t, ob)
@@ -43,7 +43,7 @@ func TestSequencesContinueAcrossRowKindsAndBuilders(t *testing.T) {
 func TestRelayRowsAreQueuedAsRelayV1(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
-		_, err := ob.Relay(target, []gen.RelayPut{put("k", "v"), put("k2", "")}, [][]byte{[]byte("gone")})
+		_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("k", "v"), put("k2", "")}, [][]byte{[]byte("gone")})
 		require.NoError(t, err)
 		e.finish(t, ob)
 
@@ -66,7 +66,7 @@ func TestRelayRowsAreQueuedAsRelayV1(t *testing.T) {
 func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
-		_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+		_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
 		b := store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -76,7 +76,7 @@ func TestTheRelayTimerIsCreatedExactlyOnce(t *testing.T) {
 		assert.Equal(t, map[time.Time]string{now: ""}, e.timerRows(t, timers.KindRelay))
 
 		ob = e.builder(t)
-		_, err = ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil)
+		_, err = ob.Relay(context.Background(), target, []gen.RelayPut{put("b", "2")}, nil)
 		require.NoError(t, err)
 		b = store.NewBatch()
 		require.NoError(t, ob.Finish(b))
@@ -94,7 +94,7 @@ func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 		e.seedTicketed(t, refdomain.MustReservationID("mine"), refdomain.MustReservationID("theirs"))
 		for _, observedEmpty := range []bool{true, false} {
 			ob := e.builder(t)
-			_, err := ob.Relay(target, []gen.RelayPut{put("mine", "1")}, nil)
+			_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("mine", "1")}, nil)
 			require.NoError(t, err)
 			if observedEmpty {
 				_, err = appendReservation(ob, refdomain.MustReservationID("mine"), ticket, committed(refdomain.MustRepoName("repo")))
@@ -107,7 +107,7 @@ func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 				}
 				hooked = true
 				other := e.builder(t)
-				_, err := other.Relay(target, []gen.RelayPut{put("theirs", "1")}, nil)
+				_, err := other.Relay(context.Background(), target, []gen.RelayPut{put("theirs", "1")}, nil)
 				require.NoError(t, err)
 				b := store.NewBatch()
 				require.NoError(t, other.Finish(b))
@@ -137,12 +137,12 @@ func TestAConcurrentAppendFailsFinishsPrecondition(t *testing.T) {
 func TestARelayTimerDeletedMeanwhileFailsTheGuard(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
-		_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+		_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
 
 		ob = e.builder(t)
-		_, err = ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil)
+		_, err = ob.Relay(context.Background(), target, []gen.RelayPut{put("b", "2")}, nil)
 		require.NoError(t, err)
 		observed, _, err := timers.ReadRef(e.ctx, e.inner, e.p, timers.KindRelay, "")
 		require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestARelayTimerDeletedMeanwhileFailsTheGuard(t *testing.T) {
 		assert.Equal(t, refKey, out.Failed.Key)
 
 		ob = e.builder(t)
-		_, err = ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil)
+		_, err = ob.Relay(context.Background(), target, []gen.RelayPut{put("b", "2")}, nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
 		assert.Equal(t, map[time.Time]string{now: ""}, e.timerRows(t, timers.KindRelay))
@@ -259,11 +259,11 @@ func TestConcurrentWritersShareNoSequenceAndCreateEachTimerOnce(t *testing.T) {
 					if !assert.NoError(t, err) {
 						return
 					}
-					ob, err := outbox.NewBuilder(e.caps, now, o)
+					ob, err := outbox.NewBuilder(e.inner, now, o)
 					if !assert.NoError(t, err) {
 						return
 					}
-					s1, err1 := ob.Relay(target, []gen.RelayPut{put(rid.String(), "v")}, nil)
+					s1, err1 := ob.Relay(context.Background(), target, []gen.RelayPut{put(rid.String(), "v")}, nil)
 					s2, err2 := appendReservation(ob, rid, ticket, committed(refdomain.MustRepoName("repo")))
 					b := store.NewBatch()
 					if !assert.NoError(t, err1) || !assert.NoError(t, err2) || !assert.NoError(t, ob.Finish(b)) {
@@ -306,25 +306,25 @@ func TestFinishWithNothingAppendedAddsNothing(t *testing.T) {
 	assert.Len(t, b.Writes, 1)
 	assert.Empty(t, b.Preconditions)
 	require.ErrorIs(t, ob.Finish(b), store.ErrInvalid, "a second Finish")
-	_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+	_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", "1")}, nil)
 	require.ErrorIs(t, err, store.ErrInvalid, "no appends after Finish")
 }
 
 func TestNewBuilderRejectsCorruptState(t *testing.T) {
-	caps := newEnv(t, memengine.New()).caps
+	s := newEnv(t, memengine.New()).inner
 	for name, o := range map[string]outbox.Observed{
 		"sequence":    {Sequence: store.Value("junk")},
 		"backlog":     {Backlog: store.Value("junk")},
 		"relay timer": {RelayTimer: store.Value("\x01junk")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := outbox.NewBuilder(caps, now, o)
+			_, err := outbox.NewBuilder(s, now, o)
 			require.ErrorIs(t, err, store.ErrCorrupt)
 		})
 	}
 	// A relay timer entry of a version above the library's was written
 	// by a newer binary: not corrupt.
-	_, err := outbox.NewBuilder(caps, now, outbox.Observed{RelayTimer: store.Value("\x03junk")})
+	_, err := outbox.NewBuilder(s, now, outbox.Observed{RelayTimer: store.Value("\x03junk")})
 	require.ErrorIs(t, err, store.ErrNewerVersion)
 	require.NotErrorIs(t, err, store.ErrCorrupt)
 }
@@ -335,7 +335,7 @@ func TestNewBuilderRejectsCorruptState(t *testing.T) {
 func TestReadReadsInTheTransaction(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		ob := e.builder(t)
-		_, err := ob.Relay(target, []gen.RelayPut{put("a", "1")}, nil)
+		_, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("a", "1")}, nil)
 		require.NoError(t, err)
 		e.finish(t, ob)
 		want, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
@@ -346,11 +346,11 @@ func TestReadReadsInTheTransaction(t *testing.T) {
 				return nil, err
 			}
 			assert.Equal(t, want, got)
-			ob, err := outbox.NewBuilder(e.caps, time.UnixMilli(1), got)
+			ob, err := outbox.NewBuilder(e.inner, time.UnixMilli(1), got)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := ob.Relay(target, []gen.RelayPut{put("b", "2")}, nil); err != nil {
+			if _, err := ob.Relay(context.Background(), target, []gen.RelayPut{put("b", "2")}, nil); err != nil {
 				return nil, err
 			}
 			b := store.NewBatch()

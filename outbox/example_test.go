@@ -38,13 +38,13 @@ func ExampleBuilder() {
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), o)
+		ob, err := outbox.NewBuilder(s, time.UnixMilli(1_000), o)
 		if err != nil {
 			return nil, err
 		}
 		// The writer's own change, and the relay row that carries it.
 		b := store.NewBatch().Require(store.Absent(store.Key("head"))).Put(store.Key("head"), store.Value("abc123"))
-		if seq, err = ob.Relay(index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
+		if seq, err = ob.Relay(context.Background(), index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
 			return nil, err
 		}
 		return b, ob.Finish(b)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -37,9 +38,19 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
+// newEnv returns an env over a new store on engine, at the formats this
+// binary knows (mkit format 2 and up: see newEnvAt).
 func newEnv(t testing.TB, engine kv.Engine) *env {
-	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManual(now)})
+	return newEnvAt(t, engine, gen.SchemaFormat)
+}
+
+// newEnvAt returns an env over a new store on engine whose format of the
+// library's namespace is format: its Layer's gate claims to know no newer
+// one, as a binary of that format would, and starts the store there.
+func newEnvAt(t testing.TB, engine kv.Engine, format uint32) *env {
+	l, err := fdblayer.Open(engine, fdblayer.Config{Clock: clock.NewManual(now), Gate: evolve.GateConfig{Known: map[string]uint32{gen.SchemaNamespace: format}}})
 	require.NoError(t, err)
+	require.Equal(t, format, store.FormatOf(l, gen.SchemaNamespace), "the store's format")
 	t.Cleanup(func() { _ = l.Close() })
 	return &env{
 		ctx:    context.Background(),
@@ -55,7 +66,7 @@ func (e *env) builder(t testing.TB) *outbox.Builder {
 	t.Helper()
 	o, err := outbox.Read(e.ctx, store.ReaderOf(e.inner, e.p))
 	require.NoError(t, err)
-	b, err := outbox.NewBuilder(e.caps, now, o)
+	b, err := outbox.NewBuilder(e.inner, now, o)
 	require.NoError(t, err)
 	return b
 }
@@ -188,7 +199,7 @@ var reservationSource = func() *reservations.Source {
 // appendReservation queues the outcome of reservation rid, which holds
 // prior, becoming terminal.
 func appendReservation(ob *outbox.Builder, rid refdomain.ReservationID, prior store.Value, terminal refdomain.ReservationV1) (uint64, error) {
-	return reservationSource.Append(ob, refdomain.ReservationKey{ID: rid}, prior, terminal)
+	return reservationSource.Append(context.Background(), ob, refdomain.ReservationKey{ID: rid}, prior, terminal)
 }
 
 // ackReservation plans the acknowledgment of reservation rid's outcome,

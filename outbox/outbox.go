@@ -8,11 +8,12 @@
 // # Rows
 //
 //	OutboxSequenceKey                 U64Value: the last sequence allocated
-//	RelayKey(seq)                     RelayV1: one queued relay row
+//	RelayKey(seq)                     RelayV1 or RelayV2: one queued relay row
 //	(the record's own key)            the service's record, made terminal
-//	OutcomePendingKey(seq, id)        OutcomePendingV1: an undelivered terminal
-//	                                  outcome, its source and record key (empty
-//	                                  in rows written before sources existed)
+//	OutcomePendingKey(seq, id)        OutcomePendingV1 or OutcomePendingV2: an
+//	                                  undelivered terminal outcome, its source
+//	                                  and record key (empty in rows written
+//	                                  before sources existed)
 //	OutcomeBacklogKey                 Backlog: rows and bytes undelivered
 //	TimerRefKey(KindRelay, "")        the relay timer (package timers)
 //	TimerRefKey(KindOutcomeDelivery, "")  the outcome-delivery timer
@@ -23,6 +24,10 @@
 // batch's guards make it fail, writing nothing, if any of the three changed
 // since the read, so concurrent writers never share a sequence and no row
 // is ever queued without its timer.
+//
+// A V2 row is its V1 with the trace context of the writer that queued it
+// (see [Builder]), read by [DecodeRelay] and [DecodePending]: the relay's
+// and outcome delivery's spans continue the writer's trace from it.
 //
 // # Timers
 //

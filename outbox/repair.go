@@ -55,7 +55,7 @@ func QuarantinePending(ctx context.Context, r store.Reader, b *store.Batch, key 
 		return quarantine.Entry{}, BacklogChange{}, err
 	}
 	var recordBytes uint64
-	if pv, err := gen.DecodeOutcomePendingV1(v); err == nil && len(pv.Key) > 0 {
+	if pv, err := DecodePending(v); err == nil && len(pv.Key) > 0 {
 		rv, ok, err := r.Get(ctx, pv.Key)
 		if err != nil {
 			return quarantine.Entry{}, BacklogChange{}, fmt.Errorf("outbox: read %s: %w", store.PartitionName(r.Partition()), err)

@@ -98,7 +98,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(bk.s.Capabilities(), now, o)
+		ob, err := outbox.NewBuilder(bk.s, now, o)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 			return nil, err
 		}
 		w.State, w.SettledAtMs = bankgen.StateSettled, settledMs
-		if _, err := bk.withdrawals.Append(ob, wk, prior, w); err != nil {
+		if _, err := bk.withdrawals.Append(context.Background(), ob, wk, prior, w); err != nil {
 			return nil, err
 		}
 		if withTransfer {
@@ -130,7 +130,7 @@ func (bk *bankSvc) settle(p store.Partition, account string, seq uint64, withTra
 				return nil, err
 			}
 			tr.State = bankgen.StateSettled
-			if _, err := bk.transfers.Append(ob, tk, prior, tr); err != nil {
+			if _, err := bk.transfers.Append(context.Background(), ob, tk, prior, tr); err != nil {
 				return nil, err
 			}
 		}
@@ -350,8 +350,9 @@ func TestNewerPendingRowsAndRecordsAreKeptAndCounted(t *testing.T) {
 			record := mustKey(t, wdKey("ada", 2))
 			stored, _, err := e.s.Get(ctx, branch, record)
 			require.NoError(t, err)
-			newer := func(v store.Value) store.Value { return append(store.Value{v[0] + 1}, v[1:]...) }
-			out, err := e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, newer(rows[0].Value)).Put(record, newer(stored)))
+			// A version byte above the newest of each family this binary reads.
+			newer := func(v store.Value, newest byte) store.Value { return append(store.Value{newest + 1}, v[1:]...) }
+			out, err := e.s.Apply(ctx, branch, store.NewBatch().Put(rows[0].Key, newer(rows[0].Value, gen.VersionOutcomePendingV2)).Put(record, newer(stored, stored[0])))
 			require.NoError(t, err)
 			require.True(t, out.Committed())
 
@@ -455,35 +456,38 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 		says string
 	}{
 		{"a key that does not encode", func(ob *outbox.Builder) error {
-			_, err := src.Append(ob, bankgen.WithdrawalKey{Seq: 1}, pending, settled)
+			_, err := src.Append(context.Background(), ob, bankgen.WithdrawalKey{Seq: 1}, pending, settled)
 			return err
 		}, "key: WithdrawalKey.Account"},
-		{"no prior", func(ob *outbox.Builder) error { _, err := src.Append(ob, wdKey("a", 1), nil, settled); return err }, "the record must exist"},
+		{"no prior", func(ob *outbox.Builder) error {
+			_, err := src.Append(context.Background(), ob, wdKey("a", 1), nil, settled)
+			return err
+		}, "the record must exist"},
 		{"a prior of another class", func(ob *outbox.Builder) error {
-			_, err := src.Append(ob, wdKey("a", 1), store.Value("junk"), settled)
+			_, err := src.Append(context.Background(), ob, wdKey("a", 1), store.Value("junk"), settled)
 			return err
 		}, "prior value does not decode"},
 		{"a terminal prior", func(ob *outbox.Builder) error {
-			_, err := src.Append(ob, wdKey("a", 1), enc(settled), settled)
+			_, err := src.Append(context.Background(), ob, wdKey("a", 1), enc(settled), settled)
 			return err
 		}, "already terminal"},
 		{"a terminal value that is not", func(ob *outbox.Builder) error {
-			_, err := src.Append(ob, wdKey("a", 1), pending, bankgen.WithdrawalV1{State: bankgen.StatePending})
+			_, err := src.Append(context.Background(), ob, wdKey("a", 1), pending, bankgen.WithdrawalV1{State: bankgen.StatePending})
 			return err
 		}, "record is not terminal"},
 		{"a terminal value that does not encode", func(ob *outbox.Builder) error {
-			_, err := src.Append(ob, wdKey("a", 1), pending, bankgen.WithdrawalV1{State: 9})
+			_, err := src.Append(context.Background(), ob, wdKey("a", 1), pending, bankgen.WithdrawalV1{State: 9})
 			return err
 		}, "terminal value"},
 		{"an id that is no envelope id", func(ob *outbox.Builder) error {
-			_, err := badID.Append(ob, wdKey("a", 1), pending, settled)
+			_, err := badID.Append(context.Background(), ob, wdKey("a", 1), pending, settled)
 			return err
 		}, `id "has space"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 			require.NoError(t, err)
-			ob, err := outbox.NewBuilder(e.s.Capabilities(), time.UnixMilli(1), o)
+			ob, err := outbox.NewBuilder(e.s, time.UnixMilli(1), o)
 			require.NoError(t, err)
 			err = tc.fn(ob)
 			require.ErrorIs(t, err, store.ErrInvalid)
@@ -494,9 +498,9 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 	// The row it appends names the source and the record.
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, branch))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(e.s.Capabilities(), time.UnixMilli(1234), o)
+	ob, err := outbox.NewBuilder(e.s, time.UnixMilli(1234), o)
 	require.NoError(t, err)
-	seq, err := src.Append(ob, wdKey("a", 1), pending, settled)
+	seq, err := src.Append(context.Background(), ob, wdKey("a", 1), pending, settled)
 	require.NoError(t, err)
 	b := store.NewBatch()
 	require.NoError(t, ob.Finish(b))

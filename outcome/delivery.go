@@ -8,8 +8,11 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -64,6 +67,11 @@ type DeliveryConfig struct {
 	// error when ctx ended first (nil: clock.Sleep, in real time). Tests
 	// inject their own.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// TracerProvider traces each sink call (a span continuing the trace
+	// of the writer that queued the outcome; see Delivery). Nil means
+	// otel.GetTracerProvider() at each call: while no SDK is installed
+	// there, nothing is recorded or allocated.
+	TracerProvider trace.TracerProvider
 }
 
 // Delivery is the outcome-delivery timer's handler (kind
@@ -89,6 +97,7 @@ type Delivery struct {
 	clock   clock.Clock
 	budget  time.Duration
 	sleep   func(context.Context, time.Duration) error
+	tracer  tracing.Tracer
 }
 
 var _ timers.LibraryHandler = (*Delivery)(nil)
@@ -134,7 +143,7 @@ func NewDelivery(c DeliveryConfig) (*Delivery, error) {
 		return nil, fmt.Errorf("outcome: DeliveryConfig.FireBudget %v is negative: %w", c.FireBudget, store.ErrInvalid)
 	}
 	d := &Delivery{sink: c.Sink, sources: sources, legacy: legacy, metrics: c.Metrics, timeout: c.SinkTimeout,
-		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep}
+		maxRows: c.MaxRows, clock: c.Clock, budget: c.FireBudget, sleep: c.Sleep, tracer: tracing.New(c.TracerProvider, tracing.Scope+"outcome")}
 	if d.timeout == 0 {
 		d.timeout = DefaultSinkTimeout
 	}

@@ -49,6 +49,26 @@
 // logged without one. Delivery is at least once: a sink deduplicates by
 // [Envelope.ID].
 //
+// # Traces
+//
+// [TypedSource.Append] keeps the trace context of its ctx's span with the
+// pending row (a gen.OutcomePendingV2, at the store's mkit format 2; see
+// package outbox). With a tracer provider that records
+// ([DeliveryConfig].TracerProvider, or the global one), each sink call is
+// a span, mkitfdb.outcome.deliver, of kind client, with the partition's
+// kind, the attempt (the delivery timer's backoff attempt plus one), the
+// outcome's id, source and sequence, an error when the call failed: a
+// child of the writer's span when the row keeps one, the timer's fire
+// linked, else a child of the fire's span. [WebhookSink] sends the call's
+// span in the W3C traceparent and tracestate headers; [Receiver.Wrap]
+// continues it for a verified request ([ReceiverConfig].TracerProvider):
+// the handler runs in mkitfdb.outcome.receive, of kind server, with the
+// request's id, its scheme and the status it answered. A retry, by this
+// process or another after a crash, reads the context from the row again,
+// so every attempt and the partner's handler are in the writer's trace.
+// Without a provider that records, no span is started and nothing is
+// allocated for one.
+//
 // # Envelopes and webhooks
 //
 // Each outcome reaches its sink as an [Envelope]: id, type, timestamp and

@@ -67,12 +67,12 @@ func ExampleNewSource() {
 		if err != nil {
 			return nil, err
 		}
-		ob, err := outbox.NewBuilder(s.Capabilities(), clk.Now(), o)
+		ob, err := outbox.NewBuilder(s, clk.Now(), o)
 		if err != nil {
 			return nil, err
 		}
 		order.Status = ordersgen.StatusShipped
-		if _, err := shipped.Append(ob, key, open, order); err != nil {
+		if _, err := shipped.Append(context.Background(), ob, key, open, order); err != nil {
 			return nil, err
 		}
 		b := store.NewBatch()

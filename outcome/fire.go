@@ -26,6 +26,12 @@ type fire struct {
 	log     *slog.Logger
 	metrics telemetry.Metrics
 	clock   clock.Clock
+	// attempt is the delivery timer's backoff attempt: the fires in a row
+	// whose sink call failed before this one.
+	attempt uint32
+	// pending is the page of pending rows the candidates index: a sink
+	// call's span reads its writer's trace context there (see send).
+	pending []store.KeyValue
 }
 
 // candidate is a pending row that became a deliverable outcome.
@@ -48,6 +54,10 @@ type acked struct {
 	value store.Value
 }
 
+// run fires the delivery timer t: it reads the backlog and a page of
+// pending rows, delivers the page's outcomes, and returns the
+// acknowledgments of those delivered, with the timer completed when no
+// row remains and moved to the next fire otherwise.
 func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error) {
 	// MaxRows reserves the timer's own operations; the acknowledgments'
 	// plan reserves what the timer's outcome adds (operations and bytes).
@@ -55,30 +65,12 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	maxRows := min(f.d.maxRows, MaxRows(caps))
 	caps = timers.HandlerCapabilities(caps, t)
 
-	// On a store that overlaps calls (store.OverlapsCalls), the backlog
-	// and the page of pending rows are read side by side: the page does
-	// not depend on the backlog, which only says whether there is anything
-	// to deliver. A row queued between the two reads stays in the backlog
-	// the acknowledgments leave, for the next fire.
 	state, stateErr := decodeTimer(t.Value)
-	var pg *pageRead
-	if stateErr == nil && store.OverlapsCalls(f.s) {
-		pg = f.readPage(ctx, state.cursor, maxRows)
-	}
-	oc, _, err := f.s.Get(ctx, f.p, backlogKey)
+	oc, rows, pg, err := f.readBacklog(ctx, state.cursor, stateErr == nil, maxRows)
 	if err != nil {
-		pg.wait()
-		return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+		return nil, err
 	}
-	backlog, err := outbox.DecodeBacklog(oc)
-	if err != nil {
-		pg.wait()
-		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
-	}
-	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
-	f.metrics.Gauge(telemetry.MetricOutboxBacklogRows, []telemetry.Label{kind}, float64(backlog.Rows))
-	f.metrics.Gauge(telemetry.MetricOutboxBacklogBytes, []telemetry.Label{kind}, float64(backlog.Bytes))
-	if backlog.Rows == 0 {
+	if rows == 0 {
 		pg.wait()
 		// Guarded: an outcome queued meanwhile keeps the timer.
 		return timers.Done{Batch: store.NewBatch().Require(store.Guard(backlogKey, oc)).Delete(backlogKey)}, nil
@@ -86,6 +78,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if stateErr != nil {
 		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), stateErr)
 	}
+	f.attempt = state.attempt
 
 	// The scan cursor names the last row examined; the page is the fire's
 	// row budget, so that no unexamined suffix waits a whole rotation.
@@ -96,7 +89,8 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, err
 	}
-	cands, err := f.candidates(ctx, page.Entries[:min(len(page.Entries), maxRows)])
+	f.pending = page.Entries[:min(len(page.Entries), maxRows)]
+	cands, err := f.candidates(ctx, f.pending)
 	if err != nil {
 		return nil, err
 	}
@@ -104,43 +98,89 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	if err != nil {
 		return nil, err
 	}
+	b, acks, done, err := f.acknowledge(ctx, caps, oc, res.acked)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return timers.Done{Batch: b}, nil
+	}
+	return f.reschedule(ctx, state, page, after, res, acks, b)
+}
 
-	// Acknowledge against the backlog read now, after the slow sink
-	// calls: an outcome queued meanwhile fails this guard, and the next
-	// fire plans again.
+// readBacklog reads the backlog (its stored value and its rows) and sets
+// its gauges. With withPage, on a store that overlaps calls
+// (store.OverlapsCalls), it starts reading the page of pending rows after
+// cursor beside it, which pg returns (nil: not started): the page does
+// not depend on the backlog, which only says whether there is anything to
+// deliver. A row queued between the two reads stays in the backlog the
+// acknowledgments leave, for the next fire. It waits for the page before
+// it fails.
+func (f *fire) readBacklog(ctx context.Context, cursor store.Cursor, withPage bool, maxRows int) (oc store.Value, rows uint64, pg *pageRead, err error) {
+	if withPage && store.OverlapsCalls(f.s) {
+		pg = f.readPage(ctx, cursor, maxRows)
+	}
+	oc, _, err = f.s.Get(ctx, f.p, backlogKey)
+	if err != nil {
+		pg.wait()
+		return nil, 0, nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+	}
+	backlog, err := outbox.DecodeBacklog(oc)
+	if err != nil {
+		pg.wait()
+		return nil, 0, nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+	}
+	kind := telemetry.Label{Name: telemetry.LabelPartitionKind, Value: f.p.Kind()}
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogRows, []telemetry.Label{kind}, float64(backlog.Rows))
+	f.metrics.Gauge(telemetry.MetricOutboxBacklogBytes, []telemetry.Label{kind}, float64(backlog.Bytes))
+	return oc, backlog.Rows, pg, nil
+}
+
+// acknowledge plans the acknowledgments of the rows delivered, against the
+// backlog read now, after the slow sink calls (oc, the backlog read
+// before them, when none was delivered): an outcome queued meanwhile
+// fails this guard, and the next fire plans again. It returns their batch,
+// how many rows it acknowledges, and done when no row remains queued
+// after them. A row whose acknowledgment cannot be planned is logged and
+// retained.
+func (f *fire) acknowledge(ctx context.Context, caps store.Capabilities, oc store.Value, rows []acked) (b *store.Batch, n int, done bool, err error) {
 	fresh := oc
-	if len(res.acked) > 0 {
+	if len(rows) > 0 {
 		if fresh, _, err = f.s.Get(ctx, f.p, backlogKey); err != nil {
-			return nil, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
+			return nil, 0, false, fmt.Errorf("outcome: read the backlog of %s: %w", store.PartitionName(f.p), err)
 		}
 	}
 	plan, err := outbox.NewAcks(caps, fresh)
 	if err != nil {
-		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+		return nil, 0, false, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
-	delivered := 0
-	for _, a := range res.acked {
+	for _, a := range rows {
 		// The candidates checked the id, the key and the terminal value.
 		if err := plan.Ack(outbox.Ack{ID: a.id, Seq: a.seq, Key: a.key, Value: a.value, Keep: a.src.keep}); err != nil {
 			f.log.Warn("outcome: acknowledgment not planned; retaining the row", "outcome", a.id.String(), "source", a.src.name.String(), "seq", a.seq, "error", err)
 			continue
 		}
-		delivered++
+		n++
 	}
-	b := store.NewBatch()
+	b = store.NewBatch()
 	if err := plan.Finish(b); err != nil {
-		return nil, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
+		return nil, 0, false, fmt.Errorf("outcome: %s: %w", store.PartitionName(f.p), err)
 	}
-	if plan.Remaining().Rows == 0 {
-		return timers.Done{Batch: b}, nil
-	}
+	return b, n, plan.Remaining().Rows == 0, nil
+}
 
+// reschedule moves the timer, carrying the acknowledgments' batch b, to
+// the next fire: at once when the fire acknowledged acks rows, after a
+// backoff when it acknowledged none, with the scan cursor where the next
+// fire resumes.
+func (f *fire) reschedule(ctx context.Context, state timerState, page store.ScanPage, after store.Cursor, res delivered, acks int, b *store.Batch) (timers.Fired, error) {
 	// The next fire resumes just after the failed row. Resuming after the
 	// page instead would, when the page reached the end of the range, wrap
 	// to the head and try the failing row first again, forever, starving
 	// every row behind it. The page's cursor is opaque, so ask the store
 	// for the one after the failed row.
 	resume := page.Next
+	var err error
 	switch {
 	case res.stoppedAt >= 0:
 		resume, err = f.cursorAfter(ctx, after, res.stoppedAt+1)
@@ -157,7 +197,7 @@ func (f *fire) run(ctx context.Context, t timers.DueTimer) (timers.Fired, error)
 	// Only a failed or hung sink call backs off: a page that delivered
 	// nothing because every row was junk or synthetic is no sink fault.
 	attempt, delay := state.attempt, uint64(0)
-	if delivered > 0 {
+	if acks > 0 {
 		attempt = 0
 	} else {
 		if res.stoppedAt >= 0 && attempt < math.MaxUint32 {
@@ -278,7 +318,7 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 				continue
 			}
 		} else {
-			pv, err := pendingValues.Decode(kv.Value)
+			pv, err := outbox.DecodePending(kv.Value)
 			if errors.Is(err, store.ErrNewerVersion) {
 				f.newer()
 				f.log.Warn("outcome: pending outcome of a newer version than this binary reads; retaining", "outcome", pk.ID.String(), "seq", pk.Seq, "error", err)
@@ -336,10 +376,6 @@ func (f *fire) candidates(ctx context.Context, rows []store.KeyValue) ([]candida
 	return out, nil
 }
 
-// pendingValues reads pending rows in every version this binary knows: a
-// row of a newer version is store.ErrNewerVersion, not corrupt.
-var pendingValues = gen.NewOutcomePendingKeyValues(struct{}{})
-
 // newer counts a pending outcome passed over because a newer binary wrote
 // its row or its record (MetricOutcomeNewerRows).
 func (f *fire) newer() {
@@ -373,7 +409,7 @@ func (f *fire) deliver(ctx context.Context, cands []candidate) (delivered, error
 			res.cutAt = c.index
 			return res, nil
 		}
-		err := f.d.call(ctx, c.e)
+		err := f.send(ctx, &c)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return delivered{}, fmt.Errorf("outcome: fire of %s: %w", store.PartitionName(f.p), ctxErr)
 		}

@@ -106,10 +106,10 @@ func (e *env) appendOutcomes(prior store.Value, terminal refdomain.ReservationV1
 	t := e.t
 	o, err := outbox.Read(ctx, store.ReaderOf(e.s, e.p))
 	require.NoError(t, err)
-	bld, err := outbox.NewBuilder(e.s.Capabilities(), e.clock.Now(), o)
+	bld, err := outbox.NewBuilder(e.s, e.clock.Now(), o)
 	require.NoError(t, err)
 	for _, id := range ids {
-		_, err := resSource.Append(bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)
+		_, err := resSource.Append(context.Background(), bld, refdomain.ReservationKey{ID: rid(id)}, prior, terminal)
 		require.NoError(t, err)
 	}
 	b := store.NewBatch()

@@ -414,7 +414,7 @@ func (m *omodel) produce(i int) {
 			}
 			r = record{id: id, key: mustKey(m.t, rk), prior: encode(m.t, &refdomain.ReservationTicketed{TicketID: [32]byte{byte(m.ids)}})}
 			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
-				_, err := resSource.Append(b, rk, r.prior, terminal)
+				_, err := resSource.Append(context.Background(), b, rk, r.prior, terminal)
 				return encode(m.t, terminal), false, err
 			}
 		case m.rng.IntN(2) == 0:
@@ -429,7 +429,7 @@ func (m *omodel) produce(i int) {
 			}
 			r = record{id: withdrawalID(wk, terminal), key: mustKey(m.t, wk), prior: prior}
 			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
-				_, err := m.withdrawals.Append(b, wk, r.prior, terminal)
+				_, err := m.withdrawals.Append(context.Background(), b, wk, r.prior, terminal)
 				v, _ := bankgen.EncodeWithdrawalV1(terminal)
 				return v, true, err
 			}
@@ -444,7 +444,7 @@ func (m *omodel) produce(i int) {
 			terminal.State = bankgen.StateSettled
 			r = record{id: fmt.Sprintf("tr_acct_%d", m.ids), key: mustKey(m.t, tk), prior: prior}
 			r.add = func(b *outbox.Builder) (store.Value, bool, error) {
-				_, err := m.transfers.Append(b, tk, r.prior, terminal)
+				_, err := m.transfers.Append(context.Background(), b, tk, r.prior, terminal)
 				v, _ := bankgen.EncodeTransferV1(terminal)
 				return v, false, err
 			}
@@ -459,7 +459,7 @@ func (m *omodel) produce(i int) {
 	if err != nil {
 		panic(err)
 	}
-	b, err := outbox.NewBuilder(m.layer.Capabilities(), m.clock.Now(), o)
+	b, err := outbox.NewBuilder(m.layer, m.clock.Now(), o)
 	if err != nil {
 		m.note("produce p%d: %v", i, err) // a corrupt backlog: never staged
 		return

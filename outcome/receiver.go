@@ -14,7 +14,10 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -108,6 +111,12 @@ type ReceiverConfig struct {
 	// Logger logs refusals, without bodies or signatures (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// TracerProvider traces the handler Wrap calls for each verified
+	// request: a span continuing the sender's trace, from the request's
+	// traceparent and tracestate headers, in the handler's context (see
+	// Wrap). Nil means otel.GetTracerProvider() at each request: while no
+	// SDK is installed there, nothing is recorded or allocated.
+	TracerProvider trace.TracerProvider
 }
 
 // Receiver verifies signed hook requests, of the library's scheme or of
@@ -134,6 +143,7 @@ type Receiver struct {
 	bodyTimeout time.Duration
 	log         *slog.Logger
 	nonces      NonceStore
+	tracer      tracing.Tracer
 }
 
 // NewReceiver builds a Receiver. It fails with an error wrapping
@@ -188,7 +198,7 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 	}
 	r := &Receiver{redacted: redacted{"outcome.Receiver"}, verifiers: append([]Verifier(nil), c.Verifiers...),
 		standard: append([]Verifier(nil), c.StandardWebhooks...), sender: c.Sender, clock: c.Clock, maxBody: c.MaxBodyBytes,
-		bodyTimeout: c.BodyTimeout, log: c.Logger, nonces: c.Nonces}
+		bodyTimeout: c.BodyTimeout, log: c.Logger, nonces: c.Nonces, tracer: tracing.New(c.TracerProvider, tracing.Scope+"outcome")}
 	if c.Endpoint != "" {
 		var err error
 		if r.endpoint, err = parseEndpoint(c.Endpoint); err != nil {
@@ -471,6 +481,14 @@ type verifiedKey struct{}
 // Wrap releases its keys (Verified.Release) so that the sender's retry is
 // accepted; a failed release is logged, and the keys are then held until
 // their window ends.
+//
+// With a tracer that records (ReceiverConfig.TracerProvider), next runs in
+// a span, mkitfdb.outcome.receive, of kind server, that continues the
+// trace the request's W3C traceparent and tracestate headers name (a
+// WebhookSink sends its delivery's span there), with the request's id,
+// its scheme and the status next answered; a 5xx answer or a panic is an
+// error. The span is in next's context, for next's own spans. Only a
+// verified request gets one.
 func (r *Receiver) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		d := r.bodyTimeout
@@ -506,17 +524,25 @@ func (r *Receiver) Wrap(next http.Handler) http.Handler {
 			// next's context, while next runs.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
-		req = req.WithContext(context.WithValue(req.Context(), verifiedKey{}, v))
+		ctx := context.WithValue(req.Context(), verifiedKey{}, v)
+		var span trace.Span
+		if tr, ok := r.tracer.Active(); ok {
+			ctx, span = startReceive(ctx, tr, req.Header, v)
+		}
+		req = req.WithContext(ctx)
 		req.Body = io.NopCloser(bytes.NewReader(v.Body))
 		req.ContentLength = int64(len(v.Body))
-		if !v.Standard {
+		if !v.Standard && span == nil {
 			next.ServeHTTP(w, req)
 			return
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		returned := false
 		defer func() {
-			if returned && sw.status()/100 == 2 {
+			if span != nil {
+				endReceive(span, sw.status(), returned)
+			}
+			if !v.Standard || returned && sw.status()/100 == 2 {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), releaseTimeout)

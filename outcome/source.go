@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,12 +199,14 @@ func (s *TypedSource[K, R]) core() *sourceCore {
 // record, which must still hold prior (a value of the record class that
 // is not terminal), becomes terminal, and is indexed as pending delivery
 // by this source at a new sequence, which it returns
-// (outbox.Builder.Outcome). It fails with store.ErrInvalid, appending
+// (outbox.Builder.Outcome, which keeps the trace context of ctx's span
+// with the row, so that the outcome's delivery continues the writer's
+// trace). It fails with store.ErrInvalid, appending
 // nothing, for a key that does not encode, a prior value that does not
 // decode or is terminal, a terminal value that is not terminal or does
 // not encode, an id that breaks SourceConfig.ID's rule, and for every
 // failure of Builder.Outcome.
-func (s *TypedSource[K, R]) Append(b *outbox.Builder, key K, prior store.Value, terminal R) (seq uint64, err error) {
+func (s *TypedSource[K, R]) Append(ctx context.Context, b *outbox.Builder, key K, prior store.Value, terminal R) (seq uint64, err error) {
 	k, err := key.AppendKey(nil)
 	if err != nil {
 		return 0, fmt.Errorf("outcome: source %s: key: %w", s.c.Name, errInvalid(err))
@@ -227,7 +230,7 @@ func (s *TypedSource[K, R]) Append(b *outbox.Builder, key K, prior store.Value, 
 	if err != nil {
 		return 0, err
 	}
-	return b.Outcome(outbox.Outcome{ID: id, Source: s.sc.name, Key: k, Prior: prior, Terminal: value})
+	return b.Outcome(ctx, outbox.Outcome{ID: id, Source: s.sc.name, Key: k, Prior: prior, Terminal: value})
 }
 
 // id returns the outcome id of record r at key k, checked.

@@ -177,6 +177,7 @@ func (w *WebhookSink) Deliver(ctx context.Context, e Envelope) error {
 		return &DeliveryError{Reason: "build the webhook request: " + err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	injectTrace(ctx, req.Header)
 	created := unixMs(w.clock.Now())
 	a := attempt{endpoint: w.endpoint, nonce: hex.EncodeToString(raw[:]), createdMs: created, expiresMs: created + uint64(w.validity/time.Millisecond)}
 	if w.standard {

@@ -67,10 +67,10 @@ func TestRelaysBetweenAServicesOwnPartitions(t *testing.T) {
 
 					o, err := outbox.Read(ctx, store.ReaderOf(s, region))
 					require.NoError(t, err)
-					ob, err := outbox.NewBuilder(s.Capabilities(), start, o)
+					ob, err := outbox.NewBuilder(s, start, o)
 					require.NoError(t, err)
 					for _, target := range []store.Partition{acme, acmeID, ta} {
-						_, err := ob.Relay(target, []gen.RelayPut{{Key: []byte("latest"), Value: []byte(store.PartitionName(target))}}, nil)
+						_, err := ob.Relay(context.Background(), target, []gen.RelayPut{{Key: []byte("latest"), Value: []byte(store.PartitionName(target))}}, nil)
 						require.NoError(t, err)
 					}
 					b := store.NewBatch()

@@ -138,7 +138,7 @@ func TestCorruptRowStopsTheWindowAndIsNeverSkipped(t *testing.T) {
 func TestANewerRowHoldsTheSourceAndIsCountedApart(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e *env) {
 		e.queue(t, put(ta, "k", "1"), put(ta, "k", "2"), put(ta, "k", "3"), put(ta, "k", "4"), put(ta, "k", "5"))
-		newer := append(store.Value{gen.VersionRelayV1 + 1}, encodeRow(t, ta, "k", "3")[1:]...)
+		newer := append(store.Value{gen.VersionRelayV2 + 1}, encodeRow(t, ta, "k", "3")[1:]...)
 		e.putSource(t, relayKey(3), newer)
 
 		for i, hold := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {

@@ -350,7 +350,7 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 	for res.completed < len(rows) {
 		committed := false
 	attempts:
-		for range 2 {
+		for try := 1; try <= 2; try++ {
 			if limit >= 0 && res.calls >= limit {
 				return res
 			}
@@ -366,7 +366,7 @@ func (f *fire) deliverTarget(ctx context.Context, ln *lane, g *group, limit int,
 				return res
 			}
 			var next attemptNext
-			res, next = f.attempt(ctx, ln, g, limit, apply, res, declared, end)
+			res, next = f.attempt(ctx, ln, g, limit, apply, res, declared, end, try)
 			switch next {
 			case attemptDone:
 				return res
@@ -399,8 +399,24 @@ const (
 // the commit, the guard costing no read of its own), the read and an Apply
 // on another store. The function may run again (the Transactor's retry of
 // a conflict): it derives everything from res and what it reads, and
-// rebuilds ln.batch each time.
-func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext) {
+// rebuilds ln.batch each time. try is the attempt's number for the batch
+// in this fire (1, then 2 after a failed guard): with a tracer that
+// records, the attempt is a span of its own (see startDelivery).
+func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd, try int) (targetResult, attemptNext) {
+	tr, ok := f.h.tracer.Active()
+	if !ok {
+		run, next, _ := f.transactOnce(ctx, ln, g, limit, apply, res, declared, prefixEnd)
+		return run, next
+	}
+	ctx, span := f.startDelivery(ctx, tr, g, res.completed, prefixEnd, try)
+	run, next, cause := f.transactOnce(ctx, ln, g, limit, apply, res, declared, prefixEnd)
+	endDelivery(span, res, run, next, cause)
+	return run, next
+}
+
+// transactOnce is attempt's transaction; cause says why the target is to
+// be blocked, when it is.
+func (f *fire) transactOnce(ctx context.Context, ln *lane, g *group, limit int, apply bool, res targetResult, declared []store.Key, prefixEnd int) (targetResult, attemptNext, error) {
 	ln.f, ln.g, ln.limit, ln.apply, ln.declared, ln.prefixEnd, ln.from = f, g, limit, apply, declared, prefixEnd, res
 	ln.run, ln.read, ln.next, ln.end = res, false, attemptDone, 0
 	out, err := store.TransactOnce(ctx, f.h.target, g.target, ln.fn)
@@ -410,23 +426,23 @@ func (f *fire) attempt(ctx context.Context, ln *lane, g *group, limit int, apply
 	case err != nil && !ln.read:
 		f.log.Warn("relay: relay watermark read failed", "source", f.src, "target", g.target, "error", err)
 		run.failed, run.selected = true, true
-		return run, attemptDone
+		return run, attemptDone, err
 	case err != nil:
 		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "error", err)
 		run.failed = true
-		return run, attemptDone
+		return run, attemptDone, err
 	case out.Outcome == 0:
-		return run, ln.next // nothing to apply
+		return run, ln.next, nil // nothing to apply
 	case out.Committed():
 		run.completed = ln.end
-		return run, attemptCommitted
+		return run, attemptCommitted, nil
 	case out.Outcome == store.PreconditionFailed:
 		// Another delivery moved the mark: read it again.
-		return run, attemptAgain
+		return run, attemptAgain, nil
 	default:
 		f.log.Warn("relay: relay target apply failed", "source", f.src, "target", g.target, "outcome", out.String())
 		run.failed = true
-		return run, attemptDone
+		return run, attemptDone, errors.New(out.String())
 	}
 }
 

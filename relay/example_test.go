@@ -33,11 +33,11 @@ func ExampleHandler() {
 	if err != nil {
 		panic(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), o)
+	ob, err := outbox.NewBuilder(s, time.UnixMilli(1_000), o)
 	if err != nil {
 		panic(err)
 	}
-	if _, err := ob.Relay(index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
+	if _, err := ob.Relay(context.Background(), index, []gen.RelayPut{{Key: []byte("head"), Value: []byte("abc123")}}, nil); err != nil {
 		panic(err)
 	}
 	b := store.NewBatch()

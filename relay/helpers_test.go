@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
@@ -59,6 +60,8 @@ type env struct {
 	metrics *telemetry.Recorder
 	logs    *testlog.Buffer
 	logger  *slog.Logger
+	// tp traces the runs' fires (nil: none).
+	tp trace.TracerProvider
 }
 
 // option changes a test's env before its handler is registered.
@@ -199,11 +202,11 @@ func queueInto(t testing.TB, ctx context.Context, s store.Store, at time.Time, r
 	t.Helper()
 	o, err := outbox.Read(ctx, store.ReaderOf(s, source))
 	require.NoError(t, err)
-	ob, err := outbox.NewBuilder(s.Capabilities(), at, o)
+	ob, err := outbox.NewBuilder(s, at, o)
 	require.NoError(t, err)
 	seqs := make([]uint64, 0, len(rows))
 	for _, r := range rows {
-		seq, err := ob.Relay(r.target, r.puts, r.deletes)
+		seq, err := ob.Relay(context.Background(), r.target, r.puts, r.deletes)
 		require.NoError(t, err)
 		seqs = append(seqs, seq)
 	}
@@ -221,7 +224,7 @@ func (e *env) run(t testing.TB) timers.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, fireDeadline)
 	defer cancel()
-	rep, err := timers.RunDue(ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
+	rep, err := timers.RunDue(ctx, e.source, source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics, TracerProvider: e.tp})
 	require.NoError(t, err)
 	return rep
 }

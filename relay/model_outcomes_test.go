@@ -149,7 +149,7 @@ func (w *world) appendOutcome(src int, b *outbox.Builder) (*modelOutcome, string
 		o.key, o.synthetic, id = mustKey(key), reservations.IsSynthetic(key.ID), name
 		w.record(src, o.key, modelTicket)
 		terminal := &refdomain.ReservationAborted{Repository: refdomain.MustRepoName("repo"), OccurredAtMs: n, Reason: refdomain.AbortReasonExpired}
-		seq, err = modelReservations.Append(b, key, modelTicket, terminal)
+		seq, err = modelReservations.Append(context.Background(), b, key, modelTicket, terminal)
 		if o.terminal, err = refdomain.EncodeReservationV1(terminal); err != nil {
 			panic(err)
 		}
@@ -159,7 +159,7 @@ func (w *world) appendOutcome(src int, b *outbox.Builder) (*modelOutcome, string
 		o.key, o.keep, id = mustKey(key), true, bank.WithdrawalID(key, terminal)
 		p := must(bankgen.EncodeWithdrawalV1(prior))
 		w.record(src, o.key, p)
-		seq, err = modelWithdrawals.Append(b, key, p, terminal)
+		seq, err = modelWithdrawals.Append(context.Background(), b, key, p, terminal)
 		o.terminal = must(bankgen.EncodeWithdrawalV1(terminal))
 	default:
 		key := bank.TransferKey("acct", n)
@@ -169,7 +169,7 @@ func (w *world) appendOutcome(src int, b *outbox.Builder) (*modelOutcome, string
 		o.key, id = mustKey(key), bank.TransferID(key, terminal)
 		p := must(bankgen.EncodeTransferV1(prior))
 		w.record(src, o.key, p)
-		seq, err = modelTransfers.Append(b, key, p, terminal)
+		seq, err = modelTransfers.Append(context.Background(), b, key, p, terminal)
 		o.terminal = must(bankgen.EncodeTransferV1(terminal))
 	}
 	if err != nil {

@@ -435,7 +435,7 @@ func (w *world) produce(src int, via store.Store) {
 		return
 	}
 	now := w.clock.Now()
-	b, err := outbox.NewBuilder(w.layer.Capabilities(), now, o)
+	b, err := outbox.NewBuilder(w.layer, now, o)
 	if err != nil {
 		w.note("produce src%d: %v", src, err) // a corrupt relay timer reference
 		return
@@ -451,7 +451,7 @@ func (w *world) produce(src int, via store.Store) {
 			}
 			r.puts = append(r.puts, gen.RelayPut{Key: key, Value: []byte(fmt.Sprintf("%d.%d.%d", now.UnixMilli(), len(rows), i))})
 		}
-		if r.seq, err = b.Relay(w.targets[r.target].(store.Partition), r.puts, r.deletes); err != nil {
+		if r.seq, err = b.Relay(context.Background(), w.targets[r.target].(store.Partition), r.puts, r.deletes); err != nil {
 			panic(err)
 		}
 		rows = append(rows, r)

@@ -100,6 +100,21 @@
 // The command does so through [QuarantineRow] and [RestoreRow], which a
 // service's own tools can call too, and unblocks a target with [Unblock].
 //
+// # Traces
+//
+// With a tracer provider that records ([HandlerConfig].TracerProvider, or
+// the global one), each attempt to deliver a target batch is a span,
+// mkitfdb.relay.deliver, of kind consumer, with the source's partition
+// kind, the attempt (1, then 2 after a failed guard), the rows offered and
+// applied and their sequences; an attempt that blocks its target is an
+// error. A row queued by a writer with an active span keeps the writer's
+// trace context (a gen.RelayV2, see package outbox): a batch whose traced
+// rows share one trace is a child of the first writer's span, linking the
+// others and the timer's fire; a batch of several traces is a child of the
+// fire's span and links each writer. A blocked target's next cycle tries
+// again in a span of its own, in the same trace. Without a provider that
+// records, no span is started and nothing is allocated for one.
+//
 // Sizes are accounted, not re-validated: each row's operations and bytes
 // are computed once, when it is decoded, and the largest prefix that fits
 // one target batch, and each checkpoint, are sized by running sums against
@@ -120,7 +135,10 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -241,6 +259,11 @@ type HandlerConfig struct {
 	// LagBound is the row age a fire warns about (default
 	// DefaultLagBound).
 	LagBound time.Duration
+	// TracerProvider traces each attempt to deliver a target batch (a
+	// span continuing the trace of the writers that queued its rows; see
+	// the package doc). Nil means otel.GetTracerProvider() at each fire:
+	// while no SDK is installed there, nothing is recorded or allocated.
+	TracerProvider trace.TracerProvider
 }
 
 // Handler is the relay timer's handler (kind timers.KindRelay), built by
@@ -261,6 +284,7 @@ type Handler struct {
 	budget     Budget // its defaults filled in
 	metrics    telemetry.Metrics
 	lagBoundMs uint64
+	tracer     tracing.Tracer
 
 	// newLanes, when set, runs the lanes of each dispatch instead of
 	// goroutines, whatever the Target store (tests: a deterministic
@@ -289,7 +313,7 @@ func NewHandler(c HandlerConfig) (*Handler, error) {
 		}
 	}
 	h := &Handler{target: c.Target, hook: c.Hook, budget: c.Budget.withDefaults(), metrics: c.Metrics,
-		lagBoundMs: uint64(DefaultLagBound / time.Millisecond)}
+		lagBoundMs: uint64(DefaultLagBound / time.Millisecond), tracer: tracing.New(c.TracerProvider, tracing.Scope+"relay")}
 	if h.hook == nil {
 		h.hook = NoHook{}
 	}

@@ -30,6 +30,9 @@ type scratch struct {
 	puts    []gen.RelayPut // decoded puts of every row (Row.Record.Puts)
 	deletes [][]byte       // decoded deletes of every row
 	dels    []*queued      // the checkpoint's pending deletions
+	// traces holds the trace contexts of the decoded rows that carry one
+	// (RelayV2), by window index; it is empty while no row does.
+	traces []gen.TraceContext
 
 	// readBuf holds the bytes of the window's rows and probeBuf those of
 	// the one-row scans of the queue's head, when the source store is a
@@ -134,6 +137,7 @@ func (s *scratch) reset() {
 	s.flat, s.grouped, s.costs, s.bounds = empty(s.flat, wipe), empty(s.grouped, wipe), reuse(s.costs), reuse(s.bounds)
 	s.targets.reset()
 	s.puts, s.deletes, s.dels = empty(s.puts, wipe), empty(s.deletes, wipe), empty(s.dels, wipe)
+	s.traces = empty(s.traces, wipe)
 	// Keep no decode arena a rare window of wide rows grew large.
 	if cap(s.puts) > maxKeptArena {
 		s.puts = nil

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
@@ -466,10 +467,6 @@ func (f *fire) groupRows() {
 	}
 }
 
-// relayValues reads queued rows in every version this binary knows: a row
-// of a newer version fails with store.ErrNewerVersion, not as corrupt.
-var relayValues = gen.NewRelayKeyValues(struct{}{})
-
 // decodeRow parses one queued row's key and decodes its value into row,
 // reusing the capacity of row.Record's slices, and returns the group of
 // its target when the target is one the window has seen (-1: a new one).
@@ -482,10 +479,47 @@ func (f *fire) decodeRow(kv store.KeyValue, row *Row) (int, error) {
 		return -1, fmt.Errorf("relay sequence is zero: %w", store.ErrCorrupt)
 	}
 	row.Seq = k.Seq
-	if err := relayValues.DecodeInto(kv.Value, &row.Record); err != nil {
+	if err := f.decodeRecord(kv.Value, row); err != nil {
 		return -1, err
 	}
 	return f.targets.find(row.Record.Target, f.groups), nil
+}
+
+// decodeRecord decodes a queued row's value into row.Record, reusing the
+// capacity of its slices. A RelayV1, the row of every writer without a
+// span, decodes in place; a RelayV2 likewise, through the outbox's family,
+// and its trace context, which aliases the value, is kept in f.traces at
+// the row's index in the window.
+func (f *fire) decodeRecord(v store.Value, row *Row) error {
+	i := len(f.flat)
+	if i < len(f.traces) {
+		// A row decoded at i before, left out of the window: not this one.
+		f.traces[i] = gen.TraceContext{}
+	}
+	if len(v) > 0 && v[0] == gen.VersionRelayV1 {
+		return gen.DecodeRelayV1Into(v, &row.Record)
+	}
+	r := gen.RelayV2{Puts: row.Record.Puts, Deletes: row.Record.Deletes}
+	if err := outbox.DecodeRelayInto(v, &r); err != nil {
+		return err
+	}
+	row.Record = gen.RelayV1{Target: r.Target, Puts: r.Puts, Deletes: r.Deletes, AtMs: r.AtMs}
+	if tracing.Traced(&r.Trace) {
+		if n := len(f.traces); n <= i {
+			f.traces = slices.Grow(f.traces, i+1-n)[:i+1]
+			clear(f.traces[n:])
+		}
+		f.traces[i] = r.Trace
+	}
+	return nil
+}
+
+// trace returns the trace context of the window's row i (zero: none).
+func (f *fire) trace(i int) gen.TraceContext {
+	if i < len(f.traces) {
+		return f.traces[i]
+	}
+	return gen.TraceContext{}
 }
 
 // costOf sizes one row against the target's limits, as Batch.Validate

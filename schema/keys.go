@@ -16,10 +16,11 @@ type RelayScanKey struct{}
 //mk:key tag=3 value=Backlog
 type OutcomeBacklogKey struct{}
 
-// RelayKey holds one queued relay row (a RelayV1), ordered by sequence.
-// Sequences start at 1; a stored sequence of 0 is corrupt.
+// RelayKey holds one queued relay row (a RelayV1, or a RelayV2 carrying
+// its writer's trace context), ordered by sequence. Sequences start at 1;
+// a stored sequence of 0 is corrupt.
 //
-//mk:key tag=16 value=RelayV1
+//mk:key tag=16 value=RelayV1,RelayV2
 type RelayKey struct {
 	Seq uint64
 }
@@ -49,10 +50,11 @@ type OutcomeID string
 type OutcomeSource string
 
 // OutcomePendingKey indexes an undelivered terminal outcome by the
-// sequence it was appended at; its value (an OutcomePendingV1) names the
+// sequence it was appended at; its value (an OutcomePendingV1, or an
+// OutcomePendingV2 carrying its writer's trace context) names the
 // outcome's source and record.
 //
-//mk:key tag=18 value=OutcomePendingV1
+//mk:key tag=18 value=OutcomePendingV1,OutcomePendingV2
 type OutcomePendingKey struct {
 	Seq uint64
 	ID  OutcomeID

@@ -53,6 +53,34 @@ type RelayV1 struct {
 	AtMs    uint64
 }
 
+// RelayV2 is a queued relay row (RelayV1) with the trace context of the
+// writer that queued it, so that its delivery continues the writer's
+// trace. The outbox writes it only for a writer with an active span, and
+// only at format 2 of the namespace: a process that reads only RelayV1
+// rows predates it. Every other row is a RelayV1.
+//
+//mk:record version=2 format=2
+type RelayV2 struct {
+	Target  []byte     `mk:"max=1024"`
+	Puts    []RelayPut `mk:"max=98"`
+	Deletes [][]byte   `mk:"max=98,elem_max=10000"`
+	AtMs    uint64
+	Trace   TraceContext
+}
+
+// TraceContext is a W3C trace context (the traceparent and tracestate
+// headers' content) as a row keeps it: the trace id, the id of the span
+// that queued the row, the trace flags (bit 0: sampled), and the
+// tracestate header's value, at most 512 bytes (the length W3C asks every
+// participant to propagate; longer ones are cut by whole entries, as W3C
+// says). A zero TraceID is no trace context.
+type TraceContext struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   uint8
+	State   []byte `mk:"max=512"`
+}
+
 // RelayPut is one put of a relay row.
 type RelayPut struct {
 	Key   []byte `mk:"max=10000"`
@@ -100,6 +128,20 @@ type OutcomePendingV1 struct {
 	Source OutcomeSource
 	Key    []byte `mk:"max=10000"`
 	AtMs   uint64
+}
+
+// OutcomePendingV2 is a pending outcome's index row (OutcomePendingV1)
+// with the trace context of the writer that queued the outcome, so that
+// its delivery continues the writer's trace. The outbox writes it only for
+// a writer with an active span, and only at format 2 of the namespace: a
+// process that reads only OutcomePendingV1 rows predates it.
+//
+//mk:record version=2 format=2
+type OutcomePendingV2 struct {
+	Source OutcomeSource
+	Key    []byte `mk:"max=10000"`
+	AtMs   uint64
+	Trace  TraceContext
 }
 
 // OutcomeTimer is the outcome-delivery timer's value: the backoff attempt

@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/clock"
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/telemetry"
 )
@@ -131,6 +134,12 @@ type RunConfig struct {
 	// DefaultPageSize; a page reads one row more, to tell whether another
 	// is due).
 	PageSize int
+	// TracerProvider traces each fire: a span, mkitfdb.timers.fire, with
+	// the timer's kind, its partition's kind and its attempt, in whose
+	// context the handler runs. Nil means otel.GetTracerProvider() at each
+	// fire: while no SDK is installed there, nothing is recorded or
+	// allocated.
+	TracerProvider trace.TracerProvider
 }
 
 // check fails with an error wrapping store.ErrInvalid naming the first
@@ -162,11 +171,14 @@ type config struct {
 	heldBackoff time.Duration
 	// claim is the Scheduler's claim the run fires under (nil: none).
 	claim *claimHold
+	// tracer starts the fires' spans.
+	tracer tracing.Tracer
 }
 
 // config returns c's settings with their defaults filled in.
 func (c RunConfig) config() config {
-	cfg := config{clock: c.Clock, logger: c.Logger, metrics: telemetry.OrNoop(c.Metrics), pageSize: c.PageSize, heldBackoff: c.HeldBackoff}
+	cfg := config{clock: c.Clock, logger: c.Logger, metrics: telemetry.OrNoop(c.Metrics), pageSize: c.PageSize, heldBackoff: c.HeldBackoff,
+		tracer: tracing.New(c.TracerProvider, tracing.Scope+"timers")}
 	if cfg.clock == nil {
 		cfg.clock = clock.Real{}
 	}

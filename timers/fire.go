@@ -1,12 +1,17 @@
 package timers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mkit-dev/mkitfdb/internal/tracing"
 	"github.com/mkit-dev/mkitfdb/store"
 )
 
@@ -161,8 +166,40 @@ func (t *change) kept() refState {
 	return st
 }
 
-// call runs the handler, turning a panic into an error.
-func (r *run) call(ctx context.Context, h Handler, t DueTimer) (fired Fired, err error) {
+// call runs the handler, in a span of its own when the run's tracer
+// records: mkitfdb.timers.fire, with the timer's kind, its partition's
+// kind and its attempt (1 on a first fire), an error when the handler
+// failed or asked to retry. The handler's ctx holds the span.
+func (r *run) call(ctx context.Context, h Handler, t DueTimer) (Fired, error) {
+	tr, ok := r.cfg.tracer.Active()
+	if !ok {
+		return r.invoke(ctx, h, t)
+	}
+	ctx, span := tr.Start(ctx, tracing.SpanTimerFire, trace.WithAttributes(
+		tracing.TimerKind.Int(int(t.Kind)),
+		tracing.PartitionKind.String(r.p.Kind()),
+		tracing.Attempt.Int(t.Attempts+1),
+	))
+	fired, err := r.invoke(ctx, h, t)
+	failure := err
+	switch f := fired.(type) {
+	case Retry:
+		failure = cmp.Or(f.Err, errRetry)
+	case *Retry:
+		if f != nil {
+			failure = cmp.Or(f.Err, errRetry)
+		}
+	}
+	if failure != nil {
+		span.RecordError(failure)
+		span.SetStatus(codes.Error, failure.Error())
+	}
+	span.End()
+	return fired, err
+}
+
+// invoke runs the handler, turning a panic into an error.
+func (r *run) invoke(ctx context.Context, h Handler, t DueTimer) (fired Fired, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("timers: %v handler panicked: %v\n%s", t.Kind, v, debug.Stack())

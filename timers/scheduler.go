@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -156,6 +158,10 @@ type SchedulerConfig struct {
 	// Metrics receives the scheduler's metrics and each run's (default
 	// telemetry.Noop).
 	Metrics telemetry.Metrics
+	// TracerProvider is each run's RunConfig.TracerProvider: each fire is
+	// a span (nil: otel.GetTracerProvider(), recording nothing while no
+	// SDK is installed there).
+	TracerProvider trace.TracerProvider
 }
 
 // PartitionParser adapts a generated schema's partition parser (Parse and
@@ -328,7 +334,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		waiter:     cfg.Waiter,
 		log:        log,
 		metrics:    cfg.Metrics,
-		run:        RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff},
+		run:        RunConfig{Budget: cfg.Budget.withDefaults(), Clock: cfg.Clock, Logger: log, Metrics: cfg.Metrics, HeldBackoff: cfg.HeldBackoff, TracerProvider: cfg.TracerProvider},
 		leaseKey:   gen.AppendSchedulerLeaseKey(nil),
 		full:       cfg.Store.Capabilities().Full(),
 		inFlight:   make(map[string]struct{}),

@@ -37,6 +37,18 @@
 // 256 to 65535, so that no kind the library adds later can collide with
 // one a service uses (see Kind).
 //
+// # Traces
+//
+// With a tracer provider that records ([RunConfig].TracerProvider,
+// [SchedulerConfig].TracerProvider, or the global one), each fire is a
+// span, mkitfdb.timers.fire, with the timer's kind, its partition's kind
+// and its attempt (1 on a first fire), an error when the handler failed or
+// asked to retry; the handler's ctx holds it, so the library's handlers'
+// spans (relay and outcome delivery) link or nest under it. A fire is a
+// child of the span its caller's ctx holds, if any (a Scheduler's: the
+// ctx of Run or Tick), a root span otherwise. Without a provider that records, no span is
+// started and nothing is allocated for one.
+//
 // # Stores at mkit format 1
 //
 // A timer's failed attempts, last error and period are kept in its

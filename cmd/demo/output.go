@@ -53,7 +53,7 @@ func status(ctx context.Context, s store.Store, p plan) (progress, error) {
 		if err != nil {
 			return pr, fmt.Errorf("source %d: %w", src, err)
 		}
-		row, err := gen.DecodeRelayV1(page.Entries[0].Value)
+		row, err := outbox.DecodeRelay(page.Entries[0].Value)
 		if err != nil {
 			return pr, fmt.Errorf("source %d row %d: %w", src, k.Seq, err)
 		}

@@ -253,7 +253,7 @@ func queue(ctx context.Context, s store.Store, p plan, src int, clk clock.Clock)
 		if seq >= p.goal {
 			return nil
 		}
-		b, err := outbox.NewBuilder(s.Capabilities(), clk.Now(), obs)
+		b, err := outbox.NewBuilder(s, clk.Now(), obs)
 		if err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func queue(ctx context.Context, s store.Store, p plan, src int, clk clock.Clock)
 			for j := range puts {
 				puts[j] = gen.RelayPut{Key: targetKey(src, next, j), Value: value}
 			}
-			if _, err := b.Relay(target(targetOf(next, p.targets)), puts, nil); err != nil {
+			if _, err := b.Relay(ctx, target(targetOf(next, p.targets)), puts, nil); err != nil {
 				return err
 			}
 		}

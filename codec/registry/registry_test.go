@@ -173,8 +173,8 @@ func TestIdentityPrefixSplitsARawKey(t *testing.T) {
 		t.Fatalf("IdentityPrefix(no namespace) = %q, %v", ns, err)
 	}
 	mkit, _ := registry.Lookup(gen.SchemaNamespace)
-	if k, _ := mkit.Key(uint32(gen.TagRelayKey)); !slices.Equal(k.Values, []string{"RelayV1"}) {
-		t.Fatalf("RelayKey holds %q, want RelayV1", k.Values)
+	if k, _ := mkit.Key(uint32(gen.TagRelayKey)); !slices.Equal(k.Values, []string{"RelayV1", "RelayV2"}) {
+		t.Fatalf("RelayKey holds %q, want RelayV1, RelayV2", k.Values)
 	}
 	if k, _ := mkit.Key(uint32(gen.TagTimerKey)); k.Values != nil || k.ValueVersion != nil {
 		t.Fatalf("TimerKey holds %q, want none (its handler's)", k.Values)

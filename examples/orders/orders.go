@@ -154,7 +154,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			return nil, err
 		}
 		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
-		if err := relayIndex(caps, format, observed, customer, placedAtMs, order, placedAt, b); err != nil {
+		if err := relayIndex(ctx, s.store, format, observed, customer, placedAtMs, order, placedAt, b); err != nil {
 			return nil, err
 		}
 		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: placedAt.Add(s.shipDelay)}
@@ -288,7 +288,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 	// The outcome rewrites the order, guarded by the order as read.
 	format := formatOf(c.Store)
 	ship := func(ob *outbox.Builder) error {
-		_, err := shippedFor(format).Append(ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
+		_, err := shippedFor(format).Append(ctx, ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
 		return err
 	}
 	observed, err := outbox.Read(ctx, store.ReaderOf(c.Store, c.Partition))
@@ -296,7 +296,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return nil, err
 	}
 	b := store.NewBatch()
-	if err := relayIndex(c.Store.Capabilities(), format, observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
+	if err := relayIndex(ctx, c.Store, format, observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -306,8 +306,10 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 // writes the order's index entry into its region's shard, and the rows
 // more appends to the same outbox, with the outbox guards that make the
 // append atomic: observed is the shard's outbox state as the batch's
-// builder read it (a concurrent append fails the batch's guards).
-func relayIndex(caps store.Capabilities, format uint32, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV2, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
+// builder read it from s (a concurrent append fails the batch's guards).
+// The rows carry the trace context of ctx's span; the index entry is
+// written at format, the store's format of the namespace.
+func relayIndex(ctx context.Context, s store.Store, format uint32, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV2, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
@@ -316,12 +318,12 @@ func relayIndex(caps store.Capabilities, format uint32, observed outbox.Observed
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
-	ob, err := outbox.NewBuilder(caps, now, observed)
+	ob, err := outbox.NewBuilder(s, now, observed)
 	if err != nil {
 		return err
 	}
 	region := ordersgen.RegionShard{Region: order.Region}
-	if _, err := ob.Relay(region, []gen.RelayPut{{Key: indexKey, Value: entry}}, nil); err != nil {
+	if _, err := ob.Relay(ctx, region, []gen.RelayPut{{Key: indexKey, Value: entry}}, nil); err != nil {
 		return err
 	}
 	for _, add := range more {

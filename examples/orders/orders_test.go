@@ -311,7 +311,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.NewBuilder(s.Capabilities(), time.UnixMilli(1_000), obs)
+	ob, err := outbox.NewBuilder(s, time.UnixMilli(1_000), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func queueRefRows(t *testing.T, s store.Store, source, target store.Partition, a
 			t.Fatal(err)
 		}
 		v := "refdomain:" + o.customer.String()
-		if _, err := ob.Relay(target, []gen.RelayPut{{Key: k, Value: []byte(v)}}, nil); err != nil {
+		if _, err := ob.Relay(context.Background(), target, []gen.RelayPut{{Key: k, Value: []byte(v)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		want[string(k)] = v

@@ -307,7 +307,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 			w.t.Errorf("producer %d: read outbox: %v", id, err)
 			return
 		}
-		b, err := outbox.NewBuilder(w.s.Capabilities(), time.Now(), obs)
+		b, err := outbox.NewBuilder(w.s, time.Now(), obs)
 		if err != nil {
 			w.t.Errorf("producer %d: %v", id, err)
 			return
@@ -323,7 +323,7 @@ func (w *world) produce(phase, id int, stop *atomic.Bool) {
 			if rng.IntN(2) == 0 {
 				r.deletes = [][]byte{fmt.Appendf(nil, "s%02d/k%d", src, rng.IntN(6))}
 			}
-			seq, err := b.Relay(target(r.target), r.puts, r.deletes)
+			seq, err := b.Relay(context.Background(), target(r.target), r.puts, r.deletes)
 			if err != nil {
 				w.t.Errorf("producer %d: relay row: %v", id, err)
 				return

@@ -125,7 +125,8 @@ func isOTelSDK(pkg string) bool {
 // The library's packages link the OpenTelemetry API only: none of them,
 // nor anything they import (tests aside), is a package of the SDK, which
 // appears in tests and examples alone. The OpenTelemetry adapter is held to
-// it, and links the metrics API, so that this test checks something.
+// it, and links the metrics API, and the packages that start spans link
+// the trace API, so that this test checks something.
 func TestLibraryLinksOnlyTheOpenTelemetryAPI(t *testing.T) {
 	root := moduleRoot(t)
 	pkgs := listDeps(t, root, module+"/...")
@@ -133,6 +134,12 @@ func TestLibraryLinksOnlyTheOpenTelemetryAPI(t *testing.T) {
 	adapter := module + "/telemetry/otelmetric"
 	if !isLibrary(adapter) || !slices.Contains(pkgs[adapter], "go.opentelemetry.io/otel/metric") {
 		t.Errorf("%s is not a library package linking go.opentelemetry.io/otel/metric: %q", adapter, pkgs[adapter])
+	}
+	for _, rel := range tracedPackages {
+		pkg := module + "/" + rel
+		if !isLibrary(pkg) || !slices.Contains(pkgs[pkg], "go.opentelemetry.io/otel/trace") {
+			t.Errorf("%s is not a library package linking go.opentelemetry.io/otel/trace: %q", pkg, pkgs[pkg])
+		}
 	}
 	for pkg, deps := range pkgs {
 		if !isLibrary(pkg) {
@@ -146,6 +153,45 @@ func TestLibraryLinksOnlyTheOpenTelemetryAPI(t *testing.T) {
 		}
 		if len(sdk) > 0 {
 			t.Errorf("library package %s links the OpenTelemetry SDK (%q): a library links the API only, and the SDK appears in tests and examples", pkg, sdk)
+		}
+	}
+}
+
+// tracedPackages are the library's packages that start spans or keep a
+// span context: each links the trace API.
+var tracedPackages = []string{"internal/tracing", "outbox", "relay", "outcome", "timers"}
+
+// The modules the library's packages are built from, tests aside (what a
+// service that imports the library and nothing else of OpenTelemetry
+// builds), hold no module of the SDK: go.mod requires the SDK for the
+// library's tests and examples only, which go mod graph cannot tell apart.
+func TestLibraryBuildsFromNoOpenTelemetrySDKModule(t *testing.T) {
+	root := moduleRoot(t)
+	var library []string
+	for pkg := range listDeps(t, root, module+"/...") {
+		if isLibrary(pkg) {
+			library = append(library, pkg)
+		}
+	}
+	slices.Sort(library)
+	c := exec.Command("go", append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}"}, library...)...)
+	c.Dir = root
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	mods := map[string]bool{}
+	for _, m := range strings.Fields(string(out)) {
+		mods[m] = true
+	}
+	for _, api := range []string{"go.opentelemetry.io/otel", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/metric"} {
+		if !mods[api] {
+			t.Errorf("the library's packages are built without the API module %s: %q", api, slices.Sorted(maps.Keys(mods)))
+		}
+	}
+	for m := range mods {
+		if isOTelSDK(m) {
+			t.Errorf("the library's packages are built from the SDK module %s: a library links the API only", m)
 		}
 	}
 }
