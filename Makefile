@@ -55,7 +55,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
 
-## lint: gofmt, go vet, and go vet of the FoundationDB engine's module
+## lint: gofmt, every module tidy (go mod tidy -diff), go vet, and go vet of the FoundationDB engine's module
 ## (fdblayer/fdbengine, which needs cgo) where FoundationDB's C headers are
 ## found: in FDB_INCLUDE (default ../shared/fdb-c/include beside the
 ## checkout; vet compiles the cgo code, nothing links) or installed with
@@ -64,6 +64,8 @@ FDB_INCLUDE ?= $(abspath $(CURDIR)/../shared/fdb-c/include)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in . fdblayer/fdbengine bench/codecs bench/river; do \
+	  $(GO) -C $$m mod tidy -diff >/dev/null || { echo "go.mod or go.sum of $$m is not tidy: run go -C $$m mod tidy"; exit 1; }; done
 	$(GO) vet ./...
 	@if [ -f "$(FDB_INCLUDE)/foundationdb/fdb_c.h" ]; then \
 	  echo 'CGO_CFLAGS="-I$(FDB_INCLUDE)" $(GO) -C fdblayer/fdbengine vet ./...'; \

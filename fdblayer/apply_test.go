@@ -232,20 +232,23 @@ func TestApplyContextEndsDuringCommit(t *testing.T) {
 			script := &faultScript{steps: []faultStep{{fault: tc.fault, hold: true}}}
 			l := faultLayer(t, script)
 			ctx, cancel := context.WithCancel(t.Context())
-			wantCtxErr := context.Canceled
-			if tc.timeout {
-				ctx, cancel = context.WithTimeout(t.Context(), 20*time.Millisecond)
-				wantCtxErr = context.DeadlineExceeded
-			} else {
-				// Cancel once the commit is held.
-				go func() {
-					for script.commits() == 0 {
-						time.Sleep(time.Millisecond)
-					}
-					cancel()
-				}()
-			}
 			defer cancel()
+			wantCtxErr := context.Canceled
+			end := cancel
+			if tc.timeout {
+				// The deadline passes once the commit is held, however
+				// slowly the machine reaches it (a timer would fire first
+				// under load).
+				dl := &deadlineAt{Context: t.Context(), done: make(chan struct{})}
+				ctx, end = dl, dl.pass
+				wantCtxErr = context.DeadlineExceeded
+			}
+			go func() {
+				for script.commits() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				end()
+			}()
 
 			out, err := l.Apply(ctx, faultP, store.NewBatch().Require(store.Absent(k("k"))).Put(k("k"), v("v")))
 			require.ErrorIs(t, err, store.ErrUnknownResult, "outcome %v", out)
@@ -258,6 +261,27 @@ func TestApplyContextEndsDuringCommit(t *testing.T) {
 			}
 			require.Equal(t, want, mustGet(t, l, faultP, k("k")))
 		})
+	}
+}
+
+// deadlineAt is a context whose deadline passes when pass is called: Done
+// closes and Err is context.DeadlineExceeded.
+type deadlineAt struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *deadlineAt) pass() { c.once.Do(func() { close(c.done) }) }
+
+func (c *deadlineAt) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineAt) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 
