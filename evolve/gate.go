@@ -57,7 +57,8 @@ type GateConfig struct {
 	// ReadOnly makes a gate that only checks: it reads the store's formats
 	// at open (refusing a store newer than the binary, as any gate) and
 	// writes nothing of its own, no process row and no refresh, so raises
-	// do not wait for the process and it is never fenced. It is for a
+	// do not wait for the process; with no refresh, only a Sync
+	// that reads a format raised past what it knows fences it. It is for a
 	// process that never writes (an operator's view), or writes for
 	// moments only what every binary of the formats it checked reads (an
 	// operator's repair: a row an older binary writes, a newer one reads).
