@@ -190,46 +190,29 @@ type Line struct {
 // data a ShippedEvent), and the order stays once the outcome is
 // acknowledged. It reads an order in any version (Values); an order of a
 // version newer than this binary reads stays pending for a binary that
-// does (store.ErrNewerVersion). Its Append writes the order as an OrderV1,
-// which every binary reads: Shipper writes at the store's format. Register
-// it in the outcome.Delivery that pushes the service's outcomes.
-var Shipped = shippedAt[ordersgen.FormatOrderV1]
-
-// shippedAt holds, for each store format f the schema knows (index f),
-// the Shipped source that writes an order in the newest version f allows:
-// one source (one name, one Decode), whose Append encodes at f.
-var shippedAt = func() []*outcome.TypedSource[ordersgen.OrderKey, ordersgen.OrderV2] {
-	out := make([]*outcome.TypedSource[ordersgen.OrderKey, ordersgen.OrderV2], ordersgen.SchemaFormat+1)
-	for f := uint32(1); f <= ordersgen.SchemaFormat; f++ {
-		out[f] = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV2]{
-			Name:     "orders.shipped",
-			ParseKey: ordersgen.ParseOrderKey,
-			Decode:   Values.Decode,
-			Encode:   func(o ordersgen.OrderV2) ([]byte, error) { return Values.Encode(o, f) },
-			Terminal: func(o ordersgen.OrderV2) bool { return o.Status == ordersgen.StatusShipped },
-			ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV2) string {
-				return "ord_" + k.Customer.String() + "_" + reference(k.PlacedAtMs)
-			},
-			Event: func(k ordersgen.OrderKey, o ordersgen.OrderV2) (outcome.Event, error) {
-				e := ShippedEvent{Customer: k.Customer.String(), PlacedAtMs: k.PlacedAtMs, Region: o.Region, Lines: make([]Line, len(o.Lines)), Gift: o.Gift}
-				for i, l := range o.Lines {
-					e.Lines[i] = Line{SKU: l.SKU, Quantity: l.Quantity}
-				}
-				// No time: the outcome's is when it was queued, as the order shipped.
-				return outcome.Event{Type: "order.shipped", Data: e}, nil
-			},
-			OnAck: outcome.KeepRecord,
-		}))
-	}
-	return out
-}()
-
-// shippedFor is the Shipped source that writes at format f: the newest
-// the schema knows for a format above it (a store fenced against this
-// binary refuses the write anyway).
-func shippedFor(f uint32) *outcome.TypedSource[ordersgen.OrderKey, ordersgen.OrderV2] {
-	return shippedAt[min(max(f, 1), ordersgen.SchemaFormat)]
-}
+// does (store.ErrNewerVersion). Its Append writes the order in the newest
+// version the store's format of the orders namespace allows. Register it
+// in the outcome.Delivery that pushes the service's outcomes.
+var Shipped = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV2]{
+	Name:      "orders.shipped",
+	Namespace: ordersgen.SchemaNamespace,
+	ParseKey:  ordersgen.ParseOrderKey,
+	Decode:    Values.Decode,
+	Encode:    Values.Encode,
+	Terminal:  func(o ordersgen.OrderV2) bool { return o.Status == ordersgen.StatusShipped },
+	ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV2) string {
+		return "ord_" + k.Customer.String() + "_" + reference(k.PlacedAtMs)
+	},
+	Event: func(k ordersgen.OrderKey, o ordersgen.OrderV2) (outcome.Event, error) {
+		e := ShippedEvent{Customer: k.Customer.String(), PlacedAtMs: k.PlacedAtMs, Region: o.Region, Lines: make([]Line, len(o.Lines)), Gift: o.Gift}
+		for i, l := range o.Lines {
+			e.Lines[i] = Line{SKU: l.SKU, Quantity: l.Quantity}
+		}
+		// No time: the outcome's is when it was queued, as the order shipped.
+		return outcome.Event{Type: "order.shipped", Data: e}, nil
+	},
+	OnAck: outcome.KeepRecord,
+}))
 
 func must[T any](v T, err error) T {
 	if err != nil {
@@ -288,7 +271,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 	// The outcome rewrites the order, guarded by the order as read.
 	format := formatOf(c.Store)
 	ship := func(ob *outbox.Builder) error {
-		_, err := shippedFor(format).Append(ctx, ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
+		_, err := Shipped.Append(ctx, ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
 		return err
 	}
 	observed, err := outbox.Read(ctx, store.ReaderOf(c.Store, c.Partition))

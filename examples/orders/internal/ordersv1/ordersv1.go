@@ -136,11 +136,12 @@ type Line struct {
 // acknowledged. Register it in the outcome.Delivery that pushes the
 // service's outcomes.
 var Shipped = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV1]{
-	Name:     "orders.shipped",
-	ParseKey: ordersgen.ParseOrderKey,
-	Decode:   Values.Decode,
-	Encode:   ordersgen.EncodeOrderV1,
-	Terminal: func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
+	Name:      "orders.shipped",
+	Namespace: ordersgen.SchemaNamespace,
+	ParseKey:  ordersgen.ParseOrderKey,
+	Decode:    Values.Decode,
+	Encode:    outcome.OneVersion(ordersgen.EncodeOrderV1),
+	Terminal:  func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
 	ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV1) string {
 		return "ord_" + k.Customer.String() + "_" + reference(k.PlacedAtMs)
 	},
