@@ -74,11 +74,13 @@ lint: check-generated
 	  echo '$(GO) -C fdblayer/fdbengine vet ./...'; $(GO) -C fdblayer/fdbengine vet ./...; \
 	else echo "lint: no FoundationDB headers in $(FDB_INCLUDE) and libfdb_c not installed; skipping go vet of fdblayer/fdbengine"; fi
 
-## check-generated: fail when gen/, refdomain/, ordersgen/, bankgen/, dispatchgen/ or ledgergen/, or a schema's
+## check-generated: fail when gen/, refdomain/, ordersgen/ (and the older
+## ordersv1/ordersgen), bankgen/, dispatchgen/ or ledgergen/, or a schema's
 ## layout.lock, is not what its schema generates, or when a schema breaks its lock
 check-generated:
 	$(GO) run ./cmd/codegen -schema schema -out gen -pkg gen -check
 	$(GO) run ./cmd/codegen -schema examples/orders/schema -out examples/orders/ordersgen -pkg ordersgen -check
+	$(GO) run ./cmd/codegen -schema examples/orders/internal/ordersv1/schema -out examples/orders/internal/ordersv1/ordersgen -pkg ordersgen -unregistered -check
 	$(GO) run ./cmd/codegen -schema refdomain/schema -out refdomain -pkg refdomain -check
 	$(GO) run ./cmd/codegen -schema internal/testkit/bank/schema -out internal/testkit/bank/bankgen -pkg bankgen -check
 	$(GO) run ./cmd/codegen -schema internal/testkit/dispatch/schema -out internal/testkit/dispatch/dispatchgen -pkg dispatchgen -check

@@ -157,7 +157,8 @@ func TestFormatsRaise(t *testing.T) {
 	}{
 		{[]string{"-force"}, ExitFailed, "is at format 2: a raise goes one format at a time, never down (to 3 next)"},
 		{[]string{"-to", "3"}, ExitUsage, "knows formats 1-2 of namespace \"mkit\": raise it with a binary that knows 3"},
-		{[]string{"-namespace", "orders"}, ExitUsage, "knows format 1 of namespace \"orders\""},
+		{[]string{"-namespace", "orders"}, ExitFailed, "live processes do not know format 2: old-c:3 (knows 1), svc-b:2 (knows 1)"},
+		{[]string{"-namespace", "orders", "-to", "3"}, ExitUsage, "knows formats 1-2 of namespace \"orders\": raise it with a binary that knows 3"},
 		{[]string{"-namespace", "elsewhere"}, ExitUsage, "does not link namespace \"elsewhere\""},
 		{[]string{"-reason", " "}, ExitUsage, "-reason is required"},
 	} {

@@ -57,7 +57,8 @@ type GateConfig struct {
 	// ReadOnly makes a gate that only checks: it reads the store's formats
 	// at open (refusing a store newer than the binary, as any gate) and
 	// writes nothing of its own, no process row and no refresh, so raises
-	// do not wait for the process and it is never fenced. It is for a
+	// do not wait for the process; with no refresh, only a Sync
+	// that reads a format raised past what it knows fences it. It is for a
 	// process that never writes (an operator's view), or writes for
 	// moments only what every binary of the formats it checked reads (an
 	// operator's repair: a row an older binary writes, a newer one reads).
@@ -244,6 +245,22 @@ func cut(s string, n int) string {
 	return s
 }
 
+// guardReads adds to b the guards of rows b's function read and only
+// relies on, as many as b's store lets one batch hold: on a
+// store.Transactor the transaction's reads cover those left out (the
+// store checks them at commit); on another store a batch that cannot
+// hold them all fails with an error wrapping store.ErrInvalid.
+func (g *Gate) guardReads(b *store.Batch, read []store.Precondition) error {
+	caps := g.s.Capabilities()
+	n := min(len(read), max(caps.MaxBatchOps-caps.ReservedBatchOps-b.Ops(), 0))
+	b.Require(read[:n]...)
+	if _, transactor := g.s.(store.Transactor); n < len(read) && !transactor {
+		return fmt.Errorf("evolve: open the gate: %d format rows and the process row need %d operations, more than one batch of %d holds on a store without transactions: %w",
+			len(read), b.Ops()+len(read)-n, caps.MaxBatchOps-caps.ReservedBatchOps, store.ErrInvalid)
+	}
+	return nil
+}
+
 // OpenGate opens the gate of this process on s: in one transaction of
 // Partition (store.Transact) it reads every namespace's store format, and
 // fails with a *NewerFormatError (ErrNewerFormat) when the format of a
@@ -309,16 +326,21 @@ func (g *Gate) open(ctx context.Context) error {
 			return nil, fmt.Errorf("evolve: open the gate: the clock: %w", err)
 		}
 		b := store.NewBatch()
+		// read guards the format rows this batch only relies on: added
+		// after the writes and their own guards, as many as the batch
+		// holds (see guardReads).
+		var read []store.Precondition
 		for _, ns := range slices.Sorted(maps.Keys(g.known)) {
 			key, err := formatKey(ns)
 			if err != nil {
 				return nil, err
 			}
 			fr, ok := rows[ns]
-			b.Require(store.Guard(key, fr.value))
 			if ok || !g.newStore || g.known[ns].format == 1 {
+				read = append(read, store.Guard(key, fr.value))
 				continue
 			}
+			b.Require(store.Guard(key, fr.value))
 			// A new store starts at what this binary knows.
 			f := g.known[ns].format
 			v, err := gen.EncodeStoreFormatV1(gen.StoreFormatV1{Format: f, AtMs: nowMs, By: g.name,
@@ -350,7 +372,8 @@ func (g *Gate) open(ctx context.Context) error {
 		if row, err = g.processRow(nowMs, nowMs); err != nil {
 			return nil, err
 		}
-		return b.Require(store.Guard(pk, old)).Put(pk, row), nil
+		b.Require(store.Guard(pk, old)).Put(pk, row)
+		return b, g.guardReads(b, read)
 	}, store.TransactConfig{})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ import (
 // library's namespace is 2 or more; otherwise it writes the row as a
 // RelayV1 or OutcomePendingV1, which every process reads, at no cost.
 type Builder struct {
+	s        store.Store
 	caps     store.Capabilities
 	format   uint32 // the store's format of gen.SchemaNamespace
 	nowMs    uint64
@@ -87,8 +88,14 @@ func NewBuilder(s store.Store, now time.Time, o Observed) (*Builder, error) {
 			return nil, fmt.Errorf("outbox: relay timer: %w", err)
 		}
 	}
-	return &Builder{caps: s.Capabilities(), format: store.FormatOf(s, gen.SchemaNamespace), nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
+	return &Builder{s: s, caps: s.Capabilities(), format: store.FormatOf(s, gen.SchemaNamespace), nowMs: nowMs, observed: o, last: seq, first: seq, backlog: backlog, prior: backlog}, nil
 }
+
+// Format returns the store's format of namespace (store.FormatOf of the
+// store the Builder was made for): the newest format a row of that
+// namespace the writer adds to the batch may be written in (a generated
+// family's Encode(v, format)). It never does I/O.
+func (b *Builder) Format(namespace string) uint32 { return store.FormatOf(b.s, namespace) }
 
 // Relay appends a relay row: puts and deletes to apply, in order, to the
 // target partition, of any schema (the row stores its tuple identity,

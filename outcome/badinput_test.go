@@ -124,7 +124,7 @@ func TestCanonicalOrigin(t *testing.T) {
 func TestNewDeliveryRejectsBadConfig(t *testing.T) {
 	other := newWithdrawalSource(t, "bank.withdrawals", outcome.KeepRecord)
 	legacy, err := outcome.NewSource(outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]{
-		Name: "bank.legacy", ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: bankgen.EncodeWithdrawalV1,
+		Name: "bank.legacy", Namespace: bankgen.SchemaNamespace, ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: outcome.OneVersion(bankgen.EncodeWithdrawalV1),
 		Terminal: func(w bankgen.WithdrawalV1) bool { return settledOrFailed(w.State) }, ID: withdrawalID, Event: withdrawalEvent, OnAck: outcome.KeepRecord,
 		LegacyKey: func(string) (bankgen.WithdrawalKey, error) { return bankgen.WithdrawalKey{}, nil },
 	})

@@ -393,7 +393,7 @@ func TestNewerPendingRowsAndRecordsAreKeptAndCounted(t *testing.T) {
 func TestNewSourceRejectsBadConfig(t *testing.T) {
 	good := func() outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1] {
 		return outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]{
-			Name: "bank.withdrawals", ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: bankgen.EncodeWithdrawalV1,
+			Name: "bank.withdrawals", Namespace: bankgen.SchemaNamespace, ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: outcome.OneVersion(bankgen.EncodeWithdrawalV1),
 			Terminal: func(w bankgen.WithdrawalV1) bool { return settledOrFailed(w.State) }, ID: withdrawalID, Event: withdrawalEvent, OnAck: outcome.KeepRecord,
 		}
 	}
@@ -407,6 +407,7 @@ func TestNewSourceRejectsBadConfig(t *testing.T) {
 		"too long": func(c *outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]) {
 			c.Name = "b" + fmt.Sprintf("%064d", 0)
 		},
+		"no Namespace":     func(c *outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]) { c.Namespace = "" },
 		"no ParseKey":      func(c *outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]) { c.ParseKey = nil },
 		"no Decode":        func(c *outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]) { c.Decode = nil },
 		"no Encode":        func(c *outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]) { c.Encode = nil },
@@ -445,7 +446,7 @@ func TestSourceAppendChecksItsRules(t *testing.T) {
 	}
 	pending, settled := enc(bankgen.WithdrawalV1{State: bankgen.StatePending}), bankgen.WithdrawalV1{State: bankgen.StateSettled, SettledAtMs: 5}
 	badID, err := outcome.NewSource(outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]{
-		Name: "bank.bad", ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: bankgen.EncodeWithdrawalV1,
+		Name: "bank.bad", Namespace: bankgen.SchemaNamespace, ParseKey: bankgen.ParseWithdrawalKey, Decode: bankgen.DecodeWithdrawalV1, Encode: outcome.OneVersion(bankgen.EncodeWithdrawalV1),
 		Terminal: func(w bankgen.WithdrawalV1) bool { return settledOrFailed(w.State) },
 		ID:       func(bankgen.WithdrawalKey, bankgen.WithdrawalV1) string { return "has space" }, Event: withdrawalEvent, OnAck: outcome.KeepRecord,
 	})

@@ -34,11 +34,12 @@ func ExampleNewSource() {
 	defer s.Close()
 
 	shipped, err := outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV1]{
-		Name:     "orders.shipped",
-		ParseKey: ordersgen.ParseOrderKey,
-		Decode:   ordersgen.DecodeOrderV1,
-		Encode:   ordersgen.EncodeOrderV1,
-		Terminal: func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
+		Name:      "orders.shipped",
+		Namespace: ordersgen.SchemaNamespace,
+		ParseKey:  ordersgen.ParseOrderKey,
+		Decode:    ordersgen.DecodeOrderV1,
+		Encode:    outcome.OneVersion(ordersgen.EncodeOrderV1),
+		Terminal:  func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
 		ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV1) string {
 			return fmt.Sprintf("ord_%s_%d", k.Customer, k.PlacedAtMs)
 		},

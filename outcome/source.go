@@ -78,18 +78,24 @@ type SourceConfig[K Key, R any] struct {
 	// never change while rows are pending: 1 to MaxSourceNameBytes bytes of
 	// a-z, 0-9, '.', '_' and '-', starting with a letter ("orders.shipped").
 	Name string
+	// Namespace is the namespace of the record's schema (its generated
+	// package's SchemaNamespace): Append encodes the terminal record at
+	// the store's format of it (outbox.Builder.Format).
+	Namespace string
 	// ParseKey parses the record's key: the schema's generated
 	// Parse<Key> (ordersgen.ParseOrderKey).
 	ParseKey func(b []byte) (K, error)
-	// Decode and Encode are the record's generated codec
-	// (ordersgen.DecodeOrderV1, ordersgen.EncodeOrderV1). A record of a
-	// value family is best decoded by the family's Decode
-	// (ordersgen.NewOrderKeyValues(...).Decode): a record of a newer
-	// version then fails with store.ErrNewerVersion, and a fire keeps its
+	// Decode and Encode are the record's generated codec. Decode reads
+	// every version the key class holds: a value family's Decode
+	// (ordersgen.NewOrderKeyValues(v).Decode), so that a record of a
+	// newer version fails with store.ErrNewerVersion and a fire keeps its
 	// pending row for a binary that reads it, counted apart from corrupt
-	// ones.
+	// ones; or a record's own decoder (ordersgen.DecodeOrderV1). Encode
+	// writes the newest version the store's format allows: the family's
+	// Encode(v, format), or a record's own encoder through [OneVersion]
+	// (OneVersion(ordersgen.EncodeOrderV1)).
 	Decode func(b []byte) (R, error)
-	Encode func(r R) ([]byte, error)
+	Encode func(r R, format uint32) ([]byte, error)
 	// Terminal reports whether r is terminal: Append refuses a terminal
 	// value that is not, and a prior value that is; a fire keeps, and
 	// logs, a pending row whose record is not.
@@ -158,8 +164,8 @@ func NewSource[K Key, R any](c SourceConfig[K, R]) (*TypedSource[K, R], error) {
 		return nil, err
 	}
 	switch {
-	case c.ParseKey == nil || c.Decode == nil || c.Encode == nil || c.Terminal == nil || c.ID == nil || c.Event == nil:
-		return nil, fmt.Errorf("outcome: source %q: ParseKey, Decode, Encode, Terminal, ID and Event are required: %w", c.Name, store.ErrInvalid)
+	case c.Namespace == "" || c.ParseKey == nil || c.Decode == nil || c.Encode == nil || c.Terminal == nil || c.ID == nil || c.Event == nil:
+		return nil, fmt.Errorf("outcome: source %q: Namespace, ParseKey, Decode, Encode, Terminal, ID and Event are required: %w", c.Name, store.ErrInvalid)
 	case c.OnAck != KeepRecord && c.OnAck != DeleteRecord:
 		return nil, fmt.Errorf("outcome: source %q: OnAck %d: want KeepRecord or DeleteRecord: %w", c.Name, c.OnAck, store.ErrInvalid)
 	}
@@ -169,6 +175,13 @@ func NewSource[K Key, R any](c SourceConfig[K, R]) (*TypedSource[K, R], error) {
 		s.sc.legacyKey = s.legacyKey
 	}
 	return s, nil
+}
+
+// OneVersion adapts the encoder of a record that has one version (a
+// generated Encode<Record>) to SourceConfig.Encode: it encodes at every
+// store format alike.
+func OneVersion[R any](encode func(r R) ([]byte, error)) func(r R, format uint32) ([]byte, error) {
+	return func(r R, _ uint32) ([]byte, error) { return encode(r) }
 }
 
 // checkSourceName checks SourceConfig.Name's rule.
@@ -222,7 +235,7 @@ func (s *TypedSource[K, R]) Append(ctx context.Context, b *outbox.Builder, key K
 	if !s.c.Terminal(terminal) {
 		return 0, fmt.Errorf("outcome: source %s: terminal value %T: %w", s.c.Name, terminal, ErrNotTerminal)
 	}
-	value, err := s.c.Encode(terminal)
+	value, err := s.c.Encode(terminal, b.Format(s.c.Namespace))
 	if err != nil {
 		return 0, fmt.Errorf("outcome: source %s: terminal value: %w", s.c.Name, errInvalid(err))
 	}

@@ -24,14 +24,18 @@ func repoRoot(t *testing.T) string {
 // against a forgotten go generate.
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	root := repoRoot(t)
-	for _, c := range []struct{ schema, out, pkg string }{
-		{"schema", "gen", "gen"},
-		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen"},
-		{"refdomain/schema", "refdomain", "refdomain"},
-		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen"},
-		{"internal/testkit/dispatch/schema", "internal/testkit/dispatch/dispatchgen", "dispatchgen"},
+	for _, c := range []struct {
+		schema, out, pkg string
+		unregistered     bool
+	}{
+		{"schema", "gen", "gen", false},
+		{"examples/orders/schema", "examples/orders/ordersgen", "ordersgen", false},
+		{"examples/orders/internal/ordersv1/schema", "examples/orders/internal/ordersv1/ordersgen", "ordersgen", true},
+		{"refdomain/schema", "refdomain", "refdomain", false},
+		{"internal/testkit/bank/schema", "internal/testkit/bank/bankgen", "bankgen", false},
+		{"internal/testkit/dispatch/schema", "internal/testkit/dispatch/dispatchgen", "dispatchgen", false},
 	} {
-		out, err := build(filepath.Join(root, c.schema), c.pkg)
+		out, err := buildWith(filepath.Join(root, c.schema), c.pkg, c.unregistered)
 		if err != nil {
 			t.Fatalf("%s: %v", c.schema, err)
 		}
@@ -480,5 +484,40 @@ func TestSchemaMistakesAreReportedOnce(t *testing.T) {
 				t.Errorf("report:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
 			}
 		})
+	}
+}
+
+// TestUnregisteredPackageHasNoRegistration: -unregistered generates the
+// same package without registry.go (so no init registers it), and its doc
+// says so; every other file is the registered package's, but doc.go.
+func TestUnregisteredPackageHasNoRegistration(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "examples/orders/internal/ordersv1/schema")
+	reg, err := buildWith(dir, "ordersgen", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreg, err := buildWith(dir, "ordersgen", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reg.files[registryFile]; !ok {
+		t.Fatalf("the registered package has no %s", registryFile)
+	}
+	if _, ok := unreg.files[registryFile]; ok {
+		t.Errorf("-unregistered wrote %s", registryFile)
+	}
+	for name, src := range unreg.files {
+		if strings.Contains(string(src), "registry.Register") {
+			t.Errorf("-unregistered: %s registers the package", name)
+		}
+		if name != "doc.go" && string(src) != string(reg.files[name]) {
+			t.Errorf("-unregistered: %s differs from the registered package's", name)
+		}
+	}
+	if doc := string(unreg.files["doc.go"]); !strings.Contains(doc, "does not register itself") {
+		t.Errorf("-unregistered doc.go does not say it is not registered:\n%s", doc)
+	}
+	if string(unreg.lock) != string(reg.lock) {
+		t.Error("-unregistered changes the lock")
 	}
 }

@@ -75,10 +75,18 @@ func emitDoc(f *File, s *schema) {
 			fmt.Fprintf(&b, para.text+"\n", list(para.names))
 		}
 	}
-	b.WriteString("\nThe package registers itself in package registry (codec/registry) when it " +
-		"is initialised: its namespace, " + s.Namespace + ", its known format, its import path, and what parses its " +
-		"partitions and keys and decodes its records (with their value families and formats). A second package declaring the namespace, " +
-		"linked into the same program, makes it fail at start.")
+	if s.unregistered {
+		b.WriteString("\nThe package does not register itself in package registry (codec/registry): it was " +
+			"generated with codegen -unregistered, for tests that link it beside the registered package of " +
+			"its namespace, " + s.Namespace + ", as the codecs of an older or newer binary of the same schema. " +
+			"Tools that look schemas up by namespace (package registry, the version gate) see the registered " +
+			"package only.")
+	} else {
+		b.WriteString("\nThe package registers itself in package registry (codec/registry) when it " +
+			"is initialised: its namespace, " + s.Namespace + ", its known format, its import path, and what parses its " +
+			"partitions and keys and decodes its records (with their value families and formats). A second package declaring the namespace, " +
+			"linked into the same program, makes it fail at start.")
+	}
 	if len(partitions) > 0 {
 		b.WriteString(" A partition of the namespace holds this schema's records plus the " +
 			"library's runtime records, never another schema's.")

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run github.com/mkit-dev/mkitfdb/cmd/codegen -schema DIR -out DIR [-pkg NAME] [-check]
+//	go run github.com/mkit-dev/mkitfdb/cmd/codegen -schema DIR -out DIR [-pkg NAME] [-check] [-unregistered]
 //
 // The pipeline is load (parse the schema package with go/parser) -> check
 // (every mistake reported as file:line) -> model -> emit (one emitter per
@@ -13,6 +13,10 @@
 // after every one of them rendered, so a failed run leaves the output as it
 // was. With -check nothing is written: the command exits 1 when the output
 // directory, or the layout lock, differs from what the schema generates.
+// With -unregistered the package does not register itself in package
+// registry (codec/registry), which allows one package per namespace: it is
+// for a test that links the codecs of an older binary of a schema beside
+// the schema's own package (see examples/orders/internal/ordersv1).
 //
 // The layout lock (layout.lock, beside the schema, committed with it)
 // records every layout generated from the schema. Every run, -check too,
@@ -36,8 +40,9 @@ func main() {
 	outDir := flag.String("out", "", "directory to write the generated package into (required)")
 	pkg := flag.String("pkg", "gen", "package name of the generated code")
 	checkOnly := flag.Bool("check", false, "write nothing; exit 1 when -out or the schema's layout.lock differs from what the schema generates")
+	unregistered := flag.Bool("unregistered", false, "generate no registration in package registry (no registry.go): for a test fixture linked beside the registered package of its namespace, such as an older binary's codecs")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: codegen -schema DIR -out DIR [-pkg NAME] [-check]")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: codegen -schema DIR -out DIR [-pkg NAME] [-check] [-unregistered]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -45,7 +50,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	out, err := build(*schemaDir, *pkg)
+	out, err := buildWith(*schemaDir, *pkg, *unregistered)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -139,6 +139,9 @@ type schema struct {
 	Decls  []*decl // in source order
 	byName map[string]*decl
 	pkg    string // the generated package's name, set by generate
+	// unregistered: the package does not register itself in package
+	// registry (codegen -unregistered), set by generate.
+	unregistered bool
 
 	// Namespace is the schema's //mk:namespace: the first element of every
 	// partition identity it generates.

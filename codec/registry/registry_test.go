@@ -190,8 +190,15 @@ func TestValueFamiliesAndFormatsAreRegistered(t *testing.T) {
 	if mkit.Format != uint32(gen.SchemaFormat) || gen.SchemaFormat != 2 {
 		t.Errorf("mkit's format is %d, want 2 (TimerRefV2's)", mkit.Format)
 	}
-	if orders, _ := registry.Lookup("orders"); orders.Format != 1 {
-		t.Errorf("orders' format is %d, want 1: it declares none", orders.Format)
+	orders, _ := registry.Lookup("orders")
+	if orders.Format != 2 {
+		t.Errorf("orders' format is %d, want 2 (OrderV2's)", orders.Format)
+	}
+	if k, _ := orders.Key(uint32(ordersgen.TagOrderKey)); !slices.Equal(k.Values, []string{"OrderV1", "OrderV2"}) {
+		t.Errorf("OrderKey's family is %q", k.Values)
+	}
+	if r, ok := orders.Record("OrderV2"); !ok || r.Format != 2 || r.Version != 2 {
+		t.Errorf("record OrderV2: %+v %v; want version 2, format 2", r, ok)
 	}
 	for name, want := range map[string]uint32{"U64Value": 1, "TimerRefV2": 2} {
 		if r, ok := mkit.Record(name); !ok || r.Format != want {

@@ -15,6 +15,19 @@
 // every partition of the store; the store may hold other schemas'
 // partitions too (the package's test runs it beside the reference
 // domain's relay traffic).
+//
+// # Versions
+//
+// An order is an ordersgen.OrderV2 (OrderV1 and a Gift flag) from format 2
+// of the namespace on. The service reads an order in either version
+// (Values: Versions upgrades an OrderV1) and writes the newest version the
+// store's format allows (store.FormatOf): an OrderV1 until an operator
+// raises the store's format of "orders" to 2, once no process of a binary
+// that reads only OrderV1 is left (mkitfdb formats raise orders 2). Until
+// then a gift order is refused (wire.ErrFormatTooOld, which wraps
+// store.ErrInvalid), since an OrderV1 cannot say it. UpgradeOrders rewrites
+// the stored OrderV1 rows as OrderV2 once the format is raised; readers
+// never need it.
 package orders
 
 import (
@@ -24,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"github.com/mkit-dev/mkitfdb/examples/orders/ordersgen"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/outbox"
@@ -39,6 +53,39 @@ const KindShip timers.Kind = 1000
 
 // ErrExists is returned by Place for an order already placed.
 var ErrExists = errors.New("orders: order already placed")
+
+// Versions converts an order between the versions of its family
+// (ordersgen.OrderKeyVersions): a version added to the schema's OrderKey
+// family adds a method here, and the package stops compiling until it is
+// written.
+type Versions struct{}
+
+// UpgradeOrderV1 returns an OrderV1 as an OrderV2: an order placed before
+// gifts is not one.
+func (Versions) UpgradeOrderV1(v ordersgen.OrderV1) (ordersgen.OrderV2, error) {
+	return ordersgen.OrderV2{Status: v.Status, Region: v.Region, Lines: v.Lines, Note: v.Note}, nil
+}
+
+// DowngradeOrderV2 returns an OrderV2 as an OrderV1, for a store whose
+// format of the namespace is still 1. It fails with an error wrapping
+// wire.ErrFormatTooOld for a gift order, which an OrderV1 cannot say.
+func (Versions) DowngradeOrderV2(v ordersgen.OrderV2) (ordersgen.OrderV1, error) {
+	if v.Gift {
+		return ordersgen.OrderV1{}, fmt.Errorf("a gift order needs the store's format of namespace %q at %d: %w",
+			ordersgen.SchemaNamespace, ordersgen.FormatOrderV2, wire.ErrFormatTooOld)
+	}
+	return ordersgen.OrderV1{Status: v.Status, Region: v.Region, Lines: v.Lines, Note: v.Note}, nil
+}
+
+// Values reads an order in every version of its family and writes the
+// newest version a store's format allows.
+var Values = ordersgen.NewOrderKeyValues(Versions{})
+
+// indexValues writes region index entries (a family of one version).
+var indexValues = ordersgen.NewRegionOrderKeyValues(struct{}{})
+
+// formatOf is s's format of the orders namespace.
+func formatOf(s store.Store) uint32 { return store.FormatOf(s, ordersgen.SchemaNamespace) }
 
 // ServiceConfig configures a Service. Store is required.
 type ServiceConfig struct {
@@ -70,14 +117,16 @@ func NewService(c ServiceConfig) (*Service, error) {
 // Place places an open order of customer, placed at placedAt (to the
 // millisecond: the order's key holds the time as stored data does, see
 // store.EncodeTime), for order.Region: in one batch of the customer's
-// shard, the order (guarded absent), its KindShip timer, due
-// ServiceConfig.ShipDelay later, and a relay row that puts the order's
-// index entry into the region's shard. It fails with ErrExists when the
-// order is already placed (a retried Place after an unknown result finds
-// its own order and fails the same way), with an error wrapping
-// store.ErrInvalid for an order that breaks the schema or a placedAt not
-// after the Unix epoch, and with the store's errors.
-func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAt time.Time, order ordersgen.OrderV1) error {
+// shard, the order (guarded absent) in the newest version the store's
+// format allows, its KindShip timer, due ServiceConfig.ShipDelay later,
+// and a relay row that puts the order's index entry into the region's
+// shard. It fails with ErrExists when the order is already placed (a
+// retried Place after an unknown result finds its own order and fails the
+// same way), with an error wrapping store.ErrInvalid for an order that
+// breaks the schema, a gift order while the store's format is 1 (and
+// wire.ErrFormatTooOld), or a placedAt not after the Unix epoch, and with
+// the store's errors.
+func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, placedAt time.Time, order ordersgen.OrderV2) error {
 	placedAtMs, err := store.EncodeTime(placedAt)
 	if err == nil && placedAtMs == 0 {
 		err = fmt.Errorf("%w: the zero Time or the epoch", store.ErrInvalid)
@@ -88,7 +137,8 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 	placedAt = store.DecodeTime(placedAtMs)
 	shard := ordersgen.CustomerShard{Customer: customer}
 	order.Status = ordersgen.StatusOpen
-	key, value, err := encodeOrder(customer, placedAtMs, order)
+	format := formatOf(s.store)
+	key, value, err := encodeOrder(customer, placedAtMs, order, format)
 	if err != nil {
 		return err
 	}
@@ -104,7 +154,7 @@ func (s *Service) Place(ctx context.Context, customer ordersgen.CustomerID, plac
 			return nil, err
 		}
 		b := store.NewBatch().Require(store.Absent(key)).Put(key, value)
-		if err := relayIndex(ctx, s.store, observed, customer, placedAtMs, order, placedAt, b); err != nil {
+		if err := relayIndex(ctx, s.store, format, observed, customer, placedAtMs, order, placedAt, b); err != nil {
 			return nil, err
 		}
 		ship := timers.Timer{Kind: KindShip, Reference: reference(placedAtMs), DueAt: placedAt.Add(s.shipDelay)}
@@ -125,6 +175,7 @@ type ShippedEvent struct {
 	PlacedAtMs uint64 `json:"placed_at_ms"`
 	Region     uint16 `json:"region"`
 	Lines      []Line `json:"lines"`
+	Gift       bool   `json:"gift,omitempty"`
 }
 
 // Line is one line of a shipped order.
@@ -137,19 +188,23 @@ type Line struct {
 // order becomes terminal when it ships, its outcome is "order.shipped"
 // (id "ord_<customer>_<placed at ms>", timestamp the time it shipped,
 // data a ShippedEvent), and the order stays once the outcome is
-// acknowledged. Register it in the outcome.Delivery that pushes the
-// service's outcomes.
-var Shipped = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV1]{
-	Name:     "orders.shipped",
-	ParseKey: ordersgen.ParseOrderKey,
-	Decode:   ordersgen.DecodeOrderV1,
-	Encode:   ordersgen.EncodeOrderV1,
-	Terminal: func(o ordersgen.OrderV1) bool { return o.Status == ordersgen.StatusShipped },
-	ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV1) string {
+// acknowledged. It reads an order in any version (Values); an order of a
+// version newer than this binary reads stays pending for a binary that
+// does (store.ErrNewerVersion). Its Append writes the order in the newest
+// version the store's format of the orders namespace allows. Register it
+// in the outcome.Delivery that pushes the service's outcomes.
+var Shipped = must(outcome.NewSource(outcome.SourceConfig[ordersgen.OrderKey, ordersgen.OrderV2]{
+	Name:      "orders.shipped",
+	Namespace: ordersgen.SchemaNamespace,
+	ParseKey:  ordersgen.ParseOrderKey,
+	Decode:    Values.Decode,
+	Encode:    Values.Encode,
+	Terminal:  func(o ordersgen.OrderV2) bool { return o.Status == ordersgen.StatusShipped },
+	ID: func(k ordersgen.OrderKey, _ ordersgen.OrderV2) string {
 		return "ord_" + k.Customer.String() + "_" + reference(k.PlacedAtMs)
 	},
-	Event: func(k ordersgen.OrderKey, o ordersgen.OrderV1) (outcome.Event, error) {
-		e := ShippedEvent{Customer: k.Customer.String(), PlacedAtMs: k.PlacedAtMs, Region: o.Region, Lines: make([]Line, len(o.Lines))}
+	Event: func(k ordersgen.OrderKey, o ordersgen.OrderV2) (outcome.Event, error) {
+		e := ShippedEvent{Customer: k.Customer.String(), PlacedAtMs: k.PlacedAtMs, Region: o.Region, Lines: make([]Line, len(o.Lines)), Gift: o.Gift}
 		for i, l := range o.Lines {
 			e.Lines[i] = Line{SKU: l.SKU, Quantity: l.Quantity}
 		}
@@ -174,11 +229,14 @@ type Shipper struct{}
 // Kind is KindShip.
 func (Shipper) Kind() timers.Kind { return KindShip }
 
-// Fire ships the order the timer names. An order already shipped or
-// cancelled completes the timer with nothing written. A missing order, an
-// order or reference that does not decode, or a partition that is not a
-// customer shard is corrupt data (store.ErrCorrupt): the timer stays for
-// a later run and the run reports it.
+// Fire ships the order the timer names, writing it in the newest version
+// the store's format allows. An order already shipped or cancelled
+// completes the timer with nothing written. An order of a version newer
+// than this binary reads fails with store.ErrNewerVersion (not corrupt):
+// the scheduler holds the timer for a binary that reads it. A missing
+// order, an order or reference that does not decode, or a partition that
+// is not a customer shard is corrupt data (store.ErrCorrupt): the timer
+// stays for a later run and the run reports it.
 func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (timers.Fired, error) {
 	customer, err := customerOf(c.Partition)
 	if err != nil {
@@ -199,8 +257,11 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 	if !ok {
 		return nil, fmt.Errorf("orders: ship timer %q: no order %s at %d: %w", t.Reference, customer, placedAtMs, store.ErrCorrupt)
 	}
-	order, err := ordersgen.DecodeOrderV1(stored)
-	if err != nil {
+	order, err := Values.Decode(stored)
+	switch {
+	case errors.Is(err, store.ErrNewerVersion):
+		return nil, fmt.Errorf("orders: order %s at %d: %w", customer, placedAtMs, err)
+	case err != nil:
 		return nil, fmt.Errorf("orders: order %s at %d: %w: %w", customer, placedAtMs, store.ErrCorrupt, err)
 	}
 	if order.Status != ordersgen.StatusOpen {
@@ -208,6 +269,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 	}
 	order.Status = ordersgen.StatusShipped
 	// The outcome rewrites the order, guarded by the order as read.
+	format := formatOf(c.Store)
 	ship := func(ob *outbox.Builder) error {
 		_, err := Shipped.Append(ctx, ob, ordersgen.OrderKey{Customer: customer, PlacedAtMs: placedAtMs}, stored, order)
 		return err
@@ -217,7 +279,7 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 		return nil, err
 	}
 	b := store.NewBatch()
-	if err := relayIndex(ctx, c.Store, observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
+	if err := relayIndex(ctx, c.Store, format, observed, customer, placedAtMs, order, c.Now, b, ship); err != nil {
 		return nil, err
 	}
 	return timers.Done{Batch: b}, nil
@@ -228,13 +290,14 @@ func (Shipper) Fire(ctx context.Context, c *timers.Ctx, t timers.DueTimer) (time
 // more appends to the same outbox, with the outbox guards that make the
 // append atomic: observed is the shard's outbox state as the batch's
 // builder read it from s (a concurrent append fails the batch's guards).
-// The rows carry the trace context of ctx's span.
-func relayIndex(ctx context.Context, s store.Store, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
+// The rows carry the trace context of ctx's span; the index entry is
+// written at format, the store's format of the namespace.
+func relayIndex(ctx context.Context, s store.Store, format uint32, observed outbox.Observed, customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV2, now time.Time, b *store.Batch, more ...func(*outbox.Builder) error) error {
 	indexKey, err := ordersgen.AppendRegionOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return fmt.Errorf("orders: index key: %w", err)
 	}
-	entry, err := ordersgen.EncodeIndexEntryV1(ordersgen.IndexEntryV1{Status: order.Status, Lines: uint32(len(order.Lines))})
+	entry, err := indexValues.Encode(ordersgen.IndexEntryV1{Status: order.Status, Lines: uint32(len(order.Lines))}, format)
 	if err != nil {
 		return fmt.Errorf("orders: index entry: %w", err)
 	}
@@ -254,14 +317,15 @@ func relayIndex(ctx context.Context, s store.Store, observed outbox.Observed, cu
 	return ob.Finish(b)
 }
 
-// encodeOrder returns the order's key and value, failing with an error
-// wrapping store.ErrInvalid when either breaks the schema.
-func encodeOrder(customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV1) (store.Key, store.Value, error) {
+// encodeOrder returns the order's key and value, the newest version
+// format allows, failing with an error wrapping store.ErrInvalid when
+// either breaks the schema or the format cannot hold the order.
+func encodeOrder(customer ordersgen.CustomerID, placedAtMs uint64, order ordersgen.OrderV2, format uint32) (store.Key, store.Value, error) {
 	key, err := ordersgen.AppendOrderKey(nil, customer, placedAtMs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("orders: order key: %w: %w", store.ErrInvalid, err)
 	}
-	value, err := ordersgen.EncodeOrderV1(order)
+	value, err := Values.Encode(order, format)
 	if err != nil {
 		return nil, nil, fmt.Errorf("orders: order: %w: %w", store.ErrInvalid, err)
 	}

@@ -283,12 +283,12 @@ func checkShippedOutcomes(t *testing.T, got []outcome.Envelope, all []placed, sh
 	}
 }
 
-func order(o placed) ordersgen.OrderV1 {
+func order(o placed) ordersgen.OrderV2 {
 	lines := make([]ordersgen.Line, o.lines)
 	for i := range lines {
 		lines[i] = ordersgen.Line{SKU: fmt.Sprintf("sku-%d", i), Quantity: uint32(i + 1)}
 	}
-	return ordersgen.OrderV1{Region: o.region, Lines: lines}
+	return ordersgen.OrderV2{Region: o.region, Lines: lines}
 }
 
 // refPartitions are a reference-domain source and target whose names
@@ -391,7 +391,7 @@ func checkOrders(t *testing.T, s store.Store, all []placed, status ordersgen.Sta
 		if err != nil || !ok {
 			t.Fatalf("order %v: %v, found %v", o, err, ok)
 		}
-		got, err := ordersgen.DecodeOrderV1(v)
+		got, err := orders.Values.Decode(v)
 		if err != nil {
 			t.Fatal(err)
 		}

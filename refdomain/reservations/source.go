@@ -43,12 +43,13 @@ func NewSource(audience string) (*Source, error) {
 		return nil, err
 	}
 	return outcome.NewSource(outcome.SourceConfig[refdomain.ReservationKey, refdomain.ReservationV1]{
-		Name:     SourceName,
-		ParseKey: refdomain.ParseReservationKey,
-		Decode:   refdomain.DecodeReservationV1,
-		Encode:   refdomain.EncodeReservationV1,
-		Terminal: IsTerminal,
-		ID:       func(k refdomain.ReservationKey, _ refdomain.ReservationV1) string { return envelopeID(k.ID.String()) },
+		Name:      SourceName,
+		Namespace: refdomain.SchemaNamespace,
+		ParseKey:  refdomain.ParseReservationKey,
+		Decode:    refdomain.DecodeReservationV1,
+		Encode:    outcome.OneVersion(refdomain.EncodeReservationV1),
+		Terminal:  IsTerminal,
+		ID:        func(k refdomain.ReservationKey, _ refdomain.ReservationV1) string { return envelopeID(k.ID.String()) },
 		Event: func(k refdomain.ReservationKey, r refdomain.ReservationV1) (outcome.Event, error) {
 			return event(k.ID, audience, r)
 		},

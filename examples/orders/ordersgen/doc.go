@@ -12,11 +12,11 @@
 // Tags 1-99 are the library's key classes, in any partition; an importing
 // schema's are 100 and above.
 //
-// Records ([OrderV1], [IndexEntryV1]): for a record R, AppendR and EncodeR
-// encode a value after checking every rule of the schema (an error wrapping
-// [wire.ErrInvalid] otherwise, nothing appended); DecodeR decodes strictly:
-// truncated input, trailing bytes, an unknown version, variant or enum value,
-// a length over its bound or a broken rule is an error wrapping
+// Records ([OrderV1], [OrderV2], [IndexEntryV1]): for a record R, AppendR and
+// EncodeR encode a value after checking every rule of the schema (an error
+// wrapping [wire.ErrInvalid] otherwise, nothing appended); DecodeR decodes
+// strictly: truncated input, trailing bytes, an unknown version, variant or
+// enum value, a length over its bound or a broken rule is an error wrapping
 // [wire.ErrCorrupt] that names the record, the field and the reason, and no
 // input makes a decoder panic. Decoded []byte fields alias the input;
 // DecodeRInto decodes into a value, reusing its slices.

@@ -52,6 +52,23 @@ func examplesOrderV1() []OrderV1 {
 	}}
 }
 
+// examplesOrderV2 returns valid OrderV2 values, minimal first, typical last.
+func examplesOrderV2() []OrderV2 {
+	return []OrderV2{OrderV2{Status: StatusOpen}, OrderV2{
+		Gift: true,
+		Lines: []Line{Line{
+			Quantity: uint32(70000),
+			SKU:      "ssssssssssss",
+		}, Line{
+			Quantity: uint32(70001),
+			SKU:      "tttttttttttt",
+		}},
+		Note:   "ssssssssssss",
+		Region: uint16(300),
+		Status: StatusCancelled,
+	}}
+}
+
 // examplesIndexEntryV1 returns valid IndexEntryV1 values, minimal first, typical last.
 func examplesIndexEntryV1() []IndexEntryV1 {
 	return []IndexEntryV1{IndexEntryV1{Status: StatusOpen}, IndexEntryV1{

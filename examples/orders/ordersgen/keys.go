@@ -85,7 +85,7 @@ const SchemaNamespace = "orders"
 // format= it declares on a record, variant or enum constant (1 when none).
 // A store whose format of namespace SchemaNamespace is above it may hold
 // values this package cannot read.
-const SchemaFormat = 1
+const SchemaFormat = 2
 
 // namespaceTuple is SchemaNamespace's tuple encoding, a partition identity's prefix.
 const namespaceTuple = "\x02orders\x00"

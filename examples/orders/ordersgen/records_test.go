@@ -270,6 +270,243 @@ func TestOrderV1FastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidOrderV2 returns OrderV2 values that break a rule of the schema.
+func invalidOrderV2() []OrderV2 {
+	var out []OrderV2
+	{
+		v := examplesOrderV2()[1]
+		v.Status = Status(0)
+		out = append(out, v)
+	}
+	{
+		v := examplesOrderV2()[1]
+		v.Lines = make([]Line, 51)
+		out = append(out, v)
+	}
+	{
+		v := examplesOrderV2()[1]
+		v.Note = strings.Repeat("x", 201)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedOrderV2 returns bytes that must not decode as an OrderV2: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedOrderV2() [][]byte {
+	valid, err := EncodeOrderV2(examplesOrderV2()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionOrderV2+1)}
+	{
+		v := examplesOrderV2()[1]
+		v.Status = Status(0)
+		out = append(out, appendOrderV2([]byte{VersionOrderV2}, &v))
+	}
+	{
+		v := examplesOrderV2()[1]
+		v.Lines = make([]Line, 51)
+		out = append(out, appendOrderV2([]byte{VersionOrderV2}, &v))
+	}
+	{
+		v := examplesOrderV2()[1]
+		v.Note = strings.Repeat("x", 201)
+		out = append(out, appendOrderV2([]byte{VersionOrderV2}, &v))
+	}
+	return out
+}
+
+func TestOrderV2RoundTrip(t *testing.T) {
+	for i, v := range examplesOrderV2() {
+		b, err := EncodeOrderV2(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizeOrderV2(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizeOrderV2(&v))
+		}
+		got, err := DecodeOrderV2(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendOrderV2([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestOrderV2DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestOrderV2DecodeIntoReuses(t *testing.T) {
+	var v OrderV2
+	examples := examplesOrderV2()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodeOrderV2(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeOrderV2Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeOrderV2(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodeOrderV2Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, OrderV2{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestOrderV2RejectsInvalid(t *testing.T) {
+	for i, v := range invalidOrderV2() {
+		out, err := AppendOrderV2([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestOrderV2RejectsMalformed(t *testing.T) {
+	for i, b := range malformedOrderV2() {
+		_, err := DecodeOrderV2(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "OrderV2") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "OrderV2")
+		}
+	}
+}
+
+// FuzzOrderV2: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzOrderV2(f *testing.F) {
+	for _, v := range examplesOrderV2() {
+		b, err := EncodeOrderV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOrderV2() {
+		f.Add(b)
+	}
+	held, err := EncodeOrderV2(examplesOrderV2()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreeOrderV2(t, held, b)
+		v, err := DecodeOrderV2(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodeOrderV2(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkOrderV2 encodes and decodes the example with the largest encoding.
+func BenchmarkOrderV2(b *testing.B) {
+	var v OrderV2
+	var enc []byte
+	for _, x := range examplesOrderV2() {
+		e, err := EncodeOrderV2(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendOrderV2(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodeOrderV2(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreeOrderV2 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreeOrderV2(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow OrderV2
+		if reuse {
+			if readerDecodeOrderV2(held, &fast) != nil || readerDecodeOrderV2(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodeOrderV2(b, &fast)
+		err := readerDecodeOrderV2(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestOrderV2FastPathAgrees holds DecodeOrderV2Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestOrderV2FastPathAgrees(t *testing.T) {
+	examples := examplesOrderV2()
+	held, err := EncodeOrderV2(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodeOrderV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreeOrderV2(t, held, m)
+		}
+	}
+	for _, b := range malformedOrderV2() {
+		agreeOrderV2(t, held, b)
+	}
+}
+
 // invalidIndexEntryV1 returns IndexEntryV1 values that break a rule of the schema.
 func invalidIndexEntryV1() []IndexEntryV1 {
 	var out []IndexEntryV1

@@ -19,7 +19,7 @@ func init() {
 			Parse:        registry.KeyParser(ParseOrderKey),
 			Tag:          uint32(TagOrderKey),
 			ValueVersion: VersionOfOrderKeyValue,
-			Values:       []string{"OrderV1"},
+			Values:       []string{"OrderV1", "OrderV2"},
 		}, {
 			Name:         "RegionOrderKey",
 			Parse:        registry.KeyParser(ParseRegionOrderKey),
@@ -38,6 +38,11 @@ func init() {
 			Format:  FormatOrderV1,
 			Name:    "OrderV1",
 			Version: VersionOrderV1,
+		}, {
+			Decode:  registry.Decoder(DecodeOrderV2),
+			Format:  FormatOrderV2,
+			Name:    "OrderV2",
+			Version: VersionOrderV2,
 		}, {
 			Decode:  registry.Decoder(DecodeIndexEntryV1),
 			Format:  FormatIndexEntryV1,

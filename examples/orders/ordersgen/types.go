@@ -275,7 +275,8 @@ func verifyCustomerShard(v *CustomerShard) error {
 	return nil
 }
 
-// OrderKey holds one order, ordered by customer then placement time.
+// OrderKey holds one order, ordered by customer then placement time: an
+// OrderV1, or an OrderV2 once the store's format of the namespace is 2.
 type OrderKey struct {
 	Customer   CustomerID
 	PlacedAtMs uint64
@@ -342,6 +343,76 @@ func validOrderV1(v *OrderV1) bool {
 
 // verifyOrderV1 checks the rules of the schema that decoding does not enforce on v.
 func verifyOrderV1(v *OrderV1) error {
+	if !v.Status.Valid() {
+		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
+	}
+	for i := range v.Lines {
+		if err := verifyLine(&v.Lines[i]); err != nil {
+			return wire.Within("Lines", err)
+		}
+	}
+	return nil
+}
+
+// OrderV2 is an order that may be a gift (wrapped, no prices on the
+// delivery note). It is of format 2 of the namespace: a process whose
+// binary reads only OrderV1 predates it, so a store writes it only once
+// its format is raised to 2; until then an order is written as an OrderV1,
+// without Gift.
+type OrderV2 struct {
+	Status Status
+	Region uint16
+	Lines  []Line
+	Note   string
+	Gift   bool
+}
+
+// Declared bounds of OrderV2.
+const (
+	MaxOrderV2Lines = 50
+	MaxOrderV2Note  = 200
+)
+
+// checkOrderV2 checks every rule of the schema on v.
+func checkOrderV2(v *OrderV2) error {
+	if !v.Status.Valid() {
+		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
+	}
+	if len(v.Lines) > 50 {
+		return wire.Within("Lines", wire.CheckLen("", len(v.Lines), 50))
+	}
+	for i := range v.Lines {
+		if err := checkLine(&v.Lines[i]); err != nil {
+			return wire.Within("Lines", err)
+		}
+	}
+	if len(v.Note) > 200 {
+		return wire.Within("Note", wire.CheckLen("", len(v.Note), 200))
+	}
+	return nil
+}
+
+// validOrderV2 reports whether v keeps every rule of the schema, as check does without the error.
+func validOrderV2(v *OrderV2) bool {
+	if !v.Status.Valid() {
+		return false
+	}
+	if len(v.Lines) > 50 {
+		return false
+	}
+	for i := range v.Lines {
+		if !validLine(&v.Lines[i]) {
+			return false
+		}
+	}
+	if len(v.Note) > 200 {
+		return false
+	}
+	return true
+}
+
+// verifyOrderV2 checks the rules of the schema that decoding does not enforce on v.
+func verifyOrderV2(v *OrderV2) error {
 	if !v.Status.Valid() {
 		return wire.Rule("Status", "unknown Status %d", uint8(v.Status))
 	}

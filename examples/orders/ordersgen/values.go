@@ -2,21 +2,33 @@
 
 package ordersgen
 
-import "github.com/mkit-dev/mkitfdb/codec/wire"
+import (
+	"fmt"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
+)
 
 // OrderKeyVersions converts the value of a OrderKey row between adjacent
-// versions of its family (value=OrderV1), for [NewOrderKeyValues]. The owner
-// of the rows implements it in its own package. With one version it has no
-// method, and struct{}{} satisfies it: a version added to the family adds one,
-// and every implementation then stops compiling until it converts the new
-// version.
-type OrderKeyVersions interface{}
+// versions of its family (value=OrderV1,OrderV2, oldest first), for
+// [NewOrderKeyValues]. The owner of the rows implements it in its own package:
+// a version added to the family adds a method, and every implementation then
+// stops compiling until it converts the new version. A conversion's error is
+// returned, wrapped, by the call that needed it: an upgrade that finds a value
+// unacceptable should wrap wire.ErrCorrupt, a downgrade that cannot express
+// one wire.ErrFormatTooOld.
+type OrderKeyVersions interface {
+	// UpgradeOrderV1 returns v as a OrderV2: Decode calls it for a row stored as
+	// OrderV1 or older.
+	UpgradeOrderV1(v OrderV1) (OrderV2, error)
+	// DowngradeOrderV2 returns v as a OrderV1: Encode calls it for a store whose
+	// format is below 2, OrderV2's.
+	DowngradeOrderV2(v OrderV2) (OrderV1, error)
+}
 
 // OrderKeyValues reads and writes the value of a OrderKey row in every version
-// of its family (value=OrderV1): Decode returns any version as the newest,
-// OrderV1, and Encode writes the newest version a store's format allows. Build
-// one with [NewOrderKeyValues]; it is safe for concurrent use when its
-// OrderKeyVersions is.
+// of its family (value=OrderV1,OrderV2): Decode returns any version as the
+// newest, OrderV2, and Encode writes the newest version a store's format
+// allows. Build one with [NewOrderKeyValues]; it is safe for concurrent use
+// when its OrderKeyVersions is.
 type OrderKeyValues struct {
 	versions OrderKeyVersions
 }
@@ -36,42 +48,70 @@ func NewOrderKeyValues(v OrderKeyVersions) *OrderKeyValues {
 // VersionOfOrderKeyValue returns the version byte that opens b, the value of a
 // OrderKey row, without decoding the rest. It fails with a *wire.VersionError,
 // which wraps wire.ErrNewerVersion and not wire.ErrCorrupt, for a version
-// above every version the family has held (1): a row written by a newer
+// above every version the family has held (2): a row written by a newer
 // schema. Empty bytes, version 0 and any other version the family does not
 // declare (never declared, or retired) fail with an error wrapping
 // wire.ErrCorrupt.
 func VersionOfOrderKeyValue(b []byte) (uint8, error) {
 	if len(b) > 0 {
 		switch b[0] {
-		case VersionOrderV1:
+		case VersionOrderV1, VersionOrderV2:
 			return b[0], nil
 		}
 	}
-	return 0, wire.UnknownVersion("OrderKey", b, VersionOrderV1, 1, "1")
+	return 0, wire.UnknownVersion("OrderKey", b, VersionOrderV2, 2, "1, 2")
 }
 
-// Decode decodes b, the value of a OrderKey row, as DecodeOrderV1 does, and
-// fails as VersionOfOrderKeyValue does for a version byte the family does not
-// declare: a newer one is wire.ErrNewerVersion, a row to hold and retry, never
-// to skip. It never panics. Byte slices of the result alias b.
-func (x *OrderKeyValues) Decode(b []byte) (OrderV1, error) {
-	var v OrderV1
+// Decode decodes b, the value of a OrderKey row, in whichever version of the
+// family it was written, and returns it as the newest, OrderV2: an older
+// version is decoded strictly, as its own DecodeX does, then upgraded one
+// version at a time through the OrderKeyVersions. It fails as
+// VersionOfOrderKeyValue does for a version byte the family does not declare
+// (a newer one is wire.ErrNewerVersion: hold the row and retry, never skip
+// it), with an error wrapping wire.ErrCorrupt for bytes that do not decode as
+// their version, and with an upgrade's error, wrapped. It never panics. Byte
+// slices of the result may alias b.
+func (x *OrderKeyValues) Decode(b []byte) (OrderV2, error) {
+	var v OrderV2
 	err := x.DecodeInto(b, &v)
 	return v, err
 }
 
-// DecodeInto decodes b into *v as Decode does, through DecodeOrderV1Into,
-// reusing v's slices. On error *v is the zero value.
-func (x *OrderKeyValues) DecodeInto(b []byte, v *OrderV1) error {
-	if len(b) > 0 && b[0] == VersionOrderV1 {
-		return DecodeOrderV1Into(b, v)
+// DecodeInto decodes b into *v as Decode does. The newest version decodes
+// through DecodeOrderV2Into, reusing v's slices; an older one is upgraded,
+// then assigned. On error *v is the zero value.
+func (x *OrderKeyValues) DecodeInto(b []byte, v *OrderV2) error {
+	if len(b) > 0 && b[0] == VersionOrderV2 {
+		return DecodeOrderV2Into(b, v)
 	}
-	if _, err := VersionOfOrderKeyValue(b); err != nil {
-		var zero OrderV1
+	if err := x.older(b, v); err != nil {
+		var zero OrderV2
 		*v = zero
 		return err
 	}
-	return DecodeOrderV1Into(b, v)
+	return nil
+}
+
+// older decodes b, a value of a version older than OrderV2, into *v,
+// upgrading it; on error *v is left for the caller to clear.
+func (x *OrderKeyValues) older(b []byte, v *OrderV2) error {
+	ver, err := VersionOfOrderKeyValue(b)
+	if err != nil {
+		return err
+	}
+	var v0 OrderV1
+	if ver == VersionOrderV1 {
+		if err = DecodeOrderV1Into(b, &v0); err != nil {
+			return err
+		}
+	}
+	// ver is below the newest version, which DecodeInto decodes itself
+	u, err := x.versions.UpgradeOrderV1(v0)
+	if err != nil {
+		return fmt.Errorf("OrderKey value: upgrade OrderV1 to OrderV2: %w", err)
+	}
+	*v = u
+	return nil
 }
 
 // Encode returns the encoding of v in the newest version of the family that a
@@ -83,9 +123,16 @@ func (x *OrderKeyValues) DecodeInto(b []byte, v *OrderV1) error {
 // (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
 // allowed or the value holds a variant or enum constant of a newer format, and
 // with a downgrade's error, wrapped.
-func (x *OrderKeyValues) Encode(v OrderV1, format uint32) ([]byte, error) {
+func (x *OrderKeyValues) Encode(v OrderV2, format uint32) ([]byte, error) {
+	if format >= FormatOrderV2 {
+		return EncodeOrderV2(v)
+	}
+	v0, err := x.versions.DowngradeOrderV2(v)
+	if err != nil {
+		return nil, fmt.Errorf("OrderKey value: downgrade OrderV2 to OrderV1: %w", err)
+	}
 	if format >= FormatOrderV1 {
-		return EncodeOrderV1(v)
+		return EncodeOrderV1(v0)
 	}
 	return nil, &wire.FormatError{
 		Family: "OrderKey",

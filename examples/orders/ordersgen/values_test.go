@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -15,12 +16,45 @@ import (
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.
 type testOrderKeyVersions struct {
-	err   error
-	calls int
+	err                 error
+	calls               int
+	gotUpgradeOrderV1   OrderV1
+	outUpgradeOrderV1   OrderV2
+	gotDowngradeOrderV2 OrderV2
+	outDowngradeOrderV2 OrderV1
 }
 
 func newTestOrderKeyVersions() *testOrderKeyVersions {
-	return &testOrderKeyVersions{}
+	return &testOrderKeyVersions{
+		outDowngradeOrderV2: func() OrderV1 {
+			e := examplesOrderV1()
+			return e[len(e)-1]
+		}(),
+		outUpgradeOrderV1: func() OrderV2 {
+			e := examplesOrderV2()
+			return e[len(e)-1]
+		}(),
+	}
+}
+
+func (x *testOrderKeyVersions) UpgradeOrderV1(v OrderV1) (OrderV2, error) {
+	x.calls++
+	x.gotUpgradeOrderV1 = v
+	if x.err != nil {
+		var zero OrderV2
+		return zero, x.err
+	}
+	return x.outUpgradeOrderV1, nil
+}
+
+func (x *testOrderKeyVersions) DowngradeOrderV2(v OrderV2) (OrderV1, error) {
+	x.calls++
+	x.gotDowngradeOrderV2 = v
+	if x.err != nil {
+		var zero OrderV1
+		return zero, x.err
+	}
+	return x.outDowngradeOrderV2, nil
 }
 
 // TestOrderKeyValuesRoundTrip: every version of the family decodes; the
@@ -42,18 +76,50 @@ func TestOrderKeyValuesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OrderV1 example %d: Decode: %v", i, err)
 		}
-		var into OrderV1
+		var into OrderV2
 		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
 			t.Errorf("OrderV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
 		}
+		// each conversion is given what the one before returned
+		old, err := DecodeOrderV1(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(vs.gotUpgradeOrderV1, old) {
+			t.Errorf("OrderV1 example %d: UpgradeOrderV1 was given %+v, want %+v", i, vs.gotUpgradeOrderV1, old)
+		}
+		if !reflect.DeepEqual(got, vs.outUpgradeOrderV1) {
+			t.Errorf("OrderV1 example %d: decoded %+v, want the last upgrade's %+v", i, got, vs.outUpgradeOrderV1)
+		}
+		if vs.calls != 2 {
+			t.Errorf("OrderV1 example %d: %d conversions ran, want %d (Decode and DecodeInto)", i, vs.calls, 2)
+		}
+	}
+	for i, v := range examplesOrderV2() {
+		vs.calls = 0
+		b, err := EncodeOrderV2(v)
+		if err != nil {
+			t.Fatalf("OrderV2 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfOrderKeyValue(b); err != nil || ver != VersionOrderV2 {
+			t.Errorf("OrderV2 example %d: VersionOfOrderKeyValue = %d, %v; want %d", i, ver, err, VersionOrderV2)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("OrderV2 example %d: Decode: %v", i, err)
+		}
+		var into OrderV2
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("OrderV2 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
 		if !reflect.DeepEqual(got, v) {
-			t.Errorf("OrderV1 example %d: decoded %+v, want %+v", i, got, v)
+			t.Errorf("OrderV2 example %d: decoded %+v, want %+v", i, got, v)
 		}
 		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
-			t.Errorf("OrderV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+			t.Errorf("OrderV2 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
 		}
 		if vs.calls != 0 {
-			t.Errorf("OrderV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+			t.Errorf("OrderV2 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
 		}
 	}
 }
@@ -64,15 +130,36 @@ func TestOrderKeyValuesRoundTrip(t *testing.T) {
 func TestOrderKeyValuesEncodesPerFormat(t *testing.T) {
 	vs := newTestOrderKeyVersions()
 	x := NewOrderKeyValues(vs)
-	v := func() OrderV1 {
-		e := examplesOrderV1()
+	v := func() OrderV2 {
+		e := examplesOrderV2()
 		return e[len(e)-1]
 	}()
+	{
+		// at format 2: OrderV2
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatOrderV2)
+		want, err := EncodeOrderV2(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatOrderV2, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want OrderV2 %x", FormatOrderV2, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOrderV2, vs.calls, 0)
+		}
+	}
 	{
 		// at format 1: OrderV1
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatOrderV1)
-		want, err := EncodeOrderV1(v)
+		if !reflect.DeepEqual(vs.gotDowngradeOrderV2, v) {
+			t.Errorf("DowngradeOrderV2 was given %+v, want %+v", vs.gotDowngradeOrderV2, v)
+		}
+		want, err := EncodeOrderV1(vs.outDowngradeOrderV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,19 +169,24 @@ func TestOrderKeyValuesEncodesPerFormat(t *testing.T) {
 		if !bytes.Equal(b, want) {
 			t.Errorf("Encode at format %d wrote %x, want OrderV1 %x", FormatOrderV1, b, want)
 		}
-		if vs.calls != 0 {
-			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOrderV1, vs.calls, 0)
+		if vs.calls != 1 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatOrderV1, vs.calls, 1)
 		}
 	}
 	// a store format above every version's writes the newest
-	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionOrderV1 {
-		t.Errorf("Encode above every format wrote %x, %v; want OrderV1", b, err)
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionOrderV2 {
+		t.Errorf("Encode above every format wrote %x, %v; want OrderV2", b, err)
 	}
 	// below the first version's format nothing is allowed
 	_, err := x.Encode(v, FormatOrderV1-1)
 	var fe *wire.FormatError
 	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatOrderV1 {
 		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatOrderV1, err)
+	}
+	// a downgrade's error is returned
+	vs.err = errors.New("downgrade refused")
+	if _, err := x.Encode(v, FormatOrderV1); !errors.Is(err, vs.err) {
+		t.Errorf("Encode with a failing downgrade: %v; want its error", err)
 	}
 }
 
@@ -105,7 +197,7 @@ func TestOrderKeyValuesEncodesPerFormat(t *testing.T) {
 func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 	vs := newTestOrderKeyVersions()
 	x := NewOrderKeyValues(vs)
-	valid, err := EncodeOrderV1(examplesOrderV1()[0])
+	valid, err := EncodeOrderV2(examplesOrderV2()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +212,12 @@ func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 			return err
 		},
 		"DecodeInto": func(b []byte) error {
-			v := func() OrderV1 {
-				e := examplesOrderV1()
+			v := func() OrderV2 {
+				e := examplesOrderV2()
 				return e[len(e)-1]
 			}()
 			err := x.DecodeInto(b, &v)
-			var zero OrderV1
+			var zero OrderV2
 			if err != nil && !reflect.DeepEqual(v, zero) {
 				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
 			}
@@ -137,7 +229,7 @@ func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 		},
 	}
 	// versions above the family's: written by a newer schema
-	for _, ver := range []byte{2, 255} {
+	for _, ver := range []byte{3, 255} {
 		for name, decode := range decoders {
 			err := decode(with(ver))
 			var ve *wire.VersionError
@@ -145,8 +237,8 @@ func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
 				continue
 			}
-			if ve.Family != "OrderKey" || ve.Version != ver || ve.Newest != VersionOrderV1 {
-				t.Errorf("%s of version %d: %+v; want family OrderKey, newest %d", name, ver, *ve, VersionOrderV1)
+			if ve.Family != "OrderKey" || ve.Version != ver || ve.Newest != VersionOrderV2 {
+				t.Errorf("%s of version %d: %+v; want family OrderKey, newest %d", name, ver, *ve, VersionOrderV2)
 			}
 		}
 	}
@@ -158,6 +250,18 @@ func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 			}
 		}
 	}
+	// an upgrade's error is returned, naming the versions
+	vs.err = errors.New("upgrade refused")
+	old, err := EncodeOrderV1(func() OrderV1 {
+		e := examplesOrderV1()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Decode(old); !errors.Is(err, vs.err) || !strings.Contains(err.Error(), "upgrade OrderV1 to OrderV2") {
+		t.Errorf("Decode with a failing upgrade: %v; want its error, naming the versions", err)
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -166,6 +270,128 @@ func TestOrderKeyValuesRefusesUnknownVersions(t *testing.T) {
 		}()
 		NewOrderKeyValues(nil)
 	}()
+}
+
+// FuzzOrderKeyValues: arbitrary bytes never panic; an error wraps exactly one
+// of wire.ErrNewerVersion (a version above the family's) and wire.ErrCorrupt;
+// a newest-version value re-encodes to the same bytes, an older one is decoded
+// as its own version, upgraded, and encodes and decodes back as the newest.
+func FuzzOrderKeyValues(f *testing.F) {
+	for _, v := range examplesOrderV1() {
+		b, err := EncodeOrderV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOrderV1() {
+		f.Add(b)
+	}
+	for _, v := range examplesOrderV2() {
+		b, err := EncodeOrderV2(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedOrderV2() {
+		f.Add(b)
+	}
+	newer, err := EncodeOrderV2(func() OrderV2 {
+		e := examplesOrderV2()
+		return e[len(e)-1]
+	}())
+	if err != nil {
+		f.Fatal(err)
+	}
+	newer[0] = 3
+	f.Add(newer)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs := newTestOrderKeyVersions()
+		x := NewOrderKeyValues(vs)
+		v, err := x.Decode(b)
+		ver, verr := VersionOfOrderKeyValue(b)
+		if err != nil {
+			newer := errors.Is(err, wire.ErrNewerVersion)
+			if newer == errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v: want exactly one of wire.ErrNewerVersion and wire.ErrCorrupt", err)
+			}
+			if newer != (len(b) > 0 && b[0] > 2) {
+				t.Fatalf("input %x: error %v; newer is a version above %d only", b, err, 2)
+			}
+			if newer && !errors.Is(verr, wire.ErrNewerVersion) {
+				t.Fatalf("Decode says newer (%v), VersionOfOrderKeyValue %v", err, verr)
+			}
+			return
+		}
+		if verr != nil || ver != b[0] {
+			t.Fatalf("input %x decodes, but VersionOfOrderKeyValue = %d, %v", b, ver, verr)
+		}
+		enc, err := x.Encode(v, SchemaFormat)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		if ver == VersionOrderV2 {
+			if !bytes.Equal(enc, b) {
+				t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, b)
+			}
+			return
+		}
+		// an older version: decoded as itself, then upgraded
+		switch ver {
+		case VersionOrderV1:
+			old, err := DecodeOrderV1(b)
+			if err != nil || !reflect.DeepEqual(vs.gotUpgradeOrderV1, old) {
+				t.Fatalf("UpgradeOrderV1 was given %+v; the bytes decode as %+v (%v)", vs.gotUpgradeOrderV1, old, err)
+			}
+		}
+		if back, err := DecodeOrderV2(enc); err != nil || !reflect.DeepEqual(back, v) {
+			t.Fatalf("the upgraded value encodes as %x, which decodes as %+v (%v), want %+v", enc, back, err, v)
+		}
+	})
+}
+
+// BenchmarkOrderKeyValues decodes the typical example of each version of the
+// family through Decode: the newest as it is, an older one with its
+// upgrades (the tests' conversions, which return a prepared value).
+func BenchmarkOrderKeyValues(b *testing.B) {
+	x := NewOrderKeyValues(newTestOrderKeyVersions())
+	{
+		enc, err := EncodeOrderV1(func() OrderV1 {
+			e := examplesOrderV1()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-OrderV1", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	{
+		enc, err := EncodeOrderV2(func() OrderV2 {
+			e := examplesOrderV2()
+			return e[len(e)-1]
+		}())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-OrderV2", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if _, err := x.Decode(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // testRegionOrderKeyVersions implements RegionOrderKeyVersions for the generated tests: each

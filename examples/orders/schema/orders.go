@@ -44,9 +44,10 @@ type CustomerShard struct {
 	Customer CustomerID
 }
 
-// OrderKey holds one order, ordered by customer then placement time.
+// OrderKey holds one order, ordered by customer then placement time: an
+// OrderV1, or an OrderV2 once the store's format of the namespace is 2.
 //
-//mk:key tag=100 value=OrderV1
+//mk:key tag=100 value=OrderV1,OrderV2
 type OrderKey struct {
 	Customer   CustomerID
 	PlacedAtMs uint64
@@ -69,6 +70,21 @@ type OrderV1 struct {
 	Region uint16
 	Lines  []Line `mk:"max=50"`
 	Note   string `mk:"max=200"`
+}
+
+// OrderV2 is an order that may be a gift (wrapped, no prices on the
+// delivery note). It is of format 2 of the namespace: a process whose
+// binary reads only OrderV1 predates it, so a store writes it only once
+// its format is raised to 2; until then an order is written as an OrderV1,
+// without Gift.
+//
+//mk:record version=2 format=2
+type OrderV2 struct {
+	Status Status
+	Region uint16
+	Lines  []Line `mk:"max=50"`
+	Note   string `mk:"max=200"`
+	Gift   bool
 }
 
 // IndexEntryV1 is what a region's index knows of an order.

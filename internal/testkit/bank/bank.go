@@ -57,14 +57,15 @@ func WithdrawalEvent(k bankgen.WithdrawalKey, w bankgen.WithdrawalV1) (outcome.E
 // whose acknowledgment does onAck.
 func WithdrawalConfig(name string, onAck outcome.AckAction) outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1] {
 	return outcome.SourceConfig[bankgen.WithdrawalKey, bankgen.WithdrawalV1]{
-		Name:     name,
-		ParseKey: bankgen.ParseWithdrawalKey,
-		Decode:   bankgen.DecodeWithdrawalV1,
-		Encode:   bankgen.EncodeWithdrawalV1,
-		Terminal: func(w bankgen.WithdrawalV1) bool { return Done(w.State) },
-		ID:       WithdrawalID,
-		Event:    WithdrawalEvent,
-		OnAck:    onAck,
+		Name:      name,
+		Namespace: bankgen.SchemaNamespace,
+		ParseKey:  bankgen.ParseWithdrawalKey,
+		Decode:    bankgen.DecodeWithdrawalV1,
+		Encode:    outcome.OneVersion(bankgen.EncodeWithdrawalV1),
+		Terminal:  func(w bankgen.WithdrawalV1) bool { return Done(w.State) },
+		ID:        WithdrawalID,
+		Event:     WithdrawalEvent,
+		OnAck:     onAck,
 	}
 }
 
@@ -79,12 +80,13 @@ func Withdrawals() *outcome.TypedSource[bankgen.WithdrawalKey, bankgen.Withdrawa
 // transfer.
 func Transfers() *outcome.TypedSource[bankgen.TransferKey, bankgen.TransferV1] {
 	return must(outcome.NewSource(outcome.SourceConfig[bankgen.TransferKey, bankgen.TransferV1]{
-		Name:     "bank.transfers",
-		ParseKey: bankgen.ParseTransferKey,
-		Decode:   bankgen.DecodeTransferV1,
-		Encode:   bankgen.EncodeTransferV1,
-		Terminal: func(r bankgen.TransferV1) bool { return Done(r.State) },
-		ID:       TransferID,
+		Name:      "bank.transfers",
+		Namespace: bankgen.SchemaNamespace,
+		ParseKey:  bankgen.ParseTransferKey,
+		Decode:    bankgen.DecodeTransferV1,
+		Encode:    outcome.OneVersion(bankgen.EncodeTransferV1),
+		Terminal:  func(r bankgen.TransferV1) bool { return Done(r.State) },
+		ID:        TransferID,
 		Event: func(k bankgen.TransferKey, r bankgen.TransferV1) (outcome.Event, error) {
 			data, err := json.Marshal(Transfer{From: k.From.String(), To: r.To.String(), AmountCents: r.AmountCents})
 			return outcome.Event{Type: "transfer.settled", Data: json.RawMessage(data)}, err
