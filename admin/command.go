@@ -129,7 +129,7 @@ type subcommand struct {
 // them (views, then repairs): each is declared beside what it runs.
 var subcommands = []*subcommand{
 	&partitionsCommand, &timersCommand, &lagCommand, &schedulersCommand, &getCommand, &scanCommand, &quarantinedCommand, &formatsCommand, &migrationsCommand,
-	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &formatsRaiseCommand, &migrateCommand,
+	&quarantineCommand, &restoreCommand, &unblockCommand, &redriveCommand, &deleteDeadCommand, &pauseCommand, &resumeCommand, &formatsRaiseCommand, &migrateCommand,
 }
 
 // lookupArgs returns the subcommand args name (its name's one word, or

@@ -55,6 +55,10 @@
 //	redrive      move a timer to now, or with -dead make a dead letter a
 //	             timer due now
 //	delete-dead  delete a dead letter
+//	pause        pause a timer kind in every partition (-kind), or one
+//	             partition's queues (-partition): nothing paused fires,
+//	             fails or moves until resume
+//	resume       resume it: the paused timers fire, each once
 //	migrate      run a linked migration (Config.Migrations, and the
 //	             library's own) from its checkpoint
 //
@@ -99,8 +103,11 @@
 // timer's reference entry) is decided by the package that owns the row:
 // the command composes relay.QuarantineRow, relay.RestoreRow,
 // relay.Unblock, outbox.QuarantinePending, outbox.RestorePending,
-// timers.Quarantine, timers.Restore, timers.RedriveTimer, timers.Redrive
-// and timers.DeleteDeadLetter, and encodes none of the rows itself.
+// timers.Quarantine, timers.Restore, timers.RedriveTimer, timers.Redrive,
+// timers.DeleteDeadLetter, timers.PauseKind, timers.ResumeKind,
+// timers.PausePartition and timers.ResumePartition, and encodes none of
+// the rows itself. A pause records who, when and why in its row, as a
+// quarantine does.
 //
 // # Migrations
 //

@@ -3,7 +3,6 @@ package admin
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,6 +49,19 @@ type PartitionReport struct {
 	// lease's expiry): see Lease.
 	Wake   *time.Time `json:"wake,omitempty"`
 	Parked bool       `json:"parked,omitempty"`
+	// WakePaused says a scheduler left due timers of the partition for a
+	// pause: the due index holds it aside (never at a date of its own:
+	// Wake is then its next timer no pause held, if any) until that timer
+	// is due or a resume; WakeResumed says a resume since ended that
+	// pause, so the schedulers' next tick claims it.
+	WakePaused  bool `json:"wake_paused,omitempty"`
+	WakeResumed bool `json:"wake_resumed,omitempty"`
+	// Pause is the pause of the partition's queues (relay, outcome
+	// delivery), if an operator paused them.
+	Pause *PauseReport `json:"pause,omitempty"`
+	// Pauses are the timer kinds paused for the whole store, in the
+	// library's partition that holds them (timers.MembersPartition) only.
+	Pauses []PauseReport `json:"pauses,omitempty"`
 	// OutboxSequence is the last sequence the outbox allocated.
 	OutboxSequence uint64 `json:"outbox_sequence"`
 	// Relay is the relay queue; Timers the timers by kind; Outcomes the
@@ -105,6 +117,10 @@ type TimerKinds struct {
 	Count   Count     `json:"count"`
 	Due     int       `json:"due"`
 	NextDue time.Time `json:"next_due"`
+	// Paused says no scheduler fires the kind's timers here: the kind is
+	// paused for the whole store, or it is a queue of a partition whose
+	// queues are paused.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // OutcomeReport is a partition's outcome backlog: the backlog record's
@@ -181,8 +197,12 @@ type inspection struct {
 	id  store.Identity
 	sch registry.Schema
 	rep PartitionReport
-	// earliestDue is the earliest due time of the timers read.
-	earliestDue time.Time
+	// earliestDue is the earliest due time of the timers read, and
+	// earliestKind its kind.
+	earliestDue  time.Time
+	earliestKind timers.Kind
+	// ps is the partition's lease, wake time and queue pause.
+	ps partitionState
 }
 
 // inspect reads what the partitions view shows of partition id: a fixed
@@ -192,10 +212,10 @@ func (v *viewer) inspect(ctx context.Context, id store.Identity) (PartitionRepor
 	sch, ns, kind := schemaOf(idb)
 	in := &inspection{v: v, id: id, sch: sch,
 		rep: PartitionReport{Partition: formatTuple(idb), Namespace: ns, Kind: kind, Timers: []TimerKinds{}}}
-	steps := []func(context.Context) error{in.singletons, in.relayRows, in.timerRows, in.pendingRows, in.quarantinedRows, in.deadLetters, in.wake}
+	steps := []func(context.Context) error{in.wake, in.singletons, in.relayRows, in.timerRows, in.pendingRows, in.quarantinedRows, in.deadLetters}
 	if isMembers(idb) {
 		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, membersKind
-		steps = append(steps, in.members)
+		steps = append(steps, in.members, in.kindPauses)
 	}
 	if bytes.Equal(idb, evolveIdentity) {
 		in.rep.Namespace, in.rep.Kind = gen.SchemaNamespace, evolveKind
@@ -219,11 +239,9 @@ func (in *inspection) note() {
 		}
 		return
 	}
-	w := wakeState{parked: rep.Parked}
-	if rep.Wake != nil {
-		w.at = *rep.Wake
-	}
-	_, rep.Note = in.v.whyNotFiring(in.earliestDue, rep.Lease, w)
+	ps := in.ps
+	ps.lease = rep.Lease
+	_, rep.Note = in.v.whyNotFiring(in.earliestDue, in.earliestKind, ps)
 }
 
 // corrupt lists a row that does not decode, up to maxCorruptShown: with
@@ -360,10 +378,12 @@ func (in *inspection) timerRows(ctx context.Context) error {
 		if !ok {
 			i = len(rep.Timers)
 			byKind[tk.Kind] = i
-			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: in.v.kindName(timers.Kind(tk.Kind)), NextDue: msTime(tk.DueAtMs)})
+			k := timers.Kind(tk.Kind)
+			rep.Timers = append(rep.Timers, TimerKinds{Kind: tk.Kind, Name: in.v.kindName(k), NextDue: msTime(tk.DueAtMs),
+				Paused: in.v.kindPause(k) != nil || in.ps.pause != nil && k.Queue()})
 		}
 		if due := msTime(tk.DueAtMs); in.earliestDue.IsZero() || due.Before(in.earliestDue) {
-			in.earliestDue = due
+			in.earliestDue, in.earliestKind = due, timers.Kind(tk.Kind)
 		}
 		rep.Timers[i].Count.N++
 		if !msTime(tk.DueAtMs).After(now) {
@@ -423,18 +443,30 @@ func (in *inspection) deadLetters(ctx context.Context) error {
 	return err
 }
 
-// wake reads the partition's wake time.
+// wake reads the partition's wake time and queue pause (and the store's
+// pauses, once per viewer).
 func (in *inspection) wake(ctx context.Context) error {
-	at, ok, err := in.v.l.NextWake(ctx, in.id)
-	if err != nil && !errors.Is(err, store.ErrCorrupt) {
+	ps, err := in.v.stateOf(ctx, in.id)
+	if err != nil {
 		return err
 	}
-	w := in.v.wakeOf(at, ok)
-	in.rep.Parked = w.parked
+	in.ps = ps
+	w := ps.wake
+	in.rep.Parked, in.rep.WakePaused, in.rep.WakeResumed, in.rep.Pause = w.parked, w.paused, w.resumed, ps.pause
 	if !w.at.IsZero() {
 		in.rep.Wake = ptime(w.at)
 	}
 	return nil
+}
+
+// kindPauses reads the kinds paused for the whole store, in the library's
+// partition that holds them.
+func (in *inspection) kindPauses(ctx context.Context) error {
+	ps, err := in.v.kindPauses(ctx)
+	if len(ps) > 0 {
+		in.rep.Pauses = ps
+	}
+	return err
 }
 
 // members reads the schedulers' memberships, in the library's partition

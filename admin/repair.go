@@ -87,6 +87,10 @@ type repair struct {
 	name       string
 	needKey    bool // -key
 	needReason bool // -reason
+	// prepare, when set, checks and completes a request before check
+	// (pause and resume: a kind's pause lives in the schedulers'
+	// partition).
+	prepare func(name string, req *repairRequest) error
 	// plan reads what the repair changes and returns its guarded batch
 	// and what it says, or, when there is nothing to do, a plan without
 	// a batch. It writes nothing.
@@ -97,7 +101,7 @@ type repair struct {
 var repairs = map[string]*repair{}
 
 func init() {
-	for _, r := range []*repair{&quarantineRepair, &restoreRepair, &unblockRepair, &redriveRepair, &redriveDeadRepair, &deleteDeadRepair} {
+	for _, r := range []*repair{&quarantineRepair, &restoreRepair, &unblockRepair, &redriveRepair, &redriveDeadRepair, &deleteDeadRepair, &pauseRepair, &resumeRepair} {
 		repairs[r.name] = r
 	}
 }
@@ -223,6 +227,11 @@ func (o *options) request() repairRequest {
 // repair, shows the plan, asks for confirmation and applies it once.
 func (c *Command) runRepair(ctx context.Context, st *opened, o *options, r *repair) error {
 	req := o.request()
+	if r.prepare != nil {
+		if err := r.prepare(r.name, &req); err != nil {
+			return err
+		}
+	}
 	if err := r.check(req); err != nil {
 		return err
 	}

@@ -86,6 +86,9 @@ type SchedulersReport struct {
 	Members     []MemberRow `json:"members"`
 	MembersMore bool        `json:"members_more,omitempty"`
 	Leases      []LeaseRow  `json:"leases"`
+	// Pauses are the timer kinds paused for the whole store: no
+	// scheduler fires them until they are resumed.
+	Pauses []PauseReport `json:"pauses"`
 	// Next, when set, is the partition a further page of leases starts
 	// after.
 	Next string `json:"next,omitempty"`
@@ -101,6 +104,9 @@ func (v *viewer) schedulers(ctx context.Context, after []byte, limit int) (Sched
 	}
 	rep.Members = append(rep.Members, members...)
 	rep.MembersMore = n.More
+	if rep.Pauses, err = v.kindPauses(ctx); err != nil {
+		return rep, err
+	}
 	next, err := walk(ctx, v.l, after, limit, func(id store.Identity) error {
 		ps, err := v.stateOf(ctx, id)
 		if err != nil || ps.lease == nil {
@@ -128,6 +134,9 @@ func (c *Command) schedulers(ctx context.Context, st *opened, o *options) error 
 	w := c.cfg.Stdout
 	now := v.now
 	fmt.Fprintf(w, "now %s\n", stamp(now))
+	for _, p := range rep.Pauses {
+		fmt.Fprintf(w, "paused: %s\n", p.Text(now))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCHEDULER\tMEMBERSHIP")
 	for _, m := range rep.Members {

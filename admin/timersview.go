@@ -74,7 +74,9 @@ type TimerRow struct {
 	// State is waiting (not due yet), due (fires at the scheduler's next
 	// tick), leased (due, in a partition a scheduler claimed: it fires
 	// under that lease, or once the lease expires), parked (due, in a
-	// partition parked with no lease), held (a corrupt relay row or a
+	// partition parked with no lease), paused (due, of a kind an operator
+	// paused for the whole store, or a queue of a partition whose queues
+	// are paused: it keeps its place until resumed), held (a corrupt relay row or a
 	// failing sink holds it, the scheduler lease does not decode, or the
 	// service registers no handler for its kind) or orphan (a timer row
 	// its reference entry does not name, which no handler fires). Note
@@ -87,7 +89,7 @@ type TimerRow struct {
 
 // TimerStates are the states the timers view filters by: a TimerRow's,
 // and dead for the dead letters.
-var TimerStates = []string{"due", "waiting", "held", "leased", "parked", "orphan", "dead"}
+var TimerStates = []string{"due", "waiting", "held", "leased", "parked", "paused", "orphan", "dead"}
 
 // timerFilter says which timers a timers view lists.
 type timerFilter struct {
@@ -111,18 +113,28 @@ type TimersReport struct {
 	More   bool       `json:"more"`
 	// Next, when set, is the partition a further page starts after.
 	Next string `json:"next,omitempty"`
+	// Pauses are the timer kinds paused for the whole store.
+	Pauses []PauseReport `json:"pauses"`
 }
 
 // partitionState is what decides whether a partition's due timers fire:
-// its lease and its wake time.
+// its lease, its wake time and its queues' pause (the store's kind pauses
+// are the viewer's).
 type partitionState struct {
-	lease *LeaseReport
-	wake  wakeState
+	partition string // as a tuple
+	lease     *LeaseReport
+	wake      wakeState
+	pause     *PauseReport
 }
 
-// stateOf reads partition id's lease and wake time.
+// stateOf reads partition id's lease, wake time and queue pause, and the
+// store's pauses once per viewer.
 func (v *viewer) stateOf(ctx context.Context, id store.Identity) (partitionState, error) {
-	raw, _, err := v.l.Get(ctx, id, timers.LeaseKey())
+	pauses, err := v.storePauses(ctx)
+	if err != nil {
+		return partitionState{}, err
+	}
+	vs, err := v.l.GetMany(ctx, id, []store.Key{timers.LeaseKey(), timers.PartitionPauseKey()})
 	if err != nil {
 		return partitionState{}, err
 	}
@@ -130,7 +142,14 @@ func (v *viewer) stateOf(ctx context.Context, id store.Identity) (partitionState
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return partitionState{}, err
 	}
-	return partitionState{lease: v.newLease(raw), wake: v.wakeOf(at, ok)}, nil
+	idb, _ := id.AppendTuple(nil)
+	ps := partitionState{partition: formatTuple(idb), lease: v.newLease(vs[0]), wake: wakeOf(at, ok, pauses)}
+	if vs[1] != nil {
+		if ps.pause, err = v.partitionPause(ctx, id); err != nil {
+			return partitionState{}, err
+		}
+	}
+	return ps, nil
 }
 
 // library reports whether k is one of the library's own kinds, whose
@@ -180,7 +199,7 @@ func (v *viewer) partitionTimers(ctx context.Context, id store.Identity, until u
 		if tr.State == "due" {
 			// Why a due timer is not firing: the partition's claim or wake
 			// time first, then the service's handlers.
-			state, note := v.whyNotFiring(tr.Due, ps.lease, ps.wake)
+			state, note := v.whyNotFiring(tr.Due, kind, ps)
 			switch {
 			case state != "":
 				tr.State, tr.Note = state, note
@@ -237,6 +256,10 @@ func (v *viewer) partitionTimers(ctx context.Context, id store.Identity, until u
 // due too, and fire under the claim's lease).
 func (v *viewer) timers(ctx context.Context, f timerFilter) (TimersReport, error) {
 	rep := TimersReport{Now: v.now.UTC(), Timers: []TimerRow{}}
+	var err error
+	if rep.Pauses, err = v.kindPauses(ctx); err != nil {
+		return rep, err
+	}
 	nowMs := v.nowMs()
 	each := func(id store.Identity, until uint64) error {
 		rows, n, err := v.partitionTimers(ctx, id, until)
@@ -275,7 +298,8 @@ func (v *viewer) timers(ctx context.Context, f timerFilter) (TimersReport, error
 }
 
 // duePartitions lists the due index's entries due now, oldest first
-// across its buckets, then those a scheduler's claim parked.
+// across its buckets, then those a scheduler's claim parked, then those a
+// scheduler left due timers in for a pause.
 func (v *viewer) duePartitions(ctx context.Context) ([]store.DueEntry, error) {
 	var due []store.DueEntry
 	err := dueEntries(ctx, v.l, v.nowMs(), func(e store.DueEntry) error {
@@ -289,7 +313,11 @@ func (v *viewer) duePartitions(ctx context.Context) ([]store.DueEntry, error) {
 		return cmp.Or(a.At.Compare(b.At), bytes.Compare(a.Partition, b.Partition))
 	})
 	parked, err := v.parkedPartitions(ctx)
-	return append(due, parked...), err
+	if err != nil {
+		return nil, err
+	}
+	paused, err := v.pausedPartitions(ctx)
+	return append(append(due, parked...), paused...), err
 }
 
 // parkedPartitions lists the due index's parked entries, in identity
@@ -346,6 +374,9 @@ func (c *Command) timers(ctx context.Context, st *opened, o *options) error {
 	}
 	now := v.now
 	fmt.Fprintf(c.cfg.Stdout, "now %s\n", stamp(now))
+	for _, p := range rep.Pauses {
+		fmt.Fprintf(c.cfg.Stdout, "paused: %s\n", p.Text(now))
+	}
 	tw := tabwriter.NewWriter(c.cfg.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tKIND\tREFERENCE\tDUE\tSTATE\tVALUE")
 	for _, t := range rep.Timers {
@@ -387,6 +418,11 @@ type LagReport struct {
 	Queued     int `json:"queued"`
 	Due        int `json:"due"`
 	Parked     int `json:"parked"`
+	// PausedPartitions counts the partitions a scheduler left due timers
+	// in for a pause; Pauses are the timer kinds paused for the whole
+	// store.
+	PausedPartitions int           `json:"paused_partitions"`
+	Pauses           []PauseReport `json:"pauses"`
 	// Leases are the schedulers holding partition leases, by owner.
 	Leases []LeaseHolder `json:"leases"`
 	// DeadLetters counts the dead letters (more than N when a partition
@@ -429,6 +465,10 @@ const lagHead = 16
 func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 	now := v.now
 	rep := LagReport{Now: now.UTC(), Leases: []LeaseHolder{}}
+	var err error
+	if rep.Pauses, err = v.kindPauses(ctx); err != nil {
+		return rep, err
+	}
 	older := func(cur **LagItem, item LagItem) bool {
 		if *cur == nil || item.At.Before((*cur).At) {
 			item.Age = now.Sub(item.At)
@@ -438,7 +478,7 @@ func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 		return false
 	}
 	holders := map[string]int{}
-	_, err := walk(ctx, v.l, nil, 0, func(id store.Identity) error {
+	_, err = walk(ctx, v.l, nil, 0, func(id store.Identity) error {
 		rep.Partitions++
 		idb, _ := id.AppendTuple(nil)
 		part := formatTuple(idb)
@@ -504,7 +544,7 @@ func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 			}
 			item := LagItem{Partition: part, Key: formatTuple(k), At: msTime(tk.DueAtMs),
 				What: v.kindName(timers.Kind(tk.Kind)) + " timer " + fmt.Sprintf("%q", tk.Reference)}
-			_, item.Note = v.whyNotFiring(item.At, ps.lease, ps.wake)
+			_, item.Note = v.whyNotFiring(item.At, timers.Kind(tk.Kind), ps)
 			older(&rep.MostDelayedTimer, item)
 		})
 		return err
@@ -516,7 +556,12 @@ func (v *viewer) lag(ctx context.Context) (LagReport, error) {
 		return rep, err
 	}
 	parked, err := v.parkedPartitions(ctx)
+	if err != nil {
+		return rep, err
+	}
 	rep.Parked = len(parked)
+	paused, err := v.pausedPartitions(ctx)
+	rep.PausedPartitions = len(paused)
 	return rep, err
 }
 
@@ -535,6 +580,12 @@ func (c *Command) lag(ctx context.Context, st *opened, o *options) error {
 		stamp(now), rep.Partitions, rep.Queued, rep.Due+rep.Parked, rep.Due, rep.Parked)
 	for _, h := range rep.Leases {
 		fmt.Fprintf(w, "%-20s %s\n", "leases", h.text(now))
+	}
+	for _, p := range rep.Pauses {
+		fmt.Fprintf(w, "%-20s %s\n", "paused", p.Text(now))
+	}
+	if rep.PausedPartitions > 0 {
+		fmt.Fprintf(w, "%-20s %s left with due timers for a pause (timers -state paused lists them)\n", "paused partitions", plural(rep.PausedPartitions, "partition"))
 	}
 	fmt.Fprintf(w, "%-20s %s\n", "dead letters", rep.deadText())
 	line := func(label string, it *LagItem, verb string) {

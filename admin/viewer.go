@@ -35,6 +35,8 @@ type viewer struct {
 	// own), the service's Registry in the web view.
 	handled func(timers.Kind) bool
 	maxRows int
+	// pauses are the store's pauses, once read (see storePauses).
+	pauses *timers.Pauses
 }
 
 // nowMs is the viewer's time as stored times are compared with it.
@@ -134,27 +136,48 @@ func (ls *LeaseReport) text(now time.Time) string {
 }
 
 // wakeState is what the due index says of a partition: its wake time,
-// or that a scheduler's claim parked it.
+// or that a scheduler's claim parked it, or that a scheduler left due
+// timers in it for a pause.
 type wakeState struct {
-	at     time.Time // zero: none
+	at     time.Time // zero: none; when paused, the next timer no pause held
 	parked bool
+	// paused: a scheduler left due timers of a paused kind or queue in the
+	// partition (see timers.PausedWake); resumed: a resume since ended
+	// that pause, so the schedulers' next tick claims the partition.
+	paused, resumed bool
 }
 
-// wakeOf reads partition id's wake time.
-func (v *viewer) wakeOf(at time.Time, ok bool) wakeState {
+// wakeOf says what the wake time at (ok false: none) means, under the
+// store's pauses ps.
+func wakeOf(at time.Time, ok bool, ps timers.Pauses) wakeState {
+	d := timers.DescribeWake(at, ok)
 	switch {
-	case !ok:
-		return wakeState{}
-	case !at.Before(timers.ParkedWake):
+	case d.Parked:
 		return wakeState{parked: true}
+	case d.Paused:
+		w := wakeState{paused: true, resumed: ps.Ended(d)}
+		if !d.At.IsZero() {
+			w.at = msTime(storedMs(d.At))
+		}
+		return w
+	case d.At.IsZero():
+		return wakeState{}
 	}
-	return wakeState{at: msTime(storedMs(at))}
+	return wakeState{at: msTime(storedMs(d.At))}
 }
 
-// whyNotFiring says why a due timer of a partition with lease ls (nil:
-// none) and wake time w does not fire now, and the state that says so:
-// "" when nothing keeps it from firing at the scheduler's next tick.
-func (v *viewer) whyNotFiring(due time.Time, ls *LeaseReport, w wakeState) (state, note string) {
+// whyNotFiring says why a due timer of kind k (0: the partition's
+// earliest) of a partition in state ps does not fire now, and the state
+// that says so: "" when nothing keeps it from firing at the scheduler's
+// next tick.
+func (v *viewer) whyNotFiring(due time.Time, k timers.Kind, ps partitionState) (state, note string) {
+	ls, w := ps.lease, ps.wake
+	if p := v.kindPause(k); k != 0 && p != nil {
+		return "paused", p.Text(v.now) + "; it keeps its place: " + p.resumeHint("") + " fires it"
+	}
+	if p := ps.pause; p != nil && k.Queue() {
+		return "paused", p.Text(v.now) + "; it keeps its place: " + p.resumeHint(ps.partition) + " fires it"
+	}
 	switch {
 	case ls != nil && ls.Corrupt != "":
 		return "held", ls.text(v.now)
@@ -162,6 +185,12 @@ func (v *viewer) whyNotFiring(due time.Time, ls *LeaseReport, w wakeState) (stat
 		return "leased", ls.text(v.now)
 	case w.parked:
 		return "parked", "the partition is parked with no lease (a scheduler's release failed): the next scheduler to list the parked partitions takes it"
+	case w.paused && w.resumed:
+		return "", "a resume ended the pause a scheduler left the partition's timers for: the schedulers' next tick fires them"
+	case w.paused && k == 0:
+		return "", "a scheduler left due timers of the partition for a pause (timers lists which)"
+	case w.paused && (w.at.IsZero() || w.at.After(due)):
+		return "", "a scheduler left the partition for a pause that has ended since: its next claim (at the resume's next tick, or when a timer write lowers the wake time) fires it"
 	case w.at.IsZero():
 		return "", "the partition has no wake time: no scheduler finds it until a timer write or a repair sets one"
 	case w.at.After(due):

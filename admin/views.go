@@ -180,7 +180,8 @@ const partitionHeader = "PARTITION\tKIND\tSEQ\tRELAY\tBYTES\tOLDEST\tBLOCKED\tTI
 // table.
 func (rep PartitionReport) hasDetails() bool {
 	return len(rep.Relay.Blocked) > 0 || rep.Relay.Hold > 0 || len(rep.Corrupt) > 0 || len(rep.Newer) > 0 || len(rep.Timers) > 0 ||
-		rep.Outcomes.Attempt > 0 || rep.Lease != nil || rep.Note != "" || len(rep.Members) > 0 || rep.DeadLetters.N > 0
+		rep.Outcomes.Attempt > 0 || rep.Lease != nil || rep.Note != "" || len(rep.Members) > 0 || rep.DeadLetters.N > 0 ||
+		rep.WakePaused || rep.Pause != nil || len(rep.Pauses) > 0
 }
 
 // NoteBeyondLease is Note when it says more than the lease does.
@@ -192,11 +193,19 @@ func (rep PartitionReport) NoteBeyondLease(now time.Time) string {
 }
 
 // WakeText says when the due index wakes the partition: "-", "parked"
-// (a scheduler's claim holds it) or when, relative to now.
+// (a scheduler's claim holds it), "paused" (a scheduler left due timers
+// for a pause: until a resume, or "paused, in 5s" when its next timer no
+// pause holds is due), "resumed: next tick", or when, relative to now.
 func (rep PartitionReport) WakeText(now time.Time) string {
 	switch {
 	case rep.Parked:
 		return "parked"
+	case rep.WakePaused && rep.WakeResumed:
+		return "resumed: next tick"
+	case rep.WakePaused && rep.Wake == nil:
+		return "paused"
+	case rep.WakePaused:
+		return "paused, " + rel(*rep.Wake, now)
 	case rep.Wake == nil:
 		return "-"
 	}
@@ -248,6 +257,15 @@ func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 	if rep.Parked {
 		fmt.Fprintf(w, "  wake: parked by a scheduler's claim (until a timer write lowers it, or the claim's release sets it)\n")
 	}
+	if rep.WakePaused {
+		fmt.Fprintf(w, "  wake: %s\n", rep.pausedWakeText(now))
+	}
+	if rep.Pause != nil {
+		fmt.Fprintf(w, "  pause: %s\n", rep.Pause.Text(now))
+	}
+	for _, p := range rep.Pauses {
+		fmt.Fprintf(w, "  pause: %s\n", p.Text(now))
+	}
 	if note := rep.NoteBeyondLease(now); note != "" {
 		fmt.Fprintf(w, "  due timers not firing: %s\n", note)
 	}
@@ -261,7 +279,11 @@ func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 		fmt.Fprintf(w, "  relay held by a corrupt row: last moved %s later\n", rep.Relay.Hold)
 	}
 	for _, t := range rep.Timers {
-		fmt.Fprintf(w, "  timers %s: %s, %d due, next %s (%s)\n", t.Name, t.Count, t.Due, stamp(t.NextDue), rel(t.NextDue, now))
+		paused := ""
+		if t.Paused {
+			paused = " (paused)"
+		}
+		fmt.Fprintf(w, "  timers %s: %s, %d due, next %s (%s)%s\n", t.Name, t.Count, t.Due, stamp(t.NextDue), rel(t.NextDue, now), paused)
 	}
 	if rep.DeadLetters.N > 0 {
 		fmt.Fprintf(w, "  dead letters: %s (timers -dead -partition lists them)\n", rep.DeadLetters)
@@ -286,4 +308,15 @@ func partitionDetails(w io.Writer, rep PartitionReport, now time.Time) {
 	for _, r := range rep.Newer {
 		fmt.Fprintf(w, "  newer %s %s (rev %s): %s\n", r.Class, r.Key, r.Rev, r.Newer)
 	}
+}
+
+// pausedWakeText says what a paused wake time means.
+func (rep PartitionReport) pausedWakeText(now time.Time) string {
+	switch {
+	case rep.WakeResumed:
+		return "a scheduler left due timers here for a pause that a resume has ended since: the schedulers' next tick fires them"
+	case rep.Wake == nil:
+		return "a scheduler left due timers here for a pause: the partition waits for a resume (or a timer write)"
+	}
+	return fmt.Sprintf("a scheduler left due timers here for a pause: the partition waits for a resume, or for its next timer no pause holds, due %s (%s)", stamp(*rep.Wake), rel(*rep.Wake, now))
 }

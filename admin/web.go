@@ -119,11 +119,14 @@ type WebConfig struct {
 // form's, as the views print them ("" when the repair takes none).
 type Action struct {
 	// Name is the repair: quarantine, restore, unblock, redrive,
-	// redrive-dead or delete-dead, as the command's subcommands.
+	// redrive-dead, delete-dead, pause or resume, as the command's
+	// subcommands.
 	Name string
 	// Partition is the partition; Key the row (quarantine, restore);
 	// Target the blocked target (unblock); Kind, Reference and Due the
-	// timer or dead letter (redrive, redrive-dead, delete-dead).
+	// timer or dead letter (redrive, redrive-dead, delete-dead); Kind
+	// alone the kind a pause or resume names for the whole store
+	// (Partition "" then).
 	Partition, Key, Target, Kind, Reference, Due string
 	// Reason is the operator's why (on the POST only).
 	Reason string
@@ -242,6 +245,14 @@ var webPages = template.Must(template.New("").Funcs(template.FuncMap{
 			Repairs bool
 		}{ds, now, repairs}
 	},
+	"pausesof": func(ps []PauseReport, now time.Time, repairs bool) any {
+		return struct {
+			Pauses  []PauseReport
+			Now     time.Time
+			Repairs bool
+		}{ps, now, repairs}
+	},
+	"pausedwake": func(rep PartitionReport, now time.Time) string { return rep.pausedWakeText(now) },
 	"quarantinedof": func(qs []QuarantinedRow, repairs bool) any {
 		return struct {
 			Rows    []QuarantinedRow

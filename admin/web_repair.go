@@ -119,6 +119,9 @@ func (h *WebHandler) repair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := repairRequestOf(fields, who)
+	if err == nil && rp.prepare != nil {
+		err = rp.prepare(name, &req)
+	}
 	if err == nil {
 		err = rp.checkArgs(req)
 	}

@@ -5,7 +5,7 @@
 // the schema, not this package: go generate rewrites it.
 //
 // Key classes ([OutboxSequenceKey], [RelayScanKey], [OutcomeBacklogKey],
-// [RelayKey] and 18 more): for a class K, AppendK(dst, fields...) appends its
+// [RelayKey] and 21 more): for a class K, AppendK(dst, fields...) appends its
 // key (a FoundationDB tuple: the class tag, then the fields, so byte order is
 // field order; no allocation when dst has room), K.AppendKey does the same for
 // a value, ParseK parses one, [ParseKey] parses a key of any class and
@@ -13,7 +13,7 @@
 // library's key classes, in any partition; an importing schema's are 100 and
 // above.
 //
-// Records ([U64Value], [TimerRefV2], [DeadLetterV1], [RelayV1] and 14 more):
+// Records ([U64Value], [TimerRefV2], [DeadLetterV1], [RelayV1] and 15 more):
 // for a record R, AppendR and EncodeR encode a value after checking every rule
 // of the schema (an error wrapping [wire.ErrInvalid] otherwise, nothing
 // appended); DecodeR decodes strictly: truncated input, trailing bytes, an
@@ -23,7 +23,7 @@
 // alias the input; DecodeRInto decodes into a value, reusing its slices.
 //
 // Value families ([OutboxSequenceKeyValues], [RelayScanKeyValues],
-// [OutcomeBacklogKeyValues], [RelayKeyValues] and 14 more): for a key class K
+// [OutcomeBacklogKeyValues], [RelayKeyValues] and 17 more): for a key class K
 // whose schema lists the records its rows hold (value=A,B, oldest first),
 // KVersions is the interface the rows' owner implements to convert between
 // adjacent versions (UpgradeA(A) (B, error); DowngradeB for a version whose

@@ -87,6 +87,21 @@ func examplesDeadLetterKey() []DeadLetterKey {
 	}}
 }
 
+// examplesKindPauseKey returns valid KindPauseKey values, minimal first, typical last.
+func examplesKindPauseKey() []KindPauseKey {
+	return []KindPauseKey{KindPauseKey{}, KindPauseKey{Kind: uint16(300)}}
+}
+
+// examplesPauseGenerationKey returns valid PauseGenerationKey values, minimal first, typical last.
+func examplesPauseGenerationKey() []PauseGenerationKey {
+	return []PauseGenerationKey{PauseGenerationKey{}, PauseGenerationKey{}}
+}
+
+// examplesPartitionPauseKey returns valid PartitionPauseKey values, minimal first, typical last.
+func examplesPartitionPauseKey() []PartitionPauseKey {
+	return []PartitionPauseKey{PartitionPauseKey{}, PartitionPauseKey{}}
+}
+
 // examplesDeadLetterValueKey returns valid DeadLetterValueKey values, minimal first, typical last.
 func examplesDeadLetterValueKey() []DeadLetterValueKey {
 	return []DeadLetterValueKey{DeadLetterValueKey{}, DeadLetterValueKey{
@@ -290,6 +305,15 @@ func examplesSchedulerLeaseV1() []SchedulerLeaseV1 {
 	return []SchedulerLeaseV1{SchedulerLeaseV1{}, SchedulerLeaseV1{
 		ExpiresAtMs: uint64(1099511627783),
 		Owner:       "ssssssssssss",
+	}}
+}
+
+// examplesPauseV1 returns valid PauseV1 values, minimal first, typical last.
+func examplesPauseV1() []PauseV1 {
+	return []PauseV1{PauseV1{}, PauseV1{
+		AtMs:   uint64(1099511627783),
+		Reason: "ssssssssssss",
+		Who:    "ssssssssssss",
 	}}
 }
 

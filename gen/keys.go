@@ -32,6 +32,9 @@ const (
 	TagSchedulerMemberKey      Tag = 8
 	TagTimerRefKey             Tag = 7
 	TagDeadLetterKey           Tag = 9
+	TagKindPauseKey            Tag = 11
+	TagPauseGenerationKey      Tag = 12
+	TagPartitionPauseKey       Tag = 13
 	TagDeadLetterValueKey      Tag = 10
 	TagReceiverNonceKey        Tag = 40
 	TagReceiverNonceExpiryKey  Tag = 41
@@ -124,6 +127,24 @@ func ParseKey(b []byte) (ParsedKey, error) {
 		k, err := readDeadLetterKey(&r)
 		if err != nil {
 			return nil, wire.KeyError("DeadLetterKey", err)
+		}
+		return k, nil
+	case TagKindPauseKey:
+		k, err := readKindPauseKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("KindPauseKey", err)
+		}
+		return k, nil
+	case TagPauseGenerationKey:
+		k, err := readPauseGenerationKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("PauseGenerationKey", err)
+		}
+		return k, nil
+	case TagPartitionPauseKey:
+		k, err := readPartitionPauseKey(&r)
+		if err != nil {
+			return nil, wire.KeyError("PartitionPauseKey", err)
 		}
 		return k, nil
 	case TagDeadLetterValueKey:
@@ -927,6 +948,177 @@ func ParseDeadLetterKey(b []byte) (DeadLetterKey, error) {
 	k, err := readDeadLetterKey(&r)
 	if err != nil {
 		return DeadLetterKey{}, wire.KeyError("DeadLetterKey", err)
+	}
+	return k, nil
+}
+
+func (KindPauseKey) Tag() Tag {
+	return TagKindPauseKey
+}
+
+func appendKindPauseKey(dst []byte, k *KindPauseKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagKindPauseKey))
+	dst = tuple.AppendUint(dst, uint64(k.Kind))
+	return dst
+}
+
+func checkKindPauseKey(k *KindPauseKey) error {
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k KindPauseKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkKindPauseKey(&k); err != nil {
+		return dst, wire.Within("KindPauseKey", err)
+	}
+	return appendKindPauseKey(dst, &k), nil
+}
+
+// AppendKindPauseKey appends the KindPauseKey with the given fields to dst. It does not
+// allocate when dst has room.
+func AppendKindPauseKey(dst []byte, kind uint16) []byte {
+	k := KindPauseKey{Kind: kind}
+	return appendKindPauseKey(dst, &k)
+}
+
+func readKindPauseKey(r *tuple.Reader) (k KindPauseKey, err error) {
+	{
+		var v uint64
+		v, err = readTupleUint(r, "Kind", uint64(0xffff))
+		if err != nil {
+			return
+		}
+		k.Kind = uint16(v)
+	}
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkKindPauseKey(&k)
+}
+
+// ParseKindPauseKey parses a key of class KindPauseKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParseKindPauseKey(b []byte) (KindPauseKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagKindPauseKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagKindPauseKey)
+	}
+	if err != nil {
+		return KindPauseKey{}, wire.KeyError("KindPauseKey", err)
+	}
+	k, err := readKindPauseKey(&r)
+	if err != nil {
+		return KindPauseKey{}, wire.KeyError("KindPauseKey", err)
+	}
+	return k, nil
+}
+
+func (PauseGenerationKey) Tag() Tag {
+	return TagPauseGenerationKey
+}
+
+func appendPauseGenerationKey(dst []byte, k *PauseGenerationKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagPauseGenerationKey))
+	return dst
+}
+
+func checkPauseGenerationKey(k *PauseGenerationKey) error {
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k PauseGenerationKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkPauseGenerationKey(&k); err != nil {
+		return dst, wire.Within("PauseGenerationKey", err)
+	}
+	return appendPauseGenerationKey(dst, &k), nil
+}
+
+// AppendPauseGenerationKey appends the PauseGenerationKey with the given fields to dst. It does not
+// allocate when dst has room.
+func AppendPauseGenerationKey(dst []byte) []byte {
+	k := PauseGenerationKey{}
+	return appendPauseGenerationKey(dst, &k)
+}
+
+func readPauseGenerationKey(r *tuple.Reader) (k PauseGenerationKey, err error) {
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkPauseGenerationKey(&k)
+}
+
+// ParsePauseGenerationKey parses a key of class PauseGenerationKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParsePauseGenerationKey(b []byte) (PauseGenerationKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagPauseGenerationKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagPauseGenerationKey)
+	}
+	if err != nil {
+		return PauseGenerationKey{}, wire.KeyError("PauseGenerationKey", err)
+	}
+	k, err := readPauseGenerationKey(&r)
+	if err != nil {
+		return PauseGenerationKey{}, wire.KeyError("PauseGenerationKey", err)
+	}
+	return k, nil
+}
+
+func (PartitionPauseKey) Tag() Tag {
+	return TagPartitionPauseKey
+}
+
+func appendPartitionPauseKey(dst []byte, k *PartitionPauseKey) []byte {
+	dst = tuple.AppendUint(dst, uint64(TagPartitionPauseKey))
+	return dst
+}
+
+func checkPartitionPauseKey(k *PartitionPauseKey) error {
+	return nil
+}
+
+// AppendKey appends the encoding of k to dst; it fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when a field breaks a rule.
+func (k PartitionPauseKey) AppendKey(dst []byte) ([]byte, error) {
+	if err := checkPartitionPauseKey(&k); err != nil {
+		return dst, wire.Within("PartitionPauseKey", err)
+	}
+	return appendPartitionPauseKey(dst, &k), nil
+}
+
+// AppendPartitionPauseKey appends the PartitionPauseKey with the given fields to dst. It does not
+// allocate when dst has room.
+func AppendPartitionPauseKey(dst []byte) []byte {
+	k := PartitionPauseKey{}
+	return appendPartitionPauseKey(dst, &k)
+}
+
+func readPartitionPauseKey(r *tuple.Reader) (k PartitionPauseKey, err error) {
+	if err = finishKey(r); err != nil {
+		return
+	}
+	return k, checkPartitionPauseKey(&k)
+}
+
+// ParsePartitionPauseKey parses a key of class PartitionPauseKey. Any other bytes fail with an
+// error wrapping wire.ErrCorrupt.
+func ParsePartitionPauseKey(b []byte) (PartitionPauseKey, error) {
+	r := tuple.NewReader(b)
+	tag, err := readTupleUint(&r, "tag", uint64(0xffffffff))
+	if err == nil && Tag(tag) != TagPartitionPauseKey {
+		err = wire.Rule("", "class tag %d, want %d", tag, TagPartitionPauseKey)
+	}
+	if err != nil {
+		return PartitionPauseKey{}, wire.KeyError("PartitionPauseKey", err)
+	}
+	k, err := readPartitionPauseKey(&r)
+	if err != nil {
+		return PartitionPauseKey{}, wire.KeyError("PartitionPauseKey", err)
 	}
 	return k, nil
 }

@@ -1150,6 +1150,294 @@ func BenchmarkDeadLetterKey(b *testing.B) {
 	})
 }
 
+func TestKindPauseKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesKindPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		if viaCtor := AppendKindPauseKey(nil, k.Kind); !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
+		}
+		got, err := ParseKindPauseKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "KindPauseKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedKindPauseKey returns bytes that must not parse as a KindPauseKey.
+func malformedKindPauseKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagKindPauseKey)))
+	for _, k := range examplesKindPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagKindPauseKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestKindPauseKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedKindPauseKey() {
+		if _, err := ParseKindPauseKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+// FuzzKindPauseKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzKindPauseKey(f *testing.F) {
+	for _, k := range examplesKindPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedKindPauseKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseKindPauseKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkKindPauseKey(b *testing.B) {
+	examples := examplesKindPauseKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = AppendKindPauseKey(buf[:0], k.Kind)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParseKindPauseKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestPauseGenerationKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesPauseGenerationKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		if viaCtor := AppendPauseGenerationKey(nil); !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
+		}
+		got, err := ParsePauseGenerationKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "PauseGenerationKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedPauseGenerationKey returns bytes that must not parse as a PauseGenerationKey.
+func malformedPauseGenerationKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagPauseGenerationKey)))
+	for _, k := range examplesPauseGenerationKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagPauseGenerationKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestPauseGenerationKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedPauseGenerationKey() {
+		if _, err := ParsePauseGenerationKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+// FuzzPauseGenerationKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzPauseGenerationKey(f *testing.F) {
+	for _, k := range examplesPauseGenerationKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedPauseGenerationKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParsePauseGenerationKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkPauseGenerationKey(b *testing.B) {
+	examples := examplesPauseGenerationKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = AppendPauseGenerationKey(buf[:0])
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParsePauseGenerationKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestPartitionPauseKeyRoundTrip(t *testing.T) {
+	for i, k := range examplesPartitionPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		if viaCtor := AppendPartitionPauseKey(nil); !bytes.Equal(viaCtor, b) {
+			t.Errorf("example %d: constructor gives %x, AppendKey %x", i, viaCtor, b)
+		}
+		got, err := ParsePartitionPauseKey(b)
+		if err != nil || !reflect.DeepEqual(got, k) {
+			t.Errorf("example %d: Parse%s(%x) = %+v, %v; want %+v", i, "PartitionPauseKey", b, got, err, k)
+		}
+		any, err := ParseKey(b)
+		if err != nil || !reflect.DeepEqual(any, k) {
+			t.Errorf("example %d: ParseKey(%x) = %+v, %v; want %+v", i, b, any, err, k)
+		}
+	}
+}
+
+// malformedPartitionPauseKey returns bytes that must not parse as a PartitionPauseKey.
+func malformedPartitionPauseKey() [][]byte {
+	var out [][]byte
+	tagLen := len(tuple.AppendUint(nil, uint64(TagPartitionPauseKey)))
+	for _, k := range examplesPartitionPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-1], append(bytes.Clone(b), 0), append(tuple.AppendUint(nil, uint64(TagPartitionPauseKey)+1000), b[tagLen:]...))
+	}
+	{
+	}
+	return append(out, []byte{}, []byte{255})
+}
+
+func TestPartitionPauseKeyRejectsMalformed(t *testing.T) {
+	for i, b := range malformedPartitionPauseKey() {
+		if _, err := ParsePartitionPauseKey(b); !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed key %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		}
+	}
+}
+
+// FuzzPartitionPauseKey: arbitrary bytes never panic; whatever parses re-encodes to
+// exactly the same bytes; everything else fails with wire.ErrCorrupt.
+func FuzzPartitionPauseKey(f *testing.F) {
+	for _, k := range examplesPartitionPauseKey() {
+		b, err := k.AppendKey(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedPartitionPauseKey() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParsePartitionPauseKey(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := k.AppendKey(nil)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding gives %x, %v; want %x", again, err, b)
+		}
+	})
+}
+
+func BenchmarkPartitionPauseKey(b *testing.B) {
+	examples := examplesPartitionPauseKey()
+	k := examples[len(examples)-1]
+	enc, err := k.AppendKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = AppendPartitionPauseKey(buf[:0])
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ParsePartitionPauseKey(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func TestDeadLetterValueKeyRoundTrip(t *testing.T) {
 	for i, k := range examplesDeadLetterValueKey() {
 		b, err := k.AppendKey(nil)
@@ -2387,6 +2675,15 @@ func TestClassRangesHoldOnlyTheirClass(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesDeadLetterKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesKindPauseKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesPauseGenerationKey() {
+		keys = append(keys, k)
+	}
+	for _, k := range examplesPartitionPauseKey() {
 		keys = append(keys, k)
 	}
 	for _, k := range examplesDeadLetterValueKey() {

@@ -1892,6 +1892,128 @@ func fastDecodeSchedulerLeaseV1(b []byte, v *SchedulerLeaseV1) bool {
 	return len(b) > 0 && b[0] == VersionSchedulerLeaseV1 && fastReadSchedulerLeaseV1(b, 1, v) == len(b) && verifySchedulerLeaseV1(v) == nil
 }
 
+func appendPauseV1(dst []byte, v *PauseV1) []byte {
+	dst = wire.AppendU64(dst, v.AtMs)
+	dst = wire.AppendString(dst, v.Who)
+	dst = wire.AppendString(dst, v.Reason)
+	return dst
+}
+
+func sizePauseV1(v *PauseV1) int {
+	n := 0
+	n += 8
+	n += wire.LenSize(len(v.Who)) + len(v.Who)
+	n += wire.LenSize(len(v.Reason)) + len(v.Reason)
+	return n
+}
+
+var (
+	runFieldsPauseV10 = []string{"PauseV1.Who", "PauseV1.Reason"}
+	runMaxesPauseV10  = []int{128, 1024}
+)
+
+func readPauseV1(r *wire.Reader, v *PauseV1) {
+	v.AtMs = r.U64("PauseV1.AtMs")
+	var s0 [2]string
+	r.Strings(s0[:], runFieldsPauseV10, runMaxesPauseV10)
+	v.Who = s0[0]
+	v.Reason = s0[1]
+}
+
+// fastReadPauseV1 reads the fields of PauseV1 from b[p:] as readPauseV1 does, and
+// returns the offset after them, or -1 where readPauseV1 would fail.
+func fastReadPauseV1(b []byte, p int, v *PauseV1) int {
+	if len(b)-p < 8 {
+		return -1
+	}
+	v.AtMs = binary.BigEndian.Uint64(b[p:])
+	p += 8
+	{
+		// as readPauseV1 reads it, with a Reader over the bytes left
+		rd := wire.NewReader(b[p:], "PauseV1")
+		r := &rd
+		var s0 [2]string
+		r.Strings(s0[:], runFieldsPauseV10, runMaxesPauseV10)
+		v.Who = s0[0]
+		v.Reason = s0[1]
+		if r.Err() != nil {
+			return -1
+		}
+		p += r.Offset()
+	}
+	return p
+}
+
+// VersionPauseV1 is the version byte that opens every encoded PauseV1.
+const VersionPauseV1 = 1
+
+// FormatPauseV1 is the store format that introduced PauseV1 (its format=): a
+// value family writes it only to a store of that format or above.
+const FormatPauseV1 = 1
+
+// AppendPauseV1 appends the encoding of v to dst. It fails with an error
+// wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the
+// schema (a bound, an identity, an enum value, an order). It does not allocate
+// when dst has room.
+func AppendPauseV1(dst []byte, v PauseV1) ([]byte, error) {
+	if !validPauseV1(&v) {
+		return dst, wire.Within("PauseV1", checkPauseV1(&v))
+	}
+	return appendPauseV1(append(dst, VersionPauseV1), &v), nil
+}
+
+// EncodePauseV1 returns the encoding of v in a buffer of exactly its size;
+// it fails as AppendPauseV1 does.
+func EncodePauseV1(v PauseV1) ([]byte, error) {
+	return AppendPauseV1(make([]byte, 0, 1+sizePauseV1(&v)), v)
+}
+
+// DecodePauseV1 decodes b strictly: truncation, trailing bytes, an unknown
+// version, variant or enum value, a length over its bound, a non-canonical
+// encoding or a broken rule fail with a *wire.DecodeError wrapping
+// wire.ErrCorrupt. It never panics. Byte slices of the result alias b.
+func DecodePauseV1(b []byte) (PauseV1, error) {
+	var v PauseV1
+	err := DecodePauseV1Into(b, &v)
+	return v, err
+}
+
+// DecodePauseV1Into decodes b into *v as DecodePauseV1 does, reusing the
+// capacity of v's slices and keeping a partition (or other union of scalars
+// and names) v holds when b encodes it again, so a loop decoding into one
+// value allocates only for strings and new union values. On error *v is
+// zeroed.
+func DecodePauseV1Into(b []byte, v *PauseV1) error {
+	if fastDecodePauseV1(b, v) {
+		return nil
+	}
+	return readerDecodePauseV1(b, v)
+}
+
+// readerDecodePauseV1 is DecodePauseV1Into's Reader path: it decodes b into
+// *v with a wire.Reader, whose error names what fails and where.
+func readerDecodePauseV1(b []byte, v *PauseV1) error {
+	r := wire.NewReader(b, "PauseV1")
+	r.Version(VersionPauseV1)
+	readPauseV1(&r, v)
+	err := r.Finish()
+	if err == nil {
+		if err = verifyPauseV1(v); err != nil {
+			err = wire.DecodeRule("PauseV1", err)
+		}
+	}
+	if err != nil {
+		*v = PauseV1{}
+	}
+	return err
+}
+
+// fastDecodePauseV1 decodes b into *v and reports true when b is a valid
+// PauseV1; otherwise it reports false, leaving *v perhaps partly written.
+func fastDecodePauseV1(b []byte, v *PauseV1) bool {
+	return len(b) > 0 && b[0] == VersionPauseV1 && fastReadPauseV1(b, 1, v) == len(b) && verifyPauseV1(v) == nil
+}
+
 func appendReceiverNonceV1(dst []byte, v *ReceiverNonceV1) []byte {
 	dst = wire.AppendU64(dst, v.UntilMs)
 	dst = wire.AppendU64(dst, v.Token)

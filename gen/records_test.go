@@ -2994,6 +2994,233 @@ func TestSchedulerLeaseV1FastPathAgrees(t *testing.T) {
 	}
 }
 
+// invalidPauseV1 returns PauseV1 values that break a rule of the schema.
+func invalidPauseV1() []PauseV1 {
+	var out []PauseV1
+	{
+		v := examplesPauseV1()[1]
+		v.Who = strings.Repeat("x", 129)
+		out = append(out, v)
+	}
+	{
+		v := examplesPauseV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, v)
+	}
+	return out
+}
+
+// malformedPauseV1 returns bytes that must not decode as a PauseV1: truncated,
+// with a trailing byte, of an unknown version or variant, and the unchecked
+// encodings of values that break a rule (oversize lengths, unknown enum values).
+func malformedPauseV1() [][]byte {
+	valid, err := EncodePauseV1(examplesPauseV1()[0])
+	if err != nil {
+		panic(err)
+	}
+	with := func(i int, b byte) []byte {
+		c := bytes.Clone(valid)
+		c[i] = b
+		return c
+	}
+	out := [][]byte{[]byte{}, valid[:len(valid)-1], append(bytes.Clone(valid), 0), with(0, VersionPauseV1+1)}
+	{
+		v := examplesPauseV1()[1]
+		v.Who = strings.Repeat("x", 129)
+		out = append(out, appendPauseV1([]byte{VersionPauseV1}, &v))
+	}
+	{
+		v := examplesPauseV1()[1]
+		v.Reason = strings.Repeat("x", 1025)
+		out = append(out, appendPauseV1([]byte{VersionPauseV1}, &v))
+	}
+	return out
+}
+
+func TestPauseV1RoundTrip(t *testing.T) {
+	for i, v := range examplesPauseV1() {
+		b, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatalf("example %d: encode: %v", i, err)
+		}
+		if len(b) != 1+sizePauseV1(&v) {
+			t.Errorf("example %d: encoded %d bytes, size says %d", i, len(b), 1+sizePauseV1(&v))
+		}
+		got, err := DecodePauseV1(b)
+		if err != nil {
+			t.Fatalf("example %d: decode: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("example %d: decoded %+v, want %+v", i, got, v)
+		}
+		again, err := AppendPauseV1([]byte("prefix"), got)
+		if err != nil || string(again) != "prefix"+string(b) {
+			t.Errorf("example %d: re-encoding after a prefix differs (%v)", i, err)
+		}
+	}
+}
+
+// TestPauseV1DecodeIntoReuses decodes every example into one value, in
+// turn, and checks each decode holds exactly that example.
+func TestPauseV1DecodeIntoReuses(t *testing.T) {
+	var v PauseV1
+	examples := examplesPauseV1()
+	for _, i := range []int{1, 0, 1, 1, 0, 2, 3, 3, 2, 1} {
+		want, err := EncodePauseV1(examples[i%len(examples)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodePauseV1Into(want, &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodePauseV1(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("example %d decoded into a reused value re-encodes as %x (%v), want %x", i, got, err, want)
+		}
+	}
+	if err := DecodePauseV1Into([]byte{}, &v); err == nil || !reflect.DeepEqual(v, PauseV1{}) {
+		t.Errorf("a failed decode left %+v, %v; want the zero value and an error", v, err)
+	}
+}
+
+func TestPauseV1RejectsInvalid(t *testing.T) {
+	for i, v := range invalidPauseV1() {
+		out, err := AppendPauseV1([]byte("keep"), v)
+		if !errors.Is(err, wire.ErrInvalid) {
+			t.Errorf("invalid value %d: error %v does not wrap wire.ErrInvalid", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("invalid value %d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestPauseV1RejectsMalformed(t *testing.T) {
+	for i, b := range malformedPauseV1() {
+		_, err := DecodePauseV1(b)
+		if !errors.Is(err, wire.ErrCorrupt) {
+			t.Errorf("malformed input %d (%x): error %v does not wrap wire.ErrCorrupt", i, b, err)
+		} else if !strings.Contains(err.Error(), "PauseV1") {
+			t.Errorf("malformed input %d: error %q does not name %s", i, err, "PauseV1")
+		}
+	}
+}
+
+// FuzzPauseV1: arbitrary bytes never panic; the fast path and the Reader
+// path agree; whatever decodes re-encodes to exactly the same bytes;
+// everything else fails with wire.ErrCorrupt.
+func FuzzPauseV1(f *testing.F) {
+	for _, v := range examplesPauseV1() {
+		b, err := EncodePauseV1(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range malformedPauseV1() {
+		f.Add(b)
+	}
+	held, err := EncodePauseV1(examplesPauseV1()[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agreePauseV1(t, held, b)
+		v, err := DecodePauseV1(b)
+		if err != nil {
+			if !errors.Is(err, wire.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap wire.ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatalf("decoded value does not re-encode: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, b)
+		}
+	})
+}
+
+// BenchmarkPauseV1 encodes and decodes the example with the largest encoding.
+func BenchmarkPauseV1(b *testing.B) {
+	var v PauseV1
+	var enc []byte
+	for _, x := range examplesPauseV1() {
+		e, err := EncodePauseV1(x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(e) > len(enc) {
+			v, enc = x, e
+		}
+	}
+	buf := make([]byte, 0, len(enc))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			buf, _ = AppendPauseV1(buf[:0], v)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		for b.Loop() {
+			if _, err := DecodePauseV1(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// agreePauseV1 decodes b with the fast path and with the Reader path, into
+// a new value and into one that held the decoding of held, and fails t
+// unless both paths give the same value or both fail.
+func agreePauseV1(t *testing.T, held, b []byte) {
+	t.Helper()
+	for _, reuse := range []bool{false, true} {
+		var fast, slow PauseV1
+		if reuse {
+			if readerDecodePauseV1(held, &fast) != nil || readerDecodePauseV1(held, &slow) != nil {
+				t.Fatalf("held encoding %x does not decode", held)
+			}
+		}
+		ok := fastDecodePauseV1(b, &fast)
+		err := readerDecodePauseV1(b, &slow)
+		if ok != (err == nil) {
+			t.Fatalf("input %x (reuse %v): fast path decodes: %v, Reader path fails with %v", b, reuse, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("input %x (reuse %v): fast path decodes %+v, Reader path %+v", b, reuse, fast, slow)
+		}
+	}
+}
+
+// TestPauseV1FastPathAgrees holds DecodePauseV1Into's fast path to its Reader
+// path on the mutations of every example's encoding and on the malformed
+// inputs: both decode to the same value or both fail.
+func TestPauseV1FastPathAgrees(t *testing.T) {
+	examples := examplesPauseV1()
+	held, err := EncodePauseV1(examples[len(examples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range examples {
+		b, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mutations(b) {
+			agreePauseV1(t, held, m)
+		}
+	}
+	for _, b := range malformedPauseV1() {
+		agreePauseV1(t, held, b)
+	}
+}
+
 // invalidReceiverNonceV1 returns ReceiverNonceV1 values that break a rule of the schema.
 func invalidReceiverNonceV1() []ReceiverNonceV1 {
 	var out []ReceiverNonceV1

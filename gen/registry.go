@@ -59,6 +59,24 @@ func init() {
 			Parse: registry.KeyParser(ParseDeadLetterValueKey),
 			Tag:   uint32(TagDeadLetterValueKey),
 		}, {
+			Name:         "KindPauseKey",
+			Parse:        registry.KeyParser(ParseKindPauseKey),
+			Tag:          uint32(TagKindPauseKey),
+			ValueVersion: VersionOfKindPauseKeyValue,
+			Values:       []string{"PauseV1"},
+		}, {
+			Name:         "PauseGenerationKey",
+			Parse:        registry.KeyParser(ParsePauseGenerationKey),
+			Tag:          uint32(TagPauseGenerationKey),
+			ValueVersion: VersionOfPauseGenerationKeyValue,
+			Values:       []string{"U64Value"},
+		}, {
+			Name:         "PartitionPauseKey",
+			Parse:        registry.KeyParser(ParsePartitionPauseKey),
+			Tag:          uint32(TagPartitionPauseKey),
+			ValueVersion: VersionOfPartitionPauseKeyValue,
+			Values:       []string{"PauseV1"},
+		}, {
 			Name:         "RelayKey",
 			Parse:        registry.KeyParser(ParseRelayKey),
 			Tag:          uint32(TagRelayKey),
@@ -205,6 +223,11 @@ func init() {
 			Format:  FormatSchedulerLeaseV1,
 			Name:    "SchedulerLeaseV1",
 			Version: VersionSchedulerLeaseV1,
+		}, {
+			Decode:  registry.Decoder(DecodePauseV1),
+			Format:  FormatPauseV1,
+			Name:    "PauseV1",
+			Version: VersionPauseV1,
 		}, {
 			Decode:  registry.Decoder(DecodeReceiverNonceV1),
 			Format:  FormatReceiverNonceV1,

@@ -250,6 +250,25 @@ const (
 	MaxDeadLetterKeyReference = 256
 )
 
+// KindPauseKey holds, in the schedulers' partition
+// (timers.MembersPartition), an operator's pause of one timer kind for the
+// whole store (a PauseV1: who, when, why): no Scheduler fires a timer of
+// the kind while it is there, and the timers keep their place.
+type KindPauseKey struct {
+	Kind uint16
+}
+
+// PauseGenerationKey holds, in the schedulers' partition, how many times
+// a kind pause was resumed (a U64Value): the generation a Scheduler writes
+// the wake time of a partition it left timers in for a pause under, so
+// that a resume makes every such partition due again.
+type PauseGenerationKey struct{}
+
+// PartitionPauseKey holds an operator's pause of its partition's queues
+// (a PauseV1): no Scheduler fires the partition's relay and outcome
+// delivery timers (the library's kinds) while it is there.
+type PartitionPauseKey struct{}
+
 // DeadLetterValueKey holds a dead letter's timer value, byte for byte (the
 // handler's own value: no record wraps it). It is written and deleted with
 // its DeadLetterKey row.
@@ -1039,6 +1058,47 @@ func validSchedulerLeaseV1(v *SchedulerLeaseV1) bool {
 
 // verifySchedulerLeaseV1 checks the rules of the schema that decoding does not enforce on v.
 func verifySchedulerLeaseV1(v *SchedulerLeaseV1) error {
+	return nil
+}
+
+// PauseV1 is an operator's pause (KindPauseKey, PartitionPauseKey): when
+// it was made (Unix milliseconds), by whom and why.
+type PauseV1 struct {
+	AtMs   uint64
+	Who    string
+	Reason string
+}
+
+// Declared bounds of PauseV1.
+const (
+	MaxPauseV1Who    = 128
+	MaxPauseV1Reason = 1024
+)
+
+// checkPauseV1 checks every rule of the schema on v.
+func checkPauseV1(v *PauseV1) error {
+	if len(v.Who) > 128 {
+		return wire.Within("Who", wire.CheckLen("", len(v.Who), 128))
+	}
+	if len(v.Reason) > 1024 {
+		return wire.Within("Reason", wire.CheckLen("", len(v.Reason), 1024))
+	}
+	return nil
+}
+
+// validPauseV1 reports whether v keeps every rule of the schema, as check does without the error.
+func validPauseV1(v *PauseV1) bool {
+	if len(v.Who) > 128 {
+		return false
+	}
+	if len(v.Reason) > 1024 {
+		return false
+	}
+	return true
+}
+
+// verifyPauseV1 checks the rules of the schema that decoding does not enforce on v.
+func verifyPauseV1(v *PauseV1) error {
 	return nil
 }
 

@@ -969,6 +969,281 @@ func (x *DeadLetterKeyValues) Encode(v DeadLetterV1, format uint32) ([]byte, err
 	}
 }
 
+// KindPauseKeyVersions converts the value of a KindPauseKey row between
+// adjacent versions of its family (value=PauseV1), for
+// [NewKindPauseKeyValues]. The owner of the rows implements it in its own
+// package. With one version it has no method, and struct{}{} satisfies it: a
+// version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type KindPauseKeyVersions interface{}
+
+// KindPauseKeyValues reads and writes the value of a KindPauseKey row in every
+// version of its family (value=PauseV1): Decode returns any version as the
+// newest, PauseV1, and Encode writes the newest version a store's format
+// allows. Build one with [NewKindPauseKeyValues]; it is safe for concurrent
+// use when its KindPauseKeyVersions is.
+type KindPauseKeyValues struct {
+	versions KindPauseKeyVersions
+}
+
+// NewKindPauseKeyValues returns the KindPauseKeyValues of a KindPauseKey row's
+// value, converting between versions with v. It panics when v is nil: pass the
+// KindPauseKeyVersions of the rows' owner (struct{}{} while the family has no
+// conversion), so that the compiler names each conversion a version added to
+// the family needs.
+func NewKindPauseKeyValues(v KindPauseKeyVersions) *KindPauseKeyValues {
+	if v == nil {
+		panic("gen: NewKindPauseKeyValues(nil): pass the KindPauseKeyVersions of the rows' owner")
+	}
+	return &KindPauseKeyValues{versions: v}
+}
+
+// VersionOfKindPauseKeyValue returns the version byte that opens b, the value
+// of a KindPauseKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfKindPauseKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionPauseV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("KindPauseKey", b, VersionPauseV1, 1, "1")
+}
+
+// Decode decodes b, the value of a KindPauseKey row, as DecodePauseV1 does,
+// and fails as VersionOfKindPauseKeyValue does for a version byte the family
+// does not declare: a newer one is wire.ErrNewerVersion, a row to hold and
+// retry, never to skip. It never panics. Byte slices of the result alias b.
+func (x *KindPauseKeyValues) Decode(b []byte) (PauseV1, error) {
+	var v PauseV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through DecodePauseV1Into,
+// reusing v's slices. On error *v is the zero value.
+func (x *KindPauseKeyValues) DecodeInto(b []byte, v *PauseV1) error {
+	if len(b) > 0 && b[0] == VersionPauseV1 {
+		return DecodePauseV1Into(b, v)
+	}
+	if _, err := VersionOfKindPauseKeyValue(b); err != nil {
+		var zero PauseV1
+		*v = zero
+		return err
+	}
+	return DecodePauseV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the KindPauseKeyVersions. It fails, encoding nothing, with an error wrapping
+// wire.ErrInvalid as that version's Encode does, with a *wire.FormatError
+// (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when no version is
+// allowed or the value holds a variant or enum constant of a newer format, and
+// with a downgrade's error, wrapped.
+func (x *KindPauseKeyValues) Encode(v PauseV1, format uint32) ([]byte, error) {
+	if format >= FormatPauseV1 {
+		return EncodePauseV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "KindPauseKey",
+		Format: format,
+		Need:   FormatPauseV1,
+		Record: "PauseV1",
+	}
+}
+
+// PauseGenerationKeyVersions converts the value of a PauseGenerationKey row
+// between adjacent versions of its family (value=U64Value), for
+// [NewPauseGenerationKeyValues]. The owner of the rows implements it in its
+// own package. With one version it has no method, and struct{}{} satisfies it:
+// a version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type PauseGenerationKeyVersions interface{}
+
+// PauseGenerationKeyValues reads and writes the value of a PauseGenerationKey
+// row in every version of its family (value=U64Value): Decode returns any
+// version as the newest, U64Value, and Encode writes the newest version a
+// store's format allows. Build one with [NewPauseGenerationKeyValues]; it is
+// safe for concurrent use when its PauseGenerationKeyVersions is.
+type PauseGenerationKeyValues struct {
+	versions PauseGenerationKeyVersions
+}
+
+// NewPauseGenerationKeyValues returns the PauseGenerationKeyValues of a
+// PauseGenerationKey row's value, converting between versions with v. It
+// panics when v is nil: pass the PauseGenerationKeyVersions of the rows' owner
+// (struct{}{} while the family has no conversion), so that the compiler names
+// each conversion a version added to the family needs.
+func NewPauseGenerationKeyValues(v PauseGenerationKeyVersions) *PauseGenerationKeyValues {
+	if v == nil {
+		panic("gen: NewPauseGenerationKeyValues(nil): pass the PauseGenerationKeyVersions of the rows' owner")
+	}
+	return &PauseGenerationKeyValues{versions: v}
+}
+
+// VersionOfPauseGenerationKeyValue returns the version byte that opens b, the
+// value of a PauseGenerationKey row, without decoding the rest. It fails with
+// a *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfPauseGenerationKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionU64Value:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("PauseGenerationKey", b, VersionU64Value, 1, "1")
+}
+
+// Decode decodes b, the value of a PauseGenerationKey row, as DecodeU64Value
+// does, and fails as VersionOfPauseGenerationKeyValue does for a version byte
+// the family does not declare: a newer one is wire.ErrNewerVersion, a row to
+// hold and retry, never to skip. It never panics. Byte slices of the result
+// alias b.
+func (x *PauseGenerationKeyValues) Decode(b []byte) (U64Value, error) {
+	var v U64Value
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through DecodeU64ValueInto,
+// reusing v's slices. On error *v is the zero value.
+func (x *PauseGenerationKeyValues) DecodeInto(b []byte, v *U64Value) error {
+	if len(b) > 0 && b[0] == VersionU64Value {
+		return DecodeU64ValueInto(b, v)
+	}
+	if _, err := VersionOfPauseGenerationKeyValue(b); err != nil {
+		var zero U64Value
+		*v = zero
+		return err
+	}
+	return DecodeU64ValueInto(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the PauseGenerationKeyVersions. It fails, encoding nothing, with an error
+// wrapping wire.ErrInvalid as that version's Encode does, with a
+// *wire.FormatError (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when
+// no version is allowed or the value holds a variant or enum constant of a
+// newer format, and with a downgrade's error, wrapped.
+func (x *PauseGenerationKeyValues) Encode(v U64Value, format uint32) ([]byte, error) {
+	if format >= FormatU64Value {
+		return EncodeU64Value(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "PauseGenerationKey",
+		Format: format,
+		Need:   FormatU64Value,
+		Record: "U64Value",
+	}
+}
+
+// PartitionPauseKeyVersions converts the value of a PartitionPauseKey row
+// between adjacent versions of its family (value=PauseV1), for
+// [NewPartitionPauseKeyValues]. The owner of the rows implements it in its own
+// package. With one version it has no method, and struct{}{} satisfies it: a
+// version added to the family adds one, and every implementation then stops
+// compiling until it converts the new version.
+type PartitionPauseKeyVersions interface{}
+
+// PartitionPauseKeyValues reads and writes the value of a PartitionPauseKey
+// row in every version of its family (value=PauseV1): Decode returns any
+// version as the newest, PauseV1, and Encode writes the newest version a
+// store's format allows. Build one with [NewPartitionPauseKeyValues]; it is
+// safe for concurrent use when its PartitionPauseKeyVersions is.
+type PartitionPauseKeyValues struct {
+	versions PartitionPauseKeyVersions
+}
+
+// NewPartitionPauseKeyValues returns the PartitionPauseKeyValues of a
+// PartitionPauseKey row's value, converting between versions with v. It panics
+// when v is nil: pass the PartitionPauseKeyVersions of the rows' owner
+// (struct{}{} while the family has no conversion), so that the compiler names
+// each conversion a version added to the family needs.
+func NewPartitionPauseKeyValues(v PartitionPauseKeyVersions) *PartitionPauseKeyValues {
+	if v == nil {
+		panic("gen: NewPartitionPauseKeyValues(nil): pass the PartitionPauseKeyVersions of the rows' owner")
+	}
+	return &PartitionPauseKeyValues{versions: v}
+}
+
+// VersionOfPartitionPauseKeyValue returns the version byte that opens b, the
+// value of a PartitionPauseKey row, without decoding the rest. It fails with a
+// *wire.VersionError, which wraps wire.ErrNewerVersion and not
+// wire.ErrCorrupt, for a version above every version the family has held (1):
+// a row written by a newer schema. Empty bytes, version 0 and any other
+// version the family does not declare (never declared, or retired) fail with
+// an error wrapping wire.ErrCorrupt.
+func VersionOfPartitionPauseKeyValue(b []byte) (uint8, error) {
+	if len(b) > 0 {
+		switch b[0] {
+		case VersionPauseV1:
+			return b[0], nil
+		}
+	}
+	return 0, wire.UnknownVersion("PartitionPauseKey", b, VersionPauseV1, 1, "1")
+}
+
+// Decode decodes b, the value of a PartitionPauseKey row, as DecodePauseV1
+// does, and fails as VersionOfPartitionPauseKeyValue does for a version byte
+// the family does not declare: a newer one is wire.ErrNewerVersion, a row to
+// hold and retry, never to skip. It never panics. Byte slices of the result
+// alias b.
+func (x *PartitionPauseKeyValues) Decode(b []byte) (PauseV1, error) {
+	var v PauseV1
+	err := x.DecodeInto(b, &v)
+	return v, err
+}
+
+// DecodeInto decodes b into *v as Decode does, through DecodePauseV1Into,
+// reusing v's slices. On error *v is the zero value.
+func (x *PartitionPauseKeyValues) DecodeInto(b []byte, v *PauseV1) error {
+	if len(b) > 0 && b[0] == VersionPauseV1 {
+		return DecodePauseV1Into(b, v)
+	}
+	if _, err := VersionOfPartitionPauseKeyValue(b); err != nil {
+		var zero PauseV1
+		*v = zero
+		return err
+	}
+	return DecodePauseV1Into(b, v)
+}
+
+// Encode returns the encoding of v in the newest version of the family that a
+// store of the given format allows (format is the store's format of namespace
+// SchemaNamespace, 1 for a store that keeps none): going down from the newest,
+// the first version whose format is at most format, v downgraded to it through
+// the PartitionPauseKeyVersions. It fails, encoding nothing, with an error
+// wrapping wire.ErrInvalid as that version's Encode does, with a
+// *wire.FormatError (wire.ErrFormatTooOld, which wraps wire.ErrInvalid) when
+// no version is allowed or the value holds a variant or enum constant of a
+// newer format, and with a downgrade's error, wrapped.
+func (x *PartitionPauseKeyValues) Encode(v PauseV1, format uint32) ([]byte, error) {
+	if format >= FormatPauseV1 {
+		return EncodePauseV1(v)
+	}
+	return nil, &wire.FormatError{
+		Family: "PartitionPauseKey",
+		Format: format,
+		Need:   FormatPauseV1,
+		Record: "PauseV1",
+	}
+}
+
 // ReceiverNonceKeyVersions converts the value of a ReceiverNonceKey row
 // between adjacent versions of its family (value=ReceiverNonceV1), for
 // [NewReceiverNonceKeyValues]. The owner of the rows implements it in its own

@@ -2100,6 +2100,477 @@ func TestDeadLetterKeyValuesRefusesUnknownVersions(t *testing.T) {
 	}()
 }
 
+// testKindPauseKeyVersions implements KindPauseKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testKindPauseKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestKindPauseKeyVersions() *testKindPauseKeyVersions {
+	return &testKindPauseKeyVersions{}
+}
+
+// TestKindPauseKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestKindPauseKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestKindPauseKeyVersions()
+	x := NewKindPauseKeyValues(vs)
+	for i, v := range examplesPauseV1() {
+		vs.calls = 0
+		b, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatalf("PauseV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfKindPauseKeyValue(b); err != nil || ver != VersionPauseV1 {
+			t.Errorf("PauseV1 example %d: VersionOfKindPauseKeyValue = %d, %v; want %d", i, ver, err, VersionPauseV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("PauseV1 example %d: Decode: %v", i, err)
+		}
+		var into PauseV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("PauseV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("PauseV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("PauseV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("PauseV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestKindPauseKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestKindPauseKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestKindPauseKeyVersions()
+	x := NewKindPauseKeyValues(vs)
+	v := func() PauseV1 {
+		e := examplesPauseV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: PauseV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatPauseV1)
+		want, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatPauseV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want PauseV1 %x", FormatPauseV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatPauseV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionPauseV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want PauseV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatPauseV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatPauseV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatPauseV1, err)
+	}
+}
+
+// TestKindPauseKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestKindPauseKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestKindPauseKeyVersions()
+	x := NewKindPauseKeyValues(vs)
+	valid, err := EncodePauseV1(examplesPauseV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() PauseV1 {
+				e := examplesPauseV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero PauseV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfKindPauseKeyValue": func(b []byte) error {
+			_, err := VersionOfKindPauseKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "KindPauseKey" || ve.Version != ver || ve.Newest != VersionPauseV1 {
+				t.Errorf("%s of version %d: %+v; want family KindPauseKey, newest %d", name, ver, *ve, VersionPauseV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewKindPauseKeyValues(nil) did not panic")
+			}
+		}()
+		NewKindPauseKeyValues(nil)
+	}()
+}
+
+// testPauseGenerationKeyVersions implements PauseGenerationKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testPauseGenerationKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestPauseGenerationKeyVersions() *testPauseGenerationKeyVersions {
+	return &testPauseGenerationKeyVersions{}
+}
+
+// TestPauseGenerationKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestPauseGenerationKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestPauseGenerationKeyVersions()
+	x := NewPauseGenerationKeyValues(vs)
+	for i, v := range examplesU64Value() {
+		vs.calls = 0
+		b, err := EncodeU64Value(v)
+		if err != nil {
+			t.Fatalf("U64Value example %d: %v", i, err)
+		}
+		if ver, err := VersionOfPauseGenerationKeyValue(b); err != nil || ver != VersionU64Value {
+			t.Errorf("U64Value example %d: VersionOfPauseGenerationKeyValue = %d, %v; want %d", i, ver, err, VersionU64Value)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("U64Value example %d: Decode: %v", i, err)
+		}
+		var into U64Value
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("U64Value example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("U64Value example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("U64Value example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("U64Value example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestPauseGenerationKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestPauseGenerationKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestPauseGenerationKeyVersions()
+	x := NewPauseGenerationKeyValues(vs)
+	v := func() U64Value {
+		e := examplesU64Value()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: U64Value
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatU64Value)
+		want, err := EncodeU64Value(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatU64Value, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want U64Value %x", FormatU64Value, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatU64Value, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionU64Value {
+		t.Errorf("Encode above every format wrote %x, %v; want U64Value", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatU64Value-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatU64Value {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatU64Value, err)
+	}
+}
+
+// TestPauseGenerationKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestPauseGenerationKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestPauseGenerationKeyVersions()
+	x := NewPauseGenerationKeyValues(vs)
+	valid, err := EncodeU64Value(examplesU64Value()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() U64Value {
+				e := examplesU64Value()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero U64Value
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfPauseGenerationKeyValue": func(b []byte) error {
+			_, err := VersionOfPauseGenerationKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "PauseGenerationKey" || ve.Version != ver || ve.Newest != VersionU64Value {
+				t.Errorf("%s of version %d: %+v; want family PauseGenerationKey, newest %d", name, ver, *ve, VersionU64Value)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewPauseGenerationKeyValues(nil) did not panic")
+			}
+		}()
+		NewPauseGenerationKeyValues(nil)
+	}()
+}
+
+// testPartitionPauseKeyVersions implements PartitionPauseKeyVersions for the generated tests: each
+// conversion counts its call, records the value it was given and returns
+// the typical example of the version it converts to, or err when set.
+type testPartitionPauseKeyVersions struct {
+	err   error
+	calls int
+}
+
+func newTestPartitionPauseKeyVersions() *testPartitionPauseKeyVersions {
+	return &testPartitionPauseKeyVersions{}
+}
+
+// TestPartitionPauseKeyValuesRoundTrip: every version of the family decodes; the
+// newest as itself, re-encoding to its bytes, an older one upgraded one
+// version at a time, each conversion given what the one before returned.
+func TestPartitionPauseKeyValuesRoundTrip(t *testing.T) {
+	vs := newTestPartitionPauseKeyVersions()
+	x := NewPartitionPauseKeyValues(vs)
+	for i, v := range examplesPauseV1() {
+		vs.calls = 0
+		b, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatalf("PauseV1 example %d: %v", i, err)
+		}
+		if ver, err := VersionOfPartitionPauseKeyValue(b); err != nil || ver != VersionPauseV1 {
+			t.Errorf("PauseV1 example %d: VersionOfPartitionPauseKeyValue = %d, %v; want %d", i, ver, err, VersionPauseV1)
+		}
+		got, err := x.Decode(b)
+		if err != nil {
+			t.Fatalf("PauseV1 example %d: Decode: %v", i, err)
+		}
+		var into PauseV1
+		if err := x.DecodeInto(b, &into); err != nil || !reflect.DeepEqual(into, got) {
+			t.Errorf("PauseV1 example %d: DecodeInto gives %+v, %v; Decode %+v", i, into, err, got)
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Errorf("PauseV1 example %d: decoded %+v, want %+v", i, got, v)
+		}
+		if again, err := x.Encode(got, SchemaFormat); err != nil || !bytes.Equal(again, b) {
+			t.Errorf("PauseV1 example %d: re-encoded as %x (%v), want %x", i, again, err, b)
+		}
+		if vs.calls != 0 {
+			t.Errorf("PauseV1 example %d: %d conversions ran; the newest version needs none", i, vs.calls)
+		}
+	}
+}
+
+// TestPartitionPauseKeyValuesEncodesPerFormat: at each store format Encode writes the
+// newest version the format allows, downgraded one version at a time, and
+// below the first version's format it refuses with wire.ErrFormatTooOld.
+func TestPartitionPauseKeyValuesEncodesPerFormat(t *testing.T) {
+	vs := newTestPartitionPauseKeyVersions()
+	x := NewPartitionPauseKeyValues(vs)
+	v := func() PauseV1 {
+		e := examplesPauseV1()
+		return e[len(e)-1]
+	}()
+	{
+		// at format 1: PauseV1
+		vs.calls = 0
+		b, encErr := x.Encode(v, FormatPauseV1)
+		want, err := EncodePauseV1(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encErr != nil {
+			t.Fatalf("Encode at format %d: %v", FormatPauseV1, encErr)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("Encode at format %d wrote %x, want PauseV1 %x", FormatPauseV1, b, want)
+		}
+		if vs.calls != 0 {
+			t.Errorf("Encode at format %d: %d downgrades ran, want %d", FormatPauseV1, vs.calls, 0)
+		}
+	}
+	// a store format above every version's writes the newest
+	if b, err := x.Encode(v, SchemaFormat+1); err != nil || b[0] != VersionPauseV1 {
+		t.Errorf("Encode above every format wrote %x, %v; want PauseV1", b, err)
+	}
+	// below the first version's format nothing is allowed
+	_, err := x.Encode(v, FormatPauseV1-1)
+	var fe *wire.FormatError
+	if !errors.Is(err, wire.ErrFormatTooOld) || !errors.Is(err, wire.ErrInvalid) || !errors.As(err, &fe) || fe.Need != FormatPauseV1 {
+		t.Errorf("Encode below format %d: %v; want a *wire.FormatError needing it", FormatPauseV1, err)
+	}
+}
+
+// TestPartitionPauseKeyValuesRefusesUnknownVersions: a version above the family's is
+// wire.ErrNewerVersion (a *wire.VersionError), not wire.ErrCorrupt; empty
+// bytes, version 0 and a version the family does not declare below it are
+// wire.ErrCorrupt; an upgrade's error is returned; a nil conversion panics.
+func TestPartitionPauseKeyValuesRefusesUnknownVersions(t *testing.T) {
+	vs := newTestPartitionPauseKeyVersions()
+	x := NewPartitionPauseKeyValues(vs)
+	valid, err := EncodePauseV1(examplesPauseV1()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(ver byte) []byte {
+		b := bytes.Clone(valid)
+		b[0] = ver
+		return b
+	}
+	decoders := map[string]func([]byte) error{
+		"Decode": func(b []byte) error {
+			_, err := x.Decode(b)
+			return err
+		},
+		"DecodeInto": func(b []byte) error {
+			v := func() PauseV1 {
+				e := examplesPauseV1()
+				return e[len(e)-1]
+			}()
+			err := x.DecodeInto(b, &v)
+			var zero PauseV1
+			if err != nil && !reflect.DeepEqual(v, zero) {
+				return fmt.Errorf("a failed DecodeInto left %+v (%v)", v, err)
+			}
+			return err
+		},
+		"VersionOfPartitionPauseKeyValue": func(b []byte) error {
+			_, err := VersionOfPartitionPauseKeyValue(b)
+			return err
+		},
+	}
+	// versions above the family's: written by a newer schema
+	for _, ver := range []byte{2, 255} {
+		for name, decode := range decoders {
+			err := decode(with(ver))
+			var ve *wire.VersionError
+			if !errors.Is(err, wire.ErrNewerVersion) || errors.Is(err, wire.ErrCorrupt) || !errors.As(err, &ve) {
+				t.Errorf("%s of version %d: %v; want a *wire.VersionError, not corrupt", name, ver, err)
+				continue
+			}
+			if ve.Family != "PartitionPauseKey" || ve.Version != ver || ve.Newest != VersionPauseV1 {
+				t.Errorf("%s of version %d: %+v; want family PartitionPauseKey, newest %d", name, ver, *ve, VersionPauseV1)
+			}
+		}
+	}
+	// empty, version 0, and versions the family does not declare below its last
+	for _, b := range [][]byte{[]byte{}, with(0)} {
+		for name, decode := range decoders {
+			if err := decode(b); !errors.Is(err, wire.ErrCorrupt) || errors.Is(err, wire.ErrNewerVersion) {
+				t.Errorf("%s of %x: %v; want wire.ErrCorrupt only", name, b, err)
+			}
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("NewPartitionPauseKeyValues(nil) did not panic")
+			}
+		}()
+		NewPartitionPauseKeyValues(nil)
+	}()
+}
+
 // testReceiverNonceKeyVersions implements ReceiverNonceKeyVersions for the generated tests: each
 // conversion counts its call, records the value it was given and returns
 // the typical example of the version it converts to, or err when set.

@@ -112,6 +112,31 @@ type DeadLetterKey struct {
 	DueAtMs   uint64
 }
 
+// KindPauseKey holds, in the schedulers' partition
+// (timers.MembersPartition), an operator's pause of one timer kind for the
+// whole store (a PauseV1: who, when, why): no Scheduler fires a timer of
+// the kind while it is there, and the timers keep their place.
+//
+//mk:key tag=11 value=PauseV1
+type KindPauseKey struct {
+	Kind uint16
+}
+
+// PauseGenerationKey holds, in the schedulers' partition, how many times
+// a kind pause was resumed (a U64Value): the generation a Scheduler writes
+// the wake time of a partition it left timers in for a pause under, so
+// that a resume makes every such partition due again.
+//
+//mk:key tag=12 value=U64Value
+type PauseGenerationKey struct{}
+
+// PartitionPauseKey holds an operator's pause of its partition's queues
+// (a PauseV1): no Scheduler fires the partition's relay and outcome
+// delivery timers (the library's kinds) while it is there.
+//
+//mk:key tag=13 value=PauseV1
+type PartitionPauseKey struct{}
+
 // DeadLetterValueKey holds a dead letter's timer value, byte for byte (the
 // handler's own value: no record wraps it). It is written and deleted with
 // its DeadLetterKey row.

@@ -178,6 +178,16 @@ type SchedulerLeaseV1 struct {
 	ExpiresAtMs uint64
 }
 
+// PauseV1 is an operator's pause (KindPauseKey, PartitionPauseKey): when
+// it was made (Unix milliseconds), by whom and why.
+//
+//mk:record version=1
+type PauseV1 struct {
+	AtMs   uint64
+	Who    string `mk:"max=128"`
+	Reason string `mk:"max=1024"`
+}
+
 // ReceiverNonceV1 is an accepted key's record: the end of its validity
 // (after which no request bearing it can pass the receiver's window), and
 // a random token naming the claim that wrote it, so that a claim knows its

@@ -94,6 +94,11 @@ type Report struct {
 	// kind, corrupt data, a row of a newer version): each waits HeldBackoff, and NextDue covers it,
 	// so that a handler registered later or a repair fires it.
 	Held int
+	// Paused counts due timers the run left where they are for a pause
+	// (see PauseKind, PausePartition): not fired, not failed, not moved.
+	// Only a Scheduler's runs leave any: RunDue alone knows no pause.
+	// NextDue does not cover them; the Scheduler's paused wake time does.
+	Paused int
 	// More: the budget ended the run while a due timer it could fire
 	// remained; run the partition again soon.
 	More bool

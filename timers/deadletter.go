@@ -93,7 +93,7 @@ func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, p
 			break
 		}
 		if i == maxDeadLetterProbe || dueMs == ^uint64(0) {
-			r.log.Error("timers: timer's dead letter keys are all taken; held", "kind", t.Kind, "due_at_ms", t.dueMs)
+			r.log.Error("timers: timer's dead letter keys are all taken; held", "kind", r.kindName(t.Kind), "due_at_ms", t.dueMs)
 			r.report.Held++
 			return r.moveItem(t, durationMs(r.cfg.heldBackoff))
 		}
@@ -110,7 +110,6 @@ func (r *run) deadLetter(ctx context.Context, t change, cause error, n uint32, p
 	guard(b, t.DueTimer, t.refKey, t.refValue)
 	b.Require(store.Absent(recKey), store.Absent(valKey))
 	b.Put(recKey, rec).Put(valKey, t.Value)
-	r.log.Warn("timers: timer is a dead letter", "kind", t.Kind, "due_at_ms", t.dueMs, "attempts", n, "permanent", perm, "error", cause)
 	if t.entry != nil && t.entry.period != nil {
 		// A periodic timer goes on to its next period, if it has one.
 		if due := nextPeriod(t.entry.period, t.periodAt(), r.now); due != math.MaxUint64 {
@@ -206,7 +205,8 @@ func Redrive(b *store.Batch, caps store.Capabilities, d DeadLetter, at time.Time
 	if err := Schedule(&g, caps, nil, Timer{Kind: d.Kind, Reference: d.Reference, DueAt: at, Value: d.Value}); err != nil {
 		return fmt.Errorf("timers: redrive %v dead letter: %w", d.Kind, err)
 	}
-	b.Merge(&g).WakeAt(at)
+	atMs, _ := store.EncodeTime(at) // Schedule checked it
+	b.Merge(&g).WakeAt(wakeTime(atMs))
 	return nil
 }
 

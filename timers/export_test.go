@@ -63,3 +63,19 @@ func DropReleaseOfLast() (restore func()) {
 	}
 	return func() { sharedBatches = orig }
 }
+
+// ReleasePausedAt makes a release that left due timers for a pause set
+// the wake time to the run's next timer, forgetting them ("next"), or to
+// the earliest of them, waking the partition at every tick ("paused"):
+// mutants the pause tests must catch, until the returned function
+// restores the rule.
+func ReleasePausedAt(mode string) (restore func()) {
+	orig := pausedRelease
+	pausedRelease = func(h *claimHold, next uint64) (uint64, uint64) {
+		if mode == "next" {
+			return next, 0
+		}
+		return earlierWake(h.pausedFirstMs, next), 0
+	}
+	return func() { pausedRelease = orig }
+}

@@ -101,7 +101,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 		}
 		if errors.Is(err, store.ErrCorrupt) {
 			r.countCorrupt()
-			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", kind,
+			r.log.Warn("timers: timer handler found corrupt data; retrying later", "kind", r.kindName(kind),
 				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
@@ -109,7 +109,7 @@ func (r *run) fire(ctx context.Context, c candidate) error {
 			// Written by a newer binary: held, not failed (no attempt
 			// spent), until a binary that reads it fires the timer.
 			r.countNewer()
-			r.log.Warn("timers: timer handler met a row of a newer version than this binary reads; retrying later", "kind", kind,
+			r.log.Warn("timers: timer handler met a row of a newer version than this binary reads; retrying later", "kind", r.kindName(kind),
 				"due_at_ms", t.dueMs, "retry_in", r.cfg.heldBackoff, "error", err)
 			return r.hold(t)
 		}
@@ -263,6 +263,9 @@ func (r *run) outcome(ctx context.Context, t change, fired Fired) (item, error) 
 			// does (the dead letter's read). Returned as it is: fire tells
 			// it from the handler's by its type.
 			return item{}, storeFailure{err}
+		}
+		if it.dead {
+			r.logFailure("timer handler asked for a retry", t, it, cause)
 		}
 		it.retry = true
 		return it, nil

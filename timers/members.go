@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -54,25 +55,40 @@ const maxMemberDeletes = 16
 // members reads the live memberships at nowMs and renews this Scheduler's
 // own when a quarter of its life has passed (or it has none), in one
 // transaction, and returns this Scheduler's rank among the live members
-// (by Owner, itself included) and their number.
+// (by Owner, itself included) and their number. In the same range read
+// it reads the pauses of the whole store (see pause.go), which it keeps
+// as the Scheduler's view once the read is whole, even when the renewal
+// fails to commit: what one read saw is a snapshot as good as a read-only
+// transaction's, and a resume it missed ended the generation it carries,
+// which the next tick finds (see pause.go).
 func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int, err error) {
 	own, err := gen.AppendSchedulerMemberKey(nil, s.owner)
 	if err != nil { // NewScheduler bounds the owner: unreachable
 		return 0, 0, err
 	}
-	start, end := gen.ClassRange(gen.TagSchedulerMemberKey)
-	var live []string
+	_, memberEnd := gen.ClassRange(gen.TagSchedulerMemberKey)
+	var (
+		live   []string
+		pauses Pauses
+		read   bool
+	)
 	_, err = store.TransactOnce(ctx, s.store, MembersPartition, func(ctx context.Context, r store.Reader) (*store.Batch, error) {
-		live = live[:0]
+		live, pauses, read = live[:0], Pauses{}, false
 		b := store.NewBatch()
 		var mine store.Value
 		var after store.Cursor
 		for {
-			page, err := r.Scan(ctx, start, end, after, 256)
+			page, err := r.Scan(ctx, membersStart, membersEnd, after, 256)
 			if err != nil {
-				return nil, fmt.Errorf("read memberships: %w", err)
+				return nil, fmt.Errorf("read memberships and pauses: %w", err)
 			}
 			for _, kv := range page.Entries {
+				if bytes.Compare(kv.Key, memberEnd) >= 0 {
+					if err := pauses.add(kv); err != nil {
+						return nil, err
+					}
+					continue
+				}
 				m, err := gen.DecodeSchedulerLeaseV1(kv.Value)
 				if err != nil {
 					s.log.Warn("timers: scheduler: membership does not decode; ignored", "key", fmt.Sprintf("%x", []byte(kv.Key)), "error", err)
@@ -92,6 +108,7 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 			}
 			after = page.Next
 		}
+		read = true
 		renew := mine == nil
 		if !renew {
 			m, err := gen.DecodeSchedulerLeaseV1(mine)
@@ -109,6 +126,9 @@ func (s *Scheduler) members(ctx context.Context, nowMs uint64) (rank, count int,
 		}
 		return b, nil
 	})
+	if read {
+		s.setPauses(pauses)
+	}
 	if err != nil {
 		return 0, 0, err
 	}

@@ -253,11 +253,12 @@ func (r *run) precheck(ctx context.Context, it *item, full store.Capabilities) e
 func (r *run) reject(ctx context.Context, it *item, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, it.t.Kind)
-	r.log.Error("timers: "+msg, "kind", it.t.Kind, "due_at_ms", it.t.dueMs, "attempts", it.t.Attempts+1, "error", cause)
 	mv, err := r.failure(ctx, it.t, cause, 0)
 	if err != nil {
+		r.log.Error("timers: "+msg+"; its retry could not be planned", "kind", r.kindName(it.t.Kind), "due_at_ms", it.t.dueMs, "error", cause, "store_error", err)
 		return err
 	}
+	r.logFailure(msg, it.t, mv, cause)
 	*it = mv
 	return nil
 }
@@ -267,12 +268,12 @@ func (r *run) reject(ctx context.Context, it *item, msg string, cause error) err
 func (r *run) raced(it *item, out store.BatchOutcome) {
 	r.noteNext(it.t.dueMs)
 	if !it.outcome {
-		r.log.Info("timers: timer changed meanwhile; not moved", "kind", it.t.Kind, "outcome", out.String())
+		r.log.Info("timers: timer changed meanwhile; not moved", "kind", r.kindName(it.t.Kind), "outcome", out.String())
 		return
 	}
 	r.report.Raced++
 	r.count(telemetry.MetricTimersRaced, it.t.Kind)
-	r.log.Info("timers: timer outcome raced; nothing applied", "kind", it.t.Kind,
+	r.log.Info("timers: timer outcome raced; nothing applied", "kind", r.kindName(it.t.Kind),
 		"due_at_ms", it.t.dueMs, "failed", out.Failed.String())
 }
 
@@ -312,7 +313,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// One item without a claim: its own batch, as it is.
 		it := &items[0]
 		if it.newDue != 0 {
-			it.b.WakeAt(store.DecodeTime(it.newDue))
+			it.b.WakeAt(wakeTime(it.newDue))
 		}
 		cb.apply, cb.release = it.b, false
 		return 1
@@ -369,7 +370,7 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 			}
 		}
 		if !claimed && it.newDue != 0 {
-			cb.b.WakeAt(store.DecodeTime(it.newDue))
+			cb.b.WakeAt(wakeTime(it.newDue))
 		}
 		ops, bytes = ops+iops, bytes+ibytes
 		n++
@@ -386,13 +387,14 @@ func (r *run) group(items []item, final bool, full store.Capabilities, cb *combi
 		// batch included, replaces the parked one.
 		next := r.nextDueMs
 		for i := range n {
-			next = earlierWake(next, items[i].newDue)
+			next = earlierWake(next, realWakeMs(items[i].newDue))
 		}
 		if own != nil {
 			next = earlierWake(next, encodedTime(own.At))
 		}
 		cb.owners = append(cb.owners, ownerWake)
-		cb.b.Delete(h.leaseKey).SetWake(ParkedWake, store.DecodeTime(next))
+		wake, ceiling := h.releaseWake(next, r.report.Paused)
+		setWake(cb.b.Delete(h.leaseKey), parkedMs, wake, ceiling)
 		cb.release = true
 	}
 	return n

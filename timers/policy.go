@@ -234,19 +234,31 @@ type KindConfig struct {
 	// Schedule, at its first scheduled time. An Every under a millisecond
 	// fails registration with store.ErrInvalid.
 	Period Period
+	// Name names the kind in the logs of the runs that fire it (kind=ship
+	// rather than kind=kind(1000)), at most MaxKindName bytes; "" names it
+	// as Kind.String does. Name it as the operator's views do
+	// (admin.Config.KindNames).
+	Name string
 }
+
+// MaxKindName bounds KindConfig.Name.
+const MaxKindName = 64
 
 // kindConfig is a registered kind's configuration, its defaults filled
 // in.
 type kindConfig struct {
 	retry  RetryPolicy
 	period Period
+	name   string
 }
 
 // kindConfig checks c and returns it with its defaults filled in: those
 // of a library kind when reserved.
 func (c KindConfig) kindConfig(reserved bool) (kindConfig, error) {
-	kc := kindConfig{retry: c.Retry, period: c.Period}
+	kc := kindConfig{retry: c.Retry, period: c.Period, name: c.Name}
+	if len(c.Name) > MaxKindName {
+		return kindConfig{}, fmt.Errorf("timers: KindConfig.Name has %d bytes, at most %d: %w", len(c.Name), MaxKindName, store.ErrInvalid)
+	}
 	switch {
 	case c.Retry == RetryPolicy{} && reserved:
 		kc.retry = libraryRetryPolicy

@@ -81,6 +81,15 @@ func (r *Registry) Lookup(k Kind) (h Handler, ok bool) {
 	return e.h, true
 }
 
+// KindName names kind k as logs do: the Name it was registered with
+// (KindConfig.Name), else k.String().
+func (r *Registry) KindName(k Kind) string {
+	if e := r.entry(k); e != nil && e.name != "" {
+		return e.name
+	}
+	return k.String()
+}
+
 // RetryPolicyOf returns the retry policy of kind k; ok is false when no
 // handler is registered for it.
 func (r *Registry) RetryPolicyOf(k Kind) (p RetryPolicy, ok bool) {

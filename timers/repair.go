@@ -285,7 +285,7 @@ func Restore(ctx context.Context, r store.Reader, b *store.Batch, e quarantine.E
 	var wake time.Time
 	if tk, err := gen.ParseTimerKey(e.Key); err == nil {
 		wake = store.DecodeTime(max(tk.DueAtMs, 1))
-		nb.WakeAt(wake)
+		nb.WakeAt(wakeTime(max(tk.DueAtMs, 1)))
 	}
 	b.Merge(nb)
 	return wake, nil

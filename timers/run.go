@@ -241,6 +241,13 @@ func (r *run) page(ctx context.Context, pg timerPage) error {
 			r.noteNext(tk.DueAtMs)
 			continue
 		}
+		if h := r.cfg.claim; h != nil && h.paused != nil && h.paused(kind) {
+			// Left where it is for a pause: the release's paused wake time
+			// keeps it (see pause.go).
+			r.report.Paused++
+			h.pausedFirstMs = earlierWake(h.pausedFirstMs, max(tk.DueAtMs, 1))
+			continue
+		}
 		ref := pg.refs[i]
 		if ref.key == nil { // readTimers reads every due row's: unreachable
 			return fmt.Errorf("timers: %s: due timer at %d read without its reference entry", store.PartitionName(r.p), tk.DueAtMs)

@@ -18,7 +18,7 @@ func (r *run) corruptRow(key store.Key, kind Kind, msg string, attrs ...any) {
 		return
 	}
 	if kind != 0 {
-		attrs = append(attrs, "kind", kind)
+		attrs = append(attrs, "kind", r.kindName(kind))
 	}
 	r.log.Warn("timers: "+msg, attrs...)
 }
@@ -39,7 +39,7 @@ func (r *run) newerRow(key store.Key, kind Kind, msg string, attrs ...any) {
 	if !r.reg.logHeld(r.p, key, r.now, r.cfg.heldBackoff) {
 		return
 	}
-	r.log.Warn("timers: "+msg, append(attrs, "kind", kind)...)
+	r.log.Warn("timers: "+msg, append(attrs, "kind", r.kindName(kind))...)
 }
 
 func (r *run) countNewer() {
@@ -61,13 +61,13 @@ func (r *run) unknownKind(kind Kind) {
 	r.unknown = append(r.unknown, kind)
 	r.report.UnknownKind++
 	r.count(telemetry.MetricTimersUnknownKind, kind)
-	r.log.Warn("timers: no handler registered for timer kind; its timers wait", "kind", kind, "retry_in", r.cfg.heldBackoff)
+	r.log.Warn("timers: no handler registered for timer kind; its timers wait", "kind", r.kindName(kind), "retry_in", r.cfg.heldBackoff)
 }
 
 // noteNext notes that the partition needs running again at due (a due
 // time of 0 at 1: the wake time 0 means none).
 func (r *run) noteNext(due uint64) {
-	due = max(due, 1)
+	due = realWakeMs(max(due, 1))
 	if r.nextDueMs == 0 || due < r.nextDueMs {
 		r.nextDueMs = due
 	}

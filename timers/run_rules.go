@@ -3,6 +3,7 @@ package timers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -121,14 +122,54 @@ func (r *run) backoffDue(t change, backoffMs uint64) uint64 {
 func (r *run) fail(ctx context.Context, t change, msg string, cause error) error {
 	r.report.Failed++
 	r.count(telemetry.MetricTimersFailed, t.Kind)
-	r.log.Error("timers: "+msg, "kind", t.Kind, "due_at_ms", t.dueMs, "attempts", t.Attempts+1, "error", cause)
 	it, err := r.failure(ctx, t, cause, 0)
 	if err != nil {
+		r.log.Error("timers: "+msg+"; its retry could not be planned", "kind", r.kindName(t.Kind), "due_at_ms", t.dueMs, "error", cause, "store_error", err)
 		return err
 	}
+	r.logFailure(msg, t, it, cause)
 	r.items = append(r.items, it)
 	return nil
 }
+
+// kindName names kind k in logs: as registered (KindConfig.Name), else
+// as Kind.String does.
+func (r *run) kindName(k Kind) string { return r.reg.KindName(k) }
+
+// logFailure logs the failed attempt of timer t whose item it is planned:
+// at WARN with its attempt ("3 of 25") and when the next comes while
+// attempts are left, at ERROR when it made the timer a dead letter.
+func (r *run) logFailure(msg string, t change, it item, cause error) {
+	pol := DefaultRetryPolicy
+	if t.entry != nil {
+		pol = t.entry.retry
+	}
+	n := uint64(t.Attempts) + 1
+	attempt := fmt.Sprintf("%d of %d", n, pol.MaxAttempts)
+	if pol.MaxAttempts == 0 {
+		attempt = fmt.Sprintf("%d (no limit)", n)
+	}
+	attrs := []any{"kind", r.kindName(t.Kind), "due_at_ms", t.dueMs, "attempt", attempt}
+	if it.dead {
+		why := "no attempts left"
+		if errors.Is(cause, ErrPermanent) {
+			why = "a permanent failure"
+		}
+		if it.newDue != 0 {
+			attrs = append(attrs, "next_period", store.DecodeTime(it.newDue).UTC().Format(logTime))
+		}
+		r.log.Error("timers: "+msg+"; "+why+": a dead letter", append(attrs, "error", cause)...)
+		return
+	}
+	if it.newDue != 0 {
+		attrs = append(attrs, "next_attempt", store.DecodeTime(it.newDue).UTC().Format(logTime),
+			"retry_in", time.Duration(it.newDue-min(it.newDue, r.now))*time.Millisecond)
+	}
+	r.log.Warn("timers: "+msg+"; retrying", append(attrs, "error", cause)...)
+}
+
+// logTime is how logs write a time: UTC, to the millisecond.
+const logTime = "2006-01-02T15:04:05.000Z07:00"
 
 // hold queues the move of a timer its handler cannot fire now (its kind
 // has none, or it found corrupt data) HeldBackoff later, value unchanged,

@@ -231,7 +231,7 @@ func Schedule(b *store.Batch, caps store.Capabilities, observedRef store.Value, 
 	if old != nil {
 		b.Delete(old)
 	}
-	b.Put(key, t.Value).Put(refKey, encodeRef(dueMs)).WakeAt(store.DecodeTime(dueMs))
+	b.Put(key, t.Value).Put(refKey, encodeRef(dueMs)).WakeAt(wakeTime(dueMs))
 	return nil
 }
 

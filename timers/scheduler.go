@@ -67,13 +67,11 @@ import (
 // never change it.
 var ParkedWake = store.MaxTime
 
-// parkedMs is ParkedWake as stored, and lastUnparkedMs the latest wake
-// time, as stored, that a listing of the partitions due covers: the
-// latest a time.Time encodes below ParkedWake (see store.EncodeTime).
-const (
-	parkedMs       = math.MaxUint64
-	lastUnparkedMs = math.MaxInt64 - 1
-)
+// parkedMs is ParkedWake as stored. A listing of the partitions due
+// covers the wake times below pausedBaseMs, the first of the paused wake
+// times (see pause.go), which lie below the latest a time.Time encodes
+// short of ParkedWake (math.MaxInt64 - 1, see store.EncodeTime).
+const parkedMs = math.MaxUint64
 
 // Defaults of a SchedulerConfig.
 const (
@@ -231,10 +229,43 @@ type Scheduler struct {
 	// failing holds back, by identity, the partitions this Scheduler failed
 	// to claim, run or release (see backingOff).
 	failing holdback
+
+	// pauses is the pauses of the whole store as this Scheduler's last
+	// tick read them (nil: never read; see pause.go).
+	pauses atomic.Pointer[pauseView]
+
 	// fencedUntil is when this Scheduler claims again after a claim met a
 	// fenced store, and fenceLog spaces the log of it (see fencedBy).
 	fencedUntil atomic.Uint64
 	fenceLog    holdback
+}
+
+// pauseView is what a Scheduler's runs need of the store-wide pauses: the
+// paused kinds, and the generation.
+type pauseView struct {
+	kinds      map[Kind]bool
+	generation uint64
+}
+
+// setPauses keeps ps as the Scheduler's view of the pauses.
+func (s *Scheduler) setPauses(ps Pauses) {
+	v := &pauseView{generation: ps.Generation}
+	for _, p := range ps.Kinds {
+		if v.kinds == nil {
+			v.kinds = make(map[Kind]bool, len(ps.Kinds))
+		}
+		v.kinds[p.Kind] = true
+	}
+	s.pauses.Store(v)
+}
+
+// pauseView returns the Scheduler's view of the pauses: none before the
+// first read (a tick reads them before it lists anything).
+func (s *Scheduler) pauseView() *pauseView {
+	if v := s.pauses.Load(); v != nil {
+		return v
+	}
+	return &pauseView{}
 }
 
 // NewScheduler returns a Scheduler configured by cfg. It fails with an
@@ -431,6 +462,7 @@ func (r *Report) add(o Report) {
 	r.Corrupt += o.Corrupt
 	r.Newer += o.Newer
 	r.Held += o.Held
+	r.Paused += o.Paused
 	r.DeadLettered += o.DeadLettered
 	r.Snoozed += o.Snoozed
 	r.More = r.More || o.More
@@ -552,11 +584,14 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 	// during the tick is listed parked by the next one).
 	parked := s.listParked(nowMs)
 	n := s.due.DueBuckets()
-	start, share := s.listStart(ctx, nowMs, n, s.ticks.Add(1))
+	start, share, err := s.listStart(ctx, nowMs, n, s.ticks.Add(1))
+	if err != nil {
+		return err
+	}
 	if !batched || share < 1 {
 		share = n
 	}
-	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, lastUnparkedMs)), Start: start, Buckets: share, Limit: s.listPage}
+	q := store.DueQuery{Until: store.DecodeTime(min(nowMs, pausedBaseMs-1)), Start: start, Buckets: share, Limit: s.listPage}
 	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
 		return err
 	}
@@ -567,8 +602,23 @@ func (s *Scheduler) list(ctx context.Context, nowMs uint64, out chan<- []store.D
 			return err
 		}
 	}
+	// The paused entries due: of every generation before the current
+	// one, and of the current one whose next timer is due (see pause.go);
+	// with the parked entries, those of the generations after it, from
+	// before the generation wrapped.
+	lo := pausedBaseMs + s.pauseView().generation%pausedGens*pausedSpanMs
+	q = store.DueQuery{From: store.DecodeTime(pausedBaseMs), Until: store.DecodeTime(lo + min(nowMs, pausedNone-1)), Start: start, Limit: s.listPage}
+	if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
+		return err
+	}
 	if !parked {
 		return nil
+	}
+	if lo+pausedSpanMs < pausedEndMs {
+		q = store.DueQuery{From: store.DecodeTime(lo + pausedSpanMs), Until: store.DecodeTime(pausedEndMs - 1), Start: start, Limit: s.pageSize}
+		if err := s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Due) }); err != nil {
+			return err
+		}
 	}
 	q = store.DueQuery{From: store.DecodeTime(parkedMs), Until: store.DecodeTime(parkedMs), Start: start, Limit: s.pageSize}
 	return s.scan(ctx, q, func(page []store.DueEntry) bool { return send(page, &rep.Parked) })
@@ -595,7 +645,7 @@ func (s *Scheduler) chunk(n int) int {
 // read, FNV-1a of its Owner and tick, so that schedulers sharing a store
 // still start at buckets of their own most of the time.
 func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick uint64) int {
-	start, _ := s.listStart(ctx, nowMs, n, tick)
+	start, _, _ := s.listStart(ctx, nowMs, n, tick)
 	return start
 }
 
@@ -604,16 +654,28 @@ func (s *Scheduler) startBucket(ctx context.Context, nowMs uint64, n int, tick u
 // all n when the memberships cannot be read. A tick lists its share
 // first, then the others' buckets, so that schedulers claiming in
 // batches meet at the edges of their shares only once each has parked
-// what it claimed there.
-func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uint64) (start, share int) {
-	if s.firstBucket != nil {
-		return s.firstBucket(n), n
-	}
+// what it claimed there. The same read refreshes the Scheduler's view of
+// the pauses (see members); it fails when that read fails and the
+// Scheduler has no view yet: a Scheduler never fires without knowing the
+// pauses (with an older view it goes on, and says so). A fenced store
+// refuses that read's renewal: the tick then claims nothing.
+func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uint64) (start, share int, err error) {
 	rank, count, err := s.members(ctx, nowMs)
-	if err == nil {
-		return rank * n / count, (rank+1)*n/count - rank*n/count
+	if err != nil && s.fencedBy(err, 0, &TickReport{}) {
+		// A fenced store refuses the membership's renewal: this Scheduler
+		// claims nothing (see fencedBy), and needs no pauses.
+		return 0, n, nil
 	}
-	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships; starting the listing at a bucket of its own", "error", err)
+	if err != nil && s.pauses.Load() == nil {
+		return 0, 0, fmt.Errorf("timers: scheduler: read the schedulers' partition (memberships and pauses): %w", err)
+	}
+	if s.firstBucket != nil {
+		return s.firstBucket(n), n, nil
+	}
+	if err == nil {
+		return rank * n / count, (rank+1)*n/count - rank*n/count, nil
+	}
+	s.log.Warn("timers: scheduler: cannot read the schedulers' memberships and pauses; starting the listing at a bucket of its own, with the pauses read before", "error", err)
 	h := uint64(14695981039346656037)
 	for i := range len(s.owner) {
 		h = (h ^ uint64(s.owner[i])) * 1099511628211
@@ -621,7 +683,7 @@ func (s *Scheduler) listStart(ctx context.Context, nowMs uint64, n int, tick uin
 	for i := range 8 {
 		h = (h ^ (tick >> (8 * i) & 0xFF)) * 1099511628211
 	}
-	return int(h % uint64(n)), n
+	return int(h % uint64(n)), n, nil
 }
 
 // listParked reports whether this tick, at nowMs, lists the parked

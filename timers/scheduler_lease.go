@@ -21,6 +21,8 @@ type claim struct {
 	page *timerPage
 	// recovered: the claim took over another owner's expired lease.
 	recovered bool
+	// queuesPaused: the partition's queues are paused (PausePartition).
+	queuesPaused bool
 	// apply commits the run's and the release's batches: the store's
 	// Apply, or, when the claim was made with others, the commit they
 	// share (see fireMany).
@@ -196,23 +198,31 @@ func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint6
 	if err != nil {
 		return nil, fmt.Errorf("read wake time: %w", err)
 	}
-	if t.wake = encodedTime(read); !ok || t.wake > nowMs && t.wake != parkedMs {
+	if t.wake = encodedTime(read); !ok || t.wake > nowMs && t.wake != parkedMs && !pausedDue(t.wake, s.pauseView().generation, nowMs) {
 		t.state = claimStale
 		return nil, nil
 	}
 	var (
 		pg       *timerPage
 		observed store.Value
+		pause    store.Value
 	)
 	if prefetch {
 		pageLimit := min(DefaultPageSize, s.run.Budget.MaxTimers) + 1
-		page, leaseVals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey)
+		page, vals, err := readTimers(ctx, rd, true, nil, pageLimit, nowMs, s.leaseKey, partitionPauseKey)
 		if err != nil {
 			return nil, err
 		}
-		pg, observed = &page, leaseVals[0]
-	} else if observed, _, err = rd.Get(ctx, s.leaseKey); err != nil {
-		return nil, fmt.Errorf("read lease: %w", err)
+		pg, observed, pause = &page, vals[0], vals[1]
+	} else {
+		vals, err := rd.GetMany(ctx, []store.Key{s.leaseKey, partitionPauseKey})
+		if err != nil {
+			return nil, fmt.Errorf("read lease: %w", err)
+		}
+		if len(vals) != 2 {
+			return nil, fmt.Errorf("read lease: %d values for 2 keys: %w", len(vals), store.ErrCorrupt)
+		}
+		observed, pause = vals[0], vals[1]
 	}
 	recovered := false
 	if observed != nil {
@@ -238,7 +248,7 @@ func (s *Scheduler) claimReads(ctx context.Context, rd store.Reader, nowMs uint6
 		return nil, err
 	}
 	t.state = claimTaken
-	t.c = &claim{lease: lease, nowMs: nowMs, page: pg, recovered: recovered}
+	t.c = &claim{lease: lease, nowMs: nowMs, page: pg, recovered: recovered, queuesPaused: pause != nil}
 	// Parked with the lease's expiry as its ceiling: a timer written
 	// during the fire lowers the wake time to at most the expiry, so
 	// that it is due when another worker may take over.
@@ -298,7 +308,11 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 	if c.apply == nil {
 		c.apply = s.store.Apply
 	}
-	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page, apply: c.apply}
+	view := s.pauseView()
+	h := &claimHold{leaseKey: s.leaseKey, lease: c.lease, full: s.full, page: c.page, apply: c.apply, generation: view.generation}
+	if c.queuesPaused || len(view.kinds) > 0 {
+		h.paused = func(k Kind) bool { return view.kinds[k] || c.queuesPaused && k.Queue() }
+	}
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 	rep, runErr := runDue(runCtx, s.store, p, s.reg, store.DecodeTime(c.nowMs), s.run, h)
 	cancel()
@@ -317,7 +331,8 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 	if !h.released {
 		finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.lease)
 		defer cancel()
-		err = s.finish(finishCtx, p, c, encodedTime(rep.NextDue), h.wakeMoved, r)
+		wake, ceiling := h.releaseWake(encodedTime(rep.NextDue), rep.Paused)
+		err = s.finish(finishCtx, p, c, wake, ceiling, h.wakeMoved, r)
 	}
 	if runErr != nil {
 		return errors.Join(fmt.Errorf("run due: %w", runErr), err)
@@ -325,14 +340,15 @@ func (s *Scheduler) fire(ctx context.Context, p store.Partition, c *claim, r *Ti
 	return err
 }
 
-// finish releases the lease and sets the wake time to next (0: none) in
+// finish releases the lease and sets the wake time to next (0: none;
+// with ceiling, when next is a paused wake time: see releaseWake) in
 // one batch, guarded by the lease still being c's and the wake time still
 // parked. A timer written meanwhile has lowered the wake time (see the
 // design note): then it re-reads it and keeps the earlier of the two
 // (reading it first when the run saw it lowered: moved). A
 // lease no longer ours means it expired and another worker claimed the
 // partition: finish counts it and leaves the partition to that worker.
-func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next uint64, moved bool, r *TickReport) error {
+func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, next, ceiling uint64, moved bool, r *TickReport) error {
 	expect, want := uint64(parkedMs), next
 	if moved {
 		m, err := s.wakeOf(ctx, p)
@@ -345,7 +361,7 @@ func (s *Scheduler) finish(ctx context.Context, p store.Partition, c *claim, nex
 		b := store.NewBatch().Require(store.Equals(s.leaseKey, c.lease)).Delete(s.leaseKey)
 		switch {
 		case attempt <= maxWakeAttempts:
-			b.SetWake(store.DecodeTime(expect), store.DecodeTime(want))
+			setWake(b, expect, want, ceiling)
 		case want != 0:
 			b.WakeAt(store.DecodeTime(want))
 		}

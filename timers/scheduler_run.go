@@ -67,19 +67,32 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // idle is how long to wait after a tick at horizonMs that claimed
 // nothing: until the first entry past what the tick listed, at most
-// PollInterval.
+// PollInterval. A paused wake time of the current generation counts at
+// the due time of its partition's next timer no pause holds (see
+// pause.go).
 func (s *Scheduler) idle(ctx context.Context, horizonMs uint64) time.Duration {
-	firsts, err := s.due.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(horizonMs + 1), Until: store.DecodeTime(lastUnparkedMs), Limit: s.due.DueBuckets(), PerBucket: 1})
-	if err != nil {
-		s.log.Warn("timers: scheduler: cannot read the next wake time; polling", "error", err)
-		return s.poll
+	lo := pausedBaseMs + s.pauseView().generation%pausedGens*pausedSpanMs
+	next := uint64(0)
+	for _, q := range []struct{ from, until, off uint64 }{
+		{horizonMs + 1, pausedBaseMs - 1, 0},
+		{lo + min(horizonMs+1, pausedNone), lo + pausedNone - 1, lo},
+	} {
+		if q.from > q.until {
+			continue
+		}
+		firsts, err := s.due.ScanDue(ctx, store.DueQuery{From: store.DecodeTime(q.from), Until: store.DecodeTime(q.until), Limit: s.due.DueBuckets(), PerBucket: 1})
+		if err != nil {
+			s.log.Warn("timers: scheduler: cannot read the next wake time; polling", "error", err)
+			return s.poll
+		}
+		for _, e := range firsts {
+			if at := encodedTime(e.At) - q.off; next == 0 || at < next {
+				next = at
+			}
+		}
 	}
-	if len(firsts) == 0 {
+	if next == 0 {
 		return s.poll
-	}
-	next := encodedTime(firsts[0].At)
-	for _, e := range firsts[1:] {
-		next = min(next, encodedTime(e.At))
 	}
 	nowMs := s.nowMs()
 	if next <= nowMs {

@@ -57,11 +57,19 @@ func (e Error) Error() string {
 //     (timers.ParkedWake): every scheduler tick lists parked partitions
 //     and claims those whose lease has expired;
 //   - it is parked without a lease row;
-//   - its wake time (NextWake) and its due index entry disagree.
+//   - its wake time (NextWake) and its due index entry disagree;
+//   - its entry is a paused wake time (a Scheduler left due timers of a
+//     paused kind, or of the partition's paused queues, where they were:
+//     see timers.PauseKind) of the current pause generation, and later than
+//     the earliest of its timers that no pause holds now (the kinds
+//     paused for the whole store, and the library's kinds when the
+//     partition's queues are paused). A paused wake time of a generation
+//     a resume ended is due at every Scheduler's next tick: it covers
+//     every timer, as a wake time of now does.
 //
 // It returns an Error listing every violation, nil when there is none,
-// and the store's errors. It reads the whole due index and every timer of
-// the partitions: for tests, not for production stores.
+// and the store's errors. It reads the whole due index, the pauses and
+// every timer of the partitions: for tests, not for production stores.
 func CheckDueIndex(ctx context.Context, s store.Store, partitions []store.Partition) error {
 	due, ok := s.(store.DueIndex)
 	if !ok {
@@ -71,9 +79,13 @@ func CheckDueIndex(ctx context.Context, s store.Store, partitions []store.Partit
 	if err != nil {
 		return err
 	}
+	pauses, err := timers.ReadPauses(ctx, store.ReaderOf(s, timers.MembersPartition))
+	if err != nil {
+		return fmt.Errorf("timerstest: %w", err)
+	}
 	var bad Error
 	for _, p := range partitions {
-		v, err := check(ctx, s, due, listed, p)
+		v, err := check(ctx, s, due, listed, pauses, p)
 		if err != nil {
 			return err
 		}
@@ -110,7 +122,7 @@ func entries(ctx context.Context, due store.DueIndex) (map[string]uint64, error)
 	}
 }
 
-func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[string]uint64, p store.Partition) (*Violation, error) {
+func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[string]uint64, pauses timers.Pauses, p store.Partition) (*Violation, error) {
 	id, err := p.AppendTuple(nil)
 	if err != nil {
 		return nil, fmt.Errorf("timerstest: %w", err)
@@ -127,7 +139,15 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 	if ok != inIndex || wake != entry {
 		return &Violation{Partition: p, Problem: fmt.Sprintf("wake time %d and due index entry %d disagree", wake, entry), Wake: store.DecodeTime(entry)}, nil
 	}
-	rows, earliest, err := timersOf(ctx, s, p)
+	_, queuesPaused, err := timers.ReadPartitionPause(ctx, store.ReaderOf(s, p))
+	if err != nil {
+		return nil, fmt.Errorf("timerstest: %w", err)
+	}
+	held := func(k timers.Kind) bool {
+		_, paused := pauses.Kind(k)
+		return paused || queuesPaused && k.Queue()
+	}
+	rows, earliest, free, err := timersOf(ctx, s, p, held)
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +169,25 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 		}
 		leaseMs = l.ExpiresAtMs
 	}
+	w := timers.DescribeWake(wakeAt, ok)
 	switch {
 	case entry == math.MaxUint64 && !leased:
 		v.Problem = "parked without a scheduler lease"
 		return v, nil
 	case entry == math.MaxUint64:
+	case w.Paused && pauses.Ended(w):
+		// Due at the next tick.
+	case w.Paused:
+		// The paused wake time's own time: none stands for after every
+		// timer.
+		at := msOf(w.At)
+		if w.At.IsZero() {
+			at = math.MaxUint64
+		}
+		if free != 0 && at > max(free, leaseMs) {
+			v.Problem = fmt.Sprintf("paused wake time (generation %d, next %d) later than its earliest timer no pause holds (due %d)", w.Generation, msOf(w.At), free)
+			return v, nil
+		}
 	case earliest != 0 && entry > max(earliest, leaseMs):
 		v.Problem = "due index entry later than its earliest timer"
 		if leased {
@@ -165,36 +199,44 @@ func check(ctx context.Context, s store.Store, due store.DueIndex, listed map[st
 }
 
 // timersOf counts p's timer rows and returns the earliest due time of
-// its timers (0: none).
-func timersOf(ctx context.Context, s store.Store, p store.Partition) (rows int, earliest uint64, err error) {
+// its timers, and of those of the kinds held does not hold (0: none).
+func timersOf(ctx context.Context, s store.Store, p store.Partition, held func(timers.Kind) bool) (rows int, earliest, free uint64, err error) {
 	start, end := gen.ClassRange(gen.TagTimerKey)
 	var after store.Cursor
-	found := false
 	for {
 		page, err := s.Scan(ctx, p, start, end, after, 256)
 		if err != nil {
-			return 0, 0, fmt.Errorf("timerstest: scan the timers of %s: %w", store.PartitionName(p), err)
+			return 0, 0, 0, fmt.Errorf("timerstest: scan the timers of %s: %w", store.PartitionName(p), err)
 		}
 		rows += len(page.Entries)
 		for _, kv := range page.Entries {
 			tk, err := gen.ParseTimerKey(kv.Key)
-			if err != nil || found && tk.DueAtMs >= earliest {
+			if err != nil || earliest != 0 && free != 0 {
+				continue // timers come in due order: the first found is the earliest
+			}
+			kind := timers.Kind(tk.Kind)
+			if earliest != 0 && held(kind) {
 				continue
 			}
-			ref, err := timers.RefKey(timers.Kind(tk.Kind), tk.Reference)
+			ref, err := timers.RefKey(kind, tk.Reference)
 			if err != nil {
 				continue
 			}
 			v, ok, err := s.Get(ctx, p, ref)
 			if err != nil {
-				return 0, 0, fmt.Errorf("timerstest: read a timer reference of %s: %w", store.PartitionName(p), err)
+				return 0, 0, 0, fmt.Errorf("timerstest: read a timer reference of %s: %w", store.PartitionName(p), err)
 			}
 			if d, derr := timers.DecodeRef(v); ok && derr == nil && msOf(d) == tk.DueAtMs {
-				earliest, found = max(tk.DueAtMs, 1), true
+				if earliest == 0 {
+					earliest = max(tk.DueAtMs, 1)
+				}
+				if free == 0 && !held(kind) {
+					free = max(tk.DueAtMs, 1)
+				}
 			}
 		}
 		if page.Next == nil {
-			return rows, earliest, nil
+			return rows, earliest, free, nil
 		}
 		after = page.Next
 	}

@@ -83,3 +83,93 @@ func TestCheckDueIndexReportsEachViolation(t *testing.T) {
 		})
 	}
 }
+
+// A paused wake time covers the timers the pauses hold now, under the
+// current pause generation; it covers every timer once a resume ended its
+// generation; never a timer no pause holds due before its own time.
+func TestCheckDueIndexKnowsThePauses(t *testing.T) {
+	now := time.UnixMilli(10_000)
+	const paused, other timers.Kind = 300, 301
+	note := timers.PauseNote{At: now, Who: "ops", Reason: "down"}
+	cases := []struct {
+		name    string
+		kinds   []timers.Kind // paused for the whole store
+		resumed bool          // paused kind resumed after the wake time was written
+		queues  bool          // the partition's queues paused
+		timers  []timers.Timer
+		wake    func(generation uint64) time.Time
+		problem string
+	}{
+		{"paused kind, nothing else", []timers.Kind{paused}, false, false,
+			[]timers.Timer{{Kind: paused, Reference: "a", DueAt: now}},
+			func(g uint64) time.Time { return timers.PausedWake(g, time.Time{}) }, ""},
+		{"no pause holds it", nil, false, false,
+			[]timers.Timer{{Kind: paused, Reference: "a", DueAt: now}},
+			func(g uint64) time.Time { return timers.PausedWake(g, time.Time{}) }, "later than its earliest timer no pause holds"},
+		{"the next timer no pause holds", []timers.Kind{paused}, false, false,
+			[]timers.Timer{{Kind: paused, Reference: "a", DueAt: now}, {Kind: other, Reference: "b", DueAt: now.Add(5 * time.Millisecond)}},
+			func(g uint64) time.Time { return timers.PausedWake(g, now.Add(5*time.Millisecond)) }, ""},
+		{"after the next timer no pause holds", []timers.Kind{paused}, false, false,
+			[]timers.Timer{{Kind: paused, Reference: "a", DueAt: now}, {Kind: other, Reference: "b", DueAt: now.Add(5 * time.Millisecond)}},
+			func(g uint64) time.Time { return timers.PausedWake(g, now.Add(6*time.Millisecond)) }, "later than its earliest timer no pause holds"},
+		{"a generation a resume ended", []timers.Kind{paused}, true, false,
+			[]timers.Timer{{Kind: paused, Reference: "a", DueAt: now}, {Kind: other, Reference: "b", DueAt: now.Add(5 * time.Millisecond)}},
+			func(g uint64) time.Time { return timers.PausedWake(g, time.Time{}) }, ""},
+		{"paused queues", nil, false, true,
+			[]timers.Timer{{Kind: timers.KindRelay, DueAt: now}},
+			func(g uint64) time.Time { return timers.PausedWake(g, time.Time{}) }, ""},
+		{"paused queues hold no service kind", nil, false, true,
+			[]timers.Timer{{Kind: timers.KindRelay, DueAt: now}, {Kind: other, Reference: "b", DueAt: now.Add(time.Millisecond)}},
+			func(g uint64) time.Time { return timers.PausedWake(g, time.Time{}) }, "later than its earliest timer no pause holds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := fdblayer.Open(memengine.New(), fdblayer.Config{})
+			require.NoError(t, err)
+			defer l.Close()
+			apply := func(p store.Partition, b *store.Batch) {
+				t.Helper()
+				out, err := l.Apply(ctx, p, b)
+				require.NoError(t, err)
+				require.True(t, out.Committed(), "%v", out)
+			}
+			members := store.ReaderOf(l, timers.MembersPartition)
+			for _, k := range tc.kinds {
+				b := store.NewBatch()
+				_, err := timers.PauseKind(ctx, members, b, k, note)
+				require.NoError(t, err)
+				apply(timers.MembersPartition, b)
+			}
+			p := refdomain.NamespacePartition{NS: refdomain.MustNamespaceKey("p")}
+			b := store.NewBatch()
+			for _, tm := range tc.timers {
+				require.NoError(t, timers.Schedule(b, l.Capabilities(), nil, tm))
+			}
+			if tc.queues {
+				_, err := timers.PausePartition(ctx, store.ReaderOf(l, p), b, note)
+				require.NoError(t, err)
+			}
+			apply(p, b)
+			cur, _, err := l.NextWake(ctx, p)
+			require.NoError(t, err)
+			apply(p, store.NewBatch().SetWake(cur, tc.wake(0)))
+			if tc.resumed {
+				b := store.NewBatch()
+				_, err := timers.ResumeKind(ctx, members, b, paused)
+				require.NoError(t, err)
+				apply(timers.MembersPartition, b)
+			}
+
+			err = timerstest.CheckDueIndex(ctx, l, []store.Partition{p})
+			if tc.problem == "" {
+				require.NoError(t, err)
+				return
+			}
+			var v timerstest.Error
+			require.True(t, errors.As(err, &v), "%v", err)
+			require.Len(t, v, 1)
+			require.Contains(t, v[0].Problem, tc.problem)
+		})
+	}
+}
