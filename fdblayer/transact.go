@@ -224,6 +224,9 @@ func (r *txnReader) close() error {
 
 func (r *txnReader) Partition() store.Partition { return r.p }
 
+// Format is the Layer's format of namespace (store.Formats).
+func (r *txnReader) Format(namespace string) uint32 { return r.l.Format(namespace) }
+
 // begin checks that a read may run: fn is running, no engine error ended
 // the run's transaction, the budget is not spent, ctx has not ended. r.mu
 // is held.

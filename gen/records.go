@@ -1949,7 +1949,7 @@ const VersionPauseV1 = 1
 
 // FormatPauseV1 is the store format that introduced PauseV1 (its format=): a
 // value family writes it only to a store of that format or above.
-const FormatPauseV1 = 1
+const FormatPauseV1 = 2
 
 // AppendPauseV1 appends the encoding of v to dst. It fails with an error
 // wrapping wire.ErrInvalid, leaving dst as it was, when v breaks a rule of the

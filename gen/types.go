@@ -1062,7 +1062,8 @@ func verifySchedulerLeaseV1(v *SchedulerLeaseV1) error {
 }
 
 // PauseV1 is an operator's pause (KindPauseKey, PartitionPauseKey): when
-// it was made (Unix milliseconds), by whom and why.
+// it was made (Unix milliseconds), by whom and why. It is of format 2: a
+// binary of format 1 knows no pause and would fire paused timers.
 type PauseV1 struct {
 	AtMs   uint64
 	Who    string

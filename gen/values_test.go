@@ -2158,7 +2158,7 @@ func TestKindPauseKeyValuesEncodesPerFormat(t *testing.T) {
 		return e[len(e)-1]
 	}()
 	{
-		// at format 1: PauseV1
+		// at format 2: PauseV1
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatPauseV1)
 		want, err := EncodePauseV1(v)
@@ -2472,7 +2472,7 @@ func TestPartitionPauseKeyValuesEncodesPerFormat(t *testing.T) {
 		return e[len(e)-1]
 	}()
 	{
-		// at format 1: PauseV1
+		// at format 2: PauseV1
 		vs.calls = 0
 		b, encErr := x.Encode(v, FormatPauseV1)
 		want, err := EncodePauseV1(v)

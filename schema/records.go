@@ -179,9 +179,10 @@ type SchedulerLeaseV1 struct {
 }
 
 // PauseV1 is an operator's pause (KindPauseKey, PartitionPauseKey): when
-// it was made (Unix milliseconds), by whom and why.
+// it was made (Unix milliseconds), by whom and why. It is of format 2: a
+// binary of format 1 knows no pause and would fire paused timers.
 //
-//mk:record version=1
+//mk:record version=1 format=2
 type PauseV1 struct {
 	AtMs   uint64
 	Who    string `mk:"max=128"`

@@ -9,7 +9,9 @@ import "fmt"
 // for it with FormatOf and write the newest version of a value the format
 // allows (a generated family's Encode(v, format)), so that no process
 // writes what another running process cannot read. A wrapper of a store
-// forwards it.
+// forwards it, and so does the Reader of such a store (ReaderOf, a
+// Transact function's), so that a writer handed only a Reader asks
+// FormatOf(r, namespace) too.
 type Formats interface {
 	// Format returns the store's format of namespace, as the store last
 	// read it: 1 for a namespace it keeps no format of. It never does I/O
@@ -18,9 +20,10 @@ type Formats interface {
 	Format(namespace string) uint32
 }
 
-// FormatOf returns s's format of namespace when s implements Formats, and
-// 1, the format of every store that keeps none, otherwise (nil included).
-func FormatOf(s Store, namespace string) uint32 {
+// FormatOf returns s's format of namespace when s (a Store, or a Reader
+// of one) implements Formats, and 1, the format of every store that keeps
+// none, otherwise (nil included).
+func FormatOf(s any, namespace string) uint32 {
 	if f, ok := s.(Formats); ok {
 		if n := f.Format(namespace); n > 0 {
 			return n

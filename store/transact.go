@@ -335,6 +335,9 @@ func (r *partitionReader) check(what string) error {
 
 func (r *partitionReader) Partition() Partition { return r.p }
 
+// Format is r's store's format of namespace (FormatOf).
+func (r *partitionReader) Format(namespace string) uint32 { return FormatOf(r.s, namespace) }
+
 func (r *partitionReader) Get(ctx context.Context, key Key) (Value, bool, error) {
 	if err := r.check("get"); err != nil {
 		return nil, false, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mkit-dev/mkitfdb/codec/wire"
 	"time"
 
 	"github.com/mkit-dev/mkitfdb/gen"
@@ -326,14 +327,29 @@ func encodePause(what string, n PauseNote) (store.Value, error) {
 	return v, nil
 }
 
+// canPause fails with an error wrapping wire.ErrFormatTooOld (and so
+// store.ErrInvalid) while r's store's format of the library's namespace is
+// below gen.FormatPauseV1: a process of an older binary knows no pause and
+// would fire what a pause holds, so a pause waits for the format's raise
+// (package evolve), which every live process must know first.
+func canPause(r store.Reader, what string) error {
+	if f := store.FormatOf(r, gen.SchemaNamespace); f < gen.FormatPauseV1 {
+		return fmt.Errorf("timers: pause %s: the store's format of %s is %d and pauses need %d, which every process must know before it is raised (evolve.Gate.Raise, mkitfdb formats raise): %w",
+			what, gen.SchemaNamespace, f, gen.FormatPauseV1, wire.ErrFormatTooOld)
+	}
+	return nil
+}
+
 // PauseKind adds to b, a batch of MembersPartition (r reads it), what
 // pauses kind k for the whole store, recorded with n, guarded on its not
 // being paused: from each Scheduler's first tick that reads it, no timer
 // of the kind fires, in any partition; each stays where it is (see the
 // design note above) until ResumeKind. It adds nothing and fails with an
 // error wrapping ErrPaused, returning the pause, when k is paused
-// already; with store.ErrInvalid for kind 0, a Reader of another
-// partition, or a note encodePause refuses (a time before the epoch,
+// already; with wire.ErrFormatTooOld (a store.ErrInvalid) while the
+// store's format of the library's namespace is below gen.FormatPauseV1;
+// with store.ErrInvalid for kind 0, a Reader of another partition, or a
+// note encodePause refuses (a time before the epoch,
 // texts over MaxPauseWho or MaxPauseReason bytes); and with the store's
 // errors.
 func PauseKind(ctx context.Context, r store.Reader, b *store.Batch, k Kind, n PauseNote) (Pause, error) {
@@ -341,6 +357,9 @@ func PauseKind(ctx context.Context, r store.Reader, b *store.Batch, k Kind, n Pa
 		return Pause{}, fmt.Errorf("timers: pause kind 0: no kind: %w", store.ErrInvalid)
 	}
 	if err := inMembers(r, "pause "+k.String()); err != nil {
+		return Pause{}, err
+	}
+	if err := canPause(r, k.String()); err != nil {
 		return Pause{}, err
 	}
 	key := kindPauseKey(k)
@@ -422,9 +441,14 @@ func wrapRead(err error, what string) error {
 // they are until ResumePartition; its other timers fire as before (pause
 // their kind for the whole store with PauseKind). It adds nothing and
 // fails with an error wrapping ErrPaused, returning the pause, when they
-// are paused already; with store.ErrInvalid for a note encodePause
+// are paused already; with wire.ErrFormatTooOld (a store.ErrInvalid)
+// while the store's format of the library's namespace is below
+// gen.FormatPauseV1; with store.ErrInvalid for a note encodePause
 // refuses; and with the store's errors.
 func PausePartition(ctx context.Context, r store.Reader, b *store.Batch, n PauseNote) (Pause, error) {
+	if err := canPause(r, "the queues of "+store.PartitionName(r.Partition())); err != nil {
+		return Pause{}, err
+	}
 	p, ok, err := ReadPartitionPause(ctx, r)
 	switch {
 	case err != nil:

@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mkit-dev/mkitfdb/codec/wire"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/gen"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -683,4 +686,45 @@ func TestRunWakesForTheNextTimerOfAPausedPartition(t *testing.T) {
 		assert.Empty(t, recA.seen())
 		assert.Equal(t, 300*time.Millisecond, w.recorded()[0], "%v", w.recorded())
 	})
+}
+
+// TestAPauseWaitsForTheFormatEveryProcessKnows: on a store at format 1 of
+// the library's namespace (a binary of which knows no pause, and would
+// fire what a pause holds) a pause is refused with wire.ErrFormatTooOld,
+// writing nothing, through a Transact function's Reader as through
+// ReaderOf; once the format is raised to gen.FormatPauseV1 it is taken.
+func TestAPauseWaitsForTheFormatEveryProcessKnows(t *testing.T) {
+	for _, eng := range testengine.All {
+		t.Run(eng.Name, func(t *testing.T) {
+			ctx := context.Background()
+			engine := fdbsim.AsDistributed(eng.Open(t, "pause.bbolt"))
+			old, err := fdblayer.Open(engine, fdblayer.Config{Gate: evolve.GateConfig{Process: "old", Known: map[string]uint32{gen.SchemaNamespace: 1}}})
+			require.NoError(t, err)
+			require.Equal(t, uint32(1), store.FormatOf(old, gen.SchemaNamespace), "a new store starts at what its binary knows")
+			note := timers.PauseNote{At: now, Who: "ops", Reason: "carrier down"}
+
+			b := store.NewBatch()
+			_, err = timers.PauseKind(ctx, store.ReaderOf(old, timers.MembersPartition), b, kindA, note)
+			require.ErrorIs(t, err, wire.ErrFormatTooOld)
+			require.ErrorIs(t, err, store.ErrInvalid)
+			_, err = store.Transact(ctx, old, part(0), func(ctx context.Context, r store.Reader) (*store.Batch, error) {
+				b := store.NewBatch()
+				_, err := timers.PausePartition(ctx, r, b, note)
+				return b, err
+			}, store.TransactConfig{})
+			require.ErrorIs(t, err, wire.ErrFormatTooOld)
+			assert.Zero(t, b.Ops())
+
+			newer, err := fdblayer.Open(engine, fdblayer.Config{Gate: evolve.GateConfig{Process: "new"}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = newer.Close() }) // closes the engine last
+			require.NoError(t, old.Gate().Close())
+			require.NoError(t, newer.Gate().Raise(ctx, gen.SchemaNamespace, gen.FormatPauseV1, evolve.RaiseConfig{By: "test", Reason: "pauses"}))
+			_, err = timers.PauseKind(ctx, store.ReaderOf(newer, timers.MembersPartition), b, kindA, note)
+			require.NoError(t, err)
+			out, err := newer.Apply(ctx, timers.MembersPartition, b)
+			require.NoError(t, err)
+			require.True(t, out.Committed())
+		})
+	}
 }

@@ -8,3 +8,9 @@ import "github.com/mkit-dev/mkitfdb/store"
 func (f *Faults) Format(namespace string) uint32 { return store.FormatOf(f.inner, namespace) }
 
 var _ store.Formats = (*Faults)(nil)
+
+// Format forwards to the Reader of the inner store (store.FormatOf).
+func (r *faultReader) Format(namespace string) uint32 { return r.f.Format(namespace) }
+
+// Format forwards to the inner store (store.FormatOf).
+func (r *recorder) Format(namespace string) uint32 { return r.f.Format(namespace) }
