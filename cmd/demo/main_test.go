@@ -258,8 +258,14 @@ func TestKilledProcessResumes(t *testing.T) {
 			t.Errorf("%s after the kill: %v relay rows queued without a relay timer", p.Partition, p.Relay.Rows)
 		case uint64(p.Relay.Rows.N) > p.OutboxSequence:
 			t.Errorf("%s after the kill: %v relay rows, more than its sequence %d", p.Partition, p.Relay.Rows, p.OutboxSequence)
+		case p.Relay.Rows.N > 0 && (p.Parked || p.Wake != nil && p.Lease != nil && !p.Wake.After(p.Lease.Expires)):
+			// The killed run's claim parked it (at most until its lease's
+			// expiry): another scheduler takes the lease over.
+			if p.Lease == nil {
+				t.Errorf("%s after the kill: relay rows queued, parked without the lease that parked it", p.Partition)
+			}
 		case p.Relay.Rows.N > 0 && (p.Wake == nil || p.Wake.After(time.Now())):
-			t.Errorf("%s after the kill: relay rows queued, wake time %v not due", p.Partition, p.Wake)
+			t.Errorf("%s after the kill: relay rows queued, wake time %v not due and no lease", p.Partition, p.Wake)
 		}
 		queued += p.Relay.Rows.N
 	}
