@@ -6,8 +6,8 @@ import (
 	"errors"
 	"math"
 
-	"github.com/mkit-dev/mkitfdb/codec/registry"
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
+	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
 	"github.com/mkit-dev/mkitfdb/store"
 )
@@ -25,37 +25,6 @@ type Unlinked struct {
 	FirstKey string `json:"first_key"`
 }
 
-// splitIdentity is the Splitter of the linked schemas: the identity a key
-// starts with, by its namespace's partition unions; where none tells, the
-// namespace (with the variant tag after it, when its schema is linked)
-// as the prefix of a region to skip.
-func splitIdentity(b []byte) (int, bool) {
-	if bytes.HasPrefix(b, membersIdentity) {
-		// The library's own partition (timers.MembersPartition).
-		return len(membersIdentity), true
-	}
-	if bytes.HasPrefix(b, evolveIdentity) {
-		// The library's own partition (evolve.Partition).
-		return len(evolveIdentity), true
-	}
-	_, _, n, _, err := registry.IdentityPrefix(b)
-	if err == nil {
-		return n, true
-	}
-	r := tuple.NewReader(b)
-	if _, err := r.ReadString(); err != nil {
-		return 1, false
-	}
-	n = r.Offset()
-	if errors.Is(err, registry.ErrNotLinked) {
-		return n, false
-	}
-	if _, err := r.ReadUint(); err == nil {
-		n = r.Offset()
-	}
-	return n, false
-}
-
 // walk calls fn with every partition of the store in identity order,
 // starting after the partition or unlinked region after names (nil: from
 // the first), and unlinked with each unlinked region, followed by its
@@ -66,7 +35,7 @@ func splitIdentity(b []byte) (int, bool) {
 func walk(ctx context.Context, l *fdblayer.Layer, after []byte, limit int, fn func(store.Identity) error, unlinked func(Unlinked) error) ([]byte, error) {
 	var next []byte
 	n := 0
-	err := l.ListPartitions(ctx, after, splitIdentity, func(p fdblayer.ListedPartition) error {
+	err := l.ListPartitions(ctx, after, evolve.SplitIdentity, func(p fdblayer.ListedPartition) error {
 		if limit > 0 && n == limit {
 			return errPageFull
 		}

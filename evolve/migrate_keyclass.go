@@ -250,7 +250,7 @@ var errListed = errors.New("evolve: listed")
 // and the regions of the namespace's keys it passed that no linked schema
 // tells apart, each logged.
 func (m *keyClass) next(ctx context.Context, after []byte) (id []byte, left int, err error) {
-	err = m.parts.ListIdentities(ctx, after, splitIdentity, func(prefix []byte, whole bool) error {
+	err = m.parts.ListIdentities(ctx, after, SplitIdentity, func(prefix []byte, whole bool) error {
 		if m.ns != nil && !bytes.HasPrefix(prefix, m.ns) {
 			if bytes.Compare(prefix, m.ns) > 0 {
 				return errListed // past the namespace: identities are listed in order
@@ -463,13 +463,14 @@ func parseClassCursor(b []byte) (classCursor, error) {
 	return c, nil
 }
 
-// splitIdentity says where the partition identity at the start of a raw
-// key ends: the library's own partitions, (null, "mkitfdb", name), and
-// those of the linked schemas (codec/registry); where none tells, the
-// namespace (with the variant tag after it, when its schema is linked) as
-// the prefix of a region, or the key's first byte when it starts with no
-// namespace.
-func splitIdentity(b []byte) (int, bool) {
+// SplitIdentity says where the partition identity at the start of a raw
+// key (after a Layer's root) ends, as fdblayer.Splitter does: the
+// library's own partitions, (null, "mkitfdb", name), and those of the
+// linked schemas (codec/registry); where none tells, the namespace (with
+// the variant tag after it, when its schema is linked) as the prefix of a
+// region, or the key's first byte when it starts with no namespace. The
+// migrations and the operator's command list partitions with it.
+func SplitIdentity(b []byte) (int, bool) {
 	r := tuple.NewReader(b)
 	if len(b) > 0 && b[0] == 0x00 {
 		if r.ReadNull() == nil {

@@ -133,12 +133,12 @@ type rename struct {
 func (m *rename) Name() string { return m.cfg.Name }
 
 // split is the listing's Splitter: an identity Rename knows, else as
-// splitIdentity says.
+// SplitIdentity says.
 func (m *rename) split(b []byte) (int, bool) {
 	if n, _, ok := m.cfg.Rename(b); ok && n > 0 && n <= len(b) {
 		return n, true
 	}
-	return splitIdentity(b)
+	return SplitIdentity(b)
 }
 
 // Step implements Migration: one page of the partition the cursor names,
