@@ -216,17 +216,7 @@ func readUnits(txn kv.ReadTxn, units []unit, known []*readCache, ov *overlay, ds
 			dst = append(dst, nil)
 		}
 	}
-	if len(missing) == 0 {
-		return dst, nil
-	}
-	vals, err := txn.GetMany(nil, missing)
-	if err != nil {
-		return dst[:n], err
-	}
-	for j, i := range at {
-		dst[i] = vals[j]
-	}
-	return dst, nil
+	return readMissing(txn, dst, n, missing, at)
 }
 
 // checkPreconditions checks b's preconditions against vals, their keys'

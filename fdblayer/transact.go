@@ -432,6 +432,24 @@ func (c *readCache) put(key, value []byte) {
 	}
 }
 
+// readMissing reads the keys missing, in txn with one GetMany, into
+// dst[at[j]] for missing[j]: what a read served partly from memory leaves
+// to the engine. On an error it returns dst as it was before the caller
+// appended (dst[:n]).
+func readMissing(txn kv.ReadTxn, dst [][]byte, n int, missing [][]byte, at []int) ([][]byte, error) {
+	if len(missing) == 0 {
+		return dst, nil
+	}
+	vals, err := txn.GetMany(nil, missing)
+	if err != nil {
+		return dst[:n], err
+	}
+	for j, i := range at {
+		dst[i] = vals[j]
+	}
+	return dst, nil
+}
+
 // getMany appends each key's value to dst as txn.GetMany does, reading in
 // txn, with one GetMany, only the keys the cache does not hold.
 func (c *readCache) getMany(txn kv.ReadTxn, dst [][]byte, keys [][]byte) ([][]byte, error) {
@@ -449,15 +467,5 @@ func (c *readCache) getMany(txn kv.ReadTxn, dst [][]byte, keys [][]byte) ([][]by
 			missing, at = append(missing, k), append(at, n+i)
 		}
 	}
-	if len(missing) == 0 {
-		return dst, nil
-	}
-	vals, err := txn.GetMany(nil, missing)
-	if err != nil {
-		return dst[:n], err
-	}
-	for j, i := range at {
-		dst[i] = vals[j]
-	}
-	return dst, nil
+	return readMissing(txn, dst, n, missing, at)
 }
