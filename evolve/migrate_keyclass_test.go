@@ -199,53 +199,8 @@ func TestKeyClassMigrationUpgradesEveryRow(t *testing.T) {
 // what was last written there, and a last run with the writer stopped
 // leaves exactly the model, upgraded.
 func TestKeyClassMigrationSurvivesACrashAtEveryPage(t *testing.T) {
-	type crash struct {
-		name string
-		// arm makes the boundary-th page (from 1) crash; fired says
-		// whether it did.
-		arm func(f *storetest.Faults, boundary int, fired *atomic.Bool)
-		// fails: the run that crashes returns an error.
-		fails bool
-	}
-	isPage := func(c storetest.Call) bool {
-		return c.Method == storetest.MethodTransact && c.Partition != evolve.Partition
-	}
-	crashes := []crash{
-		{"the page fails", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
-			var n atomic.Int32
-			f.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
-				if isPage(c) && int(n.Add(1)) == boundary {
-					fired.Store(true)
-					return true
-				}
-				return false
-			}, nil)
-		}, true},
-		{"the page lands, its result lost", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
-			var n atomic.Int32
-			f.CommitThenFailWhen(func(c storetest.Call) bool {
-				if isPage(c) && int(n.Add(1)) == boundary {
-					fired.Store(true)
-					return true
-				}
-				return false
-			})
-		}, false},
-		{"killed before the page's checkpoint", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
-			var n atomic.Int32
-			f.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
-				// The first write is the claim; then a checkpoint a page.
-				// Killed: none of its writes lands from then on.
-				if c.Partition == evolve.Partition && int(n.Add(1)) >= boundary+1 {
-					fired.Store(true)
-					return true
-				}
-				return false
-			}, nil)
-		}, true},
-	}
 	for _, e := range engines {
-		for _, cr := range crashes {
+		for _, cr := range pageCrashes {
 			t.Run(e.name+"/"+cr.name, func(t *testing.T) {
 				for boundary := 1; ; boundary++ {
 					if !crashAt(t, e.open(t), boundary, cr.arm, cr.fails) {
@@ -256,6 +211,60 @@ func TestKeyClassMigrationSurvivesACrashAtEveryPage(t *testing.T) {
 			})
 		}
 	}
+}
+
+// pageCrash is one way a KeyClassMigration run crashes at a page
+// boundary: arm makes the boundary-th page (from 1) crash, and fired
+// says whether it did; fails says whether the run that crashes returns
+// an error.
+type pageCrash struct {
+	name  string
+	arm   func(f *storetest.Faults, boundary int, fired *atomic.Bool)
+	fails bool
+}
+
+// isPage tells a migration page's transaction (in a partition of the
+// store) from the runner's own calls (in evolve.Partition).
+func isPage(c storetest.Call) bool {
+	return c.Method == storetest.MethodTransact && c.Partition != evolve.Partition
+}
+
+// pageCrashes are the three crashes at a page boundary: the page's commit
+// fails, it lands with its result lost, or the runner is killed between
+// the page and its checkpoint.
+var pageCrashes = []pageCrash{
+	{"the page fails", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
+		var n atomic.Int32
+		f.FailWhen(storetest.MethodTransact, func(c storetest.Call) bool {
+			if isPage(c) && int(n.Add(1)) == boundary {
+				fired.Store(true)
+				return true
+			}
+			return false
+		}, nil)
+	}, true},
+	{"the page lands, its result lost", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
+		var n atomic.Int32
+		f.CommitThenFailWhen(func(c storetest.Call) bool {
+			if isPage(c) && int(n.Add(1)) == boundary {
+				fired.Store(true)
+				return true
+			}
+			return false
+		})
+	}, false},
+	{"killed before the page's checkpoint", func(f *storetest.Faults, boundary int, fired *atomic.Bool) {
+		var n atomic.Int32
+		f.FailWhen(storetest.MethodApply, func(c storetest.Call) bool {
+			// The first write is the claim; then a checkpoint a page.
+			// Killed: none of its writes lands from then on.
+			if c.Partition == evolve.Partition && int(n.Add(1)) >= boundary+1 {
+				fired.Store(true)
+				return true
+			}
+			return false
+		}, nil)
+	}, true},
 }
 
 // crashAt runs the migration on a fresh store of e with a writer beside
@@ -335,31 +344,25 @@ func TestKeyClassMigrationRequiresItsFormat(t *testing.T) {
 
 // Moves: rows of an old tag (a class renumbered from below 100) move to
 // the class's tag, each page within the store's batch limits, a row whose
-// new key is taken left as it is (never overwritten), and the run
-// resumes after a crash of each kind as rewrites do.
+// new key is taken left as it is (never overwritten). Crashes:
+// TestKeyClassMigrationMovesSurviveACrashAtEveryPage.
 func TestKeyClassMigrationMovesRowsToANewTag(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			l, err := fdblayer.Open(e.open(t), fdblayer.Config{Logger: quiet, MaxBatchOps: 10})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = l.Close() })
-			oldKey := func(n uint64) store.Key { return tuple.AppendUint(tuple.AppendUint(nil, 5), n) }
 			for bk := uint32(1); bk <= 2; bk++ {
 				b := store.NewBatch()
 				for n := uint64(0); n < 9; n++ {
-					b.Put(oldKey(n), v1(n))
+					b.Put(oldEntryKey(n), v1(n))
 				}
 				mustApply(t, l, book(bk), b)
 			}
 			// Book 2 already holds entry 4 at the new tag.
 			mustApply(t, l, book(2), store.NewBatch().Put(entryKey(4), v2(44, "mine")))
-			start, end := evolve.TagRange(5)
-			m, err := evolve.KeyClassMigration(l, l, evolve.KeyClassConfig{
-				Name: "ledger.retag", Namespace: ledgergen.SchemaNamespace, Start: start, End: end,
-				Rewrite: evolve.Retag(5, uint64(ledgergen.TagEntryKey)), Logger: quiet,
-			})
-			require.NoError(t, err)
-			rep, err := newRunner(t, l, "x", clock.NewManual(t0)).Run(t.Context(), m)
+			rep, err := newRunner(t, l, "x", clock.NewManual(t0)).Run(t.Context(), retagMigration(t, l, l))
+			oldStart, oldEnd := evolve.TagRange(5)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(17), rep.Checkpoint.Rewritten)
 			assert.Equal(t, uint64(1), rep.Checkpoint.Left)
@@ -375,15 +378,173 @@ func TestKeyClassMigrationMovesRowsToANewTag(t *testing.T) {
 					}
 					require.Equal(t, string(want), got[string(entryKey(n))])
 				}
-				old := rows(t, l, book(bk), start, end)
+				old := rows(t, l, book(bk), oldStart, oldEnd)
 				if bk == 2 {
-					require.Equal(t, map[string]string{string(oldKey(4)): string(v1(4))}, old, "the row whose new key was taken stays")
+					require.Equal(t, map[string]string{string(oldEntryKey(4)): string(v1(4))}, old, "the row whose new key was taken stays")
 				} else {
 					require.Empty(t, old)
 				}
 			}
 		})
 	}
+}
+
+// The rows of TestKeyClassMigrationMovesSurviveACrashAtEveryPage: moveRows
+// rows at tag 5 in each of moveBooks books, moved to the entry class's
+// tag two a page (a Layer of 10 operations a batch).
+const moveBooks, moveRows = 2, 9
+
+func retagMigration(t *testing.T, s store.Store, parts evolve.PartitionLister) evolve.Migration {
+	t.Helper()
+	start, end := evolve.TagRange(5)
+	m, err := evolve.KeyClassMigration(s, parts, evolve.KeyClassConfig{
+		Name: "ledger.retag", Namespace: ledgergen.SchemaNamespace, Start: start, End: end,
+		Rewrite: evolve.Retag(5, uint64(ledgergen.TagEntryKey)), Logger: quiet,
+	})
+	require.NoError(t, err)
+	return m
+}
+
+// Moves survive a crash at every page boundary as rewrites do (each of
+// pageCrashes, on every engine), with a service writing the class's new
+// tag beside the migration: the next runner resumes; a row moves whole,
+// once, to its new key; a move never overwrites what the service wrote
+// there, and the row it could not move stays at its old key as it was,
+// never lost; and a Rerun after moves nothing.
+func TestKeyClassMigrationMovesSurviveACrashAtEveryPage(t *testing.T) {
+	for _, e := range engines {
+		for _, cr := range pageCrashes {
+			t.Run(e.name+"/"+cr.name, func(t *testing.T) {
+				for boundary := 1; ; boundary++ {
+					if !crashMoveAt(t, e.open(t), boundary, cr) {
+						require.Greater(t, boundary, moveBooks*(moveRows/2), "every page boundary was crashed at")
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// crashMoveAt runs the retag on a fresh store of e with a service writing
+// beside it, crashing at the boundary-th page, then resumes it; it
+// reports whether the crash fired (false: the run had fewer pages).
+func crashMoveAt(t *testing.T, e kv.Engine, boundary int, cr pageCrash) bool {
+	t.Helper()
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: quiet, MaxBatchOps: 10})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	for bk := uint32(1); bk <= moveBooks; bk++ {
+		b := store.NewBatch()
+		for n := uint64(0); n < moveRows; n++ {
+			b.Put(oldEntryKey(n), v1(n))
+		}
+		mustApply(t, l, book(bk), b)
+	}
+	f := storetest.NewFaults(l)
+	clk := clock.NewManual(t0)
+	var fired atomic.Bool
+	cr.arm(f, boundary, &fired)
+
+	// The service writes entries at the new tag (some of the moved rows'
+	// keys, some others) until stop is closed; wrote is the last value it
+	// committed at each key of each book.
+	var mu sync.Mutex
+	wrote := map[uint32]map[uint64]store.Value{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(uint64(boundary), 11))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			bk, n := uint32(1+rng.IntN(moveBooks)), uint64(rng.IntN(moveRows+3))
+			v := v2(uint64(1000+i), "service")
+			out, err := l.Apply(context.Background(), book(bk), store.NewBatch().Put(entryKey(n), v))
+			if err != nil || !out.Committed() {
+				t.Errorf("service: %v %v", out, err)
+				return
+			}
+			mu.Lock()
+			if wrote[bk] == nil {
+				wrote[bk] = map[uint64]store.Value{}
+			}
+			wrote[bk][n] = v
+			mu.Unlock()
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+		}
+	}()
+	stopService := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}
+	defer stopService()
+
+	_, err = newRunner(t, f, "first", clk, func(c *evolve.RunnerConfig) { c.Lease = time.Minute }).Run(t.Context(), retagMigration(t, f, l))
+	if !fired.Load() {
+		require.NoError(t, err)
+		return false
+	}
+	if cr.fails {
+		require.ErrorIs(t, err, storetest.ErrInjected, "boundary %d", boundary)
+	} else {
+		require.NoError(t, err, "boundary %d", boundary)
+	}
+	f.Clear()
+	clk.Advance(2 * time.Minute) // a dead runner's lease lapses
+	rep, err := newRunner(t, f, "second", clk).Run(t.Context(), retagMigration(t, f, l))
+	require.NoError(t, err, "boundary %d", boundary)
+	require.True(t, rep.Checkpoint.IsDone())
+	stopService()
+	if t.Failed() {
+		return false
+	}
+
+	newStart, newEnd := ledgergen.ClassRange(ledgergen.TagEntryKey)
+	oldStart, oldEnd := evolve.TagRange(5)
+	left := 0
+	for bk := uint32(1); bk <= moveBooks; bk++ {
+		moved, old := rows(t, l, book(bk), newStart, newEnd), rows(t, l, book(bk), oldStart, oldEnd)
+		wantNew, wantOld := 0, 0
+		for n := uint64(0); n < moveRows+3; n++ {
+			w, written := wrote[bk][n]
+			g, hasNew := moved[string(entryKey(n))]
+			o, hasOld := old[string(oldEntryKey(n))]
+			switch {
+			case written:
+				require.Equal(t, string(w), g, "book %d entry %d: the service's last write, never overwritten by a move (boundary %d)", bk, n, boundary)
+				wantNew++
+			case n < moveRows:
+				require.Equal(t, string(v1(n)), g, "book %d entry %d moved whole (boundary %d)", bk, n, boundary)
+				wantNew++
+			default:
+				require.False(t, hasNew, "book %d entry %d", bk, n)
+			}
+			if hasOld {
+				require.Less(t, n, uint64(moveRows))
+				require.Equal(t, string(v1(n)), o, "book %d entry %d left as it was", bk, n)
+				require.True(t, written, "book %d entry %d left at its old key though its new key was free (boundary %d)", bk, n, boundary)
+				wantOld++
+			}
+		}
+		require.Len(t, moved, wantNew, "book %d: rows at the new tag", bk)
+		require.Len(t, old, wantOld, "book %d: rows left at the old tag", bk)
+		left += wantOld
+	}
+	rep, err = newRunner(t, f, "third", clk).Rerun(t.Context(), retagMigration(t, f, l))
+	require.NoError(t, err)
+	assert.Zero(t, rep.Checkpoint.Rewritten, "a Rerun moves nothing")
+	assert.Equal(t, uint64(left), rep.Checkpoint.Left, "the rows whose new key the service took, and only they, are left")
+	return true
 }
 
 // What KeyClassMigration refuses.
