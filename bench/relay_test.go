@@ -20,8 +20,9 @@ import (
 // applied directly: see plan) report baseline-ns/row, baseline-rows/s,
 // baseline-allocs/row, baseline-B/row and relay/baseline, the ratio of
 // the two times; BenchmarkRelayVsBaseline also read-ns/row and
-// read/baseline, reading the rows as the relay does (see readQueue). All are measured over the timed regions only: rows are
-// queued, and the baseline planned, with the timer stopped. Run them with
+// read/baseline, for reading the rows as the relay does (see readQueue).
+// All are measured over the timed regions only: rows are queued, and the
+// baseline planned, with the timer stopped. Run them with
 //
 //	go test -run '^$' -bench . -count 6 -cpu 1,2 ./bench/ | tee new.txt
 //	benchstat new.txt
@@ -174,11 +175,11 @@ func BenchmarkRelayBacklog(b *testing.B) {
 // applies, planned beforehand (see plan). A third store fed the same rows
 // times reading them as the relay reads them, and nothing else (see
 // readQueue): the part of the relay's cost that no relay avoids. The
-// three take turns in going first. It reports both costs per row,
-// relay/baseline, their time ratio, and read/baseline, the reading's time
-// over the baseline's (relay/baseline minus read/baseline is what the
-// relay's own logic costs beyond reading its rows); ns/op is reported as
-// 0 (it would be the sum of all three).
+// three take turns in going first. It reports the three costs per row,
+// relay/baseline, the relay's time over the baseline's, and
+// read/baseline, the reading's (relay/baseline minus read/baseline is
+// what the relay's own logic costs beyond reading its rows); ns/op is
+// reported as 0 (it would be the sum of all three).
 func BenchmarkRelayVsBaseline(b *testing.B) {
 	for _, eng := range testengine.All {
 		for _, n := range targetCounts {
