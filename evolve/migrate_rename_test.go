@@ -15,6 +15,7 @@ import (
 	"github.com/mkit-dev/mkitfdb/codec/tuple"
 	"github.com/mkit-dev/mkitfdb/evolve"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
 	"github.com/mkit-dev/mkitfdb/internal/testkit/ledger/ledgergen"
 	"github.com/mkit-dev/mkitfdb/store"
@@ -65,6 +66,7 @@ func TestRenameThenRetagAStoreOfBeforeNamespaces(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = l.Close() })
 			seedOldLedger(t, l)
+			before := oldBooks(t, l)
 			clk := clock.NewManual(t0)
 
 			rename, err := evolve.IntoNamespace(ledgergen.SchemaNamespace)
@@ -89,30 +91,7 @@ func TestRenameThenRetagAStoreOfBeforeNamespaces(t *testing.T) {
 			assert.Equal(t, uint64(books), cp.Partitions)
 			assert.Equal(t, uint64(1), cp.Left, "the partition of a variant the ledger does not know")
 
-			var newBooks []store.Partition
-			for bk := uint32(1); bk <= books; bk++ {
-				require.Empty(t, rows(t, l, oldBook(bk), nil, nil))
-				got := rows(t, l, book(bk), nil, nil)
-				require.Len(t, got, 14)
-				_, ok, err := l.NextWake(t.Context(), oldBook(bk))
-				require.NoError(t, err)
-				require.False(t, ok)
-				at, ok, err := l.NextWake(t.Context(), book(bk))
-				require.NoError(t, err)
-				require.True(t, ok)
-				require.Equal(t, t0.Add(time.Duration(bk)*time.Minute), at.UTC())
-				newBooks = append(newBooks, book(bk))
-			}
-			require.NoError(t, timerstest.CheckDueIndex(t.Context(), l, newBooks))
-			es, err := l.ScanDue(t.Context(), store.DueQuery{Until: store.MaxTime, Limit: 100})
-			require.NoError(t, err)
-			require.Len(t, es, books)
-			for _, e := range es {
-				_, err := ledgergen.ParsePartition(e.Partition)
-				require.NoError(t, err, "every due entry names a namespaced book")
-			}
-			require.Equal(t, map[string]string{string(oldEntryKey(1)): string(v1(1))}, rows(t, l, mustIdentity(tuple.Tuple{int64(7), "x"}), nil, nil))
-			require.Equal(t, map[string]string{string(entryKey(1)): string(v1(1))}, rows(t, l, elsewhere, nil, nil))
+			checkRenamed(t, l, before)
 
 			// Then the tags, then the versions.
 			start, end := evolve.TagRange(5)
@@ -143,6 +122,129 @@ func TestRenameThenRetagAStoreOfBeforeNamespaces(t *testing.T) {
 			require.Len(t, cps, 3)
 		})
 	}
+}
+
+// oldBooks reads the rows of every book under its old identity.
+func oldBooks(t *testing.T, l *fdblayer.Layer) map[uint32]map[string]string {
+	t.Helper()
+	before := map[uint32]map[string]string{}
+	for bk := uint32(1); bk <= books; bk++ {
+		before[bk] = rows(t, l, oldBook(bk), nil, nil)
+		require.Len(t, before[bk], 14, "12 entries, a timer row and its reference entry")
+	}
+	return before
+}
+
+// checkRenamed checks a store seeded by seedOldLedger after its books
+// moved into the ledger's namespace: each book holds under its new
+// identity exactly the rows it held under the old one (before, from
+// oldBooks), and nothing is left under the old; its wake time and due
+// index entry moved with it; the partition of a variant the ledger does
+// not know and the other namespace's are untouched.
+func checkRenamed(t *testing.T, l *fdblayer.Layer, before map[uint32]map[string]string) {
+	t.Helper()
+	var newBooks []store.Partition
+	for bk := uint32(1); bk <= books; bk++ {
+		require.Empty(t, rows(t, l, oldBook(bk), nil, nil))
+		require.Equal(t, before[bk], rows(t, l, book(bk), nil, nil), "book %d: the rows it had, byte for byte", bk)
+		_, ok, err := l.NextWake(t.Context(), oldBook(bk))
+		require.NoError(t, err)
+		require.False(t, ok)
+		at, ok, err := l.NextWake(t.Context(), book(bk))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, t0.Add(time.Duration(bk)*time.Minute), at.UTC())
+		newBooks = append(newBooks, book(bk))
+	}
+	require.NoError(t, timerstest.CheckDueIndex(t.Context(), l, newBooks))
+	es, err := l.ScanDue(t.Context(), store.DueQuery{Until: store.MaxTime, Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, es, books)
+	for _, e := range es {
+		_, err := ledgergen.ParsePartition(e.Partition)
+		require.NoError(t, err, "every due entry names a namespaced book")
+	}
+	require.Equal(t, map[string]string{string(oldEntryKey(1)): string(v1(1))}, rows(t, l, mustIdentity(tuple.Tuple{int64(7), "x"}), nil, nil))
+	require.Equal(t, map[string]string{string(entryKey(1)): string(v1(1))}, rows(t, l, elsewhere, nil, nil))
+}
+
+// A rename crashed at every write commit of its run (the claim, each
+// page's move, each checkpoint) in each way a commit fails (a fatal
+// error, nothing written; a lost result, landed or not, which the store
+// retries), on the memory and bbolt engines: a second runner resumes, and
+// checkRenamed holds. A page is one engine transaction
+// (fdblayer.MovePartitionPage), outside storetest.Faults' reach, so the
+// faults are the engine's (fdbsim.InjectFaults), at the k-th commit the
+// first runner makes.
+func TestRenameSurvivesACrashAtEveryCommit(t *testing.T) {
+	faults := []struct {
+		name  string
+		fault fdbsim.Fault
+	}{
+		{"fatal", fdbsim.CommitFatal},
+		{"landed, result lost", fdbsim.CommitThenUnknown},
+		{"not landed, result lost", fdbsim.UnknownWithoutCommit},
+	}
+	for _, e := range engines {
+		if e.name == "mvcc" {
+			continue // its faults are MVCCConfig.Fault's, met as the engine meets them
+		}
+		for _, ft := range faults {
+			t.Run(e.name+"/"+ft.name, func(t *testing.T) {
+				for k := 1; ; k++ {
+					if !renameCrashAt(t, e.open(t), k, ft.fault) {
+						require.Greater(t, k, books*3, "every commit of the run was crashed at")
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// renameCrashAt seeds a store of before namespaces on inner and renames
+// it, fault failing the first runner's k-th commit, then resumes with a
+// second runner and checks the result; it reports whether the fault
+// fired (false: the run made fewer commits).
+func renameCrashAt(t *testing.T, inner kv.Engine, k int, fault fdbsim.Fault) bool {
+	t.Helper()
+	var armed, fired atomic.Bool
+	var commits atomic.Int32
+	e := fdbsim.InjectFaults(fdbsim.AsDistributed(inner), func(context.Context) (fdbsim.Fault, func()) {
+		if armed.Load() && int(commits.Add(1)) == k {
+			fired.Store(true)
+			return fault, nil
+		}
+		return fdbsim.CommitNormally, nil
+	})
+	l, err := fdblayer.Open(e, fdblayer.Config{Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	seedOldLedger(t, l)
+	before := oldBooks(t, l)
+	rename, err := evolve.IntoNamespace(ledgergen.SchemaNamespace)
+	require.NoError(t, err)
+	m, err := evolve.RenamePartitionsMigration(l, evolve.RenameConfig{Name: "ledger.namespace", Rename: rename, PageRows: 5, Logger: quiet})
+	require.NoError(t, err)
+	clk := clock.NewManual(t0)
+
+	armed.Store(true)
+	_, err = newRunner(t, l, "first", clk, func(c *evolve.RunnerConfig) { c.Lease = time.Minute }).Run(t.Context(), m)
+	armed.Store(false)
+	if !fired.Load() {
+		require.NoError(t, err)
+		checkRenamed(t, l, before)
+		return false
+	}
+	if fault == fdbsim.CommitFatal {
+		require.ErrorIs(t, err, fdbsim.ErrInjectedFatal, "commit %d", k)
+	}
+	clk.Advance(2 * time.Minute) // a dead runner's lease lapses
+	rep, err := newRunner(t, l, "second", clk).Run(t.Context(), m)
+	require.NoError(t, err, "commit %d", k)
+	require.True(t, rep.Checkpoint.IsDone())
+	checkRenamed(t, l, before)
+	return true
 }
 
 // IntoNamespace renames only what the schema parses once the namespace is
