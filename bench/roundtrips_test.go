@@ -8,7 +8,9 @@ import (
 
 	"github.com/mkit-dev/mkitfdb/clock"
 	"github.com/mkit-dev/mkitfdb/fdblayer"
+	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdbsim"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/testengine"
 	"github.com/mkit-dev/mkitfdb/refdomain"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -82,4 +84,53 @@ func BenchmarkRelayRoundTrips(b *testing.B) {
 	b.ReportMetric(float64(txns)/float64(rows), "txns/row")
 	b.ReportMetric(float64(reads)/float64(rows), "reads/row")
 	b.ReportMetric(float64(commits)/float64(rows), "commits/row")
+}
+
+// BenchmarkRelayWindowRoundTrips drains opRows rows from one source to 10
+// targets (four fires of a full window, 4*relay.DefaultMaxRows rows, each
+// target batch one transaction) on the MVCC engine and counts, per fire,
+// the transactions begun, the reads (a GetMany or a range read each) and
+// the commits that wrote; on the engine with a latency of up to a
+// millisecond on each transaction start, read and commit it also reports
+// the time a fire takes. The counts are exact, not timed: what a full
+// window asks of a FoundationDB cluster.
+func BenchmarkRelayWindowRoundTrips(b *testing.B) {
+	for _, latency := range []time.Duration{0, time.Millisecond} {
+		name := "engine=mvcc"
+		if latency > 0 {
+			name = "engine=mvcc-latency"
+		}
+		b.Run(name, func(b *testing.B) {
+			var e *fdbsim.MVCCEngine
+			eng := testengine.Engine{Name: name, Open: func(testing.TB, string) kv.Engine {
+				e = fdbsim.NewMVCCEngine(fdbsim.MVCCConfig{Latency: latency})
+				return e
+			}}
+			f := newFixture(b, eng, 10, benchBudget, nil)
+			var fires int
+			var took time.Duration
+			var txns, reads, commits uint64
+			for b.Loop() {
+				b.StopTimer()
+				f.queue(b, opRows)
+				before, t0 := e.Stats(), time.Now()
+				b.StartTimer()
+				fires += f.drain(b)
+				b.StopTimer()
+				took += time.Since(t0)
+				after := e.Stats()
+				txns += after.Begun + after.Retries - before.Begun - before.Retries
+				reads += after.Reads - before.Reads
+				commits += after.Commits - before.Commits
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(txns)/float64(fires), "txns/fire")
+			b.ReportMetric(float64(reads)/float64(fires), "reads/fire")
+			b.ReportMetric(float64(commits)/float64(fires), "commits/fire")
+			if latency > 0 {
+				b.ReportMetric(float64(took.Microseconds())/1000/float64(fires), "ms/fire")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

@@ -49,7 +49,8 @@
 //
 // On FoundationDB, where each transaction, read and commit waits for the
 // cluster, a fire waits in sequence for: the outbox state and the queue's
-// first page, read side by side; any further page of the window; the
+// first page, read side by side (the whole window, when its rows fit one
+// page of the store's byte bound: see ScanPageRows); any further page; the
 // targets' lanes, up to Concurrency at once, each target batch one
 // transaction (its high-water read and its commit); a commit per
 // checkpoint batch but the last (the first one's guards read ahead beside
@@ -152,7 +153,17 @@ const (
 	// queued rows one fire reads. A first row larger than this is still
 	// read, alone.
 	DefaultMaxBytes = 4 << 20
-	// ScanPageRows is the most rows one scan page of the queue reads.
+	// ScanPageRows is the most rows one scan page of the queue reads from
+	// a source store whose calls do not wait for a cluster (the memory
+	// and bbolt engines: store.OverlapsCalls false), where a page decoded
+	// while its rows are still in the cache costs less than one read of
+	// the whole window; and from a store that does not bound a page's
+	// bytes (Capabilities.MaxScanBytes 0), so that a page never reads
+	// many rows past the fire's byte budget. A store whose calls wait and
+	// that bounds a page's bytes (fdblayer's Layer on FoundationDB, 1 MiB
+	// a page by default) is asked for all the rows the window has left:
+	// a window of small rows is one read, one round trip, and a page of
+	// large rows ends within the store's bound.
 	ScanPageRows = 64
 	// MaxHookReadKeys bounds the keys of one target snapshot, the
 	// high-water key included: a hook that declares more gets fewer rows
@@ -172,7 +183,7 @@ const (
 // (one transaction) by 5 seconds and 10,000,000 bytes, not a fire: a
 // fire's length is bounded by the run's context.
 const (
-	// DefaultMaxRows: a fire reads at most 4*MaxRows rows (4 scan pages).
+	// DefaultMaxRows: a fire reads at most 4*MaxRows rows.
 	DefaultMaxRows = 64
 	// DefaultMaxTargets: a fire applies batches to at most this many
 	// targets.
@@ -451,6 +462,7 @@ func (h *Handler) newFire(c *timers.Ctx) (*fire, error) {
 	if f.budget.Concurrency > 1 && h.newLanes == nil && !store.OverlapsCalls(h.target) {
 		f.budget.Concurrency = 1
 	}
+	f.windowPages = f.sourceCaps.MaxScanBytes > 0 && store.OverlapsCalls(c.Store)
 	return f, nil
 }
 
@@ -497,6 +509,9 @@ type fire struct {
 	metrics    telemetry.Metrics
 	lagBoundMs uint64
 	nowMs      uint64 // c.Now, as relay rows stamp it
+	// windowPages: a scan page of the window asks for every row the
+	// window has left (see ScanPageRows and pageRows).
+	windowPages bool
 
 	// What readState read.
 	sequence      uint64

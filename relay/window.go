@@ -132,7 +132,7 @@ func (f *fire) readStart(ctx context.Context) error {
 		// fire's scratch, which the fire releases as it ends.
 		defer f.beside(ctx, func(ctx context.Context) { stateErr = f.readState(ctx) })()
 		// One row more than the window's first page: see headPage.
-		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, min(ScanPageRows, f.budget.MaxRows*4)+1, &f.readBuf)
+		first, err = f.scanQueue(ctx, queueStart, queueEnd, nil, f.pageRows(f.budget.MaxRows*4)+1, &f.readBuf)
 	}()
 	if stateErr != nil {
 		return stateErr
@@ -210,7 +210,7 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	}
 	w := windowReader{f: f, anchor: anchor, cycleEnd: cycleEnd, remaining: limit}
 	if first != nil {
-		if rows, exhausted, tailEmpty, next, ok := f.headPage(first, anchor, cycleEnd, min(ScanPageRows, limit)); ok {
+		if rows, exhausted, tailEmpty, next, ok := f.headPage(first, anchor, cycleEnd, f.pageRows(limit)); ok {
 			if !w.take(rows) || !f.decodeRead() {
 				return nil
 			}
@@ -223,7 +223,7 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 	}
 	var after store.Cursor
 	for {
-		n := min(ScanPageRows, w.remaining)
+		n := f.pageRows(w.remaining)
 		if n == w.remaining && toEnd && f.mayEnd(n) {
 			n++ // what follows the window's rows, if anything
 		}
@@ -247,6 +247,18 @@ func (f *fire) readWindow(ctx context.Context, first *store.ScanPage) error {
 		}
 		after = page.Next
 	}
+}
+
+// pageRows is how many rows a scan page of the window asks for with
+// remaining rows of its budget left (see ScanPageRows): all of them when
+// f.windowPages, so that a window of small rows is one read, one round
+// trip, not one per ScanPageRows rows in sequence; at most ScanPageRows
+// otherwise.
+func (f *fire) pageRows(remaining int) int {
+	if f.windowPages {
+		return remaining
+	}
+	return min(ScanPageRows, remaining)
 }
 
 // mayEnd reports whether the window, with rows rows of its budget left,

@@ -82,6 +82,7 @@ var byCommand = map[string]how{
 	"go test -run '^$' -bench 'MemoryApplyGuarded/pair' -count 6 ./fdblayer":                                {run: runOnce},
 	"go test -run '^$' -bench 'RelayVsBaseline/memory' -count 10 ./bench":                                   {run: runOnce},
 	"go test -run '^$' -bench 'RelayWorkers/engine=mvcc-latency/workers=1$' -benchtime 5x -count 1 ./bench": {run: runOnce},
+	"go test -run '^$' -bench RelayWindowRoundTrips -benchtime 5x ./bench":                                  {run: runOnce},
 	"(cd bench/river && go test -run '^$' -bench 'FireDue|Insert' -benchtime 2x -count 1 -timeout 60m)": {
 		reason: "fires and inserts up to 10,000 timers and works 10,000 River jobs per op, minutes of fsyncs; make test runs the same harness on 100 of each (bench/river's TestEachFiresEveryItemExactlyOnce)",
 	},

@@ -1,0 +1,92 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/relay"
+	"github.com/mkit-dev/mkitfdb/store"
+	"github.com/mkit-dev/mkitfdb/store/storetest"
+	"github.com/mkit-dev/mkitfdb/timers"
+)
+
+// unboundedPages is a store that reports no bound on a scan page's bytes
+// (Capabilities.MaxScanBytes 0), whatever the store it wraps does.
+type unboundedPages struct{ store.Store }
+
+func (s unboundedPages) Capabilities() store.Capabilities {
+	c := s.Store.Capabilities()
+	c.MaxScanBytes = 0
+	return c
+}
+
+// A window of small rows is one read of the queue from a source store
+// whose calls wait for a cluster and that bounds a page's bytes (the Layer
+// on the MVCC engine, as on FoundationDB: one round trip instead of one
+// per ScanPageRows rows in sequence); pages of ScanPageRows rows from a
+// store whose calls do not wait (the memory and bbolt engines, where a
+// page is decoded while its rows are in the cache) or that does not bound
+// a page's bytes. Either way a fire reads the same window and delivers the
+// same rows.
+func TestAWindowOfSmallRowsIsOneReadFromACluster(t *testing.T) {
+	queueStart, queueEnd := gen.ClassRange(gen.TagRelayKey)
+	window := 4 * relay.DefaultMaxRows
+	for _, tt := range []struct {
+		name    string
+		wrap    func(store.Store) store.Store
+		bounded bool
+	}{
+		{"a store bounding page bytes", func(s store.Store) store.Store { return s }, true},
+		{"a store not bounding them", func(s store.Store) store.Store { return unboundedPages{s} }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, e *env) {
+				targets := []store.Partition{ta, tb}
+				var rows []row
+				for i := range window + 44 {
+					rows = append(rows, put(targets[i%2], fmt.Sprint("k", i), "v"))
+				}
+				seqs := e.queue(t, rows...)
+				var limits []int
+				e.source.AfterRead(func(_ context.Context, c storetest.Call) error {
+					if c.Method == storetest.MethodScan && c.Partition == source &&
+						bytes.Compare(c.Start, queueStart) >= 0 && bytes.Compare(c.Start, queueEnd) < 0 {
+						limits = append(limits, c.Limit)
+					}
+					return nil
+				})
+				rep, err := timers.RunDue(e.ctx, tt.wrap(e.source), source, e.reg, e.now(), timers.RunConfig{Clock: e.clock, Logger: e.logger, Metrics: e.metrics})
+				require.NoError(t, err)
+				require.Equal(t, 1, rep.Fired)
+
+				// The rows a read of the queue asks for: one more where the
+				// first is read beside the outbox state (calls that overlap).
+				page, reads := relay.ScanPageRows, window/relay.ScanPageRows
+				if tt.bounded && store.OverlapsCalls(e.source) {
+					page, reads = window, 1
+				}
+				require.Len(t, limits, reads, "the fire's reads of the queue (their row limits: %v)", limits)
+				for _, l := range limits {
+					require.Contains(t, []int{page, page + 1}, l, "rows a read asks for (all: %v)", limits)
+				}
+
+				require.Equal(t, seqs[window:], e.queued(t), "the window's rows delivered, the rest queued")
+				var toA, toB []uint64
+				for i, s := range seqs[:window] {
+					if i%2 == 0 {
+						toA = append(toA, s)
+					} else {
+						toB = append(toB, s)
+					}
+				}
+				e.requireAppliedOnce(t, ta, toA...)
+				e.requireAppliedOnce(t, tb, toB...)
+			})
+		})
+	}
+}
