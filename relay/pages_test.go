@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,54 @@ func TestAWindowOfSmallRowsIsOneReadFromACluster(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A window of large rows ends pages at the store's byte bound. Where the
+// first page is read beside the outbox state, a page cut that way stands
+// for the window's first page and the window reads on after it: the
+// queue's head is read once, not again by the window, and every row of
+// the window is delivered exactly once.
+func TestAHeadPageCutByTheByteBoundIsTheWindowsFirst(t *testing.T) {
+	queueStart, queueEnd := gen.ClassRange(gen.TagRelayKey)
+	window := 4 * relay.DefaultMaxRows
+	value := strings.Repeat("v", 8_000) // 256 rows: about 2 MiB, two byte-bound pages and more
+	forEachEngine(t, func(t *testing.T, e *env) {
+		if !store.OverlapsCalls(e.source) {
+			t.Skip("the first page is read beside the outbox state only where calls overlap")
+		}
+		targets := []store.Partition{ta, tb}
+		var rows []row
+		for i := range window + 10 {
+			rows = append(rows, put(targets[i%2], fmt.Sprint("k", i), value))
+		}
+		seqs := e.queue(t, rows...)
+		var starts []store.Key
+		e.source.AfterRead(func(_ context.Context, c storetest.Call) error {
+			if c.Method == storetest.MethodScan && c.Partition == source &&
+				bytes.Compare(c.Start, queueStart) >= 0 && bytes.Compare(c.Start, queueEnd) < 0 {
+				starts = append(starts, c.Start)
+			}
+			return nil
+		})
+		e.step(t)
+		require.GreaterOrEqual(t, len(starts), 2, "the window's rows span pages")
+		heads := 0
+		for _, s := range starts {
+			if bytes.Equal(s, queueStart) {
+				heads++
+			}
+		}
+		require.Equal(t, 1, heads, "reads from the queue's head (of %d reads)", len(starts))
+		require.Equal(t, seqs[window:], e.queued(t), "the window's rows delivered, the rest queued")
+		var toA, toB []uint64
+		for i, s := range seqs[:window] {
+			if i%2 == 0 {
+				toA = append(toA, s)
+			} else {
+				toB = append(toB, s)
+			}
+		}
+		e.requireAppliedOnce(t, ta, toA...)
+		e.requireAppliedOnce(t, tb, toB...)
+	})
 }

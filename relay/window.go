@@ -283,11 +283,14 @@ func (f *fire) mayEnd(rows int) bool {
 // window's first page (ok) when no row remains at or below the cursor
 // and either more of the window's rows follow its first pageRows (which
 // are then the window's first page; next is where to read on, afresh: a
-// cursor is bound to its range) or it shows the whole cycle, down to row
-// CycleEnd or a row past it, or an empty cycle's nothing (the window is
-// then exhausted, and tailEmpty says whether the page shows nothing after
-// the cycle's rows). Otherwise, a malformed key past the cycle among
-// them, the window is read as if there were no such page.
+// cursor is bound to its range), or the page ended short of its limit at
+// the store's byte bound with every row it shows in the cycle (they are
+// the window's first rows, and it reads on after them), or it shows the
+// whole cycle, down to row CycleEnd or a row past it, or an empty cycle's
+// nothing (the window is then exhausted, and tailEmpty says whether the
+// page shows nothing after the cycle's rows). Otherwise, a malformed key
+// past the cycle among them, the window is read as if there were no such
+// page.
 func (f *fire) headPage(first *store.ScanPage, anchor, cycleEnd store.Key, pageRows int) (rows []store.KeyValue, exhausted, tailEmpty bool, next store.Key, ok bool) {
 	entries := first.Entries
 	if anchor != nil && len(entries) > 0 && bytes.Compare(entries[0].Key, anchor) <= 0 {
@@ -300,9 +303,9 @@ func (f *fire) headPage(first *store.ScanPage, anchor, cycleEnd store.Key, pageR
 	if n > pageRows {
 		return entries[:pageRows:pageRows], false, false, append(bytes.Clone(entries[pageRows-1].Key), 0x00), true
 	}
-	// No row of the window follows the page's n (fewer entries than the
-	// page's limit mean none at all): true of the state beside it only if
-	// the page shows the whole cycle.
+	// No row of the window follows the page's n where the page ended
+	// (Next nil) or showed a key past them: true of the state beside it
+	// only if the page shows the whole cycle.
 	whole := false
 	switch {
 	case n < len(entries):
@@ -315,6 +318,13 @@ func (f *fire) headPage(first *store.ScanPage, anchor, cycleEnd store.Key, pageR
 		whole = f.scan.CycleEnd == 0
 	}
 	if !whole {
+		if n > 0 && n == len(entries) && first.Next != nil {
+			// The page ended short of its limit, at the store's byte
+			// bound, with rows of the cycle still to come: its rows are
+			// the window's first, as far as a read of the window would
+			// have gone, and the window reads on after them.
+			return entries[:n:n], false, false, append(bytes.Clone(entries[n-1].Key), 0x00), true
+		}
 		return nil, false, false, nil, false
 	}
 	return entries[:n:n], true, n == len(entries) && first.Next == nil, nil, true
