@@ -76,17 +76,7 @@ func TestAWindowOfSmallRowsIsOneReadFromACluster(t *testing.T) {
 					require.Contains(t, []int{page, page + 1}, l, "rows a read asks for (all: %v)", limits)
 				}
 
-				require.Equal(t, seqs[window:], e.queued(t), "the window's rows delivered, the rest queued")
-				var toA, toB []uint64
-				for i, s := range seqs[:window] {
-					if i%2 == 0 {
-						toA = append(toA, s)
-					} else {
-						toB = append(toB, s)
-					}
-				}
-				e.requireAppliedOnce(t, ta, toA...)
-				e.requireAppliedOnce(t, tb, toB...)
+				e.requireWindowDelivered(t, seqs, window)
 			})
 		})
 	}
@@ -128,16 +118,24 @@ func TestAHeadPageCutByTheByteBoundIsTheWindowsFirst(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, heads, "reads from the queue's head (of %d reads)", len(starts))
-		require.Equal(t, seqs[window:], e.queued(t), "the window's rows delivered, the rest queued")
-		var toA, toB []uint64
-		for i, s := range seqs[:window] {
-			if i%2 == 0 {
-				toA = append(toA, s)
-			} else {
-				toB = append(toB, s)
-			}
-		}
-		e.requireAppliedOnce(t, ta, toA...)
-		e.requireAppliedOnce(t, tb, toB...)
+		e.requireWindowDelivered(t, seqs, window)
 	})
+}
+
+// requireWindowDelivered checks that a fire delivered the first window of
+// the rows queued as seqs, alternately to ta and tb, each exactly once, and
+// left the rest queued.
+func (e *env) requireWindowDelivered(t *testing.T, seqs []uint64, window int) {
+	t.Helper()
+	require.Equal(t, seqs[window:], e.queued(t), "the window's rows delivered, the rest queued")
+	var toA, toB []uint64
+	for i, s := range seqs[:window] {
+		if i%2 == 0 {
+			toA = append(toA, s)
+		} else {
+			toB = append(toB, s)
+		}
+	}
+	e.requireAppliedOnce(t, ta, toA...)
+	e.requireAppliedOnce(t, tb, toB...)
 }
