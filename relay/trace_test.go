@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -17,20 +16,12 @@ import (
 	"github.com/mkit-dev/mkitfdb/fdblayer/kv"
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/spantest"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/relay"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/store/storetest"
 )
-
-func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
-	for _, kv := range s.Attributes() {
-		if kv.Key == k {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
-}
 
 func links(s sdktrace.ReadOnlySpan) []trace.SpanID {
 	var out []trace.SpanID
@@ -118,19 +109,19 @@ func TestEachTargetBatchIsASpanInItsWritersTrace(t *testing.T) {
 	var ofA []sdktrace.ReadOnlySpan
 	for _, d := range deliveries {
 		assert.Equal(t, trace.SpanKindConsumer, d.SpanKind())
-		assert.Equal(t, int64(1), attrOf(d, "mkitfdb.attempt").AsInt64())
-		switch first := attrOf(d, "mkitfdb.relay.first_seq").AsInt64(); first {
+		assert.Equal(t, int64(1), spantest.Attr(d, "mkitfdb.attempt").AsInt64())
+		switch first := spantest.Attr(d, "mkitfdb.relay.first_seq").AsInt64(); first {
 		case 1: // ta: a's two rows
 			assert.Equal(t, a.TraceID(), d.SpanContext().TraceID())
 			assert.Equal(t, a.SpanID(), d.Parent().SpanID(), "a child of the writer's span")
 			require.Len(t, d.Links(), 1)
 			assert.True(t, isFire(d.Links()[0].SpanContext.SpanID()), "linking the fire's")
-			assert.Equal(t, int64(2), attrOf(d, "mkitfdb.relay.rows").AsInt64())
+			assert.Equal(t, int64(2), spantest.Attr(d, "mkitfdb.relay.rows").AsInt64())
 			ofA = append(ofA, d)
 		case 3: // tb: b's row and c's
 			assert.True(t, isFire(d.Parent().SpanID()), "a child of the fire's span")
 			assert.ElementsMatch(t, []trace.SpanID{b.SpanID(), c.SpanID()}, links(d))
-			assert.Equal(t, int64(2), attrOf(d, "mkitfdb.relay.applied").AsInt64())
+			assert.Equal(t, int64(2), spantest.Attr(d, "mkitfdb.relay.applied").AsInt64())
 		case 5: // tc: no writer's span
 			assert.True(t, isFire(d.Parent().SpanID()))
 			assert.Empty(t, d.Links())
@@ -141,9 +132,9 @@ func TestEachTargetBatchIsASpanInItsWritersTrace(t *testing.T) {
 	require.Len(t, ofA, 2, "the failed attempt and the next cycle's")
 	assert.Equal(t, codes.Error, ofA[0].Status().Code)
 	assert.Contains(t, ofA[0].Status().Description, "the target's cluster is down")
-	assert.Equal(t, int64(0), attrOf(ofA[0], "mkitfdb.relay.applied").AsInt64())
+	assert.Equal(t, int64(0), spantest.Attr(ofA[0], "mkitfdb.relay.applied").AsInt64())
 	assert.Equal(t, codes.Unset, ofA[1].Status().Code)
-	assert.Equal(t, int64(2), attrOf(ofA[1], "mkitfdb.relay.applied").AsInt64())
+	assert.Equal(t, int64(2), spantest.Attr(ofA[1], "mkitfdb.relay.applied").AsInt64())
 	assert.NotEqual(t, ofA[0].Links()[0].SpanContext.SpanID(), ofA[1].Links()[0].SpanContext.SpanID(), "two fires")
 	assert.Len(t, deliveries, 4)
 }

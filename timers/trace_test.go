@@ -8,25 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mkit-dev/mkitfdb/fdblayer/memengine"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/spantest"
 	"github.com/mkit-dev/mkitfdb/store"
 	"github.com/mkit-dev/mkitfdb/timers"
 )
-
-func spanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
-	for _, kv := range s.Attributes() {
-		if kv.Key == k {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
-}
 
 // TestEachFireIsASpanWithItsKindPartitionAndAttempt: with a tracer
 // provider, each fire of a timer is a span holding the timer's kind, its
@@ -67,9 +58,9 @@ func TestEachFireIsASpanWithItsKindPartitionAndAttempt(t *testing.T) {
 	require.Len(t, spans, 3)
 	for i, s := range spans {
 		assert.Equal(t, "mkitfdb.timers.fire", s.Name())
-		assert.Equal(t, int64(kindA), spanAttr(s, "mkitfdb.timer.kind").AsInt64())
-		assert.Equal(t, "namespace", spanAttr(s, "mkitfdb.partition.kind").AsString())
-		assert.Equal(t, int64(i+1), spanAttr(s, "mkitfdb.attempt").AsInt64(), "fire %d", i+1)
+		assert.Equal(t, int64(kindA), spantest.Attr(s, "mkitfdb.timer.kind").AsInt64())
+		assert.Equal(t, "namespace", spantest.Attr(s, "mkitfdb.partition.kind").AsString())
+		assert.Equal(t, int64(i+1), spantest.Attr(s, "mkitfdb.attempt").AsInt64(), "fire %d", i+1)
 		assert.Equal(t, s.SpanContext(), inFire[i], "the handler's context holds fire %d's span", i+1)
 	}
 	assert.Equal(t, codes.Error, spans[0].Status().Code)
@@ -103,5 +94,5 @@ func TestTheSchedulerTracesItsRuns(t *testing.T) {
 	require.Equal(t, 1, rep.Timers.Fired)
 	require.Len(t, rec.Ended(), 1)
 	assert.Equal(t, "mkitfdb.timers.fire", rec.Ended()[0].Name())
-	assert.Equal(t, store.IdentityKind, spanAttr(rec.Ended()[0], "mkitfdb.partition.kind").AsString(), "a partition the scheduler does not parse")
+	assert.Equal(t, store.IdentityKind, spantest.Attr(rec.Ended()[0], "mkitfdb.partition.kind").AsString(), "a partition the scheduler does not parse")
 }

@@ -7,13 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mkit-dev/mkitfdb/gen"
+	"github.com/mkit-dev/mkitfdb/internal/testkit/spantest"
 	"github.com/mkit-dev/mkitfdb/outbox"
 	"github.com/mkit-dev/mkitfdb/outcome"
 	"github.com/mkit-dev/mkitfdb/timers"
@@ -38,16 +38,6 @@ func named(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
 	return out
 }
 
-// attr returns the value of a span's attribute k.
-func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
-	for _, kv := range s.Attributes() {
-		if kv.Key == k {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
-}
-
 // linked reports whether s links sc.
 func linked(s sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
 	for _, l := range s.Links() {
@@ -63,7 +53,7 @@ func linked(s sdktrace.ReadOnlySpan, sc trace.SpanContext) bool {
 func fireOf(t *testing.T, s sdktrace.ReadOnlySpan, fires []sdktrace.ReadOnlySpan, kind timers.Kind) sdktrace.ReadOnlySpan {
 	t.Helper()
 	for _, f := range fires {
-		if attr(f, "mkitfdb.timer.kind").AsInt64() != int64(kind) {
+		if spantest.Attr(f, "mkitfdb.timer.kind").AsInt64() != int64(kind) {
 			continue
 		}
 		if linked(s, f.SpanContext()) || s.Parent().SpanID() == f.SpanContext().SpanID() {
@@ -128,8 +118,8 @@ func TestOneTraceFromTheWritersBatchToThePartnersHandler(t *testing.T) {
 	assert.Equal(t, want.TraceID(), rd.SpanContext().TraceID(), "the relay's delivery is in the writer's trace")
 	assert.Equal(t, want.SpanID(), rd.Parent().SpanID(), "a child of the writer's span")
 	assert.Equal(t, trace.SpanKindConsumer, rd.SpanKind())
-	assert.Equal(t, int64(1), attr(rd, "mkitfdb.attempt").AsInt64())
-	assert.Equal(t, int64(1), attr(rd, "mkitfdb.relay.applied").AsInt64())
+	assert.Equal(t, int64(1), spantest.Attr(rd, "mkitfdb.attempt").AsInt64())
+	assert.Equal(t, int64(1), spantest.Attr(rd, "mkitfdb.relay.applied").AsInt64())
 	relayFire := fireOf(t, rd, fires, timers.KindRelay)
 	assert.True(t, linked(rd, relayFire.SpanContext()), "linked to the relay timer's fire")
 
@@ -140,9 +130,9 @@ func TestOneTraceFromTheWritersBatchToThePartnersHandler(t *testing.T) {
 		assert.Equal(t, want.TraceID(), s.SpanContext().TraceID(), "delivery %d is in the writer's trace", i+1)
 		assert.Equal(t, want.SpanID(), s.Parent().SpanID(), "delivery %d: a child of the writer's span", i+1)
 		assert.Equal(t, trace.SpanKindClient, s.SpanKind())
-		assert.Equal(t, int64(i+1), attr(s, "mkitfdb.attempt").AsInt64(), "delivery %d's attempt", i+1)
-		assert.Equal(t, "namespace", attr(s, "mkitfdb.partition.kind").AsString())
-		assert.Equal(t, calls[i].id, attr(s, "mkitfdb.outcome.id").AsString())
+		assert.Equal(t, int64(i+1), spantest.Attr(s, "mkitfdb.attempt").AsInt64(), "delivery %d's attempt", i+1)
+		assert.Equal(t, "namespace", spantest.Attr(s, "mkitfdb.partition.kind").AsString())
+		assert.Equal(t, calls[i].id, spantest.Attr(s, "mkitfdb.outcome.id").AsString())
 		deliveryFires = append(deliveryFires, fireOf(t, s, fires, timers.KindOutcomeDelivery))
 	}
 	assert.Equal(t, codes.Error, sends[0].Status().Code, "the failed attempt is an error")
@@ -151,8 +141,8 @@ func TestOneTraceFromTheWritersBatchToThePartnersHandler(t *testing.T) {
 	assert.NotEqual(t, deliveryFires[0].SpanContext().SpanID(), deliveryFires[1].SpanContext().SpanID(), "each attempt was a fire of its own")
 
 	for _, f := range fires {
-		assert.Equal(t, "namespace", attr(f, "mkitfdb.partition.kind").AsString())
-		assert.Equal(t, int64(1), attr(f, "mkitfdb.attempt").AsInt64(), "no fire failed: delivery backs off by rescheduling")
+		assert.Equal(t, "namespace", spantest.Attr(f, "mkitfdb.partition.kind").AsString())
+		assert.Equal(t, int64(1), spantest.Attr(f, "mkitfdb.attempt").AsInt64(), "no fire failed: delivery backs off by rescheduling")
 		assert.NotEqual(t, want.TraceID(), f.SpanContext().TraceID(), "a fire starts its own trace: it serves many writers")
 	}
 
@@ -167,9 +157,9 @@ func TestOneTraceFromTheWritersBatchToThePartnersHandler(t *testing.T) {
 		assert.Equal(t, r.SpanContext(), calls[i].span.WithRemote(false), "the handler's context holds the span")
 		assert.Equal(t, fmt.Sprintf("00-%s-%s-01", want.TraceID(), sends[i].SpanContext().SpanID()), calls[i].traceparent)
 	}
-	assert.Equal(t, int64(503), attr(received[0], "http.response.status_code").AsInt64())
+	assert.Equal(t, int64(503), spantest.Attr(received[0], "http.response.status_code").AsInt64())
 	assert.Equal(t, codes.Error, received[0].Status().Code)
-	assert.Equal(t, int64(204), attr(received[1], "http.response.status_code").AsInt64())
+	assert.Equal(t, int64(204), spantest.Attr(received[1], "http.response.status_code").AsInt64())
 	assert.Equal(t, codes.Unset, received[1].Status().Code)
 }
 
